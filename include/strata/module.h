@@ -1,0 +1,135 @@
+/* Strata module ABI, version 1 (C).
+ *
+ * A module is a shared object built against one MPI implementation. It exports
+ *     const strata_module* strata_module_v1(void);
+ * and may be of two kinds, or both at once:
+ *  - event module: subscribes to functions in `load` and receives one decoded strata_event per
+ *    call at enter and exit. The core decodes the arguments and reads the clock once per call for
+ *    all event modules that are adjacent in the stack.
+ *  - wrapper module: defines MPI_X itself and calls ZMPI_X (strata/zmpi.h) for the next layer.
+ *    The core finds these definitions with dlsym; a patched binary PMPI tool is one of these.
+ *
+ * MPI calls that a module makes itself (from a callback or a wrapper) go to the layers below it,
+ * never back into its own chain, unless it moves itself with strata_host::set_layer.
+ */
+#ifndef STRATA_MODULE_H
+#define STRATA_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STRATA_MODULE_ABI_VERSION 1
+
+#define STRATA_MODULE_EXPORT __attribute__((visibility("default")))
+
+/* The MPI implementation this translation unit is compiled against; the core refuses a module
+ * whose flavor differs from its own (the two ABIs are incompatible). */
+#if defined(OPEN_MPI)
+#define STRATA_MPI_FLAVOR "openmpi"
+#elif defined(MPICH_VERSION)
+#define STRATA_MPI_FLAVOR "mpich"
+#else
+#define STRATA_MPI_FLAVOR "none"
+#endif
+
+enum {
+  STRATA_NO_RANK = -1,         /* the call has no peer or root */
+  STRATA_ANY_SOURCE_RANK = -2, /* MPI_ANY_SOURCE */
+  STRATA_PROC_NULL_RANK = -3,  /* MPI_PROC_NULL */
+  STRATA_NO_TAG = -1000000     /* the call has no tag */
+};
+
+/* Event flags. */
+enum {
+  STRATA_EVENT_INTERCOMM = 1u << 0,       /* peer and root are ranks of the remote group */
+  STRATA_EVENT_STATUS_FROM_CORE = 1u << 1 /* the application passed MPI_STATUS_IGNORE */
+};
+
+/* One MPI call, decoded once and shared by every event module of a chain segment.
+ * Times are CLOCK_MONOTONIC nanoseconds. Bytes are count x type size. */
+typedef struct strata_event {
+  int function;           /* function id (strata_host::function_name) */
+  unsigned flags;         /* STRATA_EVENT_* */
+  uint64_t t_enter_ns;    /* set before the enter callbacks */
+  uint64_t t_exit_ns;     /* set before the exit callbacks; 0 during enter */
+  int64_t bytes_sent;     /* payload this rank sends */
+  int64_t bytes_expected; /* receive buffer capacity this rank posts */
+  int64_t bytes_received; /* received payload from the status (exit), -1 when unknown */
+  int peer;               /* world rank of dest/source or a STRATA_*_RANK value */
+  int source;             /* world rank of the actual source from the status (exit), or peer */
+  int tag;                /* STRATA_NO_TAG when none */
+  int root;               /* world rank of the root or STRATA_NO_RANK */
+  int is_root;            /* this rank is the root */
+  uint32_t comm_id;       /* stable id of the communicator within this process, 0 = none */
+  int comm_size;          /* its size (local group), 0 = none */
+  uint64_t request;       /* request handle created (exit) or completed (enter), 0 = none */
+  int request_count;      /* length of the request array of Waitall & co. */
+  const void* requests;   /* that array (MPI_Request*), valid during the call */
+  const void* call_site;  /* return address into the caller of the MPI function */
+  int result;             /* the MPI return code (exit) */
+  int thread_layer;       /* reserved */
+} strata_event;
+
+typedef void (*strata_event_fn)(strata_event* event, void* state);
+
+/* What the core offers a module. Valid from `load` until `unload`. */
+typedef struct strata_host {
+  uint32_t abi_version;
+  const char* mpi_flavor;
+  int (*function_count)(void);
+  const char* (*function_name)(int function);
+  int (*function_id)(const char* name); /* -1 when the MPI library has no such function */
+  /* Event delivery for the functions matching a comma-separated list of globs
+   * ("MPI_Send,MPI_Recv", "MPI_*[sS]end", "*"). Returns the number of functions subscribed. */
+  int (*subscribe)(int self, const char* glob);
+  /* Inter-module services (PnMPI): a named pointer with a signature string that lookups must
+   * match, e.g. publish(self, "profile.totals", "v1", &table). Returns 0, or -1 if taken. */
+  int (*publish)(int self, const char* name, const char* signature, void* value);
+  void* (*lookup)(const char* name, const char* signature);
+  /* Named string values shared between modules (last writer wins). */
+  void (*set_value)(const char* name, const char* value);
+  const char* (*get_value)(const char* name);
+  uint64_t (*now_ns)(void);
+  /* The layer this thread's MPI calls start from: -1 = top of the stack. Returns the old one.
+   * A module that wants its own calls observed by the whole stack sets -1 and restores. */
+  int (*set_layer)(int layer);
+  /* One line on stderr, prefixed with "strata: <module>: ". */
+  void (*log)(int self, const char* message);
+  int (*layer_count)(void);
+} strata_host;
+
+typedef struct strata_module_arg {
+  const char* key;
+  const char* value;
+} strata_module_arg;
+
+typedef struct strata_module {
+  uint32_t abi_version; /* STRATA_MODULE_ABI_VERSION */
+  const char* name;
+  const char* mpi_flavor; /* STRATA_MPI_FLAVOR */
+  const char* description;
+  /* Called before MPI_Init reaches MPI, in stack order. `self` is the module's layer. Return 0,
+   * or write a one-line reason into `error` and return non-zero: the job then stops with it. */
+  int (*load)(const strata_host* host, int self, const strata_module_arg* args, int nargs,
+              void** state, char* error, size_t error_size);
+  void (*mpi_ready)(void* state); /* after MPI_Init returned; MPI may be used */
+  strata_event_fn enter;
+  strata_event_fn exit;
+  void (*pcontrol)(int level, void* state); /* MPI_Pcontrol(level) */
+  void (*finalize)(void* state);            /* before MPI_Finalize; MPI may be used */
+  void (*unload)(void* state);
+} strata_module;
+
+typedef const strata_module* (*strata_module_entry)(void);
+
+#define STRATA_MODULE_SYMBOL "strata_module_v1"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_MODULE_H */

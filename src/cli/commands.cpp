@@ -1,0 +1,291 @@
+#include "cli/commands.hpp"
+
+#include "config/config.hpp"
+#include "core/probe.h"
+#include "launch/launch.hpp"
+#include "strata/patch/patch.hpp"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+
+namespace strata::cli {
+namespace {
+
+const char* env(const char* name) { return std::getenv(name); }
+
+void error_line(const std::string& message) { std::fprintf(stderr, "strata: %s\n", message.c_str()); }
+
+// Under a launcher every rank runs `strata exec`; only the first one reports.
+bool first_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* v = env(var))
+      return std::string(v) == "0";
+  return true;
+}
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("strata");
+}
+
+std::string absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/')
+    return path;
+  char cwd[PATH_MAX];
+  return ::getcwd(cwd, sizeof(cwd)) != nullptr ? std::string(cwd) + "/" + path : path;
+}
+
+// The loaded core of one flavor, for probing modules with the code MPI_Init uses.
+struct core_handle {
+  void* handle = nullptr;
+  strata_probe_fn probe = nullptr;
+  std::string error;
+};
+
+core_handle open_core(const std::string& library) {
+  core_handle core;
+  if (::access(library.c_str(), R_OK) != 0) {
+    core.error = "no Strata core at " + library + " (was Strata built for this MPI?)";
+    return core;
+  }
+  core.handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (core.handle != nullptr)
+    core.probe = reinterpret_cast<strata_probe_fn>(::dlsym(core.handle, "strata_core_probe"));
+  if (core.probe == nullptr) {
+    const char* why = ::dlerror();
+    core.error = "cannot load " + library + ": " + (why != nullptr ? why : "no probe entry");
+  }
+  return core;
+}
+
+std::string probe_spec(const core_handle& core, const config::module_spec& spec,
+                       strata_probe& out) {
+  std::vector<const char*> keys;
+  std::vector<const char*> values;
+  for (const auto& [k, v] : spec.args) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
+  core.probe(spec.name.c_str(), spec.origin.c_str(), static_cast<int>(keys.size()), keys.data(),
+             values.data(), &out);
+  return out.error;
+}
+
+// The stack this launch asks for, with --tools / --config applied to the environment that the
+// program will inherit.
+config::stack apply_stack_options(const launch_options& o) {
+  if (!o.config.empty()) {
+    ::setenv("STRATA_CONFIG", absolute(o.config).c_str(), 1);
+    ::unsetenv("STRATA_TOOLS");
+  }
+  if (!o.tools.empty())
+    ::setenv("STRATA_TOOLS", o.tools.c_str(), 1);
+  return config::select_stack(env);
+}
+
+struct target {
+  std::string path;
+  std::string flavor;
+  std::string error;
+};
+
+target find_target(const launch_options& o, bool allow_launcher_env) {
+  target t;
+  if (o.program.empty()) {
+    t.error = "no program given: strata exec|run [options] -- PROG [ARGS]";
+    return t;
+  }
+  t.path = launch::resolve_program(o.program[0], env("PATH"));
+  if (t.path.empty()) {
+    t.error = o.program[0] + ": program not found";
+    return t;
+  }
+  if (!o.mpi.empty()) {
+    t.flavor = o.mpi;
+    return t;
+  }
+  std::string why;
+  t.flavor = launch::flavor_of_program(t.path, why);
+  if (t.flavor.empty() && allow_launcher_env)
+    t.flavor = launch::flavor_of_launcher(env);
+  if (t.flavor.empty())
+    t.error = why + "; say which MPI it uses with --mpi openmpi|mpich";
+  return t;
+}
+
+int check_stack(const config::stack& stack, const std::string& core_library) {
+  if (!stack.ok()) {
+    if (first_rank())
+      error_line("error: " + stack.error);
+    return 2;
+  }
+  if (stack.modules.empty())
+    return 0;
+  core_handle core = open_core(core_library);
+  if (!core.error.empty()) {
+    if (first_rank())
+      error_line("error: " + core.error);
+    return 2;
+  }
+  for (const config::module_spec& spec : stack.modules) {
+    auto out = std::make_unique<strata_probe>();
+    if (std::string e = probe_spec(core, spec, *out); !e.empty()) {
+      if (first_rank())
+        error_line("error: " + e);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+std::vector<char*> c_argv(std::vector<std::string>& args) {
+  std::vector<char*> out;
+  for (std::string& a : args)
+    out.push_back(a.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+} // namespace
+
+int exec_command(const launch_options& o) {
+  const target t = find_target(o, true);
+  if (!t.error.empty()) {
+    error_line("error: " + t.error);
+    return 2;
+  }
+  const launch::layout layout = launch::find_layout(self_exe());
+  const std::string core = layout.core_library(t.flavor);
+  const config::stack stack = apply_stack_options(o);
+  if (!o.skip_check) {
+    if (int rc = check_stack(stack, core); rc != 0)
+      return rc;
+  }
+  ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
+  std::vector<std::string> args = o.program;
+  std::vector<char*> argv = c_argv(args);
+  ::execv(t.path.c_str(), argv.data());
+  error_line("error: cannot execute " + t.path);
+  return 127;
+}
+
+int run_command(const launch_options& o) {
+  const target t = find_target(o, false);
+  if (!t.error.empty()) {
+    error_line("error: " + t.error);
+    return 2;
+  }
+  const launch::layout layout = launch::find_layout(self_exe());
+  const config::stack stack = apply_stack_options(o);
+  if (int rc = check_stack(stack, layout.core_library(t.flavor)); rc != 0)
+    return rc;
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::vector<std::string> args =
+      launch::launcher_command(t.flavor, o.ranks, ::geteuid() == 0, static_cast<int>(cores));
+  // Shared-memory single copy (CMA) is refused inside containers; copying through the shared
+  // segment works everywhere.
+  if (t.flavor == "openmpi")
+    ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  // Each rank runs `strata exec`, which preloads the core; the stack was checked just now.
+  for (const std::string& a : {self_exe(), std::string("exec"), std::string("--no-check"),
+                               std::string("--mpi"), t.flavor, std::string("--"), t.path})
+    args.push_back(a);
+  args.insert(args.end(), o.program.begin() + 1, o.program.end());
+  std::vector<char*> argv = c_argv(args);
+  ::execvp(argv[0], argv.data());
+  error_line("error: cannot execute " + args.front() + " (is " + t.flavor + " installed?)");
+  return 127;
+}
+
+int modules_command(const std::string& only_flavor) {
+  const launch::layout layout = launch::find_layout(self_exe());
+  int status = 0;
+  for (const std::string flavor : {"openmpi", "mpich"}) {
+    if (!only_flavor.empty() && flavor != only_flavor)
+      continue;
+    if (::access(layout.core_library(flavor).c_str(), R_OK) != 0)
+      continue;
+    std::fflush(stdout);
+    // One child per flavor: the two cores (and their MPI libraries) never share a process.
+    const pid_t child = ::fork();
+    if (child == 0) {
+      core_handle core = open_core(layout.core_library(flavor));
+      if (!core.error.empty()) {
+        error_line("error: " + core.error);
+        std::_Exit(2);
+      }
+      std::printf("%s modules:\n", flavor.c_str());
+      std::set<std::string> seen;
+      for (const std::string& dir : config::module_dirs(env, layout.module_dir(flavor))) {
+        DIR* d = ::opendir(dir.c_str());
+        if (d == nullptr)
+          continue;
+        std::vector<std::string> files;
+        while (dirent* e = ::readdir(d)) {
+          std::string name = e->d_name;
+          if (name.size() > 3 && name.ends_with(".so"))
+            files.push_back(name.substr(0, name.size() - 3));
+        }
+        ::closedir(d);
+        std::sort(files.begin(), files.end());
+        for (const std::string& name : files) {
+          if (!seen.insert(name).second)
+            continue;
+          config::module_spec spec{dir + "/" + name + ".so", {}, dir};
+          auto out = std::make_unique<strata_probe>();
+          if (std::string e = probe_spec(core, spec, *out); !e.empty()) {
+            std::printf("  %-12s (cannot load: %s)\n", name.c_str(), e.c_str());
+            continue;
+          }
+          std::string what;
+          if (out->wrapped_count > 0)
+            what = "wraps " + std::to_string(out->wrapped_count) + " functions";
+          if (out->event_count > 0)
+            what += (what.empty() ? "" : ", ") + std::string("events for ") +
+                    std::to_string(out->event_count) + " functions";
+          if (what.empty())
+            what = "no functions without arguments";
+          std::string list = out->functions;
+          if (list.size() > 100)
+            list = list.substr(0, 97) + "...";
+          std::printf("  %-12s %s\n  %-12s %s\n  %-12s %s\n", out->name, out->description, "",
+                      what.c_str(), "", list.c_str());
+        }
+      }
+      std::fflush(stdout);
+      std::_Exit(0);
+    }
+    int wstatus = 0;
+    ::waitpid(child, &wstatus, 0);
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
+      status = 2;
+  }
+  return status;
+}
+
+int patch_command(const std::string& in, const std::string& out) {
+  const patch::patch_result r = patch::patch_file(in, out);
+  if (!r.ok) {
+    error_line("error: " + r.error);
+    return 2;
+  }
+  for (const patch::renamed_symbol& s : r.renamed)
+    std::printf("%s -> %s%s\n", s.from.c_str(), s.to.c_str(),
+                s.version_cleared ? " (version requirement dropped)" : "");
+  std::printf("wrote %s: %zu imported PMPI references now call the next Strata layer\n",
+              out.c_str(), r.renamed.size());
+  return 0;
+}
+
+} // namespace strata::cli

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace strata::cli {
+
+struct launch_options {
+  std::string tools;
+  std::string config;
+  std::string mpi;
+  int ranks = 0;
+  bool skip_check = false;
+  std::vector<std::string> program;
+};
+
+int exec_command(const launch_options& options);
+int run_command(const launch_options& options);
+int modules_command(const std::string& only_flavor);
+int patch_command(const std::string& in, const std::string& out);
+
+} // namespace strata::cli

@@ -1,0 +1,70 @@
+// The `strata` command: a thin dispatcher over the libraries.
+#include "cli/commands.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv) {
+  // Everything after "--" is the program and its arguments, never parsed as ours.
+  int split = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      split = i;
+      break;
+    }
+  }
+  std::vector<std::string> program(argv + (split < argc ? split + 1 : argc), argv + argc);
+  // mpirun spells it -np; CLI11 would read that as "-n p".
+  std::vector<std::string> ours(argv, argv + split);
+  for (std::string& a : ours)
+    if (a == "-np")
+      a = "--np";
+
+  CLI::App app{"Strata: MPI performance tools, loaded at run time into unmodified programs"};
+  app.require_subcommand(1);
+  strata::cli::launch_options launch;
+
+  auto add_stack_options = [&](CLI::App* sub) {
+    sub->add_option("--tools", launch.tools, "modules in order: a,b:key=value,c");
+    sub->add_option("--config", launch.config, "config file listing the modules");
+    sub->add_option("--mpi", launch.mpi, "MPI implementation (default: detected from PROG)")
+        ->check(CLI::IsMember({"openmpi", "mpich"}));
+  };
+  CLI::App* exec = app.add_subcommand("exec", "run PROG under the tool stack (inside mpirun)");
+  add_stack_options(exec);
+  exec->add_flag("--no-check", launch.skip_check, "the stack was already checked")
+      ->group("");
+  CLI::App* run = app.add_subcommand("run", "start an MPI job locally under the tool stack");
+  add_stack_options(run);
+  run->add_option("-n,--np", launch.ranks, "number of ranks")->required()->check(
+      CLI::Range(1, 1 << 20));
+  CLI::App* modules = app.add_subcommand("modules", "list the modules and what they wrap");
+  modules->add_option("--mpi", launch.mpi, "only this MPI implementation")
+      ->check(CLI::IsMember({"openmpi", "mpich"}));
+  CLI::App* patch = app.add_subcommand("patch", "turn a binary PMPI tool into a Strata module");
+  std::string patch_in;
+  std::string patch_out;
+  patch->add_option("IN", patch_in, "the tool's shared object")->required();
+  patch->add_option("OUT", patch_out, "the module to write")->required();
+
+  try {
+    std::reverse(ours.begin() + 1, ours.end()); // CLI11 takes the arguments in reverse order
+    app.parse(std::vector<std::string>(ours.begin() + 1, ours.end()));
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  launch.program = program;
+  if (exec->parsed())
+    return strata::cli::exec_command(launch);
+  if (run->parsed())
+    return strata::cli::run_command(launch);
+  if (modules->parsed())
+    return strata::cli::modules_command(launch.mpi);
+  if (patch->parsed())
+    return strata::cli::patch_command(patch_in, patch_out);
+  return 2;
+}

@@ -1,0 +1,160 @@
+// The communicator cache: size, rank and the rank -> world rank table of each communicator,
+// computed the first time a call uses it. Lookups are lock-free; the first sight of a
+// communicator takes a lock and allocates (once per communicator, not once per call).
+#include "core/decode.hpp"
+
+#include <atomic>
+#include <mutex>
+
+namespace strata::core {
+void* find_real(const char* name);
+}
+
+namespace strata::decode {
+
+mpi_api api;
+
+namespace {
+
+struct real_comm_api {
+  int (*comm_size)(MPI_Comm, int*);
+  int (*comm_rank)(MPI_Comm, int*);
+  int (*comm_test_inter)(MPI_Comm, int*);
+  int (*comm_remote_size)(MPI_Comm, int*);
+  int (*comm_group)(MPI_Comm, MPI_Group*);
+  int (*comm_remote_group)(MPI_Comm, MPI_Group*);
+  int (*group_translate_ranks)(MPI_Group, int, const int[], MPI_Group, int[]);
+  int (*group_free)(MPI_Group*);
+  int (*comm_create_keyval)(MPI_Comm_copy_attr_function*, MPI_Comm_delete_attr_function*, int*,
+                            void*);
+  int (*comm_set_attr)(MPI_Comm, int, void*);
+  int (*initialized)(int*);
+  int (*finalized)(int*);
+} real_comm;
+
+// Open addressing, never shrinking. A slot's key is published last (release), so a reader that
+// sees the key sees the whole entry. A freed communicator's slot is tombstoned by the attribute
+// delete callback, because MPI reuses handle values.
+constexpr size_t table_size = 1u << 14;
+constexpr uint64_t empty_key = 0;
+constexpr uint64_t tombstone = ~uint64_t{0};
+
+struct slot {
+  std::atomic<uint64_t> key{empty_key};
+  comm_info info;
+};
+
+slot table[table_size];
+std::mutex insert_lock;
+std::atomic<uint32_t> next_id{1};
+int keyval = -1;
+MPI_Group world_group = MPI_GROUP_NULL;
+
+size_t hash(uint64_t key) { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 50); }
+
+int forget_comm(MPI_Comm, int, void* attribute, void*) {
+  auto* s = static_cast<slot*>(attribute);
+  s->key.store(tombstone, std::memory_order_release);
+  return MPI_SUCCESS;
+}
+
+template <typename F> void resolve(F& fn, const char* name) {
+  fn = reinterpret_cast<F>(core::find_real(name));
+}
+
+bool mpi_usable() {
+  int init = 0;
+  int fin = 0;
+  if (real_comm.initialized == nullptr || real_comm.initialized(&init) != MPI_SUCCESS || !init)
+    return false;
+  return real_comm.finalized(&fin) == MPI_SUCCESS && !fin;
+}
+
+const comm_info* insert(MPI_Comm comm, uint64_t key) {
+  std::lock_guard<std::mutex> guard(insert_lock);
+  size_t i = hash(key);
+  for (size_t probes = 0; probes < table_size; ++probes, i = (i + 1) & (table_size - 1)) {
+    const uint64_t k = table[i].key.load(std::memory_order_acquire);
+    if (k == key)
+      return &table[i].info;
+    if (k != empty_key && k != tombstone)
+      continue;
+    comm_info info;
+    if (!mpi_usable() || real_comm.comm_size(comm, &info.size) != MPI_SUCCESS)
+      return nullptr;
+    real_comm.comm_rank(comm, &info.rank);
+    int inter = 0;
+    real_comm.comm_test_inter(comm, &inter);
+    info.inter = inter != 0;
+    if (world_group == MPI_GROUP_NULL)
+      real_comm.comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group group = MPI_GROUP_NULL;
+    int peers = info.size;
+    if (info.inter) {
+      real_comm.comm_remote_size(comm, &peers);
+      real_comm.comm_remote_group(comm, &group);
+    } else if (comm != MPI_COMM_WORLD) {
+      real_comm.comm_group(comm, &group);
+    }
+    if (group != MPI_GROUP_NULL) {
+      // Allocated once per communicator and kept: events may still point at it.
+      int* ranks = new int[static_cast<size_t>(peers)];
+      int* world = new int[static_cast<size_t>(peers)];
+      for (int r = 0; r < peers; ++r)
+        ranks[r] = r;
+      real_comm.group_translate_ranks(group, peers, ranks, world_group, world);
+      delete[] ranks;
+      info.world_ranks = world;
+      info.size = peers;
+      real_comm.group_free(&group);
+    }
+    info.id = next_id.fetch_add(1);
+    table[i].info = info;
+    if (keyval == -1)
+      real_comm.comm_create_keyval(MPI_COMM_NULL_COPY_FN, forget_comm, &keyval, nullptr);
+    table[i].key.store(key, std::memory_order_release);
+    real_comm.comm_set_attr(comm, keyval, &table[i]);
+    return &table[i].info;
+  }
+  return nullptr; // full: events go without communicator details rather than fail
+}
+
+} // namespace
+
+void resolve_api() {
+  resolve(api.type_size, "PMPI_Type_size");
+  resolve(api.type_size_x, "PMPI_Type_size_x");
+  resolve(api.get_count, "PMPI_Get_count");
+  resolve(api.get_elements_x, "PMPI_Get_elements_x");
+  resolve(real_comm.comm_size, "PMPI_Comm_size");
+  resolve(real_comm.comm_rank, "PMPI_Comm_rank");
+  resolve(real_comm.comm_test_inter, "PMPI_Comm_test_inter");
+  resolve(real_comm.comm_remote_size, "PMPI_Comm_remote_size");
+  resolve(real_comm.comm_group, "PMPI_Comm_group");
+  resolve(real_comm.comm_remote_group, "PMPI_Comm_remote_group");
+  resolve(real_comm.group_translate_ranks, "PMPI_Group_translate_ranks");
+  resolve(real_comm.group_free, "PMPI_Group_free");
+  resolve(real_comm.comm_create_keyval, "PMPI_Comm_create_keyval");
+  resolve(real_comm.comm_set_attr, "PMPI_Comm_set_attr");
+  resolve(real_comm.initialized, "PMPI_Initialized");
+  resolve(real_comm.finalized, "PMPI_Finalized");
+}
+
+const comm_info* lookup_comm(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL)
+    return nullptr;
+  uint64_t key = handle_bits(comm);
+  if (key == empty_key || key == tombstone)
+    key ^= 0x5bd1e995u; // keep the reserved keys free; collisions are compared in full below
+  size_t i = hash(key);
+  for (size_t probes = 0; probes < table_size; ++probes, i = (i + 1) & (table_size - 1)) {
+    const uint64_t k = table[i].key.load(std::memory_order_acquire);
+    if (k == key)
+      return &table[i].info;
+    if (k == empty_key)
+      break;
+  }
+  return insert(comm, key);
+}
+
+} // namespace strata::decode

@@ -1,0 +1,124 @@
+// The call path: per-function chains built once in MPI_Init and read-only afterwards.
+//
+// Every generated entry point (MPI_X, its PMPI_X alias that catches Open MPI's Fortran bindings
+// and code calling PMPI directly, and the ZMPI_X alias that wrapper modules call for "next")
+// does the same thing: no chain -> the real PMPI_X; otherwise dispatch<>() below. Where a call
+// enters the chain depends on who makes it: the application starts at the top, a module starts
+// below itself (thread_state::layer), and MPI calling its own exported functions passes through.
+#pragma once
+
+#include "core/decode.hpp"
+#include "strata_functions.hpp"
+#include <strata/module.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#define STRATA_EXPORT __attribute__((visibility("default")))
+#define STRATA_HIDDEN __attribute__((visibility("hidden")))
+
+
+namespace strata::core {
+
+// One layer's part in one function's chain: either a wrapper module's MPI_X or an event module's
+// callbacks. Adjacent event entries form a group that shares one decoded event and one clock pair.
+struct chain_entry {
+  void* wrapper = nullptr; // the module's own MPI_X, called with the original arguments
+  strata_event_fn enter = nullptr;
+  strata_event_fn exit = nullptr;
+  void* state = nullptr;
+  int layer = 0;     // the module's position in the stack
+  int group_end = 0; // event entries: index of the first entry after this group
+};
+
+struct chain {
+  int size = 0;
+  const chain_entry* entries = nullptr;
+  // start_after[layer + 1]: index of the first entry below `layer` (layer -1 = the application).
+  const uint16_t* start_after = nullptr;
+};
+
+// Per-thread position in the stack. POD with __thread (no C++ TLS wrapper call) and the
+// initial-exec model: one %fs-relative load on the wrapped path.
+struct thread_state {
+  int layer;   // -1 outside modules: the application's calls start at the top
+  int in_real; // >0 while the real MPI runs: its own calls to exported MPI_/PMPI_ pass through
+  const void* call_site;
+};
+extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
+
+extern const chain* chains[gen::function_count] STRATA_HIDDEN;
+
+void load_modules_once();
+void after_init();
+void before_finalize();
+void after_finalize();
+void* find_real(const char* name);
+uint64_t now_ns();
+
+template <typename R> inline void set_result(strata_event& ev, const R& r) {
+  if constexpr (std::is_same_v<R, int>)
+    ev.result = r;
+}
+
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+R invoke(const chain* c, int pos, R (*real)(P...), A&... args) {
+  thread_state& ts = tls;
+  if (pos >= c->size) {
+    ++ts.in_real;
+    R r = real(args...);
+    --ts.in_real;
+    return r;
+  }
+  const chain_entry* entries = c->entries;
+  const int saved_layer = ts.layer;
+  if (entries[pos].wrapper != nullptr) {
+    ts.layer = entries[pos].layer;
+    R r = reinterpret_cast<R (*)(P...)>(entries[pos].wrapper)(args...);
+    ts.layer = saved_layer;
+    return r;
+  }
+  const int end = entries[pos].group_end;
+  strata_event ev{};
+  ev.function = F;
+  ev.peer = STRATA_NO_RANK;
+  ev.source = STRATA_NO_RANK;
+  ev.root = STRATA_NO_RANK;
+  ev.tag = STRATA_NO_TAG;
+  ev.bytes_received = -1;
+  ev.call_site = ts.call_site;
+  decode::scratch scratch;
+  Decoder::enter(ev, scratch, args...);
+  ev.t_enter_ns = now_ns();
+  for (int i = pos; i < end; ++i) {
+    if (entries[i].enter != nullptr) {
+      ts.layer = entries[i].layer;
+      entries[i].enter(&ev, entries[i].state);
+    }
+  }
+  ts.layer = saved_layer;
+  R r = invoke<F, Decoder>(c, end, real, args...);
+  ev.t_exit_ns = now_ns();
+  set_result(ev, r);
+  Decoder::exit(ev, scratch, args...);
+  for (int i = end - 1; i >= pos; --i) {
+    if (entries[i].exit != nullptr) {
+      ts.layer = entries[i].layer;
+      entries[i].exit(&ev, entries[i].state);
+    }
+  }
+  ts.layer = saved_layer;
+  return r;
+}
+
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+inline R dispatch(const chain* c, const void* return_address, R (*real)(P...), A&... args) {
+  thread_state& ts = tls;
+  if (__builtin_expect(ts.in_real != 0, 0))
+    return real(args...);
+  if (ts.layer < 0)
+    ts.call_site = return_address;
+  return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
+}
+
+} // namespace strata::core

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Generates Strata's MPI entry points from the castxml dump of one MPI implementation's mpi.h.
+
+The list of functions and their exact prototypes come from the header; only the semantic role of
+parameters comes from roles.txt. Outputs (into --out):
+  strata_functions.hpp  function ids and names
+  strata_entries.cpp    MPI_X / PMPI_X / ZMPI_X entry points, the real-function table, decoders
+  strata/zmpi.h         ZMPI_X prototypes for wrapper modules ("call the next layer")
+  empty_module.cpp      the `empty` wrapper module: every function forwards to the next layer
+"""
+import argparse
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+# Functions the core writes by hand: a variadic one, and the one that must see every level.
+HAND_WRITTEN = {"MPI_Pcontrol"}
+# Functions whose entry runs core hooks around the chain.
+INIT_FUNCTIONS = {"MPI_Init", "MPI_Init_thread"}
+FINALIZE_FUNCTIONS = {"MPI_Finalize"}
+
+
+class Header:
+    def __init__(self, xml_path):
+        root = ET.parse(xml_path).getroot()
+        self.ids = {e.get("id"): e for e in root}
+        self.functions = {}
+        for e in root:
+            name = e.get("name", "")
+            if e.tag == "Function" and name.startswith("PMPI_"):
+                self.functions[name[1:]] = e
+
+    def split_id(self, tid):
+        """(unqualified type id, "const "/"volatile " prefix) for a castxml type id."""
+        quals = ""
+        while True:
+            e = self.ids.get(tid)
+            if e is not None and e.tag == "CvQualifiedType":
+                quals += ("c" if e.get("const") == "1" else "") + ("v" if e.get("volatile") == "1" else "")
+                tid = e.get("type")
+            elif e is None and tid and tid[-1] in "cv":
+                quals += tid[-1]
+                tid = tid[:-1]
+            else:
+                break
+        return tid, ("const " if "c" in quals else "") + ("volatile " if "v" in quals else "")
+
+    def render(self, tid, decl):
+        """C declaration of `decl` with castxml type id `tid`."""
+        base, quals = self.split_id(tid)
+        e = self.ids[base]
+        if e.tag in ("FundamentalType", "Typedef"):
+            return f"{quals}{e.get('name')} {decl}".rstrip()
+        if e.tag == "PointerType":
+            inner = "*" + (" " + quals.strip() + " " if quals else "") + decl
+            target = self.ids[self.split_id(e.get("type"))[0]]
+            if target.tag in ("ArrayType", "FunctionType"):
+                inner = "(" + inner + ")"
+            return self.render(e.get("type"), inner)
+        if e.tag == "ArrayType":
+            size = e.get("max", "")
+            size = str(int(size.rstrip("u")) + 1) if size not in ("", "0xffffffffffffffff") else ""
+            return self.render(e.get("type"), f"{decl}[{size}]")
+        raise SystemExit(f"generate.py: unsupported type {e.tag} in mpi.h")
+
+    def type_name(self, tid):
+        """Spelling of a by-value typedef or fundamental type, or None."""
+        base, _ = self.split_id(tid)
+        e = self.ids[base]
+        return e.get("name") if e.tag in ("FundamentalType", "Typedef") else None
+
+    def pointee_name(self, tid):
+        base, _ = self.split_id(tid)
+        e = self.ids[base]
+        if e.tag != "PointerType":
+            return None
+        return self.type_name(e.get("type"))
+
+
+def parse_roles(path):
+    roles = {}
+    for lineno, line in enumerate(open(path), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = line.split()
+        spec = {}
+        for field in fields[1:]:
+            key, sep, value = field.partition("=")
+            if not sep:
+                raise SystemExit(f"{path}:{lineno}: expected ROLE=PARAM, got '{field}'")
+            spec[key] = value
+        roles[fields[0]] = spec
+    return roles
+
+
+class Function:
+    def __init__(self, header, name, elem):
+        self.name = name
+        self.ret = header.render(elem.get("returns"), "")
+        self.params = []  # (name, declaration, by-value type name, pointee type name)
+        self.variadic = False
+        for i, arg in enumerate(elem):
+            if arg.tag == "Ellipsis":
+                self.variadic = True
+                continue
+            pname = arg.get("name") or f"arg{i}"
+            self.params.append(
+                (pname, header.render(arg.get("type"), pname), header.type_name(arg.get("type")),
+                 header.pointee_name(arg.get("type"))))
+
+    def names(self):
+        return [p[0] for p in self.params]
+
+    def proto(self, symbol):
+        args = ", ".join(p[1] for p in self.params) or "void"
+        return f"{self.ret} {symbol}({args})"
+
+    def param_type(self, pname):
+        for p in self.params:
+            if p[0] == pname:
+                return p
+        return None
+
+
+def byte_expr(fn, spec, what):
+    """C++ expression for bytes sent or received, from a roles.txt spec like count:type*size@root."""
+    mods = spec.split("@")
+    base, flags = mods[0], set(mods[1:])
+    times_size = base.endswith("*size")
+    base = base.removesuffix("*size")
+    count, _, dtype = base.partition(":")
+    for pname in (count, dtype):
+        if fn.param_type(pname) is None:
+            raise SystemExit(f"roles.txt: {fn.name} has no parameter '{pname}' ({what})")
+    if "sum" in flags:
+        expr = f"dec::summed_bytes({count}, {dtype}, ev.comm_size)"
+    else:
+        expr = f"dec::type_bytes({count}, {dtype})"
+        if times_size:
+            expr = f"{expr} * ev.comm_size"
+    if "root" in flags:
+        expr = f"(ev.is_root ? {expr} : 0)"
+    if "nonroot" in flags:
+        expr = f"(ev.is_root ? 0 : {expr})"
+    return expr
+
+
+def decoder(fn, roles):
+    """Body of the enter decoder: fills the strata_event from the arguments, once per call."""
+    spec = roles.get(fn.name.removesuffix("_c"), {})
+    lines = []
+    comm = spec.get("comm")
+    if comm is None:
+        comm = next((p[0] for p in fn.params if p[2] == "MPI_Comm"), None)
+    if comm is not None:
+        lines.append(f"dec::set_comm_info(ev, scratch, {comm});")
+    if "root" in spec:
+        lines.append(f"dec::set_root(ev, scratch, {spec['root']});")
+    if "peer" in spec:
+        lines.append(f"dec::set_peer(ev, scratch, {spec['peer']});")
+    if "tag" in spec:
+        lines.append(f"ev.tag = {spec['tag']};")
+    if "send" in spec:
+        lines.append(f"ev.bytes_sent = {byte_expr(fn, spec['send'], 'send')};")
+    if "recv" in spec:
+        lines.append(f"ev.bytes_expected = {byte_expr(fn, spec['recv'], 'recv')};")
+    if "wait" in spec:
+        lines.append(f"dec::set_request(ev, {spec['wait']});")
+    if "requests" in spec:
+        count, _, array = spec["requests"].partition(":")
+        lines.append(f"dec::set_requests(ev, {count}, {array});")
+    if "status" in spec:
+        lines.append(f"dec::substitute_status(ev, scratch, {spec['status']});")
+    for key in spec:
+        if key in ("send", "recv"):
+            continue
+        for pname in spec[key].split(":"):
+            if fn.param_type(pname) is None:
+                raise SystemExit(f"roles.txt: {fn.name} has no parameter '{pname}' ({key})")
+    return lines, spec
+
+
+def exit_decoder(spec):
+    lines = []
+    if "request" in spec:
+        lines.append(f"dec::set_request(ev, {spec['request']});")
+    if "status" in spec:
+        flag = f"*{spec['flag']} != 0" if "flag" in spec else "true"
+        lines.append(f"if ({flag}) dec::read_status(ev, scratch, {spec['status']});")
+    return lines
+
+
+def generate(header, roles, flavor, out):
+    functions = [Function(header, n, e) for n, e in sorted(header.functions.items())]
+    functions = [f for f in functions if f.name not in HAND_WRITTEN and not f.variadic]
+    known = {f.name for f in functions} | HAND_WRITTEN
+    for name in roles:
+        if name not in known:
+            raise SystemExit(f"roles.txt names {name}, which {flavor}'s mpi.h does not declare")
+    all_names = [f.name for f in functions] + sorted(HAND_WRITTEN)
+    os.makedirs(os.path.join(out, "strata"), exist_ok=True)
+
+    with open(os.path.join(out, "strata_functions.hpp"), "w") as h:
+        h.write(f"// Generated by src/gen/generate.py from {flavor}'s mpi.h. Do not edit.\n")
+        h.write("#pragma once\n\nnamespace strata::gen {\n")
+        h.write(f"inline constexpr const char* mpi_flavor = \"{flavor}\";\n")
+        h.write(f"inline constexpr int function_count = {len(all_names)};\n")
+        h.write("enum function_id : int {\n")
+        for i, n in enumerate(all_names):
+            h.write(f"  fid_{n} = {i},\n")
+        h.write("};\nextern const char* const function_names[function_count];\n")
+        h.write("} // namespace strata::gen\n")
+
+    with open(os.path.join(out, "strata", "zmpi.h"), "w") as h:
+        h.write(f"/* Generated from {flavor}'s mpi.h. ZMPI_X calls the next layer below the\n"
+                " * calling module; a wrapper module (or a patched PMPI tool) uses it as PMPI_X. */\n")
+        h.write("#pragma once\n#include <mpi.h>\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n")
+        for f in functions:
+            h.write(f.proto("ZMPI_" + f.name[4:]) + ";\n")
+        h.write("int ZMPI_Pcontrol(const int level, ...);\n")
+        h.write("#ifdef __cplusplus\n}\n#endif\n")
+
+    with open(os.path.join(out, "empty_module.cpp"), "w") as c:
+        c.write("// Generated: the `empty` wrapper module. Each function calls the next layer.\n")
+        c.write("#include <strata/module.h>\n#include <strata/zmpi.h>\n\n")
+        c.write("extern \"C\" {\n")
+        for f in functions:
+            args = ", ".join(f.names())
+            c.write(f"STRATA_MODULE_EXPORT {f.proto(f.name)} {{ return ZMPI_{f.name[4:]}({args}); }}\n")
+        c.write("}\n")
+
+    with open(os.path.join(out, "strata_entries.cpp"), "w") as c:
+        c.write(f"// Generated by src/gen/generate.py from {flavor}'s mpi.h. Do not edit.\n")
+        c.write("#include \"core/dispatch.hpp\"\n#include \"core/decode.hpp\"\n\n")
+        c.write("namespace strata::gen {\n")
+        c.write("const char* const function_names[function_count] = {\n")
+        for n in all_names:
+            c.write(f"    \"{n}\",\n")
+        c.write("};\n\n")
+        c.write("struct real_functions {\n")
+        for f in functions:
+            c.write(f"  {f.proto('(*' + f.name + ')')};\n")
+        c.write("};\n")
+        c.write("STRATA_HIDDEN real_functions real;\n\n")
+        c.write("void resolve_real_functions() {\n")
+        for f in functions:
+            c.write(f"  real.{f.name} = reinterpret_cast<decltype(real.{f.name})>("
+                    f"core::find_real(\"P{f.name}\"));\n")
+        c.write("}\n")
+        c.write("void* real_function(int fid) {\n  switch (fid) {\n")
+        for f in functions:
+            c.write(f"  case fid_{f.name}: return reinterpret_cast<void*>(real.{f.name});\n")
+        c.write("  default: return nullptr;\n  }\n}\n} // namespace strata::gen\n\n")
+        c.write("using namespace strata;\nusing namespace strata::gen;\n"
+                "namespace dec = strata::decode;\n\n")
+        for f in functions:
+            n = f.name
+            args = ", ".join(f.names())
+            params = ", ".join(p[1] for p in f.params)
+            lines, spec = decoder(f, roles)
+            exits = exit_decoder(spec)
+            c.write(f"namespace {{\nstruct decoder_{n} {{\n")
+            # Arguments by reference: the status substitution rewrites an argument before the call.
+            ref_list = ", ".join("[[maybe_unused]] " + ref_decl(p) for p in f.params)
+            c.write(f"  static void enter([[maybe_unused]] strata_event& ev, "
+                    f"[[maybe_unused]] dec::scratch& scratch"
+                    f"{', ' if ref_list else ''}{ref_list}) {{\n")
+            for line in lines:
+                c.write(f"    {line}\n")
+            c.write("  }\n")
+            c.write(f"  static void exit([[maybe_unused]] strata_event& ev, "
+                    f"[[maybe_unused]] dec::scratch& scratch"
+                    f"{', ' if ref_list else ''}{ref_list}) {{\n")
+            for line in exits:
+                c.write(f"    {line}\n")
+            c.write("  }\n};\n} // namespace\n")
+            # The wrapped path lives in its own function taking the arguments by value, so the
+            # unwrapped path stays a load, a test and a tail call (no spilled arguments).
+            c.write(f"__attribute__((noinline)) {f.ret} wrapped_{n}(const core::chain* chain, "
+                    f"const void* site{', ' if params else ''}{params}) {{\n")
+            c.write(f"  return core::dispatch<fid_{n}, decoder_{n}>(chain, site, real.{n}"
+                    f"{', ' if args else ''}{args});\n}}\n")
+            wrapped = f"wrapped_{n}(chain, __builtin_return_address(0){', ' if args else ''}{args})"
+            c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
+            c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
+            if n in INIT_FUNCTIONS or n in FINALIZE_FUNCTIONS:
+                # Life-cycle hooks run whether or not a module wraps the call.
+                before, after = (("load_modules_once", "after_init") if n in INIT_FUNCTIONS
+                                 else ("before_finalize", "after_finalize"))
+                c.write(f"  core::{before}();\n  chain = core::chains[fid_{n}];\n")
+                c.write(f"  auto result = chain == nullptr ? real.{n}({args}) : {wrapped};\n")
+                c.write(f"  core::{after}();\n  return result;\n}}\n")
+            else:
+                c.write("  if (__builtin_expect(chain == nullptr, 1))\n")
+                c.write(f"    return real.{n}({args});\n")
+                c.write(f"  return {wrapped};\n}}\n")
+            for prefix in ("P", "Z"):
+                c.write(f"extern \"C\" STRATA_EXPORT {f.proto(prefix + n if prefix == 'P' else 'ZMPI_' + n[4:])}"
+                        f" __attribute__((alias(\"{n}\")));\n")
+            c.write("\n")
+
+
+def ref_decl(param):
+    """The parameter's declaration with its name made a reference (arrays stay pointers)."""
+    pname, decl, _, _ = param
+    if decl.endswith("]") or "(*" in decl:
+        return decl  # arrays and function pointers: never rewritten
+    return re.sub(rf"\b{re.escape(pname)}$", f"&{pname}", decl)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--xml", required=True, help="castxml --castxml-output=1 dump of mpi.h")
+    ap.add_argument("--roles", required=True)
+    ap.add_argument("--flavor", required=True, choices=["openmpi", "mpich"])
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    generate(Header(a.xml), parse_roles(a.roles), a.flavor, a.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

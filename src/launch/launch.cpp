@@ -1,0 +1,134 @@
+#include "launch/launch.hpp"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <sstream>
+
+namespace strata::launch {
+
+needed_result elf_needed(const std::string& path) {
+  needed_result result;
+  if (elf_version(EV_CURRENT) == EV_NONE) {
+    result.error = "libelf is unusable";
+    return result;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    result.error = path + ": cannot open";
+    return result;
+  }
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
+    result.error = path + ": not an ELF executable";
+  } else {
+    Elf_Scn* scn = nullptr;
+    bool found = false;
+    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC)
+        continue;
+      found = true;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      const size_t count = shdr.sh_entsize != 0 ? shdr.sh_size / shdr.sh_entsize : 0;
+      for (size_t i = 0; data != nullptr && i < count; ++i) {
+        GElf_Dyn dyn;
+        if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr)
+          break;
+        if (dyn.d_tag != DT_NEEDED)
+          continue;
+        const char* name = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val);
+        if (name != nullptr)
+          result.libraries.emplace_back(name);
+      }
+    }
+    if (!found)
+      result.error = path + ": statically linked (no dynamic section); link it with -lstrata";
+  }
+  if (elf != nullptr)
+    elf_end(elf);
+  ::close(fd);
+  return result;
+}
+
+std::string flavor_of_library(const std::string& soname) {
+  auto starts = [&](const char* prefix) { return soname.rfind(prefix, 0) == 0; };
+  if (starts("libmpi.so") || starts("libmpi_mpifh.so") || starts("libmpi_usempif08.so") ||
+      starts("libmpi_cxx.so"))
+    return "openmpi";
+  if (starts("libmpich.so") || starts("libmpichfort.so") || starts("libmpichcxx.so") ||
+      starts("libmpi.so.12"))
+    return "mpich";
+  return {};
+}
+
+std::string flavor_of_program(const std::string& path, std::string& error) {
+  const needed_result needed = elf_needed(path);
+  if (!needed.error.empty()) {
+    error = needed.error;
+    return {};
+  }
+  for (const std::string& lib : needed.libraries)
+    if (std::string flavor = flavor_of_library(lib); !flavor.empty())
+      return flavor;
+  error = path + " is not linked against Open MPI or MPICH";
+  return {};
+}
+
+std::string flavor_of_launcher(const char* (*getenv)(const char*)) {
+  if (getenv("OMPI_COMM_WORLD_SIZE") != nullptr)
+    return "openmpi";
+  if (getenv("PMI_RANK") != nullptr || getenv("PMI_SIZE") != nullptr)
+    return "mpich";
+  return {};
+}
+
+std::string resolve_program(const std::string& prog, const char* path_env) {
+  if (prog.empty())
+    return {};
+  if (prog.find('/') != std::string::npos)
+    return ::access(prog.c_str(), X_OK) == 0 ? prog : std::string();
+  std::stringstream dirs(path_env != nullptr ? path_env : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + prog;
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return {};
+}
+
+layout find_layout(const std::string& self_exe) {
+  layout l;
+  std::string dir = self_exe.substr(0, self_exe.rfind('/'));     // <prefix>/bin
+  l.prefix = dir.substr(0, dir.rfind('/'));                      // <prefix>
+  if (l.prefix.empty())
+    l.prefix = "/";
+  return l;
+}
+
+std::vector<std::string> launcher_command(const std::string& flavor, int ranks, bool as_root,
+                                          int cores) {
+  std::vector<std::string> cmd{"mpirun." + flavor};
+  if (flavor == "openmpi") {
+    if (as_root)
+      cmd.emplace_back("--allow-run-as-root");
+    if (ranks > cores)
+      cmd.emplace_back("--oversubscribe");
+  }
+  cmd.emplace_back("-np");
+  cmd.push_back(std::to_string(ranks));
+  return cmd;
+}
+
+std::string preload_value(const std::string& library, const char* existing) {
+  if (existing == nullptr || existing[0] == '\0')
+    return library;
+  return library + ":" + existing;
+}
+
+} // namespace strata::launch

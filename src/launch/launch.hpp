@@ -1,0 +1,48 @@
+// What `strata exec` and `strata run` decide before starting a program: which MPI it uses,
+// where the matching core lives, and the launcher command line. No MPI here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace strata::launch {
+
+// The DT_NEEDED entries of an ELF file, or an error.
+struct needed_result {
+  std::vector<std::string> libraries;
+  std::string error;
+};
+needed_result elf_needed(const std::string& path);
+
+// "openmpi" or "mpich" from a library soname, or "" when it is neither.
+std::string flavor_of_library(const std::string& soname);
+
+// The MPI flavor a program is linked against, from its DT_NEEDED entries; "" when none.
+std::string flavor_of_program(const std::string& path, std::string& error);
+
+// The flavor implied by the launcher's environment (Open MPI's OMPI_* or Hydra's PMI_*).
+std::string flavor_of_launcher(const char* (*getenv)(const char*));
+
+// Absolute path of PROG: as given if it contains '/', else searched on PATH. "" if not found.
+std::string resolve_program(const std::string& prog, const char* path_env);
+
+// The installation, found from the strata executable: <prefix>/bin/strata.
+struct layout {
+  std::string prefix;
+  std::string core_library(const std::string& flavor) const {
+    return prefix + "/lib/strata/" + flavor + "/libstrata.so";
+  }
+  std::string module_dir(const std::string& flavor) const {
+    return prefix + "/lib/strata/" + flavor + "/modules";
+  }
+};
+layout find_layout(const std::string& self_exe);
+
+// mpirun command for a local run: the flavor's launcher and what a run on one machine needs.
+std::vector<std::string> launcher_command(const std::string& flavor, int ranks, bool as_root,
+                                          int cores);
+
+// LD_PRELOAD with `library` first, keeping what was there.
+std::string preload_value(const std::string& library, const char* existing);
+
+} // namespace strata::launch

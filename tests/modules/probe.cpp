@@ -1,0 +1,177 @@
+// Test module `probe`: an event module that counts what it sees and logs enter/exit order, so
+// integration tests can check layer order, exact counts, services and MPI_Pcontrol.
+// Arguments: out=DIR (required), name=NAME, log=GLOBS (functions logged in order, default none),
+// count=GLOBS (default "*"), publish=SERVICE, lookup=SERVICE.
+#include <mpi.h>
+#include <strata/module.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+struct probe_state {
+  const strata_host* host = nullptr;
+  int self = 0;
+  std::string name = "probe";
+  std::string out;
+  std::string lookup;
+  std::vector<bool> logged;
+  std::vector<std::atomic<long>> calls;
+  std::vector<std::atomic<long>> bytes_sent;
+  std::vector<std::atomic<long>> bytes_received;
+  std::vector<int> pcontrol_levels;
+  int rank = -1;
+  long service_value = 0;
+};
+
+void append_line(const probe_state& s, const std::string& line) {
+  const std::string path = s.out + "/log." + std::to_string(s.rank);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    return;
+  const std::string text = line + "\n";
+  [[maybe_unused]] ssize_t n = ::write(fd, text.data(), text.size());
+  ::close(fd);
+}
+
+void on_enter(strata_event* ev, void* raw) {
+  auto* s = static_cast<probe_state*>(raw);
+  const auto f = static_cast<size_t>(ev->function);
+  s->calls[f].fetch_add(1, std::memory_order_relaxed);
+  s->bytes_sent[f].fetch_add(ev->bytes_sent, std::memory_order_relaxed);
+  if (s->logged[f] && s->rank >= 0)
+    append_line(*s, s->name + " enter " + s->host->function_name(ev->function));
+}
+
+void on_exit(strata_event* ev, void* raw) {
+  auto* s = static_cast<probe_state*>(raw);
+  const auto f = static_cast<size_t>(ev->function);
+  if (ev->bytes_received > 0)
+    s->bytes_received[f].fetch_add(ev->bytes_received, std::memory_order_relaxed);
+  if (s->logged[f] && s->rank >= 0)
+    append_line(*s, s->name + " exit " + s->host->function_name(ev->function));
+}
+
+int on_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
+            void** state, char* error, size_t error_size) {
+  auto* s = new probe_state();
+  s->host = host;
+  s->self = self;
+  const auto n = static_cast<size_t>(host->function_count());
+  s->logged.assign(n, false);
+  s->calls = std::vector<std::atomic<long>>(n);
+  s->bytes_sent = std::vector<std::atomic<long>>(n);
+  s->bytes_received = std::vector<std::atomic<long>>(n);
+  std::string count = "*";
+  std::string log;
+  std::string publish;
+  for (int i = 0; i < nargs; ++i) {
+    const std::string key = args[i].key;
+    if (key == "out")
+      s->out = args[i].value;
+    else if (key == "name")
+      s->name = args[i].value;
+    else if (key == "log")
+      log = args[i].value; // '+'-separated: commas separate modules in --tools
+
+    else if (key == "count")
+      count = args[i].value;
+    else if (key == "publish")
+      publish = args[i].value;
+    else if (key == "lookup")
+      s->lookup = args[i].value;
+    else {
+      std::snprintf(error, error_size, "unknown argument '%s'", args[i].key);
+      delete s;
+      return 1;
+    }
+  }
+  if (s->out.empty()) {
+    std::snprintf(error, error_size, "out=DIR is required");
+    delete s;
+    return 1;
+  }
+  for (char& c : log)
+    if (c == '+')
+      c = ',';
+  host->subscribe(self, count.c_str());
+  if (!log.empty()) {
+    // Logged functions are subscribed too, and remembered for the order log.
+    host->subscribe(self, log.c_str());
+    for (int f = 0; f < host->function_count(); ++f) {
+      std::string rest = log;
+      size_t pos = 0;
+      while (pos <= rest.size()) {
+        size_t comma = rest.find(',', pos);
+        if (rest.substr(pos, comma - pos) == host->function_name(f))
+          s->logged[static_cast<size_t>(f)] = true;
+        if (comma == std::string::npos)
+          break;
+        pos = comma + 1;
+      }
+    }
+  }
+  if (!publish.empty()) {
+    s->service_value = 4242;
+    host->publish(self, publish.c_str(), "long", &s->service_value);
+  }
+  *state = s;
+  return 0;
+}
+
+void on_ready(void* raw) {
+  auto* s = static_cast<probe_state*>(raw);
+  MPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
+}
+
+void on_pcontrol(int level, void* raw) { static_cast<probe_state*>(raw)->pcontrol_levels.push_back(level); }
+
+void on_finalize(void* raw) {
+  auto* s = static_cast<probe_state*>(raw);
+  // An MPI call of the module's own: it must reach the layers below, never this module again.
+  long local = s->calls[static_cast<size_t>(s->host->function_id("MPI_Send"))].load();
+  long total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  const std::string path = s->out + "/" + s->name + "." + std::to_string(s->rank) + ".counts";
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr)
+    return;
+  for (size_t i = 0; i < s->calls.size(); ++i)
+    if (s->calls[i].load() > 0)
+      std::fprintf(f, "%s %ld %ld %ld\n", s->host->function_name(static_cast<int>(i)),
+                   s->calls[i].load(), s->bytes_sent[i].load(), s->bytes_received[i].load());
+  for (int level : s->pcontrol_levels)
+    std::fprintf(f, "pcontrol %d\n", level);
+  std::fprintf(f, "total_sends %ld\n", total);
+  if (!s->lookup.empty()) {
+    auto* v = static_cast<long*>(s->host->lookup(s->lookup.c_str(), "long"));
+    auto* wrong = s->host->lookup(s->lookup.c_str(), "double");
+    std::fprintf(f, "lookup %s %ld %s\n", s->lookup.c_str(), v != nullptr ? *v : -1L,
+                 wrong == nullptr ? "signature-checked" : "signature-ignored");
+  }
+  std::fclose(f);
+}
+
+const strata_module probe_module = {STRATA_MODULE_ABI_VERSION,
+                                    "probe",
+                                    STRATA_MPI_FLAVOR,
+                                    "test module: counts events, logs order",
+                                    on_load,
+                                    on_ready,
+                                    on_enter,
+                                    on_exit,
+                                    on_pcontrol,
+                                    on_finalize,
+                                    nullptr};
+} // namespace
+
+extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
+  return &probe_module;
+}

@@ -1,0 +1,45 @@
+! The ring of ring.c in Fortran: under Open MPI these calls reach MPI through the Fortran
+! bindings, which call PMPI_ directly; Strata must still see each one exactly once.
+program ring
+  use mpi
+  implicit none
+  integer, parameter :: count = 100
+  integer :: ierr, rank, nranks, it, i, next, prev, iterations
+  integer :: outbuf(count), inbuf(count)
+  integer(kind=8) :: checksum, total
+  character(len=16) :: arg
+  iterations = 10
+  if (command_argument_count() > 0) then
+    call get_command_argument(1, arg)
+    read(arg, *) iterations
+  end if
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+  checksum = 0
+  call MPI_Pcontrol(2)
+  do it = 0, iterations - 1
+    do i = 1, count
+      outbuf(i) = rank * 1000 + it + i - 1
+    end do
+    next = mod(rank + 1, nranks)
+    prev = mod(rank + nranks - 1, nranks)
+    if (mod(rank, 2) == 0) then
+      call MPI_Send(outbuf, count, MPI_INTEGER, next, it, MPI_COMM_WORLD, ierr)
+      call MPI_Recv(inbuf, count, MPI_INTEGER, prev, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+    else
+      call MPI_Recv(inbuf, count, MPI_INTEGER, prev, it, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+      call MPI_Send(outbuf, count, MPI_INTEGER, next, it, MPI_COMM_WORLD, ierr)
+    end if
+    do i = 1, count
+      checksum = checksum + inbuf(i)
+    end do
+  end do
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Allreduce(checksum, total, 1, MPI_INTEGER8, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call MPI_Pcontrol(0)
+  if (rank == 0) then
+    write(*, '(a,i0,a,i0,a,i0)') 'ring: ranks=', nranks, ' iterations=', iterations, ' checksum=', total
+  end if
+  call MPI_Finalize(ierr)
+end program ring

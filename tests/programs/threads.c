@@ -1,0 +1,47 @@
+/* MPI_THREAD_MULTIPLE: on 2 ranks, 2 threads per rank each exchange ITER messages with the
+ * same thread on the other rank (tag = thread id), at the same time. */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int iterations = 1000;
+static int rank;
+
+static void* worker(void* arg) {
+  int tid = (int)(long)arg;
+  int peer = 1 - rank;
+  long sum = 0;
+  for (int i = 0; i < iterations; ++i) {
+    int out = i + tid, in = 0;
+    MPI_Sendrecv(&out, 1, MPI_INT, peer, tid, &in, 1, MPI_INT, peer, tid, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    sum += in;
+  }
+  return (void*)sum;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1)
+    iterations = atoi(argv[1]);
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    printf("threads: MPI_THREAD_MULTIPLE not provided\n");
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  pthread_t t[2];
+  for (long i = 0; i < 2; ++i)
+    pthread_create(&t[i], NULL, worker, (void*)i);
+  long sum = 0;
+  for (int i = 0; i < 2; ++i) {
+    void* r;
+    pthread_join(t[i], &r);
+    sum += (long)r;
+  }
+  if (rank == 0)
+    printf("threads: sum=%ld\n", sum);
+  MPI_Finalize();
+  return 0;
+}

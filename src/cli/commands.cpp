@@ -89,8 +89,10 @@ config::stack apply_stack_options(const launch_options& o) {
     ::setenv("STRATA_CONFIG", absolute(o.config).c_str(), 1);
     ::unsetenv("STRATA_TOOLS");
   }
-  if (!o.tools.empty())
+  if (!o.tools.empty()) {
     ::setenv("STRATA_TOOLS", o.tools.c_str(), 1);
+    return config::parse_tool_list(o.tools, "--tools");
+  }
   return config::select_stack(env);
 }
 

@@ -392,8 +392,14 @@ void after_init() {
     int rank = 0;
     if (auto comm_rank = reinterpret_cast<rank_fn>(find_real("PMPI_Comm_rank")))
       comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0)
-      report_line("error: " + s.load_error);
+    // Rank 0 reports and aborts the job. The others give it time to do so (its abort kills
+    // them), so the line is printed once; a rank whose stack failed alone still reports.
+    if (rank != 0) {
+      timespec pause{3, 0};
+      while (::nanosleep(&pause, &pause) != 0) {
+      }
+    }
+    report_line("error: " + s.load_error);
     if (auto abort = reinterpret_cast<abort_fn>(find_real("PMPI_Abort")))
       abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);

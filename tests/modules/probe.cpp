@@ -26,6 +26,7 @@ struct probe_state {
   std::vector<std::atomic<long>> calls;
   std::vector<std::atomic<long>> bytes_sent;
   std::vector<std::atomic<long>> bytes_received;
+  std::vector<std::atomic<long>> time_ns;
   std::vector<int> pcontrol_levels;
   int rank = -1;
   long service_value = 0;
@@ -53,6 +54,8 @@ void on_enter(strata_event* ev, void* raw) {
 void on_exit(strata_event* ev, void* raw) {
   auto* s = static_cast<probe_state*>(raw);
   const auto f = static_cast<size_t>(ev->function);
+  s->time_ns[f].fetch_add(static_cast<long>(ev->t_exit_ns - ev->t_enter_ns),
+                          std::memory_order_relaxed);
   if (ev->bytes_received > 0)
     s->bytes_received[f].fetch_add(ev->bytes_received, std::memory_order_relaxed);
   if (s->logged[f] && s->rank >= 0)
@@ -69,6 +72,7 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->calls = std::vector<std::atomic<long>>(n);
   s->bytes_sent = std::vector<std::atomic<long>>(n);
   s->bytes_received = std::vector<std::atomic<long>>(n);
+  s->time_ns = std::vector<std::atomic<long>>(n);
   std::string count = "*";
   std::string log;
   std::string publish;
@@ -145,8 +149,9 @@ void on_finalize(void* raw) {
     return;
   for (size_t i = 0; i < s->calls.size(); ++i)
     if (s->calls[i].load() > 0)
-      std::fprintf(f, "%s %ld %ld %ld\n", s->host->function_name(static_cast<int>(i)),
-                   s->calls[i].load(), s->bytes_sent[i].load(), s->bytes_received[i].load());
+      std::fprintf(f, "%s %ld %ld %ld %ld\n", s->host->function_name(static_cast<int>(i)),
+                   s->calls[i].load(), s->bytes_sent[i].load(), s->bytes_received[i].load(),
+                   s->time_ns[i].load());
   for (int level : s->pcontrol_levels)
     std::fprintf(f, "pcontrol %d\n", level);
   std::fprintf(f, "total_sends %ld\n", total);

@@ -1,0 +1,85 @@
+"""Shared helpers for the integration tests: real programs, real mpirun, one MPI flavor per run."""
+import os
+import subprocess
+import tempfile
+import unittest
+
+BUILD = os.path.abspath(os.environ.get("STRATA_BUILD", os.path.join(os.path.dirname(__file__), "../../build")))
+FLAVOR = os.environ.get("STRATA_FLAVOR", "openmpi")
+OTHER_FLAVOR = "mpich" if FLAVOR == "openmpi" else "openmpi"
+STRATA = os.path.join(BUILD, "bin", "strata")
+PROGRAMS = os.path.join(BUILD, "tests", FLAVOR)
+TEST_MODULES = os.path.join(PROGRAMS, "modules")
+CORE = os.path.join(BUILD, "lib", "strata", FLAVOR, "libstrata.so")
+
+
+def base_env(**extra):
+    env = dict(os.environ)
+    for key in ("STRATA_TOOLS", "STRATA_CONFIG", "STRATA_DISABLE", "LD_PRELOAD"):
+        env.pop(key, None)
+    env.update({
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+        "STRATA_MODULE_PATH": TEST_MODULES,
+    })
+    env.update(extra)
+    return env
+
+
+def program(name):
+    return os.path.join(PROGRAMS, name)
+
+
+def run(args, env=None, timeout=120, cwd=None):
+    return subprocess.run(args, env=env or base_env(), cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def mpirun(ranks):
+    cmd = [f"mpirun.{FLAVOR}", "-np", str(ranks)]
+    if FLAVOR == "openmpi":
+        cmd[1:1] = ["--allow-run-as-root", "--oversubscribe"]
+    return cmd
+
+
+def strata_run(tools, prog_args, ranks=2, env=None, timeout=120, extra=()):
+    args = [STRATA, "run", "-np", str(ranks)]
+    if tools is not None:
+        args += ["--tools", tools]
+    args += list(extra) + ["--"] + prog_args
+    return run(args, env=env, timeout=timeout)
+
+
+def read_counts(path):
+    """probe's per-rank file: 'FUNC calls sent received time_ns' lines and a few extra lines."""
+    counts, extra = {}, []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0].startswith("MPI_"):
+                counts[parts[0]] = tuple(int(x) for x in parts[1:])
+            else:
+                extra.append(line.strip())
+    return counts, extra
+
+
+class StrataTestCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="strata-test-")
+        self.out = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def assertRan(self, proc):
+        self.assertEqual(proc.returncode, 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+
+    def assertOneErrorLine(self, proc, fragment):
+        """The run failed with exactly one 'strata: error:' line containing fragment."""
+        self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("strata: error:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(fragment, lines[0])
+        self.assertNotIn("ring:", proc.stdout, "the application must not have run")

@@ -1,0 +1,266 @@
+"""The core: loading, chaining and ordering modules in real MPI programs (issue: Strata core)."""
+import os
+import re
+import unittest
+
+from strata_testlib import (CORE, FLAVOR, OTHER_FLAVOR, STRATA, BUILD, StrataTestCase, base_env,
+                            mpirun, program, read_counts, run, strata_run)
+
+ITER = 7
+LANGUAGES = ["ring_c", "ring_cpp", "ring_f90"]
+
+
+def probe(out, name, **args):
+    spec = f"probe:out={out}:name={name}"
+    for key, value in args.items():
+        spec += f":{key}={value}"
+    return spec
+
+
+class ResultsAndCounts(StrataTestCase):
+    def native_output(self, prog):
+        proc = run(mpirun(2) + [program(prog), str(ITER)])
+        self.assertRan(proc)
+        return proc.stdout
+
+    def test_results_unchanged_in_every_language(self):
+        for prog in LANGUAGES:
+            with self.subTest(prog=prog):
+                native = self.native_output(prog)
+                self.assertIn("checksum=", native)
+                proc = strata_run(f"empty,{probe(self.out, prog)},empty,delay:usec=1",
+                                  [program(prog), str(ITER)])
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout, native)
+
+    def test_exact_counts_and_bytes_in_every_language(self):
+        # Under Open MPI, Fortran calls reach MPI through PMPI_ directly; each must be seen once.
+        for prog in LANGUAGES:
+            with self.subTest(prog=prog):
+                proc = strata_run(probe(self.out, prog), [program(prog), str(ITER)])
+                self.assertRan(proc)
+                for rank in (0, 1):
+                    counts, _ = read_counts(os.path.join(self.out, f"{prog}.{rank}.counts"))
+                    self.assertEqual(counts["MPI_Send"][:2], (ITER, ITER * 400))
+                    self.assertEqual(counts["MPI_Recv"][0], ITER)
+                    self.assertEqual(counts["MPI_Recv"][2], ITER * 400, "bytes from the status")
+                    self.assertEqual(counts["MPI_Barrier"][0], 1)
+                    self.assertEqual(counts["MPI_Allreduce"][0], 1)
+                    self.assertEqual(counts["MPI_Comm_rank"][0], 1)
+                    self.assertNotIn("MPI_Bcast", counts)
+
+    def test_thread_multiple(self):
+        iterations = 2000
+        proc = strata_run(f"{probe(self.out, 'mt')},empty", [program("threads_c"), str(iterations)])
+        self.assertRan(proc)
+        self.assertIn(f"threads: sum={2 * sum(range(iterations)) + iterations}", proc.stdout)
+        for rank in (0, 1):
+            counts, _ = read_counts(os.path.join(self.out, f"mt.{rank}.counts"))
+            self.assertEqual(counts["MPI_Sendrecv"][:3], (2 * iterations, 8 * iterations, 8 * iterations))
+            self.assertEqual(counts["MPI_Init_thread"][0], 1)
+
+    def test_linked_with_lstrata_without_preload(self):
+        env = base_env(STRATA_TOOLS=probe(self.out, "linked"))
+        proc = run(mpirun(2) + [program("ring_linked"), str(ITER)], env=env)
+        self.assertRan(proc)
+        counts, _ = read_counts(os.path.join(self.out, "linked.0.counts"))
+        self.assertEqual(counts["MPI_Send"][0], ITER)
+
+    def test_strata_exec_under_any_launcher(self):
+        proc = run(mpirun(2) + [STRATA, "exec", "--tools", probe(self.out, "ex"), "--",
+                                program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        counts, _ = read_counts(os.path.join(self.out, "ex.1.counts"))
+        self.assertEqual(counts["MPI_Send"][0], ITER)
+
+    def test_three_ranks(self):
+        proc = strata_run(probe(self.out, "three"), [program("ring_c"), str(ITER)], ranks=3)
+        self.assertRan(proc)
+        self.assertIn("ranks=3", proc.stdout)
+        for rank in range(3):
+            counts, _ = read_counts(os.path.join(self.out, f"three.{rank}.counts"))
+            self.assertEqual(counts["MPI_Send"][0], ITER)
+
+
+class Chaining(StrataTestCase):
+    def order_log(self, rank=0):
+        with open(os.path.join(self.out, f"log.{rank}")) as f:
+            return [line.strip() for line in f]
+
+    def first_call(self, log, function):
+        """The lines of the first call of `function`, from the first module's enter to its exit."""
+        start = next(i for i, l in enumerate(log) if l.endswith(function) and ("enter" in l or "wrap-in" in l))
+        opener = log[start].split()[0]
+        end = next(i for i in range(start + 1, len(log)) if log[i].split()[0] == opener)
+        return log[start:end + 1]
+
+    def test_mixed_event_and_wrapper_layers_in_order(self):
+        tools = ",".join([probe(self.out, "A", log="MPI_Send+MPI_Barrier"), f"wrap_a:out={self.out}",
+                          probe(self.out, "B", log="MPI_Send+MPI_Barrier"), f"wrap_b:out={self.out}"])
+        proc = strata_run(tools, [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        log = self.order_log()
+        self.assertEqual(self.first_call(log, "MPI_Send"), [
+            "A enter MPI_Send", "wrap_a wrap-in MPI_Send", "B enter MPI_Send",
+            "wrap_b wrap-in MPI_Send", "wrap_b wrap-out MPI_Send", "B exit MPI_Send",
+            "wrap_a wrap-out MPI_Send", "A exit MPI_Send"])
+        self.assertEqual(sum(1 for l in log if l == "A enter MPI_Send"), ITER)
+
+    def test_reversed_order(self):
+        tools = ",".join([f"wrap_b:out={self.out}", probe(self.out, "A", log="MPI_Send"),
+                          f"wrap_a:out={self.out}"])
+        proc = strata_run(tools, [program("ring_cpp"), str(ITER)])
+        self.assertRan(proc)
+        self.assertEqual(self.first_call(self.order_log(1), "MPI_Send"), [
+            "wrap_b wrap-in MPI_Send", "A enter MPI_Send", "wrap_a wrap-in MPI_Send",
+            "wrap_a wrap-out MPI_Send", "A exit MPI_Send", "wrap_b wrap-out MPI_Send"])
+
+    def test_module_calls_go_below_it_only(self):
+        # wrap_a calls MPI_Comm_size inside its MPI_Barrier wrapper: B (below) sees it, A (above)
+        # does not. Each probe's own MPI_Allreduce at finalize is seen only by the probes below.
+        tools = ",".join([probe(self.out, "A"), f"wrap_a:out={self.out}", probe(self.out, "B")])
+        proc = strata_run(tools, [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        a, _ = read_counts(os.path.join(self.out, "A.0.counts"))
+        b, _ = read_counts(os.path.join(self.out, "B.0.counts"))
+        self.assertEqual(a["MPI_Comm_size"][0], 1)
+        self.assertEqual(b["MPI_Comm_size"][0], 2)
+        self.assertEqual(a["MPI_Allreduce"][0], 1)
+        self.assertEqual(b["MPI_Allreduce"][0], 2)
+
+    def test_pcontrol_reaches_every_module(self):
+        tools = ",".join([probe(self.out, "A"), "empty", probe(self.out, "B")])
+        for prog in ("ring_c", "ring_f90"):
+            with self.subTest(prog=prog):
+                proc = strata_run(tools, [program(prog), "2"])
+                self.assertRan(proc)
+                for name in ("A", "B"):
+                    _, extra = read_counts(os.path.join(self.out, f"{name}.1.counts"))
+                    self.assertEqual([l for l in extra if l.startswith("pcontrol")],
+                                     ["pcontrol 2", "pcontrol 0"])
+
+    def test_services_between_modules(self):
+        tools = ",".join([probe(self.out, "A", publish="probe.total"),
+                          probe(self.out, "B", lookup="probe.total"),
+                          probe(self.out, "C", lookup="nothing.here")])
+        proc = strata_run(tools, [program("ring_c"), "2"])
+        self.assertRan(proc)
+        _, b = read_counts(os.path.join(self.out, "B.0.counts"))
+        _, c = read_counts(os.path.join(self.out, "C.0.counts"))
+        self.assertIn("lookup probe.total 4242 signature-checked", b)
+        self.assertIn("lookup nothing.here -1 signature-checked", c)
+
+    def test_delay_holds_sends(self):
+        usec = 3000
+        # Adjacent event modules share one clock pair, so `empty` puts `below` in its own group.
+        tools = ",".join([probe(self.out, "above"), f"delay:usec={usec}", "empty",
+                          probe(self.out, "below")])
+        proc = strata_run(tools, [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        above, _ = read_counts(os.path.join(self.out, "above.0.counts"))
+        below, _ = read_counts(os.path.join(self.out, "below.0.counts"))
+        # The delay is a busy wait: a lower bound that holds on any machine.
+        self.assertGreaterEqual(above["MPI_Send"][3] - below["MPI_Send"][3], ITER * usec * 1000)
+        self.assertLess(above["MPI_Recv"][3] - below["MPI_Recv"][3], ITER * usec * 1000)
+
+    def test_hundred_layers(self):
+        proc = strata_run(",".join(["empty"] * 100 + [probe(self.out, "deep")]),
+                          [program("ring_f90"), str(ITER)])
+        self.assertRan(proc)
+        counts, _ = read_counts(os.path.join(self.out, "deep.0.counts"))
+        self.assertEqual(counts["MPI_Send"][0], ITER)
+
+
+class Configuration(StrataTestCase):
+    def test_config_file_sources(self):
+        conf = os.path.join(self.out, "stack.conf")
+        with open(conf, "w") as f:
+            f.write(f"# a stack\nprobe out=\"{self.out}\" name=fromfile\n")
+        proc = strata_run(None, [program("ring_c"), "2"], extra=["--config", conf])
+        self.assertRan(proc)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "fromfile.0.counts")))
+        # STRATA_CONFIG, then ./.strata.conf in the working directory.
+        with open(conf, "w") as f:
+            f.write(f"probe out={self.out} name=fromenv\n")
+        proc = run(mpirun(2) + [STRATA, "exec", "--", program("ring_c"), "2"],
+                   env=base_env(STRATA_CONFIG=conf))
+        self.assertRan(proc)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "fromenv.0.counts")))
+        with open(os.path.join(self.out, ".strata.conf"), "w") as f:
+            f.write(f"probe out={self.out} name=fromcwd\n")
+        proc = run(mpirun(2) + [STRATA, "exec", "--", program("ring_c"), "2"], cwd=self.out)
+        self.assertRan(proc)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "fromcwd.0.counts")))
+
+    def test_disable_opts_out(self):
+        proc = run(mpirun(2) + [program("ring_c"), "2"],
+                   env=base_env(LD_PRELOAD=CORE, STRATA_TOOLS=probe(self.out, "off"), STRATA_DISABLE="1"))
+        self.assertRan(proc)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "off.0.counts")))
+
+    def test_modules_command_lists_what_each_wraps(self):
+        proc = run([STRATA, "modules", "--mpi", FLAVOR])
+        self.assertRan(proc)
+        self.assertIn(f"{FLAVOR} modules:", proc.stdout)
+        self.assertRegex(proc.stdout, r"empty\s+wraps every MPI function")
+        self.assertRegex(proc.stdout, r"wraps \d{3} functions")
+        self.assertRegex(proc.stdout, r"delay .*\n\s+events for \d+ functions\n\s+.*MPI_Isend")
+
+
+class Errors(StrataTestCase):
+    def test_unknown_module(self):
+        proc = strata_run("empty,nosuch", [program("ring_c"), "2"])
+        self.assertOneErrorLine(proc, "--tools: unknown module 'nosuch' (searched ")
+
+    def test_bad_module_argument(self):
+        proc = strata_run("delay:usec=soon", [program("ring_c"), "2"])
+        self.assertOneErrorLine(proc, "module 'delay' refused its arguments: bad argument usec=soon")
+
+    def test_tool_list_syntax(self):
+        proc = strata_run("delay:usec", [program("ring_c"), "2"])
+        self.assertOneErrorLine(proc, "expected KEY=VALUE after module 'delay', got 'usec'")
+
+    def test_config_line_that_does_not_parse(self):
+        conf = os.path.join(self.out, "bad.conf")
+        with open(conf, "w") as f:
+            f.write("empty\n\ndelay usec=10 oops\n")
+        proc = strata_run(None, [program("ring_c"), "2"], extra=["--config", conf])
+        self.assertOneErrorLine(proc, f"{conf}:3: expected KEY=VALUE after module 'delay', got 'oops'")
+
+    def test_module_for_the_other_mpi(self):
+        other = os.path.join(BUILD, "lib", "strata", OTHER_FLAVOR, "modules", "delay.so")
+        if not os.path.exists(other):
+            self.skipTest(f"{OTHER_FLAVOR} not built")
+        proc = strata_run(other, [program("ring_c"), "2"])
+        self.assertOneErrorLine(proc, f"was built for {OTHER_FLAVOR}, but this program uses {FLAVOR}")
+
+    def test_module_for_another_abi_version(self):
+        proc = strata_run("badabi", [program("ring_c"), "2"])
+        self.assertOneErrorLine(proc, "built for module ABI version 99, this core speaks version 1")
+
+    def test_module_missing_its_entry_symbol(self):
+        proc = strata_run("nosymbol", [program("ring_c"), "2"])
+        self.assertOneErrorLine(proc, "is not a Strata module: it has no strata_module_v1 symbol")
+
+    def test_preloaded_by_hand_aborts_in_mpi_init(self):
+        env = base_env(LD_PRELOAD=CORE, STRATA_TOOLS="empty,nosuch")
+        proc = run(mpirun(2) + [program("ring_c"), "2"], env=env, timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        combined = proc.stdout + proc.stderr
+        self.assertEqual(len(re.findall(r"strata: error: STRATA_TOOLS: unknown module 'nosuch'", combined)), 1,
+                         combined)
+        self.assertNotIn("ring:", proc.stdout)
+
+    def test_program_not_found_and_not_mpi(self):
+        proc = strata_run("empty", ["/no/such/program"])
+        self.assertOneErrorLine(proc, "/no/such/program: program not found")
+        proc = strata_run("empty", ["/bin/true"])
+        self.assertOneErrorLine(proc, "is not linked against Open MPI or MPICH")
+
+    def test_no_program(self):
+        proc = run([STRATA, "exec", "--tools", "empty"])
+        self.assertOneErrorLine(proc, "no program given")
+
+
+if __name__ == "__main__":
+    unittest.main()

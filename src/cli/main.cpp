@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
-int main(int argc, char** argv) {
+namespace {
+int run_main(int argc, char** argv) {
   // Everything after "--" is the program and its arguments, never parsed as ours.
   int split = argc;
   for (int i = 1; i < argc; ++i) {
@@ -21,8 +23,7 @@ int main(int argc, char** argv) {
   // mpirun spells it -np; CLI11 would read that as "-n p".
   std::vector<std::string> ours(argv, argv + split);
   for (std::string& a : ours)
-    if (a == "-np")
-      a = "--np";
+    if (a == "-np") a = "--np";
 
   CLI::App app{"Strata: MPI performance tools, loaded at run time into unmodified programs"};
   app.require_subcommand(1);
@@ -36,12 +37,12 @@ int main(int argc, char** argv) {
   };
   CLI::App* exec = app.add_subcommand("exec", "run PROG under the tool stack (inside mpirun)");
   add_stack_options(exec);
-  exec->add_flag("--no-check", launch.skip_check, "the stack was already checked")
-      ->group("");
+  exec->add_flag("--no-check", launch.skip_check, "the stack was already checked")->group("");
   CLI::App* run = app.add_subcommand("run", "start an MPI job locally under the tool stack");
   add_stack_options(run);
-  run->add_option("-n,--np", launch.ranks, "number of ranks")->required()->check(
-      CLI::Range(1, 1 << 20));
+  run->add_option("-n,--np", launch.ranks, "number of ranks")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
   CLI::App* modules = app.add_subcommand("modules", "list the modules and what they wrap");
   modules->add_option("--mpi", launch.mpi, "only this MPI implementation")
       ->check(CLI::IsMember({"openmpi", "mpich"}));
@@ -58,13 +59,19 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   launch.program = program;
-  if (exec->parsed())
-    return strata::cli::exec_command(launch);
-  if (run->parsed())
-    return strata::cli::run_command(launch);
-  if (modules->parsed())
-    return strata::cli::modules_command(launch.mpi);
-  if (patch->parsed())
-    return strata::cli::patch_command(patch_in, patch_out);
+  if (exec->parsed()) return strata::cli::exec_command(launch);
+  if (run->parsed()) return strata::cli::run_command(launch);
+  if (modules->parsed()) return strata::cli::modules_command(launch.mpi);
+  if (patch->parsed()) return strata::cli::patch_command(patch_in, patch_out);
   return 2;
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata: error: %s\n", e.what());
+    return 2;
+  }
 }

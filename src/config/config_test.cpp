@@ -55,7 +55,8 @@ TEST(ConfigFile, ErrorsCarryFileAndLine) {
   EXPECT_EQ(parse_config("profile\ndelay usec\n", "a.conf").error,
             "a.conf:2: expected KEY=VALUE after module 'delay', got 'usec'");
   EXPECT_EQ(parse_config("x k=\"open\n", "b.conf").error, "b.conf:1: unterminated quoted value");
-  EXPECT_EQ(parse_config("ok\n\nbad!name\n", "c.conf").error, "c.conf:3: bad module name 'bad!name'");
+  EXPECT_EQ(parse_config("ok\n\nbad!name\n", "c.conf").error,
+            "c.conf:3: bad module name 'bad!name'");
   EXPECT_EQ(parse_config(std::string_view("a\0b\n", 4), "d.conf").error,
             "d.conf:1: NUL byte in line");
 }
@@ -74,7 +75,8 @@ struct fake_env {
 
 TEST(Selection, ToolsThenConfigThenLocalThenHome) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("strata_config_test_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("strata_config_test_" + std::to_string(::getpid()));
   fs::create_directories(dir / "home");
   std::ofstream(dir / "explicit.conf") << "a\n";
   std::ofstream(dir / "home" / ".strata.conf") << "c\n";
@@ -101,7 +103,8 @@ TEST(Selection, ToolsThenConfigThenLocalThenHome) {
 
 TEST(ModuleSearch, PathThenBuiltin) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("strata_mod_test_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("strata_mod_test_" + std::to_string(::getpid()));
   fs::create_directories(dir / "a");
   fs::create_directories(dir / "b");
   std::ofstream(dir / "b" / "m.so") << "";

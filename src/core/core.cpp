@@ -1,6 +1,6 @@
 // Module loading, chain building, the host API offered to modules and the MPI life-cycle hooks.
-#include "core/dispatch.hpp"
 #include "config/config.hpp"
+#include "core/dispatch.hpp"
 
 #include <mpi.h>
 
@@ -40,8 +40,8 @@ struct loaded_module {
   void* handle = nullptr;
   const strata_module* desc = nullptr;
   void* state = nullptr;
-  std::vector<bool> subscribed;    // by function id
-  std::vector<void*> wrappers;     // by function id: the module's own MPI_X, or null
+  std::vector<bool> subscribed; // by function id
+  std::vector<void*> wrappers;  // by function id: the module's own MPI_X, or null
 };
 
 struct service {
@@ -98,18 +98,18 @@ link_map* own_link_map() {
 
 // ---- the host API -------------------------------------------------------------------------
 
-int host_function_count() { return gen::function_count; }
+int host_function_count() {
+  return gen::function_count;
+}
 
 const char* host_function_name(int fid) {
   return fid >= 0 && fid < gen::function_count ? gen::function_names[fid] : nullptr;
 }
 
 int host_function_id(const char* name) {
-  if (name == nullptr)
-    return -1;
+  if (name == nullptr) return -1;
   for (int fid = 0; fid < gen::function_count; ++fid)
-    if (std::strcmp(gen::function_names[fid], name) == 0)
-      return fid;
+    if (std::strcmp(gen::function_names[fid], name) == 0) return fid;
   return -1;
 }
 
@@ -136,16 +136,14 @@ int host_subscribe(int self, const char* glob) {
 }
 
 int host_publish(int /*self*/, const char* name, const char* signature, void* value) {
-  if (name == nullptr || signature == nullptr)
-    return -1;
+  if (name == nullptr || signature == nullptr) return -1;
   core_state& s = state();
   std::lock_guard<std::mutex> guard(s.registry_lock);
   return s.services.emplace(name, service{signature, value}).second ? 0 : -1;
 }
 
 void* host_lookup(const char* name, const char* signature) {
-  if (name == nullptr || signature == nullptr)
-    return nullptr;
+  if (name == nullptr || signature == nullptr) return nullptr;
   core_state& s = state();
   std::lock_guard<std::mutex> guard(s.registry_lock);
   auto it = s.services.find(name);
@@ -153,20 +151,17 @@ void* host_lookup(const char* name, const char* signature) {
 }
 
 void host_set_value(const char* name, const char* value) {
-  if (name == nullptr)
-    return;
+  if (name == nullptr) return;
   core_state& s = state();
   std::lock_guard<std::mutex> guard(s.registry_lock);
   // Old strings stay alive: a reader may still hold the pointer get_value returned.
   auto& slot = s.values[name];
-  if (slot != nullptr)
-    s.retired_values.push_back(std::move(slot));
+  if (slot != nullptr) s.retired_values.push_back(std::move(slot));
   slot = std::make_unique<std::string>(value != nullptr ? value : "");
 }
 
 const char* host_get_value(const char* name) {
-  if (name == nullptr)
-    return nullptr;
+  if (name == nullptr) return nullptr;
   core_state& s = state();
   std::lock_guard<std::mutex> guard(s.registry_lock);
   auto it = s.values.find(name);
@@ -188,13 +183,24 @@ void host_log(int self, const char* message) {
   report_line(who + ": " + (message != nullptr ? message : ""));
 }
 
-int host_layer_count() { return static_cast<int>(state().modules.size()); }
+int host_layer_count() {
+  return static_cast<int>(state().modules.size());
+}
 
-const strata_host host_api = {
-    STRATA_MODULE_ABI_VERSION, gen::mpi_flavor, host_function_count, host_function_name,
-    host_function_id,          host_subscribe,  host_publish,        host_lookup,
-    host_set_value,            host_get_value,  now_ns,              host_set_layer,
-    host_log,                  host_layer_count};
+const strata_host host_api = {STRATA_MODULE_ABI_VERSION,
+                              gen::mpi_flavor,
+                              host_function_count,
+                              host_function_name,
+                              host_function_id,
+                              host_subscribe,
+                              host_publish,
+                              host_lookup,
+                              host_set_value,
+                              host_get_value,
+                              now_ns,
+                              host_set_layer,
+                              host_log,
+                              host_layer_count};
 
 // ---- loading --------------------------------------------------------------------------------
 
@@ -226,8 +232,7 @@ std::string load_module(const config::module_spec& spec, const std::vector<std::
     return spec.origin + ": module '" + spec.name + "' was built for " +
            (m.desc->mpi_flavor ? m.desc->mpi_flavor : "no MPI") + ", but this program uses " +
            gen::mpi_flavor;
-  if (m.desc->name != nullptr && m.desc->name[0] != '\0')
-    m.name = m.desc->name;
+  if (m.desc->name != nullptr && m.desc->name[0] != '\0') m.name = m.desc->name;
   return {};
 }
 
@@ -239,8 +244,7 @@ void find_wrappers(loaded_module& m) {
   m.wrappers.assign(gen::function_count, nullptr);
   for (int fid = 0; fid < gen::function_count; ++fid) {
     void* sym = ::dlsym(m.handle, gen::function_names[fid]);
-    if (sym == nullptr)
-      continue;
+    if (sym == nullptr) continue;
     Dl_info info{};
     link_map* owner = nullptr;
     if (::dladdr1(sym, &info, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) != 0 &&
@@ -272,8 +276,7 @@ void build_chains(core_state& s) {
       }
       list.push_back(e);
     }
-    if (list.empty())
-      continue;
+    if (list.empty()) continue;
     for (size_t i = list.size(); i-- > 0;) {
       if (list[i].wrapper != nullptr)
         list[i].group_end = static_cast<int>(i);
@@ -313,8 +316,7 @@ template <typename Fn> void for_each_module(Fn fn) {
 
 void* find_real(const char* name) {
   void* sym = ::dlsym(RTLD_NEXT, name);
-  if (sym != nullptr)
-    return sym;
+  if (sym != nullptr) return sym;
   // Loaded by dlopen rather than preloaded or linked: fall back to the global scope, but never
   // to ourselves (that would recurse forever).
   sym = ::dlsym(RTLD_DEFAULT, name);
@@ -334,8 +336,7 @@ uint64_t now_ns() {
 }
 
 void load_modules_once() {
-  if (g_loaded.exchange(true))
-    return;
+  if (g_loaded.exchange(true)) return;
   core_state& s = state();
   const config::stack stack = config::select_stack([](const char* n) { return std::getenv(n); });
   if (!stack.ok()) {
@@ -361,11 +362,11 @@ void load_modules_once() {
         args.push_back({key.c_str(), value.c_str()});
       char reason[512] = {0};
       const int saved = host_set_layer(static_cast<int>(i));
-      const int rc = m.desc->load == nullptr
-                         ? 0
-                         : m.desc->load(&host_api, static_cast<int>(i), args.data(),
-                                        static_cast<int>(args.size()), &m.state, reason,
-                                        sizeof(reason) - 1);
+      const int rc =
+          m.desc->load == nullptr
+              ? 0
+              : m.desc->load(&host_api, static_cast<int>(i), args.data(),
+                             static_cast<int>(args.size()), &m.state, reason, sizeof(reason) - 1);
       tls.layer = saved;
       if (rc != 0)
         error = stack.modules[i].origin + ": module '" + m.name +
@@ -383,8 +384,7 @@ void load_modules_once() {
 }
 
 void after_init() {
-  if (g_ready.exchange(true))
-    return;
+  if (g_ready.exchange(true)) return;
   core_state& s = state();
   if (!s.load_error.empty()) {
     using rank_fn = int (*)(MPI_Comm, int*);
@@ -400,31 +400,25 @@ void after_init() {
       }
     }
     report_line("error: " + s.load_error);
-    if (auto abort = reinterpret_cast<abort_fn>(find_real("PMPI_Abort")))
-      abort(MPI_COMM_WORLD, 1);
+    if (auto abort = reinterpret_cast<abort_fn>(find_real("PMPI_Abort"))) abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);
   }
   for_each_module([](loaded_module& m) {
-    if (m.desc->mpi_ready != nullptr)
-      m.desc->mpi_ready(m.state);
+    if (m.desc->mpi_ready != nullptr) m.desc->mpi_ready(m.state);
   });
 }
 
 void before_finalize() {
-  if (!g_ready.load() || g_finalizing.exchange(true))
-    return;
+  if (!g_ready.load() || g_finalizing.exchange(true)) return;
   for_each_module([](loaded_module& m) {
-    if (m.desc->finalize != nullptr)
-      m.desc->finalize(m.state);
+    if (m.desc->finalize != nullptr) m.desc->finalize(m.state);
   });
 }
 
 void after_finalize() {
-  if (!g_finalizing.load() || g_finalized.exchange(true))
-    return;
+  if (!g_finalizing.load() || g_finalized.exchange(true)) return;
   for_each_module([](loaded_module& m) {
-    if (m.desc->unload != nullptr)
-      m.desc->unload(m.state);
+    if (m.desc->unload != nullptr) m.desc->unload(m.state);
   });
 }
 
@@ -432,10 +426,10 @@ void pcontrol(int level) {
   core_state& s = state();
   const int saved = tls.layer;
   // A module's own MPI_Pcontrol reaches only the modules below it.
-  for (size_t i = static_cast<size_t>(saved + 1); i < s.modules.size(); ++i) {
-    const loaded_module& m = s.modules[i];
+  for (int i = saved + 1; i < static_cast<int>(s.modules.size()); ++i) {
+    const loaded_module& m = s.modules[static_cast<size_t>(i)];
     if (m.desc->pcontrol != nullptr) {
-      tls.layer = static_cast<int>(i);
+      tls.layer = i;
       m.desc->pcontrol(level, m.state);
     }
   }
@@ -459,12 +453,13 @@ __attribute__((constructor)) void resolve_at_load() {
 
 // MPI_Pcontrol is variadic, so it is written by hand; MPI ignores the variadic part.
 extern "C" STRATA_EXPORT int MPI_Pcontrol(const int level, ...) {
-  if (!strata::core::tls.in_real)
-    strata::core::pcontrol(level);
+  if (!strata::core::tls.in_real) strata::core::pcontrol(level);
   return real_pcontrol != nullptr ? real_pcontrol(level) : MPI_SUCCESS;
 }
-extern "C" STRATA_EXPORT int PMPI_Pcontrol(const int level, ...) __attribute__((alias("MPI_Pcontrol")));
-extern "C" STRATA_EXPORT int ZMPI_Pcontrol(const int level, ...) __attribute__((alias("MPI_Pcontrol")));
+extern "C" STRATA_EXPORT int PMPI_Pcontrol(const int level, ...)
+    __attribute__((alias("MPI_Pcontrol")));
+extern "C" STRATA_EXPORT int ZMPI_Pcontrol(const int level, ...)
+    __attribute__((alias("MPI_Pcontrol")));
 
 // ---- probing, for the `strata` command ----------------------------------------------------
 // `strata exec` checks the stack with the very code MPI_Init uses, before it starts the program,
@@ -472,8 +467,8 @@ extern "C" STRATA_EXPORT int ZMPI_Pcontrol(const int level, ...) __attribute__((
 #include "core/probe.h"
 
 extern "C" STRATA_EXPORT int strata_core_probe(const char* name, const char* origin, int nargs,
-                                               const char* const* keys,
-                                               const char* const* values, strata_probe* out) {
+                                               const char* const* keys, const char* const* values,
+                                               strata_probe* out) {
   using namespace strata;
   *out = strata_probe{};
   config::module_spec spec;
@@ -499,17 +494,16 @@ extern "C" STRATA_EXPORT int strata_core_probe(const char* name, const char* ori
     for (const auto& [k, v] : spec.args)
       args.push_back({k.c_str(), v.c_str()});
     void* st = nullptr;
-    const int rc = m.desc->load == nullptr
-                       ? 0
-                       : m.desc->load(&core::host_api, 0, args.data(),
-                                      static_cast<int>(args.size()), &st, reason,
-                                      sizeof(reason) - 1);
+    const int rc = m.desc->load == nullptr ? 0
+                                           : m.desc->load(&core::host_api, 0, args.data(),
+                                                          static_cast<int>(args.size()), &st,
+                                                          reason, sizeof(reason) - 1);
     s.loading = false;
     m.subscribed = s.modules[0].subscribed;
     s.modules.clear();
     if (rc != 0)
-      error = spec.origin + ": module '" + m.name + "' refused its arguments: " +
-              (reason[0] ? reason : "no reason given");
+      error = spec.origin + ": module '" + m.name +
+              "' refused its arguments: " + (reason[0] ? reason : "no reason given");
     else if (m.desc->unload != nullptr)
       m.desc->unload(st);
     for (int fid = 0; fid < gen::function_count; ++fid) {

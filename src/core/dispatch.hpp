@@ -17,7 +17,6 @@
 #define STRATA_EXPORT __attribute__((visibility("default")))
 #define STRATA_HIDDEN __attribute__((visibility("hidden")))
 
-
 namespace strata::core {
 
 // One layer's part in one function's chain: either a wrapper module's MPI_X or an event module's
@@ -57,8 +56,7 @@ void* find_real(const char* name);
 uint64_t now_ns();
 
 template <typename R> inline void set_result(strata_event& ev, const R& r) {
-  if constexpr (std::is_same_v<R, int>)
-    ev.result = r;
+  if constexpr (std::is_same_v<R, int>) ev.result = r;
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>
@@ -114,10 +112,8 @@ R invoke(const chain* c, int pos, R (*real)(P...), A&... args) {
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 inline R dispatch(const chain* c, const void* return_address, R (*real)(P...), A&... args) {
   thread_state& ts = tls;
-  if (__builtin_expect(ts.in_real != 0, 0))
-    return real(args...);
-  if (ts.layer < 0)
-    ts.call_site = return_address;
+  if (__builtin_expect(ts.in_real != 0, 0)) return real(args...);
+  if (ts.layer < 0) ts.call_site = return_address;
   return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
 }
 

@@ -7,13 +7,13 @@ extern "C" {
 #endif
 
 typedef struct strata_probe {
-  char error[1024];       /* one line; empty when the module loads and accepts its arguments */
+  char error[1024]; /* one line; empty when the module loads and accepts its arguments */
   char name[128];
   char path[1024];
   char description[512];
-  int wrapped_count;      /* MPI functions the module defines (wrapper) */
-  int event_count;        /* further functions it subscribed to (events), with these arguments */
-  char functions[16384];  /* their names, comma-separated (truncated) */
+  int wrapped_count;     /* MPI functions the module defines (wrapper) */
+  int event_count;       /* further functions it subscribed to (events), with these arguments */
+  char functions[16384]; /* their names, comma-separated (truncated) */
 } strata_probe;
 
 typedef int (*strata_probe_fn)(const char* name, const char* origin, int nargs,

@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
-#include <string.h>
 #include <strata/module.h>
 #include <strata/zmpi.h>
+#include <string.h>
 #include <unistd.h>
 
 static char out_dir[512];
@@ -16,14 +16,12 @@ static void log_line(const char* what, const char* fn) {
   int rank = -1;
   int initialized = 0;
   PMPI_Initialized(&initialized);
-  if (!initialized || out_dir[0] == '\0')
-    return;
+  if (!initialized || out_dir[0] == '\0') return;
   ZMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   char path[600];
   snprintf(path, sizeof path, "%s/log.%d", out_dir, rank);
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0)
-    return;
+  if (fd < 0) return;
   char line[200];
   int n = snprintf(line, sizeof line, "%s %s %s\n", WRAPLOG_NAME, what, fn);
   if (write(fd, line, (size_t)n) < 0) {
@@ -72,4 +70,6 @@ static const strata_module wraplog_module = {
     .load = load,
 };
 
-STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) { return &wraplog_module; }
+STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
+  return &wraplog_module;
+}

@@ -1,6 +1,7 @@
 // The `delay` module (PnMPI's test module): holds each send for a configured time before it
 // reaches MPI, to inject a known imbalance. Arguments: usec=N (default 0), functions=GLOB
-// (default the point-to-point sends: "MPI_*[sS]end,MPI_*[sS]end_c"), every=K (delay every K-th matching call).
+// (default the point-to-point sends: "MPI_*[sS]end,MPI_*[sS]end_c"), every=K (delay every K-th
+// matching call).
 #include <mpi.h>
 #include <strata/module.h>
 
@@ -21,21 +22,18 @@ struct delay_state {
 };
 
 bool parse_count(const char* text, uint64_t& out) {
-  if (text == nullptr || *text == '\0')
-    return false;
+  if (text == nullptr || *text == '\0') return false;
   errno = 0;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || text[0] == '-')
-    return false;
+  if (errno != 0 || *end != '\0' || text[0] == '-') return false;
   out = v;
   return true;
 }
 
 void delay_enter(strata_event*, void* raw) {
   auto* s = static_cast<delay_state*>(raw);
-  if (s->seen.fetch_add(1, std::memory_order_relaxed) % s->every != 0)
-    return;
+  if (s->seen.fetch_add(1, std::memory_order_relaxed) % s->every != 0) return;
   // Busy-wait: a sleep's wake-up latency would make the injected time imprecise.
   const uint64_t until = s->host->now_ns() + s->delay_ns;
   while (s->host->now_ns() < until) {
@@ -57,8 +55,10 @@ int delay_load(const strata_host* host, int self, const strata_module_arg* args,
     } else if (std::strcmp(args[i].key, "functions") == 0) {
       functions = args[i].value;
     } else {
-      std::snprintf(error, error_size, "bad argument %s=%s (expected usec=N, every=N>0, "
-                    "functions=GLOB)", args[i].key, args[i].value);
+      std::snprintf(error, error_size,
+                    "bad argument %s=%s (expected usec=N, every=N>0, "
+                    "functions=GLOB)",
+                    args[i].key, args[i].value);
       delete s;
       return 1;
     }
@@ -72,7 +72,9 @@ int delay_load(const strata_host* host, int self, const strata_module_arg* args,
   return 0;
 }
 
-void delay_unload(void* state) { delete static_cast<delay_state*>(state); }
+void delay_unload(void* state) {
+  delete static_cast<delay_state*>(state);
+}
 
 const strata_module delay_module = {
     STRATA_MODULE_ABI_VERSION,

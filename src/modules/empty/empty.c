@@ -11,4 +11,6 @@ static const strata_module empty_module = {
     .description = "wraps every MPI function and calls the next layer (measures layer cost)",
 };
 
-STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) { return &empty_module; }
+STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
+  return &empty_module;
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang-14) and runs each for $1 seconds (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+out=build-fuzz
+mkdir -p "$out"
+flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Isrc/patch/include)
+clang++-14 "${flags[@]}" src/config/config.cpp fuzz/config_fuzz.cpp -o "$out/config_fuzz"
+clang++-14 "${flags[@]}" src/patch/patch.cpp fuzz/patch_fuzz.cpp -lelf -o "$out/patch_fuzz"
+
+mkdir -p "$out/corpus/config" "$out/corpus/patch"
+printf 'profile out="a b" x=1\n# c\ndelay usec=5\n' >"$out/corpus/config/seed1"
+printf 'a,b:k=v:k2=v2,c' >"$out/corpus/config/seed2"
+cp build/lib/strata/*/modules/empty.so "$out/corpus/patch/" 2>/dev/null || true
+for target in config patch; do
+  echo "fuzz: $target for ${seconds}s"
+  "$out/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 "$out/corpus/$target" \
+    >"$out/$target.log" 2>&1 || { tail -40 "$out/$target.log"; exit 1; }
+  grep -E '^Done|stat::number_of_executed_units' "$out/$target.log" | tail -1
+done

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# All tests: installs what is missing, builds, checks formatting, runs the unit tests under
+# ASan+UBSan, smoke-runs the fuzzers, then runs every test (unit and MPI integration) with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+source scripts/mpi-env.sh
+
+echo "== format and lint"
+bash scripts/lint.sh
+
+echo "== unit tests under ASan + UBSan"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE=ON \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
+cmake --build build-asan -j"$(nproc)" --target strata_unit_tests
+(cd build-asan && ctest -L unit --output-on-failure)
+
+echo "== fuzz smoke run"
+bash scripts/fuzz.sh 15
+
+echo "== all tests"
+cd build && ctest --output-on-failure

@@ -1,0 +1,62 @@
+#include "launch/launch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+using namespace strata::launch;
+
+TEST(Flavor, FromLibrarySonames) {
+  EXPECT_EQ(flavor_of_library("libmpi.so.40"), "openmpi");
+  EXPECT_EQ(flavor_of_library("libmpi_mpifh.so.40"), "openmpi");
+  EXPECT_EQ(flavor_of_library("libmpich.so.12"), "mpich");
+  EXPECT_EQ(flavor_of_library("libmpichfort.so.12"), "mpich");
+  EXPECT_EQ(flavor_of_library("libc.so.6"), "");
+}
+
+TEST(Flavor, FromAProgramsDependencies) {
+  std::string error;
+  // /bin/sh is an ELF program linked against libc only.
+  EXPECT_EQ(flavor_of_program("/bin/sh", error), "");
+  EXPECT_NE(error.find("is not linked against Open MPI or MPICH"), std::string::npos);
+  const std::string text = testing::TempDir() + "/not-elf";
+  std::ofstream(text) << "#!/bin/sh\n";
+  EXPECT_EQ(flavor_of_program(text, error), "");
+  EXPECT_NE(error.find("not an ELF executable"), std::string::npos);
+  EXPECT_EQ(flavor_of_program("/no/such/file", error), "");
+  EXPECT_NE(error.find("cannot open"), std::string::npos);
+}
+
+TEST(Flavor, FromTheLaunchersEnvironment) {
+  EXPECT_EQ(flavor_of_launcher([](const char* n) -> const char* {
+              return std::string(n) == "OMPI_COMM_WORLD_SIZE" ? "4" : nullptr;
+            }),
+            "openmpi");
+  EXPECT_EQ(flavor_of_launcher([](const char* n) -> const char* {
+              return std::string(n) == "PMI_RANK" ? "0" : nullptr;
+            }),
+            "mpich");
+  EXPECT_EQ(flavor_of_launcher([](const char*) -> const char* { return nullptr; }), "");
+}
+
+TEST(Launcher, AddsWhatALocalRunNeeds) {
+  EXPECT_EQ(launcher_command("openmpi", 4, true, 2),
+            (std::vector<std::string>{"mpirun.openmpi", "--allow-run-as-root", "--oversubscribe",
+                                      "-np", "4"}));
+  EXPECT_EQ(launcher_command("openmpi", 2, false, 2),
+            (std::vector<std::string>{"mpirun.openmpi", "-np", "2"}));
+  EXPECT_EQ(launcher_command("mpich", 8, true, 2),
+            (std::vector<std::string>{"mpirun.mpich", "-np", "8"}));
+}
+
+TEST(Paths, LayoutProgramAndPreload) {
+  EXPECT_EQ(find_layout("/opt/strata/bin/strata").core_library("mpich"),
+            "/opt/strata/lib/strata/mpich/libstrata.so");
+  EXPECT_EQ(find_layout("/opt/strata/bin/strata").module_dir("openmpi"),
+            "/opt/strata/lib/strata/openmpi/modules");
+  EXPECT_EQ(resolve_program("sh", "/nonexistent:/bin"), "/bin/sh");
+  EXPECT_EQ(resolve_program("no-such-program-here", "/bin"), "");
+  EXPECT_EQ(preload_value("/x/libstrata.so", nullptr), "/x/libstrata.so");
+  EXPECT_EQ(preload_value("/x/libstrata.so", "/y/libz.so"), "/x/libstrata.so:/y/libz.so");
+}

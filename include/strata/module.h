@@ -100,6 +100,9 @@ typedef struct strata_host {
   /* One line on stderr, prefixed with "strata: <module>: ". */
   void (*log)(int self, const char* message);
   int (*layer_count)(void);
+  /* From mpi_ready only: the application's MPI_COMM_WORLD becomes *(MPI_Comm*)comm in every call
+   * it makes (C and Fortran alike; modules still see the real world). Returns 0 or -1. */
+  int (*replace_world)(int self, const void* comm);
 } strata_host;
 
 typedef struct strata_module_arg {

@@ -32,7 +32,8 @@ void error_line(const std::string& message) {
 // Under a launcher every rank runs `strata exec`; only the first one reports.
 bool first_rank() {
   for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-    if (const char* v = env(var)) return std::string(v) == "0";
+    if (const char* v = env(var))
+      return std::string(v) == "0";
   return true;
 }
 
@@ -43,7 +44,8 @@ std::string self_exe() {
 }
 
 std::string absolute(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
+  if (path.empty() || path[0] == '/')
+    return path;
   char cwd[PATH_MAX];
   return ::getcwd(cwd, sizeof(cwd)) != nullptr ? std::string(cwd) + "/" + path : path;
 }
@@ -121,26 +123,32 @@ target find_target(const launch_options& o, bool allow_launcher_env) {
   }
   std::string why;
   t.flavor = launch::flavor_of_program(t.path, why);
-  if (t.flavor.empty() && allow_launcher_env) t.flavor = launch::flavor_of_launcher(env);
-  if (t.flavor.empty()) t.error = why + "; say which MPI it uses with --mpi openmpi|mpich";
+  if (t.flavor.empty() && allow_launcher_env)
+    t.flavor = launch::flavor_of_launcher(env);
+  if (t.flavor.empty())
+    t.error = why + "; say which MPI it uses with --mpi openmpi|mpich";
   return t;
 }
 
 int check_stack(const config::stack& stack, const std::string& core_library) {
   if (!stack.ok()) {
-    if (first_rank()) error_line("error: " + stack.error);
+    if (first_rank())
+      error_line("error: " + stack.error);
     return 2;
   }
-  if (stack.modules.empty()) return 0;
+  if (stack.modules.empty())
+    return 0;
   core_handle core = open_core(core_library);
   if (!core.error.empty()) {
-    if (first_rank()) error_line("error: " + core.error);
+    if (first_rank())
+      error_line("error: " + core.error);
     return 2;
   }
   for (const config::module_spec& spec : stack.modules) {
     auto out = std::make_unique<strata_probe>();
     if (std::string e = probe_spec(core, spec, *out); !e.empty()) {
-      if (first_rank()) error_line("error: " + e);
+      if (first_rank())
+        error_line("error: " + e);
       return 2;
     }
   }
@@ -168,7 +176,8 @@ int exec_command(const launch_options& o) {
   const std::string core = layout.core_library(t.flavor);
   const config::stack stack = apply_stack_options(o);
   if (!o.skip_check) {
-    if (int rc = check_stack(stack, core); rc != 0) return rc;
+    if (int rc = check_stack(stack, core); rc != 0)
+      return rc;
   }
   ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
   std::vector<std::string> args = o.program;
@@ -186,13 +195,15 @@ int run_command(const launch_options& o) {
   }
   const launch::layout layout = launch::find_layout(self_exe());
   const config::stack stack = apply_stack_options(o);
-  if (int rc = check_stack(stack, layout.core_library(t.flavor)); rc != 0) return rc;
+  if (int rc = check_stack(stack, layout.core_library(t.flavor)); rc != 0)
+    return rc;
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   std::vector<std::string> args =
       launch::launcher_command(t.flavor, o.ranks, ::geteuid() == 0, static_cast<int>(cores));
   // Shared-memory single copy (CMA) is refused inside containers; copying through the shared
   // segment works everywhere.
-  if (t.flavor == "openmpi") ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  if (t.flavor == "openmpi")
+    ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
   // Each rank runs `strata exec`, which preloads the core; the stack was checked just now.
   for (const std::string& a : {self_exe(), std::string("exec"), std::string("--no-check"),
                                std::string("--mpi"), t.flavor, std::string("--"), t.path})
@@ -208,8 +219,10 @@ int modules_command(const std::string& only_flavor) {
   const launch::layout layout = launch::find_layout(self_exe());
   int status = 0;
   for (const std::string flavor : {"openmpi", "mpich"}) {
-    if (!only_flavor.empty() && flavor != only_flavor) continue;
-    if (::access(layout.core_library(flavor).c_str(), R_OK) != 0) continue;
+    if (!only_flavor.empty() && flavor != only_flavor)
+      continue;
+    if (::access(layout.core_library(flavor).c_str(), R_OK) != 0)
+      continue;
     std::fflush(stdout);
     // One child per flavor: the two cores (and their MPI libraries) never share a process.
     const pid_t child = ::fork();
@@ -223,7 +236,8 @@ int modules_command(const std::string& only_flavor) {
       std::set<std::string> seen;
       for (const std::string& dir : config::module_dirs(env, layout.module_dir(flavor))) {
         DIR* d = ::opendir(dir.c_str());
-        if (d == nullptr) continue;
+        if (d == nullptr)
+          continue;
         std::vector<std::string> files;
         while (dirent* e = ::readdir(d)) {
           std::string name = e->d_name;
@@ -233,7 +247,8 @@ int modules_command(const std::string& only_flavor) {
         ::closedir(d);
         std::sort(files.begin(), files.end());
         for (const std::string& name : files) {
-          if (!seen.insert(name).second) continue;
+          if (!seen.insert(name).second)
+            continue;
           config::module_spec spec{dir + "/" + name + ".so", {}, dir};
           auto out = std::make_unique<strata_probe>();
           if (std::string e = probe_spec(core, spec, *out); !e.empty()) {
@@ -246,9 +261,11 @@ int modules_command(const std::string& only_flavor) {
           if (out->event_count > 0)
             what += (what.empty() ? "" : ", ") + std::string("events for ") +
                     std::to_string(out->event_count) + " functions";
-          if (what.empty()) what = "no functions without arguments";
+          if (what.empty())
+            what = "no functions without arguments";
           std::string list = out->functions;
-          if (list.size() > 100) list = list.substr(0, 97) + "...";
+          if (list.size() > 100)
+            list = list.substr(0, 97) + "...";
           std::printf("  %-12s %s\n  %-12s %s\n  %-12s %s\n", out->name, out->description, "",
                       what.c_str(), "", list.c_str());
         }
@@ -258,7 +275,8 @@ int modules_command(const std::string& only_flavor) {
     }
     int wstatus = 0;
     ::waitpid(child, &wstatus, 0);
-    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) status = 2;
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
+      status = 2;
   }
   return status;
 }

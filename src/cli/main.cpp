@@ -23,7 +23,8 @@ int run_main(int argc, char** argv) {
   // mpirun spells it -np; CLI11 would read that as "-n p".
   std::vector<std::string> ours(argv, argv + split);
   for (std::string& a : ours)
-    if (a == "-np") a = "--np";
+    if (a == "-np")
+      a = "--np";
 
   CLI::App app{"Strata: MPI performance tools, loaded at run time into unmodified programs"};
   app.require_subcommand(1);
@@ -59,10 +60,14 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   }
   launch.program = program;
-  if (exec->parsed()) return strata::cli::exec_command(launch);
-  if (run->parsed()) return strata::cli::run_command(launch);
-  if (modules->parsed()) return strata::cli::modules_command(launch.mpi);
-  if (patch->parsed()) return strata::cli::patch_command(patch_in, patch_out);
+  if (exec->parsed())
+    return strata::cli::exec_command(launch);
+  if (run->parsed())
+    return strata::cli::run_command(launch);
+  if (modules->parsed())
+    return strata::cli::modules_command(launch.mpi);
+  if (patch->parsed())
+    return strata::cli::patch_command(patch_in, patch_out);
   return 2;
 }
 } // namespace

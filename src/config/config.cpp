@@ -14,14 +14,17 @@ bool is_name_char(char c) {
 }
 
 bool valid_module_name(std::string_view name) {
-  if (name.empty()) return false;
+  if (name.empty())
+    return false;
   for (char c : name)
-    if (!is_name_char(c)) return false;
+    if (!is_name_char(c))
+      return false;
   return true;
 }
 
 bool valid_key(std::string_view key) {
-  if (key.empty() || std::isdigit(static_cast<unsigned char>(key[0])) != 0) return false;
+  if (key.empty() || std::isdigit(static_cast<unsigned char>(key[0])) != 0)
+    return false;
   for (char c : key)
     if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_' && c != '-' && c != '.')
       return false;
@@ -38,7 +41,8 @@ bool split_words(std::string_view line, std::vector<std::string>& words, std::st
   while (i < line.size()) {
     while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i])) != 0)
       ++i;
-    if (i >= line.size() || line[i] == '#') break;
+    if (i >= line.size() || line[i] == '#')
+      break;
     std::string word;
     while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i])) == 0) {
       if (line[i] == '"') {
@@ -50,7 +54,8 @@ bool split_words(std::string_view line, std::vector<std::string>& words, std::st
             closed = true;
             break;
           }
-          if (c == '\\' && i < line.size()) c = line[i++];
+          if (c == '\\' && i < line.size())
+            c = line[i++];
           word.push_back(c);
         }
         if (!closed) {
@@ -96,7 +101,8 @@ static std::string_view trimmed(std::string_view s) {
 stack parse_tool_list(std::string_view text, std::string_view origin) {
   stack result;
   result.origin = std::string(origin);
-  if (trimmed(text).empty()) return result;
+  if (trimmed(text).empty())
+    return result;
   size_t start = 0;
   for (;;) {
     const size_t comma = text.find(',', start);
@@ -126,7 +132,8 @@ stack parse_tool_list(std::string_view text, std::string_view origin) {
       colon = next;
     }
     result.modules.push_back(std::move(spec));
-    if (comma == std::string_view::npos) return result;
+    if (comma == std::string_view::npos)
+      return result;
     start = comma + 1;
   }
 }
@@ -138,7 +145,8 @@ stack parse_config(std::string_view text, std::string_view filename) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
+    if (end == std::string_view::npos)
+      end = text.size();
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     ++line_no;
@@ -153,7 +161,8 @@ stack parse_config(std::string_view text, std::string_view filename) {
       result.error = where + ": " + error;
       return result;
     }
-    if (words.empty()) continue;
+    if (words.empty())
+      continue;
     module_spec spec;
     spec.origin = where;
     spec.name = words[0];
@@ -174,7 +183,8 @@ stack parse_config(std::string_view text, std::string_view filename) {
 
 bool read_file(const std::string& path, std::string& contents) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
+  if (!in)
+    return false;
   std::ostringstream buffer;
   buffer << in.rdbuf();
   contents = buffer.str();
@@ -207,7 +217,8 @@ stack select_stack(const getenv_fn& getenv) {
     candidates.push_back(std::string(home) + "/.strata.conf");
   for (const std::string& path : candidates) {
     std::string text;
-    if (::access(path.c_str(), F_OK) == 0 && read_file(path, text)) return parse_config(text, path);
+    if (::access(path.c_str(), F_OK) == 0 && read_file(path, text))
+      return parse_config(text, path);
   }
   return {};
 }
@@ -219,12 +230,15 @@ std::vector<std::string> module_dirs(const getenv_fn& getenv, const std::string&
     while (!rest.empty()) {
       const size_t colon = rest.find(':');
       std::string_view dir = rest.substr(0, colon);
-      if (!dir.empty()) dirs.emplace_back(dir);
-      if (colon == std::string_view::npos) break;
+      if (!dir.empty())
+        dirs.emplace_back(dir);
+      if (colon == std::string_view::npos)
+        break;
       rest.remove_prefix(colon + 1);
     }
   }
-  if (!builtin_dir.empty()) dirs.push_back(builtin_dir);
+  if (!builtin_dir.empty())
+    dirs.push_back(builtin_dir);
   return dirs;
 }
 
@@ -233,7 +247,8 @@ std::string find_module(const std::string& name, const std::vector<std::string>&
     return ::access(name.c_str(), F_OK) == 0 ? name : std::string();
   for (const std::string& dir : dirs) {
     std::string candidate = dir + "/" + name + ".so";
-    if (::access(candidate.c_str(), F_OK) == 0) return candidate;
+    if (::access(candidate.c_str(), F_OK) == 0)
+      return candidate;
   }
   return {};
 }

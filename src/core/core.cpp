@@ -24,12 +24,15 @@
 namespace strata::gen {
 void resolve_real_functions();
 void* real_function(int fid);
+bool takes_communicator(int fid);
 } // namespace strata::gen
 
 namespace strata::core {
 
 __thread thread_state tls __attribute__((tls_model("initial-exec"))) = {-1, 0, nullptr};
 const chain* chains[gen::function_count];
+bool world_replaced = false;
+MPI_Comm world_replacement = MPI_COMM_WORLD;
 
 // Internal linkage is by hidden visibility: strata_core_probe below reuses these.
 inline namespace internal {
@@ -62,6 +65,9 @@ struct core_state {
   std::map<std::string, std::unique_ptr<std::string>> values;
   std::vector<std::unique_ptr<std::string>> retired_values;
   bool loading = false;
+  bool in_mpi_ready = false;
+  std::vector<uint16_t> empty_starts; // the chain of functions only remapped, never wrapped
+  chain empty_chain;
 };
 
 core_state& state() {
@@ -107,9 +113,11 @@ const char* host_function_name(int fid) {
 }
 
 int host_function_id(const char* name) {
-  if (name == nullptr) return -1;
+  if (name == nullptr)
+    return -1;
   for (int fid = 0; fid < gen::function_count; ++fid)
-    if (std::strcmp(gen::function_names[fid], name) == 0) return fid;
+    if (std::strcmp(gen::function_names[fid], name) == 0)
+      return fid;
   return -1;
 }
 
@@ -136,14 +144,16 @@ int host_subscribe(int self, const char* glob) {
 }
 
 int host_publish(int /*self*/, const char* name, const char* signature, void* value) {
-  if (name == nullptr || signature == nullptr) return -1;
+  if (name == nullptr || signature == nullptr)
+    return -1;
   core_state& s = state();
   std::lock_guard<std::mutex> guard(s.registry_lock);
   return s.services.emplace(name, service{signature, value}).second ? 0 : -1;
 }
 
 void* host_lookup(const char* name, const char* signature) {
-  if (name == nullptr || signature == nullptr) return nullptr;
+  if (name == nullptr || signature == nullptr)
+    return nullptr;
   core_state& s = state();
   std::lock_guard<std::mutex> guard(s.registry_lock);
   auto it = s.services.find(name);
@@ -151,17 +161,20 @@ void* host_lookup(const char* name, const char* signature) {
 }
 
 void host_set_value(const char* name, const char* value) {
-  if (name == nullptr) return;
+  if (name == nullptr)
+    return;
   core_state& s = state();
   std::lock_guard<std::mutex> guard(s.registry_lock);
   // Old strings stay alive: a reader may still hold the pointer get_value returned.
   auto& slot = s.values[name];
-  if (slot != nullptr) s.retired_values.push_back(std::move(slot));
+  if (slot != nullptr)
+    s.retired_values.push_back(std::move(slot));
   slot = std::make_unique<std::string>(value != nullptr ? value : "");
 }
 
 const char* host_get_value(const char* name) {
-  if (name == nullptr) return nullptr;
+  if (name == nullptr)
+    return nullptr;
   core_state& s = state();
   std::lock_guard<std::mutex> guard(s.registry_lock);
   auto it = s.values.find(name);
@@ -187,6 +200,22 @@ int host_layer_count() {
   return static_cast<int>(state().modules.size());
 }
 
+// Every function taking a communicator gets a chain (an empty one if no module wraps it), so
+// that the application's calls pass through dispatch<>(), which substitutes the communicator.
+int host_replace_world(int /*self*/, const void* comm) {
+  core_state& s = state();
+  if (comm == nullptr || !s.in_mpi_ready)
+    return -1; // only while MPI_Init runs (mpi_ready): before any application call
+  world_replacement = *static_cast<const MPI_Comm*>(comm);
+  world_replaced = world_replacement != MPI_COMM_WORLD;
+  s.empty_starts.assign(s.modules.size() + 1, 0);
+  s.empty_chain = chain{0, nullptr, s.empty_starts.data()};
+  for (int fid = 0; fid < gen::function_count; ++fid)
+    if (gen::takes_communicator(fid) && chains[fid] == nullptr)
+      chains[fid] = &s.empty_chain;
+  return 0;
+}
+
 const strata_host host_api = {STRATA_MODULE_ABI_VERSION,
                               gen::mpi_flavor,
                               host_function_count,
@@ -200,7 +229,8 @@ const strata_host host_api = {STRATA_MODULE_ABI_VERSION,
                               now_ns,
                               host_set_layer,
                               host_log,
-                              host_layer_count};
+                              host_layer_count,
+                              host_replace_world};
 
 // ---- loading --------------------------------------------------------------------------------
 
@@ -232,7 +262,8 @@ std::string load_module(const config::module_spec& spec, const std::vector<std::
     return spec.origin + ": module '" + spec.name + "' was built for " +
            (m.desc->mpi_flavor ? m.desc->mpi_flavor : "no MPI") + ", but this program uses " +
            gen::mpi_flavor;
-  if (m.desc->name != nullptr && m.desc->name[0] != '\0') m.name = m.desc->name;
+  if (m.desc->name != nullptr && m.desc->name[0] != '\0')
+    m.name = m.desc->name;
   return {};
 }
 
@@ -244,7 +275,8 @@ void find_wrappers(loaded_module& m) {
   m.wrappers.assign(gen::function_count, nullptr);
   for (int fid = 0; fid < gen::function_count; ++fid) {
     void* sym = ::dlsym(m.handle, gen::function_names[fid]);
-    if (sym == nullptr) continue;
+    if (sym == nullptr)
+      continue;
     Dl_info info{};
     link_map* owner = nullptr;
     if (::dladdr1(sym, &info, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) != 0 &&
@@ -276,7 +308,8 @@ void build_chains(core_state& s) {
       }
       list.push_back(e);
     }
-    if (list.empty()) continue;
+    if (list.empty())
+      continue;
     for (size_t i = list.size(); i-- > 0;) {
       if (list[i].wrapper != nullptr)
         list[i].group_end = static_cast<int>(i);
@@ -316,7 +349,8 @@ template <typename Fn> void for_each_module(Fn fn) {
 
 void* find_real(const char* name) {
   void* sym = ::dlsym(RTLD_NEXT, name);
-  if (sym != nullptr) return sym;
+  if (sym != nullptr)
+    return sym;
   // Loaded by dlopen rather than preloaded or linked: fall back to the global scope, but never
   // to ourselves (that would recurse forever).
   sym = ::dlsym(RTLD_DEFAULT, name);
@@ -336,7 +370,8 @@ uint64_t now_ns() {
 }
 
 void load_modules_once() {
-  if (g_loaded.exchange(true)) return;
+  if (g_loaded.exchange(true))
+    return;
   core_state& s = state();
   const config::stack stack = config::select_stack([](const char* n) { return std::getenv(n); });
   if (!stack.ok()) {
@@ -384,7 +419,8 @@ void load_modules_once() {
 }
 
 void after_init() {
-  if (g_ready.exchange(true)) return;
+  if (g_ready.exchange(true))
+    return;
   core_state& s = state();
   if (!s.load_error.empty()) {
     using rank_fn = int (*)(MPI_Comm, int*);
@@ -400,25 +436,33 @@ void after_init() {
       }
     }
     report_line("error: " + s.load_error);
-    if (auto abort = reinterpret_cast<abort_fn>(find_real("PMPI_Abort"))) abort(MPI_COMM_WORLD, 1);
+    if (auto abort = reinterpret_cast<abort_fn>(find_real("PMPI_Abort")))
+      abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);
   }
+  s.in_mpi_ready = true;
   for_each_module([](loaded_module& m) {
-    if (m.desc->mpi_ready != nullptr) m.desc->mpi_ready(m.state);
+    if (m.desc->mpi_ready != nullptr)
+      m.desc->mpi_ready(m.state);
   });
+  s.in_mpi_ready = false;
 }
 
 void before_finalize() {
-  if (!g_ready.load() || g_finalizing.exchange(true)) return;
+  if (!g_ready.load() || g_finalizing.exchange(true))
+    return;
   for_each_module([](loaded_module& m) {
-    if (m.desc->finalize != nullptr) m.desc->finalize(m.state);
+    if (m.desc->finalize != nullptr)
+      m.desc->finalize(m.state);
   });
 }
 
 void after_finalize() {
-  if (!g_finalizing.load() || g_finalized.exchange(true)) return;
+  if (!g_finalizing.load() || g_finalized.exchange(true))
+    return;
   for_each_module([](loaded_module& m) {
-    if (m.desc->unload != nullptr) m.desc->unload(m.state);
+    if (m.desc->unload != nullptr)
+      m.desc->unload(m.state);
   });
 }
 
@@ -453,7 +497,8 @@ __attribute__((constructor)) void resolve_at_load() {
 
 // MPI_Pcontrol is variadic, so it is written by hand; MPI ignores the variadic part.
 extern "C" STRATA_EXPORT int MPI_Pcontrol(const int level, ...) {
-  if (!strata::core::tls.in_real) strata::core::pcontrol(level);
+  if (!strata::core::tls.in_real)
+    strata::core::pcontrol(level);
   return real_pcontrol != nullptr ? real_pcontrol(level) : MPI_SUCCESS;
 }
 extern "C" STRATA_EXPORT int PMPI_Pcontrol(const int level, ...)

@@ -77,15 +77,19 @@ const comm_info* insert(MPI_Comm comm, uint64_t key) {
   size_t i = hash(key);
   for (size_t probes = 0; probes < table_size; ++probes, i = (i + 1) & (table_size - 1)) {
     const uint64_t k = table[i].key.load(std::memory_order_acquire);
-    if (k == key) return &table[i].info;
-    if (k != empty_key && k != tombstone) continue;
+    if (k == key)
+      return &table[i].info;
+    if (k != empty_key && k != tombstone)
+      continue;
     comm_info info;
-    if (!mpi_usable() || real_comm.comm_size(comm, &info.size) != MPI_SUCCESS) return nullptr;
+    if (!mpi_usable() || real_comm.comm_size(comm, &info.size) != MPI_SUCCESS)
+      return nullptr;
     real_comm.comm_rank(comm, &info.rank);
     int inter = 0;
     real_comm.comm_test_inter(comm, &inter);
     info.inter = inter != 0;
-    if (world_group == MPI_GROUP_NULL) real_comm.comm_group(MPI_COMM_WORLD, &world_group);
+    if (world_group == MPI_GROUP_NULL)
+      real_comm.comm_group(MPI_COMM_WORLD, &world_group);
     MPI_Group group = MPI_GROUP_NULL;
     int peers = info.size;
     if (info.inter) {
@@ -139,15 +143,18 @@ void resolve_api() {
 }
 
 const comm_info* lookup_comm(MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL) return nullptr;
+  if (comm == MPI_COMM_NULL)
+    return nullptr;
   uint64_t key = handle_bits(comm);
   if (key == empty_key || key == tombstone)
     key ^= 0x5bd1e995u; // keep the reserved keys free; collisions are compared in full below
   size_t i = hash(key);
   for (size_t probes = 0; probes < table_size; ++probes, i = (i + 1) & (table_size - 1)) {
     const uint64_t k = table[i].key.load(std::memory_order_acquire);
-    if (k == key) return &table[i].info;
-    if (k == empty_key) break;
+    if (k == key)
+      return &table[i].info;
+    if (k == empty_key)
+      break;
   }
   return insert(comm, key);
 }

@@ -46,22 +46,27 @@ template <typename H> inline uint64_t handle_bits(H h) {
 }
 
 inline int world_rank(const comm_info* c, int rank) {
-  if (rank == MPI_ANY_SOURCE) return STRATA_ANY_SOURCE_RANK;
-  if (rank == MPI_PROC_NULL) return STRATA_PROC_NULL_RANK;
+  if (rank == MPI_ANY_SOURCE)
+    return STRATA_ANY_SOURCE_RANK;
+  if (rank == MPI_PROC_NULL)
+    return STRATA_PROC_NULL_RANK;
   if (c == nullptr || rank < 0 || rank >= c->size)
     return STRATA_NO_RANK; // bad argument: MPI will report it, we only must not crash
   return c->world_ranks != nullptr ? c->world_ranks[rank] : rank;
 }
 
 inline int64_t type_bytes(int64_t count, MPI_Datatype type) {
-  if (count <= 0 || type == MPI_DATATYPE_NULL) return 0;
+  if (count <= 0 || type == MPI_DATATYPE_NULL)
+    return 0;
   MPI_Count size = 0;
-  if (api.type_size_x(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  if (api.type_size_x(type, &size) != MPI_SUCCESS || size < 0)
+    return 0;
   return count * static_cast<int64_t>(size);
 }
 
 template <typename C> inline int64_t summed_bytes(const C* counts, MPI_Datatype type, int n) {
-  if (counts == nullptr) return 0;
+  if (counts == nullptr)
+    return 0;
   int64_t total = 0;
   for (int i = 0; i < n; ++i)
     total += static_cast<int64_t>(counts[i]);
@@ -74,7 +79,8 @@ inline void set_comm_info(strata_event& ev, scratch& s, MPI_Comm comm) {
   if (c != nullptr) {
     ev.comm_id = c->id;
     ev.comm_size = c->size;
-    if (c->inter) ev.flags |= STRATA_EVENT_INTERCOMM;
+    if (c->inter)
+      ev.flags |= STRATA_EVENT_INTERCOMM;
   }
 }
 
@@ -86,7 +92,8 @@ inline void set_root(strata_event& ev, const scratch& s, int root) {
   ev.is_root = (s.comm != nullptr && !s.comm->inter && root == s.comm->rank) || root == MPI_ROOT;
 }
 template <typename R> inline void set_request(strata_event& ev, R* request) {
-  if (request != nullptr) ev.request = handle_bits(*request);
+  if (request != nullptr)
+    ev.request = handle_bits(*request);
 }
 template <typename N, typename R> inline void set_requests(strata_event& ev, N count, R* array) {
   ev.request_count = static_cast<int>(count);
@@ -99,12 +106,14 @@ inline void substitute_status(strata_event& ev, scratch& s, MPI_Status*& status)
   }
 }
 inline void read_status(strata_event& ev, const scratch& s, const MPI_Status* status) {
-  if (ev.result != MPI_SUCCESS || status == nullptr || status == MPI_STATUS_IGNORE) return;
+  if (ev.result != MPI_SUCCESS || status == nullptr || status == MPI_STATUS_IGNORE)
+    return;
   MPI_Count bytes = 0;
   if (api.get_elements_x(status, MPI_BYTE, &bytes) == MPI_SUCCESS && bytes != MPI_UNDEFINED)
     ev.bytes_received = static_cast<int64_t>(bytes);
   ev.source = world_rank(s.comm, status->MPI_SOURCE);
-  if (ev.tag == STRATA_NO_TAG || ev.tag == MPI_ANY_TAG) ev.tag = status->MPI_TAG;
+  if (ev.tag == STRATA_NO_TAG || ev.tag == MPI_ANY_TAG)
+    ev.tag = status->MPI_TAG;
 }
 
 } // namespace strata::decode

@@ -48,6 +48,13 @@ extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
+// Set by strata_host::replace_world: the application's MPI_COMM_WORLD is this communicator.
+extern bool world_replaced STRATA_HIDDEN;
+extern MPI_Comm world_replacement STRATA_HIDDEN;
+inline MPI_Comm remap_comm(MPI_Comm comm) {
+  return comm == MPI_COMM_WORLD ? world_replacement : comm;
+}
+
 void load_modules_once();
 void after_init();
 void before_finalize();
@@ -56,7 +63,8 @@ void* find_real(const char* name);
 uint64_t now_ns();
 
 template <typename R> inline void set_result(strata_event& ev, const R& r) {
-  if constexpr (std::is_same_v<R, int>) ev.result = r;
+  if constexpr (std::is_same_v<R, int>)
+    ev.result = r;
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>
@@ -112,8 +120,15 @@ R invoke(const chain* c, int pos, R (*real)(P...), A&... args) {
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 inline R dispatch(const chain* c, const void* return_address, R (*real)(P...), A&... args) {
   thread_state& ts = tls;
-  if (__builtin_expect(ts.in_real != 0, 0)) return real(args...);
-  if (ts.layer < 0) ts.call_site = return_address;
+  if (__builtin_expect(ts.in_real != 0, 0))
+    return real(args...);
+  if (ts.layer < 0) {
+    ts.call_site = return_address;
+    if constexpr (Decoder::has_comm) {
+      if (__builtin_expect(world_replaced, false))
+        Decoder::remap_comms(args...);
+    }
+  }
   return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
 }
 

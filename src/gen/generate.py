@@ -249,6 +249,11 @@ def generate(header, roles, flavor, out):
             c.write(f"  real.{f.name} = reinterpret_cast<decltype(real.{f.name})>("
                     f"core::find_real(\"P{f.name}\"));\n")
         c.write("}\n")
+        c.write("bool takes_communicator(int fid) {\n  switch (fid) {\n")
+        for f in functions:
+            if any(p[2] == "MPI_Comm" for p in f.params):
+                c.write(f"  case fid_{f.name}:\n")
+        c.write("    return true;\n  default:\n    return false;\n  }\n}\n")
         c.write("void* real_function(int fid) {\n  switch (fid) {\n")
         for f in functions:
             c.write(f"  case fid_{f.name}: return reinterpret_cast<void*>(real.{f.name});\n")
@@ -275,6 +280,14 @@ def generate(header, roles, flavor, out):
                     f"{', ' if ref_list else ''}{ref_list}) {{\n")
             for line in exits:
                 c.write(f"    {line}\n")
+            c.write("  }\n")
+            # The application's communicators as a module replaced them (MPI_COMM_WORLD by a
+            # sub-communicator when extra tool ranks run beside the application).
+            comms = [p[0] for p in f.params if p[2] == "MPI_Comm"]
+            c.write(f"  static constexpr bool has_comm = {'true' if comms else 'false'};\n")
+            c.write(f"  static void remap_comms({ref_list}) {{\n")
+            for comm in comms:
+                c.write(f"    {comm} = core::remap_comm({comm});\n")
             c.write("  }\n};\n} // namespace\n")
             # The wrapped path lives in its own function taking the arguments by value, so the
             # unwrapped path stays a load, a test and a tail call (no spilled arguments).

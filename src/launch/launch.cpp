@@ -30,22 +30,27 @@ needed_result elf_needed(const std::string& path) {
     bool found = false;
     while ((scn = elf_nextscn(elf, scn)) != nullptr) {
       GElf_Shdr shdr;
-      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC) continue;
+      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC)
+        continue;
       found = true;
       Elf_Data* data = elf_getdata(scn, nullptr);
       const size_t count = shdr.sh_entsize != 0 ? shdr.sh_size / shdr.sh_entsize : 0;
       for (size_t i = 0; data != nullptr && i < count; ++i) {
         GElf_Dyn dyn;
-        if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr) break;
-        if (dyn.d_tag != DT_NEEDED) continue;
+        if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr)
+          break;
+        if (dyn.d_tag != DT_NEEDED)
+          continue;
         const char* name = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val);
-        if (name != nullptr) result.libraries.emplace_back(name);
+        if (name != nullptr)
+          result.libraries.emplace_back(name);
       }
     }
     if (!found)
       result.error = path + ": statically linked (no dynamic section); link it with -lstrata";
   }
-  if (elf != nullptr) elf_end(elf);
+  if (elf != nullptr)
+    elf_end(elf);
   ::close(fd);
   return result;
 }
@@ -68,26 +73,31 @@ std::string flavor_of_program(const std::string& path, std::string& error) {
     return {};
   }
   for (const std::string& lib : needed.libraries)
-    if (std::string flavor = flavor_of_library(lib); !flavor.empty()) return flavor;
+    if (std::string flavor = flavor_of_library(lib); !flavor.empty())
+      return flavor;
   error = path + " is not linked against Open MPI or MPICH";
   return {};
 }
 
 std::string flavor_of_launcher(const char* (*getenv)(const char*)) {
-  if (getenv("OMPI_COMM_WORLD_SIZE") != nullptr) return "openmpi";
-  if (getenv("PMI_RANK") != nullptr || getenv("PMI_SIZE") != nullptr) return "mpich";
+  if (getenv("OMPI_COMM_WORLD_SIZE") != nullptr)
+    return "openmpi";
+  if (getenv("PMI_RANK") != nullptr || getenv("PMI_SIZE") != nullptr)
+    return "mpich";
   return {};
 }
 
 std::string resolve_program(const std::string& prog, const char* path_env) {
-  if (prog.empty()) return {};
+  if (prog.empty())
+    return {};
   if (prog.find('/') != std::string::npos)
     return ::access(prog.c_str(), X_OK) == 0 ? prog : std::string();
   std::stringstream dirs(path_env != nullptr ? path_env : "/usr/bin:/bin");
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     std::string candidate = (dir.empty() ? "." : dir) + "/" + prog;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
   }
   return {};
 }
@@ -96,7 +106,8 @@ layout find_layout(const std::string& self_exe) {
   layout l;
   std::string dir = self_exe.substr(0, self_exe.rfind('/')); // <prefix>/bin
   l.prefix = dir.substr(0, dir.rfind('/'));                  // <prefix>
-  if (l.prefix.empty()) l.prefix = "/";
+  if (l.prefix.empty())
+    l.prefix = "/";
   return l;
 }
 
@@ -104,8 +115,10 @@ std::vector<std::string> launcher_command(const std::string& flavor, int ranks, 
                                           int cores) {
   std::vector<std::string> cmd{"mpirun." + flavor};
   if (flavor == "openmpi") {
-    if (as_root) cmd.emplace_back("--allow-run-as-root");
-    if (ranks > cores) cmd.emplace_back("--oversubscribe");
+    if (as_root)
+      cmd.emplace_back("--allow-run-as-root");
+    if (ranks > cores)
+      cmd.emplace_back("--oversubscribe");
   }
   cmd.emplace_back("-np");
   cmd.push_back(std::to_string(ranks));
@@ -113,7 +126,8 @@ std::vector<std::string> launcher_command(const std::string& flavor, int ranks, 
 }
 
 std::string preload_value(const std::string& library, const char* existing) {
-  if (existing == nullptr || existing[0] == '\0') return library;
+  if (existing == nullptr || existing[0] == '\0')
+    return library;
   return library + ":" + existing;
 }
 

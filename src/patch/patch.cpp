@@ -98,16 +98,20 @@ void check_header(std::span<const unsigned char> image) {
   if (image[EI_CLASS] == ELFCLASS32)
     fail("32-bit ELF (ELFCLASS32) is not supported; expected a 64-bit " +
          std::string(host_machine_name) + " shared object");
-  if (image[EI_CLASS] != ELFCLASS64) fail("invalid ELF class " + num(image[EI_CLASS]));
-  if (image[EI_DATA] != host_data) fail("ELF byte order differs from this host's");
+  if (image[EI_CLASS] != ELFCLASS64)
+    fail("invalid ELF class " + num(image[EI_CLASS]));
+  if (image[EI_DATA] != host_data)
+    fail("ELF byte order differs from this host's");
 
   Elf64_Ehdr eh;
   std::memcpy(&eh, image.data(), sizeof eh);
-  if (eh.e_type != ET_DYN) fail("not a shared object: it is " + type_name(eh.e_type));
+  if (eh.e_type != ET_DYN)
+    fail("not a shared object: it is " + type_name(eh.e_type));
   if (eh.e_machine != host_machine)
     fail("built for ELF machine " + num(eh.e_machine) + ", but this host is " +
          std::string(host_machine_name) + " (machine " + num(host_machine) + ")");
-  if (eh.e_shoff == 0) fail("no section headers (cannot locate .dynsym)");
+  if (eh.e_shoff == 0)
+    fail("no section headers (cannot locate .dynsym)");
   if (eh.e_shentsize != sizeof(Elf64_Shdr))
     fail("corrupt ELF: section header entry size is " + num(eh.e_shentsize));
   const std::uint64_t room = eh.e_shoff <= image.size() ? image.size() - eh.e_shoff : 0;
@@ -140,9 +144,11 @@ void check_range(const GElf_Shdr& hdr, std::string_view name, std::uint64_t file
 void load(section& s, std::string_view name, std::uint64_t file_size) {
   check_range(s.hdr, name, file_size);
   s.data = elf_getdata(s.scn, nullptr);
-  if (s.data == nullptr) fail_libelf(name);
+  if (s.data == nullptr)
+    fail_libelf(name);
   // The gelf accessors take int indices and offsets.
-  if (s.data->d_size > INT_MAX) fail("section " + std::string(name) + " is too large");
+  if (s.data->d_size > INT_MAX)
+    fail("section " + std::string(name) + " is too large");
 }
 
 struct string_table {
@@ -214,13 +220,15 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
                                      std::vector<renamed_symbol>& renamed) {
   check_header(image);
   static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
-  if (!libelf_ready) fail("libelf is unusable: " + std::string(elf_errmsg(-1)));
+  if (!libelf_ready)
+    fail("libelf is unusable: " + std::string(elf_errmsg(-1)));
 
   // libelf wants a mutable buffer; a private copy guarantees the caller's bytes are never touched.
   std::vector<char> copy(image.begin(), image.end());
   auto closer = [](Elf* e) { elf_end(e); };
   std::unique_ptr<Elf, decltype(closer)> elf(elf_memory(copy.data(), copy.size()), closer);
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) fail_libelf("the file");
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF)
+    fail_libelf("the file");
 
   section dynsym;
   section dynamic;
@@ -229,17 +237,21 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
   section verdef;
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf.get(), scn)) != nullptr;) {
     GElf_Shdr hdr;
-    if (gelf_getshdr(scn, &hdr) == nullptr) fail_libelf("a section header");
+    if (gelf_getshdr(scn, &hdr) == nullptr)
+      fail_libelf("a section header");
     section* slot = hdr.sh_type == SHT_DYNSYM        ? &dynsym
                     : hdr.sh_type == SHT_DYNAMIC     ? &dynamic
                     : hdr.sh_type == SHT_GNU_versym  ? &versym
                     : hdr.sh_type == SHT_GNU_verneed ? &verneed
                     : hdr.sh_type == SHT_GNU_verdef  ? &verdef
                                                      : nullptr;
-    if (slot != nullptr && !*slot) *slot = {scn, hdr, nullptr};
+    if (slot != nullptr && !*slot)
+      *slot = {scn, hdr, nullptr};
   }
-  if (!dynamic) fail("no .dynamic section: not a dynamically linked shared object");
-  if (!dynsym) fail("no .dynsym section (dynamic symbol table)");
+  if (!dynamic)
+    fail("no .dynamic section: not a dynamically linked shared object");
+  if (!dynsym)
+    fail("no .dynsym section (dynamic symbol table)");
 
   const auto strndx = dynsym.hdr.sh_link;
   GElf_Shdr strhdr;
@@ -260,27 +272,34 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
   const std::size_t nsyms = dynsym.data->d_size / sizeof(Elf64_Sym);
   for (std::size_t i = 1; i < nsyms; ++i) { // entry 0 is the reserved null symbol
     GElf_Sym sym;
-    if (gelf_getsym(dynsym.data, static_cast<int>(i), &sym) == nullptr) fail_libelf(".dynsym");
+    if (gelf_getsym(dynsym.data, static_cast<int>(i), &sym) == nullptr)
+      fail_libelf(".dynsym");
     const auto name = dynstr.at(sym.st_name, "dynamic symbol", i);
-    if (name.empty()) continue;
+    if (name.empty())
+      continue;
     const bool rename =
         sym.st_shndx == SHN_UNDEF && (name.starts_with("PMPI_") || name.starts_with("pmpi_"));
     refs.push_back({sym.st_name, "dynamic symbol", rename});
-    if (rename) candidates.push_back({i, sym.st_name, name});
+    if (rename)
+      candidates.push_back({i, sym.st_name, name});
   }
 
   load(dynamic, ".dynamic", image.size());
   for (std::size_t i = 0; i < dynamic.data->d_size / sizeof(Elf64_Dyn); ++i) {
     GElf_Dyn dyn;
-    if (gelf_getdyn(dynamic.data, static_cast<int>(i), &dyn) == nullptr) fail_libelf(".dynamic");
-    if (dyn.d_tag == DT_NULL) break;
+    if (gelf_getdyn(dynamic.data, static_cast<int>(i), &dyn) == nullptr)
+      fail_libelf(".dynamic");
+    if (dyn.d_tag == DT_NULL)
+      break;
     // A PIE is ET_DYN too, but cannot be dlopen()ed as a module.
     if (dyn.d_tag == DT_FLAGS_1 && (dyn.d_un.d_val & DF_1_PIE) != 0)
       fail("not a shared object: it is a position-independent executable");
     // Sections linked to another string table cannot share bytes with .dynstr.
-    if (dynamic.hdr.sh_link != strndx) continue;
+    if (dynamic.hdr.sh_link != strndx)
+      continue;
     for (const auto& [tag, kind] : dynamic_strings)
-      if (dyn.d_tag == tag) add_ref(dyn.d_un.d_val, kind, i);
+      if (dyn.d_tag == tag)
+        add_ref(dyn.d_un.d_val, kind, i);
   }
 
   std::set<GElf_Versym> needed_versions; // version indices that bind to another library
@@ -300,10 +319,12 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
           fail_libelf(".gnu.version_r");
         add_ref(vna.vna_name, "needed version", k);
         needed_versions.insert(static_cast<GElf_Versym>(vna.vna_other & versym_index_mask));
-        if (vna.vna_next == 0) break;
+        if (vna.vna_next == 0)
+          break;
         aux += vna.vna_next;
       }
-      if (vn.vn_next == 0) break;
+      if (vn.vn_next == 0)
+        break;
       off += vn.vn_next;
     }
   }
@@ -322,10 +343,12 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
         if (gelf_getverdaux(verdef.data, walk.next(aux, sizeof(Elf64_Verdaux)), &vda) == nullptr)
           fail_libelf(".gnu.version_d");
         add_ref(vda.vda_name, "defined version", k);
-        if (vda.vda_next == 0) break;
+        if (vda.vda_next == 0)
+          break;
         aux += vda.vda_next;
       }
-      if (vd.vd_next == 0) break;
+      if (vd.vd_next == 0)
+        break;
       off += vd.vd_next;
     }
   }
@@ -352,7 +375,8 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
     auto it = std::lower_bound(refs.begin(), refs.end(), run,
                                [](const string_ref& r, std::uint64_t v) { return r.start < v; });
     for (; it != refs.end() && it->start <= c.name; ++it) {
-      if (it->start == c.name && it->renamed) continue;
+      if (it->start == c.name && it->renamed)
+        continue;
       fail("cannot rename " + printable(c.text) + ": the first byte of its name is shared with " +
            it->kind + " \"" + printable(dynstr.at(it->start, it->kind, 0)) +
            "\" in .dynstr, which would be renamed too");
@@ -385,7 +409,8 @@ patch_result run(std::span<const unsigned char> image, std::vector<byte_edit>* e
   patch_result result;
   try {
     auto e = compute_edits(image, result.renamed);
-    if (edits != nullptr) *edits = std::move(e);
+    if (edits != nullptr)
+      *edits = std::move(e);
     result.ok = true;
   } catch (const analysis_error& err) {
     result.renamed.clear();
@@ -414,8 +439,10 @@ struct fd_closer {
 bool write_all(int fd, const std::vector<unsigned char>& bytes) {
   for (std::size_t done = 0; done < bytes.size();) {
     const auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return false;
     if (n == 0) {
       errno = EIO;
       return false;
@@ -439,19 +466,25 @@ patch_result patch_file(const std::string& in_path, const std::string& out_path)
   };
 
   const int in_fd = ::open(in_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in_fd < 0) return failed(in_path + ": cannot open: " + sys_error());
+  if (in_fd < 0)
+    return failed(in_path + ": cannot open: " + sys_error());
   const fd_closer in_guard{in_fd};
   struct stat in_stat;
-  if (::fstat(in_fd, &in_stat) != 0) return failed(in_path + ": cannot stat: " + sys_error());
-  if (!S_ISREG(in_stat.st_mode)) return failed(in_path + ": not a regular file");
+  if (::fstat(in_fd, &in_stat) != 0)
+    return failed(in_path + ": cannot stat: " + sys_error());
+  if (!S_ISREG(in_stat.st_mode))
+    return failed(in_path + ": not a regular file");
 
   std::vector<unsigned char> bytes(static_cast<std::size_t>(in_stat.st_size));
   std::size_t got = 0;
   while (got < bytes.size()) {
     const auto n = ::read(in_fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return failed(in_path + ": cannot read: " + sys_error());
-    if (n == 0) break;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return failed(in_path + ": cannot read: " + sys_error());
+    if (n == 0)
+      break;
     got += static_cast<std::size_t>(n);
   }
   bytes.resize(got);
@@ -463,14 +496,16 @@ patch_result patch_file(const std::string& in_path, const std::string& out_path)
 
   std::vector<byte_edit> edits;
   patch_result result = run(bytes, &edits);
-  if (!result.ok) return failed(in_path + ": " + result.error);
+  if (!result.ok)
+    return failed(in_path + ": " + result.error);
   for (const auto& e : edits)
     bytes[e.offset] = e.value; // offsets were range-checked
 
   // A unique temporary next to the output keeps rename() atomic and never clobbers another file.
   std::string tmp = out_path + ".tmp.XXXXXX";
   const int out_fd = ::mkstemp(tmp.data());
-  if (out_fd < 0) return failed(out_path + ": cannot create a temporary file: " + sys_error());
+  if (out_fd < 0)
+    return failed(out_path + ": cannot create a temporary file: " + sys_error());
   bool ok = write_all(out_fd, bytes) && ::fchmod(out_fd, in_stat.st_mode & 0777) == 0;
   int saved = errno;
   if (::close(out_fd) != 0 && ok) { // close() may report a delayed write error

@@ -7,7 +7,7 @@ from strata_testlib import (CORE, FLAVOR, OTHER_FLAVOR, STRATA, BUILD, StrataTes
                             mpirun, program, read_counts, run, strata_run)
 
 ITER = 7
-LANGUAGES = ["ring_c", "ring_cpp", "ring_f90"]
+LANGUAGES = ["ring_c", "ring_cpp", "ring_f90", "ring_f08"]
 
 
 def probe(out, name, **args):
@@ -169,6 +169,26 @@ class Chaining(StrataTestCase):
         self.assertRan(proc)
         counts, _ = read_counts(os.path.join(self.out, "deep.0.counts"))
         self.assertEqual(counts["MPI_Send"][0], ITER)
+
+
+class WorldReplacement(StrataTestCase):
+    def test_application_sees_the_replaced_world(self):
+        # 4 ranks, world replaced by evens/odds: two rings of 2, each printing from its rank 0.
+        for prog in LANGUAGES:
+            with self.subTest(prog=prog):
+                native = run(mpirun(2) + [program(prog), str(ITER)])
+                self.assertRan(native)
+                proc = strata_run(f"halfworld,{probe(self.out, prog)}", [program(prog), str(ITER)],
+                                  ranks=4)
+                self.assertRan(proc)
+                lines = sorted(l for l in proc.stdout.splitlines() if l.startswith("ring:"))
+                self.assertEqual(len(lines), 2, proc.stdout)
+                self.assertTrue(all("ranks=2 " in l for l in lines), proc.stdout)
+                # The even ring carries ranks 0 and 2 of the world, so its data differ from a
+                # plain 2-rank run only through the world-rank-independent ring pattern.
+                self.assertEqual(lines[0], native.stdout.strip())
+                counts, _ = read_counts(os.path.join(self.out, f"{prog}.3.counts"))
+                self.assertEqual(counts["MPI_Send"][0], ITER)
 
 
 class Configuration(StrataTestCase):

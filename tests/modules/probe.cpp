@@ -35,7 +35,8 @@ struct probe_state {
 void append_line(const probe_state& s, const std::string& line) {
   const std::string path = s.out + "/log." + std::to_string(s.rank);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) return;
+  if (fd < 0)
+    return;
   const std::string text = line + "\n";
   [[maybe_unused]] ssize_t n = ::write(fd, text.data(), text.size());
   ::close(fd);
@@ -102,7 +103,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     return 1;
   }
   for (char& c : log)
-    if (c == '+') c = ',';
+    if (c == '+')
+      c = ',';
   host->subscribe(self, count.c_str());
   if (!log.empty()) {
     // Logged functions are subscribed too, and remembered for the order log.
@@ -114,7 +116,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
         size_t comma = rest.find(',', pos);
         if (rest.substr(pos, comma - pos) == host->function_name(f))
           s->logged[static_cast<size_t>(f)] = true;
-        if (comma == std::string::npos) break;
+        if (comma == std::string::npos)
+          break;
         pos = comma + 1;
       }
     }
@@ -144,7 +147,8 @@ void on_finalize(void* raw) {
   MPI_Allreduce(&local, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   const std::string path = s->out + "/" + s->name + "." + std::to_string(s->rank) + ".counts";
   FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return;
+  if (f == nullptr)
+    return;
   for (size_t i = 0; i < s->calls.size(); ++i)
     if (s->calls[i].load() > 0)
       std::fprintf(f, "%s %ld %ld %ld %ld\n", s->host->function_name(static_cast<int>(i)),

@@ -16,12 +16,14 @@ static void log_line(const char* what, const char* fn) {
   int rank = -1;
   int initialized = 0;
   PMPI_Initialized(&initialized);
-  if (!initialized || out_dir[0] == '\0') return;
+  if (!initialized || out_dir[0] == '\0')
+    return;
   ZMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   char path[600];
   snprintf(path, sizeof path, "%s/log.%d", out_dir, rank);
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) return;
+  if (fd < 0)
+    return;
   char line[200];
   int n = snprintf(line, sizeof line, "%s %s %s\n", WRAPLOG_NAME, what, fn);
   if (write(fd, line, (size_t)n) < 0) {

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   long total = 0;
   MPI_Allreduce(&checksum, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Pcontrol(0);
-  if (rank == 0) printf("ring: ranks=%d iterations=%d checksum=%ld\n", size, iterations, total);
+  if (rank == 0)
+    printf("ring: ranks=%d iterations=%d checksum=%ld\n", size, iterations, total);
   MPI_Finalize();
   return 0;
 }

@@ -22,7 +22,8 @@ static void* worker(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc > 1) iterations = atoi(argv[1]);
+  if (argc > 1)
+    iterations = atoi(argv[1]);
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   if (provided < MPI_THREAD_MULTIPLE) {
@@ -39,7 +40,8 @@ int main(int argc, char** argv) {
     pthread_join(t[i], &r);
     sum += (long)r;
   }
-  if (rank == 0) printf("threads: sum=%ld\n", sum);
+  if (rank == 0)
+    printf("threads: sum=%ld\n", sum);
   MPI_Finalize();
   return 0;
 }

@@ -22,18 +22,21 @@ struct delay_state {
 };
 
 bool parse_count(const char* text, uint64_t& out) {
-  if (text == nullptr || *text == '\0') return false;
+  if (text == nullptr || *text == '\0')
+    return false;
   errno = 0;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || text[0] == '-') return false;
+  if (errno != 0 || *end != '\0' || text[0] == '-')
+    return false;
   out = v;
   return true;
 }
 
 void delay_enter(strata_event*, void* raw) {
   auto* s = static_cast<delay_state*>(raw);
-  if (s->seen.fetch_add(1, std::memory_order_relaxed) % s->every != 0) return;
+  if (s->seen.fetch_add(1, std::memory_order_relaxed) % s->every != 0)
+    return;
   // Busy-wait: a sleep's wake-up latency would make the injected time imprecise.
   const uint64_t until = s->host->now_ns() + s->delay_ns;
   while (s->host->now_ns() < until) {

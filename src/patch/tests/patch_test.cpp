@@ -106,7 +106,8 @@ std::vector<dynsym> read_dynsyms(const std::string& path) {
     GElf_Sym sym;
     gelf_getsym(syms, i, &sym);
     GElf_Versym ver = 0;
-    if (versyms) gelf_getversym(versyms, i, &ver);
+    if (versyms)
+      gelf_getversym(versyms, i, &ver);
     result.push_back({elf_strptr(elf, strndx, sym.st_name), sym.st_shndx == SHN_UNDEF, ver});
   }
   elf_end(elf);
@@ -211,7 +212,8 @@ TEST_F(PatchTest, RenamesOnlyImportedPmpiSymbols) {
   ASSERT_TRUE(dynstr);
   std::size_t diffs = 0;
   for (std::size_t i = 0; i < before.size(); ++i) {
-    if (before[i] == after[i]) continue;
+    if (before[i] == after[i])
+      continue;
     ++diffs;
     EXPECT_GE(i, dynstr->hdr.sh_offset);
     EXPECT_LT(i, dynstr->hdr.sh_offset + dynstr->hdr.sh_size);
@@ -259,7 +261,8 @@ TEST_F(PatchTest, ClearsVersionOfVersionedImports) {
   ASSERT_TRUE(versym);
   std::size_t diffs = 0, in_versym = 0;
   for (std::size_t i = 0; i < before.size(); ++i) {
-    if (before[i] == after[i]) continue;
+    if (before[i] == after[i])
+      continue;
     ++diffs;
     in_versym += i >= versym->hdr.sh_offset && i < versym->hdr.sh_offset + versym->hdr.sh_size;
   }

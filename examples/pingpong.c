@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size < 2) {
-    if (rank == 0) fprintf(stderr, "pingpong: needs 2 ranks\n");
+    if (rank == 0)
+      fprintf(stderr, "pingpong: needs 2 ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   enum { BIG = 65536 };

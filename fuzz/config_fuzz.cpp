@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                             strata::config::parse_tool_list(text, "--tools")}) {
     if (stack.ok())
       for (const auto& m : stack.modules)
-        if (m.name.empty()) std::abort();
+        if (m.name.empty())
+          std::abort();
   }
   return 0;
 }

@@ -11,8 +11,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto result = strata::patch::analyze({data, size});
   // Either outcome is fine, but it must be a coherent one.
-  if (result.ok == result.renamed.empty() || result.ok != result.error.empty()) std::abort();
+  if (result.ok == result.renamed.empty() || result.ok != result.error.empty())
+    std::abort();
   for (const auto& r : result.renamed)
-    if (r.from.size() != r.to.size() || r.from.substr(1) != r.to.substr(1)) std::abort();
+    if (r.from.size() != r.to.size() || r.from.substr(1) != r.to.substr(1))
+      std::abort();
   return 0;
 }

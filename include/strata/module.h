@@ -56,6 +56,7 @@ typedef struct strata_event {
   unsigned flags;         /* STRATA_EVENT_* */
   uint64_t t_enter_ns;    /* set before the enter callbacks */
   uint64_t t_exit_ns;     /* set before the exit callbacks; 0 during enter */
+  int64_t count;          /* the count argument (elements; summed for the v-variants) */
   int64_t bytes_sent;     /* payload this rank sends */
   int64_t bytes_expected; /* receive buffer capacity this rank posts */
   int64_t bytes_received; /* received payload from the status (exit), -1 when unknown */

@@ -267,22 +267,55 @@ std::string load_module(const config::module_spec& spec, const std::vector<std::
   return {};
 }
 
+struct address_range {
+  uintptr_t begin;
+  uintptr_t end;
+};
+
+struct segment_search {
+  link_map* module;
+  std::vector<address_range> ranges;
+};
+
+int collect_segments(dl_phdr_info* info, size_t, void* raw) {
+  auto* search = static_cast<segment_search*>(raw);
+  if (info->dlpi_addr != search->module->l_addr ||
+      std::strcmp(info->dlpi_name != nullptr ? info->dlpi_name : "",
+                  search->module->l_name != nullptr ? search->module->l_name : "") != 0)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD)
+      search->ranges.push_back(
+          {info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
+  }
+  return 1;
+}
+
 // The module's own definitions of MPI functions (wrapper modules). dlsym on the module's handle
-// also finds definitions in its dependencies (libstrata, libmpi), which are not wrappers.
+// also finds definitions in its dependencies (libstrata, libmpi), which are not wrappers: a
+// definition counts only if it lies in the module's own segments. A module listed several times
+// is searched once.
 void find_wrappers(loaded_module& m) {
-  link_map* module_map = nullptr;
-  ::dlinfo(m.handle, RTLD_DI_LINKMAP, &module_map);
+  // By dlopen handle; loading is serial. Never destroyed: no exit-time destructor in the core.
+  static auto& known = *new std::map<void*, std::vector<void*>>();
+  if (auto it = known.find(m.handle); it != known.end()) {
+    m.wrappers = it->second;
+    return;
+  }
+  segment_search search{nullptr, {}};
+  ::dlinfo(m.handle, RTLD_DI_LINKMAP, &search.module);
+  if (search.module != nullptr)
+    ::dl_iterate_phdr(collect_segments, &search);
   m.wrappers.assign(gen::function_count, nullptr);
   for (int fid = 0; fid < gen::function_count; ++fid) {
     void* sym = ::dlsym(m.handle, gen::function_names[fid]);
-    if (sym == nullptr)
-      continue;
-    Dl_info info{};
-    link_map* owner = nullptr;
-    if (::dladdr1(sym, &info, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) != 0 &&
-        owner == module_map)
-      m.wrappers[static_cast<size_t>(fid)] = sym;
+    const auto address = reinterpret_cast<uintptr_t>(sym);
+    for (const address_range& r : search.ranges)
+      if (sym != nullptr && address >= r.begin && address < r.end)
+        m.wrappers[static_cast<size_t>(fid)] = sym;
   }
+  known.emplace(m.handle, m.wrappers);
 }
 
 void build_chains(core_state& s) {

@@ -64,13 +64,15 @@ inline int64_t type_bytes(int64_t count, MPI_Datatype type) {
   return count * static_cast<int64_t>(size);
 }
 
-template <typename C> inline int64_t summed_bytes(const C* counts, MPI_Datatype type, int n) {
-  if (counts == nullptr)
-    return 0;
+template <typename C> inline int64_t summed_count(const C* counts, int n) {
   int64_t total = 0;
-  for (int i = 0; i < n; ++i)
+  for (int i = 0; counts != nullptr && i < n; ++i)
     total += static_cast<int64_t>(counts[i]);
-  return type_bytes(total, type);
+  return total;
+}
+
+template <typename C> inline int64_t summed_bytes(const C* counts, MPI_Datatype type, int n) {
+  return type_bytes(summed_count(counts, n), type);
 }
 
 inline void set_comm_info(strata_event& ev, scratch& s, MPI_Comm comm) {

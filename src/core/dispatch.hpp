@@ -68,7 +68,14 @@ template <typename R> inline void set_result(strata_event& ev, const R& r) {
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-R invoke(const chain* c, int pos, R (*real)(P...), A&... args) {
+R invoke_events(const chain* c, int pos, R (*real)(P...), A... args);
+
+// One step down the chain. Arguments travel by value and this step is inlined into the entry
+// point's out-of-line path, so a wrapper layer costs a few instructions and no stack frame of
+// its own; the event path, with its decoded event on the stack, is out of line.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real)(P...),
+                                               A... args) {
   thread_state& ts = tls;
   if (pos >= c->size) {
     ++ts.in_real;
@@ -76,14 +83,23 @@ R invoke(const chain* c, int pos, R (*real)(P...), A&... args) {
     --ts.in_real;
     return r;
   }
+  const chain_entry& entry = c->entries[pos];
+  if (entry.wrapper == nullptr)
+    return invoke_events<F, Decoder>(c, pos, real, args...);
+  const int saved_layer = ts.layer;
+  ts.layer = entry.layer;
+  R r = reinterpret_cast<R (*)(P...)>(entry.wrapper)(args...);
+  ts.layer = saved_layer;
+  return r;
+}
+
+// A group of adjacent event modules: one decoded event, one clock pair, enter callbacks in
+// stack order, the rest of the chain, exit callbacks in reverse order.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P...), A... args) {
+  thread_state& ts = tls;
   const chain_entry* entries = c->entries;
   const int saved_layer = ts.layer;
-  if (entries[pos].wrapper != nullptr) {
-    ts.layer = entries[pos].layer;
-    R r = reinterpret_cast<R (*)(P...)>(entries[pos].wrapper)(args...);
-    ts.layer = saved_layer;
-    return r;
-  }
   const int end = entries[pos].group_end;
   strata_event ev{};
   ev.function = F;
@@ -118,7 +134,8 @@ R invoke(const chain* c, int pos, R (*real)(P...), A&... args) {
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-inline R dispatch(const chain* c, const void* return_address, R (*real)(P...), A&... args) {
+__attribute__((always_inline)) inline R dispatch(const chain* c, const void* return_address,
+                                                 R (*real)(P...), A... args) {
   thread_state& ts = tls;
   if (__builtin_expect(ts.in_real != 0, 0))
     return real(args...);

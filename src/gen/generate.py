@@ -147,6 +147,14 @@ def byte_expr(fn, spec, what):
     return expr
 
 
+def count_expr(spec):
+    """The count argument of a roles.txt byte spec, summed over peers for the v-variants."""
+    count = spec.split("@")[0].removesuffix("*size").partition(":")[0]
+    if "@sum" in spec:
+        return f"dec::summed_count({count}, ev.comm_size)"
+    return f"static_cast<int64_t>({count})"
+
+
 def decoder(fn, roles):
     """Body of the enter decoder: fills the strata_event from the arguments, once per call."""
     spec = roles.get(fn.name.removesuffix("_c"), {})
@@ -162,6 +170,8 @@ def decoder(fn, roles):
         lines.append(f"dec::set_peer(ev, scratch, {spec['peer']});")
     if "tag" in spec:
         lines.append(f"ev.tag = {spec['tag']};")
+    if "send" in spec or "recv" in spec:
+        lines.append(f"ev.count = {count_expr(spec.get('send') or spec['recv'])};")
     if "send" in spec:
         lines.append(f"ev.bytes_sent = {byte_expr(fn, spec['send'], 'send')};")
     if "recv" in spec:

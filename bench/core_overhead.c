@@ -1,0 +1,284 @@
+/* Core overhead benchmark: what one cheap MPI call and one 0-byte ping-pong cost through the
+ * normal MPI_ symbols (which go through Strata when it is preloaded) against the same calls made
+ * straight into the MPI library through pointers taken from the library itself.
+ *
+ * A plain MPI program: it links only MPI and knows nothing of Strata. The "native" pointers come
+ * from the loaded MPI library (found with dl_iterate_phdr by name, dlopen'ed RTLD_NOLOAD), so
+ * they bypass any preloaded interposer; both paths are measured in the same process, so the
+ * difference is the interposition cost alone.
+ *
+ * Usage: core_overhead [--iters N] [--reps K] [--pp-iters N] [--label TEXT]
+ *        core_overhead --callgrind-iters N   (only N calls of MPI_Comm_test_inter, for callgrind)
+ *
+ * Output, one machine-readable line per measurement, from rank 0:
+ *   bench core flavor=F label=L call=Comm_test_inter native_ns=.. strata_ns=.. delta_ns=..
+ *   bench core flavor=F label=L call=pingpong0 native_ns=.. strata_ns=.. delta_ns=..
+ *   bench core flavor=F label=L call=MPI_Init init_ms=..
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(OPEN_MPI)
+static const char flavor[] = "openmpi";
+#elif defined(MPICH)
+static const char flavor[] = "mpich";
+#else
+static const char flavor[] = "unknown";
+#endif
+
+typedef int (*test_inter_fn)(MPI_Comm, int*);
+typedef int (*send_fn)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
+typedef int (*recv_fn)(void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status*);
+
+static test_inter_fn native_test_inter;
+static send_fn native_send;
+static recv_fn native_recv;
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* ---- finding the MPI library's own entry points ------------------------------------------ */
+
+static char mpi_lib_path[4096];
+
+static int find_mpi_object(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  (void)data;
+  const char* name = info->dlpi_name;
+  if (name == NULL || name[0] == '\0')
+    return 0;
+  const char* base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  if (strncmp(base, "libmpi.so", 9) == 0 || strncmp(base, "libmpich.so", 11) == 0) {
+    snprintf(mpi_lib_path, sizeof mpi_lib_path, "%s", name);
+    return 1;
+  }
+  return 0;
+}
+
+static void* must_sym(void* handle, const char* name) {
+  void* p = dlsym(handle, name);
+  if (p == NULL) {
+    fprintf(stderr, "core_overhead: %s not found in %s\n", name, mpi_lib_path);
+    exit(2);
+  }
+  return p;
+}
+
+/* Which object the program's MPI_Comm_test_inter resolves to: the MPI library itself, or an
+ * interposer loaded ahead of it (a sanity check that the run measured what it meant to). */
+static const char* symbol_owner(void) {
+  Dl_info info;
+  void* p = dlsym(RTLD_DEFAULT, "MPI_Comm_test_inter");
+  if (p == NULL || !dladdr(p, &info) || info.dli_fname == NULL)
+    return "?";
+  const char* base = strrchr(info.dli_fname, '/');
+  return base ? base + 1 : info.dli_fname;
+}
+
+static void resolve_native(void) {
+  if (!dl_iterate_phdr(find_mpi_object, NULL)) {
+    fprintf(stderr, "core_overhead: no libmpi.so / libmpich.so loaded\n");
+    exit(2);
+  }
+  void* h = dlopen(mpi_lib_path, RTLD_NOLOAD | RTLD_LAZY);
+  if (h == NULL) {
+    fprintf(stderr, "core_overhead: dlopen(%s, RTLD_NOLOAD): %s\n", mpi_lib_path, dlerror());
+    exit(2);
+  }
+  /* dlsym on the library's own handle looks in that object and its dependencies, never in a
+   * preloaded object that comes earlier in the global scope. */
+  native_test_inter = (test_inter_fn)must_sym(h, "PMPI_Comm_test_inter");
+  native_send = (send_fn)must_sym(h, "PMPI_Send");
+  native_recv = (recv_fn)must_sym(h, "PMPI_Recv");
+}
+
+/* ---- the timed loops ------------------------------------------------------------------------ */
+
+/* noinline, and the pointer is read through a volatile so the compiler cannot turn the native
+ * loop into a direct call or hoist anything out of it. */
+static test_inter_fn volatile native_ptr_sink;
+
+__attribute__((noinline)) static double loop_native(long n) {
+  test_inter_fn f = native_ptr_sink;
+  int flag = 0;
+  double t0 = now_ns();
+  for (long i = 0; i < n; ++i)
+    f(MPI_COMM_WORLD, &flag);
+  return (now_ns() - t0) / (double)n;
+}
+
+__attribute__((noinline)) static double loop_symbol(long n) {
+  int flag = 0;
+  double t0 = now_ns();
+  for (long i = 0; i < n; ++i)
+    MPI_Comm_test_inter(MPI_COMM_WORLD, &flag);
+  return (now_ns() - t0) / (double)n;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Best of `reps` repetitions; each repetition is the median of `samples` timed batches. Native
+ * and symbol batches alternate so that frequency and noise drift hit both alike. */
+static void measure_test_inter(long iters, int reps, double* nat, double* sym) {
+  enum { samples = 9 };
+  const long batch = iters / samples > 0 ? iters / samples : 1;
+  double best_n = 1e30, best_s = 1e30;
+  loop_native(batch);
+  loop_symbol(batch);
+  for (int r = 0; r < reps; ++r) {
+    double vn[samples], vs[samples];
+    for (int s = 0; s < samples; ++s) {
+      vn[s] = loop_native(batch);
+      vs[s] = loop_symbol(batch);
+    }
+    double mn = median(vn, samples), ms = median(vs, samples);
+    if (mn < best_n)
+      best_n = mn;
+    if (ms < best_s)
+      best_s = ms;
+  }
+  *nat = best_n;
+  *sym = best_s;
+}
+
+/* Half round trip of a 0-byte ping-pong between ranks 0 and 1, in ns. */
+static double pingpong(int rank, long n, int native) {
+  char b = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = now_ns();
+  if (native) {
+    for (long i = 0; i < n; ++i) {
+      if (rank == 0) {
+        native_send(&b, 0, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
+        native_recv(&b, 0, MPI_BYTE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        native_recv(&b, 0, MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        native_send(&b, 0, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+      }
+    }
+  } else {
+    for (long i = 0; i < n; ++i) {
+      if (rank == 0) {
+        MPI_Send(&b, 0, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
+        MPI_Recv(&b, 0, MPI_BYTE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(&b, 0, MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(&b, 0, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+      }
+    }
+  }
+  return (now_ns() - t0) / (double)n / 2.0;
+}
+
+static void measure_pingpong(int rank, long iters, int reps, double* nat, double* sym) {
+  enum { samples = 5 };
+  const long batch = iters / samples > 0 ? iters / samples : 1;
+  double best_n = 1e30, best_s = 1e30;
+  pingpong(rank, batch / 4 + 1, 1);
+  pingpong(rank, batch / 4 + 1, 0);
+  for (int r = 0; r < reps; ++r) {
+    double vn[samples], vs[samples];
+    for (int s = 0; s < samples; ++s) {
+      vn[s] = pingpong(rank, batch, 1);
+      vs[s] = pingpong(rank, batch, 0);
+    }
+    double mn = median(vn, samples), ms = median(vs, samples);
+    if (mn < best_n)
+      best_n = mn;
+    if (ms < best_s)
+      best_s = ms;
+  }
+  *nat = best_n;
+  *sym = best_s;
+}
+
+int main(int argc, char** argv) {
+  long iters = 2000000, pp_iters = 20000, cg_iters = -1;
+  int reps = 5;
+  const char* label = "-";
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+      iters = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--pp-iters") && i + 1 < argc)
+      pp_iters = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--callgrind-iters") && i + 1 < argc)
+      cg_iters = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--label") && i + 1 < argc)
+      label = argv[++i];
+    else {
+      fprintf(stderr,
+              "usage: %s [--iters N] [--reps K] [--pp-iters N] [--label L] "
+              "[--callgrind-iters N]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+
+  double t0 = now_ns();
+  MPI_Init(&argc, &argv);
+  double init_ms = (now_ns() - t0) / 1e6;
+
+  if (cg_iters >= 0) {
+    /* Only the loop: Ir(N) - Ir(0) over N is the instructions per call. */
+    int flag = 0;
+    for (long i = 0; i < cg_iters; ++i)
+      MPI_Comm_test_inter(MPI_COMM_WORLD, &flag);
+    MPI_Finalize();
+    return 0;
+  }
+
+  resolve_native();
+  native_ptr_sink = native_test_inter;
+
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  /* MPI_Init time: the slowest rank's. */
+  double init_max = init_ms;
+  MPI_Reduce(&init_ms, &init_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+
+  double nat = 0, sym = 0;
+  measure_test_inter(iters, reps, &nat, &sym);
+  if (rank == 0) {
+    printf("bench core flavor=%s label=%s call=MPI_Init init_ms=%.2f\n", flavor, label, init_max);
+    printf("bench core flavor=%s label=%s call=Comm_test_inter native_ns=%.2f strata_ns=%.2f "
+           "delta_ns=%.2f symbol_from=%s\n",
+           flavor, label, nat, sym, sym - nat, symbol_owner());
+    fflush(stdout);
+  }
+
+  if (size >= 2 && pp_iters > 0) {
+    measure_pingpong(rank, pp_iters, reps, &nat, &sym);
+    if (rank == 0) {
+      printf("bench core flavor=%s label=%s call=pingpong0 native_ns=%.1f strata_ns=%.1f "
+             "delta_ns=%.1f\n",
+             flavor, label, nat, sym, sym - nat);
+      fflush(stdout);
+    }
+  }
+
+  MPI_Finalize();
+  return 0;
+}

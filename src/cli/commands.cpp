@@ -3,6 +3,8 @@
 #include "config/config.hpp"
 #include "core/probe.h"
 #include "launch/launch.hpp"
+#include "profile/spool.hpp"
+#include "record/render.hpp"
 #include "strata/patch/patch.hpp"
 
 #include <dirent.h>
@@ -293,6 +295,34 @@ int patch_command(const std::string& in, const std::string& out) {
   std::printf("wrote %s: %zu imported PMPI references now call the next Strata layer\n",
               out.c_str(), r.renamed.size());
   return 0;
+}
+
+int report_command(const std::string& record, const std::string& format, const std::string& model) {
+  std::string output;
+  std::string error;
+  const int rc = record::report_main(record, format, model, output, error);
+  if (rc != 0) {
+    error_line("error: " + error);
+    return rc;
+  }
+  std::fwrite(output.data(), 1, output.size(), stdout);
+  return 0;
+}
+
+int recover_command(const std::vector<std::string>& spools) {
+  int status = 0;
+  for (const std::string& spool : spools) {
+    for (const profile::recovery& r : profile::recover_spool(spool)) {
+      for (const std::string& p : r.problems) {
+        error_line(p);
+        status = 1;
+      }
+      if (!r.record_path.empty())
+        std::printf("%s: partial record from %d rank files -> %s\n", r.job_key.c_str(),
+                    r.ranks_read, r.record_path.c_str());
+    }
+  }
+  return status;
 }
 
 } // namespace strata::cli

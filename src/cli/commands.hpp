@@ -18,5 +18,7 @@ int exec_command(const launch_options& options);
 int run_command(const launch_options& options);
 int modules_command(const std::string& only_flavor);
 int patch_command(const std::string& in, const std::string& out);
+int report_command(const std::string& record, const std::string& format, const std::string& model);
+int recover_command(const std::vector<std::string>& spools);
 
 } // namespace strata::cli

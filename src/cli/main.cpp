@@ -53,6 +53,18 @@ int run_main(int argc, char** argv) {
   patch->add_option("IN", patch_in, "the tool's shared object")->required();
   patch->add_option("OUT", patch_out, "the module to write")->required();
 
+  CLI::App* report = app.add_subcommand("report", "render a job record for people or tools");
+  std::string report_record;
+  std::string report_format = "text";
+  std::string report_model;
+  report->add_option("RECORD", report_record, "job record (strata.job/1 JSON)")->required();
+  report->add_option("--format", report_format, "text, json, csv or html");
+  report->add_option("--model", report_model, "machine model (strata bench) for the estimate");
+  CLI::App* recover = app.add_subcommand(
+      "recover", "turn the per-rank files of jobs that did not finalize into partial records");
+  std::vector<std::string> recover_spools;
+  recover->add_option("SPOOL", recover_spools, "spool directories")->required();
+
   try {
     std::reverse(ours.begin() + 1, ours.end()); // CLI11 takes the arguments in reverse order
     app.parse(std::vector<std::string>(ours.begin() + 1, ours.end()));
@@ -68,6 +80,10 @@ int run_main(int argc, char** argv) {
     return strata::cli::modules_command(launch.mpi);
   if (patch->parsed())
     return strata::cli::patch_command(patch_in, patch_out);
+  if (report->parsed())
+    return strata::cli::report_command(report_record, report_format, report_model);
+  if (recover->parsed())
+    return strata::cli::recover_command(recover_spools);
   return 2;
 }
 } // namespace

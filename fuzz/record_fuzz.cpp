@@ -1,0 +1,35 @@
+// libFuzzer target: the record reader must never crash or throw on any input, an accepted
+// record must render in every format, and what it writes must read back as the same record.
+#include "record/record.hpp"
+#include "record/render.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace strata::record;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  // A model is a small JSON document too; the same bytes exercise its reader.
+  const auto parsed_model = parse_model(text);
+  if (!parsed_model.ok() && parsed_model.error.empty())
+    std::abort();
+  const auto parsed = parse_record(text);
+  if (!parsed.ok()) {
+    if (parsed.error.empty() || parsed.error.find('\n') != std::string::npos)
+      std::abort();
+    return 0;
+  }
+  // The model makes the estimate columns run too; its figures are fixed, the record varies.
+  machine_model model;
+  for (const routine& r : parsed.record->routines)
+    model.routines[r.name] = {1e-6, 1e9};
+  for (const auto format :
+       {report_format::text, report_format::json, report_format::csv, report_format::html})
+    if (render(*parsed.record, format, &model).empty())
+      std::abort();
+  const auto again = parse_record(to_json(*parsed.record));
+  if (!again.ok() || !(*again.record == *parsed.record))
+    std::abort();
+  return 0;
+}

@@ -1,0 +1,835 @@
+// The `profile` module: always-on per-routine counters for every job (seed 000), one job record
+// per job, written at MPI_Finalize with MPI collectives. Each rank counts straight into a file
+// mapping (src/profile/rank_file.hpp), so a rank that aborts, dies of a signal or is killed
+// still leaves what it counted for `strata recover`.
+#include "profile_module.hpp"
+
+#include "counters/counters.hpp"
+#include "profile/aggregate.hpp"
+#include "profile/rank_file.hpp"
+#include "profile/spool.hpp"
+
+#include <mpi.h>
+#include <strata/module.h>
+#include <strata/zmpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <memory>
+#include <mutex>
+#include <pwd.h>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;
+
+namespace strata::profile {
+namespace {
+
+struct profile_state {
+  const strata_host* host = nullptr;
+  int self = 0;
+  std::vector<std::string> names;
+  std::vector<uint8_t> collective;       // by function id: gets a communicator-size histogram
+  std::vector<routine_slot> early_slots; // counts before the rank file exists (MPI_Init)
+  rank_header early_header{};
+  routine_slot* slots = nullptr;
+  rank_header* header = nullptr;
+  rank_mapping mapping;
+  bool threaded = false;
+  std::atomic<bool> paused{false};
+  uint64_t per_call_overhead_ns = 0;
+  std::string spool;
+  std::string key;
+  int rank = 0;
+  int world_size = 1;
+  // STRATA_COUNTERS: counted for the thread that called MPI_Init, split in and out of MPI.
+  counters::counter_set counters;
+  counters::split_accumulator split;
+  std::vector<uint64_t> counter_values;
+};
+
+thread_local bool t_counting_thread = false;
+
+profile_state* g_state = nullptr; // for the signal handlers, MPI_Abort and atexit
+
+uint64_t mono_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int64_t unix_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+bool is_collective_name(const std::string& name) {
+  static const char* const stems[] = {
+      "Barrier",  "Bcast",     "Reduce",    "Allreduce",      "Gather",
+      "Gatherv",  "Scatter",   "Scatterv",  "Allgather",      "Allgatherv",
+      "Alltoall", "Alltoallv", "Alltoallw", "Reduce_scatter", "Reduce_scatter_block",
+      "Scan",     "Exscan"};
+  std::string stem = name.substr(4); // after "MPI_"
+  if (stem.size() > 2 && stem.compare(stem.size() - 2, 2, "_c") == 0)
+    stem.resize(stem.size() - 2);
+  if (!stem.empty() && stem[0] == 'I' && stem != "Init")
+    stem.erase(0, 1);
+  for (const char* s : stems)
+    if (stem == s)
+      return true;
+  return false;
+}
+
+// ---- the call path --------------------------------------------------------------------------
+
+inline void atomic_min(uint64_t& target, uint64_t value) {
+  std::atomic_ref<uint64_t> ref(target);
+  uint64_t seen = ref.load(std::memory_order_relaxed);
+  while (value < seen && !ref.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+inline void atomic_max(uint64_t& target, uint64_t value) {
+  std::atomic_ref<uint64_t> ref(target);
+  uint64_t seen = ref.load(std::memory_order_relaxed);
+  while (value > seen && !ref.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+inline void atomic_add(uint64_t& target, uint64_t value) {
+  std::atomic_ref<uint64_t>(target).fetch_add(value, std::memory_order_relaxed);
+}
+
+void count_call(profile_state& s, const strata_event& ev) {
+  routine_slot& slot = s.slots[ev.function];
+  const uint64_t t = ev.t_exit_ns - ev.t_enter_ns;
+  const uint64_t received = ev.bytes_received > 0 ? static_cast<uint64_t>(ev.bytes_received) : 0;
+  const uint64_t sent = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
+  const uint64_t count = ev.count > 0 ? static_cast<uint64_t>(ev.count) : 0;
+  const bool p2p = ev.peer != STRATA_NO_RANK;
+  const bool collective = s.collective[static_cast<size_t>(ev.function)] != 0;
+  // The message size of a call: what it sends, else what arrived, else what it posted.
+  const uint64_t size =
+      sent != 0       ? sent
+      : received != 0 ? received
+                      : (ev.bytes_expected > 0 ? static_cast<uint64_t>(ev.bytes_expected) : 0);
+  if (!s.threaded) {
+    ++slot.calls;
+    slot.time_ns += t;
+    slot.min_ns = t < slot.min_ns ? t : slot.min_ns;
+    slot.max_ns = t > slot.max_ns ? t : slot.max_ns;
+    slot.count_sum += count;
+    slot.bytes_sent += sent;
+    slot.bytes_received += received;
+    if (p2p || collective)
+      ++slot.size_hist[size_bin(size)];
+    if (collective)
+      ++slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))];
+    s.header->last_mono_ns = ev.t_exit_ns;
+    return;
+  }
+  atomic_add(slot.calls, 1);
+  atomic_add(slot.time_ns, t);
+  atomic_min(slot.min_ns, t);
+  atomic_max(slot.max_ns, t);
+  atomic_add(slot.count_sum, count);
+  atomic_add(slot.bytes_sent, sent);
+  atomic_add(slot.bytes_received, received);
+  if (p2p || collective)
+    atomic_add(slot.size_hist[size_bin(size)], 1);
+  if (collective)
+    atomic_add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], 1);
+  atomic_max(s.header->last_mono_ns, ev.t_exit_ns);
+}
+
+void on_exit(strata_event* ev, void* raw) {
+  auto* s = static_cast<profile_state*>(raw);
+  if (!s->paused.load(std::memory_order_relaxed))
+    count_call(*s, *ev);
+}
+
+// With STRATA_COUNTERS: one read of all counters at each boundary (seed 000, section VIII).
+void on_enter_counting(strata_event*, void* raw) {
+  auto* s = static_cast<profile_state*>(raw);
+  if (t_counting_thread && s->counters.read(s->counter_values.data()))
+    s->split.enter_mpi(s->counter_values.data());
+}
+
+void on_exit_counting(strata_event* ev, void* raw) {
+  auto* s = static_cast<profile_state*>(raw);
+  if (t_counting_thread && s->counters.read(s->counter_values.data()))
+    s->split.leave_mpi(s->counter_values.data());
+  on_exit(ev, raw);
+}
+
+void store_counter_totals(profile_state& s) {
+  if (s.counters.size() == 0 || !s.counters.read(s.counter_values.data()))
+    return;
+  s.split.finish(s.counter_values.data());
+  for (size_t i = 0; i < s.counters.size() && i < static_cast<size_t>(max_counters); ++i) {
+    s.header->counters_in_mpi[i] = s.split.in_mpi(i);
+    s.header->counters_outside_mpi[i] = s.split.outside_mpi(i);
+  }
+}
+
+void open_counters(profile_state& s) {
+  const char* wanted = std::getenv("STRATA_COUNTERS");
+  if (wanted == nullptr || wanted[0] == '\0')
+    return;
+  const counters::event_list list = counters::parse_event_list(wanted);
+  std::vector<std::string> problems;
+  if (!list.ok())
+    problems.push_back("STRATA_COUNTERS: " + list.error);
+  std::vector<std::string> names = list.names;
+  if (names.size() > static_cast<size_t>(max_counters)) {
+    problems.push_back("STRATA_COUNTERS: at most " + std::to_string(max_counters) +
+                       " counters; the rest are ignored");
+    names.resize(max_counters);
+  }
+  s.counters = counters::counter_set::open(names, problems);
+  if (s.rank == 0)
+    for (const std::string& p : problems) // said once per job, and profiling goes on
+      s.host->log(s.self, p.c_str());
+  s.counter_values.assign(s.counters.size(), 0);
+  s.split = counters::split_accumulator(s.counters.size());
+  s.header->counter_count = static_cast<int32_t>(s.counters.size());
+  for (size_t i = 0; i < s.counters.size(); ++i)
+    copy_field(s.header->counter_names[i], sizeof(s.header->counter_names[i]), s.counters.name(i));
+  if (s.counters.size() > 0 && s.counters.read(s.counter_values.data())) {
+    s.split.start(s.counter_values.data());
+    t_counting_thread = true;
+  }
+}
+
+// ---- job facts ------------------------------------------------------------------------------
+
+std::string read_proc(const char* path) {
+  std::string out;
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return out;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0)
+    out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+void copy_nul_list(char* field, size_t size, const std::string& nul_separated) {
+  const size_t n = nul_separated.size() < size - 1 ? nul_separated.size() : size - 1;
+  std::copy_n(nul_separated.data(), n, field);
+  std::memset(field + n, 0, size - n);
+}
+
+std::string job_id_from_environment() {
+  auto env = [](const char* n) -> std::string {
+    const char* v = std::getenv(n);
+    return v != nullptr ? v : "";
+  };
+  if (std::string id = env("SLURM_JOB_ID"); !id.empty())
+    return "slurm:" + id + (env("SLURM_STEP_ID").empty() ? "" : "." + env("SLURM_STEP_ID"));
+  if (std::string id = env("PBS_JOBID"); !id.empty())
+    return "pbs:" + id;
+  if (std::string id = env("LSB_JOBID"); !id.empty())
+    return "lsf:" + id;
+  if (std::string id = env("FLUX_JOB_ID"); !id.empty())
+    return "flux:" + id;
+  return {};
+}
+
+bool is_mpi_variable(const char* kv) {
+  static const char* const prefixes[] = {"OMPI_", "MPICH_",    "I_MPI_", "MPIR_CVAR_",
+                                         "PMI_",  "PMIX_",     "HYDRA_", "UCX_",
+                                         "FI_",   "SLURM_MPI", "STRATA_"};
+  for (const char* p : prefixes)
+    if (std::strncmp(kv, p, std::strlen(p)) == 0)
+      return true;
+  return false;
+}
+
+// The program itself defines MPI functions (its own PMPI layer): the first definition of
+// MPI_Send in the global scope is in the main executable.
+bool application_intercepts_pmpi() {
+  void* sym = ::dlsym(RTLD_DEFAULT, "MPI_Send");
+  Dl_info info{};
+  link_map* owner = nullptr;
+  if (sym == nullptr ||
+      ::dladdr1(sym, &info, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) == 0)
+    return false;
+  return owner != nullptr && (owner->l_name == nullptr || owner->l_name[0] == '\0');
+}
+
+int fortran_callback(dl_phdr_info* info, size_t, void* found) {
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  if (std::strstr(name, "libmpi_mpifh") != nullptr ||
+      std::strstr(name, "libmpichfort") != nullptr ||
+      std::strstr(name, "libmpi_usempif08") != nullptr ||
+      std::strstr(name, "libgfortran") != nullptr)
+    *static_cast<bool*>(found) = true;
+  return 0;
+}
+
+void fill_facts(rank_header& h) {
+  h.uid = static_cast<uint32_t>(::getuid());
+  h.pid = static_cast<uint32_t>(::getpid());
+  passwd pw{};
+  passwd* result = nullptr;
+  char buf[1024];
+  if (::getpwuid_r(::getuid(), &pw, buf, sizeof(buf), &result) == 0 && result != nullptr)
+    copy_field(h.user, sizeof(h.user), pw.pw_name);
+  else
+    copy_field(h.user, sizeof(h.user), std::to_string(::getuid()));
+  char host[64] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  copy_field(h.host, sizeof(h.host), host);
+  char exe[512] = {0};
+  if (::readlink("/proc/self/exe", exe, sizeof(exe) - 1) < 0)
+    exe[0] = '\0';
+  copy_field(h.executable, sizeof(h.executable), exe);
+  copy_nul_list(h.argv, sizeof(h.argv), read_proc("/proc/self/cmdline"));
+  std::string env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+    if (is_mpi_variable(*e) && env.size() + std::strlen(*e) + 1 < sizeof(h.environment))
+      env.append(*e).push_back('\0');
+  copy_nul_list(h.environment, sizeof(h.environment), env);
+  copy_field(h.mpi_flavor, sizeof(h.mpi_flavor), STRATA_MPI_FLAVOR);
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  std::string v(version, static_cast<size_t>(len > 0 ? len : 0));
+  while (!v.empty() && (v.back() == '\n' || v.back() == '\0'))
+    v.pop_back();
+  copy_field(h.mpi_library, sizeof(h.mpi_library), v.substr(0, v.find('\n')));
+  bool fortran = false;
+  ::dl_iterate_phdr(fortran_callback, &fortran);
+  h.fortran = fortran ? 1 : 0;
+  h.pmpi_intercepted = application_intercepts_pmpi() ? 1 : 0;
+}
+
+// ---- where records go -------------------------------------------------------------------------
+
+// Writes atomically, giving up after `timeout`: a hung file system must never hang the job.
+// Returns an error message, empty on success.
+std::string write_with_timeout(const std::string& path, const std::string& text,
+                               std::chrono::milliseconds timeout) {
+  struct shared_result {
+    std::mutex lock;
+    std::condition_variable done;
+    bool finished = false;
+    std::string error;
+  };
+  auto result = std::make_shared<shared_result>();
+  std::thread writer([result, path, text] {
+    std::string error = write_atomically(path, text);
+    std::lock_guard<std::mutex> guard(result->lock);
+    result->error = std::move(error);
+    result->finished = true;
+    result->done.notify_all();
+  });
+  std::unique_lock<std::mutex> guard(result->lock);
+  if (!result->done.wait_for(guard, timeout, [&] { return result->finished; })) {
+    writer.detach(); // stuck in the kernel; it finishes or dies with the process
+    return path + ": no answer from the file system after " + std::to_string(timeout.count()) +
+           " ms";
+  }
+  guard.unlock();
+  writer.join();
+  return result->error;
+}
+
+std::chrono::milliseconds write_timeout() {
+  const char* v = std::getenv("STRATA_WRITE_TIMEOUT_MS");
+  const long ms = v != nullptr ? std::strtol(v, nullptr, 10) : 0;
+  return std::chrono::milliseconds(ms > 0 ? ms : 10000);
+}
+
+// ---- abnormal ends ----------------------------------------------------------------------------
+
+constexpr int watched_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTERM, SIGINT, SIGABRT};
+struct sigaction previous_actions[sizeof(watched_signals) / sizeof(int)];
+
+void mark_end(job_status status, int detail) {
+  profile_state* s = g_state;
+  if (s == nullptr || s->header == nullptr)
+    return;
+  if (s->header->status != static_cast<int32_t>(job_status::running))
+    return; // the first end seen is the one that counts
+  s->header->status = static_cast<int32_t>(status);
+  s->header->status_detail = detail;
+  s->header->end_unix_ns = unix_ns(); // clock_gettime is async-signal-safe
+  if (s->header->last_mono_ns == 0)
+    s->header->last_mono_ns = mono_ns();
+}
+
+void on_signal(int signo, siginfo_t* info, void* context) {
+  mark_end(job_status::signal, signo);
+  for (size_t i = 0; i < sizeof(watched_signals) / sizeof(int); ++i) {
+    if (watched_signals[i] != signo)
+      continue;
+    const struct sigaction& old = previous_actions[i];
+    if ((old.sa_flags & SA_SIGINFO) != 0 && old.sa_sigaction != nullptr) {
+      old.sa_sigaction(signo, info, context);
+      return;
+    }
+    if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN && old.sa_handler != nullptr) {
+      old.sa_handler(signo);
+      return;
+    }
+    ::sigaction(signo, &old, nullptr);
+    ::raise(signo);
+    return;
+  }
+}
+
+void install_signal_handlers() {
+  for (size_t i = 0; i < sizeof(watched_signals) / sizeof(int); ++i) {
+    struct sigaction action {};
+    action.sa_sigaction = on_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(watched_signals[i], &action, &previous_actions[i]);
+  }
+}
+
+void at_exit() {
+  mark_end(job_status::exited, 0);
+}
+
+// ---- aggregation at finalize (and MPI_Pcontrol 4) -----------------------------------------
+
+// The job's totals on rank 0, from MPI reductions over all ranks; a few KB whatever the size.
+job_totals reduce_over_ranks(profile_state& s) {
+  const int n = static_cast<int>(s.names.size());
+  std::vector<uint8_t> used(static_cast<size_t>(n));
+  for (int f = 0; f < n; ++f)
+    used[static_cast<size_t>(f)] = s.slots[f].calls != 0 ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, used.data(), n, MPI_UINT8_T, MPI_MAX, MPI_COMM_WORLD);
+  std::vector<int> fids;
+  for (int f = 0; f < n; ++f)
+    if (used[static_cast<size_t>(f)] != 0)
+      fids.push_back(f);
+  const size_t u = fids.size();
+
+  constexpr size_t sum_width = 5 + size_bins + comm_bins;
+  std::vector<uint64_t> sums(u * sum_width);
+  std::vector<uint64_t> mins(u);
+  std::vector<uint64_t> maxs(u);
+  struct value_rank {
+    double value;
+    int rank;
+  };
+  std::vector<value_rank> spreads(2 * u); // calls, time per fid
+  for (size_t i = 0; i < u; ++i) {
+    const routine_slot& slot = s.slots[fids[i]];
+    uint64_t* row = &sums[i * sum_width];
+    row[0] = slot.calls;
+    row[1] = slot.time_ns;
+    row[2] = slot.count_sum;
+    row[3] = slot.bytes_sent;
+    row[4] = slot.bytes_received;
+    std::memcpy(row + 5, slot.size_hist, sizeof(slot.size_hist));
+    std::memcpy(row + 5 + size_bins, slot.comm_hist, sizeof(slot.comm_hist));
+    mins[i] = slot.min_ns;
+    maxs[i] = slot.max_ns;
+    spreads[2 * i] = {static_cast<double>(slot.calls), s.rank};
+    spreads[2 * i + 1] = {static_cast<double>(slot.time_ns) / 1e9, s.rank};
+  }
+  const int cu = static_cast<int>(u);
+  std::vector<uint64_t> sums_all(sums.size());
+  std::vector<uint64_t> mins_all(u);
+  std::vector<uint64_t> maxs_all(u);
+  std::vector<value_rank> spread_min(2 * u);
+  std::vector<value_rank> spread_max(2 * u);
+  MPI_Reduce(sums.data(), sums_all.data(), cu * static_cast<int>(sum_width), MPI_UINT64_T, MPI_SUM,
+             0, MPI_COMM_WORLD);
+  MPI_Reduce(mins.data(), mins_all.data(), cu, MPI_UINT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
+  MPI_Reduce(maxs.data(), maxs_all.data(), cu, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(spreads.data(), spread_min.data(), 2 * cu, MPI_DOUBLE_INT, MPI_MINLOC, 0,
+             MPI_COMM_WORLD);
+  MPI_Reduce(spreads.data(), spread_max.data(), 2 * cu, MPI_DOUBLE_INT, MPI_MAXLOC, 0,
+             MPI_COMM_WORLD);
+
+  // Per-rank totals: wall (max), MPI and overhead (sum), MPI % (min, max with ranks, sum).
+  const double wall = rank_wall_seconds(*s.header);
+  double mpi = 0;
+  for (int f = 0; f < n; ++f)
+    if (!excluded_from_mpi_time(s.names[static_cast<size_t>(f)]))
+      mpi += static_cast<double>(s.slots[f].time_ns) / 1e9;
+  const double percent = wall > 0 ? 100.0 * mpi / wall : 0.0;
+  double local[3] = {mpi, static_cast<double>(s.header->overhead_ns) / 1e9, percent};
+  double summed[3] = {0, 0, 0};
+  double wall_max = 0;
+  value_rank pct{percent, s.rank};
+  value_rank pct_min{};
+  value_rank pct_max{};
+  MPI_Reduce(local, summed, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&wall, &wall_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&pct, &pct_min, 1, MPI_DOUBLE_INT, MPI_MINLOC, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&pct, &pct_max, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD);
+  uint64_t counters[2 * max_counters] = {};
+  uint64_t counters_all[2 * max_counters] = {};
+  std::memcpy(counters, s.header->counters_in_mpi, sizeof(s.header->counters_in_mpi));
+  std::memcpy(counters + max_counters, s.header->counters_outside_mpi,
+              sizeof(s.header->counters_outside_mpi));
+  MPI_Reduce(counters, counters_all, 2 * max_counters, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  std::vector<char> hosts(static_cast<size_t>(s.rank == 0 ? s.world_size : 1) * 64);
+  MPI_Gather(s.header->host, 64, MPI_CHAR, hosts.data(), 64, MPI_CHAR, 0, MPI_COMM_WORLD);
+
+  job_totals job;
+  if (s.rank != 0)
+    return job;
+  job.facts = *s.header;
+  job.ranks = s.world_size;
+  job.ranks_reported = s.world_size;
+  job.status = job_status::finalized;
+  job.wall_s = wall_max;
+  job.mpi_s = summed[0];
+  job.overhead_s = summed[1];
+  job.mpi_percent = {pct_min.value, summed[2], pct_max.value, pct_min.rank, pct_max.rank};
+  std::memcpy(job.counters_in_mpi, counters_all, sizeof(job.counters_in_mpi));
+  std::memcpy(job.counters_outside_mpi, counters_all + max_counters,
+              sizeof(job.counters_outside_mpi));
+  for (int r = 0; r < s.world_size; ++r) {
+    std::string host(&hosts[static_cast<size_t>(r) * 64],
+                     ::strnlen(&hosts[static_cast<size_t>(r) * 64], 64));
+    bool seen = false;
+    for (const std::string& h : job.host_names)
+      seen = seen || h == host;
+    if (!seen)
+      job.host_names.push_back(host);
+  }
+  for (size_t i = 0; i < u; ++i) {
+    routine_total& r = job.routines[s.names[static_cast<size_t>(fids[i])]];
+    const uint64_t* row = &sums_all[i * sum_width];
+    r.calls = row[0];
+    r.time_ns = row[1];
+    r.count_sum = row[2];
+    r.bytes_sent = row[3];
+    r.bytes_received = row[4];
+    std::memcpy(r.size_hist, row + 5, sizeof(r.size_hist));
+    std::memcpy(r.comm_hist, row + 5 + size_bins, sizeof(r.comm_hist));
+    r.min_ns = mins_all[i];
+    r.max_ns = maxs_all[i];
+    const double calls_mean_sum = static_cast<double>(r.calls);
+    const double time_mean_sum = static_cast<double>(r.time_ns) / 1e9;
+    r.calls_per_rank = {spread_min[2 * i].value, calls_mean_sum, spread_max[2 * i].value,
+                        spread_min[2 * i].rank, spread_max[2 * i].rank};
+    r.time_per_rank = {spread_min[2 * i + 1].value, time_mean_sum, spread_max[2 * i + 1].value,
+                       spread_min[2 * i + 1].rank, spread_max[2 * i + 1].rank};
+  }
+  return job;
+}
+
+void print_rank_subtotal(profile_state& s) {
+  const double wall = static_cast<double>(mono_ns() - s.header->init_mono_ns) / 1e9;
+  std::string text = "strata profile: rank " + std::to_string(s.rank) + " subtotal after " +
+                     std::to_string(wall) + " s\n";
+  for (size_t f = 0; f < s.names.size(); ++f) {
+    const routine_slot& slot = s.slots[f];
+    if (slot.calls == 0)
+      continue;
+    char line[160];
+    std::snprintf(line, sizeof(line), "  %-24s %10llu calls %12.6f s %14llu bytes\n",
+                  s.names[f].c_str(), static_cast<unsigned long long>(slot.calls),
+                  static_cast<double>(slot.time_ns) / 1e9,
+                  static_cast<unsigned long long>(slot.bytes_sent) + slot.bytes_received);
+    text += line;
+  }
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+}
+
+void write_outputs(profile_state& s, const job_totals& job) {
+  const std::string json = record_json(job);
+  const auto timeout = write_timeout();
+  bool spooled = false;
+  if (!s.spool.empty()) {
+    const std::string path = s.spool + "/" + s.key + ".json";
+    const std::string error = write_with_timeout(path, json, timeout);
+    spooled = error.empty();
+    if (!spooled)
+      s.host->log(s.self, ("cannot write the job record: " + error +
+                           "; the per-rank files stay in the spool for strata recover")
+                              .c_str());
+  }
+  if (const char* extra = std::getenv("STRATA_PROFILE_JSON");
+      extra != nullptr && extra[0] != '\0') {
+    if (const std::string error = write_with_timeout(extra, json, timeout); !error.empty())
+      s.host->log(s.self, ("cannot write STRATA_PROFILE_JSON: " + error).c_str());
+  }
+  if (const char* out = std::getenv("STRATA_PROFILE_OUT"); out != nullptr && out[0] != '\0') {
+    const std::string report = render_user_report(json);
+    if (std::strcmp(out, "-") == 0) {
+      [[maybe_unused]] ssize_t n = ::write(STDOUT_FILENO, report.data(), report.size());
+    } else if (const std::string error = write_with_timeout(out, report, timeout); !error.empty()) {
+      s.host->log(s.self, ("cannot write STRATA_PROFILE_OUT: " + error).c_str());
+    }
+  }
+  int ok = spooled ? 1 : 0;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  (void)ok;
+}
+
+// ---- module callbacks -------------------------------------------------------------------------
+
+// Nothing the profiler does may take the application down: an exception stops at the module.
+template <typename Fn> void guarded(profile_state* s, const char* what, Fn fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    s->host->log(s->self, (std::string(what) + ": " + e.what()).c_str());
+  } catch (...) {
+    s->host->log(s->self, (std::string(what) + ": unknown error").c_str());
+  }
+}
+
+int on_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
+            void** state, char* error, size_t error_size) {
+  if (nargs > 0) {
+    std::snprintf(error, error_size,
+                  "takes no arguments (got %s); it is configured by STRATA_SPOOL, "
+                  "STRATA_PROFILE_OUT and STRATA_PROFILE_JSON",
+                  args[0].key);
+    return 1;
+  }
+  auto* s = new profile_state();
+  s->host = host;
+  s->self = self;
+  const int n = host->function_count();
+  for (int f = 0; f < n; ++f) {
+    s->names.emplace_back(host->function_name(f));
+    s->collective.push_back(is_collective_name(s->names.back()) ? 1 : 0);
+  }
+  s->early_slots.assign(static_cast<size_t>(n), routine_slot{});
+  for (routine_slot& slot : s->early_slots)
+    slot.min_ns = UINT64_MAX;
+  s->slots = s->early_slots.data();
+  s->header = &s->early_header;
+  s->header->start_unix_ns = unix_ns();
+  host->subscribe(self, "*");
+  *state = s;
+  g_state = s;
+  return 0;
+}
+
+// What one call costs the profiler: its callback on a scratch slot, timed in a loop.
+uint64_t calibrate(profile_state& s) {
+  profile_state scratch_state;
+  std::vector<routine_slot> scratch(s.names.size());
+  rank_header scratch_header{};
+  scratch_state.slots = scratch.data();
+  scratch_state.header = &scratch_header;
+  scratch_state.collective = s.collective;
+  strata_event ev{};
+  ev.peer = STRATA_NO_RANK;
+  constexpr int rounds = 2000;
+  const uint64_t start = mono_ns();
+  for (int i = 0; i < rounds; ++i) {
+    ev.t_enter_ns = mono_ns();
+    ev.t_exit_ns = mono_ns();
+    count_call(scratch_state, ev);
+  }
+  return (mono_ns() - start) / rounds;
+}
+
+void start_rank(profile_state* s);
+
+void on_mpi_ready(void* raw) {
+  auto* s = static_cast<profile_state*>(raw);
+  guarded(s, "profiling this rank without a file", [&] { start_rank(s); });
+}
+
+void start_rank(profile_state* s) {
+  MPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &s->world_size);
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  s->threaded = level == MPI_THREAD_MULTIPLE;
+  // One job id for all ranks: the resource manager's, else rank 0's host, pid and start.
+  char id[128] = {0};
+  long long start_pid[2] = {s->header->start_unix_ns / 1000000000, ::getpid()};
+  if (s->rank == 0) {
+    std::string job = job_id_from_environment();
+    char host[64] = {0};
+    ::gethostname(host, sizeof(host) - 1);
+    if (job.empty())
+      job = "local:" + std::string(host) + ":" + std::to_string(start_pid[1]) + ":" +
+            std::to_string(start_pid[0]);
+    copy_field(id, sizeof(id), job);
+  }
+  MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Bcast(start_pid, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  s->key = job_key(id) + "-" + std::to_string(start_pid[1]);
+  const spool_choice spool = choose_spool(std::getenv("STRATA_SPOOL"), STRATA_DEFAULT_SPOOL,
+                                          std::getenv("HOME"), ::getuid());
+  s->spool = spool.dir;
+  if (!spool.message.empty() && s->rank == 0)
+    s->host->log(s->self, spool.message.c_str());
+
+  rank_header facts = *s->header;
+  fill_facts(facts);
+  copy_field(facts.job_id, sizeof(facts.job_id), id);
+  facts.rank = s->rank;
+  facts.world_size = s->world_size;
+  facts.thread_level = level;
+  facts.init_mono_ns = mono_ns();
+  if (!s->spool.empty()) {
+    s->mapping = create_rank_file(
+        s->spool + "/" + s->key + ".rank" + std::to_string(s->rank) + ".prof", s->names);
+    if (!s->mapping.ok() && s->rank == 0)
+      s->host->log(s->self, ("cannot keep per-rank counters on disk: " + s->mapping.error +
+                             "; an abnormal end will lose them")
+                                .c_str());
+  }
+  if (s->mapping.ok()) {
+    // The file's layout fields stay; the facts and the counts so far move in.
+    rank_header* h = s->mapping.header;
+    const rank_header layout = *h;
+    *h = facts;
+    std::memcpy(h->magic, layout.magic, sizeof(h->magic));
+    h->version = layout.version;
+    h->header_size = layout.header_size;
+    h->slot_size = layout.slot_size;
+    h->function_count = layout.function_count;
+    std::memcpy(s->mapping.slots, s->early_slots.data(),
+                s->early_slots.size() * sizeof(routine_slot));
+    s->header = h;
+    s->slots = s->mapping.slots;
+  } else {
+    s->early_header = facts;
+  }
+  s->per_call_overhead_ns = calibrate(*s);
+  open_counters(*s);
+  install_signal_handlers();
+  std::atexit(at_exit);
+}
+
+void pcontrol_level(profile_state* s, int level);
+
+void on_pcontrol(int level, void* raw) {
+  auto* s = static_cast<profile_state*>(raw);
+  guarded(s, "MPI_Pcontrol", [&] { pcontrol_level(s, level); });
+}
+
+void pcontrol_level(profile_state* s, int level) {
+  switch (level) {
+  case 0:
+    s->paused = true;
+    break;
+  case 1:
+    s->paused = false;
+    break;
+  case 2:
+    for (size_t f = 0; f < s->names.size(); ++f) {
+      s->slots[f] = routine_slot{};
+      s->slots[f].min_ns = UINT64_MAX;
+    }
+    break;
+  case 3:
+    print_rank_subtotal(*s);
+    break;
+  case 4: {
+    // Collective: every rank calls MPI_Pcontrol(4); rank 0 prints the job's subtotal.
+    s->header->final_mono_ns = mono_ns();
+    store_counter_totals(*s);
+    const job_totals job = reduce_over_ranks(*s);
+    s->header->final_mono_ns = 0;
+    if (s->rank == 0) {
+      const std::string report = render_user_report(record_json(job));
+      [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, report.data(), report.size());
+    }
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+void finalize_job(profile_state* s);
+
+void on_finalize(void* raw) {
+  auto* s = static_cast<profile_state*>(raw);
+  guarded(s, "job record not written", [&] { finalize_job(s); });
+}
+
+void finalize_job(profile_state* s) {
+  const uint64_t start = mono_ns();
+  s->header->final_mono_ns = start;
+  s->header->end_unix_ns = unix_ns();
+  uint64_t calls = 0;
+  for (size_t f = 0; f < s->names.size(); ++f)
+    calls += s->slots[f].calls;
+  s->header->overhead_ns = calls * s->per_call_overhead_ns;
+  s->header->status = static_cast<int32_t>(job_status::finalized);
+  store_counter_totals(*s);
+  const job_totals job = reduce_over_ranks(*s);
+  if (s->rank == 0)
+    write_outputs(*s, job);
+  else {
+    int ok = 0;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (ok == 0)
+      return; // keep this rank's file for strata recover
+  }
+  // The record is in the spool: the per-rank files are no longer needed.
+  if (s->mapping.ok()) {
+    ::unlink(s->mapping.path.c_str());
+    s->header->overhead_ns += mono_ns() - start;
+  }
+}
+
+const strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
+                                      "profile",
+                                      STRATA_MPI_FLAVOR,
+                                      "always-on per-routine counters; one job record per job",
+                                      on_load,
+                                      on_mpi_ready,
+                                      nullptr,
+                                      on_exit,
+                                      on_pcontrol,
+                                      on_finalize,
+                                      nullptr};
+
+const strata_module counting_profile_module = {
+    STRATA_MODULE_ABI_VERSION,
+    "profile",
+    STRATA_MPI_FLAVOR,
+    "always-on per-routine counters; one job record per job (with STRATA_COUNTERS)",
+    on_load,
+    on_mpi_ready,
+    on_enter_counting,
+    on_exit_counting,
+    on_pcontrol,
+    on_finalize,
+    nullptr};
+
+} // namespace
+} // namespace strata::profile
+
+// MPI_Abort is wrapped (not only observed) so the end is recorded before MPI kills the job.
+extern "C" STRATA_MODULE_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
+  strata::profile::mark_end(strata::profile::job_status::aborted, errorcode);
+  return ZMPI_Abort(comm, errorcode);
+}
+
+// Counting hardware or software events needs an enter callback too; without STRATA_COUNTERS
+// the module has none, so it costs no call at MPI entry.
+extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
+  const char* wanted = std::getenv("STRATA_COUNTERS");
+  return wanted != nullptr && wanted[0] != '\0' ? &strata::profile::counting_profile_module
+                                                : &strata::profile::profile_module;
+}

@@ -1,0 +1,12 @@
+// Pieces of the profile module kept apart from its MPI call path.
+#pragma once
+
+#include <string>
+
+namespace strata::profile {
+
+// The user's report (STRATA_PROFILE_OUT) from a job record, with the latency/transfer/sync
+// estimate when STRATA_MODEL names a machine model.
+std::string render_user_report(const std::string& record_json);
+
+} // namespace strata::profile

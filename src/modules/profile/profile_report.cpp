@@ -1,0 +1,33 @@
+#include "profile_module.hpp"
+
+#include "config/config.hpp"
+#include "record/render.hpp"
+
+#include <cstdlib>
+#include <optional>
+
+namespace strata::profile {
+
+std::string render_user_report(const std::string& record_json) {
+  const record::parse_result parsed = record::parse_record(record_json);
+  if (!parsed.ok())
+    return "strata profile: cannot render the report: " + parsed.error + "\n";
+  std::optional<record::machine_model> model;
+  std::string problem;
+  if (const char* path = std::getenv("STRATA_MODEL"); path != nullptr && path[0] != '\0') {
+    std::string text;
+    if (!config::read_file(path, text)) {
+      problem = std::string("STRATA_MODEL: cannot read ") + path + "\n";
+    } else {
+      record::model_parse_result m = record::parse_model(text);
+      if (m.ok())
+        model = std::move(m.model);
+      else
+        problem = std::string("STRATA_MODEL: ") + path + ": " + m.error + "\n";
+    }
+  }
+  return problem +
+         record::render(*parsed.record, record::report_format::text, model ? &*model : nullptr);
+}
+
+} // namespace strata::profile

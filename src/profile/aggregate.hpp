@@ -1,0 +1,70 @@
+// The job record from per-rank figures: summed over ranks, with the spread over ranks. Used at
+// MPI_Finalize (fed from MPI reductions) and by `strata recover` (fed from rank files).
+#pragma once
+
+#include "profile/rank_file.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace strata::profile {
+
+struct spread {
+  double min = 0;
+  double sum = 0;
+  double max = 0;
+  int min_rank = -1;
+  int max_rank = -1;
+  void add(double value, int rank);
+};
+
+struct routine_total {
+  uint64_t calls = 0;
+  uint64_t time_ns = 0;
+  uint64_t min_ns = UINT64_MAX;
+  uint64_t max_ns = 0;
+  uint64_t count_sum = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t size_hist[size_bins] = {};
+  uint64_t comm_hist[comm_bins] = {};
+  spread calls_per_rank;
+  spread time_per_rank;
+};
+
+struct job_totals {
+  rank_header facts{}; // the lowest reporting rank's header: job, user, program, MPI
+  int ranks = 0;       // the job's size
+  int ranks_reported = 0;
+  bool partial = false;
+  job_status status = job_status::finalized;
+  int status_detail = 0;
+  std::vector<std::string> host_names;
+  double wall_s = 0;     // the longest rank
+  double mpi_s = 0;      // summed over ranks
+  double overhead_s = 0; // summed over ranks
+  spread mpi_percent;    // per rank
+  uint64_t counters_in_mpi[max_counters] = {};
+  uint64_t counters_outside_mpi[max_counters] = {};
+  std::map<std::string, routine_total> routines; // only routines called somewhere
+};
+
+// Functions whose time is not "MPI time": they bracket the measured interval.
+bool excluded_from_mpi_time(const std::string& routine);
+
+// Wall and MPI time of one rank from its header and slots.
+double rank_wall_seconds(const rank_header& h);
+double rank_mpi_seconds(const std::vector<std::string>& names,
+                        const std::vector<routine_slot>& slots);
+
+// Adds one rank file's figures (for recover).
+void add_rank(job_totals& job, const rank_data& rank);
+
+// The strata.job/1 document.
+std::string record_json(const job_totals& job);
+
+// A file-name-safe key for a job id.
+std::string job_key(const std::string& job_id);
+
+} // namespace strata::profile

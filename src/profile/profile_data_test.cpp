@@ -1,0 +1,122 @@
+#include "profile/aggregate.hpp"
+#include "profile/rank_file.hpp"
+#include "record/record.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+using namespace strata::profile;
+
+namespace {
+std::string temp_path(const std::string& name) {
+  return testing::TempDir() + "/" + name + "." + std::to_string(::getpid());
+}
+
+rank_data make_rank(int rank, int world, job_status status, uint64_t send_calls, uint64_t send_ns) {
+  rank_data r;
+  r.header.rank = rank;
+  r.header.world_size = world;
+  r.header.status = static_cast<int32_t>(status);
+  r.header.init_mono_ns = 1000;
+  r.header.final_mono_ns = 1000 + 2'000'000'000ull; // 2 s
+  copy_field(r.header.host, sizeof(r.header.host), rank < 2 ? "n1" : "n2");
+  copy_field(r.header.job_id, sizeof(r.header.job_id), "slurm:42");
+  r.names = {"MPI_Init", "MPI_Send", "MPI_Bcast"};
+  r.slots.assign(3, routine_slot{});
+  for (auto& s : r.slots)
+    s.min_ns = UINT64_MAX;
+  r.slots[0] = {1, 500'000'000, 500'000'000, 500'000'000, 0, 0, 0, {}, {}};
+  r.slots[1].calls = send_calls;
+  r.slots[1].time_ns = send_ns;
+  r.slots[1].min_ns = 10;
+  r.slots[1].max_ns = 1000 + static_cast<uint64_t>(rank);
+  r.slots[1].bytes_sent = send_calls * 100;
+  r.slots[1].size_hist[size_bin(100)] = send_calls;
+  return r;
+}
+} // namespace
+
+TEST(Bins, SizesAndCommunicators) {
+  EXPECT_EQ(size_bin(0), 0);
+  EXPECT_EQ(size_bin(1), 1);
+  EXPECT_EQ(size_bin(2), 2);
+  EXPECT_EQ(size_bin(3), 2);
+  EXPECT_EQ(size_bin(4), 3);
+  EXPECT_EQ(size_bin_lower_bound(size_bin(1000)), 512u);
+  EXPECT_EQ(size_bin(~uint64_t{0}), size_bins - 1);
+  EXPECT_EQ(comm_bin(1), 0);
+  EXPECT_EQ(comm_bin(2), 1);
+  EXPECT_EQ(comm_bin(7), 2);
+}
+
+TEST(RankFile, WrittenThroughTheMappingAndReadBack) {
+  const std::string path = temp_path("rank.prof");
+  rank_mapping m = create_rank_file(path, {"MPI_Init", "MPI_Send"});
+  ASSERT_TRUE(m.ok()) << m.error;
+  m.header->rank = 3;
+  m.slots[1].calls = 7;
+  m.slots[1].bytes_sent = 700;
+  m.unmap(); // what a killed process leaves: the pages belong to the file
+  const read_result r = read_rank_file(path);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.data.header.rank, 3);
+  EXPECT_EQ(r.data.names, (std::vector<std::string>{"MPI_Init", "MPI_Send"}));
+  EXPECT_EQ(r.data.slots[1].calls, 7u);
+  EXPECT_EQ(r.data.slots[0].min_ns, UINT64_MAX);
+  std::remove(path.c_str());
+}
+
+TEST(RankFile, BadFilesGiveOneClearMessage) {
+  const std::string path = temp_path("bad.prof");
+  std::ofstream(path) << "hello";
+  EXPECT_NE(read_rank_file(path).error.find("truncated"), std::string::npos);
+  rank_mapping m = create_rank_file(path, {"MPI_Init", "MPI_Send"});
+  ASSERT_TRUE(m.ok());
+  const size_t full = m.bytes;
+  m.header->magic[0] = 'X';
+  m.unmap();
+  EXPECT_NE(read_rank_file(path).error.find("bad magic"), std::string::npos);
+  m = create_rank_file(path, {"MPI_Init", "MPI_Send"});
+  m.unmap();
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(full - 8)), 0);
+  EXPECT_NE(read_rank_file(path).error.find("truncated or corrupt"), std::string::npos);
+  EXPECT_NE(read_rank_file(path + ".missing").error.find("No such file"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST(Aggregate, SumsSpreadAndStatusAcrossRanks) {
+  job_totals job;
+  job.partial = true;
+  add_rank(job, make_rank(1, 4, job_status::finalized, 10, 300'000'000));
+  add_rank(job, make_rank(0, 4, job_status::aborted, 30, 100'000'000));
+  add_rank(job, make_rank(2, 4, job_status::signal, 20, 200'000'000));
+  EXPECT_EQ(job.ranks, 4);
+  EXPECT_EQ(job.ranks_reported, 3);
+  EXPECT_EQ(job.status, job_status::aborted); // the most telling end
+  EXPECT_EQ(job.facts.rank, 0);
+  const routine_total& send = job.routines.at("MPI_Send");
+  EXPECT_EQ(send.calls, 60u);
+  EXPECT_EQ(send.bytes_sent, 6000u);
+  EXPECT_EQ(send.max_ns, 1002u);
+  EXPECT_EQ(send.time_per_rank.max_rank, 1);
+  EXPECT_EQ(send.calls_per_rank.max_rank, 0);
+  EXPECT_DOUBLE_EQ(job.mpi_s, 0.6); // MPI_Init is not MPI time
+  EXPECT_DOUBLE_EQ(job.wall_s, 2.0);
+  EXPECT_EQ(job.host_names, (std::vector<std::string>{"n1", "n2"}));
+
+  // The record is strata.job/1 as the record library reads it.
+  const auto parsed = strata::record::parse_record(record_json(job));
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  EXPECT_EQ(parsed.record->job.ranks, 4);
+  EXPECT_TRUE(parsed.record->job.partial);
+  EXPECT_EQ(strata::record::status_name(parsed.record->job.status), "aborted");
+}
+
+TEST(Aggregate, JobKeysAreFileNameSafe) {
+  EXPECT_EQ(job_key("local:host-1:123:456"), "local_host-1_123_456");
+  EXPECT_EQ(job_key("../../etc"), ".._.._etc");
+  EXPECT_EQ(job_key(""), "job");
+}

@@ -1,0 +1,172 @@
+#include "profile/spool.hpp"
+
+#include "profile/aggregate.hpp"
+#include "profile/rank_file.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <map>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace strata::profile {
+
+std::string write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0)
+    return tmp + ": " + std::strerror(errno);
+  std::string error;
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      error = tmp + ": " + std::strerror(n < 0 ? errno : ENOSPC);
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && error.empty())
+    error = tmp + ": " + std::strerror(errno);
+  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    error = path + ": " + std::strerror(errno);
+  if (!error.empty())
+    ::unlink(tmp.c_str());
+  return error;
+}
+
+bool make_writable_dir(const std::string& dir) {
+  if (dir.empty())
+    return false;
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      const std::string partial = dir.substr(0, i);
+      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+        return false;
+    }
+  }
+  return ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+spool_choice choose_spool(const char* configured, const std::string& install_default,
+                          const char* home, unsigned uid) {
+  const std::string wanted =
+      configured != nullptr && configured[0] != '\0' ? configured : install_default;
+  if (make_writable_dir(wanted))
+    return {wanted, {}};
+  const std::string why = std::strerror(errno == 0 ? EACCES : errno);
+  std::vector<std::string> fallbacks;
+  if (home != nullptr && home[0] != '\0')
+    fallbacks.push_back(std::string(home) + "/.strata/spool");
+  fallbacks.push_back("/tmp/strata-spool-" + std::to_string(uid));
+  for (const std::string& f : fallbacks)
+    if (make_writable_dir(f))
+      return {f, "spool " + wanted + " is not writable (" + why + "); records go to " + f};
+  return {{},
+          "spool " + wanted + " is not writable (" + why + ") and neither is " + fallbacks.back() +
+              "; no record is kept"};
+}
+
+namespace {
+
+// "<key>.rank<R>.prof" -> key; empty for other files.
+std::string key_of_rank_file(const std::string& name) {
+  const size_t suffix = name.rfind(".prof");
+  const size_t rank = name.rfind(".rank");
+  if (suffix == std::string::npos || suffix + 5 != name.size() || rank == std::string::npos ||
+      rank >= suffix)
+    return {};
+  return name.substr(0, rank);
+}
+
+bool process_alive(const rank_header& h) {
+  char host[64] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  if (std::strncmp(host, h.host, sizeof(host)) != 0 || h.pid == 0)
+    return false; // another host: a rank file there is only seen once the job is over
+  if (::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno != EPERM)
+    return false;
+  // A zombie (exited, not yet reaped by its launcher) counts as gone.
+  std::string stat;
+  const std::string path = "/proc/" + std::to_string(h.pid) + "/stat";
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    char buf[512];
+    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    stat.assign(buf, n);
+  }
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
+
+void quarantine(const std::string& spool, const std::string& file, const std::string& reason,
+                recovery& r) {
+  const std::string dir = spool + "/quarantine";
+  make_writable_dir(dir);
+  const std::string base = file.substr(file.rfind('/') + 1);
+  if (::rename(file.c_str(), (dir + "/" + base).c_str()) == 0)
+    write_atomically(dir + "/" + base + ".reason", reason + "\n");
+  r.problems.push_back(reason + " (moved to " + dir + ")");
+}
+
+} // namespace
+
+std::vector<recovery> recover_spool(const std::string& spool) {
+  std::map<std::string, std::vector<std::string>> jobs;
+  DIR* d = ::opendir(spool.c_str());
+  if (d == nullptr)
+    return {{"", "", 0, {spool + ": " + std::strerror(errno)}}};
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (std::string key = key_of_rank_file(name); !key.empty())
+      jobs[key].push_back(spool + "/" + name);
+  }
+  ::closedir(d);
+
+  std::vector<recovery> out;
+  for (auto& [key, files] : jobs) {
+    recovery r;
+    r.job_key = key;
+    std::vector<rank_data> ranks;
+    bool running = false;
+    for (const std::string& file : files) {
+      read_result rr = read_rank_file(file);
+      if (!rr.error.empty()) {
+        quarantine(spool, file, rr.error, r);
+        continue;
+      }
+      running = running || process_alive(rr.data.header);
+      ranks.push_back(std::move(rr.data));
+    }
+    if (running) {
+      r.problems.push_back(key + ": still running, left alone");
+      out.push_back(std::move(r));
+      continue;
+    }
+    if (ranks.empty()) {
+      out.push_back(std::move(r));
+      continue;
+    }
+    job_totals job;
+    job.partial = true;
+    for (const rank_data& rank : ranks)
+      add_rank(job, rank);
+    const std::string path = spool + "/" + key + ".json";
+    if (std::string error = write_atomically(path, record_json(job)); !error.empty()) {
+      r.problems.push_back(error);
+    } else {
+      r.record_path = path;
+      r.ranks_read = static_cast<int>(ranks.size());
+      for (const rank_data& rank : ranks)
+        ::unlink(rank.path.c_str());
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+} // namespace strata::profile

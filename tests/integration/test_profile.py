@@ -1,0 +1,227 @@
+"""The profile module: exact figures, one record per job, abnormal ends, Pcontrol, reports."""
+import glob
+import json
+import os
+import subprocess
+
+from strata_testlib import (FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run,
+                            strata_run)
+
+ITER = 9
+
+
+class ProfileTestCase(StrataTestCase):
+    def setUp(self):
+        super().setUp()
+        self.spool = os.path.join(self.out, "spool")
+        self.env = base_env(STRATA_SPOOL=self.spool, HOME=self.out)
+
+    def records(self):
+        return sorted(glob.glob(os.path.join(self.spool, "*.json")))
+
+    def only_record(self):
+        files = self.records()
+        self.assertEqual(len(files), 1, os.listdir(self.spool) if os.path.isdir(self.spool) else "no spool")
+        with open(files[0]) as f:
+            return json.load(f)
+
+    def profile_run(self, prog_args, ranks=2, tools="profile", env=None):
+        return strata_run(tools, prog_args, ranks=ranks, env=env or self.env)
+
+
+class Figures(ProfileTestCase):
+    def test_exact_counts_and_bytes(self):
+        for prog, language in (("ring_c", "C/C++"), ("ring_f90", "Fortran"), ("ring_f08", "Fortran")):
+            with self.subTest(prog=prog):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run([program(prog), str(ITER)])
+                self.assertRan(proc)
+                rec = self.only_record()
+                self.assertEqual(rec["schema"], "strata.job/1")
+                job, routines = rec["job"], rec["routines"]
+                self.assertEqual(job["ranks"], 2)
+                self.assertEqual(job["status"], "finalized")
+                self.assertFalse(job["partial"])
+                self.assertEqual(job["language"], language)
+                self.assertEqual(job["mpi_flavor"], FLAVOR)
+                self.assertEqual(job["argv"][-1], str(ITER))
+                send, recv = routines["MPI_Send"], routines["MPI_Recv"]
+                self.assertEqual(send["calls"], 2 * ITER)
+                self.assertEqual(send["bytes_sent"], 2 * ITER * 400)
+                self.assertEqual(send["count_sum"], 2 * ITER * 100)
+                self.assertEqual(send["size_histogram"], [[256, 2 * ITER]])
+                self.assertEqual(recv["calls"], 2 * ITER)
+                self.assertEqual(recv["bytes_received"], 2 * ITER * 400)
+                self.assertEqual(routines["MPI_Allreduce"]["calls"], 2)
+                self.assertEqual(routines["MPI_Allreduce"]["comm_size_histogram"], [[2, 2]])
+                self.assertEqual(routines["MPI_Barrier"]["per_rank"]["calls"]["max"], 1)
+                self.assertGreater(job["wall_time_s"], 0)
+                self.assertLessEqual(job["mpi_time_s"], 2 * job["wall_time_s"])
+                self.assertGreaterEqual(job["profiler_overhead_s"], 0)
+                # The record reads back through the record library (strata report).
+                report = run([STRATA, "report", self.records()[0]])
+                self.assertRan(report)
+                self.assertIn("MPI_Send", report.stdout)
+
+    def test_arguments_that_are_not_utf8(self):
+        args = [STRATA.encode(), b"run", b"-np", b"2", b"--tools", b"profile", b"--",
+                program("ring_c").encode(), b"2", b"\xff<b>"]
+        proc = subprocess.run(args, env=self.env, capture_output=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(self.only_record()["job"]["argv"][-1], "\ufffd<b>")
+
+    def test_waiting_rank_is_seen(self):
+        proc = self.profile_run([program("late_sender_c"), "150"])
+        self.assertRan(proc)
+        recv = self.only_record()["routines"]["MPI_Recv"]
+        self.assertEqual(recv["per_rank"]["time_s"]["max_rank"], 0)
+        self.assertGreaterEqual(recv["time_s"], 0.4)  # 3 waits of 150 ms, minus jitter
+        self.assertGreaterEqual(recv["max_s"], 0.13)
+
+    def test_thread_multiple(self):
+        iterations = 3000
+        proc = self.profile_run([program("threads_c"), str(iterations)])
+        self.assertRan(proc)
+        rec = self.only_record()
+        self.assertEqual(rec["job"]["thread_level"], "MPI_THREAD_MULTIPLE")
+        sr = rec["routines"]["MPI_Sendrecv"]
+        self.assertEqual(sr["calls"], 2 * 2 * iterations)
+        self.assertEqual(sr["bytes_sent"], 2 * 2 * iterations * 4)
+        self.assertEqual(sr["bytes_received"], 2 * 2 * iterations * 4)
+
+    def test_user_report_and_extra_json(self):
+        extra = os.path.join(self.out, "mine.json")
+        env = dict(self.env, STRATA_PROFILE_OUT="-", STRATA_PROFILE_JSON=extra)
+        proc = self.profile_run([program("ring_c"), str(ITER)], env=env)
+        self.assertRan(proc)
+        self.assertIn("MPI_Send", proc.stdout)
+        self.assertIn("ring:", proc.stdout)
+        with open(extra) as f:
+            self.assertEqual(json.load(f)["routines"]["MPI_Send"]["calls"], 2 * ITER)
+
+    def test_report_formats(self):
+        self.assertRan(self.profile_run([program("ring_c"), str(ITER)]))
+        record = self.records()[0]
+        for fmt, needle in (("text", "MPI_Send"), ("json", '"strata.job/1"'), ("csv", "MPI_Send,"),
+                            ("html", "<table")):
+            with self.subTest(fmt=fmt):
+                proc = run([STRATA, "report", record, "--format", fmt])
+                self.assertRan(proc)
+                self.assertIn(needle, proc.stdout)
+        with open(record) as f:
+            broken = json.load(f)
+        broken["job"]["ranks"] = "four"
+        bad = os.path.join(self.out, "bad.json")
+        with open(bad, "w") as f:
+            json.dump(broken, f)
+        proc = run([STRATA, "report", bad])
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("job.ranks", proc.stderr)
+
+    def test_counters_split_in_and_out_of_mpi(self):
+        env = dict(self.env, STRATA_COUNTERS="task-clock,page-faults,cycles")
+        proc = self.profile_run([program("late_sender_c"), "100"], env=env)
+        self.assertRan(proc)
+        counters = self.only_record()["job"]["counters"]
+        self.assertGreater(counters["task-clock"]["in_mpi"], 0)
+        self.assertGreater(counters["task-clock"]["outside_mpi"], 0.15e9)  # rank 1 computes 300 ms
+        self.assertIn("page-faults", counters)
+        cycles_lines = [l for l in proc.stderr.splitlines() if "cycles" in l]
+        if "cycles" not in counters:  # no PMU here: said once, and profiling went on
+            self.assertEqual(len(cycles_lines), 1, proc.stderr)
+
+
+class Pcontrol(ProfileTestCase):
+    def test_levels(self):
+        proc = self.profile_run([program("pcontrol_c")])
+        self.assertRan(proc)
+        routines = self.only_record()["routines"]
+        self.assertNotIn("MPI_Allreduce", routines, "reset by MPI_Pcontrol(2)")
+        self.assertEqual(routines["MPI_Barrier"]["calls"], 2 * (10 + 4), "5 paused barriers not counted")
+        self.assertIn("rank 0 subtotal", proc.stderr)
+        self.assertIn("rank 1 subtotal", proc.stderr)
+        self.assertEqual(proc.stderr.count("MPI_Barrier") >= 3, True, proc.stderr)
+
+
+class AbnormalEnds(ProfileTestCase):
+    def crash(self, how):
+        proc = self.profile_run([program("crash_c"), how], env=dict(self.env, STRATA_WRITE_TIMEOUT_MS="2000"))
+        if how != "exit":  # MPICH's launcher reports a rank that exits with 0 as a success
+            self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(self.records(), [], "no record without MPI_Finalize")
+        rank_files = glob.glob(os.path.join(self.spool, "*.prof"))
+        self.assertEqual(len(rank_files), 2, os.listdir(self.spool))
+        rec = run([STRATA, "recover", self.spool], env=self.env)
+        self.assertRan(rec)
+        self.assertIn("partial record from 2 rank files", rec.stdout)
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.prof")), [])
+        record = self.only_record()
+        self.assertTrue(record["job"]["partial"])
+        self.assertEqual(record["job"]["ranks_reported"], 2)
+        self.assertEqual(record["routines"]["MPI_Sendrecv"]["calls"], 10)
+        self.assertEqual(record["routines"]["MPI_Barrier"]["calls"], 2)
+        return record["job"]
+
+    def test_mpi_abort(self):
+        job = self.crash("abort")
+        self.assertEqual(job["status"], "aborted")
+        self.assertEqual(job["abort_code"], 7)
+
+    def test_segfault(self):
+        job = self.crash("segv")
+        self.assertEqual(job["status"], "signal")
+        self.assertEqual(job["signal"], 11)
+
+    def test_floating_point_exception(self):
+        job = self.crash("fpe")
+        self.assertEqual(job["status"], "signal")
+        self.assertEqual(job["signal"], 8)
+
+    def test_sigterm(self):
+        job = self.crash("term")
+        self.assertEqual(job["status"], "signal")
+        self.assertEqual(job["signal"], 15)
+
+    def test_sigkill_loses_nothing_counted(self):
+        job = self.crash("kill")
+        self.assertIn(job["status"], ("exit", "signal"))
+
+    def test_exit_without_finalize(self):
+        job = self.crash("exit")
+        self.assertIn(job["status"], ("exit", "signal"))
+
+    def test_corrupt_rank_file_is_quarantined(self):
+        os.makedirs(self.spool)
+        bad = os.path.join(self.spool, "job1-1.rank0.prof")
+        with open(bad, "wb") as f:
+            f.write(b"STRPROF1" + b"\0" * 20)
+        proc = run([STRATA, "recover", self.spool])
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("truncated", proc.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.spool, "quarantine", "job1-1.rank0.prof")))
+
+
+class Spool(ProfileTestCase):
+    def test_unwritable_spool_falls_back_with_one_message(self):
+        env = dict(self.env, STRATA_SPOOL="/proc/strata-cannot-be-here")
+        proc = self.profile_run([program("ring_c"), "2"], env=env)
+        self.assertRan(proc)
+        lines = [l for l in proc.stderr.splitlines() if "not writable" in l]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        fallback = os.path.join(self.out, ".strata", "spool")
+        self.assertIn(fallback, lines[0])
+        self.assertEqual(len(glob.glob(os.path.join(fallback, "*.json"))), 1)
+
+    def test_record_owned_by_user_and_atomic(self):
+        self.assertRan(self.profile_run([program("ring_c"), "2"]))
+        files = os.listdir(self.spool)
+        self.assertEqual([f for f in files if ".tmp." in f], [])
+        st = os.stat(self.records()[0])
+        self.assertEqual(st.st_uid, os.getuid())
+        self.assertEqual(st.st_mode & 0o002, 0)
+
+    def test_disable_leaves_no_record(self):
+        env = dict(self.env, STRATA_DISABLE="1")
+        self.assertRan(self.profile_run([program("ring_c"), "2"], env=env))
+        self.assertEqual(self.records(), [])

@@ -1,0 +1,38 @@
+/* Ends badly on purpose, after known traffic: each rank sends 5 messages to its partner, then
+ * rank 1 ends as asked (abort | segv | fpe | exit | kill | term) while rank 0 waits. */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char** argv) {
+  const char* how = argc > 1 ? argv[1] : "abort";
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int partner = rank ^ 1, value = rank, in = 0;
+  for (int i = 0; i < 5; ++i)
+    MPI_Sendrecv(&value, 1, MPI_INT, partner, i, &in, 1, MPI_INT, partner, i, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 1) {
+    if (strcmp(how, "abort") == 0)
+      MPI_Abort(MPI_COMM_WORLD, 7);
+    if (strcmp(how, "segv") == 0)
+      raise(SIGSEGV);
+    if (strcmp(how, "fpe") == 0)
+      raise(SIGFPE);
+    if (strcmp(how, "kill") == 0)
+      raise(SIGKILL);
+    if (strcmp(how, "term") == 0)
+      raise(SIGTERM);
+    exit(0); /* "exit": leave without MPI_Finalize */
+  }
+  /* Rank 0 blocks until the launcher takes the job down. */
+  MPI_Recv(&in, 1, MPI_INT, 1, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Finalize();
+  return 0;
+}

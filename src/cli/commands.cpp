@@ -99,7 +99,8 @@ config::stack apply_stack_options(const launch_options& o) {
     ::setenv("STRATA_TOOLS", o.tools.c_str(), 1);
     return config::parse_tool_list(o.tools, "--tools");
   }
-  return config::select_stack(env);
+  return config::select_stack(env,
+                              launch::find_layout(self_exe()).prefix + "/etc/strata/strata.conf");
 }
 
 struct target {

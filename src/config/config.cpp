@@ -191,7 +191,7 @@ bool read_file(const std::string& path, std::string& contents) {
   return !in.bad();
 }
 
-stack select_stack(const getenv_fn& getenv) {
+stack select_stack(const getenv_fn& getenv, const std::string& site_config) {
   const char* disable = getenv("STRATA_DISABLE");
   if (disable != nullptr && disable[0] != '\0' && std::string_view(disable) != "0") {
     stack none;
@@ -215,6 +215,10 @@ stack select_stack(const getenv_fn& getenv) {
   candidates.emplace_back(".strata.conf");
   if (const char* home = getenv("HOME"); home != nullptr && home[0] != '\0')
     candidates.push_back(std::string(home) + "/.strata.conf");
+  if (const char* site = getenv("STRATA_SITE_CONFIG"); site != nullptr && site[0] != '\0')
+    candidates.emplace_back(site);
+  else if (!site_config.empty())
+    candidates.push_back(site_config);
   for (const std::string& path : candidates) {
     std::string text;
     if (::access(path.c_str(), F_OK) == 0 && read_file(path, text))

@@ -34,9 +34,11 @@ stack parse_config(std::string_view text, std::string_view filename);
 using getenv_fn = std::function<const char*(const char*)>;
 
 // The stack for this process: STRATA_TOOLS, else the file named by STRATA_CONFIG, else
-// ./.strata.conf, else ~/.strata.conf; none of them gives an empty stack. STRATA_DISABLE=1
-// gives an empty stack whatever is set.
-stack select_stack(const getenv_fn& getenv);
+// ./.strata.conf, else ~/.strata.conf, else the site's file (STRATA_SITE_CONFIG, else
+// `site_config`: the installation's etc/strata/strata.conf, which makes a stack the default
+// for every job). None of them gives an empty stack. STRATA_DISABLE=1 gives an empty stack
+// whatever is set: the per-job opt-out.
+stack select_stack(const getenv_fn& getenv, const std::string& site_config = {});
 
 // Directories searched for a module given by name: STRATA_MODULE_PATH (colon-separated),
 // then `builtin_dir`.

@@ -83,8 +83,13 @@ TEST(Selection, ToolsThenConfigThenLocalThenHome) {
   const fs::path old = fs::current_path();
   fs::current_path(dir);
   fake_env e;
+  std::ofstream(dir / "site.conf") << "s\n";
+  EXPECT_TRUE(strata::config::select_stack(e.fn()).modules.empty());
+  EXPECT_EQ(strata::config::select_stack(e.fn(), (dir / "site.conf").string()).modules.at(0).name,
+            "s");
   e.vars["HOME"] = (dir / "home").string();
-  EXPECT_EQ(strata::config::select_stack(e.fn()).modules.at(0).name, "c");
+  EXPECT_EQ(strata::config::select_stack(e.fn(), (dir / "site.conf").string()).modules.at(0).name,
+            "c");
   std::ofstream(dir / ".strata.conf") << "b\n";
   EXPECT_EQ(strata::config::select_stack(e.fn()).modules.at(0).name, "b");
   e.vars["STRATA_CONFIG"] = (dir / "explicit.conf").string();

@@ -406,7 +406,9 @@ void load_modules_once() {
   if (g_loaded.exchange(true))
     return;
   core_state& s = state();
-  const config::stack stack = config::select_stack([](const char* n) { return std::getenv(n); });
+  const config::stack stack =
+      config::select_stack([](const char* n) { return std::getenv(n); },
+                           own_directory() + "/../../../etc/strata/strata.conf");
   if (!stack.ok()) {
     s.load_error = stack.error;
     return;

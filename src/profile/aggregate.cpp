@@ -186,6 +186,20 @@ std::string record_json(const job_totals& job) {
                         {"outside_mpi", job.counters_outside_mpi[c]}};
     }
   }
+  if (!job.callsites.empty() || job.callsites_dropped != 0) {
+    nlohmann::json sites = nlohmann::json::array();
+    for (const callsite_total& c : job.callsites)
+      sites.push_back({{"function", c.function},
+                       {"file", c.file},
+                       {"line", c.line},
+                       {"caller", c.caller},
+                       {"calls", c.calls},
+                       {"time_s", static_cast<double>(c.time_ns) / 1e9},
+                       {"bytes", c.bytes},
+                       {"ranks", c.ranks}});
+    j["callsites"] = sites;
+    j["callsites_dropped"] = job.callsites_dropped;
+  }
   nlohmann::json& routines = j["routines"];
   routines = nlohmann::json::object();
   for (const auto& [name, r] : job.routines) {
@@ -214,6 +228,19 @@ std::string record_json(const job_totals& job) {
   }
   // argv and the environment may hold any bytes: invalid UTF-8 becomes U+FFFD, never a throw.
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void merge_callsite(std::vector<callsite_total>& list, const callsite_total& site) {
+  for (callsite_total& c : list) {
+    if (c.function == site.function && c.file == site.file && c.line == site.line) {
+      c.calls += site.calls;
+      c.time_ns += site.time_ns;
+      c.bytes += site.bytes;
+      c.ranks += site.ranks;
+      return;
+    }
+  }
+  list.push_back(site);
 }
 
 std::string job_key(const std::string& job_id) {

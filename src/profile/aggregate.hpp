@@ -33,6 +33,18 @@ struct routine_total {
   spread time_per_rank;
 };
 
+// One source line calling one MPI function, over all ranks (STRATA_PROFILE_CALLSITES=1).
+struct callsite_total {
+  std::string function; // the MPI function
+  std::string file;
+  int line = 0;
+  std::string caller; // the function containing the call
+  uint64_t calls = 0;
+  uint64_t time_ns = 0;
+  uint64_t bytes = 0;
+  int ranks = 0; // ranks that made this call
+};
+
 struct job_totals {
   rank_header facts{}; // the lowest reporting rank's header: job, user, program, MPI
   int ranks = 0;       // the job's size
@@ -48,7 +60,12 @@ struct job_totals {
   uint64_t counters_in_mpi[max_counters] = {};
   uint64_t counters_outside_mpi[max_counters] = {};
   std::map<std::string, routine_total> routines; // only routines called somewhere
+  std::vector<callsite_total> callsites;         // by time, longest first
+  uint64_t callsites_dropped = 0;
 };
+
+// Adds `site` to the list, merging with an entry for the same function, file and line.
+void merge_callsite(std::vector<callsite_total>& list, const callsite_total& site);
 
 // Functions whose time is not "MPI time": they bracket the measured interval.
 bool excluded_from_mpi_time(const std::string& routine);

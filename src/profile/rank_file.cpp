@@ -48,11 +48,13 @@ void rank_mapping::unmap() {
   slots = nullptr;
 }
 
-rank_mapping create_rank_file(const std::string& path, const std::vector<std::string>& names) {
+rank_mapping create_rank_file(const std::string& path, const std::vector<std::string>& names,
+                              uint32_t callsite_capacity) {
   rank_mapping m;
   m.path = path;
   const size_t count = names.size();
-  m.bytes = sizeof(rank_header) + count * name_length + count * sizeof(routine_slot);
+  m.bytes = sizeof(rank_header) + count * name_length + count * sizeof(routine_slot) +
+            callsite_capacity * sizeof(callsite_slot);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     m.error = path + ": " + std::strerror(errno);
@@ -81,6 +83,9 @@ rank_mapping create_rank_file(const std::string& path, const std::vector<std::st
   m.slots = reinterpret_cast<routine_slot*>(name_table + count * name_length);
   for (size_t i = 0; i < count; ++i)
     m.slots[i].min_ns = UINT64_MAX;
+  m.header->callsite_capacity = callsite_capacity;
+  if (callsite_capacity > 0)
+    m.callsites = reinterpret_cast<callsite_slot*>(m.slots + count);
   return m;
 }
 
@@ -106,8 +111,10 @@ read_result parse_rank_image(const unsigned char* bytes, size_t size, const std:
     return r;
   }
   const uint64_t count = h.function_count;
-  const uint64_t need = sizeof(rank_header) + count * (name_length + sizeof(routine_slot));
-  if (count > 100000 || need > size) {
+  const uint64_t sites = h.callsite_capacity;
+  const uint64_t need = sizeof(rank_header) + count * (name_length + sizeof(routine_slot)) +
+                        sites * sizeof(callsite_slot);
+  if (count > 100000 || sites > (uint64_t{1} << 24) || need > size) {
     r.error = path + ": truncated or corrupt (" + std::to_string(count) + " functions need " +
               std::to_string(need) + " bytes, the file has " + std::to_string(size) + ")";
     return r;
@@ -130,8 +137,11 @@ read_result parse_rank_image(const unsigned char* bytes, size_t size, const std:
     r.data.names.emplace_back(names + i * name_length,
                               ::strnlen(names + i * name_length, name_length));
   r.data.slots.resize(count);
-  std::memcpy(r.data.slots.data(), bytes + sizeof(rank_header) + count * name_length,
-              count * sizeof(routine_slot));
+  const unsigned char* slots = bytes + sizeof(rank_header) + count * name_length;
+  std::memcpy(r.data.slots.data(), slots, count * sizeof(routine_slot));
+  r.data.callsites.resize(sites);
+  std::memcpy(r.data.callsites.data(), slots + count * sizeof(routine_slot),
+              sites * sizeof(callsite_slot));
   return r;
 }
 

@@ -10,7 +10,7 @@
 namespace strata::profile {
 
 inline constexpr char rank_file_magic[8] = {'S', 'T', 'R', 'P', 'R', 'O', 'F', '1'};
-inline constexpr uint32_t rank_file_version = 1;
+inline constexpr uint32_t rank_file_version = 2;
 inline constexpr int size_bins = 40; // bin 0: 0 bytes; bin k: [2^(k-1), 2^k)
 inline constexpr int comm_bins = 32; // bin k: communicator sizes in [2^k, 2^(k+1))
 inline constexpr int max_counters = 8;
@@ -32,6 +32,25 @@ struct routine_slot {
   uint64_t comm_hist[comm_bins];
 };
 
+// One (MPI function, call site) pair on one rank (STRATA_PROFILE_CALLSITES=1). The key packs
+// the return address (user space: 47 bits) with the function id + 1 in the top 16 bits, so one
+// 64-bit compare-and-swap claims a slot.
+struct callsite_slot {
+  uint64_t key; // 0 = free
+  uint64_t calls;
+  uint64_t time_ns;
+  uint64_t bytes;
+};
+inline uint64_t callsite_key(uint64_t address, int function) {
+  return (address & ((uint64_t{1} << 48) - 1)) | (static_cast<uint64_t>(function + 1) << 48);
+}
+inline uint64_t callsite_address(uint64_t key) {
+  return key & ((uint64_t{1} << 48) - 1);
+}
+inline int callsite_function(uint64_t key) {
+  return static_cast<int>(key >> 48) - 1;
+}
+
 struct rank_header {
   char magic[8];
   uint32_t version;
@@ -48,12 +67,14 @@ struct rank_header {
   int32_t counter_count;
   uint32_t uid;
   uint32_t pid;
-  int64_t start_unix_ns;  // MPI_Init entered
-  int64_t end_unix_ns;    // MPI_Finalize entered, or the end observed
-  uint64_t init_mono_ns;  // MPI_Init returned (wall time starts)
-  uint64_t last_mono_ns;  // the latest call's exit: wall time of a rank that died
-  uint64_t final_mono_ns; // MPI_Finalize entered
-  uint64_t overhead_ns;   // the profiler's own time, measured by itself
+  uint32_t callsite_capacity; // slots after the routine slots; a power of two, or 0
+  uint32_t callsites_dropped; // calls not keyed because the table was full
+  int64_t start_unix_ns;      // MPI_Init entered
+  int64_t end_unix_ns;        // MPI_Finalize entered, or the end observed
+  uint64_t init_mono_ns;      // MPI_Init returned (wall time starts)
+  uint64_t last_mono_ns;      // the latest call's exit: wall time of a rank that died
+  uint64_t final_mono_ns;     // MPI_Finalize entered
+  uint64_t overhead_ns;       // the profiler's own time, measured by itself
   uint64_t counters_in_mpi[max_counters];
   uint64_t counters_outside_mpi[max_counters];
   char counter_names[max_counters][32];
@@ -86,6 +107,7 @@ inline uint64_t size_bin_lower_bound(int bin) {
 struct rank_mapping {
   rank_header* header = nullptr;
   routine_slot* slots = nullptr;
+  callsite_slot* callsites = nullptr;
   size_t bytes = 0;
   std::string path;
   std::string error;
@@ -95,13 +117,15 @@ struct rank_mapping {
 
 // Creates PATH (0600) sized for these functions and maps it; names are stored in the file so
 // the reader needs no knowledge of the MPI the job used.
-rank_mapping create_rank_file(const std::string& path, const std::vector<std::string>& names);
+rank_mapping create_rank_file(const std::string& path, const std::vector<std::string>& names,
+                              uint32_t callsite_capacity = 0);
 
 // A rank file read back (validated; never trusts sizes or strings in the file).
 struct rank_data {
   rank_header header{};
   std::vector<std::string> names;
   std::vector<routine_slot> slots;
+  std::vector<callsite_slot> callsites; // addresses of a process that is gone: not resolved
   std::string path;
 };
 struct read_result {

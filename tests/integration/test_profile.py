@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 
-from strata_testlib import (FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run,
+from strata_testlib import (CORE, FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run,
                             strata_run)
 
 ITER = 9
@@ -70,6 +70,20 @@ class Figures(ProfileTestCase):
         proc = subprocess.run(args, env=self.env, capture_output=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(self.only_record()["job"]["argv"][-1], "\ufffd<b>")
+
+    def test_call_sites_name_the_source_lines(self):
+        source = os.path.join(os.path.dirname(__file__), "..", "programs", "ring.c")
+        with open(source) as f:
+            text = f.readlines()
+        send_lines = sorted(i + 1 for i, l in enumerate(text) if l.strip().startswith("MPI_Send("))
+        env = dict(self.env, STRATA_PROFILE_CALLSITES="1")
+        self.assertRan(self.profile_run([program("ring_c"), str(ITER)], env=env))
+        rec = self.only_record()
+        sends = [c for c in rec["callsites"] if c["function"] == "MPI_Send"]
+        self.assertEqual(sorted(c["line"] for c in sends), send_lines)
+        self.assertTrue(all(c["file"].endswith("ring.c") and c["caller"] == "main" for c in sends))
+        self.assertEqual(sum(c["calls"] for c in sends), 2 * ITER)
+        self.assertEqual(rec["callsites_dropped"], 0)
 
     def test_waiting_rank_is_seen(self):
         proc = self.profile_run([program("late_sender_c"), "150"])
@@ -200,6 +214,40 @@ class AbnormalEnds(ProfileTestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("truncated", proc.stderr)
         self.assertTrue(os.path.exists(os.path.join(self.spool, "quarantine", "job1-1.rank0.prof")))
+
+
+class SiteDefault(ProfileTestCase):
+    """docs/site-setup.md: the site's compiler wrappers link -lstrata, the site config lists
+    `profile`, so every job is profiled with nothing set by the user; STRATA_DISABLE=1 opts out."""
+
+    def build_with_site_wrapper(self):
+        libdir = os.path.dirname(CORE)
+        exe = os.path.join(self.out, "ring_site")
+        source = os.path.join(os.path.dirname(__file__), "..", "programs", "ring.c")
+        env = base_env()
+        if FLAVOR == "openmpi":
+            env["OMPI_LIBS"] = f"-L{libdir} -Wl,-rpath,{libdir} -lstrata -lmpi"
+            cmd = ["mpicc.openmpi", source, "-o", exe]
+        else:
+            profile = os.path.join(self.out, "strata")
+            with open(profile + ".conf", "w") as f:
+                f.write(f'PROFILE_PRELIB="-L{libdir} -Wl,-rpath,{libdir} -lstrata"\n')
+            cmd = ["mpicc.mpich", f"-profile={profile}", source, "-o", exe]
+        proc = run(cmd, env=env)
+        self.assertRan(proc)
+        return exe
+
+    def test_every_job_profiled_by_default_with_opt_out(self):
+        exe = self.build_with_site_wrapper()
+        site = os.path.join(self.out, "site.conf")
+        with open(site, "w") as f:
+            f.write("profile\n")
+        env = dict(self.env, STRATA_SITE_CONFIG=site)
+        self.assertRan(run(mpirun(2) + [exe, "3"], env=env))
+        self.assertEqual(self.only_record()["routines"]["MPI_Send"]["calls"], 6)
+        os.remove(self.records()[0])
+        self.assertRan(run(mpirun(2) + [exe, "3"], env=dict(env, STRATA_DISABLE="1")))
+        self.assertEqual(self.records(), [])
 
 
 class Spool(ProfileTestCase):

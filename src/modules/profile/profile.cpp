@@ -8,6 +8,7 @@
 #include "profile/aggregate.hpp"
 #include "profile/rank_file.hpp"
 #include "profile/spool.hpp"
+#include "profile/symbols.hpp"
 
 #include <mpi.h>
 #include <strata/module.h>
@@ -49,6 +50,11 @@ struct profile_state {
   rank_header early_header{};
   routine_slot* slots = nullptr;
   rank_header* header = nullptr;
+  // STRATA_PROFILE_CALLSITES=1: calls keyed by (function, return address) as well.
+  bool want_callsites = false;
+  callsite_slot* callsites = nullptr;
+  uint32_t callsite_mask = 0;
+  std::vector<callsite_slot> callsites_in_memory; // when the spool cannot hold a rank file
   rank_mapping mapping;
   bool threaded = false;
   std::atomic<bool> paused{false};
@@ -114,6 +120,43 @@ inline void atomic_add(uint64_t& target, uint64_t value) {
   std::atomic_ref<uint64_t>(target).fetch_add(value, std::memory_order_relaxed);
 }
 
+constexpr uint32_t callsite_capacity = 4096;
+constexpr int callsite_probes = 32;
+
+// Open addressing on the packed key; a full neighbourhood counts the call as dropped rather
+// than slowing the call down.
+void count_callsite(profile_state& s, const strata_event& ev, uint64_t t, uint64_t bytes) {
+  const uint64_t key = callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function);
+  uint32_t i = static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & s.callsite_mask;
+  for (int probe = 0; probe < callsite_probes; ++probe, i = (i + 1) & s.callsite_mask) {
+    callsite_slot& slot = s.callsites[i];
+    if (!s.threaded) {
+      if (slot.key == 0)
+        slot.key = key;
+      if (slot.key != key)
+        continue;
+      ++slot.calls;
+      slot.time_ns += t;
+      slot.bytes += bytes;
+      return;
+    }
+    std::atomic_ref<uint64_t> claimed(slot.key);
+    uint64_t seen = claimed.load(std::memory_order_relaxed);
+    if (seen == 0 && claimed.compare_exchange_strong(seen, key, std::memory_order_relaxed))
+      seen = key;
+    if (seen != key)
+      continue;
+    atomic_add(slot.calls, 1);
+    atomic_add(slot.time_ns, t);
+    atomic_add(slot.bytes, bytes);
+    return;
+  }
+  if (s.threaded)
+    std::atomic_ref<uint32_t>(s.header->callsites_dropped).fetch_add(1, std::memory_order_relaxed);
+  else
+    ++s.header->callsites_dropped;
+}
+
 void count_call(profile_state& s, const strata_event& ev) {
   routine_slot& slot = s.slots[ev.function];
   const uint64_t t = ev.t_exit_ns - ev.t_enter_ns;
@@ -140,6 +183,8 @@ void count_call(profile_state& s, const strata_event& ev) {
     if (collective)
       ++slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))];
     s.header->last_mono_ns = ev.t_exit_ns;
+    if (s.callsites != nullptr)
+      count_callsite(s, ev, t, sent + received);
     return;
   }
   atomic_add(slot.calls, 1);
@@ -154,6 +199,8 @@ void count_call(profile_state& s, const strata_event& ev) {
   if (collective)
     atomic_add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], 1);
   atomic_max(s.header->last_mono_ns, ev.t_exit_ns);
+  if (s.callsites != nullptr)
+    count_callsite(s, ev, t, sent + received);
 }
 
 void on_exit(strata_event* ev, void* raw) {
@@ -412,6 +459,84 @@ void at_exit() {
 
 // ---- aggregation at finalize (and MPI_Pcontrol 4) -----------------------------------------
 
+std::string clean_field(std::string text) {
+  for (char& c : text)
+    if (c == '\t' || c == '\n')
+      c = ' ';
+  return text;
+}
+
+// Call sites: each rank resolves its own return addresses (ASLR differs between ranks), then
+// rank 0 gathers "function file line caller calls time bytes" lines and merges equal lines.
+std::vector<callsite_total> gather_callsites(profile_state& s, uint64_t& dropped) {
+  std::string lines;
+  if (s.callsites != nullptr) {
+    std::vector<uint64_t> addresses;
+    std::vector<const callsite_slot*> used;
+    for (uint32_t i = 0; i <= s.callsite_mask; ++i) {
+      if (s.callsites[i].key != 0 && s.callsites[i].calls != 0) {
+        used.push_back(&s.callsites[i]);
+        addresses.push_back(callsite_address(s.callsites[i].key));
+      }
+    }
+    const std::vector<source_location> where = resolve_return_addresses(addresses);
+    for (size_t i = 0; i < used.size(); ++i) {
+      const int fid = callsite_function(used[i]->key);
+      if (fid < 0 || fid >= static_cast<int>(s.names.size()))
+        continue;
+      lines += s.names[static_cast<size_t>(fid)] + "\t" + clean_field(where[i].file) + "\t" +
+               std::to_string(where[i].line) + "\t" + clean_field(where[i].function) + "\t" +
+               std::to_string(used[i]->calls) + "\t" + std::to_string(used[i]->time_ns) + "\t" +
+               std::to_string(used[i]->bytes) + "\n";
+    }
+  }
+  const uint64_t local_dropped = s.header->callsites_dropped;
+  MPI_Reduce(&local_dropped, &dropped, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  int length = static_cast<int>(lines.size());
+  std::vector<int> lengths(static_cast<size_t>(s.rank == 0 ? s.world_size : 1));
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<int> offsets(lengths.size());
+  std::string all;
+  if (s.rank == 0) {
+    size_t total = 0;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      offsets[r] = static_cast<int>(total);
+      total += static_cast<size_t>(lengths[r]);
+    }
+    all.resize(total);
+  }
+  MPI_Gatherv(lines.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+              0, MPI_COMM_WORLD);
+  std::vector<callsite_total> merged;
+  size_t pos = 0;
+  while (pos < all.size()) {
+    const size_t end = all.find('\n', pos);
+    const std::string line = all.substr(pos, end - pos);
+    pos = end == std::string::npos ? all.size() : end + 1;
+    std::vector<std::string> f;
+    size_t start = 0;
+    for (size_t tab = line.find('\t'); tab != std::string::npos; tab = line.find('\t', start)) {
+      f.push_back(line.substr(start, tab - start));
+      start = tab + 1;
+    }
+    f.push_back(line.substr(start));
+    if (f.size() != 7)
+      continue;
+    callsite_total site{f[0],
+                        f[1],
+                        std::atoi(f[2].c_str()),
+                        f[3],
+                        std::stoull(f[4]),
+                        std::stoull(f[5]),
+                        std::stoull(f[6]),
+                        1};
+    merge_callsite(merged, site);
+  }
+  std::sort(merged.begin(), merged.end(),
+            [](const callsite_total& a, const callsite_total& b) { return a.time_ns > b.time_ns; });
+  return merged;
+}
+
 // The job's totals on rank 0, from MPI reductions over all ranks; a few KB whatever the size.
 job_totals reduce_over_ranks(profile_state& s) {
   const int n = static_cast<int>(s.names.size());
@@ -490,9 +615,14 @@ job_totals reduce_over_ranks(profile_state& s) {
   std::vector<char> hosts(static_cast<size_t>(s.rank == 0 ? s.world_size : 1) * 64);
   MPI_Gather(s.header->host, 64, MPI_CHAR, hosts.data(), 64, MPI_CHAR, 0, MPI_COMM_WORLD);
 
+  uint64_t dropped = 0;
+  std::vector<callsite_total> callsites = gather_callsites(s, dropped);
+
   job_totals job;
   if (s.rank != 0)
     return job;
+  job.callsites = std::move(callsites);
+  job.callsites_dropped = dropped;
   job.facts = *s.header;
   job.ranks = s.world_size;
   job.ranks_reported = s.world_size;
@@ -620,6 +750,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->slots = s->early_slots.data();
   s->header = &s->early_header;
   s->header->start_unix_ns = unix_ns();
+  const char* sites = std::getenv("STRATA_PROFILE_CALLSITES");
+  s->want_callsites = sites != nullptr && sites[0] != '\0' && std::strcmp(sites, "0") != 0;
   host->subscribe(self, "*");
   *state = s;
   g_state = s;
@@ -634,6 +766,12 @@ uint64_t calibrate(profile_state& s) {
   scratch_state.slots = scratch.data();
   scratch_state.header = &scratch_header;
   scratch_state.collective = s.collective;
+  std::vector<callsite_slot> scratch_sites;
+  if (s.want_callsites) {
+    scratch_sites.assign(callsite_capacity, callsite_slot{});
+    scratch_state.callsites = scratch_sites.data();
+    scratch_state.callsite_mask = callsite_capacity - 1;
+  }
   strata_event ev{};
   ev.peer = STRATA_NO_RANK;
   constexpr int rounds = 2000;
@@ -688,8 +826,9 @@ void start_rank(profile_state* s) {
   facts.thread_level = level;
   facts.init_mono_ns = mono_ns();
   if (!s->spool.empty()) {
-    s->mapping = create_rank_file(
-        s->spool + "/" + s->key + ".rank" + std::to_string(s->rank) + ".prof", s->names);
+    s->mapping =
+        create_rank_file(s->spool + "/" + s->key + ".rank" + std::to_string(s->rank) + ".prof",
+                         s->names, s->want_callsites ? callsite_capacity : 0);
     if (!s->mapping.ok() && s->rank == 0)
       s->host->log(s->self, ("cannot keep per-rank counters on disk: " + s->mapping.error +
                              "; an abnormal end will lose them")
@@ -705,13 +844,20 @@ void start_rank(profile_state* s) {
     h->header_size = layout.header_size;
     h->slot_size = layout.slot_size;
     h->function_count = layout.function_count;
+    h->callsite_capacity = layout.callsite_capacity;
     std::memcpy(s->mapping.slots, s->early_slots.data(),
                 s->early_slots.size() * sizeof(routine_slot));
     s->header = h;
     s->slots = s->mapping.slots;
+    s->callsites = s->mapping.callsites;
   } else {
     s->early_header = facts;
+    if (s->want_callsites) {
+      s->callsites_in_memory.assign(callsite_capacity, callsite_slot{});
+      s->callsites = s->callsites_in_memory.data();
+    }
   }
+  s->callsite_mask = callsite_capacity - 1;
   s->per_call_overhead_ns = calibrate(*s);
   open_counters(*s);
   install_signal_handlers();

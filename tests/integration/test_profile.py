@@ -3,6 +3,7 @@ import glob
 import json
 import os
 import subprocess
+import time
 
 from strata_testlib import (CORE, FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run,
                             strata_run)
@@ -138,8 +139,10 @@ class Figures(ProfileTestCase):
         proc = self.profile_run([program("late_sender_c"), "100"], env=env)
         self.assertRan(proc)
         counters = self.only_record()["job"]["counters"]
-        self.assertGreater(counters["task-clock"]["in_mpi"], 0)
-        self.assertGreater(counters["task-clock"]["outside_mpi"], 0.15e9)  # rank 1 computes 300 ms
+        # Rank 1 computes 300 ms outside MPI while rank 0 polls inside MPI_Recv: both parts get
+        # CPU time (less than 300 ms each when the machine is busy).
+        self.assertGreater(counters["task-clock"]["in_mpi"], 0.05e9)
+        self.assertGreater(counters["task-clock"]["outside_mpi"], 0.05e9)
         self.assertIn("page-faults", counters)
         cycles_lines = [l for l in proc.stderr.splitlines() if "cycles" in l]
         if "cycles" not in counters:  # no PMU here: said once, and profiling went on
@@ -166,7 +169,13 @@ class AbnormalEnds(ProfileTestCase):
         self.assertEqual(self.records(), [], "no record without MPI_Finalize")
         rank_files = glob.glob(os.path.join(self.spool, "*.prof"))
         self.assertEqual(len(rank_files), 2, os.listdir(self.spool))
-        rec = run([STRATA, "recover", self.spool], env=self.env)
+        # The launcher may return before the last rank is gone; recover leaves live jobs alone,
+        # so try again for a while, as a cron job would.
+        for _ in range(40):
+            rec = run([STRATA, "recover", self.spool], env=self.env)
+            if "still running" not in rec.stderr:
+                break
+            time.sleep(0.25)
         self.assertRan(rec)
         self.assertIn("partial record from 2 rank files", rec.stdout)
         self.assertEqual(glob.glob(os.path.join(self.spool, "*.prof")), [])

@@ -65,7 +65,8 @@ core_handle open_core(const std::string& library) {
     core.error = "no Strata core at " + library + " (was Strata built for this MPI?)";
     return core;
   }
-  core.handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Global: a patched PMPI tool imports the core's ZMPI_ functions by name, as in the program.
+  core.handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (core.handle != nullptr)
     core.probe = reinterpret_cast<strata_probe_fn>(::dlsym(core.handle, "strata_core_probe"));
   if (core.probe == nullptr) {

@@ -1,6 +1,7 @@
 // Module loading, chain building, the host API offered to modules and the MPI life-cycle hooks.
 #include "config/config.hpp"
 #include "core/dispatch.hpp"
+#include "launch/launch.hpp"
 
 #include <mpi.h>
 
@@ -234,6 +235,48 @@ const strata_host host_api = {STRATA_MODULE_ABI_VERSION,
 
 // ---- loading --------------------------------------------------------------------------------
 
+// A binary PMPI tool converted by `strata patch`: no descriptor, its MPI_X wrappers call ZMPI_X
+// (the next layer). It takes no arguments and has no callbacks.
+std::string load_pmpi_tool(const config::module_spec& spec, loaded_module& m) {
+  static const strata_module patched_tool = {STRATA_MODULE_ABI_VERSION,
+                                             nullptr,
+                                             gen::mpi_flavor,
+                                             "binary PMPI tool (patched with strata patch)",
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             nullptr};
+  const launch::elf_dynamic elf = launch::read_elf_dynamic(m.path);
+  auto imports = [&](const char* upper, const char* lower) {
+    for (const std::string& name : elf.imported)
+      if (name.rfind(upper, 0) == 0 || name.rfind(lower, 0) == 0)
+        return true;
+    return false;
+  };
+  if (!imports("ZMPI_", "zmpi_")) {
+    if (imports("PMPI_", "pmpi_"))
+      return spec.origin + ": " + m.path +
+             " is a PMPI tool that has not been patched: run 'strata patch " + m.path +
+             " OUT.so' and load OUT.so";
+    return spec.origin + ": " + m.path + " is not a Strata module: it has no " +
+           STRATA_MODULE_SYMBOL + " symbol";
+  }
+  const std::string flavor = launch::flavor_of_libraries(elf.libraries);
+  if (!flavor.empty() && flavor != gen::mpi_flavor)
+    return spec.origin + ": PMPI tool '" + spec.name + "' was built for " + flavor +
+           ", but this program uses " + gen::mpi_flavor;
+  if (!spec.args.empty())
+    return spec.origin + ": PMPI tool '" + spec.name + "' takes no arguments";
+  m.desc = &patched_tool;
+  const size_t slash = m.path.rfind('/');
+  m.name = m.path.substr(slash == std::string::npos ? 0 : slash + 1);
+  m.name = m.name.substr(0, m.name.rfind(".so"));
+  return {};
+}
+
 std::string load_module(const config::module_spec& spec, const std::vector<std::string>& dirs,
                         loaded_module& m) {
   m.name = spec.name;
@@ -251,8 +294,7 @@ std::string load_module(const config::module_spec& spec, const std::vector<std::
   }
   auto entry = reinterpret_cast<strata_module_entry>(::dlsym(m.handle, STRATA_MODULE_SYMBOL));
   if (entry == nullptr)
-    return spec.origin + ": " + m.path + " is not a Strata module: it has no " +
-           STRATA_MODULE_SYMBOL + " symbol";
+    return load_pmpi_tool(spec, m);
   m.desc = entry();
   if (m.desc == nullptr || m.desc->abi_version != STRATA_MODULE_ABI_VERSION)
     return spec.origin + ": module '" + spec.name + "' was built for module ABI version " +

@@ -11,8 +11,8 @@
 
 namespace strata::launch {
 
-needed_result elf_needed(const std::string& path) {
-  needed_result result;
+elf_dynamic read_elf_dynamic(const std::string& path) {
+  elf_dynamic result;
   if (elf_version(EV_CURRENT) == EV_NONE) {
     result.error = "libelf is unusable";
     return result;
@@ -26,27 +26,38 @@ needed_result elf_needed(const std::string& path) {
   if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
     result.error = path + ": not an ELF executable";
   } else {
+    bool dynamic = false;
     Elf_Scn* scn = nullptr;
-    bool found = false;
     while ((scn = elf_nextscn(elf, scn)) != nullptr) {
       GElf_Shdr shdr;
-      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_DYNAMIC)
+      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_entsize == 0)
         continue;
-      found = true;
       Elf_Data* data = elf_getdata(scn, nullptr);
-      const size_t count = shdr.sh_entsize != 0 ? shdr.sh_size / shdr.sh_entsize : 0;
-      for (size_t i = 0; data != nullptr && i < count; ++i) {
-        GElf_Dyn dyn;
-        if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr)
-          break;
-        if (dyn.d_tag != DT_NEEDED)
-          continue;
-        const char* name = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val);
-        if (name != nullptr)
-          result.libraries.emplace_back(name);
+      const size_t count = shdr.sh_size / shdr.sh_entsize;
+      if (shdr.sh_type == SHT_DYNAMIC) {
+        dynamic = true;
+        for (size_t i = 0; data != nullptr && i < count; ++i) {
+          GElf_Dyn dyn;
+          if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr)
+            break;
+          if (dyn.d_tag != DT_NEEDED)
+            continue;
+          if (const char* name = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val))
+            result.libraries.emplace_back(name);
+        }
+      } else if (shdr.sh_type == SHT_DYNSYM) {
+        for (size_t i = 1; data != nullptr && i < count; ++i) {
+          GElf_Sym sym;
+          if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr)
+            break;
+          const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+          if (name == nullptr || name[0] == '\0')
+            continue;
+          (sym.st_shndx == SHN_UNDEF ? result.imported : result.exported).emplace_back(name);
+        }
       }
     }
-    if (!found)
+    if (!dynamic)
       result.error = path + ": statically linked (no dynamic section); link it with -lstrata";
   }
   if (elf != nullptr)
@@ -66,17 +77,23 @@ std::string flavor_of_library(const std::string& soname) {
   return {};
 }
 
-std::string flavor_of_program(const std::string& path, std::string& error) {
-  const needed_result needed = elf_needed(path);
-  if (!needed.error.empty()) {
-    error = needed.error;
-    return {};
-  }
-  for (const std::string& lib : needed.libraries)
+std::string flavor_of_libraries(const std::vector<std::string>& libraries) {
+  for (const std::string& lib : libraries)
     if (std::string flavor = flavor_of_library(lib); !flavor.empty())
       return flavor;
-  error = path + " is not linked against Open MPI or MPICH";
   return {};
+}
+
+std::string flavor_of_program(const std::string& path, std::string& error) {
+  const elf_dynamic elf = read_elf_dynamic(path);
+  if (!elf.error.empty()) {
+    error = elf.error;
+    return {};
+  }
+  std::string flavor = flavor_of_libraries(elf.libraries);
+  if (flavor.empty())
+    error = path + " is not linked against Open MPI or MPICH";
+  return flavor;
 }
 
 std::string flavor_of_launcher(const char* (*getenv)(const char*)) {

@@ -7,12 +7,18 @@
 
 namespace strata::launch {
 
-// The DT_NEEDED entries of an ELF file, or an error.
-struct needed_result {
+// The dynamic linking facts of an ELF file: its DT_NEEDED entries and the names of the symbols
+// it imports (undefined) and exports (defined) in .dynsym; or an error.
+struct elf_dynamic {
   std::vector<std::string> libraries;
+  std::vector<std::string> imported;
+  std::vector<std::string> exported;
   std::string error;
 };
-needed_result elf_needed(const std::string& path);
+elf_dynamic read_elf_dynamic(const std::string& path);
+
+// The MPI flavor an ELF file needs ("openmpi", "mpich"), from its DT_NEEDED entries; "" if none.
+std::string flavor_of_libraries(const std::vector<std::string>& libraries);
 
 // "openmpi" or "mpich" from a library soname, or "" when it is neither.
 std::string flavor_of_library(const std::string& soname);

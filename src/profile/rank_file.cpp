@@ -138,10 +138,12 @@ read_result parse_rank_image(const unsigned char* bytes, size_t size, const std:
                               ::strnlen(names + i * name_length, name_length));
   r.data.slots.resize(count);
   const unsigned char* slots = bytes + sizeof(rank_header) + count * name_length;
-  std::memcpy(r.data.slots.data(), slots, count * sizeof(routine_slot));
+  if (count > 0)
+    std::memcpy(r.data.slots.data(), slots, count * sizeof(routine_slot));
   r.data.callsites.resize(sites);
-  std::memcpy(r.data.callsites.data(), slots + count * sizeof(routine_slot),
-              sites * sizeof(callsite_slot));
+  if (sites > 0)
+    std::memcpy(r.data.callsites.data(), slots + count * sizeof(routine_slot),
+                sites * sizeof(callsite_slot));
   return r;
 }
 

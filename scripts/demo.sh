@@ -22,3 +22,15 @@ for flavor in openmpi mpich; do
     printf '%-32s %s\n' "${tools:-(none)}" "$out"
   done
 done
+
+for flavor in openmpi mpich; do
+  prog=build/examples/$flavor/pingpong
+  [[ -x $prog ]] || continue
+  echo
+  echo "== $flavor: the profile module's report and job record"
+  spool=$(mktemp -d)
+  STRATA_SPOOL=$spool STRATA_PROFILE_OUT=- STRATA_PROFILE_CALLSITES=1 \
+    "$strata" run -np 2 --tools profile -- "$prog" 2000
+  echo "job record: $(ls "$spool"/*.json)"
+  "$strata" report "$spool"/*.json --format csv | head -4
+done

@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config gfortran python3 castxml
   libopenmpi-dev openmpi-bin libmpich-dev mpich
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libelf-dev libdw-dev
-  nlohmann-json3-dev libfmt-dev libpapi-dev
+  nlohmann-json3-dev libfmt-dev libpapi-dev libboost-math-dev
   valgrind clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
 )
 

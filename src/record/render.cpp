@@ -28,16 +28,23 @@ struct routine_row {
   std::optional<time_split> split;
 };
 
+// MPI_Init and MPI_Finalize bracket the measured interval: they are not MPI time (the job's MPI %
+// leaves them out too), so they get no share.
+bool brackets_the_run(const std::string& name) {
+  return name == "MPI_Init" || name == "MPI_Init_thread" || name == "MPI_Finalize";
+}
+
 std::vector<routine_row> routine_rows(const job_record& record, const machine_model* model) {
-  // Percentages are of the routines' own sum so that the column adds up to 100.
+  // Percentages are of the routines' own sum (MPI time) so that the column adds up to 100.
   double total = 0;
   for (const routine& r : record.routines)
-    total += r.time_s;
+    if (!brackets_the_run(r.name))
+      total += r.time_s;
   std::vector<routine_row> rows;
   for (const routine& r : record.routines) {
     routine_row& row = rows.emplace_back();
     row.measured = &r;
-    if (total > 0)
+    if (total > 0 && !brackets_the_run(r.name))
       row.percent_of_mpi = 100 * r.time_s / total;
     if (r.calls > 0) {
       row.us_per_call = 1e6 * r.time_s / static_cast<double>(r.calls);

@@ -299,12 +299,26 @@ std::string job_id_from_environment() {
   return {};
 }
 
+// MPI settings the user or the site chose; not the launcher's own wiring (ranks, ports, session
+// directories), which differs in every job and says nothing about how MPI was configured.
 bool is_mpi_variable(const char* kv) {
-  static const char* const prefixes[] = {"OMPI_", "MPICH_",    "I_MPI_", "MPIR_CVAR_",
-                                         "PMI_",  "PMIX_",     "HYDRA_", "UCX_",
-                                         "FI_",   "SLURM_MPI", "STRATA_"};
-  for (const char* p : prefixes)
-    if (std::strncmp(kv, p, std::strlen(p)) == 0)
+  static const char* const chosen[] = {"OMPI_MCA_", "MPICH_", "I_MPI_", "MPIR_CVAR_",
+                                       "UCX_",      "FI_",    "HYDRA_", "STRATA_"};
+  static const char* const wiring[] = {"OMPI_MCA_orte_",
+                                       "OMPI_MCA_ess",
+                                       "OMPI_MCA_pmix",
+                                       "OMPI_MCA_initial_wdir",
+                                       "OMPI_MCA_shmem_RUNTIME",
+                                       "OMPI_MCA_mpi_oversubscribe",
+                                       "OMPI_MCA_rmaps_base_oversubscribe"};
+  auto starts = [kv](const char* prefix) {
+    return std::strncmp(kv, prefix, std::strlen(prefix)) == 0;
+  };
+  for (const char* w : wiring)
+    if (starts(w))
+      return false;
+  for (const char* c : chosen)
+    if (starts(c))
       return true;
   return false;
 }

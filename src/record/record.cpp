@@ -92,9 +92,21 @@ template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& vi
   visit("counters", s.counters);
 }
 
+template <either_const<callsite> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("function", s.function);
+  visit("file", s.file);
+  visit("line", s.line);
+  visit("caller", s.caller);
+  visit("calls", s.calls);
+  visit("time_s", s.time_s);
+  visit("bytes", s.bytes);
+  visit("ranks", s.ranks);
+}
+
 template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("job", s.job);
   visit("routines", s.routines);
+  visit("callsites", s.callsites);
 }
 
 template <either_const<routine_model> S, typename Visit> void fields(S& s, Visit& visit) {
@@ -118,7 +130,7 @@ concept has_fields = requires(S& s, ignore_fields& visit) {
 template <typename T>
 constexpr bool may_be_absent =
     std::same_as<T, std::optional<std::int64_t>> || std::same_as<T, std::vector<histogram_bin>> ||
-    std::same_as<T, std::map<std::string, counter>>;
+    std::same_as<T, std::vector<callsite>> || std::same_as<T, std::map<std::string, counter>>;
 
 // ---- Reading ----
 

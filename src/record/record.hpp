@@ -96,9 +96,18 @@ struct job_facts {
   bool operator==(const job_facts&) const = default;
 };
 
+// One source line calling one MPI function, summed over ranks (STRATA_PROFILE_CALLSITES=1).
+struct callsite {
+  std::string function, file, caller;
+  std::uint64_t line = 0, calls = 0, bytes = 0, ranks = 0;
+  double time_s = 0;
+  bool operator==(const callsite&) const = default;
+};
+
 struct job_record {
   job_facts job;
-  std::vector<routine> routines; // in name order
+  std::vector<routine> routines;   // in name order
+  std::vector<callsite> callsites; // longest first; absent in the record: empty
   bool operator==(const job_record&) const = default;
 };
 

@@ -225,6 +225,19 @@ table histograms(const std::vector<routine_row>& rows, bool sizes) {
   return out;
 }
 
+// The call sites that took most time: where in the program to look first.
+table callsite_table(const job_record& record) {
+  constexpr size_t shown = 20;
+  table t = {{"routine", "file:line", "in", "calls", "time", "ranks"}};
+  for (size_t i = 0; i < record.callsites.size() && i < shown; ++i) {
+    const callsite& c = record.callsites[i];
+    t.push_back({c.function, c.line != 0 ? fmt::format("{}:{}", c.file, c.line) : c.file,
+                 c.caller.empty() ? "-" : c.caller, human_count(static_cast<double>(c.calls)),
+                 human_seconds(c.time_s), std::to_string(c.ranks)});
+  }
+  return t;
+}
+
 std::vector<section> sections(const job_record& record, const machine_model* model) {
   const auto rows = routine_rows(record, model);
   std::vector<section> out = {{"Strata job report", false, headline(record.job), ""}};
@@ -235,6 +248,11 @@ std::vector<section> sections(const job_record& record, const machine_model* mod
                  : model != nullptr ? "latency = calls x model latency; transfer = bytes / model "
                                       "bandwidth; sync = the rest of the time"
                                     : ""});
+  if (!record.callsites.empty())
+    out.push_back({"Call sites by time", true, callsite_table(record),
+                   record.callsites.size() > 20 ? fmt::format("{} more call sites in the record",
+                                                              record.callsites.size() - 20)
+                                                : ""});
   if (auto sizes = histograms(rows, true); !sizes.empty())
     out.push_back({"Message sizes (bin lower bound -> calls)", false, std::move(sizes), ""});
   if (auto communicators = histograms(rows, false); !communicators.empty())

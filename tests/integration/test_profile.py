@@ -85,6 +85,11 @@ class Figures(ProfileTestCase):
         self.assertTrue(all(c["file"].endswith("ring.c") and c["caller"] == "main" for c in sends))
         self.assertEqual(sum(c["calls"] for c in sends), 2 * ITER)
         self.assertEqual(rec["callsites_dropped"], 0)
+        report = run([STRATA, "report", self.records()[0]])
+        self.assertRan(report)
+        self.assertIn("Call sites by time", report.stdout)
+        for line in send_lines:
+            self.assertIn(f"ring.c:{line}", report.stdout)
 
     def test_waiting_rank_is_seen(self):
         proc = self.profile_run([program("late_sender_c"), "150"])

@@ -196,6 +196,7 @@ std::string record_json(const job_totals& job) {
                        {"calls", c.calls},
                        {"time_s", static_cast<double>(c.time_ns) / 1e9},
                        {"bytes", c.bytes},
+                       {"wasted_s", static_cast<double>(c.wasted_ns) / 1e9},
                        {"ranks", c.ranks}});
     j["callsites"] = sites;
     j["callsites_dropped"] = job.callsites_dropped;
@@ -236,6 +237,7 @@ void merge_callsite(std::vector<callsite_total>& list, const callsite_total& sit
       c.calls += site.calls;
       c.time_ns += site.time_ns;
       c.bytes += site.bytes;
+      c.wasted_ns += site.wasted_ns;
       c.ranks += site.ranks;
       return;
     }

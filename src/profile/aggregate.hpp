@@ -42,7 +42,8 @@ struct callsite_total {
   uint64_t calls = 0;
   uint64_t time_ns = 0;
   uint64_t bytes = 0;
-  int ranks = 0; // ranks that made this call
+  uint64_t wasted_ns = 0; // over the machine model's t_max (the overhead module)
+  int ranks = 0;          // ranks that made this call
 };
 
 struct job_totals {
@@ -60,7 +61,7 @@ struct job_totals {
   uint64_t counters_in_mpi[max_counters] = {};
   uint64_t counters_outside_mpi[max_counters] = {};
   std::map<std::string, routine_total> routines; // only routines called somewhere
-  std::vector<callsite_total> callsites;         // by time, longest first
+  std::vector<callsite_total> callsites;         // longest wasted time, then time, first
   uint64_t callsites_dropped = 0;
 };
 

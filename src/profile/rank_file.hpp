@@ -10,7 +10,7 @@
 namespace strata::profile {
 
 inline constexpr char rank_file_magic[8] = {'S', 'T', 'R', 'P', 'R', 'O', 'F', '1'};
-inline constexpr uint32_t rank_file_version = 2;
+inline constexpr uint32_t rank_file_version = 3;
 inline constexpr int size_bins = 40; // bin 0: 0 bytes; bin k: [2^(k-1), 2^k)
 inline constexpr int comm_bins = 32; // bin k: communicator sizes in [2^k, 2^(k+1))
 inline constexpr int max_counters = 8;
@@ -40,6 +40,7 @@ struct callsite_slot {
   uint64_t calls;
   uint64_t time_ns;
   uint64_t bytes;
+  uint64_t wasted_ns; // time over what the machine model says the call should take
 };
 inline uint64_t callsite_key(uint64_t address, int function) {
   return (address & ((uint64_t{1} << 48) - 1)) | (static_cast<uint64_t>(function + 1) << 48);

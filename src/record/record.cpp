@@ -100,6 +100,7 @@ template <either_const<callsite> S, typename Visit> void fields(S& s, Visit& vis
   visit("calls", s.calls);
   visit("time_s", s.time_s);
   visit("bytes", s.bytes);
+  visit("wasted_s", s.wasted_s);
   visit("ranks", s.ranks);
 }
 

@@ -101,6 +101,7 @@ struct callsite {
   std::string function, file, caller;
   std::uint64_t line = 0, calls = 0, bytes = 0, ranks = 0;
   double time_s = 0;
+  double wasted_s = 0; // time over the machine model's t_max, with the overhead module
   bool operator==(const callsite&) const = default;
 };
 

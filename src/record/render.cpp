@@ -226,14 +226,34 @@ table histograms(const std::vector<routine_row>& rows, bool sizes) {
 }
 
 // The call sites that took most time: where in the program to look first.
+// With the overhead module, the time over the machine model's t_max ranks them instead.
+bool has_wasted_time(const job_record& record) {
+  for (const callsite& c : record.callsites)
+    if (c.wasted_s > 0)
+      return true;
+  return false;
+}
+
 table callsite_table(const job_record& record) {
   constexpr size_t shown = 20;
+  const bool wasted = has_wasted_time(record);
+  std::vector<const callsite*> order;
+  for (const callsite& c : record.callsites)
+    order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(), [wasted](const callsite* a, const callsite* b) {
+    return wasted ? a->wasted_s > b->wasted_s : a->time_s > b->time_s;
+  });
   table t = {{"routine", "file:line", "in", "calls", "time", "ranks"}};
-  for (size_t i = 0; i < record.callsites.size() && i < shown; ++i) {
-    const callsite& c = record.callsites[i];
-    t.push_back({c.function, c.line != 0 ? fmt::format("{}:{}", c.file, c.line) : c.file,
-                 c.caller.empty() ? "-" : c.caller, human_count(static_cast<double>(c.calls)),
-                 human_seconds(c.time_s), std::to_string(c.ranks)});
+  if (wasted)
+    t[0].insert(t[0].begin() + 5, "wasted");
+  for (size_t i = 0; i < order.size() && i < shown; ++i) {
+    const callsite& c = *order[i];
+    auto& row = t.emplace_back(std::vector<std::string>{
+        c.function, c.line != 0 ? fmt::format("{}:{}", c.file, c.line) : c.file,
+        c.caller.empty() ? "-" : c.caller, human_count(static_cast<double>(c.calls)),
+        human_seconds(c.time_s), std::to_string(c.ranks)});
+    if (wasted)
+      row.insert(row.begin() + 5, human_seconds(c.wasted_s));
   }
   return t;
 }
@@ -249,7 +269,8 @@ std::vector<section> sections(const job_record& record, const machine_model* mod
                                       "bandwidth; sync = the rest of the time"
                                     : ""});
   if (!record.callsites.empty())
-    out.push_back({"Call sites by time", true, callsite_table(record),
+    out.push_back({has_wasted_time(record) ? "Call sites by wasted time" : "Call sites by time",
+                   true, callsite_table(record),
                    record.callsites.size() > 20 ? fmt::format("{} more call sites in the record",
                                                               record.callsites.size() - 20)
                                                 : ""});

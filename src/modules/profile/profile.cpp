@@ -4,11 +4,14 @@
 // still leaves what it counted for `strata recover`.
 #include "profile_module.hpp"
 
+#include "config/config.hpp"
 #include "counters/counters.hpp"
 #include "profile/aggregate.hpp"
 #include "profile/rank_file.hpp"
 #include "profile/spool.hpp"
 #include "profile/symbols.hpp"
+#include "stats/model_file.hpp"
+#include "stats/stats.hpp"
 
 #include <mpi.h>
 #include <strata/module.h>
@@ -27,6 +30,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <pwd.h>
@@ -55,6 +59,10 @@ struct profile_state {
   callsite_slot* callsites = nullptr;
   uint32_t callsite_mask = 0;
   std::vector<callsite_slot> callsites_in_memory; // when the spool cannot hold a rank file
+  // The overhead module (this code built as overhead.so, seed 002): T_f(p, b) per function from
+  // the machine model in STRATA_MODEL; a call's time over it is wasted, charged to its call site.
+  std::vector<stats::interpolation_table> tables;
+  std::vector<int> table_of; // by function id: index into tables, or -1
   rank_mapping mapping;
   bool threaded = false;
   std::atomic<bool> paused{false};
@@ -125,7 +133,8 @@ constexpr int callsite_probes = 32;
 
 // Open addressing on the packed key; a full neighbourhood counts the call as dropped rather
 // than slowing the call down.
-void count_callsite(profile_state& s, const strata_event& ev, uint64_t t, uint64_t bytes) {
+void count_callsite(profile_state& s, const strata_event& ev, uint64_t t, uint64_t bytes,
+                    uint64_t wasted) {
   const uint64_t key = callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function);
   uint32_t i = static_cast<uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & s.callsite_mask;
   for (int probe = 0; probe < callsite_probes; ++probe, i = (i + 1) & s.callsite_mask) {
@@ -138,6 +147,7 @@ void count_callsite(profile_state& s, const strata_event& ev, uint64_t t, uint64
       ++slot.calls;
       slot.time_ns += t;
       slot.bytes += bytes;
+      slot.wasted_ns += wasted;
       return;
     }
     std::atomic_ref<uint64_t> claimed(slot.key);
@@ -149,12 +159,26 @@ void count_callsite(profile_state& s, const strata_event& ev, uint64_t t, uint64
     atomic_add(slot.calls, 1);
     atomic_add(slot.time_ns, t);
     atomic_add(slot.bytes, bytes);
+    atomic_add(slot.wasted_ns, wasted);
     return;
   }
   if (s.threaded)
     std::atomic_ref<uint32_t>(s.header->callsites_dropped).fetch_add(1, std::memory_order_relaxed);
   else
     ++s.header->callsites_dropped;
+}
+
+// t_oh = max(0, t - T_f(p, b)): p the communicator size, b the bytes of the call.
+uint64_t wasted_ns(const profile_state& s, const strata_event& ev, uint64_t t, uint64_t bytes) {
+  const int table = s.table_of.empty() ? -1 : s.table_of[static_cast<size_t>(ev.function)];
+  if (table < 0)
+    return 0;
+  const double expected_s =
+      s.tables[static_cast<size_t>(table)]
+          .lookup(static_cast<double>(ev.comm_size), static_cast<double>(bytes))
+          .value;
+  const double expected_ns = expected_s * 1e9;
+  return static_cast<double>(t) > expected_ns ? t - static_cast<uint64_t>(expected_ns) : 0;
 }
 
 void count_call(profile_state& s, const strata_event& ev) {
@@ -184,7 +208,7 @@ void count_call(profile_state& s, const strata_event& ev) {
       ++slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))];
     s.header->last_mono_ns = ev.t_exit_ns;
     if (s.callsites != nullptr)
-      count_callsite(s, ev, t, sent + received);
+      count_callsite(s, ev, t, sent + received, wasted_ns(s, ev, t, size));
     return;
   }
   atomic_add(slot.calls, 1);
@@ -200,7 +224,7 @@ void count_call(profile_state& s, const strata_event& ev) {
     atomic_add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], 1);
   atomic_max(s.header->last_mono_ns, ev.t_exit_ns);
   if (s.callsites != nullptr)
-    count_callsite(s, ev, t, sent + received);
+    count_callsite(s, ev, t, sent + received, wasted_ns(s, ev, t, size));
 }
 
 void on_exit(strata_event* ev, void* raw) {
@@ -501,7 +525,7 @@ std::vector<callsite_total> gather_callsites(profile_state& s, uint64_t& dropped
       lines += s.names[static_cast<size_t>(fid)] + "\t" + clean_field(where[i].file) + "\t" +
                std::to_string(where[i].line) + "\t" + clean_field(where[i].function) + "\t" +
                std::to_string(used[i]->calls) + "\t" + std::to_string(used[i]->time_ns) + "\t" +
-               std::to_string(used[i]->bytes) + "\n";
+               std::to_string(used[i]->bytes) + "\t" + std::to_string(used[i]->wasted_ns) + "\n";
     }
   }
   const uint64_t local_dropped = s.header->callsites_dropped;
@@ -534,7 +558,7 @@ std::vector<callsite_total> gather_callsites(profile_state& s, uint64_t& dropped
       start = tab + 1;
     }
     f.push_back(line.substr(start));
-    if (f.size() != 7)
+    if (f.size() != 8)
       continue;
     callsite_total site{f[0],
                         f[1],
@@ -543,11 +567,13 @@ std::vector<callsite_total> gather_callsites(profile_state& s, uint64_t& dropped
                         std::stoull(f[4]),
                         std::stoull(f[5]),
                         std::stoull(f[6]),
+                        std::stoull(f[7]),
                         1};
     merge_callsite(merged, site);
   }
-  std::sort(merged.begin(), merged.end(),
-            [](const callsite_total& a, const callsite_total& b) { return a.time_ns > b.time_ns; });
+  std::sort(merged.begin(), merged.end(), [](const callsite_total& a, const callsite_total& b) {
+    return a.wasted_ns != b.wasted_ns ? a.wasted_ns > b.wasted_ns : a.time_ns > b.time_ns;
+  });
   return merged;
 }
 
@@ -741,6 +767,50 @@ template <typename Fn> void guarded(profile_state* s, const char* what, Fn fn) {
   }
 }
 
+#ifdef STRATA_OVERHEAD_MODULE
+constexpr bool is_overhead_module = true;
+#else
+constexpr bool is_overhead_module = false;
+#endif
+
+// Which benchmarked operation a function's calls are compared with.
+std::string model_operation(const std::string& function) {
+  std::string op = function;
+  if (op.size() > 2 && op.compare(op.size() - 2, 2, "_c") == 0)
+    op.resize(op.size() - 2);
+  if (op == "MPI_Recv" || op == "MPI_Ssend" || op == "MPI_Bsend" || op == "MPI_Rsend")
+    return "MPI_Send";
+  if (op == "MPI_Irecv" || op == "MPI_Wait" || op == "MPI_Waitall")
+    return "MPI_Isend";
+  return op;
+}
+
+// STRATA_MODEL (from `strata bench`): one T_f table per benchmarked operation.
+std::string load_machine_model(profile_state& s) {
+  const char* path = std::getenv("STRATA_MODEL");
+  if (path == nullptr || path[0] == '\0')
+    return "needs a machine model: STRATA_MODEL=model.json (made by strata bench)";
+  std::string text;
+  if (!config::read_file(path, text))
+    return std::string("STRATA_MODEL: cannot read ") + path;
+  const stats::model_read_result model = stats::read_model(text);
+  if (!model.ok())
+    return std::string("STRATA_MODEL: ") + path + ": " + model.error;
+  std::map<std::string, int> index;
+  for (const auto& [op, points] : model.model->operations) {
+    stats::table_result table = stats::build_table(*model.model, op);
+    if (!table.ok())
+      return std::string("STRATA_MODEL: ") + path + ": " + table.error;
+    index[op] = static_cast<int>(s.tables.size());
+    s.tables.push_back(std::move(*table.table));
+  }
+  s.table_of.assign(s.names.size(), -1);
+  for (size_t f = 0; f < s.names.size(); ++f)
+    if (auto it = index.find(model_operation(s.names[f])); it != index.end())
+      s.table_of[f] = it->second;
+  return {};
+}
+
 int on_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
             void** state, char* error, size_t error_size) {
   if (nargs > 0) {
@@ -766,6 +836,14 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->header->start_unix_ns = unix_ns();
   const char* sites = std::getenv("STRATA_PROFILE_CALLSITES");
   s->want_callsites = sites != nullptr && sites[0] != '\0' && std::strcmp(sites, "0") != 0;
+  if (is_overhead_module) {
+    s->want_callsites = true;
+    if (std::string problem = load_machine_model(*s); !problem.empty()) {
+      std::snprintf(error, error_size, "%s", problem.c_str());
+      delete s;
+      return 1;
+    }
+  }
   host->subscribe(self, "*");
   *state = s;
   g_state = s;
@@ -952,10 +1030,19 @@ void finalize_job(profile_state* s) {
   }
 }
 
+#ifdef STRATA_OVERHEAD_MODULE
+constexpr const char* module_name = "overhead";
+constexpr const char* module_description =
+    "the profile, and per call site the time over the machine model (STRATA_MODEL)";
+#else
+constexpr const char* module_name = "profile";
+constexpr const char* module_description = "always-on per-routine counters; one job record per job";
+#endif
+
 const strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
-                                      "profile",
+                                      module_name,
                                       STRATA_MPI_FLAVOR,
-                                      "always-on per-routine counters; one job record per job",
+                                      module_description,
                                       on_load,
                                       on_mpi_ready,
                                       nullptr,
@@ -964,18 +1051,17 @@ const strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
                                       on_finalize,
                                       nullptr};
 
-const strata_module counting_profile_module = {
-    STRATA_MODULE_ABI_VERSION,
-    "profile",
-    STRATA_MPI_FLAVOR,
-    "always-on per-routine counters; one job record per job (with STRATA_COUNTERS)",
-    on_load,
-    on_mpi_ready,
-    on_enter_counting,
-    on_exit_counting,
-    on_pcontrol,
-    on_finalize,
-    nullptr};
+const strata_module counting_profile_module = {STRATA_MODULE_ABI_VERSION,
+                                               module_name,
+                                               STRATA_MPI_FLAVOR,
+                                               module_description,
+                                               on_load,
+                                               on_mpi_ready,
+                                               on_enter_counting,
+                                               on_exit_counting,
+                                               on_pcontrol,
+                                               on_finalize,
+                                               nullptr};
 
 } // namespace
 } // namespace strata::profile

@@ -1,0 +1,40 @@
+/* A known injected delay (seed 002's validation): in every 4th of ITER iterations rank 1
+ * computes DELAY ms before its send, so rank 0 waits that long in MPI_Recv at the line marked
+ * below. The other calls are balanced. Prints the injected total. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void busy_ms(int ms) {
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
+int main(int argc, char** argv) {
+  int iterations = argc > 1 ? atoi(argv[1]) : 20;
+  int delay_ms = argc > 2 ? atoi(argv[2]) : 20;
+  MPI_Init(&argc, &argv);
+  int rank, buf[16] = {0}, injected = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Barrier(MPI_COMM_WORLD); /* absorbs the ranks' start-up skew */
+  for (int i = 0; i < iterations; ++i) {
+    if (rank == 1) {
+      if (i % 4 == 0) {
+        busy_ms(delay_ms);
+        injected += delay_ms;
+      }
+      MPI_Send(buf, 16, MPI_INT, 0, i, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+      MPI_Recv(buf, 16, MPI_INT, 1, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* LATE SENDER */
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  if (rank == 1)
+    printf("injected %d ms\n", injected);
+  MPI_Finalize();
+  return 0;
+}

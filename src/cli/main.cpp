@@ -1,4 +1,5 @@
 // The `strata` command: a thin dispatcher over the libraries.
+#include "bench/bench_command.hpp"
 #include "cli/commands.hpp"
 
 #include <CLI/CLI.hpp>
@@ -60,6 +61,19 @@ int run_main(int argc, char** argv) {
   report->add_option("RECORD", report_record, "job record (strata.job/1 JSON)")->required();
   report->add_option("--format", report_format, "text, json, csv or html");
   report->add_option("--model", report_model, "machine model (strata bench) for the estimate");
+  CLI::App* bench = app.add_subcommand(
+      "bench", "measure what each MPI operation should cost here: the machine model");
+  strata::bench::bench_options bench_options;
+  bench->add_option("-n,--np", bench_options.ranks, "ranks (base points up to this size)")
+      ->check(CLI::Range(2, 1 << 16));
+  bench->add_option("-o,--output", bench_options.output, "model file to write");
+  bench->add_option("--mpi", bench_options.mpi, "MPI implementation")
+      ->check(CLI::IsMember({"openmpi", "mpich"}));
+  bench->add_option("--samples", bench_options.samples, "sample size per base point");
+  bench->add_option("--max-bytes", bench_options.max_bytes, "largest message size");
+  bench->add_option("--quantile", bench_options.quantile, "quantile of t_max");
+  bench->add_option("--ops", bench_options.ops, "operations (default: all)");
+  bench->add_option("--study", bench_options.study, "t_max against sample size for one operation");
   CLI::App* recover = app.add_subcommand(
       "recover", "turn the per-rank files of jobs that did not finalize into partial records");
   std::vector<std::string> recover_spools;
@@ -82,6 +96,8 @@ int run_main(int argc, char** argv) {
     return strata::cli::patch_command(patch_in, patch_out);
   if (report->parsed())
     return strata::cli::report_command(report_record, report_format, report_model);
+  if (bench->parsed())
+    return strata::bench::bench_command(bench_options);
   if (recover->parsed())
     return strata::cli::recover_command(recover_spools);
   return 2;

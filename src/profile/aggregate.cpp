@@ -177,6 +177,8 @@ std::string record_json(const job_totals& job) {
   jj["mpi_percent"] = rank_seconds > 0 ? 100.0 * job.mpi_s / rank_seconds : 0.0;
   jj["mpi_percent_by_rank"] = spread_json(job.mpi_percent, job.ranks_reported, true);
   jj["profiler_overhead_s"] = job.overhead_s;
+  if (job.model_clamped_calls >= 0)
+    jj["model_clamped_calls"] = job.model_clamped_calls;
   if (f.counter_count > 0) {
     nlohmann::json& counters = jj["counters"];
     for (int c = 0; c < f.counter_count; ++c) {

@@ -63,6 +63,7 @@ struct job_totals {
   std::map<std::string, routine_total> routines; // only routines called somewhere
   std::vector<callsite_total> callsites;         // longest wasted time, then time, first
   uint64_t callsites_dropped = 0;
+  int64_t model_clamped_calls = -1; // the overhead module: lookups outside the model's grid
 };
 
 // Adds `site` to the list, merging with an entry for the same function, file and line.

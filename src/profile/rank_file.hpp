@@ -10,7 +10,7 @@
 namespace strata::profile {
 
 inline constexpr char rank_file_magic[8] = {'S', 'T', 'R', 'P', 'R', 'O', 'F', '1'};
-inline constexpr uint32_t rank_file_version = 3;
+inline constexpr uint32_t rank_file_version = 4;
 inline constexpr int size_bins = 40; // bin 0: 0 bytes; bin k: [2^(k-1), 2^k)
 inline constexpr int comm_bins = 32; // bin k: communicator sizes in [2^k, 2^(k+1))
 inline constexpr int max_counters = 8;
@@ -76,6 +76,7 @@ struct rank_header {
   uint64_t last_mono_ns;      // the latest call's exit: wall time of a rank that died
   uint64_t final_mono_ns;     // MPI_Finalize entered
   uint64_t overhead_ns;       // the profiler's own time, measured by itself
+  uint64_t model_clamped;     // calls whose (p, b) lay outside the machine model's grid
   uint64_t counters_in_mpi[max_counters];
   uint64_t counters_outside_mpi[max_counters];
   char counter_names[max_counters][32];

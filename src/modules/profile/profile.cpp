@@ -169,14 +169,15 @@ void count_callsite(profile_state& s, const strata_event& ev, uint64_t t, uint64
 }
 
 // t_oh = max(0, t - T_f(p, b)): p the communicator size, b the bytes of the call.
-uint64_t wasted_ns(const profile_state& s, const strata_event& ev, uint64_t t, uint64_t bytes) {
+uint64_t wasted_ns(profile_state& s, const strata_event& ev, uint64_t t, uint64_t bytes) {
   const int table = s.table_of.empty() ? -1 : s.table_of[static_cast<size_t>(ev.function)];
   if (table < 0)
     return 0;
-  const double expected_s =
-      s.tables[static_cast<size_t>(table)]
-          .lookup(static_cast<double>(ev.comm_size), static_cast<double>(bytes))
-          .value;
+  const stats::interpolation_table::result expected = s.tables[static_cast<size_t>(table)].lookup(
+      static_cast<double>(ev.comm_size), static_cast<double>(bytes));
+  if (expected.clamped) // outside the benchmarked grid: flagged in the record
+    std::atomic_ref<uint64_t>(s.header->model_clamped).fetch_add(1, std::memory_order_relaxed);
+  const double expected_s = expected.value;
   const double expected_ns = expected_s * 1e9;
   return static_cast<double>(t) > expected_ns ? t - static_cast<uint64_t>(expected_ns) : 0;
 }
@@ -657,12 +658,16 @@ job_totals reduce_over_ranks(profile_state& s) {
 
   uint64_t dropped = 0;
   std::vector<callsite_total> callsites = gather_callsites(s, dropped);
+  uint64_t clamped = 0;
+  MPI_Reduce(&s.header->model_clamped, &clamped, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
 
   job_totals job;
   if (s.rank != 0)
     return job;
   job.callsites = std::move(callsites);
   job.callsites_dropped = dropped;
+  if (!s.tables.empty())
+    job.model_clamped_calls = static_cast<int64_t>(clamped);
   job.facts = *s.header;
   job.ranks = s.world_size;
   job.ranks_reported = s.world_size;

@@ -24,12 +24,6 @@ constexpr const char* operations[] = {"MPI_Send",      "MPI_Sendrecv", "MPI_Isen
                                       "MPI_Allreduce", "MPI_Gather",   "MPI_Scatter",
                                       "MPI_Allgather", "MPI_Alltoall", "MPI_Reduce_scatter"};
 
-std::string self_exe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("strata");
-}
-
 std::string program_of(const std::string& prefix, const std::string& flavor) {
   return prefix + "/lib/strata/" + flavor + "/strata-bench";
 }
@@ -91,7 +85,8 @@ int bench_command(const bench_options& o) {
     std::fprintf(stderr, "strata: error: %s\n", why.c_str());
     return 2;
   }
-  const std::string prefix = o.prefix.empty() ? launch::find_layout(self_exe()).prefix : o.prefix;
+  const std::string prefix =
+      o.prefix.empty() ? launch::find_layout(launch::self_executable()).prefix : o.prefix;
   std::string flavor = o.mpi;
   if (flavor.empty())
     flavor = ::access(program_of(prefix, "openmpi").c_str(), X_OK) == 0 ? "openmpi" : "mpich";
@@ -101,13 +96,7 @@ int bench_command(const bench_options& o) {
                  program.c_str(), flavor.c_str());
     return 2;
   }
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::vector<std::string> args =
-      launch::launcher_command(flavor, o.ranks, ::geteuid() == 0, static_cast<int>(cores));
-  // Shared-memory single copy (CMA) is refused inside containers; copying through the shared
-  // segment works everywhere.
-  if (flavor == "openmpi")
-    ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  std::vector<std::string> args = launch::local_launch(flavor, o.ranks);
   // A relative -o must name the file in the caller's directory, and so it does: the launcher
   // starts the ranks in its own working directory.
   args.insert(args.end(),

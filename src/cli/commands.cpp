@@ -39,12 +39,6 @@ bool first_rank() {
   return true;
 }
 
-std::string self_exe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("strata");
-}
-
 std::string absolute(const std::string& path) {
   if (path.empty() || path[0] == '/')
     return path;
@@ -100,8 +94,8 @@ config::stack apply_stack_options(const launch_options& o) {
     ::setenv("STRATA_TOOLS", o.tools.c_str(), 1);
     return config::parse_tool_list(o.tools, "--tools");
   }
-  return config::select_stack(env,
-                              launch::find_layout(self_exe()).prefix + "/etc/strata/strata.conf");
+  return config::select_stack(env, launch::find_layout(launch::self_executable()).prefix +
+                                       "/etc/strata/strata.conf");
 }
 
 struct target {
@@ -176,7 +170,7 @@ int exec_command(const launch_options& o) {
     error_line("error: " + t.error);
     return 2;
   }
-  const launch::layout layout = launch::find_layout(self_exe());
+  const launch::layout layout = launch::find_layout(launch::self_executable());
   const std::string core = layout.core_library(t.flavor);
   const config::stack stack = apply_stack_options(o);
   if (!o.skip_check) {
@@ -197,20 +191,15 @@ int run_command(const launch_options& o) {
     error_line("error: " + t.error);
     return 2;
   }
-  const launch::layout layout = launch::find_layout(self_exe());
+  const launch::layout layout = launch::find_layout(launch::self_executable());
   const config::stack stack = apply_stack_options(o);
   if (int rc = check_stack(stack, layout.core_library(t.flavor)); rc != 0)
     return rc;
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::vector<std::string> args =
-      launch::launcher_command(t.flavor, o.ranks, ::geteuid() == 0, static_cast<int>(cores));
-  // Shared-memory single copy (CMA) is refused inside containers; copying through the shared
-  // segment works everywhere.
-  if (t.flavor == "openmpi")
-    ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  std::vector<std::string> args = launch::local_launch(t.flavor, o.ranks);
   // Each rank runs `strata exec`, which preloads the core; the stack was checked just now.
-  for (const std::string& a : {self_exe(), std::string("exec"), std::string("--no-check"),
-                               std::string("--mpi"), t.flavor, std::string("--"), t.path})
+  for (const std::string& a :
+       {launch::self_executable(), std::string("exec"), std::string("--no-check"),
+        std::string("--mpi"), t.flavor, std::string("--"), t.path})
     args.push_back(a);
   args.insert(args.end(), o.program.begin() + 1, o.program.end());
   std::vector<char*> argv = c_argv(args);
@@ -220,7 +209,7 @@ int run_command(const launch_options& o) {
 }
 
 int modules_command(const std::string& only_flavor) {
-  const launch::layout layout = launch::find_layout(self_exe());
+  const launch::layout layout = launch::find_layout(launch::self_executable());
   int status = 0;
   for (const std::string flavor : {"openmpi", "mpich"}) {
     if (!only_flavor.empty() && flavor != only_flavor)

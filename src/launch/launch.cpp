@@ -142,6 +142,21 @@ std::vector<std::string> launcher_command(const std::string& flavor, int ranks, 
   return cmd;
 }
 
+std::vector<std::string> local_launch(const std::string& flavor, int ranks) {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  // Shared-memory single copy (CMA) is refused inside containers; copying through the shared
+  // segment works everywhere.
+  if (flavor == "openmpi")
+    ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  return launcher_command(flavor, ranks, ::geteuid() == 0, static_cast<int>(cores));
+}
+
+std::string self_executable() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("strata");
+}
+
 std::string preload_value(const std::string& library, const char* existing) {
   if (existing == nullptr || existing[0] == '\0')
     return library;

@@ -48,6 +48,13 @@ layout find_layout(const std::string& self_exe);
 std::vector<std::string> launcher_command(const std::string& flavor, int ranks, bool as_root,
                                           int cores);
 
+// The launcher command for a job on this machine (run as this user, on these cores), with the
+// environment the launch needs set in this process.
+std::vector<std::string> local_launch(const std::string& flavor, int ranks);
+
+// The running executable (/proc/self/exe), or "strata" when it cannot be read.
+std::string self_executable();
+
 // LD_PRELOAD with `library` first, keeping what was there.
 std::string preload_value(const std::string& library, const char* existing);
 

@@ -1,18 +1,10 @@
 /* A known injected delay (seed 002's validation): in every 4th of ITER iterations rank 1
  * computes DELAY ms before its send, so rank 0 waits that long in MPI_Recv at the line marked
  * below. The other calls are balanced. Prints the injected total. */
+#include "busy_wait.h"
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static void busy_ms(int ms) {
-  struct timespec start, now;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  do
-    clock_gettime(CLOCK_MONOTONIC, &now);
-  while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
-}
 
 int main(int argc, char** argv) {
   int iterations = argc > 1 ? atoi(argv[1]) : 20;

@@ -1,16 +1,8 @@
 /* A late sender: rank 1 computes for DELAY ms before each of 3 sends, rank 0 waits in
  * MPI_Recv. The profile must show rank 0 as the rank with the most MPI_Recv time. */
+#include "busy_wait.h"
 #include <mpi.h>
 #include <stdlib.h>
-#include <time.h>
-
-static void busy_ms(int ms) {
-  struct timespec start, now;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  do
-    clock_gettime(CLOCK_MONOTONIC, &now);
-  while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
-}
 
 int main(int argc, char** argv) {
   int delay = argc > 1 ? atoi(argv[1]) : 100;

@@ -7,13 +7,17 @@ packages=(
   libopenmpi-dev openmpi-bin libmpich-dev mpich
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libelf-dev libdw-dev
   nlohmann-json3-dev libfmt-dev libpapi-dev libboost-math-dev
-  valgrind clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
+  valgrind clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev ccache
+  libotf2-trace-dev otf2-tools libsqlite3-dev sqlite3 libpq-dev postgresql libcpp-httplib-dev
+  chromium
 )
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js for bundling the web UI: any nodejs that brings npm will do (Debian's, or a repack of it).
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   sudo_cmd=()

@@ -49,19 +49,20 @@ static inline __attribute__((always_inline)) void strata_monitor_dump(void) {
 
 namespace strata {
 
-/* A region that lasts as long as the scope holding it. `name` must outlive the scope (a literal). */
+/* A region that lasts as long as the scope holding it. `name` must outlive the scope (a literal).
+ */
 class ScopedRegion {
- public:
+public:
   explicit ScopedRegion(const char* name) noexcept : name_(name) { strata_region_begin(name_); }
   ~ScopedRegion() { strata_region_end(name_); }
   ScopedRegion(const ScopedRegion&) = delete;
   ScopedRegion& operator=(const ScopedRegion&) = delete;
 
- private:
+private:
   const char* name_;
 };
 
-}  // namespace strata
+} // namespace strata
 
 #define STRATA_REGION_CONCAT_(a, b) a##b
 #define STRATA_REGION_NAME_(line) STRATA_REGION_CONCAT_(strata_region_scope_, line)

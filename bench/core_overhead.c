@@ -8,10 +8,13 @@
  * difference is the interposition cost alone.
  *
  * Usage: core_overhead [--iters N] [--reps K] [--pp-iters N] [--label TEXT]
- *        core_overhead --callgrind-iters N   (only N calls of MPI_Comm_test_inter, for callgrind)
+ *        core_overhead --callgrind-iters N [--callgrind-call iprobe]
+ *            (only N calls of MPI_Comm_test_inter, or of an MPI_Iprobe that finds nothing, for
+ *            callgrind)
  *
  * Output, one machine-readable line per measurement, from rank 0:
  *   bench core flavor=F label=L call=Comm_test_inter native_ns=.. strata_ns=.. delta_ns=..
+ *   bench core flavor=F label=L call=Iprobe_empty native_ns=.. strata_ns=.. delta_ns=..
  *   bench core flavor=F label=L call=pingpong0 native_ns=.. strata_ns=.. delta_ns=..
  *   bench core flavor=F label=L call=MPI_Init init_ms=..
  */
@@ -36,10 +39,12 @@ static const char flavor[] = "unknown";
 typedef int (*test_inter_fn)(MPI_Comm, int*);
 typedef int (*send_fn)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
 typedef int (*recv_fn)(void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status*);
+typedef int (*iprobe_fn)(int, int, MPI_Comm, int*, MPI_Status*);
 
 static test_inter_fn native_test_inter;
 static send_fn native_send;
 static recv_fn native_recv;
+static iprobe_fn native_iprobe;
 
 static double now_ns(void) {
   struct timespec ts;
@@ -99,6 +104,7 @@ static void resolve_native(void) {
   /* dlsym on the library's own handle looks in that object and its dependencies, never in a
    * preloaded object that comes earlier in the global scope. */
   native_test_inter = (test_inter_fn)must_sym(h, "PMPI_Comm_test_inter");
+  native_iprobe = (iprobe_fn)must_sym(h, "PMPI_Iprobe");
   native_send = (send_fn)must_sym(h, "PMPI_Send");
   native_recv = (recv_fn)must_sym(h, "PMPI_Recv");
 }
@@ -126,6 +132,27 @@ __attribute__((noinline)) static double loop_symbol(long n) {
   return (now_ns() - t0) / (double)n;
 }
 
+/* A poll that finds nothing: no message ever carries this tag. */
+enum { never_sent_tag = 4242 };
+static iprobe_fn volatile native_iprobe_sink;
+
+__attribute__((noinline)) static double loop_native_iprobe(long n) {
+  iprobe_fn f = native_iprobe_sink;
+  int flag = 0;
+  double t0 = now_ns();
+  for (long i = 0; i < n; ++i)
+    f(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  return (now_ns() - t0) / (double)n;
+}
+
+__attribute__((noinline)) static double loop_symbol_iprobe(long n) {
+  int flag = 0;
+  double t0 = now_ns();
+  for (long i = 0; i < n; ++i)
+    MPI_Iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  return (now_ns() - t0) / (double)n;
+}
+
 static int cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -138,17 +165,19 @@ static double median(double* v, int n) {
 
 /* Best of `reps` repetitions; each repetition is the median of `samples` timed batches. Native
  * and symbol batches alternate so that frequency and noise drift hit both alike. */
-static void measure_test_inter(long iters, int reps, double* nat, double* sym) {
+typedef double (*loop_fn)(long);
+static void measure_loops(loop_fn native_loop, loop_fn symbol_loop, long iters, int reps,
+                          double* nat, double* sym) {
   enum { samples = 9 };
   const long batch = iters / samples > 0 ? iters / samples : 1;
   double best_n = 1e30, best_s = 1e30;
-  loop_native(batch);
-  loop_symbol(batch);
+  native_loop(batch);
+  symbol_loop(batch);
   for (int r = 0; r < reps; ++r) {
     double vn[samples], vs[samples];
     for (int s = 0; s < samples; ++s) {
-      vn[s] = loop_native(batch);
-      vs[s] = loop_symbol(batch);
+      vn[s] = native_loop(batch);
+      vs[s] = symbol_loop(batch);
     }
     double mn = median(vn, samples), ms = median(vs, samples);
     if (mn < best_n)
@@ -213,6 +242,7 @@ static void measure_pingpong(int rank, long iters, int reps, double* nat, double
 
 int main(int argc, char** argv) {
   long iters = 2000000, pp_iters = 20000, cg_iters = -1;
+  int cg_iprobe = 0;
   int reps = 5;
   const char* label = "-";
   for (int i = 1; i < argc; ++i) {
@@ -224,6 +254,8 @@ int main(int argc, char** argv) {
       pp_iters = atol(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind-iters") && i + 1 < argc)
       cg_iters = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--callgrind-call") && i + 1 < argc)
+      cg_iprobe = !strcmp(argv[++i], "iprobe");
     else if (!strcmp(argv[i], "--label") && i + 1 < argc)
       label = argv[++i];
     else {
@@ -242,14 +274,19 @@ int main(int argc, char** argv) {
   if (cg_iters >= 0) {
     /* Only the loop: Ir(N) - Ir(0) over N is the instructions per call. */
     int flag = 0;
-    for (long i = 0; i < cg_iters; ++i)
-      MPI_Comm_test_inter(MPI_COMM_WORLD, &flag);
+    for (long i = 0; i < cg_iters; ++i) {
+      if (cg_iprobe)
+        MPI_Iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      else
+        MPI_Comm_test_inter(MPI_COMM_WORLD, &flag);
+    }
     MPI_Finalize();
     return 0;
   }
 
   resolve_native();
   native_ptr_sink = native_test_inter;
+  native_iprobe_sink = native_iprobe;
 
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -260,12 +297,19 @@ int main(int argc, char** argv) {
   MPI_Reduce(&init_ms, &init_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
   double nat = 0, sym = 0;
-  measure_test_inter(iters, reps, &nat, &sym);
+  measure_loops(loop_native, loop_symbol, iters, reps, &nat, &sym);
   if (rank == 0) {
     printf("bench core flavor=%s label=%s call=MPI_Init init_ms=%.2f\n", flavor, label, init_max);
     printf("bench core flavor=%s label=%s call=Comm_test_inter native_ns=%.2f strata_ns=%.2f "
            "delta_ns=%.2f symbol_from=%s\n",
            flavor, label, nat, sym, sym - nat, symbol_owner());
+    fflush(stdout);
+  }
+  measure_loops(loop_native_iprobe, loop_symbol_iprobe, iters, reps, &nat, &sym);
+  if (rank == 0) {
+    printf("bench core flavor=%s label=%s call=Iprobe_empty native_ns=%.2f strata_ns=%.2f "
+           "delta_ns=%.2f\n",
+           flavor, label, nat, sym, sym - nat);
     fflush(stdout);
   }
 

@@ -28,7 +28,8 @@
 # calls part (Open MPI) and to the HPCC runs (MPIP_RUNS runs each).
 #
 # Environment knobs: FLAVORS="openmpi mpich" (calls part), FIN_FLAVORS=openmpi, ROUNDS=3,
-# CALLGRIND=0 to skip valgrind, CG_ITERS=100000, RUNS=5, APPS="hpcc lammps", HPCC_N=5000,
+# CALLGRIND=0 to skip valgrind, CG_ITERS=100000, CG_CALL=iprobe (callgrind an MPI_Iprobe that
+# finds nothing instead of MPI_Comm_test_inter; STRATA_PROFILE_POLL_SAMPLE=1 times every poll), RUNS=5, APPS="hpcc lammps", HPCC_N=5000,
 # LMP_BOX=20 (fcc cells per side; 4*LMP_BOX^3 atoms), LMP_STEPS=2000,
 # FIN_RANKS="2 4 8 16 32 64", FIN_REPS=3, MPIP_LIB=, MPIP_RUNS=3, QUIET_WAIT=60 (s to wait
 # for an idle machine before each run), QUIET_MAX_BUSY=10 (% of all CPUs counted as idle),
@@ -45,6 +46,7 @@ FIN_FLAVORS=${FIN_FLAVORS:-openmpi}
 ROUNDS=${ROUNDS:-3}
 CALLGRIND=${CALLGRIND:-1}
 CG_ITERS=${CG_ITERS:-100000}
+CG_CALL=${CG_CALL:-test_inter}
 RUNS=${RUNS:-5}
 APPS=${APPS:-"hpcc lammps"}
 HPCC_N=${HPCC_N:-5000}
@@ -152,7 +154,8 @@ callgrind_ir() { # FLAVOR CONFIG ITERS -> total Ir of a singleton run
     [[ -n $kv ]] && envs+=("$kv")
   done < <(env_for "$flavor" "$config")
   (cd "$tmp" && env "${envs[@]}" valgrind --tool=callgrind --trace-children=no \
-    --callgrind-out-file="$out" "$prog" --callgrind-iters "$n") >"$out.log" 2>&1 || {
+    --callgrind-out-file="$out" "$prog" --callgrind-iters "$n" --callgrind-call "$CG_CALL") \
+    >"$out.log" 2>&1 || {
     echo "callgrind run failed ($flavor, $config, $n iters):" >&2
     tail -5 "$out.log" >&2
     return 1
@@ -186,7 +189,7 @@ if want calls; then
         pn=$!
         wait "$p0"
         wait "$pn"
-        echo "bench prof part=callgrind flavor=$flavor label=$c ir0=$(cat "$tmp/ir0") irn=$(cat "$tmp/irn") n=$n" |
+        echo "bench prof part=callgrind flavor=$flavor label=$c call=$CG_CALL ir0=$(cat "$tmp/ir0") irn=$(cat "$tmp/irn") n=$n" |
           tee -a "$raw" >&2
       done
     fi
@@ -424,15 +427,18 @@ for kv in kvs:
     if key in best:
         d, s = min(d, best[key][0]), min(s, best[key][1])
     best[key] = (d, s)
-cg = {(kv["flavor"], kv["label"]): kv for kv in kvs if kv.get("part") == "callgrind"}
+cg = {(kv["flavor"], kv["label"], kv.get("call", "test_inter")): kv
+      for kv in kvs if kv.get("part") == "callgrind"}
 absent = {kv["flavor"] for kv in kvs if kv.get("callsites") == "absent"}
 flavors = sorted({k[0] for k in best} | {k[0] for k in cg}, key=lambda f: f != "openmpi")
+cg_calls = {"test_inter": "MPI_Comm_test_inter", "iprobe": "MPI_Iprobe that finds nothing"}
 for f in flavors:
     print(f"\n### Per call, {f}\n")
     if f in absent:
         print("STRATA_PROFILE_CALLSITES: not implemented yet in this build's profile module "
               "(not measured).\n")
     for call, unit in (("Comm_test_inter", "MPI_Comm_test_inter"),
+                       ("Iprobe_empty", "MPI_Iprobe that finds nothing"),
                        ("pingpong0", "0-byte ping-pong, half round trip")):
         have = [c for c in order if (f, c, call) in best]
         if not have:
@@ -448,13 +454,15 @@ for f in flavors:
             vs = (s - d) - (base[1] - base[0]) if base else float("nan")
             print(f"| {name[c]} | {d:.2f} | {s:.2f} | {s - d:+.2f} | {vs:+.2f} |")
         print()
-    have = [c for c in order if (f, c) in cg]
-    if have:
-        print("callgrind: instructions per MPI_Comm_test_inter = (Ir(N) - Ir(0)) / N, singleton\n")
+    for cg_call, cg_unit in cg_calls.items():
+        have = [c for c in order if (f, c, cg_call) in cg]
+        if not have:
+            continue
+        print(f"callgrind: instructions per {cg_unit} = (Ir(N) - Ir(0)) / N, singleton\n")
         print("| configuration | instructions/call | vs native | vs Strata, no module |")
         print("|---|---:|---:|---:|")
-        ipc = {c: (int(cg[(f, c)]["irn"]) - int(cg[(f, c)]["ir0"])) / int(cg[(f, c)]["n"])
-               for c in have}
+        ipc = {c: (int(cg[(f, c, cg_call)]["irn"]) - int(cg[(f, c, cg_call)]["ir0"])) /
+               int(cg[(f, c, cg_call)]["n"]) for c in have}
         for c in have:
             nat = ipc[c] - ipc["native"] if "native" in ipc else float("nan")
             non = ipc[c] - ipc["none"] if "none" in ipc else float("nan")

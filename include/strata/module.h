@@ -130,6 +130,21 @@ typedef struct strata_module {
 
 typedef const strata_module* (*strata_module_entry)(void);
 
+/* Optional: sampled polls. Calls with a completion flag (MPI_Test, MPI_Testany, MPI_Iprobe) are
+ * polled millions of times by some programs, and most complete nothing. An event module that
+ * exports
+ *     uint32_t strata_module_polls_v1(void* state, strata_event_fn* untimed);
+ * (called once after `load`) lets the core time and fully deliver only about one poll in the
+ * interval it returns (1 or 0: every poll, as without the symbol); each other poll reaches
+ * *untimed instead of enter/exit, after the call, with t_enter_ns = t_exit_ns = 0: decoded when
+ * it completed something (after the call: a completed request reads as MPI_REQUEST_NULL), else
+ * with only function, call_site and result set.
+ * The core samples a chain segment only when every event module in it exports this, at the
+ * smallest interval among them; the choice of polls is pseudo-random per thread, so periodic
+ * patterns in the program cannot alias with it. */
+#define STRATA_MODULE_POLLS_SYMBOL "strata_module_polls_v1"
+typedef uint32_t (*strata_module_polls_entry)(void* state, strata_event_fn* untimed);
+
 #define STRATA_MODULE_SYMBOL "strata_module_v1"
 
 #ifdef __cplusplus

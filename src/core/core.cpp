@@ -30,7 +30,7 @@ bool takes_communicator(int fid);
 
 namespace strata::core {
 
-__thread thread_state tls __attribute__((tls_model("initial-exec"))) = {-1, 0, nullptr};
+__thread thread_state tls __attribute__((tls_model("initial-exec"))) = {-1, 0, nullptr, 0, 0};
 const chain* chains[gen::function_count];
 bool world_replaced = false;
 MPI_Comm world_replacement = MPI_COMM_WORLD;
@@ -46,6 +46,8 @@ struct loaded_module {
   void* state = nullptr;
   std::vector<bool> subscribed; // by function id
   std::vector<void*> wrappers;  // by function id: the module's own MPI_X, or null
+  uint32_t poll_interval = 0;   // strata_module_polls_v1: time one poll in this many
+  strata_event_fn untimed_poll = nullptr;
 };
 
 struct service {
@@ -360,6 +362,37 @@ void find_wrappers(loaded_module& m) {
   known.emplace(m.handle, m.wrappers);
 }
 
+// strata_module_polls_v1, if the module has it (module.h).
+void ask_poll_sampling(loaded_module& m) {
+  if (m.desc == nullptr || m.handle == nullptr)
+    return;
+  auto entry =
+      reinterpret_cast<strata_module_polls_entry>(::dlsym(m.handle, STRATA_MODULE_POLLS_SYMBOL));
+  if (entry == nullptr)
+    return;
+  strata_event_fn untimed = nullptr;
+  const uint32_t interval = entry(m.state, &untimed);
+  if (interval > 1 && untimed != nullptr) {
+    m.poll_interval = interval;
+    m.untimed_poll = untimed;
+  }
+}
+
+// A group samples polls only if all its event modules accept it; at the smallest interval.
+void set_poll_sampling(const core_state& s, std::vector<chain_entry>& list) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].wrapper != nullptr || (i > 0 && list[i - 1].wrapper == nullptr))
+      continue; // not the first entry of an event group
+    uint32_t interval = UINT32_MAX;
+    for (auto k = i; k < static_cast<size_t>(list[i].group_end); ++k) {
+      const loaded_module& m = s.modules[static_cast<size_t>(list[k].layer)];
+      interval = m.poll_interval < interval ? m.poll_interval : interval;
+      list[k].untimed_poll = m.untimed_poll;
+    }
+    list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
+  }
+}
+
 void build_chains(core_state& s) {
   const size_t layers = s.modules.size();
   s.entries.assign(gen::function_count, {});
@@ -393,6 +426,7 @@ void build_chains(core_state& s) {
                                 ? list[i + 1].group_end
                                 : static_cast<int>(i + 1);
     }
+    set_poll_sampling(s, list);
     auto& start = s.starts[static_cast<size_t>(fid)];
     start.resize(layers + 1);
     size_t next = 0;
@@ -477,6 +511,8 @@ void load_modules_once() {
       if (rc != 0)
         error = stack.modules[i].origin + ": module '" + m.name +
                 "' refused its arguments: " + (reason[0] ? reason : "no reason given");
+      else
+        ask_poll_sampling(m);
     }
     if (!error.empty()) {
       s.load_error = error;

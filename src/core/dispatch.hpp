@@ -29,6 +29,10 @@ struct chain_entry {
   void* state = nullptr;
   int layer = 0;     // the module's position in the stack
   int group_end = 0; // event entries: index of the first entry after this group
+  // First entry of an event group whose modules all accept sampled polls: time one poll in
+  // about this many (0: every one); the others go to each entry's untimed_poll.
+  uint32_t poll_interval = 0;
+  strata_event_fn untimed_poll = nullptr;
 };
 
 struct chain {
@@ -44,6 +48,8 @@ struct thread_state {
   int layer;   // -1 outside modules: the application's calls start at the top
   int in_real; // >0 while the real MPI runs: its own calls to exported MPI_/PMPI_ pass through
   const void* call_site;
+  uint32_t polls_until_timed; // sampled polls: untimed ones left before the next timed one
+  uint32_t poll_random;       // xorshift state for the gaps between timed polls
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
@@ -93,12 +99,68 @@ __attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real
   return r;
 }
 
+// Sampled polls: true when this poll is to be timed. The gaps are uniform in [1, 2 * interval - 1]
+// (mean `interval`), from a per-thread xorshift, so no periodic pattern of the program aliases.
+inline bool time_this_poll(thread_state& ts, uint32_t interval) {
+  if (__builtin_expect(ts.polls_until_timed > 1, 1)) {
+    --ts.polls_until_timed;
+    return false;
+  }
+  uint32_t x = ts.poll_random != 0
+                   ? ts.poll_random
+                   : 0x9E3779B9u ^ static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&ts));
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  ts.poll_random = x;
+  ts.polls_until_timed = 1 + x % (2 * interval - 1);
+  return true;
+}
+
+// An untimed poll: no clocks and no enter callbacks; the status is substituted before the call
+// and the arguments decoded after it only if the poll completed something (most complete
+// nothing); then each module's untimed_poll callback.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+R invoke_untimed_poll(const chain* c, int pos, R (*real)(P...), A... args) {
+  thread_state& ts = tls;
+  const chain_entry* entries = c->entries;
+  const int saved_layer = ts.layer;
+  const int end = entries[pos].group_end;
+  strata_event ev{};
+  ev.function = F;
+  ev.peer = STRATA_NO_RANK;
+  ev.source = STRATA_NO_RANK;
+  ev.root = STRATA_NO_RANK;
+  ev.tag = STRATA_NO_TAG;
+  ev.bytes_received = -1;
+  ev.call_site = ts.call_site;
+  decode::scratch scratch;
+  Decoder::poll_status(ev, scratch, args...);
+  R r = invoke<F, Decoder>(c, end, real, args...);
+  set_result(ev, r);
+  if (Decoder::completed(args...)) {
+    Decoder::enter(ev, scratch, args...);
+    Decoder::exit(ev, scratch, args...);
+  }
+  for (int i = end - 1; i >= pos; --i) {
+    ts.layer = entries[i].layer;
+    entries[i].untimed_poll(&ev, entries[i].state);
+  }
+  ts.layer = saved_layer;
+  return r;
+}
+
 // A group of adjacent event modules: one decoded event, one clock pair, enter callbacks in
 // stack order, the rest of the chain, exit callbacks in reverse order.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P...), A... args) {
   thread_state& ts = tls;
   const chain_entry* entries = c->entries;
+  if constexpr (Decoder::is_poll) {
+    const uint32_t interval = entries[pos].poll_interval;
+    if (interval != 0 && !time_this_poll(ts, interval))
+      return invoke_untimed_poll<F, Decoder>(c, pos, real, args...);
+  }
   const int saved_layer = ts.layer;
   const int end = entries[pos].group_end;
   strata_event ev{};

@@ -295,6 +295,17 @@ def generate(header, roles, flavor, out):
             # sub-communicator when extra tool ranks run beside the application).
             comms = [p[0] for p in f.params if p[2] == "MPI_Comm"]
             c.write(f"  static constexpr bool has_comm = {'true' if comms else 'false'};\n")
+            # Calls with a completion flag: the core may time only a sample of them (module.h).
+            # An untimed poll substitutes the status before the call and decodes the rest only
+            # when the poll completed something.
+            c.write(f"  static constexpr bool is_poll = {'true' if 'flag' in spec else 'false'};\n")
+            if "flag" in spec:
+                c.write(f"  static void poll_status([[maybe_unused]] strata_event& ev, "
+                        f"[[maybe_unused]] dec::scratch& scratch, {ref_list}) {{\n")
+                if "status" in spec:
+                    c.write(f"    dec::substitute_status(ev, scratch, {spec['status']});\n")
+                c.write("  }\n")
+                c.write(f"  static bool completed({ref_list}) {{ return *{spec['flag']} != 0; }}\n")
             c.write(f"  static void remap_comms({ref_list}) {{\n")
             for comm in comms:
                 c.write(f"    {comm} = core::remap_comm({comm});\n")

@@ -55,8 +55,15 @@ class Overhead(StrataTestCase):
         # 64-byte messages lie inside the model's grid (1 to 10000 bytes); the barrier's 0 bytes
         # lie below it: clamped, and flagged.
         self.assertGreater(rec["job"]["model_clamped_calls"], 0)
-        # The benchmark (docs/PERFORMANCE.md) holds it to 20 %; a test shares the machine.
-        self.assertLess(abs(top["wasted_s"] - injected_s), 0.35 * injected_s, top)
+        # On a shared machine rank 0 waits longer than the injected time (the sender is
+        # descheduled too), so the reference is the program's own measure of its wait at that
+        # line, which the charged waste must match; the injected time is a lower bound. The
+        # benchmark (docs/PERFORMANCE.md) holds the waste to 20 % of the injected time on a
+        # quiet machine.
+        waited_s = float(next(l.split()[1] for l in proc.stdout.splitlines()
+                              if l.startswith("waited "))) / 1000
+        self.assertLess(abs(top["wasted_s"] - waited_s), 0.05 * waited_s + 0.002, (top, waited_s))
+        self.assertGreater(top["wasted_s"], 0.9 * injected_s, top)
         report = run([STRATA, "report", path])
         self.assertRan(report)
         self.assertIn("Call sites by wasted time", report.stdout)

@@ -65,6 +65,31 @@ class Figures(ProfileTestCase):
                 self.assertRan(report)
                 self.assertIn("MPI_Send", report.stdout)
 
+    def test_polls_counted_exactly_when_sampled(self):
+        # Most polls complete nothing; the core times about one in STRATA_PROFILE_POLL_SAMPLE
+        # (default 64) and hands the rest to the profile untimed: counts and bytes stay exact.
+        for sample in ("", "1"):
+            with self.subTest(sample=sample):
+                for f in self.records():
+                    os.remove(f)
+                env = dict(self.env, STRATA_PROFILE_POLL_SAMPLE=sample)
+                proc = self.profile_run([program("poll_c"), "20"], env=env)
+                self.assertRan(proc)
+                line = next(l for l in proc.stdout.splitlines() if l.startswith("rank 0 "))
+                made = dict(kv.split("=") for kv in line.split()[2:])
+                routines = self.only_record()["routines"]
+                self.assertEqual(routines["MPI_Test"]["calls"], int(made["tests"]))
+                self.assertEqual(routines["MPI_Testany"]["calls"], int(made["testanys"]))
+                self.assertEqual(routines["MPI_Iprobe"]["calls"], int(made["iprobes"]))
+                self.assertGreater(int(made["tests"]) + int(made["testanys"]), 20, "polls that completed nothing")
+                self.assertEqual(routines["MPI_Test"]["bytes_received"], 10 * 1000)
+                self.assertEqual(routines["MPI_Testany"]["bytes_received"], 10 * 1000)
+                for name in ("MPI_Test", "MPI_Testany", "MPI_Iprobe"):
+                    r = routines[name]
+                    self.assertGreater(r["time_s"], 0, name)
+                    self.assertLessEqual(r["min_s"] * r["calls"], r["time_s"] * 1.0001, name)
+                    self.assertGreaterEqual(r["max_s"] * r["calls"], r["time_s"] * 0.9999, name)
+
     def test_arguments_that_are_not_utf8(self):
         args = [STRATA.encode(), b"run", b"-np", b"2", b"--tools", b"profile", b"--",
                 program("ring_c").encode(), b"2", b"\xff<b>"]

@@ -75,6 +75,12 @@ struct profile_state {
   counters::counter_set counters;
   counters::split_accumulator split;
   std::vector<uint64_t> counter_values;
+  // By function id: untimed polls counted before the routine had a timed call to take the mean
+  // of; charged that mean at finalize.
+  std::unique_ptr<std::atomic<uint64_t>[]> polls_without_mean;
+  // By function id: the mean charged to untimed polls, refreshed every 64 calls (a division per
+  // poll would cost as much as the rest of the untimed path).
+  std::unique_ptr<std::atomic<uint64_t>[]> poll_mean_ns;
 };
 
 thread_local bool t_counting_thread = false;
@@ -232,6 +238,48 @@ void on_exit(strata_event* ev, void* raw) {
   auto* s = static_cast<profile_state*>(raw);
   if (!s->paused.load(std::memory_order_relaxed))
     count_call(*s, *ev);
+}
+
+// A poll the core did not time (module.h, strata_module_polls_v1): counted exactly, with the
+// bytes it completed, and charged the mean time per call of its routine so far, so the mean
+// stays the timed calls' mean. Minimum and maximum come from the timed calls only.
+void count_untimed_poll(strata_event* ev, void* raw) {
+  auto* s = static_cast<profile_state*>(raw);
+  if (s->paused.load(std::memory_order_relaxed))
+    return;
+  routine_slot& slot = s->slots[ev->function];
+  const uint64_t received = ev->bytes_received > 0 ? static_cast<uint64_t>(ev->bytes_received) : 0;
+  const uint64_t calls = std::atomic_ref<uint64_t>(slot.calls).load(std::memory_order_relaxed);
+  std::atomic<uint64_t>& cached_mean = s->poll_mean_ns[ev->function];
+  uint64_t mean = cached_mean.load(std::memory_order_relaxed);
+  if (mean == 0 || calls % 64 == 0) {
+    const uint64_t time = std::atomic_ref<uint64_t>(slot.time_ns).load(std::memory_order_relaxed);
+    const uint64_t timed =
+        calls - s->polls_without_mean[ev->function].load(std::memory_order_relaxed);
+    if (timed == 0)
+      s->polls_without_mean[ev->function].fetch_add(1, std::memory_order_relaxed);
+    mean = timed != 0 ? time / timed : 0;
+    cached_mean.store(mean, std::memory_order_relaxed);
+  }
+  if (!s->threaded) {
+    slot.time_ns += mean;
+    ++slot.calls;
+    slot.bytes_received += received;
+    return;
+  }
+  atomic_add(slot.time_ns, mean);
+  atomic_add(slot.calls, 1);
+  atomic_add(slot.bytes_received, received);
+}
+
+// Untimed polls that came before their routine's first timed call get its mean now.
+void charge_polls_without_mean(profile_state& s) {
+  for (size_t f = 0; f < s.names.size(); ++f) {
+    routine_slot& slot = s.slots[f];
+    const uint64_t pending = s.polls_without_mean[f].exchange(0);
+    if (pending != 0 && slot.calls > pending)
+      slot.time_ns += pending * (slot.time_ns / (slot.calls - pending));
+  }
 }
 
 // With STRATA_COUNTERS: one read of all counters at each boundary (seed 000, section VIII).
@@ -834,6 +882,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     s->collective.push_back(is_collective_name(s->names.back()) ? 1 : 0);
   }
   s->early_slots.assign(static_cast<size_t>(n), routine_slot{});
+  s->polls_without_mean = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
+  s->poll_mean_ns = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
   for (routine_slot& slot : s->early_slots)
     slot.min_ns = UINT64_MAX;
   s->slots = s->early_slots.data();
@@ -1013,6 +1063,7 @@ void finalize_job(profile_state* s) {
   const uint64_t start = mono_ns();
   s->header->final_mono_ns = start;
   s->header->end_unix_ns = unix_ns();
+  charge_polls_without_mean(*s);
   uint64_t calls = 0;
   for (size_t f = 0; f < s->names.size(); ++f)
     calls += s->slots[f].calls;
@@ -1075,6 +1126,29 @@ const strata_module counting_profile_module = {STRATA_MODULE_ABI_VERSION,
 extern "C" STRATA_MODULE_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
   strata::profile::mark_end(strata::profile::job_status::aborted, errorcode);
   return ZMPI_Abort(comm, errorcode);
+}
+
+// Sampled polls: STRATA_PROFILE_POLL_SAMPLE=N (default 64) lets the core time one poll in about
+// N; 1 times every poll. Off with call sites (and so in the overhead module) and with counters,
+// which charge each call its own time and its own counter readings.
+extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
+                                                                strata_event_fn* untimed) {
+  const auto* s = static_cast<const strata::profile::profile_state*>(state);
+  const char* counters = std::getenv("STRATA_COUNTERS");
+  if (s == nullptr || s->want_callsites || (counters != nullptr && counters[0] != '\0'))
+    return 1;
+  uint32_t interval = 64;
+  if (const char* v = std::getenv("STRATA_PROFILE_POLL_SAMPLE"); v != nullptr && v[0] != '\0') {
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(v, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= 1000000)
+      interval = static_cast<uint32_t>(n);
+    else
+      s->host->log(s->self, "STRATA_PROFILE_POLL_SAMPLE is not a number from 1 to 1000000; "
+                            "timing one poll in 64");
+  }
+  *untimed = strata::profile::count_untimed_poll;
+  return interval;
 }
 
 // Counting hardware or software events needs an enter callback too; without STRATA_COUNTERS

@@ -1,0 +1,49 @@
+/* Polling: rank 0 receives N messages of 1000 bytes with MPI_Irecv and MPI_Test (even ones) or
+ * MPI_Testany (odd ones) until each completes, and after each another N with MPI_Iprobe until it
+ * is there and MPI_Recv; rank 1 sends them 2 ms apart, so most polls complete nothing. Each rank
+ * prints how many calls of each kind it made, for the profile to match. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+int main(int argc, char** argv) {
+  int messages = argc > 1 ? atoi(argv[1]) : 10;
+  long tests = 0, testanys = 0, iprobes = 0;
+  int rank = 0;
+  char buf[1000] = {0};
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (int m = 0; m < messages; ++m) {
+    if (rank == 1) {
+      struct timespec pause = {0, 2000000};
+      nanosleep(&pause, NULL);
+      MPI_Send(buf, (int)sizeof buf, MPI_BYTE, 0, m, MPI_COMM_WORLD);
+      nanosleep(&pause, NULL);
+      MPI_Send(buf, (int)sizeof buf, MPI_BYTE, 0, messages + m, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+      MPI_Request request;
+      MPI_Irecv(buf, (int)sizeof buf, MPI_BYTE, 1, m, MPI_COMM_WORLD, &request);
+      int flag = 0;
+      while (!flag) {
+        if (m % 2 == 0) {
+          MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+          ++tests;
+        } else {
+          int index = -1;
+          MPI_Testany(1, &request, &index, &flag, MPI_STATUS_IGNORE);
+          ++testanys;
+        }
+      }
+      flag = 0;
+      while (!flag) {
+        MPI_Iprobe(1, messages + m, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        ++iprobes;
+      }
+      MPI_Recv(buf, (int)sizeof buf, MPI_BYTE, 1, messages + m, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+  }
+  printf("rank %d tests=%ld testanys=%ld iprobes=%ld\n", rank, tests, testanys, iprobes);
+  MPI_Finalize();
+  return 0;
+}

@@ -15,8 +15,8 @@ int region_listener_pending = 0;
 void add_region_listener(void* handle, void* state, int layer) {
   if (handle == nullptr || region_listener_pending >= static_cast<int>(max_region_listeners))
     return;
-  auto entry = reinterpret_cast<strata_module_regions_entry>(
-      ::dlsym(handle, STRATA_MODULE_REGIONS_SYMBOL));
+  auto entry =
+      reinterpret_cast<strata_module_regions_entry>(::dlsym(handle, STRATA_MODULE_REGIONS_SYMBOL));
   const strata_module_regions* regions = entry != nullptr ? entry() : nullptr;
   // Fields are read only as far as the module's struct reaches.
   if (regions == nullptr || regions->size < sizeof(uint32_t) + 2 * sizeof(strata_region_fn))

@@ -20,8 +20,7 @@ struct region_listener {
 // are ready and set back to 0 before they unload, so an annotation outside that window, or in a
 // job whose stack wants no regions, costs one load and one branch.
 constexpr size_t max_region_listeners = 64;
-extern region_listener region_listeners[max_region_listeners]
-    __attribute__((visibility("hidden")));
+extern region_listener region_listeners[max_region_listeners] __attribute__((visibility("hidden")));
 extern std::atomic<int> region_listener_count __attribute__((visibility("hidden")));
 extern int region_listener_pending __attribute__((visibility("hidden")));
 

@@ -82,6 +82,48 @@ class AnalyzeRealTraces(StrataTestCase):
         for r in range(ranks):
             self.assertEqual(ops[(r, "MPI_Waitall")], iterations)
 
+    def test_levels_of_annotated_regions(self):
+        iterations = 5
+        trace = self.traced([program("levels_cpp"), str(iterations)], ranks=2)
+        report = self.analyze(trace)
+        levels = {(l["rank"], l["level"]): l["count"] for l in report["levels"]}
+        mpi_line = marked_line("levels.cpp", "/* MPI BCAST */")
+        # A region's call site is the line of its STRATA_REGION (the trace module's convention).
+        group_line = marked_line("levels.cpp", 'STRATA_REGION("Group::bcast")')
+        grid_line = marked_line("levels.cpp", 'STRATA_REGION("TopologyGrid::bcast")')
+        barrier_line = marked_line("levels.cpp", "MPI_Barrier(MPI_COMM_WORLD);")
+        for r in range(2):
+            # Level 1: only Group::bcast; level 2: only MPI_Bcast.
+            self.assertEqual(levels.get((r, 1)), iterations, report["levels"])
+            self.assertEqual(levels.get((r, 2)), iterations, report["levels"])
+            self.assertNotIn((r, 3), levels)
+            rows = {(o["category"], o["operation"], o["line"]): o for o in report["operations"]
+                    if o["rank"] == r}
+            self.assertEqual(rows[("mpi", "MPI_Bcast", mpi_line)]["count"], iterations, rows)
+            self.assertEqual(rows[("user", "Group::bcast", group_line)]["count"], iterations, rows)
+            self.assertEqual(rows[("user", "TopologyGrid::bcast", grid_line)]["count"], iterations)
+            self.assertEqual(rows[("mpi", "MPI_Barrier", barrier_line)]["count"], 1, rows)
+        totals = {(t["category"], t["operation"]): t["count"] for t in report["totals"]}
+        self.assertEqual(totals[("mpi", "MPI_Bcast")], 2 * iterations)
+        self.assertEqual(totals[("user", "TopologyGrid::bcast")], 2 * iterations)
+        # The XML keeps the nesting: grid > group > broadcast.
+        out = os.path.join(self.out, "xml")
+        self.assertRan(run([STRATA, "trace", "export", "--xml", trace, "--out", out]))
+        import xml.etree.ElementTree as ET
+        root = ET.parse(os.path.join(out, "trace1.xml")).getroot()
+        grids = [e for e in root if e.get("name") == "TopologyGrid::bcast"]
+        self.assertEqual(len(grids), iterations)
+        for grid in grids:
+            self.assertEqual(grid.get("class"), "TopologyGrid")
+            self.assertEqual(grid.get("method"), "bcast")
+            (group,) = list(grid)
+            self.assertEqual(group.get("name"), "Group::bcast")
+            (mpi,) = list(group)
+            self.assertEqual((mpi.tag, mpi.get("operation"), mpi.get("root")),
+                             ("hieraMPI", "broadcast", "0"))
+            self.assertLessEqual(float(grid.get("start_time")), float(mpi.get("start_time")))
+            self.assertLessEqual(float(mpi.get("finish_time")), float(grid.get("finish_time")))
+
     def test_text_and_csv_name_the_same_call_sites(self):
         trace = self.traced([program("injected_delay_c"), "4", "10"])
         text = run([STRATA, "analyze", trace])

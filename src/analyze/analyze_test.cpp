@@ -169,6 +169,23 @@ TEST_F(AnalyzeTest, ReceivesCompletedOutOfPostingOrderMatchInPostingOrder) {
   EXPECT_EQ(g.partners(rank1 + 1)[0], 1U); // the Recv B <- second send
 }
 
+TEST_F(AnalyzeTest, RecordsWithoutUseAreSkippedNotTakenForTruncation) {
+  {
+    trace_builder b(trace(), 2);
+    const uint32_t test = b.mpi("MPI_Test");
+    for (uint64_t i = 0; i < 100; ++i) {
+      b.enter(0, 10 * i, test);
+      b.request_test(0, 10 * i + 1, 5);
+      b.leave(0, 10 * i + 2, test);
+    }
+    b.mpi_send(0, 2000, 2100, 1, 0, 8);
+    b.mpi_recv(1, 0, 2200, 0, 0, 8);
+  }
+  const report r = analyze_trace(trace());
+  EXPECT_EQ(r.events, 306U);
+  EXPECT_EQ(r.messages, 1U);
+}
+
 TEST_F(AnalyzeTest, UnmatchedMessagesAreCountedNotFatal) {
   {
     trace_builder b(trace(), 2);
@@ -447,6 +464,22 @@ TEST_F(DamagedArchiveTest, TruncatedEventFile) {
   fs::resize_file(evt, fs::file_size(evt) / 2);
   const std::string e = error_of(trace());
   EXPECT_FALSE(e.empty());
+}
+
+TEST_F(DamagedArchiveTest, TruncatedAtAChunkBoundary) {
+  // OTF2 reads a file cut after a whole chunk without complaint; the declared counts tell.
+  {
+    trace_builder b(trace(), 2);
+    for (uint64_t i = 0; i < 120000; ++i) {
+      b.mpi_send(0, 100 * i, 100 * i + 50, 1, 0, 8);
+      b.mpi_recv(1, 100 * i, 100 * i + 60, 0, 0, 8);
+    }
+  }
+  const fs::path evt = fs::path(trace()) / "traces" / "0.evt";
+  ASSERT_GT(fs::file_size(evt), 1024U * 1024);
+  fs::resize_file(evt, 1024 * 1024); // the builder's chunk size
+  const std::string e = error_of(trace());
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
 }
 
 TEST_F(DamagedArchiveTest, TruncatedAnchorAndDefinitions) {

@@ -153,6 +153,9 @@ void trace_builder::irecv(uint32_t rank, uint64_t t, uint32_t source, uint32_t c
 void trace_builder::collective_begin(uint32_t rank, uint64_t t) {
   check(OTF2_EvtWriter_MpiCollectiveBegin(impl_->w(rank, t), nullptr, t), "collective begin");
 }
+void trace_builder::request_test(uint32_t rank, uint64_t t, uint64_t request) {
+  check(OTF2_EvtWriter_MpiRequestTest(impl_->w(rank, t), nullptr, t, request), "request test");
+}
 void trace_builder::collective_end(uint32_t rank, uint64_t t, uint32_t op, uint32_t comm,
                                    uint32_t root, uint64_t sent, uint64_t received) {
   check(OTF2_EvtWriter_MpiCollectiveEnd(

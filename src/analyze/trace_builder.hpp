@@ -41,6 +41,8 @@ public:
   void irecv(uint32_t rank, uint64_t t, uint32_t source, uint32_t comm, uint32_t tag,
              uint64_t bytes, uint64_t request);
   void collective_begin(uint32_t rank, uint64_t t);
+  // A record the analysis has no use for (Score-P writes it for each unsuccessful MPI_Test).
+  void request_test(uint32_t rank, uint64_t t, uint64_t request);
   void collective_end(uint32_t rank, uint64_t t, uint32_t op, uint32_t comm, uint32_t root,
                       uint64_t sent, uint64_t received);
 

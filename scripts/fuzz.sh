@@ -41,7 +41,7 @@ for target in config patch record rank_file model analyze; do
   echo "fuzz: $target for ${seconds}s"
   # A damaged OTF2 anchor makes libotf2 calloc what its location count says (gigabytes); with
   # allocator_may_return_null that fails as it would for a real process, and libotf2 reports it.
-  LSAN_OPTIONS=suppressions=$PWD/fuzz/analyze_lsan.supp \
+  LSAN_OPTIONS=suppressions=$PWD/src/analyze/otf2_lsan.supp \
     ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=2048 \
     "$out/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=65536 \
     "$out/corpus/$target" \

@@ -219,6 +219,8 @@ struct analyzer::impl {
   std::map<wait_key, std::pair<uint64_t, uint64_t>> waits; // ticks, instances
   uint64_t matched = 0, collectives = 0;
   uint64_t foreign_collectives = 0;
+  uint64_t abandoned_receives = 0;
+  static constexpr size_t max_reorder = 1U << 16;
   std::vector<uint64_t> scratch_ids;
 
   impl(const definitions& d, graph_observer* o) : defs(d), observer(o), locs(d.ranks()) {
@@ -313,6 +315,14 @@ struct analyzer::impl {
 
   uint64_t post_receive(location_state& ls) {
     ls.reorder.emplace_back();
+    // A receive request that never completes in the trace (freed with MPI_Request_free, or
+    // cancelled without a record) would hold back every later receive of its rank: after this
+    // many, it is given up, so memory stays bounded.
+    if (ls.reorder.size() > max_reorder && !ls.reorder.front().resolved) {
+      ls.reorder.front().resolved = true;
+      ++abandoned_receives;
+      drain(ls);
+    }
     return ls.reorder_base + ls.reorder.size() - 1;
   }
 
@@ -629,6 +639,10 @@ report analyzer::finish(uint64_t events) {
     out.warnings.push_back(std::to_string(unbalanced) +
                            " events did not nest (a leave without its enter, or a message or "
                            "collective outside any operation)");
+  if (s.abandoned_receives)
+    out.warnings.push_back(std::to_string(s.abandoned_receives) +
+                           " receive requests were posted but not completed within the next " +
+                           std::to_string(impl::max_reorder) + " receives of their rank");
   if (s.foreign_collectives)
     out.warnings.push_back(std::to_string(s.foreign_collectives) +
                            " collectives on a communicator their rank is not a member of");

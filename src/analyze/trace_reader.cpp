@@ -462,6 +462,13 @@ trace_reader::trace_reader(const std::string& path) {
       throw fail("corrupt global definitions: " + raw.error);
     if (rc != OTF2_SUCCESS)
       throw fail("corrupt or truncated global definitions (" + otf2_reason(rc) + ")");
+    // libotf2 3.0 reads a definitions file cut short past its end (uninitialised memory), and
+    // may then report success; the anchor file's count of definitions tells.
+    uint64_t expected = 0;
+    if (OTF2_Reader_GetNumberOfGlobalDefinitions(reader, &expected) == OTF2_SUCCESS &&
+        read != expected)
+      throw fail("corrupt or truncated global definitions (" + std::to_string(read) + " of the " +
+                 std::to_string(expected) + " definitions the anchor file declares)");
     if (raw.locations.empty())
       throw fail("the archive defines no locations");
 

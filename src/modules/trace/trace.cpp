@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fnmatch.h>
 #include <limits>
 #include <map>
@@ -1119,6 +1120,24 @@ void write_global_defs(OTF2_Archive* archive, const trace_state* s, const global
   }
 }
 
+// Creates the trace directory, or empties an earlier archive out of it (only the files OTF2 writes
+// under the name `traces`). Returns why it cannot be used, empty when it can.
+std::string prepare_directory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return "cannot create " + dir + ": " + ec.message();
+  for (const char* old : {"traces.otf2", "traces.def", "traces"}) {
+    fs::remove_all(fs::path(dir) / old, ec);
+    if (ec)
+      return "cannot replace the earlier trace in " + dir + ": " + ec.message();
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return dir + " is not writable";
+  return {};
+}
+
 void trace_finalize(void* raw) {
   auto* s = static_cast<trace_state*>(raw);
   s->recording = false;
@@ -1154,6 +1173,20 @@ void trace_finalize(void* raw) {
                       map.site.size() == li.defs.sites.size() &&
                       map.comm.size() == li.defs.comms.size();
 
+  // The directory, checked on rank 0 before OTF2 (which refuses to overwrite and would leave the
+  // ranks disagreeing mid-collective).
+  int usable = 1;
+  if (rank == 0) {
+    const std::string why = prepare_directory(s->dir);
+    if (!why.empty()) {
+      s->host->log(s->self, ("no trace written: " + why).c_str());
+      usable = 0;
+    }
+  }
+  MPI_Bcast(&usable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (usable == 0)
+    return;
+
   // Events: each rank its own location, through OTF2's MPI collectives.
   OTF2_Archive* archive =
       OTF2_Archive_Open(s->dir.c_str(), "traces", OTF2_FILEMODE_WRITE, uint64_t{1} << 20,
@@ -1173,6 +1206,9 @@ void trace_finalize(void* raw) {
     bool first = true;
     if (mapped)
       s->buffer->for_each([&](const record& r) {
+        // MPI_Init is recorded before the window is known.
+        if (r.kind() == record_kind::mpi_call && r.t_enter < s->window_begin)
+          return;
         const uint64_t before = writer.events;
         writer.write(r);
         if (first && writer.events > before) {

@@ -1,5 +1,6 @@
-// The trace module's per-rank event buffer: fixed-size records in chunks allocated as the trace
-// grows (one allocation per chunk of 8192 records, none per event), bounded by a byte limit. At
+// The trace module's per-rank event buffer: fixed-size records in chunks of 8192, the first ones
+// allocated and touched up front (so that page faults stay out of the traced calls), more as the
+// trace grows (one allocation per chunk, none per event), bounded by a byte limit. At
 // the limit, the `stop` policy drops every later record and the `ring` policy recycles the oldest
 // chunk; both count what they dropped. No MPI, no locks: the caller serialises.
 #pragma once
@@ -48,7 +49,8 @@ class event_buffer {
 public:
   static constexpr size_t chunk_records = 8192;
 
-  event_buffer(uint64_t limit_bytes, limit_policy policy);
+  // `prefault_bytes` (at most the limit) are allocated and written now.
+  event_buffer(uint64_t limit_bytes, limit_policy policy, uint64_t prefault_bytes = 0);
   ~event_buffer();
   event_buffer(const event_buffer&) = delete;
   event_buffer& operator=(const event_buffer&) = delete;
@@ -66,8 +68,8 @@ public:
 
   // Every record held, oldest first.
   template <typename F> void for_each(F&& fn) const {
-    for (size_t i = 0; i < chunks_.size(); ++i) {
-      const record* c = chunks_[(head_ + i) % chunks_.size()];
+    for (size_t i = 0; i < used_; ++i) {
+      const record* c = chunks_[(head_ + i) % used_];
       const size_t n = c == current_ ? static_cast<size_t>(next_ - c) : chunk_records;
       for (size_t k = 0; k < n; ++k)
         fn(c[k]);
@@ -81,7 +83,8 @@ private:
 
   size_t max_chunks_;
   limit_policy policy_;
-  std::vector<record*> chunks_; // allocated so far; a ring once all max_chunks_ exist
+  std::vector<record*> chunks_; // allocated so far; the first used_ hold records
+  size_t used_ = 0;             // a ring once all max_chunks_ are used
   size_t head_ = 0;             // the oldest chunk
   record* current_ = nullptr;
   record* next_ = nullptr;

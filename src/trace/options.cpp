@@ -57,6 +57,9 @@ std::string apply(const std::string& key, const std::string& value, options& out
   } else if (key == "limit") {
     if (!parse_size(value, out.limit_bytes) || out.limit_bytes == 0)
       return "limit=" + value + " is not a size such as 4096, 512k, 64M or 2G";
+  } else if (key == "prefault") {
+    if (!parse_size(value, out.prefault_bytes))
+      return "prefault=" + value + " is not a size such as 0, 512k, 16M";
   } else if (key == "policy") {
     if (value == "stop")
       out.policy = limit_policy::stop;
@@ -66,7 +69,7 @@ std::string apply(const std::string& key, const std::string& value, options& out
       return "policy=" + value + " is neither stop nor ring";
   } else {
     return "unknown argument '" + key +
-           "' (expected dir, functions, regions, start, stop, limit, policy)";
+           "' (expected dir, functions, regions, start, stop, limit, policy, prefault)";
   }
   return {};
 }
@@ -112,7 +115,7 @@ std::string parse_options(const std::vector<std::pair<std::string, std::string>>
       {"STRATA_TRACE_DIR", "dir"},         {"STRATA_TRACE_FUNCTIONS", "functions"},
       {"STRATA_TRACE_REGIONS", "regions"}, {"STRATA_TRACE_START", "start"},
       {"STRATA_TRACE_STOP", "stop"},       {"STRATA_TRACE_LIMIT", "limit"},
-      {"STRATA_TRACE_POLICY", "policy"}};
+      {"STRATA_TRACE_POLICY", "policy"},   {"STRATA_TRACE_PREFAULT", "prefault"}};
   for (const auto& [variable, key] : env_keys) {
     const char* value = getenv(variable);
     if (value == nullptr || value[0] == '\0')

@@ -13,12 +13,13 @@
 namespace strata::trace {
 
 struct options {
-  std::string dir;                     // empty: ./strata-trace-<jobid>
-  std::string functions = "*";         // MPI functions recorded (comma-separated globs)
-  std::vector<std::string> regions;    // user regions recorded (globs); empty: all
-  double start_s = 0;                  // record from this many seconds after MPI_Init ...
-  double stop_s = -1;                  // ... until this many (negative: to the end)
-  uint64_t limit_bytes = 256ull << 20; // per rank, in memory
+  std::string dir;                       // empty: ./strata-trace-<jobid>
+  std::string functions = "*";           // MPI functions recorded (comma-separated globs)
+  std::vector<std::string> regions;      // user regions recorded (globs); empty: all
+  double start_s = 0;                    // record from this many seconds after MPI_Init ...
+  double stop_s = -1;                    // ... until this many (negative: to the end)
+  uint64_t limit_bytes = 256ull << 20;   // per rank, in memory
+  uint64_t prefault_bytes = 16ull << 20; // of it allocated and touched at MPI_Init
   limit_policy policy = limit_policy::stop;
 
   bool region_wanted(const char* name) const;

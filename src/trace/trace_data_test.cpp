@@ -57,6 +57,20 @@ TEST(EventBuffer, RingPolicyKeepsTheLatestRecords) {
   EXPECT_EQ(b.dropped(), n - t.size());
 }
 
+TEST(EventBuffer, PrefaultedChunksAreUsedFirstAndCountTowardsTheLimit) {
+  const uint64_t chunk_bytes = event_buffer::chunk_records * sizeof(record);
+  event_buffer b(3 * chunk_bytes, limit_policy::stop, 10 * chunk_bytes);
+  EXPECT_EQ(b.recorded(), 0u);
+  fill(b, 4 * event_buffer::chunk_records);
+  EXPECT_EQ(b.recorded(), 3 * event_buffer::chunk_records);
+  EXPECT_EQ(b.dropped(), event_buffer::chunk_records);
+  event_buffer r(3 * chunk_bytes, limit_policy::ring, 2 * chunk_bytes);
+  fill(r, 7 * event_buffer::chunk_records + 1);
+  const auto t = times(r);
+  ASSERT_EQ(t.size(), 2 * event_buffer::chunk_records + 1);
+  EXPECT_EQ(t.back(), 7 * event_buffer::chunk_records);
+}
+
 TEST(EventBuffer, RecordsPackTheirKindAndIndex) {
   record r{};
   r.id = record::make_id(record_kind::region_leave, 77);

@@ -23,10 +23,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fnmatch.h>
 #include <limits>
 #include <map>
 #include <memory>
+#include <pthread.h>
 #include <string>
 #include <unistd.h>
 #include <unordered_map>
@@ -71,7 +73,7 @@ struct trace_state {
   options opt;
   std::unique_ptr<event_buffer> buffer;
   std::vector<fn_info> functions;
-  bool recording = false; // from load to finalize
+  pthread_t traced_thread = 0; // the thread that loaded the module, while recording
   uint64_t window_begin = 0;
   uint64_t window_end = std::numeric_limits<uint64_t>::max();
   int rank = 0;
@@ -103,8 +105,12 @@ struct trace_state {
 };
 
 trace_state* g_state = nullptr;
-// Only the thread that initialised MPI is traced: one OTF2 location per rank, events in order.
-__thread bool tl_traced_thread = false;
+// Only the thread that initialised MPI is traced (one OTF2 location per rank, events in order),
+// and only while recording: `traced_thread` is that thread while recording, 0 otherwise, so one
+// comparison with pthread_self() (a load from the thread pointer) says both.
+inline bool tracing(const trace_state* s) {
+  return pthread_equal(s->traced_thread, pthread_self()) != 0;
+}
 
 uint64_t realtime_ns() {
   timespec ts{};
@@ -181,7 +187,7 @@ inline bool in_window(const trace_state* s, uint64_t t) {
 
 void on_exit(strata_event* ev, void* raw) {
   auto* s = static_cast<trace_state*>(raw);
-  if (!s->recording || !tl_traced_thread || !in_window(s, ev->t_enter_ns))
+  if (!tracing(s) || !in_window(s, ev->t_enter_ns))
     return;
   const fn_info& f = s->functions[static_cast<size_t>(ev->function)];
   record* r = s->buffer->append();
@@ -209,7 +215,7 @@ void on_exit(strata_event* ev, void* raw) {
 
 uint32_t region_index(trace_state* s, const char* name) {
   auto& slot = s->name_cache[(reinterpret_cast<uintptr_t>(name) >> 3) & 255u];
-  if (slot.pointer == name && s->region_names[slot.index] == name)
+  if (slot.pointer == name && std::strcmp(s->region_names[slot.index].c_str(), name) == 0)
     return slot.index;
   auto [it, added] = s->region_by_name.emplace(name, static_cast<uint32_t>(s->region_names.size()));
   if (added) {
@@ -222,7 +228,7 @@ uint32_t region_index(trace_state* s, const char* name) {
 
 void on_region_begin(const char* name, const void* call_site, uint64_t t, void* raw) {
   auto* s = static_cast<trace_state*>(raw);
-  if (!s->recording || !tl_traced_thread)
+  if (!tracing(s))
     return;
   const uint32_t index = region_index(s, name);
   int64_t open = -1;
@@ -241,7 +247,7 @@ void on_region_begin(const char* name, const void* call_site, uint64_t t, void* 
 
 void on_region_end(const char*, const void* call_site, uint64_t t, void* raw) {
   auto* s = static_cast<trace_state*>(raw);
-  if (!s->recording || !tl_traced_thread)
+  if (!tracing(s))
     return;
   if (s->open_regions.empty()) {
     ++s->unbalanced_ends;
@@ -286,7 +292,7 @@ completion_scratch& scratch(size_t n) {
 }
 
 bool tracing_now(trace_state* s) {
-  return s != nullptr && s->recording && tl_traced_thread;
+  return s != nullptr && tracing(s);
 }
 
 // The call's record, then one record per request it completed.
@@ -615,12 +621,12 @@ int trace_load(const strata_host* host, int self, const strata_module_arg* args,
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
   }
-  s->buffer = std::make_unique<event_buffer>(s->opt.limit_bytes, s->opt.policy);
+  s->buffer =
+      std::make_unique<event_buffer>(s->opt.limit_bytes, s->opt.policy, s->opt.prefault_bytes);
   s->comm_index.resize(64, 0);
   s->open_regions.reserve(256);
   s->region_names.reserve(64);
-  s->recording = true;
-  tl_traced_thread = true; // load runs on the thread that calls MPI_Init
+  s->traced_thread = pthread_self(); // load runs on the thread that calls MPI_Init
   g_state = s.get();
   *state = s.release();
   return 0;
@@ -1119,9 +1125,27 @@ void write_global_defs(OTF2_Archive* archive, const trace_state* s, const global
   }
 }
 
+// Creates the trace directory, or empties an earlier archive out of it (only the files OTF2 writes
+// under the name `traces`). Returns why it cannot be used, empty when it can.
+std::string prepare_directory(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return "cannot create " + dir + ": " + ec.message();
+  for (const char* old : {"traces.otf2", "traces.def", "traces"}) {
+    fs::remove_all(fs::path(dir) / old, ec);
+    if (ec)
+      return "cannot replace the earlier trace in " + dir + ": " + ec.message();
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return dir + " is not writable";
+  return {};
+}
+
 void trace_finalize(void* raw) {
   auto* s = static_cast<trace_state*>(raw);
-  s->recording = false;
+  s->traced_thread = 0;
   s->clock.t2 = s->host->now_ns();
   s->clock.o2 = measure_offset(s, s->stddev_final);
   const int rank = s->rank;
@@ -1154,6 +1178,20 @@ void trace_finalize(void* raw) {
                       map.site.size() == li.defs.sites.size() &&
                       map.comm.size() == li.defs.comms.size();
 
+  // The directory, checked on rank 0 before OTF2 (which refuses to overwrite and would leave the
+  // ranks disagreeing mid-collective).
+  int usable = 1;
+  if (rank == 0) {
+    const std::string why = prepare_directory(s->dir);
+    if (!why.empty()) {
+      s->host->log(s->self, ("no trace written: " + why).c_str());
+      usable = 0;
+    }
+  }
+  MPI_Bcast(&usable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (usable == 0)
+    return;
+
   // Events: each rank its own location, through OTF2's MPI collectives.
   OTF2_Archive* archive =
       OTF2_Archive_Open(s->dir.c_str(), "traces", OTF2_FILEMODE_WRITE, uint64_t{1} << 20,
@@ -1173,6 +1211,9 @@ void trace_finalize(void* raw) {
     bool first = true;
     if (mapped)
       s->buffer->for_each([&](const record& r) {
+        // MPI_Init is recorded before the window is known.
+        if (r.kind() == record_kind::mpi_call && r.t_enter < s->window_begin)
+          return;
         const uint64_t before = writer.events;
         writer.write(r);
         if (first && writer.events > before) {

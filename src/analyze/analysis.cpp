@@ -604,6 +604,12 @@ void analyzer::collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_
   top.coll_root = root;
 }
 
+void analyzer::program_event(uint32_t rank, uint64_t time) {
+  location_state& ls = impl_->locs[rank];
+  ls.first = std::min(ls.first, time);
+  ls.last = std::max(ls.last, time);
+}
+
 report analyzer::finish(uint64_t events) {
   impl& s = *impl_;
   const definitions& defs = s.defs;

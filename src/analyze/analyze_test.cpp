@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <otf2/OTF2_Events.h>
+#include <otf2/otf2.h>
 
 #include <filesystem>
 #include <fstream>
@@ -442,6 +442,104 @@ TEST_F(AnalyzeTest, XmlExportNestsOperationsAsTheSeed) {
   EXPECT_NE(t1.find("operation=\"receive\" file=\"auxfmd.c\" line=\"51\""), std::string::npos);
   EXPECT_NE(t1.find("rem=\"0\""), std::string::npos);
   EXPECT_NE(t1.rfind("</processor>\n"), std::string::npos);
+}
+
+// An archive as Score-P writes it, with the OTF2 writer directly: location ids that are not the
+// ranks (and a COMM_LOCATIONS group giving rank order), events that use each location's own
+// region ids mapped to the global ones through its local definitions, a timer that is not in ns
+// with a global offset, records the analysis does not use (ProgramBegin/End), and no call-site
+// attribute: the call site is then the region's own source location.
+TEST_F(AnalyzeTest, ReadsAnArchiveAsScorePWritesIt) {
+  const uint64_t ticks = 2'500'000'000; // per second
+  const uint64_t offset = 1'000'000;
+  const uint64_t loc[2] = {uint64_t{1} << 33, 7}; // rank 0, rank 1
+  {
+    OTF2_Archive* a = OTF2_Archive_Open(trace().c_str(), "traces", OTF2_FILEMODE_WRITE, 1 << 20,
+                                        4 << 20, OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+    ASSERT_NE(a, nullptr);
+    static OTF2_FlushCallbacks flush = {
+        [](void*, OTF2_FileType, OTF2_LocationRef, void*, bool) -> OTF2_FlushType {
+          return OTF2_FLUSH;
+        },
+        [](void*, OTF2_FileType, OTF2_LocationRef) -> OTF2_TimeStamp { return 0; }};
+    OTF2_Archive_SetFlushCallbacks(a, &flush, nullptr);
+    OTF2_Archive_SetSerialCollectiveCallbacks(a);
+    OTF2_Archive_OpenEvtFiles(a);
+    // Local region ids: rank 0 calls MPI_Send its region 0, rank 1 calls MPI_Recv its region 3.
+    OTF2_EvtWriter* w0 = OTF2_Archive_GetEvtWriter(a, loc[0]);
+    OTF2_EvtWriter_ProgramBegin(w0, nullptr, offset, 4, 0, nullptr);
+    OTF2_EvtWriter_Enter(w0, nullptr, offset + 3 * ticks, 0);
+    OTF2_EvtWriter_MpiSend(w0, nullptr, offset + 3 * ticks, 1, 0, 9, 4);
+    OTF2_EvtWriter_Leave(w0, nullptr, offset + 3 * ticks + 100, 0);
+    OTF2_EvtWriter_ProgramEnd(w0, nullptr, offset + 4 * ticks, 0);
+    OTF2_EvtWriter* w1 = OTF2_Archive_GetEvtWriter(a, loc[1]);
+    OTF2_EvtWriter_ProgramBegin(w1, nullptr, offset, 4, 0, nullptr);
+    OTF2_EvtWriter_Enter(w1, nullptr, offset + ticks, 3);
+    OTF2_EvtWriter_MpiRecv(w1, nullptr, offset + 3 * ticks + 200, 0, 0, 9, 4);
+    OTF2_EvtWriter_Leave(w1, nullptr, offset + 3 * ticks + 200, 3);
+    OTF2_EvtWriter_ProgramEnd(w1, nullptr, offset + 4 * ticks, 0);
+    uint64_t n0 = 0, n1 = 0;
+    OTF2_EvtWriter_GetNumberOfEvents(w0, &n0);
+    OTF2_EvtWriter_GetNumberOfEvents(w1, &n1);
+    OTF2_Archive_CloseEvtWriter(a, w0);
+    OTF2_Archive_CloseEvtWriter(a, w1);
+    OTF2_Archive_CloseEvtFiles(a);
+    OTF2_Archive_OpenDefFiles(a);
+    const uint64_t global_region[2][4] = {{1, 0, 0, 0}, {0, 0, 0, 2}};
+    for (int r = 0; r < 2; ++r) {
+      OTF2_DefWriter* d = OTF2_Archive_GetDefWriter(a, loc[r]);
+      OTF2_IdMap* map = OTF2_IdMap_CreateFromUint64Array(4, global_region[r], false);
+      OTF2_DefWriter_WriteMappingTable(d, OTF2_MAPPING_REGION, map);
+      OTF2_IdMap_Free(map);
+      OTF2_Archive_CloseDefWriter(a, d);
+    }
+    OTF2_Archive_CloseDefFiles(a);
+    OTF2_GlobalDefWriter* g = OTF2_Archive_GetGlobalDefWriter(a);
+    OTF2_GlobalDefWriter_WriteClockProperties(g, ticks, offset, 4 * ticks, 0);
+    const char* strings[] = {"",    "MPI_Recv", "MPI_Send",      "scorep_app.c",
+                             "app", "MPI Rank", "MPI_COMM_WORLD"};
+    for (uint32_t i = 0; i < 7; ++i)
+      OTF2_GlobalDefWriter_WriteString(g, i, strings[i]);
+    OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, 4, 4, OTF2_UNDEFINED_SYSTEM_TREE_NODE);
+    for (uint32_t r = 0; r < 2; ++r) {
+      OTF2_GlobalDefWriter_WriteLocationGroup(g, r, 5, OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
+                                              OTF2_UNDEFINED_LOCATION_GROUP);
+      OTF2_GlobalDefWriter_WriteLocation(g, loc[r], 5, OTF2_LOCATION_TYPE_CPU_THREAD,
+                                         r == 0 ? n0 : n1, r);
+    }
+    // Global region 0 (unused), 1: MPI_Send, 2: MPI_Recv (defined at scorep_app.c:77).
+    OTF2_GlobalDefWriter_WriteRegion(g, 0, 4, 4, 0, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER,
+                                     OTF2_REGION_FLAG_NONE, 3, 10, 20);
+    OTF2_GlobalDefWriter_WriteRegion(g, 1, 2, 2, 0, OTF2_REGION_ROLE_POINT2POINT, OTF2_PARADIGM_MPI,
+                                     OTF2_REGION_FLAG_NONE, 0, 0, 0);
+    OTF2_GlobalDefWriter_WriteRegion(g, 2, 1, 1, 0, OTF2_REGION_ROLE_POINT2POINT, OTF2_PARADIGM_MPI,
+                                     OTF2_REGION_FLAG_NONE, 3, 77, 77);
+    const uint64_t locations[2] = {loc[0], loc[1]};
+    const uint64_t ranks[2] = {0, 1};
+    OTF2_GlobalDefWriter_WriteGroup(g, 0, 0, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
+                                    OTF2_GROUP_FLAG_NONE, 2, locations);
+    OTF2_GlobalDefWriter_WriteGroup(g, 1, 0, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
+                                    OTF2_GROUP_FLAG_NONE, 2, ranks);
+    OTF2_GlobalDefWriter_WriteComm(g, 0, 6, 1, OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE);
+    OTF2_Archive_CloseGlobalDefWriter(a, g);
+    OTF2_Archive_Close(a);
+  }
+  event_graph graph;
+  const report r = analyze_trace(trace(), &graph);
+  EXPECT_EQ(r.ranks, 2U);
+  EXPECT_EQ(r.events, 10U);
+  EXPECT_EQ(r.messages, 1U);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  ASSERT_EQ(r.wait_states.size(), 1U);
+  EXPECT_EQ(r.wait_states[0].pattern, "late_sender");
+  EXPECT_EQ(r.wait_states[0].function, "MPI_Recv");
+  EXPECT_EQ(r.wait_states[0].rank, 1U);
+  EXPECT_EQ(r.wait_states[0].file, "scorep_app.c");
+  EXPECT_EQ(r.wait_states[0].line, 77U);
+  EXPECT_NEAR(r.wait_states[0].time_s, 2.0, 1e-9);
+  // Rank 0 is the location the COMM_LOCATIONS group lists first, whatever its id.
+  EXPECT_EQ(graph.vertex(0).region, 1U);
+  EXPECT_NEAR(r.processes[0].total_s, 4.0, 1e-9);
 }
 
 // Damaged archives: one clear trace_error each, never a crash.

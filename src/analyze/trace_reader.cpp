@@ -409,6 +409,31 @@ OTF2_CallbackCode ev_collective_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void
   });
 }
 
+OTF2_CallbackCode ev_program_begin(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                   OTF2_AttributeList*, OTF2_StringRef, uint32_t,
+                                   const OTF2_StringRef*) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    s->handler->program_event(rank, t);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_program_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                 OTF2_AttributeList*, int64_t) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    s->handler->program_event(rank, t);
+    return true;
+  });
+}
+
 // Events the analysis does not use still count, so the truncation check sees them.
 OTF2_CallbackCode ev_other(OTF2_LocationRef loc, OTF2_TimeStamp, void* data, OTF2_AttributeList*) {
   auto* s = static_cast<reader_state*>(data);
@@ -638,6 +663,8 @@ uint64_t trace_reader::read_events(event_handler& handler) {
   OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback(cb, ev_cancelled);
   OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, ev_collective_begin);
   OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, ev_collective_end);
+  OTF2_GlobalEvtReaderCallbacks_SetProgramBeginCallback(cb, ev_program_begin);
+  OTF2_GlobalEvtReaderCallbacks_SetProgramEndCallback(cb, ev_program_end);
   OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback(cb, ev_other);
   state_->handler = &handler;
   state_->defs = &defs_;

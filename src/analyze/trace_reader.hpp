@@ -79,6 +79,8 @@ public:
   virtual void request_cancelled(uint32_t rank, uint64_t time, uint64_t request) = 0;
   virtual void collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_t comm,
                               uint32_t root, uint64_t sent, uint64_t received) = 0;
+  // Program begin and end (Score-P writes them): they bound a rank's time.
+  virtual void program_event(uint32_t /*rank*/, uint64_t /*time*/) {}
 };
 
 // The name of the attribute whose SourceCodeLocation value is the call site of an Enter.

@@ -110,6 +110,8 @@ public:
                       uint64_t) override {
     seen(rank, t);
   }
+  // The seed's init and finalize times: the program's begin and end when the trace has them.
+  void program_event(uint32_t rank, uint64_t t) override { seen(rank, t); }
 
 private:
   rank_state& seen(uint32_t rank, uint64_t t) {

@@ -4,7 +4,7 @@
  * into the MPI library through a pointer taken from the library itself, in the same process, and
  * it times region begin/end pairs against an empty loop.
  *
- * Usage: trace_cost [--iters N] [--reps K] [--label TEXT]
+ * Usage: trace_cost [--batch N] [--samples S] [--reps K] [--label TEXT]
  *        trace_cost --callgrind-iters N   (loops only, for callgrind --toggle-collect)
  *
  * Output from rank 0, one line per measurement:
@@ -108,12 +108,14 @@ static double median(double* v, int n) {
 }
 
 int main(int argc, char** argv) {
-  long iters = 300000, cg_iters = -1;
-  int reps = 5;
+  long batch = 10000, cg_iters = -1;
+  int reps = 5, samples = 15;
   const char* label = "-";
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-      iters = atol(argv[++i]);
+    if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+      batch = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+      samples = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind-iters") && i + 1 < argc)
@@ -121,7 +123,9 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--label") && i + 1 < argc)
       label = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--iters N] [--reps K] [--label L] [--callgrind-iters N]\n",
+      fprintf(stderr,
+              "usage: %s [--batch N] [--samples S] [--reps K] [--label L] "
+              "[--callgrind-iters N]\n",
               argv[0]);
       return 2;
     }
@@ -137,13 +141,19 @@ int main(int argc, char** argv) {
   }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  /* Batches alternate native and traced so that noise hits both alike; best of `reps` medians.
-   * Every traced call stays in memory (iters x reps x 2 records x 72 bytes per rank). */
-  enum { samples = 5 };
-  const long batch = iters / samples > 0 ? iters / samples : 1;
+  /* Batches alternate native and traced so that noise hits both alike; the median of `samples`
+   * batches, best of `reps`. Batches are short (10,000 calls, about a millisecond traced) so that
+   * most fit between two preemptions on a shared machine; the median drops the others. Every
+   * traced call stays in memory: reps x samples x 2 x batch records of 72 bytes per rank. */
+  if (batch < 1 || samples < 1 || samples > 1000 || reps < 1) {
+    fprintf(stderr, "trace_cost: bad --batch, --samples or --reps\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  double* vn = malloc(sizeof(double) * (size_t)samples);
+  double* vs = malloc(sizeof(double) * (size_t)samples);
+  double* vr = malloc(sizeof(double) * (size_t)samples);
   double best_n = 1e30, best_s = 1e30, best_r = 1e30;
   for (int r = 0; r < reps; ++r) {
-    double vn[samples], vs[samples], vr[samples];
     for (int s = 0; s < samples; ++s) {
       vn[s] = loop_native(batch);
       vs[s] = loop_symbol(batch);
@@ -154,6 +164,9 @@ int main(int argc, char** argv) {
     best_s = ms < best_s ? ms : best_s;
     best_r = mr < best_r ? mr : best_r;
   }
+  free(vn);
+  free(vs);
+  free(vr);
   if (rank == 0) {
     printf("bench trace flavor=%s label=%s call=Comm_test_inter native_ns=%.2f strata_ns=%.2f "
            "delta_ns=%.2f\n",

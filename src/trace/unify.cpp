@@ -23,7 +23,9 @@ struct reader {
 
   std::string field() {
     const size_t colon = rest.find(':');
-    if (!ok || colon == std::string_view::npos || colon == 0 || colon > 10) {
+    // Canonical lengths only (no leading zeros): what serialize writes, and nothing else.
+    if (!ok || colon == std::string_view::npos || colon == 0 || colon > 10 ||
+        (colon > 1 && rest[0] == '0')) {
       ok = false;
       return {};
     }
@@ -46,7 +48,7 @@ struct reader {
 
   uint64_t number(uint64_t max) {
     const std::string text = field();
-    if (!ok || text.empty() || text.size() > 19) {
+    if (!ok || text.empty() || text.size() > 19 || (text.size() > 1 && text[0] == '0')) {
       ok = false;
       return 0;
     }

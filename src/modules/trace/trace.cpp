@@ -78,6 +78,7 @@ struct trace_state {
   uint64_t window_end = std::numeric_limits<uint64_t>::max();
   int rank = 0;
   int world_size = 1;
+  MPI_Comm clock_comm = MPI_COMM_NULL; // a private duplicate of the world for the ping-pongs
   std::string dir;
   // Communicators: the core's comm id -> our index (0 = not yet seen), members as world ranks.
   std::vector<uint32_t> comm_index;
@@ -638,18 +639,19 @@ int64_t measure_offset(trace_state* s, double& uncertainty) {
   constexpr int rounds = 8;
   int64_t best_offset = 0;
   uint64_t best_rtt = std::numeric_limits<uint64_t>::max();
-  MPI_Barrier(MPI_COMM_WORLD);
+  const MPI_Comm comm = s->clock_comm;
+  MPI_Barrier(comm);
   for (int peer = 1; peer < s->world_size; ++peer) {
     for (int k = 0; k < rounds; ++k) {
       uint64_t t = 0;
       if (s->rank == 0) {
-        MPI_Recv(&t, 1, MPI_UINT64_T, peer, 7401, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(&t, 1, MPI_UINT64_T, peer, 1, comm, MPI_STATUS_IGNORE);
         t = s->host->now_ns();
-        MPI_Send(&t, 1, MPI_UINT64_T, peer, 7402, MPI_COMM_WORLD);
+        MPI_Send(&t, 1, MPI_UINT64_T, peer, 2, comm);
       } else if (s->rank == peer) {
         const uint64_t sent = s->host->now_ns();
-        MPI_Send(&t, 1, MPI_UINT64_T, 0, 7401, MPI_COMM_WORLD);
-        MPI_Recv(&t, 1, MPI_UINT64_T, 0, 7402, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(&t, 1, MPI_UINT64_T, 0, 1, comm);
+        MPI_Recv(&t, 1, MPI_UINT64_T, 0, 2, comm, MPI_STATUS_IGNORE);
         const uint64_t back = s->host->now_ns();
         if (back - sent < best_rtt) {
           best_rtt = back - sent;
@@ -692,6 +694,8 @@ void trace_mpi_ready(void* raw) {
   }
   MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
   s->dir = dir;
+  // The ping-pongs get their own communicator: they can never match the program's receives.
+  MPI_Comm_dup(MPI_COMM_WORLD, &s->clock_comm);
   s->clock.t1 = s->host->now_ns();
   s->clock.o1 = measure_offset(s, s->stddev_init);
 }
@@ -924,8 +928,8 @@ struct event_writer {
         ++events;
       }
       break;
-    case fn_class::irecv:
-      if (has_comm && r.request != 0) {
+    case fn_class::irecv: // from MPI_PROC_NULL: no message, so no request records either
+      if (has_comm && r.request != 0 && r.peer != STRATA_PROC_NULL_RANK) {
         OTF2_EvtWriter_MpiIrecvRequest(w, nullptr, at(r.t_leave), r.request);
         start(r.request);
         ++events;
@@ -1148,6 +1152,7 @@ void trace_finalize(void* raw) {
   s->traced_thread = 0;
   s->clock.t2 = s->host->now_ns();
   s->clock.o2 = measure_offset(s, s->stddev_final);
+  MPI_Comm_free(&s->clock_comm);
   const int rank = s->rank;
   const int size = s->world_size;
 
@@ -1245,6 +1250,11 @@ void trace_finalize(void* raw) {
     write_global_defs(archive, s, g, ranks, mpi_info);
   OTF2_Archive_Close(archive);
 
+  if (s->unbalanced_ends > 0)
+    s->host->log(s->self,
+                 ("rank " + std::to_string(rank) + ": " + std::to_string(s->unbalanced_ends) +
+                  " region ends without a begin were ignored")
+                     .c_str());
   if (mine.dropped > 0) {
     const std::string line =
         "rank " + std::to_string(rank) + " dropped " + std::to_string(mine.dropped) +

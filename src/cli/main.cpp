@@ -1,4 +1,5 @@
 // The `strata` command: a thin dispatcher over the libraries.
+#include "analyze/command.hpp"
 #include "bench/bench_command.hpp"
 #include "cli/commands.hpp"
 
@@ -79,6 +80,26 @@ int run_main(int argc, char** argv) {
   std::vector<std::string> recover_spools;
   recover->add_option("SPOOL", recover_spools, "spool directories")->required();
 
+  CLI::App* analyze = app.add_subcommand(
+      "analyze", "event graph of an OTF2 trace: operations per level and call site, wait states");
+  std::string analyze_trace;
+  analyze->add_option("TRACE", analyze_trace, "OTF2 archive (directory or anchor file)")
+      ->required();
+  bool analyze_json = false;
+  bool analyze_csv = false;
+  auto* json_flag = analyze->add_flag("--json", analyze_json, "JSON instead of text tables");
+  analyze->add_flag("--csv", analyze_csv, "CSV instead of text tables")->excludes(json_flag);
+  CLI::App* trace = app.add_subcommand("trace", "work with OTF2 traces");
+  CLI::App* trace_export = trace->add_subcommand("export", "convert a trace to another format");
+  trace->require_subcommand(1);
+  std::string export_trace;
+  std::string export_out;
+  bool export_as_xml = false;
+  trace_export->add_flag("--xml", export_as_xml, "the HieraAnalyses XML (one file per rank)")
+      ->required();
+  trace_export->add_option("TRACE", export_trace, "OTF2 archive")->required();
+  trace_export->add_option("--out", export_out, "output directory (default: TRACE-xml)");
+
   try {
     std::reverse(ours.begin() + 1, ours.end()); // CLI11 takes the arguments in reverse order
     app.parse(std::vector<std::string>(ours.begin() + 1, ours.end()));
@@ -100,6 +121,12 @@ int run_main(int argc, char** argv) {
     return strata::bench::bench_command(bench_options);
   if (recover->parsed())
     return strata::cli::recover_command(recover_spools);
+  if (analyze->parsed())
+    return strata::analyze::analyze_command(analyze_trace, analyze_json  ? "json"
+                                                           : analyze_csv ? "csv"
+                                                                         : "text");
+  if (trace_export->parsed())
+    return strata::analyze::export_xml_command(export_trace, export_out);
   return 2;
 }
 } // namespace

@@ -1,0 +1,34 @@
+// libFuzzer target: the trace module's definitions as ranks send them to rank 0 (and the maps it
+// sends back) must never crash the reader, whatever the bytes; what is accepted must serialise
+// back to the same bytes and unify. The settings parser gets the same bytes as a size.
+#include "trace/options.hpp"
+#include "trace/unify.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  strata::trace::local_defs defs;
+  if (strata::trace::deserialize(bytes, defs)) {
+    if (strata::trace::serialize(defs) != bytes)
+      std::abort();
+    strata::trace::global_defs global;
+    std::vector<strata::trace::rank_map> maps;
+    strata::trace::unify({defs, defs}, global, maps);
+    if (maps.size() != 2 || maps[0].comm != maps[1].comm)
+      std::abort();
+  }
+  std::vector<uint32_t> flat(size / sizeof(uint32_t));
+  if (!flat.empty())
+    std::memcpy(flat.data(), data, flat.size() * sizeof(uint32_t));
+  strata::trace::rank_map map;
+  if (strata::trace::unflatten(flat, map) && strata::trace::flatten(map) != flat)
+    std::abort();
+  uint64_t value = 0;
+  strata::trace::parse_size(bytes, value);
+  return 0;
+}

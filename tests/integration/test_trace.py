@@ -1,0 +1,330 @@
+"""The trace module: real programs under real mpirun, archives read back with otf2-print (the OTF2
+reader library, not our writer's code). Conventions checked here are those of docs/tracing.md."""
+import os
+import re
+import subprocess
+import unittest
+
+from strata_testlib import (STRATA, StrataTestCase, base_env, mpirun, program, run,
+                            strata_run)
+
+SOURCES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "programs"))
+
+
+def marked_line(source, mark):
+    """The line of the comment MARK:<mark> in tests/programs/<source> (MARK-NEXT: the next one)."""
+    with open(os.path.join(SOURCES, source)) as f:
+        for number, line in enumerate(f, 1):
+            if f"MARK:{mark}" in line:
+                return number
+            if f"MARK-NEXT:{mark}" in line:
+                return number + 1
+    raise AssertionError(f"no MARK:{mark} in {source}")
+
+
+class Event:
+    def __init__(self, kind, location, time, fields):
+        self.kind = kind
+        self.location = location
+        self.time = time
+        self.fields = fields
+        self.call_site = None  # (basename, line)
+
+    def field(self, name):
+        m = re.search(name + r': ("[^"]*"|[^,]+)', self.fields)
+        if not m:
+            return None
+        return m.group(1).strip().strip('"')
+
+    def number(self, name):
+        value = self.field(name)
+        return None if value is None else int(value.split()[0])
+
+    @property
+    def region(self):
+        return self.field("Region")
+
+    def __repr__(self):
+        return f"{self.kind}@{self.location} {self.fields} {self.call_site or ''}"
+
+
+def read_events(anchor):
+    """Every event of the archive, per location, in order, as otf2-print reads them."""
+    proc = subprocess.run(["otf2-print", anchor], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError(f"otf2-print failed:\n{proc.stderr}")
+    events = {}
+    last = None
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^([A-Z_]+)\s+(\d+)\s+(\d+)\s*(.*)$", line)
+        if m:
+            last = Event(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4))
+            events.setdefault(last.location, []).append(last)
+            continue
+        site = re.search(r'"strata:call_site".*SOURCE_CODE_LOCATION; "([^"]*):(\d+)"', line)
+        if site and last is not None:
+            last.call_site = (os.path.basename(site.group(1)), int(site.group(2)))
+    return events
+
+
+def read_definitions(anchor):
+    proc = subprocess.run(["otf2-print", "-G", anchor], capture_output=True, text=True,
+                          timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError(f"otf2-print -G failed:\n{proc.stderr}")
+    return proc.stdout
+
+
+def enclosing(events, index):
+    """Names of the regions open around events[index], outermost first."""
+    stack = []
+    for e in events[:index]:
+        if e.kind == "ENTER":
+            stack.append(e.region)
+        elif e.kind == "LEAVE":
+            assert stack and stack[-1] == e.region, f"unbalanced leave {e}"
+            stack.pop()
+    return stack
+
+
+def calls(events, function):
+    return [e for e in events if e.kind == "ENTER" and e.region == function]
+
+
+class TraceTest(StrataTestCase):
+    def trace(self, prog_args, ranks=4, tools="trace", env_extra=None):
+        trace_dir = os.path.join(self.out, "trace")
+        env = base_env(STRATA_TRACE_DIR=trace_dir, **(env_extra or {}))
+        proc = strata_run(tools, prog_args, ranks=ranks, env=env, timeout=240)
+        self.assertRan(proc)
+        anchor = os.path.join(trace_dir, "traces.otf2")
+        self.assertTrue(os.path.exists(anchor), proc.stderr)
+        return proc, anchor
+
+    def test_known_calls_partners_requests_and_call_sites(self):
+        proc, anchor = self.trace([program("traced_c")])
+        self.assertIn("events of 4 ranks in", proc.stderr)
+        events = read_events(anchor)
+        self.assertEqual(sorted(events), [0, 1, 2, 3])
+        everything = [e for loc in events.values() for e in loc]
+        count = lambda fn: len(calls(everything, fn))
+        self.assertEqual(count("MPI_Allreduce"), 4 * 4)  # once + 3 loop iterations, 4 ranks
+        self.assertEqual(count("MPI_Waitall"), 4)
+        self.assertEqual(count("MPI_Isend"), 4)
+        self.assertEqual(count("MPI_Irecv"), 8)
+        self.assertEqual(count("MPI_Send"), 1 + 4 + 2)  # tag 42, tag 11 per rank, two halves
+        self.assertEqual(count("MPI_Recv"), 1 + 2)
+        self.assertEqual(count("MPI_Sendrecv"), 4)
+        self.assertEqual(count("MPI_Wait"), 4)
+
+        # Rank 0 -> 1, tag 42, 10 ints; rank 1 received with MPI_ANY_SOURCE/MPI_ANY_TAG, yet the
+        # record names the real source and tag.
+        send = [e for e in events[0] if e.kind == "MPI_SEND" and e.number("Tag") == 42]
+        self.assertEqual(len(send), 1)
+        self.assertEqual(send[0].number("Receiver"), 1)
+        self.assertEqual(send[0].number("Length"), 40)
+        recv = [e for e in events[1] if e.kind == "MPI_RECV" and e.number("Tag") == 42]
+        self.assertEqual(len(recv), 1)
+        self.assertEqual(recv[0].number("Sender"), 0)
+        self.assertEqual(recv[0].number("Length"), 40)
+        self.assertEqual(recv[0].field("Communicator").split()[0], "MPI_COMM_WORLD")
+        # Clocks aligned: the message leaves before it arrives, on the common time line.
+        self.assertLess(send[0].time, recv[0].time)
+        recv_enter = calls(events[1], "MPI_Recv")[0]
+        self.assertEqual(recv_enter.call_site, ("traced.c", marked_line("traced.c", "recv_any")))
+        send_enter = calls(events[0], "MPI_Send")[0]
+        self.assertEqual(send_enter.call_site, ("traced.c", marked_line("traced.c", "send")))
+
+        # Irecv from prev / Isend to next, completed in one Waitall (MPI_STATUSES_IGNORE).
+        for rank, loc in events.items():
+            prev, nxt = (rank + 3) % 4, (rank + 1) % 4
+            irecv_requests = [e.number("Request") for e in loc if e.kind == "MPI_IRECV_REQUEST"]
+            isend = [e for e in loc if e.kind == "MPI_ISEND"]
+            self.assertEqual(len(isend), 1)
+            self.assertEqual(isend[0].number("Receiver"), nxt)
+            self.assertEqual(isend[0].number("Tag"), 5)
+            self.assertEqual(isend[0].number("Length"), 800)
+            waitall = loc.index(calls(loc, "MPI_Waitall")[0])
+            leave = next(i for i in range(waitall, len(loc)) if loc[i].kind == "LEAVE")
+            inside = loc[waitall + 1:leave]
+            completed = [e for e in inside if e.kind == "MPI_IRECV"]
+            self.assertEqual(len(completed), 1, inside)
+            self.assertEqual(completed[0].number("Sender"), prev)
+            self.assertEqual(completed[0].number("Tag"), 5)
+            self.assertEqual(completed[0].number("Length"), 800)
+            self.assertIn(completed[0].number("Request"), irecv_requests)
+            self.assertEqual([e.number("Request") for e in inside if e.kind == "MPI_ISEND_COMPLETE"],
+                             [isend[0].number("Request")])
+            self.assertEqual(enclosing(loc, waitall), ["p2p", "halo"])
+            self.assertEqual(loc[waitall].call_site, ("traced.c", marked_line("traced.c", "waitall")))
+            # Sendrecv: a send and a receive, both with the partner.
+            sr = loc.index(calls(loc, "MPI_Sendrecv")[0])
+            self.assertEqual(loc[sr + 1].kind, "MPI_SEND")
+            self.assertEqual(loc[sr + 1].number("Receiver"), rank ^ 1)
+            self.assertEqual(loc[sr + 2].kind, "MPI_RECV")
+            self.assertEqual(loc[sr + 2].number("Sender"), rank ^ 1)
+            self.assertEqual(loc[sr + 2].number("Tag"), 9)
+            # The Irecv completed by MPI_Wait.
+            wait = loc.index(calls(loc, "MPI_Wait")[0])
+            self.assertEqual(loc[wait + 1].kind, "MPI_IRECV")
+            self.assertEqual(loc[wait + 1].number("Sender"), rank ^ 1)
+            self.assertEqual(loc[wait + 1].number("Tag"), 11)
+            # Collectives: begin/end pairs with the operation, communicator and root.
+            bcast = loc.index(calls(loc, "MPI_Bcast")[0])
+            self.assertEqual(loc[bcast + 1].kind, "MPI_COLLECTIVE_BEGIN")
+            self.assertEqual(loc[bcast + 2].kind, "MPI_COLLECTIVE_END")
+            self.assertEqual(loc[bcast + 2].field("Operation"), "BCAST")
+            self.assertEqual(loc[bcast + 2].number("Root"), 1)
+            barrier = calls(loc, "MPI_Barrier")[0]
+            self.assertEqual(barrier.call_site, ("traced.c", marked_line("traced.c", "barrier")))
+            # Regions: p2p holds halo; the loop region three times, each around one Allreduce.
+            user = [(e.kind, e.region) for e in loc if e.kind in ("ENTER", "LEAVE")
+                    and not e.region.startswith("MPI_")]
+            self.assertEqual(user[:4], [("ENTER", "p2p"), ("ENTER", "halo"), ("LEAVE", "halo"),
+                                        ("LEAVE", "p2p")])
+            self.assertEqual(user.count(("ENTER", "loop")), 3)
+            p2p = next(e for e in loc if e.kind == "ENTER" and e.region == "p2p")
+            self.assertEqual(p2p.call_site, ("traced.c", marked_line("traced.c", "region_p2p")))
+            loop_calls = [i for i, e in enumerate(loc) if e.kind == "ENTER" and
+                          e.region == "MPI_Allreduce"]
+            self.assertEqual([enclosing(loc, i) for i in loop_calls[1:]], [["loop"]] * 3)
+
+        # The halves: world ranks 0 and 2 form one communicator; its rank 0 sends to its rank 1.
+        defs = read_definitions(anchor)
+        half_send = [e for e in events[0] if e.kind == "MPI_SEND" and e.number("Tag") == 3][0]
+        self.assertEqual(half_send.number("Receiver"), 1)
+        comm = half_send.field("Communicator")
+        self.assertNotEqual(comm.split()[0], "MPI_COMM_WORLD")
+        comm_id = int(re.search(r"<(\d+)>", half_send.fields.split("Communicator:")[1]).group(1))
+        comm_line = re.search(rf"^COMM\s+{comm_id}\s+.*Group: \"[^\"]*\" <(\d+)>", defs, re.M)
+        group_line = re.search(rf"^GROUP\s+{comm_line.group(1)}\s+.*Members: (.*)$", defs, re.M)
+        self.assertEqual(re.findall(r"(\d+) \(", group_line.group(1)), ["0", "2"])
+        # Definitions every reader relies on.
+        self.assertIn("Ticks per Seconds: 1000000000", defs)
+        self.assertRegex(defs, r'ATTRIBUTE\s+\d+\s+Name: "strata:call_site".*Type: SOURCE_CODE_LOCATION')
+        for r in range(4):
+            self.assertRegex(defs, rf'LOCATION_GROUP\s+{r}\s+Name: "rank {r}".*Type: PROCESS')
+            self.assertRegex(defs, rf'LOCATION\s+{r}\s+Name: "rank {r}".*Type: CPU_THREAD')
+        self.assertRegex(defs, r'REGION\s+\d+\s+Name: "MPI_Send".*Role: POINT2POINT, Paradigm: "MPI"')
+        self.assertRegex(defs, r'REGION\s+\d+\s+Name: "MPI_Barrier".*Role: BARRIER')
+        self.assertRegex(defs, r'REGION\s+\d+\s+Name: "halo".*Role: FUNCTION, Paradigm: "user"')
+        self.assertRegex(defs, r'LOCATION_PROPERTY.*"strata:dropped_events".*Value: 0')
+        # Clocks: one offset definition per rank at init and at finalize.
+        offsets = subprocess.run(["otf2-print", "-C", anchor], capture_output=True, text=True)
+        self.assertEqual(len(re.findall(r"^CLOCK_OFFSET", offsets.stdout, re.M)), 8)
+
+    def test_cpp_scopes_and_functions_nest_with_their_lines(self):
+        _, anchor = self.trace([program("traced_cpp")], ranks=2)
+        events = read_events(anchor)
+        for rank, loc in events.items():
+            sr = [i for i, e in enumerate(loc) if e.kind == "ENTER" and e.region == "MPI_Sendrecv"]
+            self.assertEqual(len(sr), 2)
+            for i in sr:
+                self.assertEqual(enclosing(loc, i), ["step", "void solver::exchange(int, int)"])
+            step = next(e for e in loc if e.kind == "ENTER" and e.region == "step")
+            self.assertEqual(step.call_site, ("traced.cpp", marked_line("traced.cpp", "step")))
+            fn = next(e for e in loc if e.kind == "ENTER" and e.region.startswith("void solver"))
+            self.assertEqual(fn.call_site, ("traced.cpp", marked_line("traced.cpp", "function")))
+
+    @unittest.skipUnless(os.path.exists(program("traced_f90")), "no Fortran compiler")
+    def test_fortran_module_regions(self):
+        proc, anchor = self.trace([program("traced_f90")], ranks=2)
+        self.assertIn("traced_f90: total 1", proc.stdout)
+        events = read_events(anchor)
+        for loc in events.values():
+            allreduce = loc.index(calls(loc, "MPI_Allreduce")[0])
+            self.assertEqual(enclosing(loc, allreduce), ["fortran_outer", "fortran_inner"])
+            barrier = loc.index(calls(loc, "MPI_Barrier")[0])
+            self.assertEqual(enclosing(loc, barrier), ["fortran_outer"])  # end() without a name
+            outer = next(e for e in loc if e.kind == "ENTER" and e.region == "fortran_outer")
+            self.assertEqual(outer.call_site, ("traced.f90", marked_line("traced.f90", "f_outer")))
+            self.assertEqual(loc[-1].kind, "LEAVE")
+
+    def test_annotated_programs_run_without_strata_and_without_a_region_module(self):
+        programs = ["traced_c", "traced_cpp"]
+        if os.path.exists(program("traced_f90")):
+            programs.append("traced_f90")
+        for prog in programs:
+            proc = run(mpirun(2) + [program(prog)], env=base_env())
+            self.assertRan(proc)
+            self.assertRegex(proc.stdout, "done|total 1")
+        proc = strata_run("empty", [program("traced_c")], ranks=2, env=base_env())
+        self.assertRan(proc)
+        self.assertIn("traced: done", proc.stdout)
+
+    def test_function_and_region_filters(self):
+        # A list with commas goes through the environment (--tools separates modules by commas).
+        _, anchor = self.trace([program("traced_c")], ranks=2, tools="trace:regions=lo*",
+                               env_extra={"STRATA_TRACE_FUNCTIONS": "MPI_Allreduce,MPI_Isend"})
+        for loc in read_events(anchor).values():
+            regions = {e.region for e in loc if e.kind == "ENTER"}
+            self.assertEqual(regions, {"MPI_Allreduce", "MPI_Isend", "loop"})
+            self.assertEqual(len(calls(loc, "MPI_Allreduce")), 4)
+
+    def test_time_window(self):
+        # Two seconds of sleep before the loop; recording starts one second after MPI_Init.
+        _, anchor = self.trace([program("traced_c"), "3", "2000"], ranks=2,
+                               env_extra={"STRATA_TRACE_START": "1.0"})
+        for loc in read_events(anchor).values():
+            self.assertEqual({e.region for e in loc if e.kind == "ENTER"},
+                             {"MPI_Allreduce", "loop"})
+            self.assertEqual(len(calls(loc, "MPI_Allreduce")), 3)
+
+    def test_size_limit_stop_and_ring(self):
+        iterations = "12000"  # about 36000 records per rank; 1M holds one chunk of 8192
+        proc, anchor = self.trace([program("traced_c"), iterations], ranks=2,
+                                  tools="trace:limit=1M:policy=stop")
+        self.assertRegex(proc.stderr, r"rank \d dropped \d+ events at limit=1048576 bytes \(policy stop\)")
+        self.assertRegex(proc.stderr, r"events of 2 ranks in .* \(\d+ dropped at the size limit\)")
+        defs = read_definitions(anchor)
+        dropped = [int(v) for v in re.findall(r'"strata:dropped_events".*Value: (\d+)', defs)]
+        self.assertEqual(len(dropped), 2)
+        self.assertTrue(all(d > 15000 for d in dropped), dropped)
+        events = read_events(anchor)
+        for loc in events.values():
+            self.assertEqual(loc[0].region, "MPI_Init")  # stop keeps the beginning
+            self.assertLess(len(calls(loc, "MPI_Allreduce")), 8192)
+
+        proc, anchor = self.trace([program("traced_c"), iterations], ranks=2,
+                                  tools="trace:limit=1M:policy=ring")
+        self.assertIn("policy ring", proc.stderr)
+        for loc in read_events(anchor).values():
+            regions = [e.region for e in loc if e.kind == "ENTER"]
+            self.assertNotIn("MPI_Init", regions)  # ring keeps the end
+            self.assertEqual(regions[-2:], ["loop", "MPI_Allreduce"])
+            self.assertEqual(enclosing(loc, len(loc)), [])  # every region closed
+
+    def test_bad_settings_stop_the_job_with_one_line(self):
+        proc = strata_run("trace:policy=drop", [program("traced_c")], ranks=2, env=base_env())
+        self.assertOneErrorLine(proc, "policy=drop is neither stop nor ring")
+        proc = strata_run("trace", [program("traced_c")], ranks=2,
+                          env=base_env(STRATA_TRACE_LIMIT="lots"))
+        self.assertOneErrorLine(proc, "STRATA_TRACE_LIMIT: limit=lots")
+
+    def test_unusable_directory_is_reported_and_the_job_ends_normally(self):
+        blocker = os.path.join(self.out, "a-file")
+        with open(blocker, "w") as f:
+            f.write("not a directory\n")
+        env = base_env(STRATA_TRACE_DIR=os.path.join(blocker, "trace"))
+        proc = strata_run("trace", [program("traced_c")], ranks=2, env=env)
+        self.assertRan(proc)
+        self.assertIn("traced: done", proc.stdout)
+        self.assertRegex(proc.stderr, r"strata: trace: no trace written: cannot create .*a-file/trace")
+
+    def test_an_earlier_trace_in_the_directory_is_replaced(self):
+        self.trace([program("traced_cpp")], ranks=2)
+        _, anchor = self.trace([program("traced_f90" if os.path.exists(program("traced_f90"))
+                                        else "traced_c")], ranks=2)
+        regions = {e.region for loc in read_events(anchor).values() for e in loc if e.kind == "ENTER"}
+        self.assertNotIn("step", regions)
+
+    def test_default_directory_is_named_after_the_job(self):
+        env = base_env(SLURM_JOB_ID="4242", SLURM_STEP_ID="1")
+        proc = run([STRATA, "run", "-np", "2", "--tools", "trace", "--", program("traced_cpp")],
+                   env=env, cwd=self.out)
+        self.assertRan(proc)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "strata-trace-4242.1", "traces.otf2")),
+                        proc.stderr)
+
+if __name__ == "__main__":
+    unittest.main()

@@ -283,8 +283,11 @@ int patch_command(const std::string& in, const std::string& out) {
   for (const patch::renamed_symbol& s : r.renamed)
     std::printf("%s -> %s%s\n", s.from.c_str(), s.to.c_str(),
                 s.version_cleared ? " (version requirement dropped)" : "");
+  for (const std::string& name : r.fortran_kept)
+    std::printf("%s kept (Fortran binding: it calls the C entry point, the next Strata layer)\n",
+                name.c_str());
   std::printf("wrote %s: %zu imported PMPI references now call the next Strata layer\n",
-              out.c_str(), r.renamed.size());
+              out.c_str(), r.renamed.size() + r.fortran_kept.size());
   return 0;
 }
 

@@ -444,12 +444,6 @@ void* find_real(const char* name) {
   return sym;
 }
 
-uint64_t now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 void load_modules_once() {
   if (g_loaded.exchange(true))
     return;
@@ -506,6 +500,7 @@ void load_modules_once() {
 void after_init() {
   if (g_ready.exchange(true))
     return;
+  clock_finish_calibration();
   core_state& s = state();
   if (!s.load_error.empty()) {
     using rank_fn = int (*)(MPI_Comm, int*);
@@ -576,6 +571,7 @@ pcontrol_fn real_pcontrol = nullptr;
 // The real functions are resolved when the library is loaded, so that the unwrapped call path
 // needs no "initialised yet?" test: MPI functions may be called before MPI_Init.
 __attribute__((constructor)) void resolve_at_load() {
+  strata::core::clock_start_calibration();
   strata::gen::resolve_real_functions();
   strata::decode::resolve_api();
   real_pcontrol = reinterpret_cast<pcontrol_fn>(strata::core::find_real("PMPI_Pcontrol"));

@@ -7,6 +7,7 @@
 // below itself (thread_state::layer), and MPI calling its own exported functions passes through.
 #pragma once
 
+#include "core/clock.hpp"
 #include "core/decode.hpp"
 #include "strata_functions.hpp"
 #include <strata/module.h>
@@ -60,7 +61,6 @@ void after_init();
 void before_finalize();
 void after_finalize();
 void* find_real(const char* name);
-uint64_t now_ns();
 
 template <typename R> inline void set_result(strata_event& ev, const R& r) {
   if constexpr (std::is_same_v<R, int>)

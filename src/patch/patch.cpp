@@ -216,8 +216,23 @@ struct candidate {
   std::string_view text;
 };
 
+// The C binding: PMPI_ and a mixed-case name (PMPI_Send, PMPI_T_cvar_read). These bind to the
+// core's ZMPI_ aliases of its entry points.
+bool is_c_pmpi_name(std::string_view name) {
+  return name.starts_with("PMPI_") &&
+         std::any_of(name.begin() + 5, name.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+}
+
+// Fortran manglings: pmpi_send_, pmpi_send__, pmpi_send, PMPI_SEND. They stay as they are: both
+// MPIs' Fortran PMPI bindings convert the handles and call the C MPI_/PMPI_ function, which is
+// the core's entry point, and that dispatches from the calling tool's layer to the next one.
+bool is_fortran_pmpi_name(std::string_view name) {
+  return name.starts_with("pmpi_") || (name.starts_with("PMPI_") && !is_c_pmpi_name(name));
+}
+
 std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
-                                     std::vector<renamed_symbol>& renamed) {
+                                     std::vector<renamed_symbol>& renamed,
+                                     std::vector<std::string>& fortran_kept) {
   check_header(image);
   static const bool libelf_ready = elf_version(EV_CURRENT) != EV_NONE;
   if (!libelf_ready)
@@ -268,6 +283,7 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
     refs.push_back({off, kind, false});
   };
   std::vector<candidate> candidates;
+  bool already_patched = false;
   load(dynsym, ".dynsym", image.size());
   const std::size_t nsyms = dynsym.data->d_size / sizeof(Elf64_Sym);
   for (std::size_t i = 1; i < nsyms; ++i) { // entry 0 is the reserved null symbol
@@ -277,11 +293,14 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
     const auto name = dynstr.at(sym.st_name, "dynamic symbol", i);
     if (name.empty())
       continue;
-    const bool rename =
-        sym.st_shndx == SHN_UNDEF && (name.starts_with("PMPI_") || name.starts_with("pmpi_"));
+    const bool imported = sym.st_shndx == SHN_UNDEF;
+    const bool rename = imported && is_c_pmpi_name(name);
     refs.push_back({sym.st_name, "dynamic symbol", rename});
     if (rename)
       candidates.push_back({i, sym.st_name, name});
+    else if (imported && is_fortran_pmpi_name(name))
+      fortran_kept.emplace_back(name);
+    already_patched = already_patched || (imported && name.starts_with("ZMPI_"));
   }
 
   load(dynamic, ".dynamic", image.size());
@@ -360,7 +379,9 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
       fail("corrupt ELF: .gnu.version has fewer entries than .dynsym");
   }
 
-  if (candidates.empty())
+  if (candidates.empty() && already_patched)
+    fail("already patched: it imports ZMPI_* functions and no PMPI_* one");
+  if (candidates.empty() && fortran_kept.empty())
     fail("imports no PMPI functions (no undefined PMPI_* or pmpi_* symbol in .dynsym); nothing "
          "to patch");
 
@@ -408,15 +429,17 @@ std::vector<byte_edit> compute_edits(std::span<const unsigned char> image,
 patch_result run(std::span<const unsigned char> image, std::vector<byte_edit>* edits) {
   patch_result result;
   try {
-    auto e = compute_edits(image, result.renamed);
+    auto e = compute_edits(image, result.renamed, result.fortran_kept);
     if (edits != nullptr)
       *edits = std::move(e);
     result.ok = true;
   } catch (const analysis_error& err) {
     result.renamed.clear();
+    result.fortran_kept.clear();
     result.error = err.message;
   } catch (const std::bad_alloc&) {
     result.renamed.clear();
+    result.fortran_kept.clear();
     result.error = "out of memory";
   }
   return result;

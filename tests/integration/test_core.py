@@ -49,6 +49,25 @@ class ResultsAndCounts(StrataTestCase):
                     self.assertEqual(counts["MPI_Comm_rank"][0], 1)
                     self.assertNotIn("MPI_Bcast", counts)
 
+    def test_event_clock_is_monotonic_time(self):
+        # The core reads the TSC where it can, scaled to CLOCK_MONOTONIC ns at MPI_Init; at
+        # finalize both must still agree (a rate from a careless calibration is ~100 ppm off:
+        # 100 us over this run), and with STRATA_CLOCK=monotonic (clock_gettime) too. The
+        # delay module makes the run last.
+        for clock in ("", "monotonic"):
+            with self.subTest(clock=clock):
+                env = base_env(STRATA_CLOCK=clock)
+                proc = strata_run(f"{probe(self.out, 'clk' + clock)},delay:usec=2000",
+                                  [program("ring_c"), "200"], env=env)
+                self.assertRan(proc)
+                for rank in (0, 1):
+                    counts, extra = read_counts(os.path.join(self.out, f"clk{clock}.{rank}.counts"))
+                    skew = [int(x.split()[1]) for x in extra if x.startswith("clock_skew_ns")]
+                    self.assertEqual(len(skew), 1)
+                    self.assertLess(abs(skew[0]), 50_000, "event clock drifted from CLOCK_MONOTONIC")
+                    # The probe sits above the delay module: its send time includes the hold.
+                    self.assertGreaterEqual(counts["MPI_Send"][3], 200 * 2_000_000)
+
     def test_thread_multiple(self):
         iterations = 2000
         proc = strata_run(f"{probe(self.out, 'mt')},empty", [program("threads_c"), str(iterations)])

@@ -68,6 +68,28 @@ class PatchedTools(StrataTestCase):
         self.assertEqual(comm_size("above"), 1)
         self.assertEqual(comm_size("below"), 2)
 
+    def test_fortran_pmpi_calls_go_to_the_next_layer(self):
+        # count_f calls the Fortran binding's pmpi_comm_size_ inside its MPI_Barrier; `strata
+        # patch` keeps that import (and says so); the binding calls the C entry point, which
+        # dispatches from count_f's layer: the probe below sees the call, the one above not.
+        tools = f"probe:out={self.out}:name=above,count_f,probe:out={self.out}:name=below"
+        proc = strata_run(tools, [program("ring_c"), str(ITER)], env=self.env)
+        self.assertRan(proc)
+
+        def comm_size(name):
+            with open(os.path.join(self.out, f"{name}.0.counts")) as f:
+                return next(int(l.split()[1]) for l in f if l.startswith("MPI_Comm_size "))
+
+        self.assertEqual(comm_size("above"), 1)
+        self.assertEqual(comm_size("below"), 2)
+        counts = read_tool_counts(os.path.join(self.out, "count_f.0.counts"))
+        self.assertEqual(counts["MPI_Barrier"], 1)
+        strata = os.path.join(os.path.dirname(program("x")), "..", "..", "bin", "strata")
+        tool = os.path.join(os.path.dirname(program("x")), "pmpi_tools", "libcount_f.so")
+        patched = run([strata, "patch", tool, os.path.join(self.out, "f.so")])
+        self.assertRan(patched)
+        self.assertIn("pmpi_comm_size_ kept (Fortran binding", patched.stdout)
+
     def test_threads_keep_their_own_layer(self):
         iterations = 2000
         proc = strata_run("count_a,empty,count_b", [program("threads_c"), str(iterations)], env=self.env)

@@ -157,6 +157,12 @@ void on_finalize(void* raw) {
   for (int level : s->pcontrol_levels)
     std::fprintf(f, "pcontrol %d\n", level);
   std::fprintf(f, "total_sends %ld\n", total);
+  // The core's event clock must stay CLOCK_MONOTONIC, whichever counter it reads.
+  timespec mono{};
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  const auto mono_ns = static_cast<int64_t>(mono.tv_sec) * 1000000000 + mono.tv_nsec;
+  std::fprintf(f, "clock_skew_ns %lld\n",
+               static_cast<long long>(static_cast<int64_t>(s->host->now_ns()) - mono_ns));
   if (!s->lookup.empty()) {
     auto* v = static_cast<long*>(s->host->lookup(s->lookup.c_str(), "long"));
     auto* wrong = s->host->lookup(s->lookup.c_str(), "double");

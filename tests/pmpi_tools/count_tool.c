@@ -1,7 +1,8 @@
 /* An ordinary PMPI tool, built the classic way (cc -shared ... -lmpi), knowing nothing of
  * Strata: it wraps a few MPI functions, counts them, logs its wrapping in order, and writes its
  * counts at MPI_Finalize. Its MPI_Barrier also calls PMPI_Comm_size (another PMPI function than
- * its twin). TOOL_NAME names the copy. `strata patch` turns it into a module. */
+ * its twin), or with TOOL_CALLS_FORTRAN_PMPI the Fortran binding's pmpi_comm_size_. TOOL_NAME
+ * names the copy. `strata patch` turns it into a module. */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -42,10 +43,20 @@ int MPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_C
   return PMPI_Recv(buf, count, type, source, tag, comm, status);
 }
 
+#ifdef TOOL_CALLS_FORTRAN_PMPI
+/* The MPI's Fortran binding, as a tool that wraps Fortran calls would use it. */
+void pmpi_comm_size_(MPI_Fint* comm, MPI_Fint* size, MPI_Fint* ierr);
+#endif
+
 int MPI_Barrier(MPI_Comm comm) {
   ++barriers;
+#ifdef TOOL_CALLS_FORTRAN_PMPI
+  MPI_Fint fcomm = MPI_Comm_c2f(comm), fsize = 0, ierr = 0;
+  pmpi_comm_size_(&fcomm, &fsize, &ierr);
+#else
   int size = 0;
   PMPI_Comm_size(comm, &size);
+#endif
   return PMPI_Barrier(comm);
 }
 

@@ -1,6 +1,9 @@
 // Turns a binary PMPI tool (a shared object that wraps MPI_X and calls PMPI_X) into a Strata
-// module: its imported PMPI_X / pmpi_x references are renamed to ZMPI_X / zmpi_x so they bind to
-// the next layer exported by Strata's core instead of the MPI library.
+// module: its imported PMPI_X references (the C binding) are renamed to ZMPI_X so they bind to
+// the next layer exported by Strata's core instead of the MPI library. Imported Fortran
+// manglings (pmpi_x_, pmpi_x__, pmpi_x, PMPI_X in capitals) are kept: the MPI's Fortran PMPI
+// binding calls the C function, which is the core's entry point and goes to the next layer
+// from the calling tool's.
 #pragma once
 
 #include <span>
@@ -20,10 +23,11 @@ struct patch_result {
   bool ok = false;
   std::string error; // one human-readable sentence; empty when ok
   std::vector<renamed_symbol> renamed;
+  std::vector<std::string> fortran_kept; // imported Fortran PMPI manglings, left as they are
 };
 
 // Decides what patching `image` (the bytes of an ELF shared object) would rename. Pure: no I/O,
-// never throws, safe on arbitrary bytes. Fails when there is nothing to rename.
+// never throws, safe on arbitrary bytes. Fails when the file imports no PMPI function at all.
 patch_result analyze(std::span<const unsigned char> image);
 
 // Writes a patched copy of in_path to out_path (atomically, with in_path's permission bits).

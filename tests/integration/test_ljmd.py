@@ -1,0 +1,146 @@
+"""The Lennard-Jones force-decomposition example (examples/ljmd, seed 003): the plain-MPI and the
+object-oriented versions agree, conserve energy, give the same result under Strata, and refuse a
+non-square number of ranks."""
+import glob
+import json
+import os
+import subprocess
+
+from strata_testlib import BUILD, FLAVOR, StrataTestCase, base_env, mpirun, run, strata_run
+
+EXAMPLES = os.path.join(BUILD, "examples", FLAVOR)
+VERSIONS = ("ljmd_mpi", "ljmd_oo")
+# Small enough for 4 ranks on 2 shared cores: 256 atoms, a few dozen steps.
+CELLS, STEPS, EVERY = "4", "40", "10"
+
+
+def example(version):
+    return os.path.join(EXAMPLES, version)
+
+
+def parse(stdout):
+    """{step: (total, kinetic, potential)} per atom, and the checksum."""
+    energies, checksum = {}, None
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0].isdigit():
+            energies[int(parts[0])] = tuple(float(x) for x in parts[1:])
+        elif parts and parts[0] == "checksum":
+            checksum = float(parts[1])
+    return energies, checksum
+
+
+def result_lines(stdout):
+    """The output without the timing line (the only line that may differ between runs)."""
+    return [l for l in stdout.splitlines() if not l.startswith("time ")]
+
+
+class LJMD(StrataTestCase):
+    def ljmd(self, version, ranks, args=(CELLS, STEPS, EVERY), env=None):
+        proc = run(mpirun(ranks) + [example(version)] + list(args), env=env, timeout=180)
+        self.assertRan(proc)
+        energies, checksum = parse(proc.stdout)
+        self.assertIsNotNone(checksum, proc.stdout)
+        return proc, energies, checksum
+
+    def assertSameRun(self, reference, other, what):
+        (ref_e, ref_sum), (e, checksum) = reference, other
+        self.assertEqual(sorted(e), sorted(ref_e), what)
+        for step in ref_e:
+            for a, b in zip(ref_e[step], e[step]):
+                self.assertAlmostEqual(a, b, delta=1e-9, msg=f"{what}, step {step}")
+        self.assertAlmostEqual(ref_sum, checksum, delta=1e-8 * max(1.0, abs(ref_sum)), msg=what)
+
+    def test_versions_agree_on_1_4_and_9_ranks(self):
+        _, *reference = self.ljmd("ljmd_mpi", 1)
+        self.assertEqual(sorted(reference[0]), [0, 10, 20, 30, 40])
+        for ranks in (1, 4):
+            for version in VERSIONS:
+                with self.subTest(version=version, ranks=ranks):
+                    _, *other = self.ljmd(version, ranks)
+                    self.assertSameRun(reference, other, f"{version} on {ranks} ranks")
+        # 9 ranks on a 3 x 3 grid: uneven pieces (108 atoms over 9), fewer steps.
+        short = ("3", "10", "5")
+        _, *reference = self.ljmd("ljmd_mpi", 1, short)
+        for version in VERSIONS:
+            with self.subTest(version=version, ranks=9):
+                _, *other = self.ljmd(version, 9, short)
+                self.assertSameRun(reference, other, f"{version} on 9 ranks")
+
+    def test_energy_is_conserved_while_the_lattice_melts(self):
+        for version, ranks, steps in (("ljmd_mpi", 1, "400"), ("ljmd_oo", 4, STEPS)):
+            with self.subTest(version=version, ranks=ranks):
+                _, energies, _ = self.ljmd(version, ranks, (CELLS, steps, EVERY))
+                total0, kinetic0, _ = energies[0]
+                last = max(energies)
+                # Something happens: the FCC start gives up about half its kinetic energy...
+                self.assertLess(energies[last][1], 0.8 * kinetic0, energies)
+                # ...while the total stays put (velocity Verlet, dt 0.005, shifted potential).
+                for step, (total, _, _) in energies.items():
+                    self.assertLess(abs(total - total0), 2e-4 * abs(total0), f"step {step}")
+
+    def test_same_result_under_the_profiler(self):
+        spool = os.path.join(self.out, "spool")
+        env = base_env(STRATA_SPOOL=spool, HOME=self.out)
+        steps = int(STEPS)
+        for version in VERSIONS:
+            with self.subTest(version=version):
+                for f in glob.glob(os.path.join(spool, "*.json")):
+                    os.remove(f)
+                plain, _, _ = self.ljmd(version, 4)
+                profiled = strata_run("profile", [example(version), CELLS, STEPS, EVERY], ranks=4,
+                                      env=env, timeout=180)
+                self.assertRan(profiled)
+                self.assertEqual(result_lines(plain.stdout), result_lines(profiled.stdout))
+                records = glob.glob(os.path.join(spool, "*.json"))
+                self.assertEqual(len(records), 1, records)
+                with open(records[0]) as f:
+                    routines = json.load(f)["routines"]
+                # The force decomposition's messages, counted by the profiler: per force
+                # evaluation (steps + 1) on a 2 x 2 grid, the two off-diagonal ranks exchange
+                # positions and forces with their transpose partner...
+                evaluations = steps + 1
+                if version == "ljmd_mpi":
+                    self.assertEqual(routines["MPI_Sendrecv"]["calls"], evaluations * 2 * 2)
+                    self.assertEqual(routines["MPI_Allgatherv"]["calls"], evaluations * 2 * 4)
+                    self.assertEqual(routines["MPI_Reduce_scatter"]["calls"], evaluations * 2 * 4)
+                else:
+                    # ...and the layer's expand and fold are rings of Sendrecv: one step each
+                    # for the row and the column, on all four ranks.
+                    self.assertEqual(routines["MPI_Sendrecv"]["calls"],
+                                     evaluations * (2 * 2 + 4 * 4))
+                    self.assertNotIn("MPI_Allgatherv", routines)
+
+    def test_non_square_rank_count_is_refused(self):
+        for version in VERSIONS:
+            with self.subTest(version=version):
+                proc = run(mpirun(2) + [example(version)], timeout=60)
+                self.assertNotEqual(proc.returncode, 0)
+                lines = [l for l in proc.stderr.splitlines() if l.startswith("ljmd: error:")]
+                self.assertEqual(lines, ["ljmd: error: force decomposition needs a square number "
+                                         "of ranks (a q x q grid), got 2"])
+                self.assertNotIn("step", proc.stdout)
+
+    def test_bad_arguments_are_named(self):
+        for args, message in ((["2"], "CELLS must be at least 3"),
+                              (["4", "ten"], "STEPS must be a positive integer, got 'ten'"),
+                              (["4", "10", "0"], "PRINT_EVERY must be a positive integer")):
+            with self.subTest(args=args):
+                proc = run(mpirun(1) + [example("ljmd_oo")] + args, timeout=60)
+                self.assertNotEqual(proc.returncode, 0)
+                lines = [l for l in proc.stderr.splitlines() if l.startswith("ljmd: error:")]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertIn(message, lines[0])
+
+    def test_runs_without_strata(self):
+        # The annotations are weak references: the programs need no Strata library to load.
+        for version in VERSIONS:
+            needed = subprocess.run(["readelf", "-d", example(version)], capture_output=True,
+                                    text=True, check=True).stdout
+            self.assertNotIn("strata", needed)
+            symbols = subprocess.run(["nm", "-D", example(version)], capture_output=True,
+                                     text=True, check=True).stdout
+            weak = [l for l in symbols.splitlines() if "strata_annotate_region_begin" in l]
+            if version == "ljmd_oo":
+                self.assertEqual(len(weak), 1, symbols)
+                self.assertEqual(weak[0].split()[0], "w")

@@ -73,7 +73,7 @@ void Group::exchange(int partner, const double* send, int send_count, double* re
 }
 
 void Group::shift(const double* send, int send_count, double* recv, int recv_count, int tag) const {
-  STRATA_FUNCTION();
+  // Not annotated: a ring step is part of expand or fold, whose MPI calls it makes.
   const int next = (rank_ + 1) % size_, previous = (rank_ + size_ - 1) % size_;
   MPI_Sendrecv(send, send_count, MPI_DOUBLE, next, tag, recv, recv_count, MPI_DOUBLE, previous, tag,
                *comm_, MPI_STATUS_IGNORE);

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Tracing overhead on the Lennard-Jones example (seed 003, Tables 5 and 9): run time of
+# examples/ljmd with no Strata at all (plain mpirun), with the Strata core and no module, and
+# under a tool stack (default: the trace module), interleaved, repeated; medians and the overhead.
+#
+#   bash bench/run_ljmd_trace.sh [BUILD_DIR]          (default ./build)
+#
+# Knobs: FLAVOR=openmpi|mpich (default openmpi), TOOLS=trace, RANKS=4 (a square), CELLS=6,
+# STEPS=300, RUNS=11, VERSIONS="ljmd_mpi ljmd_oo". Two figures per run: the program's own step-loop
+# time (slowest rank, what the tracer costs while the application runs) and the launch's wall time
+# (also MPI_Init, finalize and the trace's write). Prints a markdown table for docs/PERFORMANCE.md.
+set -euo pipefail
+BUILD=$(cd "${1:-build}" && pwd)
+FLAVOR=${FLAVOR:-openmpi}
+TOOLS=${TOOLS:-trace}
+RANKS=${RANKS:-4}
+CELLS=${CELLS:-6}
+STEPS=${STEPS:-300}
+RUNS=${RUNS:-11}
+VERSIONS=${VERSIONS:-"ljmd_mpi ljmd_oo"}
+STRATA=$BUILD/bin/strata
+source "$(dirname "$0")/../scripts/mpi-env.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export HOME=$tmp STRATA_SPOOL=$tmp/spool STRATA_TRACE_DIR=$tmp/trace  # no user config, no litter
+mpirun=(mpirun."$FLAVOR" -np "$RANKS")
+
+one_run() { # label version -> appends "label version loop_s wall_s" to $tmp/times
+  local label=$1 prog=$BUILD/examples/$FLAVOR/$2 out start end
+  rm -rf "$tmp/spool" "$tmp/trace"
+  start=$(date +%s.%N)
+  case $label in
+    none) out=$("${mpirun[@]}" "$prog" "$CELLS" "$STEPS" "$STEPS") ;;
+    core) out=$("$STRATA" run -np "$RANKS" -- "$prog" "$CELLS" "$STEPS" "$STEPS") ;;
+    tool) out=$("$STRATA" run -np "$RANKS" --tools "$TOOLS" -- "$prog" "$CELLS" "$STEPS" "$STEPS") ;;
+  esac
+  end=$(date +%s.%N)
+  local loop
+  loop=$(awk '$1 == "time" {print $2}' <<<"$out")
+  echo "$label $2 $loop $(echo "$end - $start" | bc -l)" >>"$tmp/times"
+}
+
+for version in $VERSIONS; do
+  one_run none "$version" # warm-up: page cache, first start of the MPI
+  : >"$tmp/times"
+done
+for ((i = 0; i < RUNS; ++i)); do
+  for version in $VERSIONS; do
+    for label in none core tool; do
+      one_run "$label" "$version"
+    done
+  done
+done
+
+python3 - "$tmp/times" "$TOOLS" "$FLAVOR" "$RANKS" "$CELLS" "$STEPS" "$RUNS" <<'PY'
+import statistics, sys
+path, tools, flavor, ranks, cells, steps, runs = sys.argv[1:]
+rows = [l.split() for l in open(path)]
+atoms = 4 * int(cells) ** 3
+print(f"LJ example, {flavor}, {ranks} ranks, {atoms} atoms, {steps} steps, {runs} interleaved runs; "
+      f"medians (min-max)\n")
+print(f"| version | figure | no Strata (s) | Strata core (s) | --tools {tools} (s) | overhead vs no Strata |")
+print("|---|---|---:|---:|---:|---:|")
+for version in dict.fromkeys(r[1] for r in rows):
+    for index, figure in ((2, "step loop"), (3, "wall")):
+        cols = {}
+        for label in ("none", "core", "tool"):
+            xs = [float(r[index]) for r in rows if r[0] == label and r[1] == version]
+            cols[label] = (statistics.median(xs), min(xs), max(xs))
+        cell = lambda c: f"{c[0]:.3f} ({c[1]:.3f}-{c[2]:.3f})"
+        overhead = 100 * (cols["tool"][0] / cols["none"][0] - 1)
+        print(f"| {version} | {figure} | {cell(cols['none'])} | {cell(cols['core'])} | "
+              f"{cell(cols['tool'])} | {overhead:+.1f} % |")
+PY

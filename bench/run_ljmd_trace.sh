@@ -42,8 +42,8 @@ one_run() { # label version -> appends "label version loop_s wall_s" to $tmp/tim
 
 for version in $VERSIONS; do
   one_run none "$version" # warm-up: page cache, first start of the MPI
-  : >"$tmp/times"
 done
+: >"$tmp/times"
 for ((i = 0; i < RUNS; ++i)); do
   for version in $VERSIONS; do
     for label in none core tool; do

@@ -24,6 +24,9 @@ extern "C" {
 void strata_annotate_region_begin(const char* name) __attribute__((weak));
 void strata_annotate_region_end(const char* name) __attribute__((weak));
 void strata_annotate_monitor_dump(void) __attribute__((weak));
+/* For language bindings (the Fortran module): the call site is given rather than taken. */
+void strata_annotate_region_begin_at(const char* name, const void* call_site) __attribute__((weak));
+void strata_annotate_region_end_at(const char* name, const void* call_site) __attribute__((weak));
 
 static inline __attribute__((always_inline)) void strata_region_begin(const char* name) {
   if (strata_annotate_region_begin) {
@@ -49,19 +52,23 @@ static inline __attribute__((always_inline)) void strata_monitor_dump(void) {
 
 namespace strata {
 
-/* A region that lasts as long as the scope holding it. `name` must outlive the scope (a literal). */
+/* A region that lasts as long as the scope holding it. `name` must outlive the scope (a literal).
+ */
 class ScopedRegion {
- public:
-  explicit ScopedRegion(const char* name) noexcept : name_(name) { strata_region_begin(name_); }
-  ~ScopedRegion() { strata_region_end(name_); }
+public:
+  /* Always inlined, even without optimisation: the region's call site is the scope's line. */
+  __attribute__((always_inline)) explicit ScopedRegion(const char* name) noexcept : name_(name) {
+    strata_region_begin(name_);
+  }
+  __attribute__((always_inline)) ~ScopedRegion() { strata_region_end(name_); }
   ScopedRegion(const ScopedRegion&) = delete;
   ScopedRegion& operator=(const ScopedRegion&) = delete;
 
- private:
+private:
   const char* name_;
 };
 
-}  // namespace strata
+} // namespace strata
 
 #define STRATA_REGION_CONCAT_(a, b) a##b
 #define STRATA_REGION_NAME_(line) STRATA_REGION_CONCAT_(strata_region_scope_, line)

@@ -73,6 +73,16 @@ typedef struct strata_event {
   const void* call_site;  /* return address into the caller of the MPI function */
   int result;             /* the MPI return code (exit) */
   int thread_layer;       /* reserved */
+  /* Appended in the same ABI version (modules built against the shorter struct never read them):
+   * the communicator's (remote) group as world ranks, indexed by rank in the communicator;
+   * NULL when it is the identity (MPI_COMM_WORLD) or there is no communicator. Valid for the
+   * communicator's lifetime. comm_rank: this process's rank in it (-1 = none). */
+  const int* comm_world_ranks;
+  int comm_rank;
+  /* From the status (exit), as MPI wrote it: the source as a rank in the communicator and the
+   * tag; STRATA_NO_RANK / STRATA_NO_TAG when there is no status. */
+  int status_source;
+  int status_tag;
 } strata_event;
 
 typedef void (*strata_event_fn)(strata_event* event, void* state);
@@ -104,6 +114,10 @@ typedef struct strata_host {
   /* From mpi_ready only: the application's MPI_COMM_WORLD becomes *(MPI_Comm*)comm in every call
    * it makes (C and Fortran alike; modules still see the real world). Returns 0 or -1. */
   int (*replace_world)(int self, const void* comm);
+  /* Appended in the same ABI version: the application's call site (return address into the
+   * caller of the MPI function) of the call this thread is in, for wrapper modules, which cannot
+   * see it themselves (outside a call: the last one's; null before the first). */
+  const void* (*call_site)(void);
 } strata_host;
 
 typedef struct strata_module_arg {
@@ -131,6 +145,30 @@ typedef struct strata_module {
 typedef const strata_module* (*strata_module_entry)(void);
 
 #define STRATA_MODULE_SYMBOL "strata_module_v1"
+
+/* Optional extension: the application's regions (include/strata/annotate.h). A module that wants
+ * them exports, besides strata_module_v1,
+ *     const strata_module_regions* strata_module_regions_v1(void);
+ * Modules without it are unaffected, and when no module of the stack has it, an annotation costs
+ * the application one call and one branch. The core calls `begin` / `end` on the annotating
+ * thread, in stack order, with the module's layer set (its MPI calls go below it), from the end of
+ * MPI_Init (after mpi_ready) until MPI_Finalize has returned (before unload). `name` is the
+ * application's string and may not outlive the call (copy it); `call_site` is the address the
+ * annotation returns to in the annotating function (null when unknown); `t_ns` is the core's
+ * clock (strata_host::now_ns) read once for all modules. `size` is sizeof the struct the module
+ * was built with: later versions append fields, and the core reads only what `size` covers. */
+typedef void (*strata_region_fn)(const char* name, const void* call_site, uint64_t t_ns,
+                                 void* state);
+
+typedef struct strata_module_regions {
+  uint32_t size; /* sizeof(strata_module_regions) */
+  strata_region_fn begin;
+  strata_region_fn end;
+} strata_module_regions;
+
+typedef const strata_module_regions* (*strata_module_regions_entry)(void);
+
+#define STRATA_MODULE_REGIONS_SYMBOL "strata_module_regions_v1"
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 // Module loading, chain building, the host API offered to modules and the MPI life-cycle hooks.
 #include "config/config.hpp"
 #include "core/dispatch.hpp"
+#include "core/regions.hpp"
 #include "launch/launch.hpp"
 
 #include <mpi.h>
@@ -217,6 +218,10 @@ int host_replace_world(int /*self*/, const void* comm) {
   return 0;
 }
 
+const void* host_call_site() {
+  return tls.call_site;
+}
+
 const strata_host host_api = {STRATA_MODULE_ABI_VERSION,
                               gen::mpi_flavor,
                               host_function_count,
@@ -231,7 +236,8 @@ const strata_host host_api = {STRATA_MODULE_ABI_VERSION,
                               host_set_layer,
                               host_log,
                               host_layer_count,
-                              host_replace_world};
+                              host_replace_world,
+                              host_call_site};
 
 // ---- loading --------------------------------------------------------------------------------
 
@@ -493,6 +499,8 @@ void load_modules_once() {
   }
   s.loading = false;
   build_chains(s);
+  for (size_t i = 0; i < s.modules.size(); ++i)
+    add_region_listener(s.modules[i].handle, s.modules[i].state, static_cast<int>(i));
 }
 
 void after_init() {
@@ -523,6 +531,7 @@ void after_init() {
       m.desc->mpi_ready(m.state);
   });
   s.in_mpi_ready = false;
+  region_listener_count.store(region_listener_pending, std::memory_order_release);
 }
 
 void before_finalize() {
@@ -537,6 +546,7 @@ void before_finalize() {
 void after_finalize() {
   if (!g_finalizing.load() || g_finalized.exchange(true))
     return;
+  region_listener_count.store(0, std::memory_order_release);
   for_each_module([](loaded_module& m) {
     if (m.desc->unload != nullptr)
       m.desc->unload(m.state);

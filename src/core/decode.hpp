@@ -81,6 +81,8 @@ inline void set_comm_info(strata_event& ev, scratch& s, MPI_Comm comm) {
   if (c != nullptr) {
     ev.comm_id = c->id;
     ev.comm_size = c->size;
+    ev.comm_world_ranks = c->world_ranks;
+    ev.comm_rank = c->rank;
     if (c->inter)
       ev.flags |= STRATA_EVENT_INTERCOMM;
   }
@@ -114,6 +116,8 @@ inline void read_status(strata_event& ev, const scratch& s, const MPI_Status* st
   if (api.get_elements_x(status, MPI_BYTE, &bytes) == MPI_SUCCESS && bytes != MPI_UNDEFINED)
     ev.bytes_received = static_cast<int64_t>(bytes);
   ev.source = world_rank(s.comm, status->MPI_SOURCE);
+  ev.status_source = status->MPI_SOURCE;
+  ev.status_tag = status->MPI_TAG;
   if (ev.tag == STRATA_NO_TAG || ev.tag == MPI_ANY_TAG)
     ev.tag = status->MPI_TAG;
 }

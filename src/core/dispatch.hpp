@@ -108,6 +108,9 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   ev.root = STRATA_NO_RANK;
   ev.tag = STRATA_NO_TAG;
   ev.bytes_received = -1;
+  ev.comm_rank = -1;
+  ev.status_source = STRATA_NO_RANK;
+  ev.status_tag = STRATA_NO_TAG;
   ev.call_site = ts.call_site;
   decode::scratch scratch;
   Decoder::enter(ev, scratch, args...);

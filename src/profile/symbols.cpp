@@ -1,13 +1,74 @@
 #include "profile/symbols.hpp"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace strata::profile {
 
-std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t>& addresses) {
+namespace {
+
+bool ends_with(const char* text, const char* suffix) {
+  const size_t n = std::strlen(text);
+  const size_t k = std::strlen(suffix);
+  return n >= k && std::strcmp(text + n - k, suffix) == 0;
+}
+
+// Walks out of inlined code from `inlined_from`: the innermost inlined scopes at `at` whose code
+// lies in that file give way to the place they were called from.
+void leave_inlined(Dwfl_Module* module, Dwarf_Addr at, const char* inlined_from,
+                   source_location& place) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu = dwfl_module_addrdie(module, at, &bias);
+  if (cu == nullptr)
+    return;
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(cu, at - bias, &scopes);
+  Dwarf_Files* files = nullptr;
+  size_t file_count = 0;
+  if (n <= 0 || dwarf_getsrcfiles(cu, &files, &file_count) != 0) {
+    std::free(scopes);
+    return;
+  }
+  int i = 0;
+  while (i < n && ends_with(place.file.c_str(), inlined_from)) {
+    if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) {
+      ++i;
+      continue;
+    }
+    Dwarf_Attribute attr;
+    Dwarf_Word file = 0;
+    Dwarf_Word line = 0;
+    if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &file) != 0 ||
+        dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &line) != 0 ||
+        file >= file_count)
+      break;
+    const char* name = dwarf_filesrc(files, file, nullptr, nullptr);
+    if (name == nullptr)
+      break;
+    place.file = name;
+    place.line = static_cast<int>(line);
+    // dwarf_getscopes follows an inlined instance into its abstract origin; the code it was
+    // inlined into is found from the instance itself (which comes first in the new list).
+    Dwarf_Die* outer = nullptr;
+    const int m = dwarf_getscopes_die(&scopes[i], &outer);
+    std::free(scopes);
+    scopes = outer;
+    n = m;
+    i = 1;
+  }
+  std::free(scopes);
+}
+
+} // namespace
+
+std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t>& addresses,
+                                                      const char* inlined_from) {
   std::vector<source_location> out(addresses.size());
   static char* debuginfo_path = nullptr;
   const Dwfl_Callbacks callbacks = {dwfl_linux_proc_find_elf, dwfl_standard_find_debuginfo, nullptr,
@@ -34,6 +95,8 @@ std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t
       if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
         out[i].file = file;
         out[i].line = lineno;
+        if (inlined_from != nullptr && ends_with(file, inlined_from))
+          leave_inlined(module, at, inlined_from, out[i]);
         continue;
       }
     }

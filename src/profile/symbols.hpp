@@ -15,6 +15,9 @@ struct source_location {
 };
 
 // One location per address; an address is a return address, so the call is just before it.
-std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t>& addresses);
+// When the call was inlined from a file whose path ends with `inlined_from` (the annotation
+// header's wrappers), the location is where that inlined code was called instead.
+std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t>& addresses,
+                                                      const char* inlined_from = nullptr);
 
 } // namespace strata::profile

@@ -1,0 +1,93 @@
+// The trace module's per-rank event buffer: fixed-size records in chunks allocated as the trace
+// grows (one allocation per chunk of 8192 records, none per event), bounded by a byte limit. At
+// the limit, the `stop` policy drops every later record and the `ring` policy recycles the oldest
+// chunk; both count what they dropped. No MPI, no locks: the caller serialises.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace strata::trace {
+
+enum class record_kind : uint8_t {
+  mpi_call = 1,      // one MPI call: enter and leave times, its decoded arguments
+  region_enter = 2,  // a user region begins (t_enter)
+  region_leave = 3,  // a user region ends (t_enter)
+  send_complete = 4, // follows the Wait/Test call that completed a send request
+  recv_complete = 5, // follows the Wait/Test call that completed a receive request
+};
+
+// 72 bytes. Ranks are world ranks except `source` (as in the status, a rank in the communicator).
+struct record {
+  uint64_t t_enter;
+  uint64_t t_leave;
+  uint64_t call_site; // return address into the application, 0 = unknown
+  int64_t bytes_sent;
+  int64_t bytes_received;
+  uint32_t request; // the trace's own request id (Isend/Irecv and their completions), 0 = none
+  uint32_t id;      // kind << 24 | MPI function id or user region index
+  uint32_t comm;    // the trace's communicator index, 0 = none
+  int32_t peer;     // destination (world rank) or STRATA_*_RANK
+  int32_t tag;      // the send tag, or the receive tag of a blocking receive
+  int32_t source;   // the actual source from the status (rank in the communicator)
+  int32_t recv_tag; // the tag from the status
+  int32_t root;     // world rank of the root, STRATA_NO_RANK when none
+
+  record_kind kind() const { return static_cast<record_kind>(id >> 24); }
+  uint32_t index() const { return id & 0xffffffu; }
+  static uint32_t make_id(record_kind k, uint32_t index) {
+    return static_cast<uint32_t>(k) << 24 | (index & 0xffffffu);
+  }
+};
+static_assert(sizeof(record) == 72);
+
+enum class limit_policy { stop, ring };
+
+class event_buffer {
+public:
+  static constexpr size_t chunk_records = 8192;
+
+  event_buffer(uint64_t limit_bytes, limit_policy policy);
+  ~event_buffer();
+  event_buffer(const event_buffer&) = delete;
+  event_buffer& operator=(const event_buffer&) = delete;
+
+  // Space for one record, or nullptr when the stop policy has reached the limit.
+  record* append() {
+    if (__builtin_expect(next_ != end_, 1))
+      return next_++;
+    return next_chunk();
+  }
+
+  uint64_t recorded() const; // records held now
+  uint64_t dropped() const { return dropped_; }
+  uint64_t capacity_records() const { return max_chunks_ * chunk_records; }
+
+  // Every record held, oldest first.
+  template <typename F> void for_each(F&& fn) const {
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      const record* c = chunks_[(head_ + i) % chunks_.size()];
+      const size_t n = c == current_ ? static_cast<size_t>(next_ - c) : chunk_records;
+      for (size_t k = 0; k < n; ++k)
+        fn(c[k]);
+      if (c == current_)
+        break;
+    }
+  }
+
+private:
+  record* next_chunk();
+
+  size_t max_chunks_;
+  limit_policy policy_;
+  std::vector<record*> chunks_; // allocated so far; a ring once all max_chunks_ exist
+  size_t head_ = 0;             // the oldest chunk
+  record* current_ = nullptr;
+  record* next_ = nullptr;
+  record* end_ = nullptr;
+  uint64_t dropped_ = 0;
+  bool stopped_ = false;
+};
+
+} // namespace strata::trace

@@ -144,3 +144,68 @@ class LJMD(StrataTestCase):
             if version == "ljmd_oo":
                 self.assertEqual(len(weak), 1, symbols)
                 self.assertEqual(weak[0].split()[0], "w")
+
+
+def region_stacks(archive):
+    """Reads an OTF2 archive with otf2-print (the OTF2 library's own reader): for each location,
+    the list of (stack of region names) at every ENTER, outermost first."""
+    text = subprocess.run(["otf2-print", archive], capture_output=True, text=True, check=True,
+                          timeout=120).stdout
+    stacks, entered = {}, {}
+    for line in text.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) < 4 or parts[0] not in ("ENTER", "LEAVE"):
+            continue
+        location, rest = int(parts[1]), parts[3]
+        name = rest[rest.index('"') + 1:rest.rindex('"')]
+        stack = stacks.setdefault(location, [])
+        if parts[0] == "ENTER":
+            stack.append(name)
+            entered.setdefault(location, []).append(tuple(stack))
+        else:
+            assert stack and stack[-1] == name, (location, stack, name)
+            stack.pop()
+    return entered
+
+
+class LJMDTrace(StrataTestCase):
+    """Under the trace module the layer's levels are in the OTF2 archive, nested as written."""
+
+    def traced(self, version, steps):
+        archive_dir = os.path.join(self.out, version)
+        env = base_env(STRATA_TRACE_DIR=archive_dir, HOME=self.out)
+        args = [example(version), CELLS, str(steps), str(steps)]
+        proc = strata_run("trace", args, ranks=4, env=env, timeout=180)
+        self.assertRan(proc)
+        plain = run(mpirun(4) + args, timeout=180)
+        self.assertRan(plain)
+        self.assertEqual(result_lines(plain.stdout), result_lines(proc.stdout))
+        return region_stacks(os.path.join(archive_dir, "traces.otf2"))
+
+    def test_layer_levels_nest_in_the_trace(self):
+        steps = 5
+        entered = self.traced("ljmd_oo", steps)
+        self.assertEqual(sorted(entered), [0, 1, 2, 3])
+        short = lambda s: s.split("(")[0].split()[-1]  # "void par::Group::fold(...) const" -> par::Group::fold
+        for location, stacks in entered.items():
+            paths = {tuple(short(n) for n in s) for s in stacks}
+            forces = [s for s in stacks if s[-1] == "md::forces"]
+            self.assertEqual(len(forces), steps + 1, location)
+            # application -> vector -> group -> MPI
+            self.assertIn(("md::forces", "par::DistVector::expand_row", "par::Group::expand",
+                           "MPI_Sendrecv"), paths)
+            self.assertIn(("md::forces", "par::DistVector::fold_col_add", "par::Group::fold",
+                           "MPI_Sendrecv"), paths)
+            transpose = ("md::forces", "par::DistVector::expand_col",
+                         "par::GridTopology::transpose", "par::Group::exchange", "MPI_Sendrecv")
+            # Rank (r, c) is location r*2 + c; the diagonal ranks copy instead of sending.
+            self.assertEqual(transpose in paths, location in (1, 2), location)
+            self.assertIn(("md::energies", "par::Group::sum_to", "MPI_Reduce"), paths)
+
+    def test_plain_mpi_version_has_one_level(self):
+        entered = self.traced("ljmd_mpi", 5)
+        for location, stacks in entered.items():
+            self.assertEqual({len(s) for s in stacks}, {1}, location)
+            names = [s[0] for s in stacks]
+            self.assertEqual(names.count("MPI_Allgatherv"), 2 * 6, location)
+            self.assertEqual(names.count("MPI_Reduce_scatter"), 2 * 6, location)

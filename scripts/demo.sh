@@ -50,7 +50,7 @@ for flavor in openmpi mpich; do
       echo "== $flavor: $version on 4 ranks under the trace module"
       trace=$(mktemp -d)/trace
       STRATA_TRACE_DIR=$trace "$strata" run -np 4 --tools trace -- "build/examples/$flavor/$version" 4 40 20
-      if "$strata" analyze --help >/dev/null 2>&1; then
+      if "$strata" --help | grep -qE '^ +analyze '; then
         "$strata" analyze "$trace"
       else
         echo "trace: $trace"

@@ -5,8 +5,10 @@ import glob
 import json
 import os
 import subprocess
+import unittest
 
-from strata_testlib import BUILD, FLAVOR, StrataTestCase, base_env, mpirun, run, strata_run
+from strata_testlib import (BUILD, FLAVOR, STRATA, StrataTestCase, base_env, mpirun, run,
+                            strata_run)
 
 EXAMPLES = os.path.join(BUILD, "examples", FLAVOR)
 VERSIONS = ("ljmd_mpi", "ljmd_oo")
@@ -209,3 +211,67 @@ class LJMDTrace(StrataTestCase):
             names = [s[0] for s in stacks]
             self.assertEqual(names.count("MPI_Allgatherv"), 2 * 6, location)
             self.assertEqual(names.count("MPI_Reduce_scatter"), 2 * 6, location)
+
+
+def source_line(name, marker):
+    """The line of examples/ljmd/NAME that holds MARKER (call sites are checked against it)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "ljmd", name)
+    with open(path) as f:
+        return next(i + 1 for i, l in enumerate(f) if marker in l)
+
+
+def has_analyzer():
+    """Whether `strata --help` lists the analyze subcommand."""
+    listing = run([STRATA, "--help"], timeout=60).stdout
+    return any(line.split()[:1] == ["analyze"] for line in listing.splitlines())
+
+
+@unittest.skipUnless(has_analyzer(), "strata analyze is not in this build")
+class LJMDAnalyze(StrataTestCase):
+    """The seed's tables from a real trace of the example: `strata analyze --json` counts what the
+    force decomposition does, per level, per operation and per call site."""
+
+    STEPS = 6
+
+    def analyze(self, version):
+        archive_dir = os.path.join(self.out, version)
+        env = base_env(STRATA_TRACE_DIR=archive_dir, HOME=self.out)
+        proc = strata_run("trace", [example(version), CELLS, str(self.STEPS), str(self.STEPS)],
+                          ranks=4, env=env, timeout=180)
+        self.assertRan(proc)
+        proc = run([STRATA, "analyze", "--json", archive_dir], timeout=180)
+        self.assertRan(proc)
+        result = json.loads(proc.stdout)
+        self.assertEqual((result["unmatched_sends"], result["unmatched_receives"]), (0, 0))
+        totals = {(t["category"], t["operation"]): t["count"] for t in result["totals"]}
+        return result, totals
+
+    def test_plain_mpi_tables(self):
+        result, totals = self.analyze("ljmd_mpi")
+        evaluations = self.STEPS + 1
+        self.assertEqual({l["level"] for l in result["levels"]}, {0})  # Table 1
+        self.assertEqual(totals[("mpi", "MPI_Allgatherv")], evaluations * 2 * 4)  # Table 3
+        self.assertEqual(totals[("mpi", "MPI_Reduce_scatter")], evaluations * 2 * 4)
+        self.assertEqual(totals[("mpi", "MPI_Sendrecv")], evaluations * 2 * 2)
+        # Table 2: the row expand at its own line, once per force evaluation on every rank.
+        row_expand = source_line("ljmd_mpi.cpp", "MPI_Allgatherv(s.x.data()")
+        sites = [o for o in result["operations"] if o["operation"] == "MPI_Allgatherv"
+                 and o["line"] == row_expand and o["file"].endswith("ljmd_mpi.cpp")]
+        self.assertEqual(sorted(o["rank"] for o in sites), [0, 1, 2, 3])
+        self.assertEqual({o["count"] for o in sites}, {evaluations})
+
+    def test_layer_tables(self):
+        result, totals = self.analyze("ljmd_oo")
+        evaluations = self.STEPS + 1
+        levels = {(l["rank"], l["level"]): l["count"] for l in result["levels"]}
+        # Table 6: level 4 (the MPI_Sendrecv inside transpose -> exchange) off the diagonal only.
+        self.assertEqual([levels.get((rank, 4), 0) for rank in range(4)],
+                         [0, 2 * evaluations, 2 * evaluations, 0])
+        self.assertEqual(totals[("user", "md::forces")], 4 * evaluations)  # Table 8
+        self.assertEqual(totals[("mpi", "MPI_Sendrecv")], evaluations * (4 * 4 + 2 * 2))
+        self.assertNotIn(("mpi", "MPI_Allgatherv"), totals)
+        # Table 7: the ring's Sendrecv at its line in group.cpp.
+        ring = source_line("par/group.cpp", "MPI_Sendrecv(send, send_count, MPI_DOUBLE, next")
+        sites = [o for o in result["operations"] if o["operation"] == "MPI_Sendrecv"
+                 and o["line"] == ring and o["file"].endswith("group.cpp")]
+        self.assertEqual({o["count"] for o in sites}, {4 * evaluations})

@@ -34,3 +34,27 @@ for flavor in openmpi mpich; do
   echo "job record: $(ls "$spool"/*.json)"
   "$strata" report "$spool"/*.json --format csv | head -4
 done
+
+# The Lennard-Jones force-decomposition example (seed 003, docs/example-ljmd.md): both versions
+# under the profiler and, once the trace module is built, under the tracer (and the analyzer).
+for flavor in openmpi mpich; do
+  oo=build/examples/$flavor/ljmd_oo
+  [[ -x $oo ]] || continue
+  for version in ljmd_mpi ljmd_oo; do
+    echo
+    echo "== $flavor: $version on 4 ranks under the profile module"
+    spool=$(mktemp -d)
+    STRATA_SPOOL=$spool "$strata" run -np 4 --tools profile -- "build/examples/$flavor/$version" 4 40 20
+    "$strata" report "$spool"/*.json --format csv | head -6
+    if [[ -e build/lib/strata/$flavor/modules/trace.so ]]; then
+      echo "== $flavor: $version on 4 ranks under the trace module"
+      trace=$(mktemp -d)/trace
+      STRATA_TRACE_DIR=$trace "$strata" run -np 4 --tools trace -- "build/examples/$flavor/$version" 4 40 20
+      if "$strata" --help | grep -qE '^ +analyze '; then
+        "$strata" analyze "$trace"
+      else
+        echo "trace: $trace"
+      fi
+    fi
+  done
+done

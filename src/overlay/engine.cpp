@@ -31,7 +31,8 @@ packet decode_packet(std::string_view bytes) {
 
 node_engine::node_engine(const filter& f, int children, bool leaf_children, bool root)
     : filter_(f), leaf_children_(leaf_children), root_(root),
-      passed_(static_cast<size_t>(std::max(children, 0)), 0) {
+      passed_(static_cast<size_t>(std::max(children, 0)), 0),
+      finished_(static_cast<size_t>(std::max(children, 0)), false) {
   done_ = children <= 0 && !root_;
 }
 
@@ -42,6 +43,7 @@ void node_engine::on_child(int child, packet p, std::vector<node_output>& out) {
   switch (p.kind) {
   case packet_kind::fin:
     passed = UINT64_MAX;
+    finished_[static_cast<size_t>(child)] = true;
     break;
   case packet_kind::profile:
   case packet_kind::up_a: {
@@ -119,7 +121,11 @@ void node_engine::advance(std::vector<node_output>& out) {
     else
       ++it;
   }
-  if (!done_ && horizon == UINT64_MAX && rounds_.empty()) {
+  // Done once every child said fin: a child's final round alone does not end it (its fin, sent
+  // after it, must still be received).
+  const bool all_finished =
+      std::all_of(finished_.begin(), finished_.end(), [](bool f) { return f; });
+  if (!done_ && all_finished && rounds_.empty()) {
     done_ = true;
     if (!root_) {
       node_output o;

@@ -86,6 +86,7 @@ private:
   bool leaf_children_;
   bool root_;
   std::vector<uint64_t> passed_; // per child: every round below this one has been seen
+  std::vector<bool> finished_;   // per child: its fin has come
   std::map<uint64_t, round_state> rounds_;
   bool done_ = false;
 };

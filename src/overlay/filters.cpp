@@ -146,7 +146,8 @@ size_t bin_of(double v, double lo, double hi, size_t bins) {
 uint64_t class_id(const rank_profile& p, const std::string& glob) {
   std::vector<const std::string*> names;
   for (const event_row& e : p.events)
-    if (glob.empty() || ::fnmatch(glob.c_str(), e.name.c_str(), 0) == 0)
+    if (!e.name.starts_with("strata.") && // the monitor's own counters say nothing of the role
+        (glob.empty() || ::fnmatch(glob.c_str(), e.name.c_str(), 0) == 0))
       names.push_back(&e.name);
   std::sort(names.begin(), names.end(),
             [](const std::string* a, const std::string* b) { return *a < *b; });

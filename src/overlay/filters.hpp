@@ -54,7 +54,7 @@ hist_table decode_hists(const std::string& bytes);
 size_t bin_of(double v, double lo, double hi, size_t bins);
 
 // The class id of a profile: FNV-1a over the sorted names of its events that match `glob`
-// (all events when empty).
+// (all events when empty); names starting with "strata." (the monitor's counters) never count.
 uint64_t class_id(const rank_profile& p, const std::string& glob);
 
 } // namespace strata::overlay

@@ -17,7 +17,7 @@ namespace strata::overlay {
 
 std::string round_json_line(const round_result& r, const std::string& filter_name,
                             double elapsed_s) {
-  nlohmann::json line = nlohmann::json::object();
+  nlohmann::ordered_json line = nlohmann::ordered_json::object(); // round first, for readers
   if (r.round == final_round)
     line["round"] = "final";
   else
@@ -26,7 +26,7 @@ std::string round_json_line(const round_result& r, const std::string& filter_nam
   line["filter"] = filter_name;
   line["root_bytes"] = r.root_bytes;
   line["time"] = elapsed_s;
-  nlohmann::json body = nlohmann::json::parse(r.json, nullptr, false);
+  nlohmann::ordered_json body = nlohmann::ordered_json::parse(r.json, nullptr, false);
   if (body.is_object())
     for (auto& [k, v] : body.items())
       line[k] = v;

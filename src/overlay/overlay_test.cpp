@@ -201,6 +201,27 @@ TEST(Engine, PipelinedRoundsSkipsAndFinal) {
   EXPECT_TRUE(j.contains("events"));
 }
 
+TEST(Engine, DoneOnlyAfterEveryFin) {
+  auto f = need("stats");
+  node_engine e(*f, 2, true, false);
+  std::vector<node_output> out;
+  for (uint32_t c : {0u, 1u})
+    e.on_child(static_cast<int>(c),
+               packet{packet_kind::profile, final_round, 1,
+                      encode_profile(make_profile(c, final_round, {{"MPI_Send", 1, 1, 1}}))},
+               out);
+  ASSERT_EQ(out.size(), 1u); // the final round went up...
+  EXPECT_EQ(out[0].p.kind, packet_kind::up_a);
+  EXPECT_EQ(out[0].p.ranks, 2u);
+  EXPECT_FALSE(e.done()); // ...but the children's fins have not come yet
+  e.on_child(0, packet{}, out);
+  EXPECT_FALSE(e.done());
+  e.on_child(1, packet{}, out);
+  EXPECT_TRUE(e.done());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].p.kind, packet_kind::fin);
+}
+
 TEST(Engine, ReductionShrinksWhatTheRootReceives) {
   auto raw = need("raw");
   auto hist = need("histogram");

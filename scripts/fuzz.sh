@@ -14,6 +14,8 @@ clang++-14 "${flags[@]}" src/stats/stats.cpp src/stats/model_file.cpp fuzz/model
   -o "$out/model_fuzz"
 clang++-14 "${flags[@]}" src/profile/rank_file.cpp src/profile/aggregate.cpp \
   fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
+clang++-14 "${flags[@]}" -I/usr/include src/overlay/profile_round.cpp src/overlay/filters.cpp \
+  src/overlay/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
 
 mkdir -p "$out/corpus/config" "$out/corpus/patch" "$out/corpus/record" "$out/corpus/rank_file" \
   "$out/corpus/model"
@@ -32,7 +34,11 @@ clang++-14 -std=c++20 -Isrc "$out/rank_file_seed.cpp" src/profile/rank_file.cpp 
 printf 'profile out="a b" x=1\n# c\ndelay usec=5\n' >"$out/corpus/config/seed1"
 printf 'a,b:k=v:k2=v2,c' >"$out/corpus/config/seed2"
 cp build/lib/strata/*/modules/empty.so "$out/corpus/patch/" 2>/dev/null || true
-for target in config patch record rank_file model; do
+mkdir -p "$out/corpus/overlay"
+# Seeds: a packet holding a real profile (the rounds the monitor's tests write use this format).
+printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
+  >"$out/corpus/overlay/seed1"
+for target in config patch record rank_file model overlay; do
   echo "fuzz: $target for ${seconds}s"
   "$out/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 "$out/corpus/$target" \
     >"$out/$target.log" 2>&1 || { tail -40 "$out/$target.log"; exit 1; }

@@ -81,7 +81,7 @@ void node_engine::on_child(int child, packet p, std::vector<node_output>& out) {
   advance(out);
 }
 
-void node_engine::on_parent(packet p, std::vector<node_output>& out) {
+void node_engine::on_parent(const packet& p, std::vector<node_output>& out) {
   if (p.kind != packet_kind::bounds)
     return;
   auto it = rounds_.find(p.round);

@@ -57,7 +57,7 @@ public:
   node_engine(const filter& f, int children, bool leaf_children, bool root);
 
   void on_child(int child, packet p, std::vector<node_output>& out);
-  void on_parent(packet p, std::vector<node_output>& out);
+  void on_parent(const packet& p, std::vector<node_output>& out);
   // Every child has finished and every round has gone up (a fin was emitted to the parent).
   bool done() const { return done_; }
   size_t open_rounds() const { return rounds_.size(); }

@@ -84,7 +84,7 @@ simulation_result simulate(const filter& f, const std::vector<std::vector<std::s
     if (d.child >= 0)
       engines[static_cast<size_t>(d.node)].on_child(d.child, std::move(d.p), out);
     else
-      engines[static_cast<size_t>(d.node)].on_parent(std::move(d.p), out);
+      engines[static_cast<size_t>(d.node)].on_parent(d.p, out);
     busy[static_cast<size_t>(d.node)] += seconds_since(t0);
     for (node_output& o : out) {
       switch (o.to) {
@@ -103,8 +103,9 @@ simulation_result simulate(const filter& f, const std::vector<std::vector<std::s
   for (int level = 0; level < tree.depth(); ++level) {
     double slowest = 0;
     for (int i = 0; i < tree.level_sizes[static_cast<size_t>(level)]; ++i)
-      slowest = std::max(
-          slowest, busy[static_cast<size_t>(tree.level_start[static_cast<size_t>(level)] + i)]);
+      slowest =
+          std::max(slowest, busy[static_cast<size_t>(tree.level_start[static_cast<size_t>(level)]) +
+                                 static_cast<size_t>(i)]);
     sim.critical_path_s += slowest;
   }
   for (double b : busy)
@@ -173,6 +174,7 @@ std::vector<std::string> read_round_files(const std::string& dir, const filter& 
     }
   }
   std::vector<std::vector<std::string>> leaves;
+  leaves.reserve(by_rank.size());
   for (auto& [rank, records] : by_rank)
     leaves.push_back(std::move(records));
   // The leaf index is the position among the ranks that wrote files; rounds must increase.

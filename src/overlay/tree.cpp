@@ -58,8 +58,8 @@ std::vector<int> tree_layout::children(int node) const {
       out.push_back(c);
     return out;
   }
-  const int below = level_sizes[static_cast<size_t>(level + 1)];
-  const int base = level_start[static_cast<size_t>(level + 1)];
+  const int below = level_sizes[static_cast<size_t>(level) + 1];
+  const int base = level_start[static_cast<size_t>(level) + 1];
   for (int c = index * fanout; c < std::min((index + 1) * fanout, below); ++c)
     out.push_back(base + c);
   return out;

@@ -148,6 +148,28 @@ class MonitorTree(StrataTestCase):
         self.assertGreater(final["events"]["strata.monitor.blocked"]["calls"]["sum"], 0)
         self.assertEqual(final["events"]["strata.monitor.dropped"]["calls"]["sum"], 0)
 
+    def test_next_to_the_profile_module(self):
+        # Adjacent event modules share each call's clock pair: the profile's job record (over
+        # the application's ranks only) and the monitor's final round agree to the nanosecond.
+        spool = os.path.join(self.out, "spool")
+        proc, out = self.monitored("monitor:filter=stats,profile",
+                                   [program("monitor_app"), str(ITER)], STRATA_SPOOL=spool,
+                                   HOME=self.out)
+        self.assertCleanEnd(proc)
+        records = [f for f in os.listdir(spool) if f.endswith(".json")]
+        self.assertEqual(len(records), 1, os.listdir(spool))
+        with open(os.path.join(spool, records[0])) as f:
+            record = json.load(f)
+        self.assertEqual(record["job"]["ranks"], P)
+        final = final_round(read_rounds(out))
+        for name in ("MPI_Send", "MPI_Recv", "MPI_Allreduce", "MPI_Barrier"):
+            routine = record["routines"][name]
+            ev = final["events"][name]
+            self.assertEqual(ev["calls"]["sum"], routine["calls"], name)
+            self.assertAlmostEqual(ev["time"]["sum"], routine["time_s"], places=6, msg=name)
+        wrong_order = strata_run("profile,monitor", [program("monitor_app"), "2"], ranks=2)
+        self.assertOneErrorLine(wrong_order, "must be the first module")
+
 
 class MonitorSetup(StrataTestCase):
     def test_process_count_that_fits_no_tree(self):

@@ -175,7 +175,7 @@ send_slot* free_slot(monitor_state& s, bool final) {
   return &s.slots[static_cast<size_t>(index)];
 }
 
-void send_packet(monitor_state& s, overlay::packet p, bool final) {
+void send_packet(monitor_state& s, const overlay::packet& p, bool final) {
   send_slot* slot = free_slot(s, final);
   if (slot == nullptr)
     return;
@@ -342,7 +342,7 @@ struct pending_send {
           send_fini_down();
           fini = true;
         } else {
-          engine.on_parent(std::move(p), outputs);
+          engine.on_parent(p, outputs);
         }
       } else {
         auto it = std::find_if(children.begin(), children.end(), [&](int c) {
@@ -606,6 +606,15 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   const std::string problem = parse_options(lookup, s->opt);
   if (!problem.empty()) {
     std::snprintf(error, error_size, "%s", problem.c_str());
+    return 1;
+  }
+  // The modules above a layer see MPI_Init return on every process; only those after the
+  // monitor can be spared the tool ranks (they find the application's world as a service).
+  if (s->opt.transport == "tree" && self != 0) {
+    std::snprintf(error, error_size,
+                  "with transport=tree the monitor must be the first module of the stack "
+                  "(--tools monitor,profile), so that the others see only the application's "
+                  "ranks");
     return 1;
   }
   std::string why;

@@ -64,6 +64,17 @@ int run_main(int argc, char** argv) {
       ->check(CLI::Range(2, 65536));
   monitor_read_cmd->add_option("-o,--output", monitor_read.output,
                                "JSON lines file (default: stdout)");
+  std::string serve_file;
+  std::string serve_bind = "127.0.0.1";
+  int serve_port = 8087;
+  std::string serve_web;
+  CLI::App* monitor_serve =
+      monitor->add_subcommand("serve", "live web view of a job's rounds (STRATA_MONITOR_OUT)");
+  monitor_serve->add_option("FILE", serve_file, "the front end's JSON lines")->required();
+  monitor_serve->add_option("--bind", serve_bind, "address to listen on");
+  monitor_serve->add_option("--port", serve_port, "port (0: any free one)")
+      ->check(CLI::Range(0, 65535));
+  monitor_serve->add_option("--web", serve_web, "the view's files (default: installed ones)");
   int plan_ranks = 0;
   int plan_fanout = 2;
   CLI::App* monitor_plan = monitor->add_subcommand("plan", "tool ranks for P ranks and fanout K");
@@ -118,6 +129,10 @@ int run_main(int argc, char** argv) {
     return strata::cli::run_command(launch);
   if (monitor_read_cmd->parsed())
     return strata::cli::monitor_read_command(monitor_read);
+  if (monitor_serve->parsed())
+    return strata::cli::monitor_serve_command(serve_file, serve_bind, serve_port,
+                                              serve_web.empty() ? strata::cli::monitor_web_dir()
+                                                                : serve_web);
   if (monitor_plan->parsed())
     return strata::cli::monitor_plan_command(plan_ranks, plan_fanout);
   if (modules->parsed())

@@ -1,10 +1,15 @@
 #include "cli/monitor_command.hpp"
 
+#include "launch/launch.hpp"
 #include "overlay/filter.hpp"
 #include "overlay/frontend.hpp"
 #include "overlay/tree.hpp"
 
+#include <httplib.h>
+
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 namespace strata::cli {
 
@@ -40,6 +45,58 @@ int monitor_read_command(const monitor_read_options& o) {
   if (out != stdout)
     std::fclose(out);
   return lines.empty() ? 1 : 0;
+}
+
+std::string monitor_web_dir() {
+  return launch::find_layout(launch::self_executable()).prefix + "/share/strata/web/monitor";
+}
+
+int monitor_serve_command(const std::string& file, const std::string& bind, int port,
+                          const std::string& web_dir) {
+  std::ifstream probe(web_dir + "/index.html");
+  if (!probe) {
+    std::fprintf(stderr,
+                 "strata: error: no monitor view in %s (was Strata built with node and npm?)\n",
+                 web_dir.c_str());
+    return 2;
+  }
+  httplib::Server server;
+  if (!server.set_mount_point("/", web_dir)) {
+    std::fprintf(stderr, "strata: error: %s: cannot serve this directory\n", web_dir.c_str());
+    return 2;
+  }
+  // Complete lines from the `from`-th on, as one JSON array: the page keeps what it has.
+  server.Get("/rounds", [file](const httplib::Request& request, httplib::Response& response) {
+    size_t from = 0;
+    if (request.has_param("from"))
+      from =
+          static_cast<size_t>(std::strtoull(request.get_param_value("from").c_str(), nullptr, 10));
+    std::ifstream in(file);
+    std::string body = "[";
+    std::string line;
+    size_t index = 0;
+    bool first = true;
+    while (std::getline(in, line)) {
+      if (in.eof()) // a line still being written has no newline yet
+        break;
+      if (index++ < from || line.empty())
+        continue;
+      body += (first ? "" : ",") + line;
+      first = false;
+    }
+    body += "]";
+    response.set_header("Cache-Control", "no-store");
+    response.set_content(body, "application/json");
+  });
+  const int bound =
+      port == 0 ? server.bind_to_any_port(bind) : (server.bind_to_port(bind, port) ? port : -1);
+  if (bound < 0) {
+    std::fprintf(stderr, "strata: error: cannot listen on %s:%d\n", bind.c_str(), port);
+    return 2;
+  }
+  std::printf("serving http://%s:%d/ (rounds from %s)\n", bind.c_str(), bound, file.c_str());
+  std::fflush(stdout);
+  return server.listen_after_bind() ? 0 : 2;
 }
 
 int monitor_plan_command(int ranks, int fanout) {

@@ -16,6 +16,12 @@ struct monitor_read_options {
 
 // Reduces the rounds a job with transport=file left in DIR; one JSON line per round.
 int monitor_read_command(const monitor_read_options& o);
+// Serves the live view (web/monitor, bundled at build time from WEB_DIR) of the JSON lines in
+// FILE, re-read at every request, on BIND:PORT (port 0: any free one; the address is printed).
+int monitor_serve_command(const std::string& file, const std::string& bind, int port,
+                          const std::string& web_dir);
+// Where the built view lives: <prefix>/share/strata/web/monitor.
+std::string monitor_web_dir();
 // How many processes `strata run -np ranks --monitor-fanout fanout` starts.
 int monitor_plan_command(int ranks, int fanout);
 

@@ -8,6 +8,7 @@ every 10 (MPI_Pcontrol(5)), and each rank offloads its final round at MPI_Finali
 import json
 import os
 import re
+import shutil
 import subprocess
 import unittest
 
@@ -241,6 +242,54 @@ class MonitorWithoutToolRanks(StrataTestCase):
         final = final_round(rounds)
         self.assertEqual(sorted(tuple(c["rank_sample"]) for c in final["classes"]),
                          [(0, 2), (1, 3)])
+
+
+class MonitorWebView(StrataTestCase):
+    """The live view (web/monitor, uPlot bundled at build time) in real headless Chromium."""
+
+    def dump_dom(self, url):
+        proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                               "--virtual-time-budget=4000", "--dump-dom", url],
+                              capture_output=True, text=True, timeout=90)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        return proc.stdout
+
+    def test_view_shows_the_rounds_as_they_come(self):
+        self.assertIsNotNone(shutil.which("chromium"), "chromium is part of scripts/setup.sh")
+        full = os.path.join(self.out, "job.jsonl")
+        proc = strata_run("monitor:bins=5", [program("monitor_app"), str(ITER)], ranks=P,
+                          extra=["--monitor-fanout", "2"], env=base_env(STRATA_MONITOR_OUT=full))
+        self.assertRan(proc)
+        with open(full) as f:
+            lines = f.readlines()
+        self.assertEqual(len(lines), 7)
+        served = os.path.join(self.out, "live.jsonl")
+        with open(served, "w") as f:
+            f.writelines(lines[:3])
+            f.write(lines[3][:40])  # a round still being written is not shown
+        server = subprocess.Popen([STRATA, "monitor", "serve", served, "--port", "0"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            url = re.search(r"serving (\S+)", server.stdout.readline()).group(1)
+            dom = self.dump_dom(url)
+            self.assertIn('data-rounds="3"', dom)
+            self.assertIn('<option value="MPI_Send">', dom)
+            self.assertIn('class="uplot', dom)  # the chart library drew
+            self.assertIn('data-cells="15"', dom)  # 3 rounds x 5 bins of the chosen event
+            with open(served, "w") as f:
+                f.writelines(lines)
+            dom = self.dump_dom(url)
+            self.assertIn('data-rounds="7"', dom)
+            self.assertIn("last: final (4 ranks, histogram", dom)
+            self.assertIn('data-cells="35"', dom)
+        finally:
+            server.terminate()
+            server.communicate(timeout=30)
+
+    def test_missing_view_is_one_message(self):
+        proc = run([STRATA, "monitor", "serve", "x.jsonl", "--web", self.out])
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("no monitor view in", proc.stderr)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,17 @@
 #            monitor tree (histogram, fanout 2), monitor tree (raw), monitor file transport; a
 #            round every 10 ms on every rank.
 # reduction  Bytes at the front end per round, raw against histogram, from real jobs (P=2..4).
+# callgrind  Instructions per cheap MPI call (MPI_Comm_test_inter) the monitor adds, in a
+#            singleton under callgrind (stable on a busy machine, unlike wall time): no Strata
+#            module, `profile`, `monitor` (file transport: the call path is the same for every
+#            transport) without and with a period; two runs (0 and N calls) differenced.
 #
 # Knobs: FLAVOR=openmpi, RUNS=5, SIM_FANOUTS=2,8,16, PERIODS="0 100 1000 10000".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
 flavor=${FLAVOR:-openmpi}
-parts=${PARTS:-sim offload perturb reduction}
+parts=${PARTS:-sim offload perturb reduction callgrind}
 runs=${RUNS:-5}
 strata=$build/bin/strata
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -107,5 +111,28 @@ if [[ $parts == *reduction* ]]; then
     raw=$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]['root_bytes'])" "$tmp/red_raw.jsonl")
     hist=$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]['root_bytes'])" "$tmp/red_histogram.jsonl")
     echo "| $p | 2 | $raw | $hist | $(awk -v a="$raw" -v b="$hist" 'BEGIN {printf "%.2f", a / b}') |"
+  done
+fi
+
+if [[ $parts == *callgrind* ]]; then
+  echo "## instructions per MPI call ($flavor, singleton, callgrind)"
+  echo "| stack | instructions per MPI_Comm_test_inter | added to Strata with no module |"
+  echo "|---|---:|---:|"
+  n=100000
+  core=$build/lib/strata/$flavor/libstrata.so
+  ir() { # TOOLS CALLS
+    (cd "$tmp" && env LD_PRELOAD="$core" STRATA_TOOLS="$1" STRATA_MONITOR_DIR="$tmp/cg-rounds" \
+      STRATA_MONITOR_OUT="$tmp/cg.jsonl" STRATA_SPOOL="$tmp/spool" valgrind --tool=callgrind \
+      --callgrind-out-file="$tmp/cg.out" "$build/bench/$flavor/core_overhead" --callgrind-iters "$2" \
+      >"$tmp/cg.log" 2>&1)
+    awk '/^totals:/ {print $2}' "$tmp/cg.out"
+  }
+  base=""
+  for tools in "" "profile" "monitor:transport=file" "monitor:transport=file:period=1"; do
+    a=$(ir "$tools" 0)
+    b=$(ir "$tools" "$n")
+    per=$(awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN {printf "%.1f", (b - a) / n}')
+    [[ -z $base ]] && base=$per
+    echo "| ${tools:-(no module)} | $per | $(awk -v p="$per" -v b="$base" 'BEGIN {printf "%+.1f", p - b}') |"
   done
 fi

@@ -2,6 +2,7 @@
 #include "overlay/filter.hpp"
 #include "overlay/filters.hpp"
 #include "overlay/frontend.hpp"
+#include "overlay/monitor_options.hpp"
 #include "overlay/profile_round.hpp"
 #include "overlay/tree.hpp"
 #include "overlay/wire.hpp"
@@ -268,4 +269,37 @@ TEST(Binning, Edges) {
   EXPECT_EQ(bin_of(0.0, 1.0, 2.0, 10), 0u);
   EXPECT_EQ(bin_of(5.0, 1.0, 2.0, 10), 9u);
   EXPECT_EQ(bin_of(std::nan(""), 1.0, 2.0, 10), 0u);
+}
+
+TEST(MonitorOptions, ParsedAndChecked) {
+  std::map<std::string, std::string> given{{"transport", "file"},   {"fanout", "8"},
+                                           {"period", "0.5"},       {"filter", "classes"},
+                                           {"class-events", "mpi"}, {"policy", "block"}};
+  auto lookup = [&](const char* key) -> const char* {
+    auto it = given.find(key);
+    return it == given.end() ? nullptr : it->second.c_str();
+  };
+  strata::monitor::options o;
+  EXPECT_EQ(strata::monitor::parse_options(lookup, o), "");
+  EXPECT_EQ(o.transport, "file");
+  EXPECT_EQ(o.fanout, 8);
+  EXPECT_DOUBLE_EQ(o.period_s, 0.5);
+  EXPECT_EQ(o.filter_options.at("class-events"), "mpi");
+  EXPECT_EQ(o.policy, "block");
+  for (const auto& [key, bad, fragment] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"fanout", "1", "fanout: '1'"},
+           {"fanout", "two", "fanout"},
+           {"period", "-1", "period"},
+           {"policy", "sometimes", "policy"},
+           {"transport", "udp", "transport"},
+           {"buffers", "0", "buffers"},
+           {"bins", "x", "bins"},
+           {"filter", "median", "unknown filter"},
+           {"node-delay", "100", "node-delay"}}) {
+    auto one = [&](const char* k) -> const char* { return key == k ? bad.c_str() : nullptr; };
+    strata::monitor::options fresh;
+    const std::string error = strata::monitor::parse_options(one, fresh);
+    EXPECT_NE(error.find(fragment), std::string::npos) << key << "=" << bad << ": " << error;
+  }
 }

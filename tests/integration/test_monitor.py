@@ -120,6 +120,18 @@ class MonitorTree(StrataTestCase):
         self.assertEqual(final["ranks"], P)
         self.assertEqual(final["events"]["MPI_Send"]["calls"]["sum"], P * 5)
 
+    def test_threads_multiple(self):
+        # MPI_THREAD_MULTIPLE: two threads per rank call MPI at once; rounds at every call.
+        out = os.path.join(self.out, "rounds.jsonl")
+        proc = strata_run("monitor:period=0.0001:filter=stats", [program("threads_c"), "300"],
+                          ranks=2, extra=["--monitor-fanout", "2"],
+                          env=base_env(STRATA_MONITOR_OUT=out))
+        self.assertCleanEnd(proc)
+        self.assertIn("threads: sum=90000", proc.stdout)
+        final = final_round(read_rounds(out))
+        self.assertEqual(final["ranks"], 2)
+        self.assertEqual(final["events"]["MPI_Sendrecv"]["calls"]["sum"], 2 * 2 * 300)
+
     def test_abort_ends_the_job(self):
         # Tool ranks sleep in their loop; MPI_Abort on the application's world must take them
         # down too. The subprocess timeout is the bound.

@@ -198,6 +198,14 @@ int run_command(const launch_options& o) {
     return rc;
   int processes = o.ranks;
   if (o.monitor_fanout > 0) {
+    const bool has_monitor =
+        std::any_of(stack.modules.begin(), stack.modules.end(),
+                    [](const config::module_spec& m) { return m.name == "monitor"; });
+    if (!has_monitor) {
+      error_line("error: --monitor-fanout starts tool ranks for the monitor module, which is not "
+                 "in the stack (--tools monitor,...)");
+      return 2;
+    }
     // The monitor's tree (issue 7): M tool ranks beside the P application ranks; the module
     // splits them apart in MPI_Init and the application sees P.
     processes += overlay::tool_ranks_for(o.ranks, o.monitor_fanout);

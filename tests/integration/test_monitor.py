@@ -202,6 +202,11 @@ class MonitorSetup(StrataTestCase):
             proc = strata_run(tools, [program("monitor_app"), "2"], ranks=2)
             self.assertOneErrorLine(proc, fragment)
 
+    def test_fanout_without_the_module(self):
+        proc = strata_run("profile", [program("monitor_app"), "2"], ranks=2,
+                          extra=["--monitor-fanout", "2"])
+        self.assertOneErrorLine(proc, "--monitor-fanout")
+
     def test_plan(self):
         proc = run([STRATA, "monitor", "plan", "-np", "64", "--fanout", "8"])
         self.assertRan(proc)

@@ -249,7 +249,7 @@ class MonitorWithoutToolRanks(StrataTestCase):
 
     def test_inline_transport(self):
         out = os.path.join(self.out, "rounds.jsonl")
-        proc = strata_run("monitor:transport=inline:filter=classes:class-events=mpi",
+        proc = strata_run("monitor:transport=inline:filter=classes:class-events=mpi:policy=block",
                           [program("monitor_app"), str(ITER)], ranks=P,
                           env=base_env(STRATA_MONITOR_OUT=out))
         self.assertRan(proc)
@@ -259,6 +259,21 @@ class MonitorWithoutToolRanks(StrataTestCase):
         final = final_round(rounds)
         self.assertEqual(sorted(tuple(c["rank_sample"]) for c in final["classes"]),
                          [(0, 2), (1, 3)])
+        self.assertTrue(all(r["ranks"] == P for r in rounds))
+
+    def test_inline_transport_periodic_rounds_in_flight(self):
+        # A round every 0.5 ms: ranks offload different numbers of rounds, several in flight;
+        # finalize pads the ranks that offloaded fewer, and the final round is exact.
+        out = os.path.join(self.out, "rounds.jsonl")
+        proc = strata_run("monitor:transport=inline:filter=stats:period=0.0005",
+                          [program("monitor_app"), "40", "spin"], ranks=P,
+                          env=base_env(STRATA_MONITOR_OUT=out), timeout=120)
+        self.assertRan(proc)
+        rounds = read_rounds(out)
+        self.assertGreater(len(rounds), 10)
+        final = final_round(rounds)
+        self.assertEqual(final["ranks"], P)
+        self.assertEqual(final["events"]["MPI_Allreduce"]["calls"]["sum"], P * 40)
 
 
 class MonitorWebView(StrataTestCase):

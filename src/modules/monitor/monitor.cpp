@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
@@ -51,6 +52,20 @@ constexpr int overlay_tag = 0x5173; // every overlay message: one tag keeps each
 struct send_slot {
   std::string bytes;
   MPI_Request request = MPI_REQUEST_NULL;
+};
+
+// One round of the inline transport: the sizes gathered first (on `control`), then the bytes
+// (on `overlay`). Collectives match by their order on each communicator: every rank posts the
+// size gathers in round order, and each round's byte gather once its sizes are in, in round
+// order too, so several rounds can be in flight.
+struct inline_round {
+  std::string bytes; // this rank's encoded profile; empty for the padding rounds of finalize
+  int size = 0;
+  std::vector<int> sizes; // rank 0
+  std::vector<int> displs;
+  std::string gathered;
+  MPI_Request request = MPI_REQUEST_NULL;
+  int stage = 0; // 0: sizes in flight, 1: bytes in flight, 2: done
 };
 
 struct monitor_state {
@@ -83,8 +98,12 @@ struct monitor_state {
   uint64_t dropped = 0;
   uint64_t blocked = 0;
   int file_fd = -1;
-  // inline transport: the rounds of this rank, reduced over `overlay` at finalize
-  std::vector<std::string> kept_rounds;
+  // inline transport: rounds gathered to rank 0 with non-blocking collectives on `overlay`
+  std::deque<std::unique_ptr<struct inline_round>> inline_rounds;
+  uint64_t inline_posted = 0;
+  MPI_Comm control = MPI_COMM_NULL; // inline: the gathers of the rounds' sizes
+  MPI_Comm count = MPI_COMM_NULL;   // inline: the count of rounds, agreed at finalize
+  std::FILE* inline_out = nullptr;  // rank 0
 };
 
 monitor_state* g_state = nullptr;
@@ -187,6 +206,123 @@ void send_packet(monitor_state& s, const overlay::packet& p, bool final) {
              overlay_tag, s.overlay, &slot->request);
 }
 
+// ---- the inline transport (no tool ranks) ----------------------------------------------------
+
+// Rank 0 reduces a gathered round with the same filters and tree code as the tool ranks.
+void reduce_gathered(monitor_state& s, const inline_round& r) {
+  std::vector<std::vector<std::string>> leaves;
+  for (size_t rank = 0; rank < r.sizes.size(); ++rank)
+    if (r.sizes[rank] > 0)
+      leaves.push_back({r.gathered.substr(static_cast<size_t>(r.displs[rank]),
+                                          static_cast<size_t>(r.sizes[rank]))});
+  if (leaves.empty() || s.inline_out == nullptr)
+    return;
+  try {
+    const overlay::simulation_result sim = overlay::simulate(*s.filter, leaves, s.opt.fanout);
+    const double t = static_cast<double>(mono_ns() - s.start_ns) / 1e9;
+    for (const overlay::round_result& result : sim.rounds)
+      std::fprintf(s.inline_out, "%s\n",
+                   overlay::round_json_line(result, s.filter->name(), t).c_str());
+    std::fflush(s.inline_out);
+  } catch (const std::exception& e) {
+    log_line(s, std::string("inline round not reduced: ") + e.what());
+  }
+}
+
+// Moves a round to its next stage when its collective has completed (or waits, when `wait`).
+bool advance_inline(monitor_state& s, inline_round& r, bool wait) {
+  if (r.stage == 2)
+    return true;
+  int done = 0;
+  if (wait) {
+    MPI_Wait(&r.request, MPI_STATUS_IGNORE);
+    done = 1;
+  } else {
+    MPI_Test(&r.request, &done, MPI_STATUS_IGNORE);
+  }
+  if (done == 0)
+    return false;
+  if (r.stage == 0) {
+    if (s.app_rank == 0) {
+      r.displs.assign(r.sizes.size(), 0);
+      int total = 0;
+      for (size_t i = 0; i < r.sizes.size(); ++i) {
+        r.displs[i] = total;
+        total += r.sizes[i];
+      }
+      r.gathered.resize(static_cast<size_t>(total));
+    }
+    MPI_Igatherv(r.bytes.data(), r.size, MPI_BYTE, r.gathered.data(), r.sizes.data(),
+                 r.displs.data(), MPI_BYTE, 0, s.overlay, &r.request);
+    r.stage = 1;
+    return wait ? advance_inline(s, r, true) : false;
+  }
+  r.stage = 2;
+  if (s.app_rank == 0)
+    reduce_gathered(s, r);
+  return true;
+}
+
+// Completed rounds leave the queue in order. A round whose sizes are not in yet holds back the
+// byte gathers of the rounds after it (their order on `overlay` must be the round order).
+void progress_inline(monitor_state& s) {
+  for (auto& r : s.inline_rounds) {
+    if (r->stage < 2)
+      advance_inline(s, *r, false);
+    if (r->stage == 0)
+      break;
+  }
+  while (!s.inline_rounds.empty() && s.inline_rounds.front()->stage == 2)
+    s.inline_rounds.pop_front();
+}
+
+void post_inline(monitor_state& s, std::string bytes) {
+  auto r = std::make_unique<inline_round>();
+  r->bytes = std::move(bytes);
+  r->size = static_cast<int>(r->bytes.size());
+  r->sizes.assign(s.app_rank == 0 ? static_cast<size_t>(s.app_size) : 1, 0);
+  MPI_Igather(&r->size, 1, MPI_INT, r->sizes.data(), 1, MPI_INT, 0, s.control, &r->request);
+  s.inline_rounds.push_back(std::move(r));
+  ++s.inline_posted;
+}
+
+void offload_inline(monitor_state& s) {
+  progress_inline(s);
+  // At most `buffers` rounds in flight: the others' ranks have not all caught up.
+  if (s.inline_rounds.size() >= static_cast<size_t>(s.opt.buffers)) {
+    if (s.opt.policy == "drop") {
+      ++s.dropped;
+      return;
+    }
+    ++s.blocked;
+    while (s.inline_rounds.size() >= static_cast<size_t>(s.opt.buffers)) {
+      advance_inline(s, *s.inline_rounds.front(), true);
+      progress_inline(s);
+    }
+  }
+  // Rounds are matched by their place in each rank's sequence of collectives.
+  overlay::rank_profile p = snapshot(s, s.inline_posted);
+  post_inline(s, overlay::encode_profile(p));
+}
+
+// At finalize: the ranks that offloaded fewer rounds pad with empty ones, so that every rank
+// posts the same collectives. The count is agreed on a communicator of its own first: a rank
+// that waited for its own rounds before that would wait for padding not yet posted.
+void finish_inline(monitor_state& s) {
+  unsigned long long mine = s.inline_posted;
+  unsigned long long most = 0;
+  MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, s.count);
+  while (s.inline_posted < most)
+    post_inline(s, std::string());
+  post_inline(s, overlay::encode_profile(snapshot(s, overlay::final_round)));
+  for (auto& r : s.inline_rounds) // in round order: the byte gathers keep their order
+    advance_inline(s, *r, true);
+  s.inline_rounds.clear();
+  if (s.inline_out != nullptr)
+    std::fclose(s.inline_out);
+  s.inline_out = nullptr;
+}
+
 void dump_now(monitor_state& s, bool final) {
   const uint64_t round = final ? overlay::final_round : s.next_round++;
   if (s.opt.transport == "tree") {
@@ -217,7 +353,7 @@ void dump_now(monitor_state& s, bool final) {
       s.file_fd = -1;
     }
   } else {
-    s.kept_rounds.push_back(overlay::encode_profile(snapshot(s, round)));
+    offload_inline(s); // (the final round: finish_inline, at finalize)
   }
 }
 
@@ -450,6 +586,13 @@ void on_mpi_ready(void* raw) {
       log_line(*s, path + ": " + std::strerror(errno) + "; this rank's rounds are not kept");
   } else {
     MPI_Comm_dup(MPI_COMM_WORLD, &s->overlay);
+    MPI_Comm_dup(MPI_COMM_WORLD, &s->control);
+    MPI_Comm_dup(MPI_COMM_WORLD, &s->count);
+    if (s->world_rank == 0) {
+      s->inline_out = std::fopen(s->opt.out.c_str(), "w");
+      if (s->inline_out == nullptr)
+        log_line(*s, s->opt.out + ": cannot write the monitor's rounds: " + std::strerror(errno));
+    }
   }
   // Other modules (profile) reduce over the application's ranks, not the tool ranks.
   s->host->publish(s->self, "strata.app_world", "MPI_Comm", &s->app);
@@ -460,68 +603,12 @@ void on_mpi_ready(void* raw) {
     s->next_due_ns = mono_ns() + s->period_ns;
 }
 
-// The inline transport's reduction: every rank's rounds to rank 0 over the duplicated
-// communicator (non-blocking gather of sizes, then of the bytes), reduced there with the same
-// tree code.
-void reduce_inline(monitor_state& s) {
-  std::string mine;
-  {
-    std::string all;
-    for (const std::string& r : s.kept_rounds) {
-      const auto n = static_cast<uint32_t>(r.size());
-      all.append(reinterpret_cast<const char*>(&n), sizeof(n));
-      all += r;
-    }
-    mine = std::move(all);
-  }
-  int size = static_cast<int>(mine.size());
-  std::vector<int> sizes(static_cast<size_t>(s.world_size));
-  MPI_Request request = MPI_REQUEST_NULL;
-  MPI_Igather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, s.overlay, &request);
-  MPI_Wait(&request, MPI_STATUS_IGNORE);
-  std::vector<int> offsets(sizes.size(), 0);
-  std::string gathered;
-  if (s.world_rank == 0) {
-    int total = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      offsets[i] = total;
-      total += sizes[i];
-    }
-    gathered.resize(static_cast<size_t>(total));
-  }
-  MPI_Igatherv(mine.data(), size, MPI_BYTE, gathered.data(), sizes.data(), offsets.data(), MPI_BYTE,
-               0, s.overlay, &request);
-  MPI_Wait(&request, MPI_STATUS_IGNORE);
-  if (s.world_rank != 0)
-    return;
-  std::vector<std::vector<std::string>> leaves(sizes.size());
-  for (size_t r = 0; r < sizes.size(); ++r) {
-    size_t pos = static_cast<size_t>(offsets[r]);
-    const size_t end = pos + static_cast<size_t>(sizes[r]);
-    while (pos + 4 <= end) {
-      uint32_t n = 0;
-      std::memcpy(&n, gathered.data() + pos, 4);
-      leaves[r].push_back(gathered.substr(pos + 4, n));
-      pos += 4 + n;
-    }
-  }
-  const overlay::simulation_result sim = overlay::simulate(*s.filter, leaves, s.opt.fanout);
-  std::FILE* out = std::fopen(s.opt.out.c_str(), "w");
-  if (out == nullptr) {
-    log_line(s, s.opt.out + ": cannot write the monitor's rounds: " + std::strerror(errno));
-    return;
-  }
-  const double t = static_cast<double>(mono_ns() - s.start_ns) / 1e9;
-  for (const overlay::round_result& r : sim.rounds)
-    std::fprintf(out, "%s\n", overlay::round_json_line(r, s.filter->name(), t).c_str());
-  std::fclose(out);
-}
-
 void on_finalize(void* raw) {
   auto* s = static_cast<monitor_state*>(raw);
   if (!s->ready)
     return;
-  dump(*s, true);
+  if (s->opt.transport != "inline") // inline: finish_inline offloads the final round
+    dump(*s, true);
   s->finalized = true;
   if (s->opt.transport == "tree") {
     send_packet(*s, overlay::packet{overlay::packet_kind::fin, 0, 0, {}}, true);
@@ -561,7 +648,7 @@ void on_finalize(void* raw) {
       }
     }
   } else {
-    reduce_inline(*s);
+    finish_inline(*s);
   }
 }
 

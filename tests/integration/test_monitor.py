@@ -132,6 +132,15 @@ class MonitorTree(StrataTestCase):
         self.assertEqual(final["ranks"], 2)
         self.assertEqual(final["events"]["MPI_Sendrecv"]["calls"]["sum"], 2 * 2 * 300)
 
+    def test_tool_ranks_do_not_spin(self):
+        # The application sleeps 50 ms per iteration (1 s in all): the front end, a tool rank,
+        # probes with back-off and sleeps. A busy loop would use a whole CPU-second here.
+        proc, out = self.monitored("monitor:filter=stats", [program("monitor_app"), "20", "sleep"])
+        self.assertCleanEnd(proc)
+        final = final_round(read_rounds(out))
+        self.assertGreater(final["root_wall_s"], 0.9)
+        self.assertLess(final["root_cpu_s"], 0.25 * final["root_wall_s"], final)
+
     def test_abort_ends_the_job(self):
         # Tool ranks sleep in their loop; MPI_Abort on the application's world must take them
         # down too. The subprocess timeout is the bound.

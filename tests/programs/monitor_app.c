@@ -2,7 +2,8 @@
  * reduces. Offloads at points the program chooses (strata_monitor_dump every 5 iterations,
  * MPI_Pcontrol(5) every 10). Usage: monitor_app [iterations] [abort|spin]
  *   abort: rank 1 calls MPI_Abort(MPI_COMM_WORLD, 3) half way.
- *   spin:  each iteration busy-works ~1 ms (for periodic offloads). */
+ *   spin:  each iteration busy-works ~1 ms (for periodic offloads).
+ *   sleep: each iteration sleeps 50 ms (a job that mostly computes: tool ranks must idle). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, 3);
     if (strcmp(mode, "spin") == 0)
       spin_ms(1.0);
+    if (strcmp(mode, "sleep") == 0) {
+      struct timespec pause = {0, 50 * 1000 * 1000};
+      nanosleep(&pause, NULL);
+    }
     if (it % 5 == 4)
       strata_monitor_dump();
     if (it % 10 == 9)

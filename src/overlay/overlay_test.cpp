@@ -11,7 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <fcntl.h>
 #include <set>
+#include <unistd.h>
 
 using namespace strata::overlay;
 
@@ -302,4 +305,35 @@ TEST(MonitorOptions, ParsedAndChecked) {
     const std::string error = strata::monitor::parse_options(one, fresh);
     EXPECT_NE(error.find(fragment), std::string::npos) << key << "=" << bad << ": " << error;
   }
+}
+
+TEST(RoundFiles, TornFileKeepsTheRoundsBeforeTheTear) {
+  char dir_template[] = "/tmp/strata-rounds-XXXXXX";
+  const std::string dir = ::mkdtemp(dir_template);
+  for (uint32_t r = 0; r < 3; ++r) {
+    const std::string path = dir + "/rank." + std::to_string(r) + ".rounds";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    for (uint64_t round : {uint64_t{0}, final_round})
+      ASSERT_TRUE(append_record(
+          fd, encode_profile(make_profile(r, round, {{"MPI_Send", round == 0 ? 1u : 2u, 5, 8}}))));
+    if (r == 2) { // a job killed in the middle of a write
+      ASSERT_EQ(::write(fd, "\x40\x00\x00\x00SMR1", 8), 8);
+    }
+    ::close(fd);
+  }
+  auto f = need("stats");
+  std::string error;
+  const auto lines = read_round_files(dir, *f, 2, error);
+  EXPECT_NE(error.find("rank.2.rounds"), std::string::npos) << error;
+  EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+  ASSERT_EQ(lines.size(), 2u);
+  const auto final = nlohmann::json::parse(lines[1]);
+  EXPECT_EQ(final["round"], "final");
+  EXPECT_EQ(final["ranks"], 3);
+  EXPECT_EQ(final["events"]["MPI_Send"]["calls"]["sum"], 6.0);
+  std::string none;
+  EXPECT_TRUE(read_round_files(dir + "/missing", *f, 2, none).empty());
+  EXPECT_NE(none.find("cannot open the monitor directory"), std::string::npos);
+  (void)std::system(("rm -rf " + dir).c_str());
 }

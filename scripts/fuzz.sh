@@ -19,6 +19,8 @@ clang++-14 "${flags[@]}" src/analyze/trace_reader.cpp src/analyze/analysis.cpp \
   -o "$out/analyze_fuzz"
 clang++-14 "${flags[@]}" src/trace/unify.cpp src/trace/options.cpp fuzz/trace_defs_fuzz.cpp \
   -o "$out/trace_defs_fuzz"
+clang++-14 "${flags[@]}" -I/usr/include src/overlay/profile_round.cpp src/overlay/filters.cpp \
+  src/overlay/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
 
 mkdir -p "$out/corpus/analyze"
 printf '\x02\x40\x00\x00\x00\x00\x00' >"$out/corpus/analyze/seed1"
@@ -41,7 +43,11 @@ clang++-14 -std=c++20 -Isrc "$out/rank_file_seed.cpp" src/profile/rank_file.cpp 
 printf 'profile out="a b" x=1\n# c\ndelay usec=5\n' >"$out/corpus/config/seed1"
 printf 'a,b:k=v:k2=v2,c' >"$out/corpus/config/seed2"
 cp build/lib/strata/*/modules/empty.so "$out/corpus/patch/" 2>/dev/null || true
-for target in config patch record rank_file model trace_defs analyze; do
+mkdir -p "$out/corpus/overlay"
+# Seeds: a packet holding a real profile (the rounds the monitor's tests write use this format).
+printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
+  >"$out/corpus/overlay/seed1"
+for target in config patch record rank_file model trace_defs analyze overlay; do
   echo "fuzz: $target for ${seconds}s"
   # analyze only: a damaged OTF2 anchor makes libotf2 calloc what its location count says
   # (gigabytes); with allocator_may_return_null that fails as it would for a real process, and

@@ -3,6 +3,7 @@
 #include "config/config.hpp"
 #include "core/probe.h"
 #include "launch/launch.hpp"
+#include "overlay/tree.hpp"
 #include "profile/spool.hpp"
 #include "record/render.hpp"
 #include "strata/patch/patch.hpp"
@@ -195,7 +196,26 @@ int run_command(const launch_options& o) {
   const config::stack stack = apply_stack_options(o);
   if (int rc = check_stack(stack, layout.core_library(t.flavor)); rc != 0)
     return rc;
-  std::vector<std::string> args = launch::local_launch(t.flavor, o.ranks);
+  int processes = o.ranks;
+  if (o.monitor_fanout > 0) {
+    const bool has_monitor =
+        std::any_of(stack.modules.begin(), stack.modules.end(),
+                    [](const config::module_spec& m) { return m.name == "monitor"; });
+    if (!has_monitor) {
+      error_line("error: --monitor-fanout starts tool ranks for the monitor module, which is not "
+                 "in the stack (--tools monitor,...)");
+      return 2;
+    }
+    // The monitor's tree (issue 7): M tool ranks beside the P application ranks; the module
+    // splits them apart in MPI_Init and the application sees P.
+    processes += overlay::tool_ranks_for(o.ranks, o.monitor_fanout);
+    ::setenv("STRATA_MONITOR_TRANSPORT", "tree", 1);
+    ::setenv("STRATA_MONITOR_FANOUT", std::to_string(o.monitor_fanout).c_str(), 1);
+    ::setenv("STRATA_MONITOR_RANKS", std::to_string(o.ranks).c_str(), 1);
+  }
+  if (!o.monitor_period.empty())
+    ::setenv("STRATA_MONITOR_PERIOD", o.monitor_period.c_str(), 1);
+  std::vector<std::string> args = launch::local_launch(t.flavor, processes);
   // Each rank runs `strata exec`, which preloads the core; the stack was checked just now.
   for (const std::string& a :
        {launch::self_executable(), std::string("exec"), std::string("--no-check"),

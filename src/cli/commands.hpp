@@ -10,6 +10,8 @@ struct launch_options {
   std::string config;
   std::string mpi;
   int ranks = 0;
+  int monitor_fanout = 0;     // strata run: P + M processes for the monitor's tree
+  std::string monitor_period; // strata run: STRATA_MONITOR_PERIOD
   bool skip_check = false;
   std::vector<std::string> program;
 };

@@ -2,6 +2,7 @@
 #include "analyze/command.hpp"
 #include "bench/bench_command.hpp"
 #include "cli/commands.hpp"
+#include "cli/monitor_command.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -46,6 +47,42 @@ int run_main(int argc, char** argv) {
   run->add_option("-n,--np", launch.ranks, "number of ranks")
       ->required()
       ->check(CLI::Range(1, 1 << 20));
+  run->add_option("--monitor-fanout", launch.monitor_fanout,
+                  "start the monitor's tree of tool ranks beside the -np ranks (fanout K)")
+      ->check(CLI::Range(2, 65536));
+  run->add_option("--monitor-period", launch.monitor_period, "monitor: offload every S seconds");
+  CLI::App* monitor = app.add_subcommand("monitor", "online monitoring: read rounds, plan a tree");
+  monitor->require_subcommand(1);
+  strata::cli::monitor_read_options monitor_read;
+  CLI::App* monitor_read_cmd =
+      monitor->add_subcommand("read", "reduce the rounds a transport=file job left in DIR");
+  monitor_read_cmd->add_option("DIR", monitor_read.dir, "the job's monitor directory")->required();
+  monitor_read_cmd->add_option("--filter", monitor_read.filter,
+                               "raw, stats, histogram, classes or a plug-in .so");
+  monitor_read_cmd->add_option("--filter-arg", monitor_read.filter_args,
+                               "bins=N, metric=calls|time|bytes, class-events=mpi|GLOB");
+  monitor_read_cmd->add_option("--fanout", monitor_read.fanout, "tree to reduce through")
+      ->check(CLI::Range(2, 65536));
+  monitor_read_cmd->add_option("-o,--output", monitor_read.output,
+                               "JSON lines file (default: stdout)");
+  std::string serve_file;
+  std::string serve_bind = "127.0.0.1";
+  int serve_port = 8087;
+  std::string serve_web;
+  CLI::App* monitor_serve =
+      monitor->add_subcommand("serve", "live web view of a job's rounds (STRATA_MONITOR_OUT)");
+  monitor_serve->add_option("FILE", serve_file, "the front end's JSON lines")->required();
+  monitor_serve->add_option("--bind", serve_bind, "address to listen on");
+  monitor_serve->add_option("--port", serve_port, "port (0: any free one)")
+      ->check(CLI::Range(0, 65535));
+  monitor_serve->add_option("--web", serve_web, "the view's files (default: installed ones)");
+  int plan_ranks = 0;
+  int plan_fanout = 2;
+  CLI::App* monitor_plan = monitor->add_subcommand("plan", "tool ranks for P ranks and fanout K");
+  monitor_plan->add_option("-n,--np", plan_ranks, "application ranks")
+      ->required()
+      ->check(CLI::Range(1, 1 << 24));
+  monitor_plan->add_option("--fanout", plan_fanout, "fanout")->check(CLI::Range(2, 65536));
   CLI::App* modules = app.add_subcommand("modules", "list the modules and what they wrap");
   modules->add_option("--mpi", launch.mpi, "only this MPI implementation")
       ->check(CLI::IsMember({"openmpi", "mpich"}));
@@ -111,6 +148,14 @@ int run_main(int argc, char** argv) {
     return strata::cli::exec_command(launch);
   if (run->parsed())
     return strata::cli::run_command(launch);
+  if (monitor_read_cmd->parsed())
+    return strata::cli::monitor_read_command(monitor_read);
+  if (monitor_serve->parsed())
+    return strata::cli::monitor_serve_command(serve_file, serve_bind, serve_port,
+                                              serve_web.empty() ? strata::cli::monitor_web_dir()
+                                                                : serve_web);
+  if (monitor_plan->parsed())
+    return strata::cli::monitor_plan_command(plan_ranks, plan_fanout);
   if (modules->parsed())
     return strata::cli::modules_command(launch.mpi);
   if (patch->parsed())

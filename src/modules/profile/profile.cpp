@@ -71,6 +71,9 @@ struct profile_state {
   std::string key;
   int rank = 0;
   int world_size = 1;
+  // The application's world: MPI_COMM_WORLD, or the ranks the monitor module leaves to the
+  // application when it runs tool ranks beside them (its service "strata.app_world").
+  MPI_Comm world = MPI_COMM_WORLD;
   // STRATA_COUNTERS: counted for the thread that called MPI_Init, split in and out of MPI.
   counters::counter_set counters;
   counters::split_accumulator split;
@@ -578,10 +581,10 @@ std::vector<callsite_total> gather_callsites(profile_state& s, uint64_t& dropped
     }
   }
   const uint64_t local_dropped = s.header->callsites_dropped;
-  MPI_Reduce(&local_dropped, &dropped, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&local_dropped, &dropped, 1, MPI_UINT64_T, MPI_SUM, 0, s.world);
   int length = static_cast<int>(lines.size());
   std::vector<int> lengths(static_cast<size_t>(s.rank == 0 ? s.world_size : 1));
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.world);
   std::vector<int> offsets(lengths.size());
   std::string all;
   if (s.rank == 0) {
@@ -593,7 +596,7 @@ std::vector<callsite_total> gather_callsites(profile_state& s, uint64_t& dropped
     all.resize(total);
   }
   MPI_Gatherv(lines.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-              0, MPI_COMM_WORLD);
+              0, s.world);
   std::vector<callsite_total> merged;
   size_t pos = 0;
   while (pos < all.size()) {
@@ -632,7 +635,7 @@ job_totals reduce_over_ranks(profile_state& s) {
   std::vector<uint8_t> used(static_cast<size_t>(n));
   for (int f = 0; f < n; ++f)
     used[static_cast<size_t>(f)] = s.slots[f].calls != 0 ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, used.data(), n, MPI_UINT8_T, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, used.data(), n, MPI_UINT8_T, MPI_MAX, s.world);
   std::vector<int> fids;
   for (int f = 0; f < n; ++f)
     if (used[static_cast<size_t>(f)] != 0)
@@ -670,13 +673,11 @@ job_totals reduce_over_ranks(profile_state& s) {
   std::vector<value_rank> spread_min(2 * u);
   std::vector<value_rank> spread_max(2 * u);
   MPI_Reduce(sums.data(), sums_all.data(), cu * static_cast<int>(sum_width), MPI_UINT64_T, MPI_SUM,
-             0, MPI_COMM_WORLD);
-  MPI_Reduce(mins.data(), mins_all.data(), cu, MPI_UINT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
-  MPI_Reduce(maxs.data(), maxs_all.data(), cu, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
-  MPI_Reduce(spreads.data(), spread_min.data(), 2 * cu, MPI_DOUBLE_INT, MPI_MINLOC, 0,
-             MPI_COMM_WORLD);
-  MPI_Reduce(spreads.data(), spread_max.data(), 2 * cu, MPI_DOUBLE_INT, MPI_MAXLOC, 0,
-             MPI_COMM_WORLD);
+             0, s.world);
+  MPI_Reduce(mins.data(), mins_all.data(), cu, MPI_UINT64_T, MPI_MIN, 0, s.world);
+  MPI_Reduce(maxs.data(), maxs_all.data(), cu, MPI_UINT64_T, MPI_MAX, 0, s.world);
+  MPI_Reduce(spreads.data(), spread_min.data(), 2 * cu, MPI_DOUBLE_INT, MPI_MINLOC, 0, s.world);
+  MPI_Reduce(spreads.data(), spread_max.data(), 2 * cu, MPI_DOUBLE_INT, MPI_MAXLOC, 0, s.world);
 
   // Per-rank totals: wall (max), MPI and overhead (sum), MPI % (min, max with ranks, sum).
   const double wall = rank_wall_seconds(*s.header);
@@ -691,23 +692,23 @@ job_totals reduce_over_ranks(profile_state& s) {
   value_rank pct{percent, s.rank};
   value_rank pct_min{};
   value_rank pct_max{};
-  MPI_Reduce(local, summed, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&wall, &wall_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&pct, &pct_min, 1, MPI_DOUBLE_INT, MPI_MINLOC, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&pct, &pct_max, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD);
+  MPI_Reduce(local, summed, 3, MPI_DOUBLE, MPI_SUM, 0, s.world);
+  MPI_Reduce(&wall, &wall_max, 1, MPI_DOUBLE, MPI_MAX, 0, s.world);
+  MPI_Reduce(&pct, &pct_min, 1, MPI_DOUBLE_INT, MPI_MINLOC, 0, s.world);
+  MPI_Reduce(&pct, &pct_max, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, s.world);
   uint64_t counters[2 * max_counters] = {};
   uint64_t counters_all[2 * max_counters] = {};
   std::memcpy(counters, s.header->counters_in_mpi, sizeof(s.header->counters_in_mpi));
   std::memcpy(counters + max_counters, s.header->counters_outside_mpi,
               sizeof(s.header->counters_outside_mpi));
-  MPI_Reduce(counters, counters_all, 2 * max_counters, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(counters, counters_all, 2 * max_counters, MPI_UINT64_T, MPI_SUM, 0, s.world);
   std::vector<char> hosts(static_cast<size_t>(s.rank == 0 ? s.world_size : 1) * 64);
-  MPI_Gather(s.header->host, 64, MPI_CHAR, hosts.data(), 64, MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Gather(s.header->host, 64, MPI_CHAR, hosts.data(), 64, MPI_CHAR, 0, s.world);
 
   uint64_t dropped = 0;
   std::vector<callsite_total> callsites = gather_callsites(s, dropped);
   uint64_t clamped = 0;
-  MPI_Reduce(&s.header->model_clamped, &clamped, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&s.header->model_clamped, &clamped, 1, MPI_UINT64_T, MPI_SUM, 0, s.world);
 
   job_totals job;
   if (s.rank != 0)
@@ -803,7 +804,7 @@ void write_outputs(profile_state& s, const job_totals& job) {
     }
   }
   int ok = spooled ? 1 : 0;
-  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&ok, 1, MPI_INT, 0, s.world);
   (void)ok;
 }
 
@@ -939,8 +940,10 @@ void on_mpi_ready(void* raw) {
 }
 
 void start_rank(profile_state* s) {
-  MPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &s->world_size);
+  if (const void* app = s->host->lookup("strata.app_world", "MPI_Comm"))
+    s->world = *static_cast<const MPI_Comm*>(app);
+  MPI_Comm_rank(s->world, &s->rank);
+  MPI_Comm_size(s->world, &s->world_size);
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
   s->threaded = level == MPI_THREAD_MULTIPLE;
@@ -956,8 +959,8 @@ void start_rank(profile_state* s) {
             std::to_string(start_pid[0]);
     copy_field(id, sizeof(id), job);
   }
-  MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, MPI_COMM_WORLD);
-  MPI_Bcast(start_pid, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, s->world);
+  MPI_Bcast(start_pid, 2, MPI_LONG_LONG, 0, s->world);
   s->key = job_key(id) + "-" + std::to_string(start_pid[1]);
   const spool_choice spool = choose_spool(std::getenv("STRATA_SPOOL"), STRATA_DEFAULT_SPOOL,
                                           std::getenv("HOME"), ::getuid());
@@ -1075,7 +1078,7 @@ void finalize_job(profile_state* s) {
     write_outputs(*s, job);
   else {
     int ok = 0;
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&ok, 1, MPI_INT, 0, s->world);
     if (ok == 0)
       return; // keep this rank's file for strata recover
   }

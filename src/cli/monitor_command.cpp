@@ -1,0 +1,109 @@
+#include "cli/monitor_command.hpp"
+
+#include "launch/launch.hpp"
+#include "overlay/filter.hpp"
+#include "overlay/frontend.hpp"
+#include "overlay/tree.hpp"
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace strata::cli {
+
+int monitor_read_command(const monitor_read_options& o) {
+  overlay::filter_options options;
+  for (const std::string& kv : o.filter_args) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "strata: error: --filter-arg '%s' is not key=value\n", kv.c_str());
+      return 2;
+    }
+    options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::string error;
+  auto f = overlay::make_filter(o.filter, options, error);
+  if (f == nullptr) {
+    std::fprintf(stderr, "strata: error: %s\n", error.c_str());
+    return 2;
+  }
+  const std::vector<std::string> lines = overlay::read_round_files(o.dir, *f, o.fanout, error);
+  if (!error.empty())
+    std::fprintf(stderr, "strata: %s%s\n", lines.empty() ? "error: " : "", error.c_str());
+  std::FILE* out = stdout;
+  if (!o.output.empty() && o.output != "-") {
+    out = std::fopen(o.output.c_str(), "w");
+    if (out == nullptr) {
+      std::fprintf(stderr, "strata: error: %s: cannot write\n", o.output.c_str());
+      return 2;
+    }
+  }
+  for (const std::string& l : lines)
+    std::fprintf(out, "%s\n", l.c_str());
+  if (out != stdout)
+    std::fclose(out);
+  return lines.empty() ? 1 : 0;
+}
+
+std::string monitor_web_dir() {
+  return launch::find_layout(launch::self_executable()).prefix + "/share/strata/web/monitor";
+}
+
+int monitor_serve_command(const std::string& file, const std::string& bind, int port,
+                          const std::string& web_dir) {
+  std::ifstream probe(web_dir + "/index.html");
+  if (!probe) {
+    std::fprintf(stderr,
+                 "strata: error: no monitor view in %s (was Strata built with node and npm?)\n",
+                 web_dir.c_str());
+    return 2;
+  }
+  httplib::Server server;
+  if (!server.set_mount_point("/", web_dir)) {
+    std::fprintf(stderr, "strata: error: %s: cannot serve this directory\n", web_dir.c_str());
+    return 2;
+  }
+  // Complete lines from the `from`-th on, as one JSON array: the page keeps what it has.
+  server.Get("/rounds", [file](const httplib::Request& request, httplib::Response& response) {
+    size_t from = 0;
+    if (request.has_param("from"))
+      from =
+          static_cast<size_t>(std::strtoull(request.get_param_value("from").c_str(), nullptr, 10));
+    std::ifstream in(file);
+    std::string body = "[";
+    std::string line;
+    size_t index = 0;
+    bool first = true;
+    while (std::getline(in, line)) {
+      if (in.eof()) // a line still being written has no newline yet
+        break;
+      if (index++ < from || line.empty())
+        continue;
+      body += (first ? "" : ",") + line;
+      first = false;
+    }
+    body += "]";
+    response.set_header("Cache-Control", "no-store");
+    response.set_content(body, "application/json");
+  });
+  const int bound =
+      port == 0 ? server.bind_to_any_port(bind) : (server.bind_to_port(bind, port) ? port : -1);
+  if (bound < 0) {
+    std::fprintf(stderr, "strata: error: cannot listen on %s:%d\n", bind.c_str(), port);
+    return 2;
+  }
+  std::printf("serving http://%s:%d/ (rounds from %s)\n", bind.c_str(), bound, file.c_str());
+  std::fflush(stdout);
+  return server.listen_after_bind() ? 0 : 2;
+}
+
+int monitor_plan_command(int ranks, int fanout) {
+  const int tools = overlay::tool_ranks_for(ranks, fanout);
+  std::printf("%d application ranks, fanout %d: %d tool ranks, %d processes\n", ranks, fanout,
+              tools, ranks + tools);
+  return 0;
+}
+
+} // namespace strata::cli

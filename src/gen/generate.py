@@ -320,12 +320,17 @@ def generate(header, roles, flavor, out):
             c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
             c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
             if n in INIT_FUNCTIONS or n in FINALIZE_FUNCTIONS:
-                # Life-cycle hooks run whether or not a module wraps the call.
+                # Life-cycle hooks run whether or not a module wraps the call. The "after" hook
+                # runs when the application's own call returns, not when a wrapper's call to
+                # the next layer does: a PMPI tool (mpiP) sets itself up after its PMPI_Init
+                # returns, and must be ready before other modules' mpi_ready make MPI calls
+                # through it (and must not be unloaded inside its own MPI_Finalize).
                 before, after = (("load_modules_once", "after_init") if n in INIT_FUNCTIONS
                                  else ("before_finalize", "after_finalize"))
+                c.write("  const bool from_application = core::tls.layer < 0;\n")
                 c.write(f"  core::{before}();\n  chain = core::chains[fid_{n}];\n")
                 c.write(f"  auto result = chain == nullptr ? real.{n}({args}) : {wrapped};\n")
-                c.write(f"  core::{after}();\n  return result;\n}}\n")
+                c.write(f"  if (from_application)\n    core::{after}();\n  return result;\n}}\n")
             else:
                 c.write("  if (__builtin_expect(chain == nullptr, 1))\n")
                 c.write(f"    return real.{n}({args});\n")

@@ -1,0 +1,448 @@
+#include "site/store.hpp"
+
+#include "record/record.hpp"
+#include "site/groups.hpp"
+#include "site/store_backends.hpp"
+
+#include <cmath>
+#include <pwd.h>
+#include <unistd.h>
+
+namespace strata::site {
+
+namespace {
+
+// Versioned migrations: entry i takes the store from version i to i + 1. "{{id}}" is the
+// auto-numbered primary key of the backend. Never edit an applied entry; append a new one.
+const char* const migrations[] = {
+    R"sql(
+CREATE TABLE jobs (
+  job_id {{id}},
+  job_key TEXT NOT NULL UNIQUE,
+  record_id TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  owner_uid BIGINT NOT NULL,
+  claimed_user TEXT NOT NULL,
+  claimed_uid BIGINT NOT NULL,
+  owner_mismatch INTEGER NOT NULL,
+  start_time BIGINT NOT NULL,
+  end_time BIGINT NOT NULL,
+  ranks BIGINT NOT NULL,
+  ranks_reported BIGINT NOT NULL,
+  hosts BIGINT NOT NULL,
+  executable TEXT NOT NULL,
+  language TEXT NOT NULL,
+  mpi_flavor TEXT NOT NULL,
+  status TEXT NOT NULL,
+  partial INTEGER NOT NULL,
+  wall_time_s DOUBLE PRECISION NOT NULL,
+  cpu_time_s DOUBLE PRECISION NOT NULL,
+  mpi_time_s DOUBLE PRECISION NOT NULL,
+  mpi_percent DOUBLE PRECISION NOT NULL,
+  overhead_s DOUBLE PRECISION NOT NULL,
+  mpi_calls BIGINT NOT NULL,
+  mpi_bytes BIGINT NOT NULL,
+  routine_groups BIGINT NOT NULL,
+  cpu_class INTEGER NOT NULL,
+  instructions DOUBLE PRECISION,
+  ingested_at BIGINT NOT NULL,
+  record TEXT NOT NULL
+);
+CREATE INDEX jobs_end_time ON jobs (end_time);
+CREATE INDEX jobs_owner_end_time ON jobs (owner, end_time);
+CREATE TABLE job_routines (
+  job_id BIGINT NOT NULL REFERENCES jobs (job_id) ON DELETE CASCADE,
+  routine TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  end_time BIGINT NOT NULL,
+  calls BIGINT NOT NULL,
+  time_s DOUBLE PRECISION NOT NULL,
+  bytes BIGINT NOT NULL,
+  count_sum BIGINT NOT NULL,
+  PRIMARY KEY (job_id, routine)
+);
+CREATE INDEX job_routines_end_time ON job_routines (end_time);
+)sql",
+};
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+std::string user_name(std::int64_t uid) {
+  char buf[4096];
+  passwd pw{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
+    return found->pw_name;
+  return {};
+}
+
+constexpr const char* job_columns =
+    "job_id, job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, owner_mismatch, "
+    "start_time, end_time, ranks, ranks_reported, hosts, executable, language, mpi_flavor, "
+    "status, partial, wall_time_s, cpu_time_s, mpi_time_s, mpi_percent, overhead_s, mpi_calls, "
+    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at";
+
+job_row read_job(const store::row& r) {
+  job_row j;
+  int c = 0;
+  j.job_id = r.i64(c++);
+  j.job_key = r.text(c++);
+  j.record_id = r.text(c++);
+  j.owner = r.text(c++);
+  j.owner_uid = r.i64(c++);
+  j.claimed_user = r.text(c++);
+  j.claimed_uid = r.i64(c++);
+  j.owner_mismatch = r.i64(c++) != 0;
+  j.start_time = r.i64(c++);
+  j.end_time = r.i64(c++);
+  j.ranks = r.i64(c++);
+  j.ranks_reported = r.i64(c++);
+  j.hosts = r.i64(c++);
+  j.executable = r.text(c++);
+  j.language = r.text(c++);
+  j.mpi_flavor = r.text(c++);
+  j.status = r.text(c++);
+  j.partial = r.i64(c++) != 0;
+  j.wall_time_s = r.f64(c++);
+  j.cpu_time_s = r.f64(c++);
+  j.mpi_time_s = r.f64(c++);
+  j.mpi_percent = r.f64(c++);
+  j.overhead_s = r.f64(c++);
+  j.mpi_calls = r.i64(c++);
+  j.mpi_bytes = r.i64(c++);
+  j.routine_groups = r.i64(c++);
+  j.cpu_class = static_cast<int>(r.i64(c++));
+  if (!r.is_null(c))
+    j.instructions = r.f64(c);
+  ++c;
+  j.ingested_at = r.i64(c++);
+  return j;
+}
+
+// The WHERE clause of a job filter over `jobs`, with its parameters.
+std::string where_clause(const job_filter& f, std::vector<store::param>& params) {
+  std::string sql = " WHERE 1=1";
+  auto add = [&](const std::string& cond, store::param p) {
+    params.push_back(std::move(p));
+    sql += " AND " + replace_all(cond, "?", "$" + std::to_string(params.size()));
+  };
+  if (f.when) {
+    add("end_time >= ?", f.when->from);
+    add("end_time < ?", f.when->to);
+  }
+  if (f.owner)
+    add("owner = ?", *f.owner);
+  if (f.language)
+    add("language = ?", *f.language);
+  if (f.min_mpi_percent)
+    add("mpi_percent > ?", *f.min_mpi_percent);
+  if (f.min_ranks)
+    add("ranks >= ?", *f.min_ranks);
+  if (f.max_ranks)
+    add("ranks <= ?", *f.max_ranks);
+  if (f.text) {
+    // Substring match without LIKE's wildcards: the same on both backends.
+    params.push_back(*f.text);
+    const std::string p = "$" + std::to_string(params.size());
+    sql += " AND (strpos(executable, " + p + ") > 0 OR strpos(record_id, " + p + ") > 0)";
+  }
+  return sql;
+}
+
+const char* order_clause(job_order o) {
+  switch (o) {
+  case job_order::end_asc:
+    return " ORDER BY end_time ASC, job_id ASC";
+  case job_order::mpi_percent_desc:
+    return " ORDER BY mpi_percent DESC, job_id DESC";
+  case job_order::cpu_time_desc:
+    return " ORDER BY cpu_time_s DESC, job_id DESC";
+  case job_order::ranks_desc:
+    return " ORDER BY ranks DESC, job_id DESC";
+  case job_order::end_desc:
+    break;
+  }
+  return " ORDER BY end_time DESC, job_id DESC";
+}
+
+// Sums over `jobs` rows as job_totals columns, in the order read_totals reads them.
+constexpr const char* totals_columns =
+    "COUNT(*), COALESCE(SUM(ranks), 0), COALESCE(SUM(cpu_time_s), 0), "
+    "COALESCE(SUM(mpi_time_s), 0), COALESCE(SUM(overhead_s), 0), COALESCE(SUM(wall_time_s), 0), "
+    "COALESCE(SUM(ranks * cpu_time_s), 0), COALESCE(SUM(mpi_calls), 0), "
+    "COALESCE(SUM(mpi_bytes), 0), COALESCE(SUM(instructions), 0), "
+    "COALESCE(SUM(CASE WHEN instructions IS NULL THEN 0 ELSE cpu_time_s END), 0)";
+constexpr int totals_column_count = 11;
+
+job_totals read_totals(const store::row& r, int c) {
+  job_totals t;
+  t.jobs = r.i64(c++);
+  t.pes = r.i64(c++);
+  t.cpu_time_s = r.f64(c++);
+  t.mpi_time_s = r.f64(c++);
+  t.overhead_s = r.f64(c++);
+  t.wall_time_s = r.f64(c++);
+  t.pe_weighted = r.f64(c++);
+  t.mpi_calls = r.i64(c++);
+  t.mpi_bytes = r.i64(c++);
+  t.instructions = r.f64(c++);
+  t.instructions_cpu_time_s = r.f64(c++);
+  return t;
+}
+
+} // namespace
+
+std::int64_t week_start(std::int64_t t) {
+  constexpr std::int64_t week = std::int64_t{7} * 86400,
+                         monday = std::int64_t{4} * 86400; // 1970-01-05 was a Monday
+  std::int64_t q = (t - monday) / week;
+  if ((t - monday) % week < 0)
+    --q;
+  return q * week + monday;
+}
+
+stored_job make_stored_job(const record::job_record& record, std::string record_json,
+                           std::int64_t owner_uid, std::string owner_name) {
+  stored_job s;
+  job_row& j = s.job;
+  const record::job_facts& f = record.job;
+  const auto start = parse_utc_time(f.start);
+  const auto end = parse_utc_time(f.end);
+  j.start_time = start.value_or(end.value_or(0));
+  j.end_time = end.value_or(j.start_time);
+  j.record_id = f.id;
+  j.job_key = f.id + "@" + f.start;
+  j.owner_uid = owner_uid;
+  j.claimed_user = f.user;
+  j.claimed_uid = static_cast<std::int64_t>(f.uid);
+  j.owner_mismatch = j.claimed_uid != owner_uid;
+  if (owner_name.empty())
+    owner_name = user_name(owner_uid);
+  if (owner_name.empty())
+    owner_name = !j.owner_mismatch && !f.user.empty() ? f.user : "uid" + std::to_string(owner_uid);
+  j.owner = std::move(owner_name);
+  j.ranks = static_cast<std::int64_t>(f.ranks);
+  j.ranks_reported = static_cast<std::int64_t>(f.ranks_reported);
+  j.hosts = static_cast<std::int64_t>(f.hosts);
+  j.executable = f.executable;
+  j.language = f.language;
+  j.mpi_flavor = f.mpi_flavor;
+  j.status = std::string(record::status_name(f.status));
+  j.partial = f.partial;
+  j.wall_time_s = f.wall_time_s;
+  j.cpu_time_s = f.wall_time_s * static_cast<double>(f.ranks_reported);
+  j.mpi_time_s = f.mpi_time_s;
+  j.mpi_percent = f.mpi_percent;
+  j.overhead_s = f.profiler_overhead_s;
+  j.cpu_class = j.cpu_time_s >= 1 ? static_cast<int>(std::floor(std::log10(j.cpu_time_s))) : 0;
+  if (auto it = f.counters.find("instructions"); it != f.counters.end())
+    j.instructions = static_cast<double>(it->second.outside_mpi);
+  for (const record::routine& r : record.routines) {
+    routine_row row;
+    row.routine = r.name;
+    row.calls = static_cast<std::int64_t>(r.calls);
+    row.time_s = r.time_s;
+    row.bytes = static_cast<std::int64_t>(r.bytes());
+    row.count_sum = static_cast<std::int64_t>(r.count_sum);
+    j.mpi_calls += row.calls;
+    j.mpi_bytes += row.bytes;
+    if (r.calls > 0)
+      if (const auto g = group_of(r.name))
+        j.routine_groups |= std::int64_t{1} << static_cast<int>(*g);
+    s.routines.push_back(std::move(row));
+  }
+  s.record_json = std::move(record_json);
+  return s;
+}
+
+std::unique_ptr<store> store::open(std::string_view url) {
+  const url_result parsed = parse_db_url(url);
+  if (!parsed.url)
+    throw store_error(parsed.error);
+  return open(*parsed.url);
+}
+
+std::unique_ptr<store> store::open(const db_url& url) {
+  std::unique_ptr<store> s =
+      url.kind == backend::sqlite ? open_sqlite(url.target) : open_postgresql(url.target);
+  s->migrate();
+  return s;
+}
+
+int store::schema_version() {
+  std::int64_t v = 0;
+  query("SELECT COALESCE(MAX(version), 0) FROM schema_version", {},
+        [&](const row& r) { v = r.i64(0); });
+  return static_cast<int>(v);
+}
+
+void store::migrate() {
+  execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  constexpr int known = static_cast<int>(std::size(migrations));
+  static_assert(known == store_schema_version);
+  if (schema_version() == known)
+    return;
+  begin_migration(); // two ingests starting at once must not both migrate
+  try {
+    const int have = schema_version();
+    if (have > known)
+      throw store_error("the store has schema version " + std::to_string(have) +
+                        ", newer than this strata knows (" + std::to_string(known) +
+                        "): upgrade strata");
+    for (int v = have; v < known; ++v) {
+      execute(replace_all(migrations[v], "{{id}}", id_column_type()));
+      execute("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
+    }
+    execute("COMMIT");
+  } catch (...) {
+    try {
+      execute("ROLLBACK");
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+std::vector<job_row> store::jobs(const job_filter& filter) {
+  std::vector<param> params;
+  std::string sql = std::string("SELECT ") + job_columns + " FROM jobs" +
+                    where_clause(filter, params) + order_clause(filter.order);
+  params.push_back(filter.limit);
+  sql += " LIMIT $" + std::to_string(params.size());
+  params.push_back(filter.offset);
+  sql += " OFFSET $" + std::to_string(params.size());
+  std::vector<job_row> out;
+  query(sql, params, [&](const row& r) { out.push_back(read_job(r)); });
+  return out;
+}
+
+std::int64_t store::count_jobs(const job_filter& filter) {
+  std::vector<param> params;
+  const std::string sql = "SELECT COUNT(*) FROM jobs" + where_clause(filter, params);
+  std::int64_t n = 0;
+  query(sql, params, [&](const row& r) { n = r.i64(0); });
+  return n;
+}
+
+std::optional<stored_job> store::job(std::int64_t job_id) {
+  std::optional<stored_job> out;
+  query(std::string("SELECT ") + job_columns + ", record FROM jobs WHERE job_id = $1", {job_id},
+        [&](const row& r) {
+          out.emplace();
+          out->job = read_job(r);
+          out->record_json = r.text(29);
+        });
+  if (out)
+    query("SELECT routine, calls, time_s, bytes, count_sum FROM job_routines WHERE job_id = $1 "
+          "ORDER BY routine",
+          {job_id}, [&](const row& r) {
+            out->routines.push_back({r.text(0), r.i64(1), r.f64(2), r.i64(3), r.i64(4)});
+          });
+  return out;
+}
+
+std::optional<stored_job> store::job_by_key(const std::string& job_key) {
+  std::optional<std::int64_t> id;
+  query("SELECT job_id FROM jobs WHERE job_key = $1", {job_key},
+        [&](const row& r) { id = r.i64(0); });
+  return id ? job(*id) : std::nullopt;
+}
+
+std::vector<std::string> store::owners(const period& when) {
+  std::vector<std::string> out;
+  query("SELECT DISTINCT owner FROM jobs WHERE end_time >= $1 AND end_time < $2 ORDER BY owner",
+        {when.from, when.to}, [&](const row& r) { out.push_back(r.text(0)); });
+  return out;
+}
+
+job_totals store::totals(const period& when, const std::optional<std::string>& owner) {
+  std::vector<param> params{when.from, when.to};
+  std::string sql =
+      std::string("SELECT ") + totals_columns + " FROM jobs WHERE end_time >= $1 AND end_time < $2";
+  if (owner) {
+    params.push_back(*owner);
+    sql += " AND owner = $3";
+  }
+  job_totals t;
+  query(sql, params, [&](const row& r) { t = read_totals(r, 0); });
+  return t;
+}
+
+std::vector<job_class_row> store::job_classes(const period& when, double critical_mpi_percent,
+                                              const std::optional<std::string>& owner) {
+  std::string sql = "SELECT owner, language, ranks, cpu_class, ";
+  sql += totals_columns;
+  sql += ", COALESCE(SUM(CASE WHEN mpi_percent > $3 THEN 1 ELSE 0 END), 0)";
+  for (int g = 0; g < routine_group_count; ++g) {
+    const std::string bit = "((routine_groups / " + std::to_string(std::int64_t{1} << g) + ") % 2)";
+    sql += ", COALESCE(SUM(" + bit + "), 0), COALESCE(SUM(" + bit + " * cpu_time_s), 0)";
+  }
+  std::vector<param> params{when.from, when.to, critical_mpi_percent};
+  sql += " FROM jobs WHERE end_time >= $1 AND end_time < $2";
+  if (owner) {
+    params.push_back(*owner);
+    sql += " AND owner = $4";
+  }
+  sql += " GROUP BY owner, language, ranks, cpu_class ORDER BY owner, language, ranks, cpu_class";
+  std::vector<job_class_row> out;
+  query(sql, params, [&](const row& r) {
+    job_class_row c;
+    c.owner = r.text(0);
+    c.language = r.text(1);
+    c.ranks = r.i64(2);
+    c.cpu_class = static_cast<int>(r.i64(3));
+    c.totals = read_totals(r, 4);
+    int col = 4 + totals_column_count;
+    c.critical_jobs = r.i64(col++);
+    for (int g = 0; g < routine_group_count; ++g) {
+      c.group_jobs.push_back(r.i64(col++));
+      c.group_cpu_time_s.push_back(r.f64(col++));
+    }
+    out.push_back(std::move(c));
+  });
+  return out;
+}
+
+std::vector<owner_routine_row>
+store::routine_sums(const period& when, const std::optional<std::string>& owner, bool by_owner) {
+  std::vector<param> params{when.from, when.to};
+  std::string sql = std::string("SELECT ") + (by_owner ? "owner" : "''") +
+                    ", routine, COUNT(*), SUM(calls), SUM(bytes), SUM(count_sum), SUM(time_s) "
+                    "FROM job_routines WHERE end_time >= $1 AND end_time < $2";
+  if (owner) {
+    params.push_back(*owner);
+    sql += " AND owner = $3";
+  }
+  sql += by_owner ? " GROUP BY owner, routine ORDER BY owner, routine"
+                  : " GROUP BY routine ORDER BY routine";
+  std::vector<owner_routine_row> out;
+  query(sql, params, [&](const row& r) {
+    out.push_back({r.text(0), r.text(1), r.i64(2), r.i64(3), r.i64(4), r.i64(5), r.f64(6)});
+  });
+  return out;
+}
+
+std::vector<owner_week_row> store::owner_weeks(const period& when,
+                                               const std::optional<std::string>& owner) {
+  // Integer division of a non-negative offset: the same on both backends.
+  const std::string week = "((end_time - 345600) / 604800) * 604800 + 345600";
+  std::vector<param> params{when.from, when.to};
+  std::string sql = "SELECT owner, " + week + " AS week, " + totals_columns +
+                    " FROM jobs WHERE end_time >= $1 AND end_time < $2 AND end_time >= 345600";
+  if (owner) {
+    params.push_back(*owner);
+    sql += " AND owner = $3";
+  }
+  sql += " GROUP BY owner, week ORDER BY owner, week";
+  std::vector<owner_week_row> out;
+  query(sql, params, [&](const row& r) {
+    out.push_back({r.text(0), r.i64(1), read_totals(r, 2)});
+  });
+  return out;
+}
+
+} // namespace strata::site

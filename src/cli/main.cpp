@@ -1,6 +1,7 @@
 // The `strata` command: a thin dispatcher over the libraries.
 #include "bench/bench_command.hpp"
 #include "cli/commands.hpp"
+#include "site/commands.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -79,6 +80,9 @@ int run_main(int argc, char** argv) {
   std::vector<std::string> recover_spools;
   recover->add_option("SPOOL", recover_spools, "spool directories")->required();
 
+  CLI::App* site = app.add_subcommand("site", "site store: ingest job records, reports, mail");
+  const strata::site::site_commands site_commands(*site);
+
   try {
     std::reverse(ours.begin() + 1, ours.end()); // CLI11 takes the arguments in reverse order
     app.parse(std::vector<std::string>(ours.begin() + 1, ours.end()));
@@ -100,6 +104,8 @@ int run_main(int argc, char** argv) {
     return strata::bench::bench_command(bench_options);
   if (recover->parsed())
     return strata::cli::recover_command(recover_spools);
+  if (site->parsed())
+    return site_commands.run();
   return 2;
 }
 } // namespace

@@ -4,16 +4,22 @@
 #include "site/groups.hpp"
 #include "site/store_backends.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <pwd.h>
 #include <unistd.h>
+#include <zlib.h>
 
 namespace strata::site {
 
 namespace {
 
 // Versioned migrations: entry i takes the store from version i to i + 1. "{{id}}" is the
-// auto-numbered primary key of the backend. Never edit an applied entry; append a new one.
+// auto-numbered primary key of the backend, "{{blob}}" its type for bytes. Never edit an applied
+// entry; append a new one.
 const char* const migrations[] = {
     R"sql(
 CREATE TABLE jobs (
@@ -46,7 +52,7 @@ CREATE TABLE jobs (
   cpu_class INTEGER NOT NULL,
   instructions DOUBLE PRECISION,
   ingested_at BIGINT NOT NULL,
-  record TEXT NOT NULL
+  record {{blob}} NOT NULL
 );
 CREATE INDEX jobs_end_time ON jobs (end_time);
 CREATE INDEX jobs_owner_end_time ON jobs (owner, end_time);
@@ -72,12 +78,19 @@ std::string replace_all(std::string text, std::string_view from, std::string_vie
 }
 
 std::string user_name(std::int64_t uid) {
+  // Ingest asks for the same few owners again and again; NSS may ask a daemon each time.
+  static std::mutex mutex;
+  static std::map<std::int64_t, std::string> cache;
+  const std::lock_guard lock(mutex);
+  if (auto it = cache.find(uid); it != cache.end())
+    return it->second;
+  std::string& name = cache[uid];
   char buf[4096];
   passwd pw{};
   passwd* found = nullptr;
   if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
-    return found->pw_name;
-  return {};
+    name = found->pw_name;
+  return name;
 }
 
 constexpr const char* job_columns =
@@ -173,8 +186,8 @@ const char* order_clause(job_order o) {
 constexpr const char* totals_columns =
     "COUNT(*), COALESCE(SUM(ranks), 0), COALESCE(SUM(cpu_time_s), 0), "
     "COALESCE(SUM(mpi_time_s), 0), COALESCE(SUM(overhead_s), 0), COALESCE(SUM(wall_time_s), 0), "
-    "COALESCE(SUM(ranks * cpu_time_s), 0), COALESCE(SUM(mpi_calls), 0), "
-    "COALESCE(SUM(mpi_bytes), 0), COALESCE(SUM(instructions), 0), "
+    "COALESCE(SUM(ranks * cpu_time_s), 0), COALESCE(SUM(CAST(mpi_calls AS DOUBLE PRECISION)), 0), "
+    "COALESCE(SUM(CAST(mpi_bytes AS DOUBLE PRECISION)), 0), COALESCE(SUM(instructions), 0), "
     "COALESCE(SUM(CASE WHEN instructions IS NULL THEN 0 ELSE cpu_time_s END), 0)";
 constexpr int totals_column_count = 11;
 
@@ -195,6 +208,38 @@ job_totals read_totals(const store::row& r, int c) {
 }
 
 } // namespace
+
+// Records are kept deflated (about a quarter of the JSON): "z1", the length as 4 bytes little
+// endian, then zlib data. Anything else is taken as plain text (for hand-made rows).
+std::string pack_record(const std::string& json) {
+  uLongf size = compressBound(static_cast<uLong>(json.size()));
+  std::string out(6 + size, '\0');
+  out[0] = 'z';
+  out[1] = '1';
+  for (int i = 0; i < 4; ++i)
+    out[2 + i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  if (compress2(reinterpret_cast<Bytef*>(out.data() + 6), &size,
+                reinterpret_cast<const Bytef*>(json.data()), static_cast<uLong>(json.size()),
+                Z_BEST_SPEED) != Z_OK)
+    return json;
+  out.resize(6 + size);
+  return out;
+}
+
+std::string unpack_record(const std::string& stored) {
+  if (stored.size() < 6 || stored[0] != 'z' || stored[1] != '1')
+    return stored;
+  uLongf size = 0;
+  for (int i = 0; i < 4; ++i)
+    size |= static_cast<uLongf>(static_cast<unsigned char>(stored[2 + i])) << (8 * i);
+  std::string out(size, '\0');
+  if (uncompress(reinterpret_cast<Bytef*>(out.data()), &size,
+                 reinterpret_cast<const Bytef*>(stored.data() + 6),
+                 static_cast<uLong>(stored.size() - 6)) != Z_OK)
+    throw store_error("a stored record is damaged (zlib data does not inflate)");
+  out.resize(size);
+  return out;
+}
 
 std::int64_t week_start(std::int64_t t) {
   constexpr std::int64_t week = std::int64_t{7} * 86400,
@@ -244,12 +289,14 @@ stored_job make_stored_job(const record::job_record& record, std::string record_
   for (const record::routine& r : record.routines) {
     routine_row row;
     row.routine = r.name;
-    row.calls = static_cast<std::int64_t>(r.calls);
+    row.calls = static_cast<std::int64_t>(std::min<std::uint64_t>(r.calls, INT64_MAX / 1024));
     row.time_s = r.time_s;
-    row.bytes = static_cast<std::int64_t>(r.bytes());
-    row.count_sum = static_cast<std::int64_t>(r.count_sum);
-    j.mpi_calls += row.calls;
-    j.mpi_bytes += row.bytes;
+    // The store's integers are signed 64-bit: a figure beyond that is kept as the largest.
+    row.bytes = static_cast<std::int64_t>(std::min<std::uint64_t>(r.bytes(), INT64_MAX / 1024));
+    row.count_sum =
+        static_cast<std::int64_t>(std::min<std::uint64_t>(r.count_sum, INT64_MAX / 1024));
+    j.mpi_calls = std::min(j.mpi_calls, INT64_MAX - row.calls) + row.calls;
+    j.mpi_bytes = std::min(j.mpi_bytes, INT64_MAX - row.bytes) + row.bytes;
     if (r.calls > 0)
       if (const auto g = group_of(r.name))
         j.routine_groups |= std::int64_t{1} << static_cast<int>(*g);
@@ -294,7 +341,8 @@ void store::migrate() {
                         ", newer than this strata knows (" + std::to_string(known) +
                         "): upgrade strata");
     for (int v = have; v < known; ++v) {
-      execute(replace_all(migrations[v], "{{id}}", id_column_type()));
+      execute(replace_all(replace_all(migrations[v], "{{id}}", id_column_type()), "{{blob}}",
+                          blob_column_type()));
       execute("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
     }
     execute("COMMIT");
@@ -334,7 +382,7 @@ std::optional<stored_job> store::job(std::int64_t job_id) {
         [&](const row& r) {
           out.emplace();
           out->job = read_job(r);
-          out->record_json = r.text(29);
+          out->record_json = unpack_record(r.blob(29));
         });
   if (out)
     query("SELECT routine, calls, time_s, bytes, count_sum FROM job_routines WHERE job_id = $1 "
@@ -410,9 +458,12 @@ std::vector<job_class_row> store::job_classes(const period& when, double critica
 std::vector<owner_routine_row>
 store::routine_sums(const period& when, const std::optional<std::string>& owner, bool by_owner) {
   std::vector<param> params{when.from, when.to};
-  std::string sql = std::string("SELECT ") + (by_owner ? "owner" : "''") +
-                    ", routine, COUNT(*), SUM(calls), SUM(bytes), SUM(count_sum), SUM(time_s) "
-                    "FROM job_routines WHERE end_time >= $1 AND end_time < $2";
+  std::string sql =
+      std::string("SELECT ") + (by_owner ? "owner" : "''") +
+      ", routine, COUNT(*), SUM(CAST(calls AS DOUBLE PRECISION)), "
+      "SUM(CAST(bytes AS DOUBLE PRECISION)), SUM(CAST(count_sum AS DOUBLE PRECISION)), "
+      "SUM(time_s) "
+      "FROM job_routines WHERE end_time >= $1 AND end_time < $2";
   if (owner) {
     params.push_back(*owner);
     sql += " AND owner = $3";

@@ -69,11 +69,13 @@ struct routine_row {
   std::int64_t count_sum = 0;
 };
 
-// One job as stored: the row, its routines and the record's JSON text as it was spooled.
+// One job as stored: the row, its routines and the record's JSON text as it was spooled
+// (kept deflated in the store, see pack_record).
 struct stored_job {
   job_row job;
   std::vector<routine_row> routines;
   std::string record_json;
+  std::string record_packed; // pack_record(record_json) when done ahead (ingest's workers)
 };
 
 // Builds what the store keeps from a parsed record, its text and the spool file's owner.
@@ -99,7 +101,9 @@ struct job_filter {
   std::int64_t limit = 100, offset = 0;
 };
 
-// Sums over a set of jobs. cpu_time_s is wall * ranks summed; pe_time_s weights ranks by it.
+// Sums over a set of jobs. Counts of calls and bytes are summed in double precision (exact up
+// to 2^53) so that no record can make a sum overflow. cpu_time_s is wall * ranks summed; pe_time_s
+// weights ranks by it.
 struct job_totals {
   std::int64_t jobs = 0, pes = 0;
   double cpu_time_s = 0, mpi_time_s = 0, overhead_s = 0, wall_time_s = 0;
@@ -177,6 +181,7 @@ public:
     virtual std::int64_t i64(int column) const = 0;
     virtual double f64(int column) const = 0;
     virtual std::string text(int column) const = 0;
+    virtual std::string blob(int column) const = 0; // BLOB / BYTEA as bytes
   };
   struct param {
     enum class type { null, i64, f64, text } t = type::null;
@@ -201,8 +206,13 @@ protected:
                           const std::function<void(const row&)>& each) = 0;
   void migrate();
   virtual std::string id_column_type() const = 0; // the auto-numbered primary key
-  virtual void begin_migration() = 0;             // a transaction holding the store's write lock
+  virtual std::string blob_column_type() const = 0;
+  virtual void begin_migration() = 0; // a transaction holding the store's write lock
 };
+
+// The record column's encoding (deflated JSON) and back. unpack throws store_error.
+std::string pack_record(const std::string& json);
+std::string unpack_record(const std::string& stored);
 
 // Monday 00:00 UTC of the week holding `t`.
 std::int64_t week_start(std::int64_t t);

@@ -2,6 +2,8 @@
 // jobs goes in with multi-row INSERTs and its routines with COPY, one round trip each.
 #include "site/store_backends.hpp"
 
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <ctime>
 #include <fmt/format.h>
@@ -21,10 +23,26 @@ public:
   pg_row(PGresult* r, int index) : r_(r), row_(index) {}
   bool is_null(int c) const override { return PQgetisnull(r_, row_, c) != 0; }
   std::int64_t i64(int c) const override {
-    // SUM over BIGINT is NUMERIC: whole numbers arrive as "123", sums of nothing as NULL.
-    return std::strtoll(PQgetvalue(r_, row_, c), nullptr, 10);
+    // Whole numbers arrive as "123"; sums done in double precision as "1.5e+20".
+    const char* v = PQgetvalue(r_, row_, c);
+    char* end = nullptr;
+    const long long whole = std::strtoll(v, &end, 10);
+    if (*end == '\0')
+      return whole;
+    const double d = std::strtod(v, nullptr);
+    return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<std::int64_t>(d);
   }
   double f64(int c) const override { return std::strtod(PQgetvalue(r_, row_, c), nullptr); }
+  std::string blob(int c) const override {
+    size_t n = 0;
+    unsigned char* bytes =
+        PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(r_, row_, c)), &n);
+    if (bytes == nullptr)
+      return {};
+    std::string out(reinterpret_cast<const char*>(bytes), n);
+    PQfreemem(bytes);
+    return out;
+  }
   std::string text(int c) const override {
     return std::string(PQgetvalue(r_, row_, c), static_cast<size_t>(PQgetlength(r_, row_, c)));
   }
@@ -147,16 +165,21 @@ public:
           null_values[values.size()] = !j.instructions;
           values.push_back(j.instructions ? exact(*j.instructions) : std::string());
           values.push_back(now);
-          values.push_back(jobs[i].record_json);
+          values.push_back(jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
+                                                         : jobs[i].record_packed);
         }
         sql += " ON CONFLICT (job_key) DO NOTHING RETURNING job_id, job_key";
         std::vector<const char*> pointers;
+        std::vector<int> lengths, formats;
         pointers.reserve(values.size());
         null_values.resize(values.size(), false);
-        for (size_t v = 0; v < values.size(); ++v)
+        for (size_t v = 0; v < values.size(); ++v) {
           pointers.push_back(null_values[v] ? nullptr : values[v].c_str());
+          lengths.push_back(static_cast<int>(values[v].size()));
+          formats.push_back(v % 29 == 28 ? 1 : 0); // the record goes as binary BYTEA
+        }
         result_ptr r(PQexecParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
-                                  pointers.data(), nullptr, nullptr, 0));
+                                  pointers.data(), lengths.data(), formats.data(), 0));
         check(r, PGRES_TUPLES_OK);
         for (int i = 0; i < PQntuples(r.get()); ++i) {
           const pg_row pr(r.get(), i);
@@ -237,6 +260,7 @@ protected:
       each(pg_row(r.get(), i));
   }
   std::string id_column_type() const override { return "BIGSERIAL PRIMARY KEY"; }
+  std::string blob_column_type() const override { return "BYTEA"; }
   void begin_migration() override {
     execute("BEGIN");
     execute("LOCK TABLE schema_version IN ACCESS EXCLUSIVE MODE");

@@ -17,6 +17,12 @@ public:
   bool is_null(int c) const override { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
   std::int64_t i64(int c) const override { return sqlite3_column_int64(stmt_, c); }
   double f64(int c) const override { return sqlite3_column_double(stmt_, c); }
+  std::string blob(int c) const override {
+    const void* p = sqlite3_column_blob(stmt_, c);
+    return p == nullptr ? std::string()
+                        : std::string(static_cast<const char*>(p),
+                                      static_cast<size_t>(sqlite3_column_bytes(stmt_, c)));
+  }
   std::string text(int c) const override {
     const auto* p = sqlite3_column_text(stmt_, c);
     return p == nullptr ? std::string()
@@ -67,7 +73,8 @@ public:
                             strpos_function, nullptr, nullptr);
     // WAL lets reports read while an ingest writes; FULL sync makes a commit durable before
     // ingest removes the spooled files it holds.
-    execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+    execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
+            "PRAGMA cache_size=-65536;");
   }
   ~sqlite_store() override {
     for (auto& [sql, stmt] : statements_)
@@ -139,7 +146,9 @@ public:
         else
           sqlite3_bind_null(job, c++);
         sqlite3_bind_int64(job, c++, now);
-        bind_text(job, c++, jobs[i].record_json);
+        const std::string packed = jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
+                                                                 : jobs[i].record_packed;
+        sqlite3_bind_blob(job, c++, packed.data(), static_cast<int>(packed.size()), SQLITE_STATIC);
         const int rc = sqlite3_step(job);
         std::int64_t id = 0;
         if (rc == SQLITE_ROW) {
@@ -212,6 +221,7 @@ protected:
     check(rc, SQLITE_DONE);
   }
   std::string id_column_type() const override { return "INTEGER PRIMARY KEY"; }
+  std::string blob_column_type() const override { return "BLOB"; }
   void begin_migration() override { execute("BEGIN IMMEDIATE"); }
 
 private:

@@ -88,9 +88,13 @@ std::string build_mail(const user_report& user, const report_options& report,
       header_safe(options.domain.empty() ? user.owner : user.owner + "@" + options.domain);
   std::mt19937_64 random(static_cast<std::uint64_t>(now) ^ std::hash<std::string>{}(user.owner));
   const std::string boundary = fmt::format("=_strata_{:016x}", random());
-  const std::string subject = header_safe(
+  std::string subject =
       fmt::format("Your MPI jobs, {}: {} jobs, MPI {:.1f} %{}", report.period_label,
-                  user.totals.jobs, user.mpi_percent, user.mpi_critical ? " (critical)" : ""));
+                  user.totals.jobs, user.mpi_percent, user.mpi_critical ? " (critical)" : "");
+  if (user.critical_jobs > 0)
+    subject +=
+        fmt::format(", {} critical job{}", user.critical_jobs, user.critical_jobs == 1 ? "" : "s");
+  subject = header_safe(subject);
   std::string m;
   m += "From: " + from + "\r\n";
   m += "To: " + to + "\r\n";

@@ -204,6 +204,7 @@ report build_report(store& db, const report_options& o) {
         std::count_if(rows.begin(), rows.end(), [](const auto& r) { return r.calls > 0; }));
     const user_figures f = figures_of(t);
     u.references.push_back(compare("MPI time / CPU time", "%", f.mpi_percent, site_mpi, true));
+    u.references.back().critical = u.mpi_critical;
     u.references.push_back(
         compare("MPI transfer rate (bytes / MPI time)", "MB/s", f.mb_per_s, site_mb, false));
     u.references.push_back(
@@ -276,7 +277,10 @@ report build_report(store& db, const report_options& o) {
       said95 = true;
     }
     if (share >= 99) {
-      s.top_users.emplace_back(static_cast<int>(i + 1), share);
+      if (!s.top_users.empty() && s.top_users.back().first == static_cast<int>(i + 1))
+        s.top_users.back().second = share;
+      else
+        s.top_users.emplace_back(static_cast<int>(i + 1), share);
       break;
     }
   }

@@ -42,6 +42,7 @@ struct reference_value {
   double value = 0, site_min = 0, site_median = 0, site_max = 0;
   int rank = 0, of = 0; // 1 = highest value among `of` users
   bool higher_is_worse = false;
+  bool critical = false; // worst of the site, or MPI % above the threshold
 };
 
 struct user_report {

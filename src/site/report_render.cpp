@@ -158,8 +158,7 @@ table reference_table(const std::vector<reference_value>& refs) {
   for (const reference_value& r : refs) {
     t.rows.push_back({r.name + " [" + r.unit + "]", num(r.value), num(r.site_min),
                       num(r.site_median), num(r.site_max), fmt::format("{} of {}", r.rank, r.of)});
-    t.marked.push_back(r.higher_is_worse && r.of > 1 && r.value > r.site_median &&
-                       r.value >= r.site_max);
+    t.marked.push_back(r.critical);
   }
   return t;
 }

@@ -95,19 +95,20 @@ public:
     }
   }
 
-  insert_result insert(const std::vector<stored_job>& jobs) override {
+protected:
+  insert_result insert_rows(const std::vector<stored_job>& jobs) override {
     insert_result result;
     result.was_new.assign(jobs.size(), false);
-    execute("BEGIN IMMEDIATE");
-    try {
+    {
       sqlite3_stmt* job = prepare(
           "INSERT INTO jobs (job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, "
           "owner_mismatch, start_time, end_time, ranks, ranks_reported, hosts, executable, "
           "language, mpi_flavor, status, partial, wall_time_s, cpu_time_s, mpi_time_s, "
           "mpi_percent, overhead_s, mpi_calls, mpi_bytes, routine_groups, cpu_class, "
-          "instructions, ingested_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+          "instructions, ingested_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
           "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
-          "?28, ?29) ON CONFLICT (job_key) DO NOTHING RETURNING job_id");
+          "?28) ON CONFLICT (job_key) DO NOTHING RETURNING job_id");
+      sqlite3_stmt* record = prepare("INSERT INTO job_records (job_id, record) VALUES (?1, ?2)");
       sqlite3_stmt* routine = prepare(
           "INSERT INTO job_routines (job_id, routine, owner, end_time, calls, time_s, bytes, "
           "count_sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
@@ -146,9 +147,6 @@ public:
         else
           sqlite3_bind_null(job, c++);
         sqlite3_bind_int64(job, c++, now);
-        const std::string packed = jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
-                                                                 : jobs[i].record_packed;
-        sqlite3_bind_blob(job, c++, packed.data(), static_cast<int>(packed.size()), SQLITE_STATIC);
         const int rc = sqlite3_step(job);
         std::int64_t id = 0;
         if (rc == SQLITE_ROW) {
@@ -164,6 +162,13 @@ public:
         }
         ++result.inserted;
         result.was_new[i] = true;
+        const std::string packed = jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
+                                                                 : jobs[i].record_packed;
+        sqlite3_bind_int64(record, 1, id);
+        sqlite3_bind_blob(record, 2, packed.data(), static_cast<int>(packed.size()), SQLITE_STATIC);
+        const int prc = sqlite3_step(record);
+        sqlite3_reset(record);
+        check(prc, SQLITE_DONE);
         for (const routine_row& r : jobs[i].routines) {
           sqlite3_bind_int64(routine, 1, id);
           bind_text(routine, 2, r.routine);
@@ -178,15 +183,10 @@ public:
           check(rrc, SQLITE_DONE);
         }
       }
-      execute("COMMIT");
-    } catch (...) {
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
     }
     return result;
   }
-
-protected:
+  void begin_write() override { execute("BEGIN IMMEDIATE"); }
   void query_rows(const std::string& sql, const std::vector<param>& params,
                   const std::function<void(const row&)>& each) override {
     sqlite3_stmt* stmt = prepare(sqlite_params(sql));

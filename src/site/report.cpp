@@ -118,6 +118,8 @@ std::string size_class_label(std::int64_t ranks) {
   std::int64_t below = 1;
   while (below * 2 < ranks)
     below *= 2;
+  if (below + 1 == below * 2 - 1)
+    return std::to_string(below + 1); // 3: the only size between 2 and 4
   return std::to_string(below + 1) + "-" + std::to_string(below * 2 - 1);
 }
 

@@ -47,13 +47,28 @@ void strpos_function(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_int64(ctx, found == nullptr ? 0 : found - h + 1);
 }
 
-// $1, $2 ... (PostgreSQL's style, used by the shared queries) to SQLite's ?1, ?2 ...
+// $1, $2 ... (PostgreSQL's style, used by the shared queries) to SQLite's: plain "?" when each
+// number comes once and in order (SQLite resolves "?NNN" names one by one, which costs much in
+// statements with thousands of parameters), else "?N".
 std::string sqlite_params(const std::string& sql) {
-  std::string out = sql;
-  for (size_t i = 0; i + 1 < out.size(); ++i)
-    if (out[i] == '$' && out[i + 1] >= '0' && out[i + 1] <= '9')
-      out[i] = '?';
-  return out;
+  std::string plain, numbered = sql;
+  int expected = 1;
+  bool in_order = true;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    if (sql[i] == '$' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+      numbered[i] = '?';
+      size_t j = i + 1;
+      int n = 0;
+      while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9')
+        n = n * 10 + (sql[j++] - '0');
+      in_order = in_order && n == expected++;
+      plain += '?';
+      i = j - 1;
+    } else {
+      plain += sql[i];
+    }
+  }
+  return in_order ? plain : numbered;
 }
 
 class sqlite_store final : public store {

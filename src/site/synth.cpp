@@ -260,8 +260,8 @@ synth_result store_synth(const synth_options& options, store& db) {
         for (std::int64_t i = begin + w; i < end; i += workers) {
           const record::job_record r = synth_record(options, i);
           stored_job& j = jobs[static_cast<size_t>(i - begin)];
-          j = make_stored_job(r, nlohmann::json::parse(record::to_json(r)).dump(),
-                              static_cast<std::int64_t>(r.job.uid), r.job.user);
+          j = make_stored_job(r, record::to_json(r), static_cast<std::int64_t>(r.job.uid),
+                              r.job.user);
           j.record_packed = pack_record(j.record_json);
           j.record_json.clear();
         }

@@ -52,13 +52,18 @@ private:
   int row_;
 };
 
-std::string one_line(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
-    text.pop_back();
-  for (char& c : text)
-    if (c == '\n')
-      c = ' ';
-  return text;
+// libpq's messages span lines with tabs: one line, single spaces.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const bool space = c == '\n' || c == '\t' || c == '\r' || c == ' ';
+    if (space && (out.empty() || out.back() == ' '))
+      continue;
+    out += space ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ')
+    out.pop_back();
+  return out;
 }
 
 // COPY's text format: backslash, tab, newline and carriage return escaped.

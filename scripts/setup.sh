@@ -10,6 +10,7 @@ packages=(
   valgrind clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev ccache
   libotf2-trace-dev otf2-tools libsqlite3-dev sqlite3 libpq-dev postgresql libcpp-httplib-dev
   chromium
+  zlib1g-dev bc
 )
 
 missing=()

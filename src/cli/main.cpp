@@ -3,6 +3,7 @@
 #include "bench/bench_command.hpp"
 #include "cli/commands.hpp"
 #include "cli/monitor_command.hpp"
+#include "site/commands.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -136,6 +137,8 @@ int run_main(int argc, char** argv) {
       ->required();
   trace_export->add_option("TRACE", export_trace, "OTF2 archive")->required();
   trace_export->add_option("--out", export_out, "output directory (default: TRACE-xml)");
+  CLI::App* site = app.add_subcommand("site", "site store: ingest job records, reports, mail");
+  const strata::site::site_commands site_commands(*site);
 
   try {
     std::reverse(ours.begin() + 1, ours.end()); // CLI11 takes the arguments in reverse order
@@ -172,6 +175,8 @@ int run_main(int argc, char** argv) {
                                                                          : "text");
   if (trace_export->parsed())
     return strata::analyze::export_xml_command(export_trace, export_out);
+  if (site->parsed())
+    return site_commands.run();
   return 2;
 }
 } // namespace

@@ -1,0 +1,46 @@
+// `strata site ...`: the command-line side of the site library (ingest, report, synth). The
+// dispatcher in src/cli/main.cpp adds the `site` subcommand and calls run() when it was given.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace strata::site {
+
+// The store used when --db is not given: $STRATA_SITE_DB, else the install's default.
+std::string default_db_url();
+
+class site_commands {
+public:
+  explicit site_commands(CLI::App& site);
+  int run() const; // after parsing: runs the chosen subcommand, returns the exit status
+
+private:
+  CLI::App* ingest_ = nullptr;
+  CLI::App* report_ = nullptr;
+  CLI::App* synth_ = nullptr;
+  std::string db_;
+  // ingest
+  std::vector<std::string> spools_;
+  std::string quarantine_;
+  std::size_t batch_ = 5000;
+  // report
+  bool week_ = false, month_ = false;
+  std::string since_, from_, to_, user_, format_ = "text", model_, outbox_, sendmail_;
+  std::string mail_from_, mail_domain_;
+  double critical_ = 15;
+  std::optional<double> cores_;
+  bool users_only_ = false;
+  // synth
+  std::int64_t count_ = 1000;
+  std::uint64_t seed_ = 1;
+  int users_ = 60;
+  std::string out_;
+  bool no_chown_ = false, pretty_ = false;
+};
+
+} // namespace strata::site

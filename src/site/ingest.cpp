@@ -1,0 +1,255 @@
+#include "site/ingest.hpp"
+
+#include "profile/spool.hpp"
+#include "record/record.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <future>
+#include <map>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace strata::site {
+
+namespace {
+
+struct pending {
+  std::string path;
+  stored_job job;
+};
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The owner of each job's per-rank files, so that a record merged from them (written by the
+// ingesting user) is handed back to the user who ran the job.
+std::map<std::string, uid_t> rank_file_owners(const std::string& spool) {
+  std::map<std::string, uid_t> owners;
+  DIR* d = ::opendir(spool.c_str());
+  if (d == nullptr)
+    return owners;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const size_t rank = name.rfind(".rank");
+    if (!ends_with(name, ".prof") || rank == std::string::npos)
+      continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+      owners.emplace(name.substr(0, rank), st.st_uid);
+  }
+  ::closedir(d);
+  return owners;
+}
+
+struct read_file_result {
+  std::string text;
+  uid_t owner = 0;
+  std::string error;
+};
+
+read_file_result read_record_file(const std::string& path) {
+  read_file_result r;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    r.error = std::strerror(errno);
+    return r;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    r.error = "not a regular file";
+    return r;
+  }
+  constexpr off_t limit = 64 << 20;
+  if (st.st_size > limit) {
+    ::close(fd);
+    r.error = fmt::format("{} bytes, more than a job record can be ({} bytes)", st.st_size, limit);
+    return r;
+  }
+  r.owner = st.st_uid;
+  r.text.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < r.text.size()) {
+    const ssize_t n = ::read(fd, r.text.data() + done, r.text.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  r.text.resize(done);
+  ::close(fd);
+  return r;
+}
+
+struct parsed_file {
+  std::string path;
+  bool gone = false; // removed meanwhile (another ingest took it)
+  std::string read_error, parse_error;
+  stored_job job;
+};
+
+parsed_file parse_file(std::string path) {
+  parsed_file f;
+  f.path = std::move(path);
+  read_file_result file = read_record_file(f.path);
+  if (!file.error.empty()) {
+    f.gone = file.error == std::strerror(ENOENT);
+    f.read_error = std::move(file.error);
+    return f;
+  }
+  record::parse_result parsed = record::parse_record(file.text);
+  if (!parsed.ok())
+    f.parse_error = std::move(parsed.error);
+  else
+    f.job = make_stored_job(*parsed.record, std::move(file.text), file.owner);
+  f.job.record_packed = pack_record(f.job.record_json);
+  f.job.record_json.clear(); // the store takes the packed form; no need to hold both
+  return f;
+}
+
+void quarantine(const std::string& dir, const std::string& path, const std::string& reason,
+                ingest_summary& s) {
+  ++s.quarantined;
+  const std::string base = path.substr(path.rfind('/') + 1);
+  if (!profile::make_writable_dir(dir)) {
+    s.problems.push_back(path + ": " + reason + "; left in the spool (cannot write " + dir + ")");
+    return;
+  }
+  const std::string target = dir + "/" + base;
+  if (::rename(path.c_str(), target.c_str()) != 0) {
+    s.problems.push_back(path + ": " + reason + "; left in the spool (" + std::strerror(errno) +
+                         ")");
+    return;
+  }
+  profile::write_atomically(target + ".reason", reason + "\n");
+  s.problems.push_back(path + ": " + reason + " (moved to " + dir + ")");
+}
+
+void flush(store& db, std::vector<pending>& batch, ingest_summary& s) {
+  if (batch.empty())
+    return;
+  std::vector<stored_job> jobs;
+  jobs.reserve(batch.size());
+  for (pending& p : batch)
+    jobs.push_back(std::move(p.job));
+  const insert_result r = db.insert(jobs); // throws: nothing removed, all stays spooled
+  s.stored += r.inserted;
+  s.duplicates += r.duplicates;
+  for (const pending& p : batch)
+    if (::unlink(p.path.c_str()) != 0 && errno != ENOENT)
+      s.problems.push_back(p.path +
+                           ": stored, but not removed from the spool: " + std::strerror(errno));
+  batch.clear();
+}
+
+} // namespace
+
+std::string ingest_summary::summary_line() const {
+  std::string line = fmt::format("ingest: {} records read, {} stored, {} already stored", records,
+                                 stored, duplicates);
+  if (recovered > 0)
+    line += fmt::format(", {} merged from per-rank files", recovered);
+  if (quarantined > 0)
+    line += fmt::format(", {} quarantined", quarantined);
+  if (owner_mismatches > 0)
+    line += fmt::format(", {} claiming another user than their file's owner", owner_mismatches);
+  return line;
+}
+
+ingest_summary ingest(store& db, const ingest_options& options) {
+  ingest_summary s;
+  std::vector<pending> batch;
+  for (std::string spool : options.spools) {
+    while (spool.size() > 1 && spool.back() == '/')
+      spool.pop_back();
+    const std::string qdir =
+        options.quarantine.empty() ? spool + "/quarantine" : options.quarantine;
+    if (options.recover) {
+      const auto owners = rank_file_owners(spool);
+      for (const profile::recovery& r : profile::recover_spool(spool)) {
+        for (const std::string& p : r.problems)
+          s.problems.push_back(p);
+        if (r.record_path.empty())
+          continue;
+        ++s.recovered;
+        if (auto it = owners.find(r.job_key); it != owners.end() && ::geteuid() == 0)
+          if (::chown(r.record_path.c_str(), it->second, static_cast<gid_t>(-1)) != 0)
+            s.problems.push_back(r.record_path + ": cannot hand back to uid " +
+                                 std::to_string(it->second) + ": " + std::strerror(errno));
+      }
+    }
+    DIR* d = ::opendir(spool.c_str());
+    if (d == nullptr) {
+      s.problems.push_back(spool + ": " + std::strerror(errno));
+      continue;
+    }
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (ends_with(name, ".json") && name[0] != '.')
+        names.push_back(std::move(name));
+    }
+    ::closedir(d);
+    // Reading and parsing (most of the work) runs on worker threads, a chunk ahead of the
+    // inserts; quarantine, counting and the store stay on this thread, in file order.
+    const size_t chunk = std::max<size_t>(1, options.batch);
+    auto parse_chunk = [&](size_t begin) {
+      const size_t end = std::min(names.size(), begin + chunk);
+      std::vector<parsed_file> out(end - begin);
+      const unsigned workers = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8);
+      std::vector<std::thread> threads;
+      for (unsigned w = 0; w < workers; ++w)
+        threads.emplace_back([&, w] {
+          for (size_t i = begin + w; i < end; i += workers)
+            out[i - begin] = parse_file(spool + "/" + names[i]);
+        });
+      for (std::thread& t : threads)
+        t.join();
+      return out;
+    };
+    std::future<std::vector<parsed_file>> next;
+    if (!names.empty())
+      next = std::async(std::launch::async, parse_chunk, 0);
+    for (size_t begin = 0; begin < names.size(); begin += chunk) {
+      std::vector<parsed_file> files = next.get();
+      if (begin + chunk < names.size())
+        next = std::async(std::launch::async, parse_chunk, begin + chunk);
+      for (parsed_file& f : files) {
+        if (f.gone)
+          continue;
+        if (!f.read_error.empty()) {
+          quarantine(qdir, f.path, f.read_error, s);
+          continue;
+        }
+        ++s.records;
+        if (!f.parse_error.empty()) {
+          quarantine(qdir, f.path, f.parse_error, s);
+          continue;
+        }
+        if (f.job.job.owner_mismatch) {
+          ++s.owner_mismatches;
+          s.problems.push_back(fmt::format(
+              "{}: the record names user {} (uid {}), the file belongs to uid {}: kept as {}",
+              f.path, f.job.job.claimed_user, f.job.job.claimed_uid, f.job.job.owner_uid,
+              f.job.job.owner));
+        }
+        batch.push_back({std::move(f.path), std::move(f.job)});
+        if (batch.size() >= options.batch)
+          flush(db, batch, s);
+      }
+    }
+  }
+  flush(db, batch, s);
+  return s;
+}
+
+} // namespace strata::site

@@ -1,0 +1,37 @@
+// `strata site ingest`: moves the job records of spool directories into the store. Per-rank
+// files of jobs that never finalized are merged first (profile::recover_spool). A record
+// belongs to the owner of its spool file; a record that cannot be read is moved to the
+// quarantine directory with a `.reason` file beside it and the ingest goes on. A record leaves
+// the spool only after the transaction holding it has committed.
+#pragma once
+
+#include "site/store.hpp"
+
+#include <string>
+#include <vector>
+
+namespace strata::site {
+
+struct ingest_options {
+  std::vector<std::string> spools;
+  std::string quarantine; // empty: SPOOL/quarantine of each spool
+  size_t batch = 5000;    // records per transaction
+  bool recover = true;    // merge per-rank files first
+};
+
+struct ingest_summary {
+  std::int64_t records = 0;    // record files read
+  std::int64_t stored = 0;     // new in the store
+  std::int64_t duplicates = 0; // already stored (removed from the spool all the same)
+  std::int64_t quarantined = 0;
+  std::int64_t recovered = 0; // records merged from per-rank files
+  std::int64_t owner_mismatches = 0;
+  std::vector<std::string> problems; // one line each
+  std::string summary_line() const;
+};
+
+// Throws store_error when the store fails; what was committed before stays committed and
+// its files are gone from the spool, the rest stays in the spool for the next run.
+ingest_summary ingest(store& db, const ingest_options& options);
+
+} // namespace strata::site

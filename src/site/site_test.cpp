@@ -1,0 +1,344 @@
+#include "record/record.hpp"
+#include "site/groups.hpp"
+#include "site/mail.hpp"
+#include "site/parse.hpp"
+#include "site/report.hpp"
+#include "site/store.hpp"
+#include "site/synth.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <unistd.h>
+
+namespace strata::site {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SiteParse, DatabaseUrls) {
+  auto a = parse_db_url("sqlite:/var/lib/strata/site.db");
+  ASSERT_TRUE(a.url);
+  EXPECT_EQ(a.url->kind, backend::sqlite);
+  EXPECT_EQ(a.url->target, "/var/lib/strata/site.db");
+  EXPECT_EQ(parse_db_url("sqlite:///tmp/x.db").url->target, "/tmp/x.db");
+  auto p = parse_db_url("postgresql://strata@db.example/site");
+  ASSERT_TRUE(p.url);
+  EXPECT_EQ(p.url->kind, backend::postgresql);
+  EXPECT_EQ(p.url->target, "postgresql://strata@db.example/site");
+  EXPECT_TRUE(parse_db_url("postgres://h/d").url);
+  EXPECT_FALSE(parse_db_url("sqlite:").url);
+  auto bad = parse_db_url("mysql://x");
+  EXPECT_FALSE(bad.url);
+  EXPECT_NE(bad.error.find("neither sqlite:PATH nor postgresql://"), std::string::npos);
+}
+
+TEST(SiteParse, Durations) {
+  EXPECT_EQ(*parse_duration("7d").seconds, 7 * 86400);
+  EXPECT_EQ(*parse_duration("36h").seconds, 36 * 3600);
+  EXPECT_EQ(*parse_duration("2w").seconds, 14 * 86400);
+  EXPECT_EQ(*parse_duration("90s").seconds, 90);
+  EXPECT_EQ(*parse_duration("5m").seconds, 300);
+  for (const char* bad : {"", "d", "7", "7x", "-3d", "0d", "7dd", "99999999999999999999d"}) {
+    const auto r = parse_duration(bad);
+    EXPECT_FALSE(r.seconds) << bad;
+    EXPECT_FALSE(r.error.empty()) << bad;
+  }
+}
+
+TEST(SiteParse, UtcTimes) {
+  EXPECT_EQ(*parse_utc_time("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(*parse_utc_time("2026-11-22T01:27:18Z"), 1795310838);
+  EXPECT_EQ(*parse_utc_time("2024-02-29"), 1709164800);
+  EXPECT_FALSE(parse_utc_time("2023-02-29"));
+  EXPECT_FALSE(parse_utc_time("2026-13-01"));
+  EXPECT_FALSE(parse_utc_time("2026-11-22 01:27:18"));
+  EXPECT_FALSE(parse_utc_time("2026-11-22T25:00:00Z"));
+  EXPECT_EQ(format_utc_time(1795310838), "2026-11-22T01:27:18Z");
+  EXPECT_EQ(format_utc_time(1795310838, true), "2026-11-22");
+}
+
+TEST(SiteGroups, SeedGroups) {
+  EXPECT_EQ(group_of("MPI_Send"), routine_group::blocking_p2p);
+  EXPECT_EQ(group_of("MPI_Irecv"), routine_group::nonblocking_p2p);
+  EXPECT_EQ(group_of("MPI_Waitall"), routine_group::nonblocking_p2p);
+  EXPECT_EQ(group_of("MPI_Send_init"), routine_group::persistent_p2p);
+  EXPECT_EQ(group_of("MPI_Allreduce"), routine_group::collective);
+  EXPECT_EQ(group_of("MPI_Iallreduce"), routine_group::collective);
+  EXPECT_EQ(group_of("MPI_Type_vector"), routine_group::derived_datatype);
+  EXPECT_EQ(group_of("MPI_Comm_split"), routine_group::group_subcomm);
+  EXPECT_EQ(group_of("MPI_Intercomm_create"), routine_group::intercomm);
+  EXPECT_EQ(group_of("MPI_Comm_get_attr"), routine_group::attribute_inquiry);
+  EXPECT_EQ(group_of("MPI_Comm_set_errhandler"), routine_group::error_handler);
+  EXPECT_EQ(group_of("MPI_Cart_create"), routine_group::topology);
+  EXPECT_EQ(group_of("MPI_Wtime"), routine_group::wtime);
+  EXPECT_EQ(group_of("MPI_Get_accumulate"), routine_group::one_sided);
+  EXPECT_EQ(group_of("MPI_File_open"), routine_group::io);
+  EXPECT_EQ(group_of("MPI_Pack"), routine_group::pack_unpack);
+  EXPECT_FALSE(group_of("MPI_Init"));
+  EXPECT_FALSE(group_of("MPI_Comm_rank"));
+}
+
+TEST(SiteReport, SizeClassesOfTheSeed) {
+  EXPECT_EQ(size_class_label(1), "1");
+  EXPECT_EQ(size_class_label(64), "64");
+  EXPECT_EQ(size_class_label(65), "65-127");
+  EXPECT_EQ(size_class_label(127), "65-127");
+  EXPECT_EQ(size_class_label(3), "3");
+}
+
+TEST(SiteMail, QuotedPrintable) {
+  EXPECT_EQ(quoted_printable("plain text\n"), "plain text\r\n");
+  EXPECT_EQ(quoted_printable("a=b"), "a=3Db");
+  EXPECT_EQ(quoted_printable("trailing \n"), "trailing=20\r\n");
+  EXPECT_EQ(quoted_printable("\xc3\xa4"), "=C3=A4");
+  EXPECT_EQ(quoted_printable(".dot"), "=2Edot");
+  const std::string long_line(200, 'x');
+  const std::string encoded = quoted_printable(long_line);
+  size_t start = 0;
+  while (start < encoded.size()) {
+    size_t end = encoded.find("\r\n", start);
+    if (end == std::string::npos)
+      end = encoded.size();
+    EXPECT_LE(end - start, 76u);
+    start = end + 2;
+  }
+}
+
+TEST(SiteMail, MultipartWithBothParts) {
+  user_report u;
+  u.owner = "alice";
+  u.totals.jobs = 3;
+  u.mpi_percent = 40;
+  u.mpi_critical = true;
+  report_options o;
+  o.period_label = "week of 2026-11-16";
+  o.when = {*parse_utc_time("2026-11-16"), *parse_utc_time("2026-11-23")};
+  mail_options m;
+  m.domain = "example.org";
+  m.from = "hpc@example.org\r\nBcc: victim@example.org"; // no header injection
+  m.date = *parse_utc_time("2026-11-23");
+  const std::string mail = build_mail(u, o, m);
+  EXPECT_NE(mail.find("To: alice@example.org\r\n"), std::string::npos);
+  EXPECT_EQ(mail.find("\r\nBcc:"), std::string::npos);
+  EXPECT_NE(mail.find("Content-Type: multipart/alternative; boundary="), std::string::npos);
+  EXPECT_NE(mail.find("Content-Type: text/plain; charset=utf-8"), std::string::npos);
+  EXPECT_NE(mail.find("Content-Type: text/html; charset=utf-8"), std::string::npos);
+  EXPECT_NE(mail.find("Date: Mon, 23 Nov 2026 00:00:00 +0000"), std::string::npos);
+  EXPECT_NE(mail.find("(critical)"), std::string::npos);
+}
+
+TEST(SiteSynth, ValidDeterministicRecords) {
+  synth_options o;
+  o.seed = 5;
+  o.from = *parse_utc_time("2026-11-01");
+  o.to = *parse_utc_time("2026-11-29");
+  for (std::int64_t i = 0; i < 300; ++i) {
+    const record::job_record r = synth_record(o, i);
+    const auto again = record::parse_record(record::to_json(r));
+    ASSERT_TRUE(again.ok()) << again.error;
+    EXPECT_EQ(record::to_json(synth_record(o, i)), record::to_json(r));
+    const auto end = parse_utc_time(r.job.end);
+    ASSERT_TRUE(end);
+    EXPECT_GE(*end, o.from);
+    EXPECT_LT(*end, o.to);
+    double mpi = 0;
+    for (const auto& routine : r.routines)
+      mpi += routine.time_s;
+    EXPECT_NEAR(mpi, r.job.mpi_time_s, 1e-9 * (1 + mpi));
+  }
+  o.seed = 6;
+  EXPECT_NE(record::to_json(synth_record(o, 0)), record::to_json(synth_record({}, 0)));
+}
+
+TEST(SiteStore, WeekStartsMonday) {
+  // 2026-11-22 is a Sunday; its week began Monday 2026-11-16.
+  EXPECT_EQ(week_start(*parse_utc_time("2026-11-22T23:00:00Z")), *parse_utc_time("2026-11-16"));
+  EXPECT_EQ(week_start(*parse_utc_time("2026-11-16")), *parse_utc_time("2026-11-16"));
+}
+
+class StoreBackend : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ =
+        std::filesystem::temp_directory_path() / ("strata_site_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    url_ = "sqlite:" + (dir_ / "sub" / "site.db").string();
+    // The same tests against a PostgreSQL server when one is given (tests/integration starts
+    // one for the site suite and runs this binary with it).
+    if (const char* pg = std::getenv("STRATA_SITE_TEST_POSTGRESQL"); pg != nullptr && *pg)
+      url_ = pg;
+    const std::string text = read_file(std::string(STRATA_RECORD_TESTDATA) + "/sample.json");
+    auto parsed = record::parse_record(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.error;
+    sample_ = *parsed.record;
+    sample_text_ = text;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+  std::string url_;
+  record::job_record sample_;
+  std::string sample_text_;
+};
+
+TEST_F(StoreBackend, MigratesInsertsOnceAndQueries) {
+  auto s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+  stored_job a = make_stored_job(sample_, sample_text_, 1000, "alice");
+  EXPECT_FALSE(a.job.owner_mismatch);
+  EXPECT_EQ(a.job.job_key, "slurm:81234@2026-11-22T01:27:18Z");
+  EXPECT_DOUBLE_EQ(a.job.cpu_time_s, 12.91 * 4);
+  record::job_record other = sample_;
+  other.job.id = "slurm:81235";
+  other.job.end = "2026-11-23T00:00:00Z";
+  other.job.mpi_percent = 40;
+  stored_job b = make_stored_job(other, record::to_json(other), 2000, "bob");
+  EXPECT_TRUE(b.job.owner_mismatch); // the record claims uid 1000
+  auto r = s->insert({a, b, a});
+  EXPECT_EQ(r.inserted, 2);
+  EXPECT_EQ(r.duplicates, 1);
+  EXPECT_EQ(r.was_new, (std::vector<bool>{true, true, false}));
+  r = s->insert({a});
+  EXPECT_EQ(r.inserted, 0);
+
+  // A reopened store keeps its version and does not migrate again.
+  s.reset();
+  s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+
+  job_filter all;
+  EXPECT_EQ(s->count_jobs(all), 2);
+  auto rows = s->jobs(all);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].owner, "bob"); // latest end first
+  EXPECT_EQ(rows[0].claimed_user, "alice");
+  job_filter bobs;
+  bobs.owner = "bob";
+  EXPECT_EQ(s->count_jobs(bobs), 1);
+  job_filter text;
+  text.text = "stencil";
+  EXPECT_EQ(s->count_jobs(text), 2);
+  text.text = "nothing-like-this";
+  EXPECT_EQ(s->count_jobs(text), 0);
+  job_filter critical;
+  critical.min_mpi_percent = 15;
+  EXPECT_EQ(s->jobs(critical).at(0).record_id, "slurm:81235");
+
+  auto one = s->job(rows[1].job_id);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->record_json, sample_text_);
+  EXPECT_EQ(one->routines.size(), sample_.routines.size());
+  EXPECT_TRUE(s->job_by_key(a.job.job_key));
+  EXPECT_FALSE(s->job(999999));
+
+  const period all_time{0, std::int64_t{1} << 40};
+  EXPECT_EQ(s->owners(all_time), (std::vector<std::string>{"alice", "bob"}));
+  const job_totals t = s->totals(all_time, std::nullopt);
+  EXPECT_EQ(t.jobs, 2);
+  EXPECT_EQ(t.pes, 8);
+  EXPECT_DOUBLE_EQ(t.mpi_time_s, 2 * 6.110008);
+  EXPECT_EQ(s->totals(all_time, std::string("alice")).jobs, 1);
+
+  auto sums = s->routine_sums(all_time, std::nullopt, false);
+  ASSERT_EQ(sums.size(), sample_.routines.size());
+  EXPECT_EQ(sums[0].routine, "MPI_Allreduce");
+  EXPECT_EQ(sums[0].calls, 1600);
+  EXPECT_EQ(sums[0].jobs, 2);
+  auto by_owner = s->routine_sums(all_time, std::nullopt, true);
+  EXPECT_EQ(by_owner.size(), 2 * sample_.routines.size());
+
+  auto classes = s->job_classes(all_time, 15, std::nullopt);
+  ASSERT_EQ(classes.size(), 2u);
+  EXPECT_EQ(classes[1].critical_jobs, 1);
+  EXPECT_EQ(classes[0].group_jobs[static_cast<int>(routine_group::collective)], 1);
+  EXPECT_EQ(classes[0].group_jobs[static_cast<int>(routine_group::topology)], 0);
+
+  auto weeks = s->owner_weeks(all_time, std::nullopt);
+  ASSERT_EQ(weeks.size(), 2u);
+  EXPECT_EQ(weeks[0].week_start, *parse_utc_time("2026-11-16"));
+  EXPECT_EQ(weeks[1].week_start, *parse_utc_time("2026-11-23"));
+}
+
+// The day tables and the job rows must give the same sums, whichever way a period falls on
+// day boundaries.
+TEST_F(StoreBackend, DayTablesAgreeWithJobRows) {
+  auto s = store::open(url_);
+  std::vector<stored_job> jobs;
+  const std::int64_t base = *parse_utc_time("2026-11-10");
+  for (int i = 0; i < 40; ++i) {
+    record::job_record r = sample_;
+    r.job.id = "t:" + std::to_string(i);
+    r.job.end = format_utc_time(base + i * 20000 + 7); // spread over about 9 days
+    r.job.ranks = r.job.ranks_reported = static_cast<std::uint64_t>(1 + i % 5);
+    r.job.wall_time_s = 10.0 + i;
+    r.job.language = i % 3 == 0 ? "Fortran" : "C/C++";
+    r.job.mpi_percent = i;
+    for (auto& routine : r.routines)
+      routine.per_rank.calls.max_rank = routine.per_rank.time_s.max_rank = 0;
+    r.job.mpi_percent_by_rank.min_rank = r.job.mpi_percent_by_rank.max_rank = 0;
+    jobs.push_back(
+        make_stored_job(r, record::to_json(r), 1000 + i % 3, "u" + std::to_string(i % 3)));
+  }
+  // In two batches, so that the second adds to day rows the first created.
+  s->insert(std::vector<stored_job>(jobs.begin(), jobs.begin() + 25));
+  s->insert(std::vector<stored_job>(jobs.begin() + 20, jobs.end()));
+  for (const period p : {period{base, base + 9 * 86400},            // whole days only
+                         period{base + 3600, base + 8 * 86400 + 5}, // partial ends
+                         period{base + 100, base + 50000}}) {       // within one day... and a bit
+    job_totals from_rows;
+    int expected_jobs = 0;
+    for (const stored_job& j : jobs) {
+      if (j.job.end_time < p.from || j.job.end_time >= p.to)
+        continue;
+      ++expected_jobs;
+      from_rows.cpu_time_s += j.job.cpu_time_s;
+      from_rows.mpi_calls += j.job.mpi_calls;
+      from_rows.pes += j.job.ranks;
+    }
+    const job_totals t = s->totals(p, std::nullopt);
+    EXPECT_EQ(t.jobs, expected_jobs);
+    EXPECT_EQ(t.pes, from_rows.pes);
+    EXPECT_NEAR(t.cpu_time_s, from_rows.cpu_time_s, 1e-6);
+    EXPECT_EQ(t.mpi_calls, from_rows.mpi_calls);
+    std::int64_t class_jobs = 0, critical = 0;
+    for (const job_class_row& c : s->job_classes(p, 20, std::nullopt)) {
+      class_jobs += c.totals.jobs;
+      critical += c.critical_jobs;
+    }
+    EXPECT_EQ(class_jobs, expected_jobs);
+    job_filter over20;
+    over20.when = p;
+    over20.min_mpi_percent = 20;
+    EXPECT_EQ(critical, s->count_jobs(over20));
+    std::int64_t send_calls = 0;
+    for (const owner_routine_row& r : s->routine_sums(p, std::nullopt, true))
+      if (r.routine == "MPI_Send")
+        send_calls += r.calls;
+    EXPECT_EQ(send_calls, 4000 * expected_jobs);
+    std::int64_t week_jobs = 0;
+    for (const owner_week_row& w : s->owner_weeks(p, std::string("u1")))
+      week_jobs += w.totals.jobs;
+    EXPECT_EQ(week_jobs, s->totals(p, std::string("u1")).jobs);
+  }
+}
+
+TEST_F(StoreBackend, BadUrlsAndFilesSayWhy) {
+  EXPECT_THROW(store::open("nosuch://x"), store_error);
+  try {
+    store::open("sqlite:/proc/no/such/dir/site.db");
+    FAIL();
+  } catch (const store_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/no/such/dir/site.db"), std::string::npos);
+  }
+}
+
+} // namespace
+} // namespace strata::site

@@ -1,0 +1,837 @@
+#include "site/store.hpp"
+
+#include "record/record.hpp"
+#include "site/groups.hpp"
+#include "site/store_backends.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <pwd.h>
+#include <set>
+#include <tuple>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace strata::site {
+
+namespace {
+
+// Versioned migrations: entry i takes the store from version i to i + 1. "{{id}}" is the
+// auto-numbered primary key of the backend, "{{blob}}" its type for bytes. Never edit an applied
+// entry; append a new one.
+const char* const migrations[] = {
+    R"sql(
+CREATE TABLE jobs (
+  job_id {{id}},
+  job_key TEXT NOT NULL UNIQUE,
+  record_id TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  owner_uid BIGINT NOT NULL,
+  claimed_user TEXT NOT NULL,
+  claimed_uid BIGINT NOT NULL,
+  owner_mismatch INTEGER NOT NULL,
+  start_time BIGINT NOT NULL,
+  end_time BIGINT NOT NULL,
+  ranks BIGINT NOT NULL,
+  ranks_reported BIGINT NOT NULL,
+  hosts BIGINT NOT NULL,
+  executable TEXT NOT NULL,
+  language TEXT NOT NULL,
+  mpi_flavor TEXT NOT NULL,
+  status TEXT NOT NULL,
+  partial INTEGER NOT NULL,
+  wall_time_s DOUBLE PRECISION NOT NULL,
+  cpu_time_s DOUBLE PRECISION NOT NULL,
+  mpi_time_s DOUBLE PRECISION NOT NULL,
+  mpi_percent DOUBLE PRECISION NOT NULL,
+  overhead_s DOUBLE PRECISION NOT NULL,
+  mpi_calls BIGINT NOT NULL,
+  mpi_bytes BIGINT NOT NULL,
+  routine_groups BIGINT NOT NULL,
+  cpu_class INTEGER NOT NULL,
+  instructions DOUBLE PRECISION,
+  ingested_at BIGINT NOT NULL
+);
+-- Covers the period scans of reports (critical jobs, owners) without touching the rows.
+CREATE INDEX jobs_period ON jobs (end_time, mpi_percent, owner, language, ranks, cpu_class);
+CREATE INDEX jobs_owner_end_time ON jobs (owner, end_time);
+CREATE TABLE job_records (
+  job_id BIGINT PRIMARY KEY REFERENCES jobs (job_id) ON DELETE CASCADE,
+  record {{blob}} NOT NULL
+);
+CREATE TABLE job_routines (
+  job_id BIGINT NOT NULL REFERENCES jobs (job_id) ON DELETE CASCADE,
+  routine TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  end_time BIGINT NOT NULL,
+  calls BIGINT NOT NULL,
+  time_s DOUBLE PRECISION NOT NULL,
+  bytes BIGINT NOT NULL,
+  count_sum BIGINT NOT NULL,
+  PRIMARY KEY (job_id, routine)
+);
+CREATE INDEX job_routines_end_time ON job_routines (end_time);
+-- Pre-aggregates per UTC day (day = end_time rounded down to 00:00), kept by every insert, so
+-- that reports over whole days read a few thousand rows instead of every job.
+CREATE TABLE day_routines (
+  day BIGINT NOT NULL,
+  owner TEXT NOT NULL,
+  routine TEXT NOT NULL,
+  jobs BIGINT NOT NULL,
+  calls DOUBLE PRECISION NOT NULL,
+  bytes DOUBLE PRECISION NOT NULL,
+  count_sum DOUBLE PRECISION NOT NULL,
+  time_s DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (day, owner, routine)
+);
+CREATE TABLE day_classes (
+  day BIGINT NOT NULL,
+  owner TEXT NOT NULL,
+  language TEXT NOT NULL,
+  ranks BIGINT NOT NULL,
+  cpu_class INTEGER NOT NULL,
+  jobs BIGINT NOT NULL,
+  pes BIGINT NOT NULL,
+  cpu_time_s DOUBLE PRECISION NOT NULL,
+  mpi_time_s DOUBLE PRECISION NOT NULL,
+  overhead_s DOUBLE PRECISION NOT NULL,
+  wall_time_s DOUBLE PRECISION NOT NULL,
+  pe_weighted DOUBLE PRECISION NOT NULL,
+  mpi_calls DOUBLE PRECISION NOT NULL,
+  mpi_bytes DOUBLE PRECISION NOT NULL,
+  instructions DOUBLE PRECISION NOT NULL,
+  instructions_cpu_time_s DOUBLE PRECISION NOT NULL,
+  {{group_columns}}
+  PRIMARY KEY (day, owner, language, ranks, cpu_class)
+);
+)sql",
+};
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+std::string user_name(std::int64_t uid) {
+  // Ingest asks for the same few owners again and again; NSS may ask a daemon each time.
+  static std::mutex mutex;
+  static std::map<std::int64_t, std::string> cache;
+  const std::lock_guard lock(mutex);
+  if (auto it = cache.find(uid); it != cache.end())
+    return it->second;
+  std::string& name = cache[uid];
+  char buf[4096];
+  passwd pw{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf, sizeof buf, &found) == 0 && found != nullptr)
+    name = found->pw_name;
+  return name;
+}
+
+constexpr const char* job_columns =
+    "job_id, job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, owner_mismatch, "
+    "start_time, end_time, ranks, ranks_reported, hosts, executable, language, mpi_flavor, "
+    "status, partial, wall_time_s, cpu_time_s, mpi_time_s, mpi_percent, overhead_s, mpi_calls, "
+    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at";
+
+job_row read_job(const store::row& r) {
+  job_row j;
+  int c = 0;
+  j.job_id = r.i64(c++);
+  j.job_key = r.text(c++);
+  j.record_id = r.text(c++);
+  j.owner = r.text(c++);
+  j.owner_uid = r.i64(c++);
+  j.claimed_user = r.text(c++);
+  j.claimed_uid = r.i64(c++);
+  j.owner_mismatch = r.i64(c++) != 0;
+  j.start_time = r.i64(c++);
+  j.end_time = r.i64(c++);
+  j.ranks = r.i64(c++);
+  j.ranks_reported = r.i64(c++);
+  j.hosts = r.i64(c++);
+  j.executable = r.text(c++);
+  j.language = r.text(c++);
+  j.mpi_flavor = r.text(c++);
+  j.status = r.text(c++);
+  j.partial = r.i64(c++) != 0;
+  j.wall_time_s = r.f64(c++);
+  j.cpu_time_s = r.f64(c++);
+  j.mpi_time_s = r.f64(c++);
+  j.mpi_percent = r.f64(c++);
+  j.overhead_s = r.f64(c++);
+  j.mpi_calls = r.i64(c++);
+  j.mpi_bytes = r.i64(c++);
+  j.routine_groups = r.i64(c++);
+  j.cpu_class = static_cast<int>(r.i64(c++));
+  if (!r.is_null(c))
+    j.instructions = r.f64(c);
+  ++c;
+  j.ingested_at = r.i64(c++);
+  return j;
+}
+
+// The WHERE clause of a job filter over `jobs`, with its parameters.
+std::string where_clause(const job_filter& f, std::vector<store::param>& params) {
+  std::string sql = " WHERE 1=1";
+  auto add = [&](const std::string& cond, store::param p) {
+    params.push_back(std::move(p));
+    sql += " AND " + replace_all(cond, "?", "$" + std::to_string(params.size()));
+  };
+  if (f.when) {
+    add("end_time >= ?", f.when->from);
+    add("end_time < ?", f.when->to);
+  }
+  if (f.owner)
+    add("owner = ?", *f.owner);
+  if (f.language)
+    add("language = ?", *f.language);
+  if (f.min_mpi_percent)
+    add("mpi_percent > ?", *f.min_mpi_percent);
+  if (f.min_ranks)
+    add("ranks >= ?", *f.min_ranks);
+  if (f.max_ranks)
+    add("ranks <= ?", *f.max_ranks);
+  if (f.text) {
+    // Substring match without LIKE's wildcards: the same on both backends.
+    params.push_back(*f.text);
+    const std::string p = "$" + std::to_string(params.size());
+    sql += " AND (strpos(executable, " + p + ") > 0 OR strpos(record_id, " + p + ") > 0)";
+  }
+  return sql;
+}
+
+const char* order_clause(job_order o) {
+  switch (o) {
+  case job_order::end_asc:
+    return " ORDER BY end_time ASC, job_id ASC";
+  case job_order::mpi_percent_desc:
+    return " ORDER BY mpi_percent DESC, job_id DESC";
+  case job_order::cpu_time_desc:
+    return " ORDER BY cpu_time_s DESC, job_id DESC";
+  case job_order::ranks_desc:
+    return " ORDER BY ranks DESC, job_id DESC";
+  case job_order::latest:
+    return " ORDER BY end_time DESC";
+  case job_order::end_desc:
+    break;
+  }
+  return " ORDER BY end_time DESC, job_id DESC";
+}
+
+// Sums over `jobs` rows as job_totals columns, in the order read_totals reads them.
+constexpr const char* totals_columns =
+    "COUNT(*), COALESCE(SUM(ranks), 0), COALESCE(SUM(cpu_time_s), 0), "
+    "COALESCE(SUM(mpi_time_s), 0), COALESCE(SUM(overhead_s), 0), COALESCE(SUM(wall_time_s), 0), "
+    "COALESCE(SUM(ranks * cpu_time_s), 0), COALESCE(SUM(CAST(mpi_calls AS DOUBLE PRECISION)), 0), "
+    "COALESCE(SUM(CAST(mpi_bytes AS DOUBLE PRECISION)), 0), COALESCE(SUM(instructions), 0), "
+    "COALESCE(SUM(CASE WHEN instructions IS NULL THEN 0 ELSE cpu_time_s END), 0)";
+constexpr int totals_column_count = 11;
+
+job_totals read_totals(const store::row& r, int c) {
+  job_totals t;
+  t.jobs = r.i64(c++);
+  t.pes = r.i64(c++);
+  t.cpu_time_s = r.f64(c++);
+  t.mpi_time_s = r.f64(c++);
+  t.overhead_s = r.f64(c++);
+  t.wall_time_s = r.f64(c++);
+  t.pe_weighted = r.f64(c++);
+  t.mpi_calls = r.i64(c++);
+  t.mpi_bytes = r.i64(c++);
+  t.instructions = r.f64(c++);
+  t.instructions_cpu_time_s = r.f64(c++);
+  return t;
+}
+
+} // namespace
+
+// Records are kept deflated (about a quarter of the JSON): "z1", the length as 4 bytes little
+// endian, then zlib data. Anything else is taken as plain text (for hand-made rows).
+std::string pack_record(const std::string& json) {
+  uLongf size = compressBound(static_cast<uLong>(json.size()));
+  std::string out(6 + size, '\0');
+  out[0] = 'z';
+  out[1] = '1';
+  for (int i = 0; i < 4; ++i)
+    out[2 + i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  if (compress2(reinterpret_cast<Bytef*>(out.data() + 6), &size,
+                reinterpret_cast<const Bytef*>(json.data()), static_cast<uLong>(json.size()),
+                Z_BEST_SPEED) != Z_OK)
+    return json;
+  out.resize(6 + size);
+  return out;
+}
+
+std::string unpack_record(const std::string& stored) {
+  if (stored.size() < 6 || stored[0] != 'z' || stored[1] != '1')
+    return stored;
+  uLongf size = 0;
+  for (int i = 0; i < 4; ++i)
+    size |= static_cast<uLongf>(static_cast<unsigned char>(stored[2 + i])) << (8 * i);
+  std::string out(size, '\0');
+  if (uncompress(reinterpret_cast<Bytef*>(out.data()), &size,
+                 reinterpret_cast<const Bytef*>(stored.data() + 6),
+                 static_cast<uLong>(stored.size() - 6)) != Z_OK)
+    throw store_error("a stored record is damaged (zlib data does not inflate)");
+  out.resize(size);
+  return out;
+}
+
+std::int64_t week_start(std::int64_t t) {
+  constexpr std::int64_t week = std::int64_t{7} * 86400,
+                         monday = std::int64_t{4} * 86400; // 1970-01-05 was a Monday
+  std::int64_t q = (t - monday) / week;
+  if ((t - monday) % week < 0)
+    --q;
+  return q * week + monday;
+}
+
+stored_job make_stored_job(const record::job_record& record, std::string record_json,
+                           std::int64_t owner_uid, std::string owner_name) {
+  stored_job s;
+  job_row& j = s.job;
+  const record::job_facts& f = record.job;
+  const auto start = parse_utc_time(f.start);
+  const auto end = parse_utc_time(f.end);
+  j.start_time = start.value_or(end.value_or(0));
+  j.end_time = end.value_or(j.start_time);
+  j.record_id = f.id;
+  j.job_key = f.id + "@" + f.start;
+  j.owner_uid = owner_uid;
+  j.claimed_user = f.user;
+  j.claimed_uid = static_cast<std::int64_t>(f.uid);
+  j.owner_mismatch = j.claimed_uid != owner_uid;
+  if (owner_name.empty())
+    owner_name = user_name(owner_uid);
+  if (owner_name.empty())
+    owner_name = !j.owner_mismatch && !f.user.empty() ? f.user : "uid" + std::to_string(owner_uid);
+  j.owner = std::move(owner_name);
+  j.ranks = static_cast<std::int64_t>(f.ranks);
+  j.ranks_reported = static_cast<std::int64_t>(f.ranks_reported);
+  j.hosts = static_cast<std::int64_t>(f.hosts);
+  j.executable = f.executable;
+  j.language = f.language;
+  j.mpi_flavor = f.mpi_flavor;
+  j.status = std::string(record::status_name(f.status));
+  j.partial = f.partial;
+  j.wall_time_s = f.wall_time_s;
+  j.cpu_time_s = f.wall_time_s * static_cast<double>(f.ranks_reported);
+  j.mpi_time_s = f.mpi_time_s;
+  j.mpi_percent = f.mpi_percent;
+  j.overhead_s = f.profiler_overhead_s;
+  j.cpu_class = j.cpu_time_s >= 1 ? static_cast<int>(std::floor(std::log10(j.cpu_time_s))) : 0;
+  if (auto it = f.counters.find("instructions"); it != f.counters.end())
+    j.instructions = static_cast<double>(it->second.outside_mpi);
+  for (const record::routine& r : record.routines) {
+    routine_row row;
+    row.routine = r.name;
+    row.calls = static_cast<std::int64_t>(std::min<std::uint64_t>(r.calls, INT64_MAX / 1024));
+    row.time_s = r.time_s;
+    // The store's integers are signed 64-bit: a figure beyond that is kept as the largest.
+    row.bytes = static_cast<std::int64_t>(std::min<std::uint64_t>(r.bytes(), INT64_MAX / 1024));
+    row.count_sum =
+        static_cast<std::int64_t>(std::min<std::uint64_t>(r.count_sum, INT64_MAX / 1024));
+    j.mpi_calls = std::min(j.mpi_calls, INT64_MAX - row.calls) + row.calls;
+    j.mpi_bytes = std::min(j.mpi_bytes, INT64_MAX - row.bytes) + row.bytes;
+    if (r.calls > 0)
+      if (const auto g = group_of(r.name))
+        j.routine_groups |= std::int64_t{1} << static_cast<int>(*g);
+    s.routines.push_back(std::move(row));
+  }
+  s.record_json = std::move(record_json);
+  return s;
+}
+
+std::unique_ptr<store> store::open(std::string_view url) {
+  const url_result parsed = parse_db_url(url);
+  if (!parsed.url)
+    throw store_error(parsed.error);
+  return open(*parsed.url);
+}
+
+std::unique_ptr<store> store::open(const db_url& url) {
+  std::unique_ptr<store> s =
+      url.kind == backend::sqlite ? open_sqlite(url.target) : open_postgresql(url.target);
+  s->migrate();
+  return s;
+}
+
+int store::schema_version() {
+  std::int64_t v = 0;
+  query("SELECT COALESCE(MAX(version), 0) FROM schema_version", {},
+        [&](const row& r) { v = r.i64(0); });
+  return static_cast<int>(v);
+}
+
+void store::migrate() {
+  execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  constexpr int known = static_cast<int>(std::size(migrations));
+  static_assert(known == store_schema_version);
+  if (schema_version() == known)
+    return;
+  begin_migration(); // two ingests starting at once must not both migrate
+  try {
+    const int have = schema_version();
+    if (have > known)
+      throw store_error("the store has schema version " + std::to_string(have) +
+                        ", newer than this strata knows (" + std::to_string(known) +
+                        "): upgrade strata");
+    for (int v = have; v < known; ++v) {
+      std::string sql = replace_all(migrations[v], "{{id}}", id_column_type());
+      sql = replace_all(sql, "{{blob}}", blob_column_type());
+      std::string groups;
+      for (int g = 0; g < routine_group_count; ++g)
+        groups += "g" + std::to_string(g) + "_jobs BIGINT NOT NULL, g" + std::to_string(g) +
+                  "_cpu DOUBLE PRECISION NOT NULL,\n  ";
+      execute(replace_all(sql, "{{group_columns}}", groups));
+      execute("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
+    }
+    execute("COMMIT");
+  } catch (...) {
+    try {
+      execute("ROLLBACK");
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+std::vector<job_row> store::jobs(const job_filter& filter) {
+  std::vector<param> params;
+  std::string sql = std::string("SELECT ") + job_columns + " FROM jobs" +
+                    where_clause(filter, params) + order_clause(filter.order);
+  params.push_back(filter.limit);
+  sql += " LIMIT $" + std::to_string(params.size());
+  params.push_back(filter.offset);
+  sql += " OFFSET $" + std::to_string(params.size());
+  std::vector<job_row> out;
+  query(sql, params, [&](const row& r) { out.push_back(read_job(r)); });
+  return out;
+}
+
+std::int64_t store::count_jobs(const job_filter& filter) {
+  std::vector<param> params;
+  const std::string sql = "SELECT COUNT(*) FROM jobs" + where_clause(filter, params);
+  std::int64_t n = 0;
+  query(sql, params, [&](const row& r) { n = r.i64(0); });
+  return n;
+}
+
+std::optional<stored_job> store::job(std::int64_t job_id) {
+  std::optional<stored_job> out;
+  query(std::string("SELECT ") + job_columns + " FROM jobs WHERE job_id = $1", {job_id},
+        [&](const row& r) {
+          out.emplace();
+          out->job = read_job(r);
+        });
+  if (out)
+    query("SELECT record FROM job_records WHERE job_id = $1", {job_id},
+          [&](const row& r) { out->record_json = unpack_record(r.blob(0)); });
+  if (out)
+    query("SELECT routine, calls, time_s, bytes, count_sum FROM job_routines WHERE job_id = $1 "
+          "ORDER BY routine",
+          {job_id}, [&](const row& r) {
+            out->routines.push_back({r.text(0), r.i64(1), r.f64(2), r.i64(3), r.i64(4)});
+          });
+  return out;
+}
+
+std::optional<stored_job> store::job_by_key(const std::string& job_key) {
+  std::optional<std::int64_t> id;
+  query("SELECT job_id FROM jobs WHERE job_key = $1", {job_key},
+        [&](const row& r) { id = r.i64(0); });
+  return id ? job(*id) : std::nullopt;
+}
+
+namespace {
+
+constexpr std::int64_t day_s = 86400;
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if (a % b != 0 && (a < 0) != (b < 0))
+    --q;
+  return q;
+}
+
+// A period as whole UTC days (read from the day tables) and the partial days at its ends
+// (read from the job rows).
+struct day_split {
+  std::optional<period> days;
+  std::vector<period> raw;
+};
+
+day_split split_days(const period& p) {
+  day_split out;
+  const std::int64_t first = -floor_div(-p.from, day_s) * day_s;
+  const std::int64_t last = floor_div(p.to, day_s) * day_s;
+  if (first < last) {
+    out.days = period{first, last};
+    if (p.from < first)
+      out.raw.push_back({p.from, first});
+    if (last < p.to)
+      out.raw.push_back({last, p.to});
+  } else if (p.from < p.to) {
+    out.raw.push_back(p);
+  }
+  return out;
+}
+
+constexpr const char* rollup_totals_columns =
+    "SUM(jobs), SUM(pes), SUM(cpu_time_s), SUM(mpi_time_s), SUM(overhead_s), SUM(wall_time_s), "
+    "SUM(pe_weighted), SUM(mpi_calls), SUM(mpi_bytes), SUM(instructions), "
+    "SUM(instructions_cpu_time_s)";
+
+// "... AND owner = $N" with its parameter, when asked for one owner.
+std::string owner_condition(const std::optional<std::string>& owner,
+                            std::vector<store::param>& params) {
+  if (!owner)
+    return {};
+  params.push_back(*owner);
+  return " AND owner = $" + std::to_string(params.size());
+}
+
+} // namespace
+
+void add_totals(job_totals& into, const job_totals& t) {
+  into.jobs += t.jobs;
+  into.pes += t.pes;
+  into.cpu_time_s += t.cpu_time_s;
+  into.mpi_time_s += t.mpi_time_s;
+  into.overhead_s += t.overhead_s;
+  into.wall_time_s += t.wall_time_s;
+  into.pe_weighted += t.pe_weighted;
+  into.mpi_calls += t.mpi_calls;
+  into.mpi_bytes += t.mpi_bytes;
+  into.instructions += t.instructions;
+  into.instructions_cpu_time_s += t.instructions_cpu_time_s;
+}
+
+insert_result store::insert(const std::vector<stored_job>& jobs) {
+  begin_write();
+  try {
+    insert_result r = insert_rows(jobs);
+    add_rollups(jobs, r.was_new);
+    execute("COMMIT");
+    return r;
+  } catch (...) {
+    try {
+      execute("ROLLBACK");
+    } catch (...) { // the first error is the one to report
+    }
+    throw;
+  }
+}
+
+void store::upsert(const std::string& table, const std::vector<std::string>& key_columns,
+                   const std::vector<std::string>& sum_columns,
+                   const std::vector<std::vector<param>>& rows) {
+  const size_t width = key_columns.size() + sum_columns.size();
+  const size_t chunk = std::max<size_t>(1, 8000 / width); // under both backends' limits
+  std::string columns, update, keys;
+  for (const std::string& c : key_columns)
+    columns += (columns.empty() ? "" : ", ") + c;
+  keys = columns;
+  for (const std::string& c : sum_columns) {
+    columns += ", " + c;
+    update += (update.empty() ? "" : ", ") + c + " = " + table + "." + c + " + excluded." + c;
+  }
+  for (size_t begin = 0; begin < rows.size(); begin += chunk) {
+    const size_t end = std::min(rows.size(), begin + chunk);
+    std::string sql = "INSERT INTO " + table + " (" + columns + ") VALUES ";
+    std::vector<param> params;
+    params.reserve((end - begin) * width);
+    for (size_t i = begin; i < end; ++i) {
+      sql += i == begin ? "(" : ", (";
+      for (size_t c = 0; c < width; ++c) {
+        params.push_back(rows[i][c]);
+        sql += (c == 0 ? "$" : ", $") + std::to_string(params.size());
+      }
+      sql += ")";
+    }
+    sql += " ON CONFLICT (" + keys + ") DO UPDATE SET " + update;
+    query(sql, params, [](const row&) {});
+  }
+}
+
+void store::add_rollups(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new) {
+  using routine_key = std::tuple<std::int64_t, std::string, std::string>;
+  struct routine_sum {
+    std::int64_t jobs = 0;
+    double calls = 0, bytes = 0, count_sum = 0, time_s = 0;
+  };
+  using class_key = std::tuple<std::int64_t, std::string, std::string, std::int64_t, int>;
+  struct class_sum {
+    job_totals t;
+    std::vector<std::int64_t> group_jobs = std::vector<std::int64_t>(routine_group_count, 0);
+    std::vector<double> group_cpu = std::vector<double>(routine_group_count, 0.0);
+  };
+  std::map<routine_key, routine_sum> routines;
+  std::map<class_key, class_sum> classes;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!was_new[i])
+      continue;
+    const job_row& j = jobs[i].job;
+    const std::int64_t day = floor_div(j.end_time, day_s) * day_s;
+    for (const routine_row& r : jobs[i].routines) {
+      routine_sum& s = routines[{day, j.owner, r.routine}];
+      ++s.jobs;
+      s.calls += static_cast<double>(r.calls);
+      s.bytes += static_cast<double>(r.bytes);
+      s.count_sum += static_cast<double>(r.count_sum);
+      s.time_s += r.time_s;
+    }
+    class_sum& c = classes[{day, j.owner, j.language, j.ranks, j.cpu_class}];
+    job_totals one;
+    one.jobs = 1;
+    one.pes = j.ranks;
+    one.cpu_time_s = j.cpu_time_s;
+    one.mpi_time_s = j.mpi_time_s;
+    one.overhead_s = j.overhead_s;
+    one.wall_time_s = j.wall_time_s;
+    one.pe_weighted = static_cast<double>(j.ranks) * j.cpu_time_s;
+    one.mpi_calls = j.mpi_calls;
+    one.mpi_bytes = j.mpi_bytes;
+    if (j.instructions) {
+      one.instructions = *j.instructions;
+      one.instructions_cpu_time_s = j.cpu_time_s;
+    }
+    add_totals(c.t, one);
+    for (int g = 0; g < routine_group_count; ++g) {
+      if ((j.routine_groups >> g) & 1) {
+        ++c.group_jobs[static_cast<size_t>(g)];
+        c.group_cpu[static_cast<size_t>(g)] += j.cpu_time_s;
+      }
+    }
+  }
+  std::vector<std::vector<param>> rows;
+  rows.reserve(routines.size());
+  for (const auto& [k, v] : routines)
+    rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), v.jobs, v.calls, v.bytes,
+                    v.count_sum, v.time_s});
+  upsert("day_routines", {"day", "owner", "routine"},
+         {"jobs", "calls", "bytes", "count_sum", "time_s"}, rows);
+  rows.clear();
+  std::vector<std::string> sums = {"jobs",
+                                   "pes",
+                                   "cpu_time_s",
+                                   "mpi_time_s",
+                                   "overhead_s",
+                                   "wall_time_s",
+                                   "pe_weighted",
+                                   "mpi_calls",
+                                   "mpi_bytes",
+                                   "instructions",
+                                   "instructions_cpu_time_s"};
+  for (int g = 0; g < routine_group_count; ++g) {
+    sums.push_back("g" + std::to_string(g) + "_jobs");
+    sums.push_back("g" + std::to_string(g) + "_cpu");
+  }
+  for (const auto& [k, v] : classes) {
+    std::vector<param> r = {std::get<0>(k),
+                            std::get<1>(k),
+                            std::get<2>(k),
+                            std::get<3>(k),
+                            std::get<4>(k),
+                            v.t.jobs,
+                            v.t.pes,
+                            v.t.cpu_time_s,
+                            v.t.mpi_time_s,
+                            v.t.overhead_s,
+                            v.t.wall_time_s,
+                            v.t.pe_weighted,
+                            static_cast<double>(v.t.mpi_calls),
+                            static_cast<double>(v.t.mpi_bytes),
+                            v.t.instructions,
+                            v.t.instructions_cpu_time_s};
+    for (int g = 0; g < routine_group_count; ++g) {
+      r.emplace_back(v.group_jobs[static_cast<size_t>(g)]);
+      r.emplace_back(v.group_cpu[static_cast<size_t>(g)]);
+    }
+    rows.push_back(std::move(r));
+  }
+  upsert("day_classes", {"day", "owner", "language", "ranks", "cpu_class"}, sums, rows);
+}
+
+std::vector<std::string> store::owners(const period& when) {
+  std::set<std::string> found;
+  const day_split split = split_days(when);
+  for (const period& p : split.raw)
+    query("SELECT DISTINCT owner FROM jobs WHERE end_time >= $1 AND end_time < $2", {p.from, p.to},
+          [&](const row& r) { found.insert(r.text(0)); });
+  if (split.days)
+    query("SELECT DISTINCT owner FROM day_classes WHERE day >= $1 AND day < $2",
+          {split.days->from, split.days->to}, [&](const row& r) { found.insert(r.text(0)); });
+  return {found.begin(), found.end()};
+}
+
+job_totals store::totals(const period& when, const std::optional<std::string>& owner) {
+  job_totals t;
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::vector<param> params{p.from, p.to};
+    const std::string sql = std::string("SELECT ") + totals_columns +
+                            " FROM jobs WHERE end_time >= $1 AND end_time < $2" +
+                            owner_condition(owner, params);
+    query(sql, params, [&](const row& r) { add_totals(t, read_totals(r, 0)); });
+  }
+  if (split.days) {
+    std::vector<param> params{split.days->from, split.days->to};
+    const std::string sql = std::string("SELECT ") + rollup_totals_columns +
+                            " FROM day_classes WHERE day >= $1 AND day < $2" +
+                            owner_condition(owner, params);
+    query(sql, params, [&](const row& r) {
+      if (!r.is_null(0))
+        add_totals(t, read_totals(r, 0));
+    });
+  }
+  return t;
+}
+
+std::vector<job_class_row> store::job_classes(const period& when, double critical_mpi_percent,
+                                              const std::optional<std::string>& owner) {
+  using key = std::tuple<std::string, std::string, std::int64_t, int>;
+  std::map<key, job_class_row> acc;
+  auto at = [&](const row& r) -> job_class_row& {
+    job_class_row& c = acc[{r.text(0), r.text(1), r.i64(2), static_cast<int>(r.i64(3))}];
+    if (c.group_jobs.empty()) {
+      c.owner = r.text(0);
+      c.language = r.text(1);
+      c.ranks = r.i64(2);
+      c.cpu_class = static_cast<int>(r.i64(3));
+      c.group_jobs.assign(routine_group_count, 0);
+      c.group_cpu_time_s.assign(routine_group_count, 0.0);
+    }
+    return c;
+  };
+  auto read = [&](const row& r) {
+    job_class_row& c = at(r);
+    add_totals(c.totals, read_totals(r, 4));
+    int col = 4 + totals_column_count;
+    for (size_t g = 0; g < static_cast<size_t>(routine_group_count); ++g) {
+      c.group_jobs[g] += r.i64(col++);
+      c.group_cpu_time_s[g] += r.f64(col++);
+    }
+  };
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::string sql = "SELECT owner, language, ranks, cpu_class, ";
+    sql += totals_columns;
+    for (int g = 0; g < routine_group_count; ++g) {
+      const std::string bit =
+          "((routine_groups / " + std::to_string(std::int64_t{1} << g) + ") % 2)";
+      sql += ", COALESCE(SUM(" + bit + "), 0), COALESCE(SUM(" + bit + " * cpu_time_s), 0)";
+    }
+    std::vector<param> params{p.from, p.to};
+    sql += " FROM jobs WHERE end_time >= $1 AND end_time < $2" + owner_condition(owner, params) +
+           " GROUP BY owner, language, ranks, cpu_class";
+    query(sql, params, read);
+  }
+  if (split.days) {
+    std::string sql =
+        std::string("SELECT owner, language, ranks, cpu_class, ") + rollup_totals_columns;
+    for (int g = 0; g < routine_group_count; ++g)
+      sql += ", SUM(g" + std::to_string(g) + "_jobs), SUM(g" + std::to_string(g) + "_cpu)";
+    std::vector<param> params{split.days->from, split.days->to};
+    sql += " FROM day_classes WHERE day >= $1 AND day < $2" + owner_condition(owner, params) +
+           " GROUP BY owner, language, ranks, cpu_class";
+    query(sql, params, read);
+  }
+  // Critical jobs depend on the threshold asked for: counted from the job rows, through the
+  // covering index on (end_time, mpi_percent, owner, language, ranks, cpu_class).
+  std::vector<param> params{when.from, when.to, critical_mpi_percent};
+  const std::string sql =
+      "SELECT owner, language, ranks, cpu_class, COUNT(*) FROM jobs WHERE end_time >= $1 AND "
+      "end_time < $2 AND mpi_percent > $3" +
+      owner_condition(owner, params) + " GROUP BY owner, language, ranks, cpu_class";
+  query(sql, params, [&](const row& r) { at(r).critical_jobs += r.i64(4); });
+  std::vector<job_class_row> out;
+  out.reserve(acc.size());
+  for (auto& [k, c] : acc)
+    out.push_back(std::move(c));
+  return out;
+}
+
+std::vector<owner_routine_row>
+store::routine_sums(const period& when, const std::optional<std::string>& owner, bool by_owner) {
+  std::map<std::pair<std::string, std::string>, owner_routine_row> acc;
+  auto read = [&](const row& r) {
+    owner_routine_row& o = acc[{r.text(0), r.text(1)}];
+    o.owner = r.text(0);
+    o.routine = r.text(1);
+    o.jobs += r.i64(2);
+    o.calls += r.i64(3);
+    o.bytes += r.i64(4);
+    o.count_sum += r.i64(5);
+    o.time_s += r.f64(6);
+  };
+  const std::string who = by_owner ? "owner" : "''";
+  const std::string group = by_owner ? " GROUP BY owner, routine" : " GROUP BY routine";
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::vector<param> params{p.from, p.to};
+    const std::string sql =
+        "SELECT " + who +
+        ", routine, COUNT(*), SUM(CAST(calls AS DOUBLE PRECISION)), "
+        "SUM(CAST(bytes AS DOUBLE PRECISION)), SUM(CAST(count_sum AS DOUBLE PRECISION)), "
+        "SUM(time_s) FROM job_routines WHERE end_time >= $1 AND end_time < $2" +
+        owner_condition(owner, params) + group;
+    query(sql, params, read);
+  }
+  if (split.days) {
+    std::vector<param> params{split.days->from, split.days->to};
+    const std::string sql = "SELECT " + who +
+                            ", routine, SUM(jobs), SUM(calls), SUM(bytes), SUM(count_sum), "
+                            "SUM(time_s) FROM day_routines WHERE day >= $1 AND day < $2" +
+                            owner_condition(owner, params) + group;
+    query(sql, params, read);
+  }
+  std::vector<owner_routine_row> out;
+  out.reserve(acc.size());
+  for (auto& [k, o] : acc)
+    out.push_back(std::move(o));
+  return out;
+}
+
+std::vector<owner_week_row> store::owner_weeks(const period& when,
+                                               const std::optional<std::string>& owner) {
+  std::map<std::pair<std::string, std::int64_t>, owner_week_row> acc;
+  auto read = [&](const row& r) {
+    owner_week_row& w = acc[{r.text(0), r.i64(1)}];
+    w.owner = r.text(0);
+    w.week_start = r.i64(1);
+    add_totals(w.totals, read_totals(r, 2));
+  };
+  // Integer division of a non-negative offset: the same on both backends.
+  auto week = [](const std::string& t) {
+    return "((" + t + " - 345600) / 604800) * 604800 + 345600";
+  };
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::vector<param> params{p.from, p.to};
+    const std::string sql = "SELECT owner, " + week("end_time") + " AS week, " + totals_columns +
+                            " FROM jobs WHERE end_time >= $1 AND end_time < $2 AND "
+                            "end_time >= 345600" +
+                            owner_condition(owner, params) + " GROUP BY owner, week";
+    query(sql, params, read);
+  }
+  if (split.days) {
+    std::vector<param> params{split.days->from, split.days->to};
+    const std::string sql = "SELECT owner, " + week("day") + " AS week, " + rollup_totals_columns +
+                            " FROM day_classes WHERE day >= $1 AND day < $2 AND day >= 345600" +
+                            owner_condition(owner, params) + " GROUP BY owner, week";
+    query(sql, params, read);
+  }
+  std::vector<owner_week_row> out;
+  out.reserve(acc.size());
+  for (auto& [k, w] : acc)
+    out.push_back(std::move(w));
+  return out;
+}
+
+} // namespace strata::site

@@ -1,0 +1,367 @@
+"""The site store: ingest, reports and mail on SQLite and on a real PostgreSQL server that the
+test starts. Flavor-independent except for one real profiled MPI run whose record is ingested
+beside hand-made records with known figures."""
+import copy
+import email
+import email.policy
+import glob
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+import unittest
+
+from site_postgres import PostgresServer, postgres_bindir
+from strata_testlib import BUILD, STRATA, StrataTestCase, base_env, program, run, strata_run
+
+SAMPLE = os.path.join(os.path.dirname(__file__), "../../src/record/testdata/sample.json")
+DAY = 86400
+
+# Owners are real accounts of the test machine so that uid -> name is the system's answer.
+ALICE, ALICE_UID = "daemon", 1
+BOB, BOB_UID = "nobody", 65534
+CAROL, CAROL_UID = "games", 5
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def make_record(job_id, user, uid, ranks, wall, routines, end, language="C/C++",
+                executable="/home/app"):
+    """A valid strata.job/1 record with the given figures; routines: name -> (calls, time, bytes)."""
+    with open(SAMPLE) as f:
+        rec = json.load(f)
+    job = rec["job"]
+    mpi = sum(t for _, t, _ in routines.values())
+    job.update({"id": job_id, "user": user, "uid": uid, "ranks": ranks, "ranks_reported": ranks,
+                "wall_time_s": wall, "mpi_time_s": mpi, "mpi_percent": 100 * mpi / (wall * ranks),
+                "language": language, "executable": executable, "start": iso(end - wall),
+                "end": iso(end), "profiler_overhead_s": 0.001})
+    job["mpi_percent_by_rank"] = {"min": 1, "mean": 2, "max": 3, "min_rank": 0, "max_rank": 0}
+    job.pop("counters", None)
+    template = rec["routines"]["MPI_Send"]
+    rec["routines"] = {}
+    for name, (calls, t, nbytes) in routines.items():
+        r = copy.deepcopy(template)
+        r.update({"calls": calls, "time_s": t, "bytes_sent": nbytes, "bytes_received": 0,
+                  "count_sum": nbytes // 4, "size_histogram": [], "comm_size_histogram": []})
+        r["per_rank"]["calls"]["max_rank"] = 0
+        r["per_rank"]["time_s"]["max_rank"] = 0
+        rec["routines"][name] = r
+    return rec
+
+
+class SiteTests:
+    """Every test runs against self.db; the TestCase classes below choose the backend."""
+
+    def setUp(self):
+        super().setUp()
+        self.spool = os.path.join(self.out, "spool")
+        os.makedirs(self.spool)
+        self.db = self.new_db()
+        self.now = int(time.time())
+
+    def new_db(self):
+        raise NotImplementedError
+
+    def strata(self, *args, env=None):
+        return run([STRATA, *args], env=env)
+
+    def put(self, name, rec, owner_uid, text=None):
+        path = os.path.join(self.spool, name)
+        with open(path, "w") as f:
+            f.write(text if text is not None else json.dumps(rec, indent=1))
+        os.chown(path, owner_uid, -1)
+        return path
+
+    def ingest(self, *spools):
+        proc = self.strata("site", "ingest", "--db", self.db, *(spools or (self.spool,)))
+        self.assertRan(proc)
+        return proc
+
+    def report_json(self, *args):
+        proc = self.strata("site", "report", "--db", self.db, "--since", "30d", "--format", "json",
+                           *args)
+        self.assertRan(proc)
+        return json.loads(proc.stdout)
+
+    def known_set(self):
+        """Three hand-made jobs with known figures, two users, one critical job."""
+        end = self.now - DAY
+        self.put("a1.json", make_record("test:a1", ALICE, ALICE_UID, 4, 100.0,
+                                        {"MPI_Send": (1000, 10.0, 4000),
+                                         "MPI_Allreduce": (100, 30.0, 800)},
+                                        end, language="Fortran"), ALICE_UID)
+        self.put("a2.json", make_record("test:a2", ALICE, ALICE_UID, 2, 50.0,
+                                        {"MPI_Send": (500, 20.0, 2000)}, end,
+                                        executable="/home/<script>x</script>"), ALICE_UID)
+        self.put("b1.json", make_record("test:b1", BOB, BOB_UID, 8, 10.0,
+                                        {"MPI_Recv": (10, 4.0, 100)}, end), BOB_UID)
+
+    def test_known_figures_exact(self):
+        self.known_set()
+        # A real job, profiled under mpirun, in the same spool.
+        env = base_env(STRATA_SPOOL=self.spool, HOME=self.out)
+        self.assertRan(strata_run("profile", [program("ring_c"), "9"], ranks=2, env=env))
+        real_files = [f for f in glob.glob(os.path.join(self.spool, "*.json"))
+                      if os.path.basename(f) not in ("a1.json", "a2.json", "b1.json")]
+        self.assertEqual(len(real_files), 1)
+        with open(real_files[0]) as f:
+            real = json.load(f)
+        real_owner = os.stat(real_files[0]).st_uid
+        proc = self.ingest()
+        self.assertIn("4 records read, 4 stored, 0 already stored", proc.stdout)
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.json")), [], "moved into the store")
+
+        rep = self.report_json()
+        users = {u["user"]: u for u in rep["users"]}
+        alice = users[ALICE]
+        self.assertEqual(alice["totals"]["jobs"], 2)
+        self.assertEqual(alice["totals"]["pes"], 6)
+        self.assertAlmostEqual(alice["totals"]["cpu_time_s"], 500.0)
+        self.assertAlmostEqual(alice["totals"]["mpi_time_s"], 60.0)
+        self.assertAlmostEqual(alice["mpi_percent"], 12.0)
+        self.assertEqual(alice["c_jobs"], 1)
+        self.assertEqual(alice["fortran_jobs"], 1)
+        self.assertEqual(alice["critical_jobs"], 1, "a2 has 20 % MPI")
+        routines = {r["routine"]: r for r in alice["routines"]}
+        self.assertEqual(routines["MPI_Send"]["calls"], 1500)
+        self.assertEqual(routines["MPI_Send"]["bytes"], 6000)
+        self.assertAlmostEqual(routines["MPI_Send"]["time_s"], 30.0)
+        self.assertAlmostEqual(routines["MPI_Send"]["time_per_call_us"], 20000.0)
+        self.assertAlmostEqual(routines["MPI_Send"]["calls_per_pe"], 250.0)
+        self.assertEqual(routines["MPI_Allreduce"]["jobs"], 1)
+        bob = users[BOB]
+        self.assertEqual(bob["totals"]["jobs"], 1)
+        self.assertAlmostEqual(bob["mpi_percent"], 5.0)
+        # The real job belongs to whoever ran it (the owner of its spool file).
+        import pwd
+        real_name = pwd.getpwuid(real_owner).pw_name
+        self.assertIn(real_name, users)
+        site = rep["site"]
+        self.assertEqual(site["totals"]["jobs"], 4)
+        self.assertEqual(site["totals"]["pes"], 4 + 2 + 8 + real["job"]["ranks"])
+        self.assertEqual(site["users"], 3)
+        site_routines = {r["routine"]: r for r in site["routines"]}
+        self.assertEqual(site_routines["MPI_Send"]["calls"],
+                         1500 + real["routines"]["MPI_Send"]["calls"])
+        self.assertEqual(site_routines["MPI_Recv"]["calls"],
+                         10 + real["routines"]["MPI_Recv"]["calls"])
+        real_critical = real["job"]["mpi_percent"] > 15  # a real run: its MPI share varies
+        self.assertEqual(site["critical_job_count"], 1 + real_critical)
+        self.assertIn("test:a2", [j["record_id"] for j in site["critical_jobs"]])
+        sizes = {b["label"]: b["jobs"] for b in site["by_size"]}
+        self.assertEqual(sizes["4"], 1)
+        self.assertEqual(sizes["8"], 1)
+        self.assertEqual(sizes["2"], 1 + (real["job"]["ranks"] == 2))
+        groups = {g["group"]: g for g in site["groups"]}
+        self.assertAlmostEqual(groups["collective communication"]["jobs_percent"],
+                               100 * (1 + ("MPI_Allreduce" in real["routines"])) / 4)
+        refs = {r["name"]: r for r in alice["references"]}
+        mpi = refs["MPI time / CPU time"]
+        self.assertAlmostEqual(mpi["value"], 12.0)
+        self.assertAlmostEqual(mpi["site_max"], max(12.0, 5.0, mpi["site_max"]))
+        self.assertEqual(mpi["of"], 3)
+        self.assertAlmostEqual(mpi["site_min"], min(5.0, mpi["site_min"]))
+
+        # With a machine model: the latency / transfer / synchronisation estimate per routine.
+        model = os.path.join(self.out, "model.json")
+        with open(model, "w") as f:
+            json.dump({"schema": "strata.model/1",
+                       "routines": {"MPI_Send": {"latency_s": 1e-3, "bytes_per_s": 1e3}}}, f)
+        est = {r["routine"]: r for r in
+               self.report_json("--user", ALICE, "--model", model)["users"][0]["routines"]}
+        self.assertAlmostEqual(est["MPI_Send"]["estimate"]["latency_s"], 1.5)   # 1500 calls
+        self.assertAlmostEqual(est["MPI_Send"]["estimate"]["transfer_s"], 6.0)  # 6000 bytes
+        self.assertAlmostEqual(est["MPI_Send"]["estimate"]["sync_s"], 22.5)     # the rest of 30 s
+        self.assertNotIn("estimate", est["MPI_Allreduce"], "not in the model")
+
+        # The same report for one user, in text and HTML.
+        text = self.strata("site", "report", "--db", self.db, "--since", "30d", "--user", ALICE)
+        self.assertRan(text)
+        self.assertIn(f"MPI usage of {ALICE}", text.stdout)
+        self.assertIn("* critical jobs (MPI % above threshold):", text.stdout)
+        self.assertIn("test:a2", text.stdout)
+        self.assertNotIn(BOB, text.stdout.split("Where you stand")[0])
+        html = self.strata("site", "report", "--db", self.db, "--since", "30d", "--format", "html")
+        self.assertRan(html)
+        self.assertNotIn("<script>x", html.stdout)
+        self.assertIn("&lt;script&gt;x", html.stdout)
+        self.assertIn("Fig. 11", html.stdout)
+
+    def test_ingest_twice_stores_once(self):
+        self.known_set()
+        backup = os.path.join(self.out, "backup")
+        shutil.copytree(self.spool, backup)
+        self.ingest()
+        first = self.report_json()
+        for name in os.listdir(backup):  # the same records spooled again
+            shutil.copy2(os.path.join(backup, name), self.spool)
+            os.chown(os.path.join(self.spool, name), os.stat(os.path.join(backup, name)).st_uid, -1)
+        proc = self.ingest()
+        self.assertIn("3 records read, 0 stored, 3 already stored", proc.stdout)
+        self.assertEqual(self.report_json()["site"]["totals"], first["site"]["totals"])
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.json")), [])
+
+    def test_bad_records_are_quarantined_and_ingest_goes_on(self):
+        self.known_set()
+        good = json.dumps(make_record("test:q", ALICE, ALICE_UID, 2, 1.0, {"MPI_Send": (1, 0.1, 8)},
+                                      self.now - DAY))
+        self.put("truncated.json", None, ALICE_UID, text=good[: len(good) // 2])
+        self.put("schema.json", None, ALICE_UID, text=good.replace("strata.job/1", "strata.job/9"))
+        self.put("garbage.json", None, ALICE_UID, text="\x00\xff garbage")
+        self.put("missing.json", None, ALICE_UID, text=good.replace('"ranks": 2,', ""))
+        proc = self.ingest()
+        self.assertIn("7 records read, 3 stored", proc.stdout)
+        self.assertIn("4 quarantined", proc.stdout)
+        qdir = os.path.join(self.spool, "quarantine")
+        reasons = {}
+        for name in ("truncated.json", "schema.json", "garbage.json", "missing.json"):
+            self.assertTrue(os.path.exists(os.path.join(qdir, name)), name)
+            with open(os.path.join(qdir, name + ".reason")) as f:
+                reasons[name] = f.read()
+            self.assertIn(name, proc.stderr)
+        self.assertIn("truncated", reasons["truncated.json"])
+        self.assertIn("strata.job/9", reasons["schema.json"])
+        self.assertIn("not JSON", reasons["garbage.json"])
+        self.assertIn("ranks is missing", reasons["missing.json"])
+        self.assertEqual(self.report_json()["site"]["totals"]["jobs"], 3)
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.json")), [])
+
+    def test_owner_is_the_spool_files_owner(self):
+        # A record claiming to be ALICE's, in a file that belongs to CAROL.
+        self.put("claim.json", make_record("test:claim", ALICE, ALICE_UID, 2, 10.0,
+                                           {"MPI_Send": (5, 1.0, 40)}, self.now - DAY), CAROL_UID)
+        proc = self.ingest()
+        self.assertIn("1 claiming another user than their file's owner", proc.stdout)
+        self.assertIn(f"names user {ALICE} (uid {ALICE_UID}), the file belongs to uid {CAROL_UID}",
+                      proc.stderr)
+        users = [u["user"] for u in self.report_json()["users"]]
+        self.assertEqual(users, [CAROL])
+        self.assertEqual(self.report_json("--user", ALICE)["users"], [])
+
+    def test_store_failure_keeps_the_spool(self):
+        self.known_set()
+        bad = "sqlite:/proc/strata-no-such-dir/site.db" if self.db.startswith("sqlite:") \
+            else self.db.replace("/site", "/no_such_database").replace("/t", "/no_such_database_t")
+        proc = self.strata("site", "ingest", "--db", bad, self.spool)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+        self.assertEqual(len(glob.glob(os.path.join(self.spool, "*.json"))), 3)
+
+    def test_mail_only_for_users_with_jobs(self):
+        self.known_set()
+        # CAROL's only job ended 60 days ago: no mail this period.
+        self.put("old.json", make_record("test:old", CAROL, CAROL_UID, 2, 10.0,
+                                         {"MPI_Send": (5, 1.0, 40)}, self.now - 60 * DAY),
+                 CAROL_UID)
+        self.ingest()
+        outbox = os.path.join(self.out, "outbox")
+        proc = self.strata("site", "report", "--db", self.db, "--since", "30d", "--format", "mail",
+                           "--outbox", outbox, "--mail-domain", "example.org")
+        self.assertRan(proc)
+        self.assertEqual(sorted(os.listdir(outbox)), sorted([f"{ALICE}.eml", f"{BOB}.eml"]))
+        with open(os.path.join(outbox, f"{ALICE}.eml"), "rb") as f:
+            msg = email.message_from_binary_file(f, policy=email.policy.default)
+        self.assertEqual(msg["To"], f"{ALICE}@example.org")
+        self.assertEqual(msg.get_content_type(), "multipart/alternative")
+        parts = {p.get_content_type(): p.get_content() for p in msg.iter_parts()}
+        self.assertEqual(set(parts), {"text/plain", "text/html"})
+        self.assertIn(f"MPI usage of {ALICE}", parts["text/plain"])
+        self.assertIn("MPI_Allreduce", parts["text/plain"])
+        self.assertIn("<b>", parts["text/html"])  # critical values in bold
+        self.assertIn("1 critical job", msg["Subject"])
+
+        # Through a sendmail on PATH: a real program that keeps what it is given.
+        bindir = os.path.join(self.out, "bin")
+        got = os.path.join(self.out, "sent")
+        os.makedirs(bindir)
+        os.makedirs(got)
+        fake = os.path.join(bindir, "sendmail")
+        with open(fake, "w") as f:
+            f.write(f'#!/bin/sh\nn=$(ls {got} | grep -c eml)\necho "$@" > {got}/$n.args\n'
+                    f'cat > {got}/$n.eml\n')
+        os.chmod(fake, 0o755)
+        env = base_env(PATH=bindir + ":" + os.environ["PATH"])
+        proc = self.strata("site", "report", "--db", self.db, "--since", "30d", "--format", "mail",
+                           env=env)
+        self.assertRan(proc)
+        self.assertIn("mail: 2 sent", proc.stdout)
+        recipients = set()
+        for n in range(2):
+            with open(os.path.join(got, f"{n}.args")) as f:
+                self.assertIn("-t", f.read().split())
+            with open(os.path.join(got, f"{n}.eml"), "rb") as f:
+                recipients.add(email.message_from_binary_file(f, policy=email.policy.default)["To"])
+        self.assertEqual(recipients, {ALICE, BOB})
+        # A sendmail that fails is reported per user, with a non-zero status.
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\ncat >/dev/null\nexit 75\n")
+        proc = self.strata("site", "report", "--db", self.db, "--since", "30d", "--format", "mail",
+                           env=env)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("exited with 75", proc.stderr)
+
+    def test_recovered_rank_files_are_ingested(self):
+        # A job killed before MPI_Finalize leaves per-rank files; ingest merges them.
+        env = base_env(STRATA_SPOOL=self.spool, HOME=self.out, STRATA_WRITE_TIMEOUT_MS="2000")
+        strata_run("profile", [program("crash_c"), "abort"], ranks=2, env=env)
+        self.assertEqual(len(glob.glob(os.path.join(self.spool, "*.prof"))), 2)
+        for _ in range(40):
+            proc = self.ingest()
+            if "still running" not in proc.stderr:
+                break
+            time.sleep(0.25)
+        self.assertIn("1 merged from per-rank files", proc.stdout)
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.prof")), [])
+        rep = self.report_json()
+        self.assertEqual(rep["site"]["totals"]["jobs"], 1)
+
+    def test_bad_arguments_say_what_is_wrong(self):
+        for args, fragment in ((["--db", self.db, "--since", "7x"], "needs one unit"),
+                               (["--db", self.db, "--from", "2026-13-01"], "is not YYYY-MM-DD"),
+                               (["--week", "--db", "mysql://x"], "neither sqlite:PATH")):
+            proc = self.strata("site", "report", *args)
+            self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+            self.assertIn(fragment, proc.stderr)
+
+
+class SqliteSite(SiteTests, StrataTestCase):
+    def new_db(self):
+        return "sqlite:" + os.path.join(self.out, "store", "site.db")
+
+
+@unittest.skipIf(postgres_bindir() is None,
+                 "PostgreSQL server binaries (initdb, pg_ctl) are not installed: "
+                 "scripts/setup.sh installs them")
+class PostgresSite(SiteTests, StrataTestCase):
+    server = None
+    counter = 0
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = PostgresServer()
+        cls.url = cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def new_db(self):
+        PostgresSite.counter += 1
+        return self.server.createdb(f"t{PostgresSite.counter}")
+
+    def test_store_unit_tests_on_postgresql(self):
+        """The store's C++ unit tests, run against this server."""
+        proc = run([os.path.join(BUILD, "bin", "strata_site_test"), "--gtest_filter=StoreBackend.*"],
+                   env=dict(os.environ, STRATA_SITE_TEST_POSTGRESQL=self.db))
+        self.assertRan(proc)
+        self.assertIn("PASSED", proc.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

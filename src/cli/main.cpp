@@ -2,6 +2,7 @@
 #include "bench/bench_command.hpp"
 #include "cli/commands.hpp"
 #include "site/commands.hpp"
+#include "web/commands.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -82,6 +83,7 @@ int run_main(int argc, char** argv) {
 
   CLI::App* site = app.add_subcommand("site", "site store: ingest job records, reports, mail");
   const strata::site::site_commands site_commands(*site);
+  const strata::web::web_commands web_commands(*site); // token, serve
 
   try {
     std::reverse(ours.begin() + 1, ours.end()); // CLI11 takes the arguments in reverse order
@@ -105,7 +107,7 @@ int run_main(int argc, char** argv) {
   if (recover->parsed())
     return strata::cli::recover_command(recover_spools);
   if (site->parsed())
-    return site_commands.run();
+    return web_commands.chosen() ? web_commands.run() : site_commands.run();
   return 2;
 }
 } // namespace

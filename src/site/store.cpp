@@ -69,6 +69,18 @@ CREATE TABLE job_routines (
 );
 CREATE INDEX job_routines_end_time ON job_routines (end_time);
 )sql",
+    // 2: the web interface's login tokens (src/web/tokens.hpp), kept only as SHA-256 hashes.
+    R"sql(
+CREATE TABLE web_tokens (
+  token_hash TEXT PRIMARY KEY,
+  uid BIGINT NOT NULL,
+  user_name TEXT NOT NULL,
+  created BIGINT NOT NULL,
+  expires BIGINT NOT NULL,
+  revoked INTEGER NOT NULL
+);
+CREATE INDEX web_tokens_uid ON web_tokens (uid);
+)sql",
 };
 
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {

@@ -8,6 +8,7 @@
 //   job_routines(job_id, routine, ...)       one row per job and MPI routine (calls, time, bytes);
 //                                            owner and end_time copied in so that period and user
 //                                            sums over routines need no join
+//   web_tokens(token_hash, uid, ...)         (version 2) login tokens of the web interface
 // A job belongs to the owner of its spool file (`owner`, `owner_uid`); what the record claims is
 // kept beside it (`claimed_user`, `claimed_uid`) and `owner_mismatch` flags a difference.
 // Periods are half-open [from, to) over the job's end time, in seconds since the epoch (UTC).
@@ -29,7 +30,7 @@ struct job_record;
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 1;
+inline constexpr int store_schema_version = 2;
 
 // Any failure of the database (connection, SQL, constraint) as one line.
 class store_error : public std::runtime_error {

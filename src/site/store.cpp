@@ -388,6 +388,16 @@ std::int64_t store::count_jobs(const job_filter& filter) {
   return n;
 }
 
+std::int64_t store::count_jobs_up_to(const job_filter& filter, std::int64_t cap) {
+  std::vector<param> params;
+  std::string sql = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs" + where_clause(filter, params);
+  params.push_back(cap);
+  sql += " LIMIT $" + std::to_string(params.size()) + ") AS capped";
+  std::int64_t n = 0;
+  query(sql, params, [&](const row& r) { n = r.i64(0); });
+  return n;
+}
+
 std::optional<stored_job> store::job(std::int64_t job_id) {
   std::optional<stored_job> out;
   query(std::string("SELECT ") + job_columns + ", record FROM jobs WHERE job_id = $1", {job_id},

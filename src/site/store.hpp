@@ -162,6 +162,8 @@ public:
 
   std::vector<job_row> jobs(const job_filter& filter);
   std::int64_t count_jobs(const job_filter& filter); // ignores order, limit and offset
+  // min(count_jobs(filter), cap), without counting further: a page's "more than N jobs".
+  std::int64_t count_jobs_up_to(const job_filter& filter, std::int64_t cap);
   std::optional<stored_job> job(std::int64_t job_id);
   std::optional<stored_job> job_by_key(const std::string& job_key);
 

@@ -9,6 +9,9 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -29,6 +32,7 @@ namespace {
 using nlohmann::json;
 constexpr const char* session_cookie = "strata_session";
 constexpr std::int64_t day = 86400;
+constexpr std::int64_t count_bound = 10000; // jobs lists say "at least" beyond this
 
 std::int64_t now() {
   return static_cast<std::int64_t>(std::time(nullptr));
@@ -375,12 +379,12 @@ public:
                               {"Content-Security-Policy",
                                "default-src 'self'; script-src 'self'; style-src 'self' "
                                "'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"}});
-    http.set_payload_max_length(64 * 1024);
+    http.set_payload_max_length(std::size_t{64} * 1024);
     http.set_exception_handler(
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
           std::string what = "internal error";
           try {
-            std::rethrow_exception(ep);
+            std::rethrow_exception(std::move(ep));
           } catch (const std::exception& e) {
             what = e.what();
           } catch (...) {
@@ -453,7 +457,7 @@ public:
                                           job_report_html(sj->record_json) + "</div>",
                                       " data-job=\"" + std::to_string(sj->job.job_id) + "\""));
     });
-    html_route(http, "/user", [this](const httplib::Request& req, const viewer& v) {
+    html_route(http, "/user", [](const httplib::Request& req, const viewer& v) {
       const std::string user = user_of(req, v);
       return std::make_pair(
           200, page("Trends of " + user, "user", &v,
@@ -513,15 +517,6 @@ public:
       const int days = static_cast<int>(int_param(req, "days", 1, 3660).value_or(28));
       return json::parse(site_figures(days));
     });
-  }
-
-  // Computes the default site figures ahead so that the first admin does not wait for them.
-  void warm_site_cache() {
-    try {
-      (void)site_figures(28);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "strata site serve: site figures: %s\n", e.what());
-    }
   }
 
 private:
@@ -666,31 +661,40 @@ private:
     {
       auto db = pool_.take();
       rows = db->jobs(f);
-      total = db->count_jobs(f);
+      // Counting every match of a million jobs costs more than the page: count up to a bound.
+      total = db->count_jobs_up_to(f, count_bound);
     }
     json a = json::array();
     for (const auto& j : rows)
       a.push_back(job_json(j));
-    return {{"total", total}, {"page", page_no}, {"per_page", per_page}, {"jobs", a}};
+    return {{"total", total},
+            {"total_is_lower_bound", total >= count_bound},
+            {"page", page_no},
+            {"per_page", per_page},
+            {"jobs", a}};
   }
 
-  // The site figures of the last `days` days: a report over every job, computed at most once
-  // per site_cache_seconds and period (the sums over a million jobs take seconds).
+  // The site figures of the last `days` days: a report over every job (seconds at a million
+  // jobs). A period asked for once is kept and recomputed by the refresher thread every
+  // site_cache_seconds, so a request waits only the first time a period is asked for.
   std::string site_figures(int days) {
-    const std::int64_t t = now();
     {
       const std::lock_guard lock(cache_mutex_);
-      auto it = site_cache_.find(days);
-      if (it != site_cache_.end() && t - it->second.first < options_.site_cache_seconds)
-        return it->second.second;
+      if (auto it = site_cache_.find(days); it != site_cache_.end())
+        return it->second;
     }
+    return compute_site(days, false);
+  }
+
+  // `refresh` false: a value another request computed meanwhile will do.
+  std::string compute_site(int days, bool refresh) {
     const std::lock_guard compute(compute_mutex_); // one computation at a time
-    {
+    if (!refresh) {
       const std::lock_guard lock(cache_mutex_);
-      auto it = site_cache_.find(days);
-      if (it != site_cache_.end() && t - it->second.first < options_.site_cache_seconds)
-        return it->second.second;
+      if (auto it = site_cache_.find(days); it != site_cache_.end())
+        return it->second;
     }
+    const std::int64_t t = now();
     site::report_options o;
     o.when = {t + 1 - days * day, t + 1};
     o.period_label = "last " + std::to_string(days) + " days";
@@ -701,15 +705,53 @@ private:
     }
     std::string text = site_json(r, days).dump(-1, ' ', false, json::error_handler_t::replace);
     const std::lock_guard lock(cache_mutex_);
-    site_cache_[days] = {now(), text};
+    if (site_cache_.size() >= 16 && site_cache_.count(days) == 0)
+      site_cache_.erase(site_cache_.begin()); // a bound on what the refresher recomputes
+    site_cache_[days] = text;
     return text;
   }
 
+public:
+  // Computes the default period at start, then keeps every cached period fresh until stop().
+  void refresh_site_figures() {
+    std::unique_lock lock(stop_mutex_);
+    bool first = true;
+    while (!stopping_) {
+      std::vector<int> periods{28};
+      if (!first) {
+        const std::lock_guard cache(cache_mutex_);
+        periods.clear();
+        for (const auto& [days, text] : site_cache_)
+          periods.push_back(days);
+      }
+      first = false;
+      lock.unlock();
+      for (const int days : periods)
+        try {
+          (void)compute_site(days, true);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "strata site serve: site figures: %s\n", e.what());
+        }
+      lock.lock();
+      stop_wait_.wait_for(lock, std::chrono::seconds(std::max(1, options_.site_cache_seconds)),
+                          [this] { return stopping_; });
+    }
+  }
+  void stop_refreshing() {
+    const std::lock_guard lock(stop_mutex_);
+    stopping_ = true;
+    stop_wait_.notify_all();
+  }
+
+private:
   server_options options_;
   store_pool pool_;
   std::string script_;
   std::mutex cache_mutex_, compute_mutex_;
-  std::map<int, std::pair<std::int64_t, std::string>> site_cache_;
+  std::map<int, std::string> site_cache_;
+  std::mutex stop_mutex_;
+  std::condition_variable stop_wait_;
+  bool stopping_ = false;
 };
 
 httplib::Server* running = nullptr;
@@ -748,9 +790,10 @@ int serve(const server_options& options) {
   std::signal(SIGTERM, stop_serving);
   std::printf("strata site serve: http://%s:%d/\n", options.bind.c_str(), options.port);
   std::fflush(stdout);
-  std::thread warm([&web] { web.warm_site_cache(); });
+  std::thread refresher([&web] { web.refresh_site_figures(); });
   const bool ok = http.listen_after_bind();
-  warm.join();
+  web.stop_refreshing();
+  refresher.join();
   running = nullptr;
   return ok ? 0 : 1;
 }

@@ -16,7 +16,7 @@ struct server_options {
   int port = 8080;
   std::string admin_group = "strata-admin";
   std::string asset_path;       // the bundled strata-web.js
-  int site_cache_seconds = 300; // how long a computed site page stays fresh
+  int site_cache_seconds = 300; // between recomputations of the site page's figures
   bool secure_cookie = false;   // behind a TLS proxy: mark the session cookie Secure
 };
 

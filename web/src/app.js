@@ -86,11 +86,12 @@ async function jobsPage(app) {
   try {
     const r = await api("/api/jobs?" + query.toString());
     const pages = Math.max(1, Math.ceil(r.total / r.per_page));
-    app.append(el("p", { id: "total" }, `${r.total} jobs, page ${r.page} of ${pages}`));
+    const count = r.total_is_lower_bound ? `at least ${r.total}` : `${r.total}`;
+    app.append(el("p", { id: "total" }, `${count} jobs, page ${r.page} of ${r.total_is_lower_bound ? "many" : pages}`));
     app.append(jobsTable(r.jobs, me.admin));
     const nav = el("p");
     for (const [label, p] of [["previous", r.page - 1], ["next", r.page + 1]]) {
-      if (p < 1 || p > pages) continue;
+      if (p < 1 || (p > pages && !r.total_is_lower_bound)) continue;
       const q = new URLSearchParams(query);
       q.set("page", p);
       nav.append(el("a", { href: "/jobs?" + q.toString() }, label), " ");

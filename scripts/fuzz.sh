@@ -14,9 +14,14 @@ clang++-14 "${flags[@]}" src/stats/stats.cpp src/stats/model_file.cpp fuzz/model
   -o "$out/model_fuzz"
 clang++-14 "${flags[@]}" src/profile/rank_file.cpp src/profile/aggregate.cpp \
   fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
+clang++-14 "${flags[@]}" src/site/parse.cpp fuzz/site_parse_fuzz.cpp -o "$out/site_parse_fuzz"
 
 mkdir -p "$out/corpus/config" "$out/corpus/patch" "$out/corpus/record" "$out/corpus/rank_file" \
-  "$out/corpus/model"
+  "$out/corpus/model" "$out/corpus/site_parse"
+printf 'sqlite:/var/lib/strata/site.db' >"$out/corpus/site_parse/url"
+printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
+printf '7d' >"$out/corpus/site_parse/since"
+printf '2026-11-22T01:27:18Z' >"$out/corpus/site_parse/time"
 cp src/record/testdata/sample.json "$out/corpus/record/"
 # A real rank file, as a killed job leaves it.
 cat >"$out/rank_file_seed.cpp" <<'EOS'
@@ -32,7 +37,7 @@ clang++-14 -std=c++20 -Isrc "$out/rank_file_seed.cpp" src/profile/rank_file.cpp 
 printf 'profile out="a b" x=1\n# c\ndelay usec=5\n' >"$out/corpus/config/seed1"
 printf 'a,b:k=v:k2=v2,c' >"$out/corpus/config/seed2"
 cp build/lib/strata/*/modules/empty.so "$out/corpus/patch/" 2>/dev/null || true
-for target in config patch record rank_file model; do
+for target in config patch record rank_file model site_parse; do
   echo "fuzz: $target for ${seconds}s"
   "$out/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 "$out/corpus/$target" \
     >"$out/$target.log" 2>&1 || { tail -40 "$out/$target.log"; exit 1; }

@@ -64,7 +64,10 @@ site_commands::site_commands(CLI::App& site) {
 
   synth_ = site.add_subcommand("synth", "write synthetic job records for scale tests");
   synth_->add_option("--count", count_, "records")->check(CLI::Range(0, 100000000));
-  synth_->add_option("--out", out_, "directory to write them into")->required();
+  auto* synth_to = synth_->add_option_group("target", "where the records go (one of)");
+  synth_to->add_option("--out", out_, "directory to write them into (a spool)");
+  synth_to->add_option("--db", db_, "straight into this store (for report benchmarks)");
+  synth_to->require_option(1);
   synth_->add_option("--seed", seed_, "the same seed gives the same records");
   synth_->add_option("--users", users_, "number of users")->check(CLI::Range(1, 100000));
   synth_->add_option("--from", from_, "job ends from this date (default: 28 days ago)");
@@ -125,12 +128,17 @@ int site_commands::run() const {
       o.to = time_arg(to_, "--to", bad).value_or(0);
       if (bad)
         return 2;
-      const synth_result r = write_synth(o, out_, ::geteuid() == 0 && !no_chown_);
+      std::unique_ptr<store> db;
+      if (!db_.empty())
+        db = store::open(db_);
+      const synth_result r =
+          db ? store_synth(o, *db) : write_synth(o, out_, ::geteuid() == 0 && !no_chown_);
       if (!r.error.empty()) {
         std::fprintf(stderr, "strata site synth: %s\n", r.error.c_str());
         return 1;
       }
-      std::printf("synth: %lld records in %s\n", static_cast<long long>(r.written), out_.c_str());
+      std::printf("synth: %lld records in %s\n", static_cast<long long>(r.written),
+                  db ? db_.c_str() : out_.c_str());
       return 0;
     }
     if (ingest_->parsed()) {

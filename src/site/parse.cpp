@@ -1,6 +1,7 @@
 #include "site/parse.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <ctime>
 
 namespace strata::site {
@@ -112,8 +113,13 @@ std::string format_utc_time(std::int64_t seconds, bool date_only) {
   std::tm tm{};
   if (gmtime_r(&t, &tm) == nullptr)
     return "?";
-  char buf[32];
-  std::strftime(buf, sizeof buf, date_only ? "%Y-%m-%d" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char buf[64];
+  const int year = tm.tm_year + 1900; // strftime's %Y does not pad years below 1000
+  if (date_only)
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", year, tm.tm_mon + 1, tm.tm_mday);
+  else
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", year, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;
 }
 

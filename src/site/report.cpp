@@ -10,20 +10,6 @@ namespace strata::site {
 
 namespace {
 
-void add(job_totals& into, const job_totals& t) {
-  into.jobs += t.jobs;
-  into.pes += t.pes;
-  into.cpu_time_s += t.cpu_time_s;
-  into.mpi_time_s += t.mpi_time_s;
-  into.overhead_s += t.overhead_s;
-  into.wall_time_s += t.wall_time_s;
-  into.pe_weighted += t.pe_weighted;
-  into.mpi_calls += t.mpi_calls;
-  into.mpi_bytes += t.mpi_bytes;
-  into.instructions += t.instructions;
-  into.instructions_cpu_time_s += t.instructions_cpu_time_s;
-}
-
 double percent(double part, double whole) {
   return whole > 0 ? 100.0 * part / whole : 0.0;
 }
@@ -132,6 +118,8 @@ std::string size_class_label(std::int64_t ranks) {
   std::int64_t below = 1;
   while (below * 2 < ranks)
     below *= 2;
+  if (below + 1 == below * 2 - 1)
+    return std::to_string(below + 1); // 3: the only size between 2 and 4
   return std::to_string(below + 1) + "-" + std::to_string(below * 2 - 1);
 }
 
@@ -146,8 +134,8 @@ report build_report(store& db, const report_options& o) {
   std::map<std::string, std::int64_t> critical_of_owner;
   job_totals all;
   for (const job_class_row& c : classes) {
-    add(by_owner[c.owner], c.totals);
-    add(all, c.totals);
+    add_totals(by_owner[c.owner], c.totals);
+    add_totals(all, c.totals);
     auto& l = languages_of_owner[c.owner];
     l[is_c(c.language) ? 0 : is_fortran(c.language) ? 1 : 2] += c.totals.jobs;
     critical_of_owner[c.owner] += c.critical_jobs;
@@ -306,20 +294,20 @@ report build_report(store& db, const report_options& o) {
     const std::string language = is_c(c.language)         ? "C/C++"
                                  : is_fortran(c.language) ? "Fortran"
                                                           : c.language;
-    add(lang[language], c.totals);
+    add_totals(lang[language], c.totals);
     std::int64_t bucket = 1;
     while (bucket < c.ranks)
       bucket *= 2;
     const std::int64_t key = bucket == c.ranks ? 2 * bucket : 2 * bucket - 1; // p2 after range
     auto& size = sizes[key];
     size.first = size_class_label(c.ranks);
-    add(size.second, c.totals);
+    add_totals(size.second, c.totals);
     auto& cls = cpu_classes[c.cpu_class];
-    add(cls[0], c.totals);
+    add_totals(cls[0], c.totals);
     if (is_c(c.language))
-      add(cls[1], c.totals);
+      add_totals(cls[1], c.totals);
     else if (is_fortran(c.language))
-      add(cls[2], c.totals);
+      add_totals(cls[2], c.totals);
     for (int g = 0; g < routine_group_count; ++g) {
       group_jobs[static_cast<size_t>(g)] +=
           static_cast<double>(c.group_jobs[static_cast<size_t>(g)]);

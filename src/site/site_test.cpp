@@ -1,7 +1,10 @@
 #include "record/record.hpp"
 #include "site/groups.hpp"
+#include "site/mail.hpp"
 #include "site/parse.hpp"
+#include "site/report.hpp"
 #include "site/store.hpp"
+#include "site/synth.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +85,78 @@ TEST(SiteGroups, SeedGroups) {
   EXPECT_EQ(group_of("MPI_Pack"), routine_group::pack_unpack);
   EXPECT_FALSE(group_of("MPI_Init"));
   EXPECT_FALSE(group_of("MPI_Comm_rank"));
+}
+
+TEST(SiteReport, SizeClassesOfTheSeed) {
+  EXPECT_EQ(size_class_label(1), "1");
+  EXPECT_EQ(size_class_label(64), "64");
+  EXPECT_EQ(size_class_label(65), "65-127");
+  EXPECT_EQ(size_class_label(127), "65-127");
+  EXPECT_EQ(size_class_label(3), "3");
+}
+
+TEST(SiteMail, QuotedPrintable) {
+  EXPECT_EQ(quoted_printable("plain text\n"), "plain text\r\n");
+  EXPECT_EQ(quoted_printable("a=b"), "a=3Db");
+  EXPECT_EQ(quoted_printable("trailing \n"), "trailing=20\r\n");
+  EXPECT_EQ(quoted_printable("\xc3\xa4"), "=C3=A4");
+  EXPECT_EQ(quoted_printable(".dot"), "=2Edot");
+  const std::string long_line(200, 'x');
+  const std::string encoded = quoted_printable(long_line);
+  size_t start = 0;
+  while (start < encoded.size()) {
+    size_t end = encoded.find("\r\n", start);
+    if (end == std::string::npos)
+      end = encoded.size();
+    EXPECT_LE(end - start, 76u);
+    start = end + 2;
+  }
+}
+
+TEST(SiteMail, MultipartWithBothParts) {
+  user_report u;
+  u.owner = "alice";
+  u.totals.jobs = 3;
+  u.mpi_percent = 40;
+  u.mpi_critical = true;
+  report_options o;
+  o.period_label = "week of 2026-11-16";
+  o.when = {*parse_utc_time("2026-11-16"), *parse_utc_time("2026-11-23")};
+  mail_options m;
+  m.domain = "example.org";
+  m.from = "hpc@example.org\r\nBcc: victim@example.org"; // no header injection
+  m.date = *parse_utc_time("2026-11-23");
+  const std::string mail = build_mail(u, o, m);
+  EXPECT_NE(mail.find("To: alice@example.org\r\n"), std::string::npos);
+  EXPECT_EQ(mail.find("\r\nBcc:"), std::string::npos);
+  EXPECT_NE(mail.find("Content-Type: multipart/alternative; boundary="), std::string::npos);
+  EXPECT_NE(mail.find("Content-Type: text/plain; charset=utf-8"), std::string::npos);
+  EXPECT_NE(mail.find("Content-Type: text/html; charset=utf-8"), std::string::npos);
+  EXPECT_NE(mail.find("Date: Mon, 23 Nov 2026 00:00:00 +0000"), std::string::npos);
+  EXPECT_NE(mail.find("(critical)"), std::string::npos);
+}
+
+TEST(SiteSynth, ValidDeterministicRecords) {
+  synth_options o;
+  o.seed = 5;
+  o.from = *parse_utc_time("2026-11-01");
+  o.to = *parse_utc_time("2026-11-29");
+  for (std::int64_t i = 0; i < 300; ++i) {
+    const record::job_record r = synth_record(o, i);
+    const auto again = record::parse_record(record::to_json(r));
+    ASSERT_TRUE(again.ok()) << again.error;
+    EXPECT_EQ(record::to_json(synth_record(o, i)), record::to_json(r));
+    const auto end = parse_utc_time(r.job.end);
+    ASSERT_TRUE(end);
+    EXPECT_GE(*end, o.from);
+    EXPECT_LT(*end, o.to);
+    double mpi = 0;
+    for (const auto& routine : r.routines)
+      mpi += routine.time_s;
+    EXPECT_NEAR(mpi, r.job.mpi_time_s, 1e-9 * (1 + mpi));
+  }
+  o.seed = 6;
+  EXPECT_NE(record::to_json(synth_record(o, 0)), record::to_json(synth_record({}, 0)));
 }
 
 TEST(SiteStore, WeekStartsMonday) {
@@ -190,6 +265,69 @@ TEST_F(StoreBackend, MigratesInsertsOnceAndQueries) {
   ASSERT_EQ(weeks.size(), 2u);
   EXPECT_EQ(weeks[0].week_start, *parse_utc_time("2026-11-16"));
   EXPECT_EQ(weeks[1].week_start, *parse_utc_time("2026-11-23"));
+}
+
+// The day tables and the job rows must give the same sums, whichever way a period falls on
+// day boundaries.
+TEST_F(StoreBackend, DayTablesAgreeWithJobRows) {
+  auto s = store::open(url_);
+  std::vector<stored_job> jobs;
+  const std::int64_t base = *parse_utc_time("2026-11-10");
+  for (int i = 0; i < 40; ++i) {
+    record::job_record r = sample_;
+    r.job.id = "t:" + std::to_string(i);
+    r.job.end = format_utc_time(base + i * 20000 + 7); // spread over about 9 days
+    r.job.ranks = r.job.ranks_reported = static_cast<std::uint64_t>(1 + i % 5);
+    r.job.wall_time_s = 10.0 + i;
+    r.job.language = i % 3 == 0 ? "Fortran" : "C/C++";
+    r.job.mpi_percent = i;
+    for (auto& routine : r.routines)
+      routine.per_rank.calls.max_rank = routine.per_rank.time_s.max_rank = 0;
+    r.job.mpi_percent_by_rank.min_rank = r.job.mpi_percent_by_rank.max_rank = 0;
+    jobs.push_back(
+        make_stored_job(r, record::to_json(r), 1000 + i % 3, "u" + std::to_string(i % 3)));
+  }
+  // In two batches, so that the second adds to day rows the first created.
+  s->insert(std::vector<stored_job>(jobs.begin(), jobs.begin() + 25));
+  s->insert(std::vector<stored_job>(jobs.begin() + 20, jobs.end()));
+  for (const period p : {period{base, base + 9 * 86400},            // whole days only
+                         period{base + 3600, base + 8 * 86400 + 5}, // partial ends
+                         period{base + 100, base + 50000}}) {       // within one day... and a bit
+    job_totals from_rows;
+    int expected_jobs = 0;
+    for (const stored_job& j : jobs) {
+      if (j.job.end_time < p.from || j.job.end_time >= p.to)
+        continue;
+      ++expected_jobs;
+      from_rows.cpu_time_s += j.job.cpu_time_s;
+      from_rows.mpi_calls += j.job.mpi_calls;
+      from_rows.pes += j.job.ranks;
+    }
+    const job_totals t = s->totals(p, std::nullopt);
+    EXPECT_EQ(t.jobs, expected_jobs);
+    EXPECT_EQ(t.pes, from_rows.pes);
+    EXPECT_NEAR(t.cpu_time_s, from_rows.cpu_time_s, 1e-6);
+    EXPECT_EQ(t.mpi_calls, from_rows.mpi_calls);
+    std::int64_t class_jobs = 0, critical = 0;
+    for (const job_class_row& c : s->job_classes(p, 20, std::nullopt)) {
+      class_jobs += c.totals.jobs;
+      critical += c.critical_jobs;
+    }
+    EXPECT_EQ(class_jobs, expected_jobs);
+    job_filter over20;
+    over20.when = p;
+    over20.min_mpi_percent = 20;
+    EXPECT_EQ(critical, s->count_jobs(over20));
+    std::int64_t send_calls = 0;
+    for (const owner_routine_row& r : s->routine_sums(p, std::nullopt, true))
+      if (r.routine == "MPI_Send")
+        send_calls += r.calls;
+    EXPECT_EQ(send_calls, 4000 * expected_jobs);
+    std::int64_t week_jobs = 0;
+    for (const owner_week_row& w : s->owner_weeks(p, std::string("u1")))
+      week_jobs += w.totals.jobs;
+    EXPECT_EQ(week_jobs, s->totals(p, std::string("u1")).jobs);
+  }
 }
 
 TEST_F(StoreBackend, BadUrlsAndFilesSayWhy) {

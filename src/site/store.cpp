@@ -10,6 +10,8 @@
 #include <map>
 #include <mutex>
 #include <pwd.h>
+#include <set>
+#include <tuple>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -51,11 +53,15 @@ CREATE TABLE jobs (
   routine_groups BIGINT NOT NULL,
   cpu_class INTEGER NOT NULL,
   instructions DOUBLE PRECISION,
-  ingested_at BIGINT NOT NULL,
+  ingested_at BIGINT NOT NULL
+);
+-- Covers the period scans of reports (critical jobs, owners) without touching the rows.
+CREATE INDEX jobs_period ON jobs (end_time, mpi_percent, owner, language, ranks, cpu_class);
+CREATE INDEX jobs_owner_end_time ON jobs (owner, end_time);
+CREATE TABLE job_records (
+  job_id BIGINT PRIMARY KEY REFERENCES jobs (job_id) ON DELETE CASCADE,
   record {{blob}} NOT NULL
 );
-CREATE INDEX jobs_end_time ON jobs (end_time);
-CREATE INDEX jobs_owner_end_time ON jobs (owner, end_time);
 CREATE TABLE job_routines (
   job_id BIGINT NOT NULL REFERENCES jobs (job_id) ON DELETE CASCADE,
   routine TEXT NOT NULL,
@@ -68,6 +74,39 @@ CREATE TABLE job_routines (
   PRIMARY KEY (job_id, routine)
 );
 CREATE INDEX job_routines_end_time ON job_routines (end_time);
+-- Pre-aggregates per UTC day (day = end_time rounded down to 00:00), kept by every insert, so
+-- that reports over whole days read a few thousand rows instead of every job.
+CREATE TABLE day_routines (
+  day BIGINT NOT NULL,
+  owner TEXT NOT NULL,
+  routine TEXT NOT NULL,
+  jobs BIGINT NOT NULL,
+  calls DOUBLE PRECISION NOT NULL,
+  bytes DOUBLE PRECISION NOT NULL,
+  count_sum DOUBLE PRECISION NOT NULL,
+  time_s DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (day, owner, routine)
+);
+CREATE TABLE day_classes (
+  day BIGINT NOT NULL,
+  owner TEXT NOT NULL,
+  language TEXT NOT NULL,
+  ranks BIGINT NOT NULL,
+  cpu_class INTEGER NOT NULL,
+  jobs BIGINT NOT NULL,
+  pes BIGINT NOT NULL,
+  cpu_time_s DOUBLE PRECISION NOT NULL,
+  mpi_time_s DOUBLE PRECISION NOT NULL,
+  overhead_s DOUBLE PRECISION NOT NULL,
+  wall_time_s DOUBLE PRECISION NOT NULL,
+  pe_weighted DOUBLE PRECISION NOT NULL,
+  mpi_calls DOUBLE PRECISION NOT NULL,
+  mpi_bytes DOUBLE PRECISION NOT NULL,
+  instructions DOUBLE PRECISION NOT NULL,
+  instructions_cpu_time_s DOUBLE PRECISION NOT NULL,
+  {{group_columns}}
+  PRIMARY KEY (day, owner, language, ranks, cpu_class)
+);
 )sql",
     // 2: the web interface's login tokens (src/web/tokens.hpp), kept only as SHA-256 hashes.
     R"sql(
@@ -353,8 +392,13 @@ void store::migrate() {
                         ", newer than this strata knows (" + std::to_string(known) +
                         "): upgrade strata");
     for (int v = have; v < known; ++v) {
-      execute(replace_all(replace_all(migrations[v], "{{id}}", id_column_type()), "{{blob}}",
-                          blob_column_type()));
+      std::string sql = replace_all(migrations[v], "{{id}}", id_column_type());
+      sql = replace_all(sql, "{{blob}}", blob_column_type());
+      std::string groups;
+      for (int g = 0; g < routine_group_count; ++g)
+        groups += "g" + std::to_string(g) + "_jobs BIGINT NOT NULL, g" + std::to_string(g) +
+                  "_cpu DOUBLE PRECISION NOT NULL,\n  ";
+      execute(replace_all(sql, "{{group_columns}}", groups));
       execute("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
     }
     execute("COMMIT");
@@ -400,12 +444,14 @@ std::int64_t store::count_jobs_up_to(const job_filter& filter, std::int64_t cap)
 
 std::optional<stored_job> store::job(std::int64_t job_id) {
   std::optional<stored_job> out;
-  query(std::string("SELECT ") + job_columns + ", record FROM jobs WHERE job_id = $1", {job_id},
+  query(std::string("SELECT ") + job_columns + " FROM jobs WHERE job_id = $1", {job_id},
         [&](const row& r) {
           out.emplace();
           out->job = read_job(r);
-          out->record_json = unpack_record(r.blob(29));
         });
+  if (out)
+    query("SELECT record FROM job_records WHERE job_id = $1", {job_id},
+          [&](const row& r) { out->record_json = unpack_record(r.blob(0)); });
   if (out)
     query("SELECT routine, calls, time_s, bytes, count_sum FROM job_routines WHERE job_id = $1 "
           "ORDER BY routine",
@@ -422,99 +468,389 @@ std::optional<stored_job> store::job_by_key(const std::string& job_key) {
   return id ? job(*id) : std::nullopt;
 }
 
-std::vector<std::string> store::owners(const period& when) {
-  std::vector<std::string> out;
-  query("SELECT DISTINCT owner FROM jobs WHERE end_time >= $1 AND end_time < $2 ORDER BY owner",
-        {when.from, when.to}, [&](const row& r) { out.push_back(r.text(0)); });
+namespace {
+
+constexpr std::int64_t day_s = 86400;
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if (a % b != 0 && (a < 0) != (b < 0))
+    --q;
+  return q;
+}
+
+// A period as whole UTC days (read from the day tables) and the partial days at its ends
+// (read from the job rows).
+struct day_split {
+  std::optional<period> days;
+  std::vector<period> raw;
+};
+
+day_split split_days(const period& p) {
+  day_split out;
+  const std::int64_t first = -floor_div(-p.from, day_s) * day_s;
+  const std::int64_t last = floor_div(p.to, day_s) * day_s;
+  if (first < last) {
+    out.days = period{first, last};
+    if (p.from < first)
+      out.raw.push_back({p.from, first});
+    if (last < p.to)
+      out.raw.push_back({last, p.to});
+  } else if (p.from < p.to) {
+    out.raw.push_back(p);
+  }
   return out;
 }
 
-job_totals store::totals(const period& when, const std::optional<std::string>& owner) {
-  std::vector<param> params{when.from, when.to};
-  std::string sql =
-      std::string("SELECT ") + totals_columns + " FROM jobs WHERE end_time >= $1 AND end_time < $2";
-  if (owner) {
-    params.push_back(*owner);
-    sql += " AND owner = $3";
+constexpr const char* rollup_totals_columns =
+    "SUM(jobs), SUM(pes), SUM(cpu_time_s), SUM(mpi_time_s), SUM(overhead_s), SUM(wall_time_s), "
+    "SUM(pe_weighted), SUM(mpi_calls), SUM(mpi_bytes), SUM(instructions), "
+    "SUM(instructions_cpu_time_s)";
+
+// "... AND owner = $N" with its parameter, when asked for one owner.
+std::string owner_condition(const std::optional<std::string>& owner,
+                            std::vector<store::param>& params) {
+  if (!owner)
+    return {};
+  params.push_back(*owner);
+  return " AND owner = $" + std::to_string(params.size());
+}
+
+} // namespace
+
+void add_totals(job_totals& into, const job_totals& t) {
+  into.jobs += t.jobs;
+  into.pes += t.pes;
+  into.cpu_time_s += t.cpu_time_s;
+  into.mpi_time_s += t.mpi_time_s;
+  into.overhead_s += t.overhead_s;
+  into.wall_time_s += t.wall_time_s;
+  into.pe_weighted += t.pe_weighted;
+  into.mpi_calls += t.mpi_calls;
+  into.mpi_bytes += t.mpi_bytes;
+  into.instructions += t.instructions;
+  into.instructions_cpu_time_s += t.instructions_cpu_time_s;
+}
+
+insert_result store::insert(const std::vector<stored_job>& jobs) {
+  begin_write();
+  try {
+    insert_result r = insert_rows(jobs);
+    add_rollups(jobs, r.was_new);
+    execute("COMMIT");
+    return r;
+  } catch (...) {
+    try {
+      execute("ROLLBACK");
+    } catch (...) { // the first error is the one to report
+    }
+    throw;
   }
+}
+
+void store::upsert(const std::string& table, const std::vector<std::string>& key_columns,
+                   const std::vector<std::string>& sum_columns,
+                   const std::vector<std::vector<param>>& rows) {
+  const size_t width = key_columns.size() + sum_columns.size();
+  const size_t chunk = std::max<size_t>(1, 8000 / width); // under both backends' limits
+  std::string columns, update, keys;
+  for (const std::string& c : key_columns)
+    columns += (columns.empty() ? "" : ", ") + c;
+  keys = columns;
+  for (const std::string& c : sum_columns) {
+    columns += ", " + c;
+    update += (update.empty() ? "" : ", ") + c + " = " + table + "." + c + " + excluded." + c;
+  }
+  for (size_t begin = 0; begin < rows.size(); begin += chunk) {
+    const size_t end = std::min(rows.size(), begin + chunk);
+    std::string sql = "INSERT INTO " + table + " (" + columns + ") VALUES ";
+    std::vector<param> params;
+    params.reserve((end - begin) * width);
+    for (size_t i = begin; i < end; ++i) {
+      sql += i == begin ? "(" : ", (";
+      for (size_t c = 0; c < width; ++c) {
+        params.push_back(rows[i][c]);
+        sql += (c == 0 ? "$" : ", $") + std::to_string(params.size());
+      }
+      sql += ")";
+    }
+    sql += " ON CONFLICT (" + keys + ") DO UPDATE SET " + update;
+    query(sql, params, [](const row&) {});
+  }
+}
+
+void store::add_rollups(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new) {
+  using routine_key = std::tuple<std::int64_t, std::string, std::string>;
+  struct routine_sum {
+    std::int64_t jobs = 0;
+    double calls = 0, bytes = 0, count_sum = 0, time_s = 0;
+  };
+  using class_key = std::tuple<std::int64_t, std::string, std::string, std::int64_t, int>;
+  struct class_sum {
+    job_totals t;
+    std::vector<std::int64_t> group_jobs = std::vector<std::int64_t>(routine_group_count, 0);
+    std::vector<double> group_cpu = std::vector<double>(routine_group_count, 0.0);
+  };
+  std::map<routine_key, routine_sum> routines;
+  std::map<class_key, class_sum> classes;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!was_new[i])
+      continue;
+    const job_row& j = jobs[i].job;
+    const std::int64_t day = floor_div(j.end_time, day_s) * day_s;
+    for (const routine_row& r : jobs[i].routines) {
+      routine_sum& s = routines[{day, j.owner, r.routine}];
+      ++s.jobs;
+      s.calls += static_cast<double>(r.calls);
+      s.bytes += static_cast<double>(r.bytes);
+      s.count_sum += static_cast<double>(r.count_sum);
+      s.time_s += r.time_s;
+    }
+    class_sum& c = classes[{day, j.owner, j.language, j.ranks, j.cpu_class}];
+    job_totals one;
+    one.jobs = 1;
+    one.pes = j.ranks;
+    one.cpu_time_s = j.cpu_time_s;
+    one.mpi_time_s = j.mpi_time_s;
+    one.overhead_s = j.overhead_s;
+    one.wall_time_s = j.wall_time_s;
+    one.pe_weighted = static_cast<double>(j.ranks) * j.cpu_time_s;
+    one.mpi_calls = j.mpi_calls;
+    one.mpi_bytes = j.mpi_bytes;
+    if (j.instructions) {
+      one.instructions = *j.instructions;
+      one.instructions_cpu_time_s = j.cpu_time_s;
+    }
+    add_totals(c.t, one);
+    for (int g = 0; g < routine_group_count; ++g) {
+      if ((j.routine_groups >> g) & 1) {
+        ++c.group_jobs[static_cast<size_t>(g)];
+        c.group_cpu[static_cast<size_t>(g)] += j.cpu_time_s;
+      }
+    }
+  }
+  std::vector<std::vector<param>> rows;
+  rows.reserve(routines.size());
+  for (const auto& [k, v] : routines)
+    rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), v.jobs, v.calls, v.bytes,
+                    v.count_sum, v.time_s});
+  upsert("day_routines", {"day", "owner", "routine"},
+         {"jobs", "calls", "bytes", "count_sum", "time_s"}, rows);
+  rows.clear();
+  std::vector<std::string> sums = {"jobs",
+                                   "pes",
+                                   "cpu_time_s",
+                                   "mpi_time_s",
+                                   "overhead_s",
+                                   "wall_time_s",
+                                   "pe_weighted",
+                                   "mpi_calls",
+                                   "mpi_bytes",
+                                   "instructions",
+                                   "instructions_cpu_time_s"};
+  for (int g = 0; g < routine_group_count; ++g) {
+    sums.push_back("g" + std::to_string(g) + "_jobs");
+    sums.push_back("g" + std::to_string(g) + "_cpu");
+  }
+  for (const auto& [k, v] : classes) {
+    std::vector<param> r = {std::get<0>(k),
+                            std::get<1>(k),
+                            std::get<2>(k),
+                            std::get<3>(k),
+                            std::get<4>(k),
+                            v.t.jobs,
+                            v.t.pes,
+                            v.t.cpu_time_s,
+                            v.t.mpi_time_s,
+                            v.t.overhead_s,
+                            v.t.wall_time_s,
+                            v.t.pe_weighted,
+                            static_cast<double>(v.t.mpi_calls),
+                            static_cast<double>(v.t.mpi_bytes),
+                            v.t.instructions,
+                            v.t.instructions_cpu_time_s};
+    for (int g = 0; g < routine_group_count; ++g) {
+      r.emplace_back(v.group_jobs[static_cast<size_t>(g)]);
+      r.emplace_back(v.group_cpu[static_cast<size_t>(g)]);
+    }
+    rows.push_back(std::move(r));
+  }
+  upsert("day_classes", {"day", "owner", "language", "ranks", "cpu_class"}, sums, rows);
+}
+
+std::vector<std::string> store::owners(const period& when) {
+  std::set<std::string> found;
+  const day_split split = split_days(when);
+  for (const period& p : split.raw)
+    query("SELECT DISTINCT owner FROM jobs WHERE end_time >= $1 AND end_time < $2", {p.from, p.to},
+          [&](const row& r) { found.insert(r.text(0)); });
+  if (split.days)
+    query("SELECT DISTINCT owner FROM day_classes WHERE day >= $1 AND day < $2",
+          {split.days->from, split.days->to}, [&](const row& r) { found.insert(r.text(0)); });
+  return {found.begin(), found.end()};
+}
+
+job_totals store::totals(const period& when, const std::optional<std::string>& owner) {
   job_totals t;
-  query(sql, params, [&](const row& r) { t = read_totals(r, 0); });
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::vector<param> params{p.from, p.to};
+    const std::string sql = std::string("SELECT ") + totals_columns +
+                            " FROM jobs WHERE end_time >= $1 AND end_time < $2" +
+                            owner_condition(owner, params);
+    query(sql, params, [&](const row& r) { add_totals(t, read_totals(r, 0)); });
+  }
+  if (split.days) {
+    std::vector<param> params{split.days->from, split.days->to};
+    const std::string sql = std::string("SELECT ") + rollup_totals_columns +
+                            " FROM day_classes WHERE day >= $1 AND day < $2" +
+                            owner_condition(owner, params);
+    query(sql, params, [&](const row& r) {
+      if (!r.is_null(0))
+        add_totals(t, read_totals(r, 0));
+    });
+  }
   return t;
 }
 
 std::vector<job_class_row> store::job_classes(const period& when, double critical_mpi_percent,
                                               const std::optional<std::string>& owner) {
-  std::string sql = "SELECT owner, language, ranks, cpu_class, ";
-  sql += totals_columns;
-  sql += ", COALESCE(SUM(CASE WHEN mpi_percent > $3 THEN 1 ELSE 0 END), 0)";
-  for (int g = 0; g < routine_group_count; ++g) {
-    const std::string bit = "((routine_groups / " + std::to_string(std::int64_t{1} << g) + ") % 2)";
-    sql += ", COALESCE(SUM(" + bit + "), 0), COALESCE(SUM(" + bit + " * cpu_time_s), 0)";
-  }
-  std::vector<param> params{when.from, when.to, critical_mpi_percent};
-  sql += " FROM jobs WHERE end_time >= $1 AND end_time < $2";
-  if (owner) {
-    params.push_back(*owner);
-    sql += " AND owner = $4";
-  }
-  sql += " GROUP BY owner, language, ranks, cpu_class ORDER BY owner, language, ranks, cpu_class";
-  std::vector<job_class_row> out;
-  query(sql, params, [&](const row& r) {
-    job_class_row c;
-    c.owner = r.text(0);
-    c.language = r.text(1);
-    c.ranks = r.i64(2);
-    c.cpu_class = static_cast<int>(r.i64(3));
-    c.totals = read_totals(r, 4);
-    int col = 4 + totals_column_count;
-    c.critical_jobs = r.i64(col++);
-    for (int g = 0; g < routine_group_count; ++g) {
-      c.group_jobs.push_back(r.i64(col++));
-      c.group_cpu_time_s.push_back(r.f64(col++));
+  using key = std::tuple<std::string, std::string, std::int64_t, int>;
+  std::map<key, job_class_row> acc;
+  auto at = [&](const row& r) -> job_class_row& {
+    job_class_row& c = acc[{r.text(0), r.text(1), r.i64(2), static_cast<int>(r.i64(3))}];
+    if (c.group_jobs.empty()) {
+      c.owner = r.text(0);
+      c.language = r.text(1);
+      c.ranks = r.i64(2);
+      c.cpu_class = static_cast<int>(r.i64(3));
+      c.group_jobs.assign(routine_group_count, 0);
+      c.group_cpu_time_s.assign(routine_group_count, 0.0);
     }
+    return c;
+  };
+  auto read = [&](const row& r) {
+    job_class_row& c = at(r);
+    add_totals(c.totals, read_totals(r, 4));
+    int col = 4 + totals_column_count;
+    for (size_t g = 0; g < static_cast<size_t>(routine_group_count); ++g) {
+      c.group_jobs[g] += r.i64(col++);
+      c.group_cpu_time_s[g] += r.f64(col++);
+    }
+  };
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::string sql = "SELECT owner, language, ranks, cpu_class, ";
+    sql += totals_columns;
+    for (int g = 0; g < routine_group_count; ++g) {
+      const std::string bit =
+          "((routine_groups / " + std::to_string(std::int64_t{1} << g) + ") % 2)";
+      sql += ", COALESCE(SUM(" + bit + "), 0), COALESCE(SUM(" + bit + " * cpu_time_s), 0)";
+    }
+    std::vector<param> params{p.from, p.to};
+    sql += " FROM jobs WHERE end_time >= $1 AND end_time < $2" + owner_condition(owner, params) +
+           " GROUP BY owner, language, ranks, cpu_class";
+    query(sql, params, read);
+  }
+  if (split.days) {
+    std::string sql =
+        std::string("SELECT owner, language, ranks, cpu_class, ") + rollup_totals_columns;
+    for (int g = 0; g < routine_group_count; ++g)
+      sql += ", SUM(g" + std::to_string(g) + "_jobs), SUM(g" + std::to_string(g) + "_cpu)";
+    std::vector<param> params{split.days->from, split.days->to};
+    sql += " FROM day_classes WHERE day >= $1 AND day < $2" + owner_condition(owner, params) +
+           " GROUP BY owner, language, ranks, cpu_class";
+    query(sql, params, read);
+  }
+  // Critical jobs depend on the threshold asked for: counted from the job rows, through the
+  // covering index on (end_time, mpi_percent, owner, language, ranks, cpu_class).
+  std::vector<param> params{when.from, when.to, critical_mpi_percent};
+  const std::string sql =
+      "SELECT owner, language, ranks, cpu_class, COUNT(*) FROM jobs WHERE end_time >= $1 AND "
+      "end_time < $2 AND mpi_percent > $3" +
+      owner_condition(owner, params) + " GROUP BY owner, language, ranks, cpu_class";
+  query(sql, params, [&](const row& r) { at(r).critical_jobs += r.i64(4); });
+  std::vector<job_class_row> out;
+  out.reserve(acc.size());
+  for (auto& [k, c] : acc)
     out.push_back(std::move(c));
-  });
   return out;
 }
 
 std::vector<owner_routine_row>
 store::routine_sums(const period& when, const std::optional<std::string>& owner, bool by_owner) {
-  std::vector<param> params{when.from, when.to};
-  std::string sql =
-      std::string("SELECT ") + (by_owner ? "owner" : "''") +
-      ", routine, COUNT(*), SUM(CAST(calls AS DOUBLE PRECISION)), "
-      "SUM(CAST(bytes AS DOUBLE PRECISION)), SUM(CAST(count_sum AS DOUBLE PRECISION)), "
-      "SUM(time_s) "
-      "FROM job_routines WHERE end_time >= $1 AND end_time < $2";
-  if (owner) {
-    params.push_back(*owner);
-    sql += " AND owner = $3";
+  std::map<std::pair<std::string, std::string>, owner_routine_row> acc;
+  auto read = [&](const row& r) {
+    owner_routine_row& o = acc[{r.text(0), r.text(1)}];
+    o.owner = r.text(0);
+    o.routine = r.text(1);
+    o.jobs += r.i64(2);
+    o.calls += r.i64(3);
+    o.bytes += r.i64(4);
+    o.count_sum += r.i64(5);
+    o.time_s += r.f64(6);
+  };
+  const std::string who = by_owner ? "owner" : "''";
+  const std::string group = by_owner ? " GROUP BY owner, routine" : " GROUP BY routine";
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::vector<param> params{p.from, p.to};
+    const std::string sql =
+        "SELECT " + who +
+        ", routine, COUNT(*), SUM(CAST(calls AS DOUBLE PRECISION)), "
+        "SUM(CAST(bytes AS DOUBLE PRECISION)), SUM(CAST(count_sum AS DOUBLE PRECISION)), "
+        "SUM(time_s) FROM job_routines WHERE end_time >= $1 AND end_time < $2" +
+        owner_condition(owner, params) + group;
+    query(sql, params, read);
   }
-  sql += by_owner ? " GROUP BY owner, routine ORDER BY owner, routine"
-                  : " GROUP BY routine ORDER BY routine";
+  if (split.days) {
+    std::vector<param> params{split.days->from, split.days->to};
+    const std::string sql = "SELECT " + who +
+                            ", routine, SUM(jobs), SUM(calls), SUM(bytes), SUM(count_sum), "
+                            "SUM(time_s) FROM day_routines WHERE day >= $1 AND day < $2" +
+                            owner_condition(owner, params) + group;
+    query(sql, params, read);
+  }
   std::vector<owner_routine_row> out;
-  query(sql, params, [&](const row& r) {
-    out.push_back({r.text(0), r.text(1), r.i64(2), r.i64(3), r.i64(4), r.i64(5), r.f64(6)});
-  });
+  out.reserve(acc.size());
+  for (auto& [k, o] : acc)
+    out.push_back(std::move(o));
   return out;
 }
 
 std::vector<owner_week_row> store::owner_weeks(const period& when,
                                                const std::optional<std::string>& owner) {
+  std::map<std::pair<std::string, std::int64_t>, owner_week_row> acc;
+  auto read = [&](const row& r) {
+    owner_week_row& w = acc[{r.text(0), r.i64(1)}];
+    w.owner = r.text(0);
+    w.week_start = r.i64(1);
+    add_totals(w.totals, read_totals(r, 2));
+  };
   // Integer division of a non-negative offset: the same on both backends.
-  const std::string week = "((end_time - 345600) / 604800) * 604800 + 345600";
-  std::vector<param> params{when.from, when.to};
-  std::string sql = "SELECT owner, " + week + " AS week, " + totals_columns +
-                    " FROM jobs WHERE end_time >= $1 AND end_time < $2 AND end_time >= 345600";
-  if (owner) {
-    params.push_back(*owner);
-    sql += " AND owner = $3";
+  auto week = [](const std::string& t) {
+    return "((" + t + " - 345600) / 604800) * 604800 + 345600";
+  };
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::vector<param> params{p.from, p.to};
+    const std::string sql = "SELECT owner, " + week("end_time") + " AS week, " + totals_columns +
+                            " FROM jobs WHERE end_time >= $1 AND end_time < $2 AND "
+                            "end_time >= 345600" +
+                            owner_condition(owner, params) + " GROUP BY owner, week";
+    query(sql, params, read);
   }
-  sql += " GROUP BY owner, week ORDER BY owner, week";
+  if (split.days) {
+    std::vector<param> params{split.days->from, split.days->to};
+    const std::string sql = "SELECT owner, " + week("day") + " AS week, " + rollup_totals_columns +
+                            " FROM day_classes WHERE day >= $1 AND day < $2 AND day >= 345600" +
+                            owner_condition(owner, params) + " GROUP BY owner, week";
+    query(sql, params, read);
+  }
   std::vector<owner_week_row> out;
-  query(sql, params, [&](const row& r) {
-    out.push_back({r.text(0), r.i64(1), read_totals(r, 2)});
-  });
+  out.reserve(acc.size());
+  for (auto& [k, w] : acc)
+    out.push_back(std::move(w));
   return out;
 }
 

@@ -105,6 +105,9 @@ struct job_filter {
 // Sums over a set of jobs. Counts of calls and bytes are summed in double precision (exact up
 // to 2^53) so that no record can make a sum overflow. cpu_time_s is wall * ranks summed; pe_time_s
 // weights ranks by it.
+struct job_totals;
+void add_totals(job_totals& into, const job_totals& t);
+
 struct job_totals {
   std::int64_t jobs = 0, pes = 0;
   double cpu_time_s = 0, mpi_time_s = 0, overhead_s = 0, wall_time_s = 0;
@@ -157,8 +160,9 @@ public:
   int schema_version();
 
   // All jobs in one transaction; a job whose key is already stored is left as it is and
-  // counted as a duplicate. On failure nothing is stored and store_error is thrown.
-  virtual insert_result insert(const std::vector<stored_job>& jobs) = 0;
+  // counted as a duplicate. The day tables are updated in the same transaction. On failure
+  // nothing is stored and store_error is thrown.
+  insert_result insert(const std::vector<stored_job>& jobs);
 
   std::vector<job_row> jobs(const job_filter& filter);
   std::int64_t count_jobs(const job_filter& filter); // ignores order, limit and offset
@@ -205,9 +209,17 @@ public:
   virtual void execute(const std::string& sql) = 0; // several statements, no parameters
 
 protected:
+  // Inside the transaction insert() opened: the jobs, their routines and their records.
+  virtual insert_result insert_rows(const std::vector<stored_job>& jobs) = 0;
+  virtual void begin_write() = 0; // a transaction that takes the write lock at once
   virtual void query_rows(const std::string& sql, const std::vector<param>& params,
                           const std::function<void(const row&)>& each) = 0;
   void migrate();
+  void add_rollups(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new);
+  // INSERT ... ON CONFLICT (keys) DO UPDATE SET sum = sum + excluded.sum, many rows at a time.
+  void upsert(const std::string& table, const std::vector<std::string>& key_columns,
+              const std::vector<std::string>& sum_columns,
+              const std::vector<std::vector<param>>& rows);
   virtual std::string id_column_type() const = 0; // the auto-numbered primary key
   virtual std::string blob_column_type() const = 0;
   virtual void begin_migration() = 0; // a transaction holding the store's write lock

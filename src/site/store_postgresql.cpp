@@ -107,12 +107,13 @@ public:
 
   void execute(const std::string& sql) override { check(result_ptr(PQexec(conn_, sql.c_str()))); }
 
-  insert_result insert(const std::vector<stored_job>& jobs) override {
+protected:
+  void begin_write() override { execute("BEGIN"); }
+  insert_result insert_rows(const std::vector<stored_job>& jobs) override {
     insert_result result;
     result.was_new.assign(jobs.size(), false);
-    execute("BEGIN");
     try {
-      constexpr size_t chunk = 500; // 29 parameters a row, under the protocol's 65535
+      constexpr size_t chunk = 500; // 28 parameters a row, under the protocol's 65535
       std::map<std::string, size_t> first_of_key;
       std::vector<std::int64_t> ids(jobs.size(), 0);
       const std::string now = std::to_string(static_cast<std::int64_t>(std::time(nullptr)));
@@ -123,16 +124,16 @@ public:
             "owner_mismatch, start_time, end_time, ranks, ranks_reported, hosts, executable, "
             "language, mpi_flavor, status, partial, wall_time_s, cpu_time_s, mpi_time_s, "
             "mpi_percent, overhead_s, mpi_calls, mpi_bytes, routine_groups, cpu_class, "
-            "instructions, ingested_at, record) VALUES ";
+            "instructions, ingested_at) VALUES ";
         std::vector<std::string> values;
         std::vector<bool> null_values;
-        values.reserve((end - begin) * 29);
+        values.reserve((end - begin) * 28);
         for (size_t i = begin; i < end; ++i) {
           const job_row& j = jobs[i].job;
           first_of_key.try_emplace(j.job_key, i);
           sql += i == begin ? "(" : ",(";
           const size_t base = values.size();
-          for (int c = 1; c <= 29; ++c)
+          for (int c = 1; c <= 28; ++c)
             sql += fmt::format("{}${}", c == 1 ? "" : ",", base + static_cast<size_t>(c));
           sql += ")";
           values.push_back(j.job_key);
@@ -165,21 +166,15 @@ public:
           null_values[values.size()] = !j.instructions;
           values.push_back(j.instructions ? exact(*j.instructions) : std::string());
           values.push_back(now);
-          values.push_back(jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
-                                                         : jobs[i].record_packed);
         }
         sql += " ON CONFLICT (job_key) DO NOTHING RETURNING job_id, job_key";
         std::vector<const char*> pointers;
-        std::vector<int> lengths, formats;
         pointers.reserve(values.size());
         null_values.resize(values.size(), false);
-        for (size_t v = 0; v < values.size(); ++v) {
+        for (size_t v = 0; v < values.size(); ++v)
           pointers.push_back(null_values[v] ? nullptr : values[v].c_str());
-          lengths.push_back(static_cast<int>(values[v].size()));
-          formats.push_back(v % 29 == 28 ? 1 : 0); // the record goes as binary BYTEA
-        }
         result_ptr r(PQexecParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
-                                  pointers.data(), lengths.data(), formats.data(), 0));
+                                  pointers.data(), nullptr, nullptr, 0));
         check(r, PGRES_TUPLES_OK);
         for (int i = 0; i < PQntuples(r.get()); ++i) {
           const pg_row pr(r.get(), i);
@@ -187,6 +182,34 @@ public:
           if (it != first_of_key.end())
             ids[it->second] = pr.i64(0);
         }
+      }
+      // The records of the new jobs, as binary BYTEA, many rows a statement.
+      for (size_t begin = 0; begin < jobs.size(); begin += chunk) {
+        const size_t end = std::min(jobs.size(), begin + chunk);
+        std::string sql = "INSERT INTO job_records (job_id, record) VALUES ";
+        std::vector<std::string> values;
+        std::vector<int> lengths, formats;
+        for (size_t i = begin; i < end; ++i) {
+          if (ids[i] == 0)
+            continue;
+          sql += fmt::format("{}(${}, ${})", values.empty() ? "" : ",", values.size() + 1,
+                             values.size() + 2);
+          values.push_back(std::to_string(ids[i]));
+          formats.push_back(0);
+          values.push_back(jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
+                                                         : jobs[i].record_packed);
+          formats.push_back(1);
+        }
+        if (values.empty())
+          continue;
+        std::vector<const char*> pointers;
+        for (const std::string& v : values) {
+          pointers.push_back(v.data());
+          lengths.push_back(static_cast<int>(v.size()));
+        }
+        check(
+            result_ptr(PQexecParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
+                                    pointers.data(), lengths.data(), formats.data(), 0)));
       }
       // The routines of the new jobs in one COPY.
       check(result_ptr(PQexec(conn_, "COPY job_routines (job_id, routine, owner, end_time, "
@@ -219,17 +242,14 @@ public:
       check(result_ptr(PQgetResult(conn_)));
       while (PGresult* extra = PQgetResult(conn_))
         PQclear(extra);
-      execute("COMMIT");
     } catch (...) {
-      while (PGresult* extra = PQgetResult(conn_))
+      while (PGresult* extra = PQgetResult(conn_)) // a COPY cut short: drain it for ROLLBACK
         PQclear(extra);
-      const result_ptr rollback(PQexec(conn_, "ROLLBACK")); // the error above is the news
       throw;
     }
     return result;
   }
 
-protected:
   void query_rows(const std::string& sql, const std::vector<param>& params,
                   const std::function<void(const row&)>& each) override {
     std::vector<std::string> values;
@@ -255,7 +275,7 @@ protected:
       pointers.push_back(params[i].t == param::type::null ? nullptr : values[i].c_str());
     result_ptr r(PQexecParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
                               pointers.data(), nullptr, nullptr, 0));
-    check(r, PGRES_TUPLES_OK);
+    check(r); // rows, or none for an INSERT
     for (int i = 0; i < PQntuples(r.get()); ++i)
       each(pg_row(r.get(), i));
   }

@@ -47,13 +47,28 @@ void strpos_function(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_int64(ctx, found == nullptr ? 0 : found - h + 1);
 }
 
-// $1, $2 ... (PostgreSQL's style, used by the shared queries) to SQLite's ?1, ?2 ...
+// $1, $2 ... (PostgreSQL's style, used by the shared queries) to SQLite's: plain "?" when each
+// number comes once and in order (SQLite resolves "?NNN" names one by one, which costs much in
+// statements with thousands of parameters), else "?N".
 std::string sqlite_params(const std::string& sql) {
-  std::string out = sql;
-  for (size_t i = 0; i + 1 < out.size(); ++i)
-    if (out[i] == '$' && out[i + 1] >= '0' && out[i + 1] <= '9')
-      out[i] = '?';
-  return out;
+  std::string plain, numbered = sql;
+  int expected = 1;
+  bool in_order = true;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    if (sql[i] == '$' && i + 1 < sql.size() && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+      numbered[i] = '?';
+      size_t j = i + 1;
+      int n = 0;
+      while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9')
+        n = n * 10 + (sql[j++] - '0');
+      in_order = in_order && n == expected++;
+      plain += '?';
+      i = j - 1;
+    } else {
+      plain += sql[i];
+    }
+  }
+  return in_order ? plain : numbered;
 }
 
 class sqlite_store final : public store {
@@ -95,19 +110,20 @@ public:
     }
   }
 
-  insert_result insert(const std::vector<stored_job>& jobs) override {
+protected:
+  insert_result insert_rows(const std::vector<stored_job>& jobs) override {
     insert_result result;
     result.was_new.assign(jobs.size(), false);
-    execute("BEGIN IMMEDIATE");
-    try {
+    {
       sqlite3_stmt* job = prepare(
           "INSERT INTO jobs (job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, "
           "owner_mismatch, start_time, end_time, ranks, ranks_reported, hosts, executable, "
           "language, mpi_flavor, status, partial, wall_time_s, cpu_time_s, mpi_time_s, "
           "mpi_percent, overhead_s, mpi_calls, mpi_bytes, routine_groups, cpu_class, "
-          "instructions, ingested_at, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+          "instructions, ingested_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
           "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
-          "?28, ?29) ON CONFLICT (job_key) DO NOTHING RETURNING job_id");
+          "?28) ON CONFLICT (job_key) DO NOTHING RETURNING job_id");
+      sqlite3_stmt* record = prepare("INSERT INTO job_records (job_id, record) VALUES (?1, ?2)");
       sqlite3_stmt* routine = prepare(
           "INSERT INTO job_routines (job_id, routine, owner, end_time, calls, time_s, bytes, "
           "count_sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
@@ -146,9 +162,6 @@ public:
         else
           sqlite3_bind_null(job, c++);
         sqlite3_bind_int64(job, c++, now);
-        const std::string packed = jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
-                                                                 : jobs[i].record_packed;
-        sqlite3_bind_blob(job, c++, packed.data(), static_cast<int>(packed.size()), SQLITE_STATIC);
         const int rc = sqlite3_step(job);
         std::int64_t id = 0;
         if (rc == SQLITE_ROW) {
@@ -164,6 +177,13 @@ public:
         }
         ++result.inserted;
         result.was_new[i] = true;
+        const std::string packed = jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
+                                                                 : jobs[i].record_packed;
+        sqlite3_bind_int64(record, 1, id);
+        sqlite3_bind_blob(record, 2, packed.data(), static_cast<int>(packed.size()), SQLITE_STATIC);
+        const int prc = sqlite3_step(record);
+        sqlite3_reset(record);
+        check(prc, SQLITE_DONE);
         for (const routine_row& r : jobs[i].routines) {
           sqlite3_bind_int64(routine, 1, id);
           bind_text(routine, 2, r.routine);
@@ -178,15 +198,10 @@ public:
           check(rrc, SQLITE_DONE);
         }
       }
-      execute("COMMIT");
-    } catch (...) {
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
     }
     return result;
   }
-
-protected:
+  void begin_write() override { execute("BEGIN IMMEDIATE"); }
   void query_rows(const std::string& sql, const std::vector<param>& params,
                   const std::function<void(const row&)>& each) override {
     sqlite3_stmt* stmt = prepare(sqlite_params(sql));

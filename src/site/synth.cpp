@@ -2,6 +2,7 @@
 
 #include "profile/spool.hpp"
 #include "site/parse.hpp"
+#include "site/store.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 namespace strata::site {
@@ -240,6 +242,33 @@ synth_result write_synth(const synth_options& options, const std::string& dir, b
       return result;
     }
     ++result.written;
+  }
+  return result;
+}
+
+synth_result store_synth(const synth_options& options, store& db) {
+  synth_result result;
+  constexpr std::int64_t batch = 5000;
+  for (std::int64_t begin = 0; begin < options.count; begin += batch) {
+    const std::int64_t end = std::min(options.count, begin + batch);
+    std::vector<stored_job> jobs(static_cast<size_t>(end - begin));
+    // Generating and deflating is the work; spread it over the cores like ingest does.
+    const unsigned workers = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8);
+    std::vector<std::thread> threads;
+    for (unsigned w = 0; w < workers; ++w)
+      threads.emplace_back([&, w] {
+        for (std::int64_t i = begin + w; i < end; i += workers) {
+          const record::job_record r = synth_record(options, i);
+          stored_job& j = jobs[static_cast<size_t>(i - begin)];
+          j = make_stored_job(r, record::to_json(r), static_cast<std::int64_t>(r.job.uid),
+                              r.job.user);
+          j.record_packed = pack_record(j.record_json);
+          j.record_json.clear();
+        }
+      });
+    for (std::thread& t : threads)
+      t.join();
+    result.written += db.insert(jobs).inserted;
   }
   return result;
 }

@@ -34,4 +34,9 @@ struct synth_result {
 // given to its record's uid, as the profile module's files would belong to the job's user.
 synth_result write_synth(const synth_options& options, const std::string& dir, bool chown);
 
+class store;
+// Puts the records straight into a store, as ingest would with each file owned by the
+// record's uid (fills a store for report benchmarks without a million files).
+synth_result store_synth(const synth_options& options, store& db);
+
 } // namespace strata::site

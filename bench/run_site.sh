@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Site store benchmarks behind docs/PERFORMANCE.md ("Site store"), on SQLite and on a
+# PostgreSQL server started here (initdb into a temporary directory, unix socket only):
+#
+#   bash bench/run_site.sh [INGEST_COUNT] [REPORT_COUNT]     (defaults 100000 and 1000000)
+#
+# ingest  `strata site synth --out` writes INGEST_COUNT records (compact JSON, as root each file
+#         owned by its record's uid) into a spool; `strata site ingest` moves them into a fresh
+#         store. Prints records/s over the wall time of the ingest (parse, owner lookup,
+#         batched transactions, removal from the spool).
+# report  `strata site synth --db` fills a fresh store with REPORT_COUNT records (untimed);
+#         then the full site report (site part and every user's part, text) over the last 30
+#         days (--since 30d: whole days from the day tables, the partial days at both ends
+#         from the job rows) and one user's report are timed.
+#
+# Times are wall seconds of the strata process and its CPU seconds (user+sys); PostgreSQL's own
+# CPU is not in the latter. Knobs: STRATA (the binary), BACKENDS="sqlite postgresql",
+# WORK (a directory with room: about 3.5 GB per million records and backend).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+strata=$(realpath "${STRATA:-build/bin/strata}")
+ingest_n=${1:-100000}
+report_n=${2:-1000000}
+backends=${BACKENDS:-sqlite postgresql}
+work=$(mktemp -d "${WORK:-/var/tmp}/strata-bench-site.XXXXXX")
+chmod 755 "$work"
+pg_pid=""
+cleanup() {
+  if [[ -n "$pg_pid" ]]; then
+    echo >&"${PG[1]}" || true
+    wait "$pg_pid" || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+timed() { # label, command...: prints "label: wall W s, cpu C s" and keeps W in $wall
+  local out
+  out=$( { /usr/bin/time -f '%e %U %S' "${@:2}" >/dev/null 2>"$work/stderr"; } 2>&1 ) || {
+    cat "$work/stderr" >&2
+    return 1
+  }
+  out=$(tail -1 "$work/stderr")
+  read -r wall user sys <<<"$out"
+  printf '%s: wall %s s, cpu %.2f s\n' "$1" "$wall" "$(echo "$user + $sys" | bc -l)"
+}
+
+url_for() { # backend, name
+  if [[ $1 == sqlite ]]; then
+    echo "sqlite:$work/$2.db"
+  else
+    runuser -u postgres -- /usr/lib/postgresql/*/bin/createdb -h "$pg_dir" -U strata "$2"
+    echo "postgresql://strata@/$2?host=$pg_dir"
+  fi
+}
+
+if [[ $backends == *postgresql* ]]; then
+  coproc PG { python3 tests/integration/site_postgres.py; }
+  pg_pid=$PG_PID
+  read -r pg_url <&"${PG[0]}"
+  pg_dir=${pg_url#*host=}
+fi
+
+echo "# strata site benchmarks: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# synthetic records: $ingest_n for ingest, $report_n for reports"
+spool="$work/spool"
+for backend in $backends; do
+  rm -rf "$spool"
+  "$strata" site synth --count "$ingest_n" --out "$spool" --seed 7 >/dev/null
+  url=$(url_for "$backend" ingest)
+  timed "$backend ingest $ingest_n records" "$strata" site ingest --db "$url" "$spool"
+  echo "$backend ingest rate: $(echo "$ingest_n / $wall" | bc) records/s"
+  left=$(find "$spool" -name '*.json' | wc -l)
+  [[ $left == 0 ]] || { echo "ingest left $left records in the spool" >&2; exit 1; }
+
+  url=$(url_for "$backend" report)
+  timed "$backend fill $report_n records (synth --db, untimed)" \
+    "$strata" site synth --count "$report_n" --db "$url" --seed 11
+  timed "$backend site report over $report_n records (--since 30d, text)" \
+    "$strata" site report --db "$url" --since 30d
+  timed "$backend one user's report (--since 30d --user anna00)" \
+    "$strata" site report --db "$url" --since 30d --user anna00
+  timed "$backend weekly mail to every user (--week --format mail --outbox)" \
+    "$strata" site report --db "$url" --week --format mail --outbox "$work/outbox-$backend"
+  echo "$backend mails written: $(ls "$work/outbox-$backend" | wc -l)"
+  [[ $backend == sqlite ]] && echo "sqlite store size: $(du -h "$work/report.db" | cut -f1)"
+done

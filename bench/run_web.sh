@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Web interface latency at scale: `strata site synth` + `ingest` of COUNT records into SQLite and
-# into a PostgreSQL server started here, then `strata site serve` on each and median/p95 of the
-# pages and API calls (bench/web_latency.py). Usage: bench/run_web.sh [COUNT] [WORKDIR]
+# Web interface latency at scale: a store of COUNT synthetic records (`strata site synth --db`,
+# untimed) in SQLite and in a PostgreSQL server started here, then `strata site serve` on each
+# and median/p95 of pages and API calls (bench/web_latency.py), as an admin (every job).
+# Usage: bench/run_web.sh [COUNT] [WORKDIR]
+#   STRATA_WEB_BENCH_SQLITE=PATH  use this existing SQLite store instead of filling one
+#   STRATA_WEB_BENCH_POSTGRES=0   SQLite only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-1000000}
@@ -11,17 +14,10 @@ port=${STRATA_WEB_BENCH_PORT:-18777}
 mkdir -p "$work"
 export STRATA_SITE_DB=
 
-fill() { # URL: the same synthetic set (made once, files owned by their users) into the store
-  if [ ! -d "$work/synth" ]; then
-    local t0=$SECONDS
-    "$strata" site synth --count "$count" --out "$work/synth" >/dev/null
-    echo "synth: $((SECONDS - t0)) s for $count records"
-  fi
-  rm -rf "$work/spool"
-  cp -al "$work/synth" "$work/spool" # ingest moves files away: give it links
-  local t1=$SECONDS
-  "$strata" site ingest --db "$1" "$work/spool" 2>"$work/ingest.log" | tail -1
-  echo "ingest: $((SECONDS - t1)) s for $count records"
+fill() { # URL
+  local t0=$SECONDS
+  "$strata" site synth --count "$count" --db "$1" >/dev/null
+  echo "synth --db: $((SECONDS - t0)) s for $count records"
 }
 
 measure() { # URL LABEL
@@ -36,9 +32,13 @@ measure() { # URL LABEL
   wait "$pid" || true
 }
 
-sqlite_db="sqlite:$work/site.db"
-if [ ! -e "$work/site.db" ]; then fill "$sqlite_db"; fi
-measure "$sqlite_db" "SQLite"
+if [ -n "${STRATA_WEB_BENCH_SQLITE:-}" ]; then
+  measure "sqlite:$STRATA_WEB_BENCH_SQLITE" "SQLite"
+else
+  sqlite_db="sqlite:$work/site.db"
+  [ -e "$work/site.db" ] || fill "$sqlite_db"
+  measure "$sqlite_db" "SQLite"
+fi
 
 if [ "${STRATA_WEB_BENCH_POSTGRES:-1}" = 1 ]; then
   pg_url=$(cd tests/integration && python3 -c '

@@ -290,6 +290,9 @@ std::string job_report_html(const std::string& record_json) {
   std::string style;
   if (head_style != std::string::npos && head_style_end != std::string::npos && head_style < body)
     style = doc.substr(head_style, head_style_end + 8 - head_style);
+  // The report's style is for a document of its own: keep it off our page's body.
+  for (std::size_t at = style.find("body{"); at != std::string::npos; at = style.find("body{", at))
+    style.replace(at, 4, ".report");
   return style + doc.substr(body + 6, end - body - 6);
 }
 
@@ -474,7 +477,7 @@ public:
       for (const char* id :
            {"by-size", "by-cpu-class", "by-user", "languages", "routines", "groups"})
         charts += std::string("<div class=\"chart\"><canvas id=\"") + id + "\"></canvas></div>";
-      return std::make_pair(200, page("Site", "site", &v, "<div id=\"app\"></div>" + charts));
+      return std::make_pair(200, page("Site", "site", &v, charts + "<div id=\"app\"></div>"));
     });
 
     api_route(http, "/api/me", [](const httplib::Request&, const viewer& v) {

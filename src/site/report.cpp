@@ -205,7 +205,7 @@ report build_report(store& db, const report_options& o) {
     critical.when = o.when;
     critical.owner = owner;
     critical.min_mpi_percent = o.critical_mpi_percent;
-    critical.order = job_order::mpi_percent_desc;
+    critical.order = job_order::latest; // no sort: read backwards through (owner, end_time)
     critical.limit = o.critical_job_limit;
     if (u.critical_jobs > 0)
       u.critical_job_list = db.jobs(critical);
@@ -352,9 +352,10 @@ report build_report(store& db, const report_options& o) {
   job_filter critical;
   critical.when = o.when;
   critical.min_mpi_percent = o.critical_mpi_percent;
-  critical.order = job_order::mpi_percent_desc;
+  critical.order = job_order::latest;
   critical.limit = o.critical_job_limit;
-  s.critical_job_count = db.count_jobs(critical);
+  for (const auto& [owner, n] : critical_of_owner)
+    s.critical_job_count += n;
   s.critical_jobs = db.jobs(critical);
   out.site = std::move(s);
   return out;

@@ -331,7 +331,9 @@ std::string user_text(const user_report& u, const report_options& o) {
   out +=
       "\nWhere you stand among this period's users:\n" + text_table(reference_table(u.references));
   if (!u.critical_job_list.empty())
-    out += "\nCritical jobs:\n" + text_table(jobs_table(u.critical_job_list, false));
+    out += fmt::format("\nCritical jobs (latest {} of {}):\n", u.critical_job_list.size(),
+                       u.critical_jobs) +
+           text_table(jobs_table(u.critical_job_list, false));
   out += "\nLines marked * are critical: MPI time above the threshold, and the routines that take "
          "most of it.\n";
   return out;
@@ -345,7 +347,9 @@ std::string user_html(const user_report& u, const report_options& o) {
   out += "<h3>Where you stand among this period's users</h3>\n" +
          html_table(reference_table(u.references));
   if (!u.critical_job_list.empty())
-    out += "<h3>Critical jobs</h3>\n" + html_table(jobs_table(u.critical_job_list, false));
+    out += fmt::format("<h3>Critical jobs (latest {} of {})</h3>\n", u.critical_job_list.size(),
+                       u.critical_jobs) +
+           html_table(jobs_table(u.critical_job_list, false));
   out += "<p>Rows in bold are critical: MPI time above the threshold, and the routines that take "
          "most of it.</p>\n";
   return out;
@@ -379,7 +383,7 @@ std::string render_text(const report& r) {
     out += "\nMPI routines' profiles (Fig. 10):\n" +
            text_table(routine_table(s.routines, any_split(s.routines)));
     out += "\nUsage of the MPI routines' groups (Fig. 11):\n" + text_table(group_table(s.groups));
-    out += fmt::format("\nCritical jobs (MPI above {:g} %, {} of {} shown):\n",
+    out += fmt::format("\nCritical jobs (MPI above {:g} %, latest {} of {}):\n",
                        o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
     out += text_table(jobs_table(s.critical_jobs, true));
   }
@@ -412,7 +416,7 @@ std::string render_html(const report& r) {
             html_table(routine_table(s.routines, any_split(s.routines)));
     body += "<h2>Usage of the MPI routines' groups (Fig. 11)</h2>\n" +
             html_table(group_table(s.groups));
-    body += fmt::format("<h2>Critical jobs (MPI above {:g} %, {} of {} shown)</h2>\n",
+    body += fmt::format("<h2>Critical jobs (MPI above {:g} %, latest {} of {})</h2>\n",
                         o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
     body += html_table(jobs_table(s.critical_jobs, true));
   }

@@ -227,6 +227,8 @@ const char* order_clause(job_order o) {
     return " ORDER BY cpu_time_s DESC, job_id DESC";
   case job_order::ranks_desc:
     return " ORDER BY ranks DESC, job_id DESC";
+  case job_order::latest:
+    return " ORDER BY end_time DESC";
   case job_order::end_desc:
     break;
   }

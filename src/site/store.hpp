@@ -89,7 +89,9 @@ struct period {
   std::int64_t from = 0, to = 0; // [from, to) over end_time
 };
 
-enum class job_order { end_desc, end_asc, mpi_percent_desc, cpu_time_desc, ranks_desc };
+// end_desc and end_asc break ties by job id (stable pages); latest orders by end time alone,
+// which the period indexes deliver without sorting (reports' "latest critical jobs").
+enum class job_order { end_desc, end_asc, mpi_percent_desc, cpu_time_desc, ranks_desc, latest };
 
 struct job_filter {
   std::optional<period> when;

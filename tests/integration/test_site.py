@@ -168,6 +168,18 @@ class SiteTests:
         self.assertEqual(mpi["of"], 3)
         self.assertAlmostEqual(mpi["site_min"], min(5.0, mpi["site_min"]))
 
+        # With a machine model: the latency / transfer / synchronisation estimate per routine.
+        model = os.path.join(self.out, "model.json")
+        with open(model, "w") as f:
+            json.dump({"schema": "strata.model/1",
+                       "routines": {"MPI_Send": {"latency_s": 1e-3, "bytes_per_s": 1e3}}}, f)
+        est = {r["routine"]: r for r in
+               self.report_json("--user", ALICE, "--model", model)["users"][0]["routines"]}
+        self.assertAlmostEqual(est["MPI_Send"]["estimate"]["latency_s"], 1.5)   # 1500 calls
+        self.assertAlmostEqual(est["MPI_Send"]["estimate"]["transfer_s"], 6.0)  # 6000 bytes
+        self.assertAlmostEqual(est["MPI_Send"]["estimate"]["sync_s"], 22.5)     # the rest of 30 s
+        self.assertNotIn("estimate", est["MPI_Allreduce"], "not in the model")
+
         # The same report for one user, in text and HTML.
         text = self.strata("site", "report", "--db", self.db, "--since", "30d", "--user", ALICE)
         self.assertRan(text)

@@ -14,6 +14,7 @@ web_commands::web_commands(CLI::App& site) {
   token_->add_option("--db", token_db_, "store URL (default: $STRATA_SITE_DB or the install's)");
   token_->add_option("--ttl", ttl_days_, "days the token stays valid")->check(CLI::Range(1, 3650));
   token_->add_flag("--revoke", revoke_, "revoke all your tokens instead");
+  token_->add_option("--user", for_user_, "root only: issue (or revoke) for this user instead");
 
   serve_ = site.add_subcommand("serve", "the web interface: jobs, job reports, trends, site");
   serve_->add_option("--db", serve_options_.db_url, "store URL");
@@ -49,7 +50,20 @@ int web_commands::run() const {
   const std::string url = token_db_.empty() ? site::default_db_url() : token_db_;
   try {
     auto db = site::store::open(url);
-    const identity who = calling_user();
+    identity who = calling_user();
+    if (!for_user_.empty()) {
+      if (who.uid != 0) {
+        std::fprintf(stderr, "strata site token: only root may use --user (you are %s)\n",
+                     who.user.c_str());
+        return 2;
+      }
+      const std::optional<identity> named = user_named(for_user_);
+      if (!named) {
+        std::fprintf(stderr, "strata site token: no user named \"%s\"\n", for_user_.c_str());
+        return 2;
+      }
+      who = *named;
+    }
     const auto t = static_cast<std::int64_t>(std::time(nullptr));
     if (revoke_) {
       const std::int64_t n = revoke_tokens(*db, who.uid, t);

@@ -22,6 +22,7 @@ private:
   std::string token_db_;
   int ttl_days_ = 90;
   bool revoke_ = false;
+  std::string for_user_; // root only
   server_options serve_options_;
 };
 

@@ -49,6 +49,14 @@ identity calling_user() {
   return who;
 }
 
+std::optional<identity> user_named(const std::string& name) {
+  std::vector<char> buf;
+  const std::optional<passwd> pw = lookup_user(name, buf);
+  if (!pw)
+    return std::nullopt;
+  return identity{pw->pw_uid, pw->pw_name};
+}
+
 std::string sha256_hex(std::string_view text) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;

@@ -22,6 +22,9 @@ struct identity {
 // The real uid of this process and its name ("uid<N>" when the account has none).
 identity calling_user();
 
+// The account `name` (for root issuing a token to a user); nullopt when there is none.
+std::optional<identity> user_named(const std::string& name);
+
 // Lowercase hex SHA-256 of `text` (OpenSSL).
 std::string sha256_hex(std::string_view text);
 

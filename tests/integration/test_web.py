@@ -291,6 +291,21 @@ class WebTests:
                        capture_output=True)
         self.assertEqual(self.request("/api/me", token)[0], 401)
 
+    def test_root_issues_a_token_for_a_user_and_only_root_may(self):
+        out = subprocess.run([STRATA, "site", "token", "--db", self.url, "--user", USER_B],
+                             check=True, capture_output=True, text=True)
+        self.assertEqual(self.api_as_token(out.stdout.strip(), "/api/me")["user"], USER_B)
+        refused = subprocess.run(["runuser", "-u", USER_B, "--", STRATA, "site", "token", "--db",
+                                  self.url, "--user", USER_A], capture_output=True, text=True)
+        self.assertEqual(refused.returncode, 2)
+        self.assertIn("only root may use --user", refused.stderr)
+        self.assertEqual(refused.stdout, "")
+
+    def api_as_token(self, token, path):
+        status, body, _ = self.request(path, token)
+        self.assertEqual(status, 200, body)
+        return json.loads(body)
+
     # ---- the browser ----
 
     def test_browser_two_users_and_an_admin(self):

@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/monitor_command.hpp"
 #include "site/commands.hpp"
+#include "web/commands.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -139,6 +140,7 @@ int run_main(int argc, char** argv) {
   trace_export->add_option("--out", export_out, "output directory (default: TRACE-xml)");
   CLI::App* site = app.add_subcommand("site", "site store: ingest job records, reports, mail");
   const strata::site::site_commands site_commands(*site);
+  const strata::web::web_commands web_commands(*site); // token, serve
 
   try {
     std::reverse(ours.begin() + 1, ours.end()); // CLI11 takes the arguments in reverse order
@@ -176,7 +178,7 @@ int run_main(int argc, char** argv) {
   if (trace_export->parsed())
     return strata::analyze::export_xml_command(export_trace, export_out);
   if (site->parsed())
-    return site_commands.run();
+    return web_commands.chosen() ? web_commands.run() : site_commands.run();
   return 2;
 }
 } // namespace

@@ -108,6 +108,18 @@ CREATE TABLE day_classes (
   PRIMARY KEY (day, owner, language, ranks, cpu_class)
 );
 )sql",
+    // 2: the web interface's login tokens (src/web/tokens.hpp), kept only as SHA-256 hashes.
+    R"sql(
+CREATE TABLE web_tokens (
+  token_hash TEXT PRIMARY KEY,
+  uid BIGINT NOT NULL,
+  user_name TEXT NOT NULL,
+  created BIGINT NOT NULL,
+  expires BIGINT NOT NULL,
+  revoked INTEGER NOT NULL
+);
+CREATE INDEX web_tokens_uid ON web_tokens (uid);
+)sql",
 };
 
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
@@ -417,6 +429,16 @@ std::vector<job_row> store::jobs(const job_filter& filter) {
 std::int64_t store::count_jobs(const job_filter& filter) {
   std::vector<param> params;
   const std::string sql = "SELECT COUNT(*) FROM jobs" + where_clause(filter, params);
+  std::int64_t n = 0;
+  query(sql, params, [&](const row& r) { n = r.i64(0); });
+  return n;
+}
+
+std::int64_t store::count_jobs_up_to(const job_filter& filter, std::int64_t cap) {
+  std::vector<param> params;
+  std::string sql = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs" + where_clause(filter, params);
+  params.push_back(cap);
+  sql += " LIMIT $" + std::to_string(params.size()) + ") AS capped";
   std::int64_t n = 0;
   query(sql, params, [&](const row& r) { n = r.i64(0); });
   return n;

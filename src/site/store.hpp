@@ -8,6 +8,7 @@
 //   job_routines(job_id, routine, ...)       one row per job and MPI routine (calls, time, bytes);
 //                                            owner and end_time copied in so that period and user
 //                                            sums over routines need no join
+//   web_tokens(token_hash, uid, ...)         (version 2) login tokens of the web interface
 // A job belongs to the owner of its spool file (`owner`, `owner_uid`); what the record claims is
 // kept beside it (`claimed_user`, `claimed_uid`) and `owner_mismatch` flags a difference.
 // Periods are half-open [from, to) over the job's end time, in seconds since the epoch (UTC).
@@ -29,7 +30,7 @@ struct job_record;
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 1;
+inline constexpr int store_schema_version = 2;
 
 // Any failure of the database (connection, SQL, constraint) as one line.
 class store_error : public std::runtime_error {
@@ -167,6 +168,8 @@ public:
 
   std::vector<job_row> jobs(const job_filter& filter);
   std::int64_t count_jobs(const job_filter& filter); // ignores order, limit and offset
+  // min(count_jobs(filter), cap), without counting further: a page's "more than N jobs".
+  std::int64_t count_jobs_up_to(const job_filter& filter, std::int64_t cap);
   std::optional<stored_job> job(std::int64_t job_id);
   std::optional<stored_job> job_by_key(const std::string& job_key);
 

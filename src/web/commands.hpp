@@ -1,0 +1,29 @@
+// `strata site token` and `strata site serve`: the command-line side of the web interface. The
+// dispatcher in src/cli/main.cpp adds them to `strata site` and calls run() when one was given.
+#pragma once
+
+#include "web/server.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace strata::web {
+
+class web_commands {
+public:
+  explicit web_commands(CLI::App& site);
+  bool chosen() const; // token or serve was given
+  int run() const;
+
+private:
+  CLI::App* token_ = nullptr;
+  CLI::App* serve_ = nullptr;
+  std::string token_db_;
+  int ttl_days_ = 90;
+  bool revoke_ = false;
+  std::string for_user_; // root only
+  server_options serve_options_;
+};
+
+} // namespace strata::web

@@ -1,0 +1,804 @@
+#include "web/server.hpp"
+
+#include "record/record.hpp"
+#include "record/render.hpp"
+#include "site/report.hpp"
+#include "site/store.hpp"
+#include "web/tokens.hpp"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace strata::web {
+namespace {
+
+using nlohmann::json;
+constexpr const char* session_cookie = "strata_session";
+constexpr std::int64_t day = 86400;
+constexpr std::int64_t count_bound = 10000; // jobs lists say "at least" beyond this
+
+std::int64_t now() {
+  return static_cast<std::int64_t>(std::time(nullptr));
+}
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
+// A request parameter that does not parse is the client's mistake: 400 with this message.
+class bad_request : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// One store connection per concurrent request (a store is not shared between threads).
+class store_pool {
+public:
+  explicit store_pool(std::string url) : url_(std::move(url)) {}
+  class lease {
+  public:
+    lease(store_pool& pool, std::unique_ptr<site::store> s) : pool_(pool), store_(std::move(s)) {}
+    lease(const lease&) = delete;
+    lease& operator=(const lease&) = delete;
+    ~lease() { pool_.give_back(std::move(store_)); }
+    site::store& operator*() { return *store_; }
+    site::store* operator->() { return store_.get(); }
+
+  private:
+    store_pool& pool_;
+    std::unique_ptr<site::store> store_;
+  };
+  lease take() {
+    {
+      const std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        auto s = std::move(free_.back());
+        free_.pop_back();
+        return {*this, std::move(s)};
+      }
+    }
+    return {*this, site::store::open(url_)};
+  }
+
+private:
+  void give_back(std::unique_ptr<site::store> s) {
+    const std::lock_guard lock(mutex_);
+    free_.push_back(std::move(s));
+  }
+  std::string url_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<site::store>> free_;
+};
+
+struct viewer {
+  identity who;
+  bool admin = false;
+};
+
+std::optional<std::string> cookie_value(const httplib::Request& req, std::string_view name) {
+  const std::string header = req.get_header_value("Cookie");
+  std::size_t at = 0;
+  while (at < header.size()) {
+    std::size_t end = header.find(';', at);
+    if (end == std::string::npos)
+      end = header.size();
+    std::string_view part(header.data() + at, end - at);
+    while (!part.empty() && part.front() == ' ')
+      part.remove_prefix(1);
+    if (part.size() > name.size() && part.substr(0, name.size()) == name &&
+        part[name.size()] == '=')
+      return std::string(part.substr(name.size() + 1));
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> int_param(const httplib::Request& req, const std::string& name,
+                                      std::int64_t min, std::int64_t max) {
+  if (!req.has_param(name))
+    return std::nullopt;
+  const std::string v = req.get_param_value(name);
+  if (v.empty())
+    return std::nullopt;
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used != v.size() || n < min || n > max)
+    throw bad_request("parameter " + name + " must be an integer from " + std::to_string(min) +
+                      " to " + std::to_string(max) + ", not \"" + v + "\"");
+  return n;
+}
+
+std::optional<double> number_param(const httplib::Request& req, const std::string& name, double min,
+                                   double max) {
+  if (!req.has_param(name) || req.get_param_value(name).empty())
+    return std::nullopt;
+  const std::string v = req.get_param_value(name);
+  std::size_t used = 0;
+  double d = 0;
+  try {
+    d = std::stod(v, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used != v.size() || !(d >= min && d <= max))
+    throw bad_request("parameter " + name + " must be a number from " + std::to_string(min) +
+                      " to " + std::to_string(max) + ", not \"" + v + "\"");
+  return d;
+}
+
+std::optional<std::string> text_param(const httplib::Request& req, const std::string& name) {
+  if (!req.has_param(name) || req.get_param_value(name).empty())
+    return std::nullopt;
+  std::string v = req.get_param_value(name);
+  if (v.size() > 256)
+    throw bad_request("parameter " + name + " is longer than 256 characters");
+  return v;
+}
+
+json job_json(const site::job_row& j) {
+  json o = {{"id", j.job_id},
+            {"record_id", j.record_id},
+            {"owner", j.owner},
+            {"owner_uid", j.owner_uid},
+            {"start", j.start_time},
+            {"end", j.end_time},
+            {"ranks", j.ranks},
+            {"hosts", j.hosts},
+            {"executable", j.executable},
+            {"language", j.language},
+            {"mpi_flavor", j.mpi_flavor},
+            {"status", j.status},
+            {"partial", j.partial},
+            {"wall_time_s", j.wall_time_s},
+            {"cpu_time_s", j.cpu_time_s},
+            {"mpi_time_s", j.mpi_time_s},
+            {"mpi_percent", j.mpi_percent},
+            {"mpi_calls", j.mpi_calls},
+            {"mpi_bytes", j.mpi_bytes}};
+  return o;
+}
+
+json totals_json(const site::job_totals& t) {
+  return {{"jobs", t.jobs},
+          {"cpu_time_s", t.cpu_time_s},
+          {"mpi_time_s", t.mpi_time_s},
+          {"mpi_percent", t.cpu_time_s > 0 ? 100 * t.mpi_time_s / t.cpu_time_s : 0.0},
+          {"mpi_calls", t.mpi_calls},
+          {"mpi_bytes", t.mpi_bytes}};
+}
+
+json breakdown_json(const std::vector<site::breakdown_line>& lines) {
+  json a = json::array();
+  for (const auto& l : lines)
+    a.push_back({{"label", l.label},
+                 {"jobs", l.jobs},
+                 {"cpu_time_s", l.cpu_time_s},
+                 {"mpi_time_s", l.mpi_time_s},
+                 {"cpu_percent", l.cpu_percent},
+                 {"jobs_percent", l.jobs_percent},
+                 {"mpi_percent", l.mpi_percent}});
+  return a;
+}
+
+// The site page's figures (the seed's Figs. 5-11) from the site report.
+json site_json(const site::report& r, int days) {
+  json o = {{"days", days}};
+  if (!r.site)
+    return o;
+  const site::site_report& s = *r.site;
+  o["totals"] = totals_json(s.totals);
+  o["users"] = s.users;
+  o["routines_used"] = s.routines_used;
+  o["by_size"] = breakdown_json(s.by_size);
+  o["by_cpu_class"] = breakdown_json(s.by_cpu_class);
+  o["by_cpu_class_c"] = breakdown_json(s.by_cpu_class_c);
+  o["by_cpu_class_fortran"] = breakdown_json(s.by_cpu_class_fortran);
+  o["by_user"] = breakdown_json(s.by_user);
+  json langs = json::array();
+  for (const auto& l : s.languages)
+    langs.push_back({{"language", l.language},
+                     {"totals", totals_json(l.totals)},
+                     {"cpu_percent", l.cpu_percent},
+                     {"jobs_percent", l.jobs_percent}});
+  o["languages"] = langs;
+  json routines = json::array();
+  for (const auto& rl : s.routines) {
+    json x = {{"name", rl.name},
+              {"calls", rl.calls},
+              {"time_s", rl.time_s},
+              {"bytes", rl.bytes},
+              {"share_of_mpi", rl.share_of_mpi}};
+    if (rl.split)
+      x["split"] = {{"latency_s", rl.split->latency_s},
+                    {"transfer_s", rl.split->transfer_s},
+                    {"sync_s", rl.split->sync_s}};
+    routines.push_back(x);
+  }
+  o["routines"] = routines;
+  json groups = json::array();
+  for (const auto& g : s.groups)
+    groups.push_back({{"name", g.name},
+                      {"jobs_percent", g.jobs_percent},
+                      {"cpu_weighted_percent", g.cpu_weighted_percent}});
+  o["groups"] = groups;
+  json critical = json::array();
+  for (const auto& j : s.critical_jobs)
+    critical.push_back(job_json(j));
+  o["critical_jobs"] = critical;
+  o["critical_job_count"] = s.critical_job_count;
+  return o;
+}
+
+// The job's own report (src/record's HTML renderer, which escapes every string of the record):
+// the body of its document, to sit inside our page.
+std::string job_report_html(const std::string& record_json) {
+  const record::parse_result parsed = record::parse_record(record_json);
+  if (!parsed.ok())
+    return "<p class=\"error\">The stored record does not parse: " + escape(parsed.error) + "</p>";
+  std::string doc = record::render(*parsed.record, record::report_format::html);
+  const std::size_t body = doc.find("<body>");
+  const std::size_t end = doc.rfind("</body>");
+  if (body == std::string::npos || end == std::string::npos || end < body)
+    return doc;
+  const std::size_t head_style = doc.find("<style>");
+  const std::size_t head_style_end = doc.find("</style>");
+  std::string style;
+  if (head_style != std::string::npos && head_style_end != std::string::npos && head_style < body)
+    style = doc.substr(head_style, head_style_end + 8 - head_style);
+  // The report's style is for a document of its own: keep it off our page's body.
+  for (std::size_t at = style.find("body{"); at != std::string::npos; at = style.find("body{", at))
+    style.replace(at, 4, ".report");
+  return style + doc.substr(body + 6, end - body - 6);
+}
+
+// What the job page's charts need, from the record's JSON: per-routine time across ranks
+// (min/mean/max: the imbalance) and the message-size histograms.
+json job_detail_json(const site::stored_job& sj) {
+  json o = {{"job", job_json(sj.job)}};
+  json rec = json::parse(sj.record_json, nullptr, false);
+  if (rec.is_discarded() || !rec.is_object())
+    return o;
+  const json& job = rec.value("job", json::object());
+  o["argv"] = job.value("argv", json::array());
+  o["mpi_percent_by_rank"] = job.value("mpi_percent_by_rank", json::object());
+  json routines = json::array();
+  if (rec.contains("routines") && rec["routines"].is_object())
+    for (const auto& [name, r] : rec["routines"].items()) {
+      if (!r.is_object())
+        continue;
+      json x = {{"name", name},
+                {"calls", r.value("calls", json(0))},
+                {"time_s", r.value("time_s", json(0))},
+                {"size_histogram", r.value("size_histogram", json::array())}};
+      if (r.contains("per_rank") && r["per_rank"].is_object())
+        x["per_rank_time_s"] = r["per_rank"].value("time_s", json::object());
+      routines.push_back(x);
+    }
+  o["routines"] = routines;
+  return o;
+}
+
+std::string page(const std::string& title, const std::string& page_name, const viewer* v,
+                 const std::string& main_html, const std::string& data_attributes = {}) {
+  std::string nav;
+  if (v) {
+    nav = "<nav><a href=\"/jobs\">Jobs</a> <a href=\"/user\">My trends</a>";
+    if (v->admin)
+      nav += " <a href=\"/site\">Site</a>";
+    nav += " <span class=\"who\">" + escape(v->who.user) + (v->admin ? " (admin)" : "") +
+           "</span> <form method=\"post\" action=\"/logout\" class=\"inline\"><button>Log "
+           "out</button></form></nav>";
+  }
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
+         escape(title) +
+         " - Strata</title>\n<link rel=\"stylesheet\" href=\"/assets/strata-web.css\">"
+         "<script defer src=\"/assets/strata-web.js\"></script></head>\n<body data-page=\"" +
+         escape(page_name) + "\"" + data_attributes + ">\n" + nav + "\n<main>\n<h1>" +
+         escape(title) + "</h1>\n" + main_html + "\n</main></body></html>\n";
+}
+
+constexpr const char* stylesheet = R"css(
+body{font-family:sans-serif;margin:0}nav{background:#234;color:#fff;padding:6px 12px}
+nav a{color:#fff;margin-right:12px}nav .who{margin-left:24px}form.inline{display:inline}
+main{padding:12px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}
+td.n{text-align:right}.chart{position:relative;width:760px;height:320px;margin:12px 0}
+.error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}
+)css";
+
+std::string login_form(const std::string& message) {
+  std::string body;
+  if (!message.empty())
+    body += "<p class=\"error\">" + escape(message) + "</p>";
+  body += "<p>Get a token on a login node with <code>strata site token</code>.</p>"
+          "<form method=\"post\" action=\"/login\"><label>Token <input name=\"token\" "
+          "type=\"password\" autocomplete=\"off\" size=\"70\"></label> <button "
+          "type=\"submit\">Log in</button></form>";
+  return page("Log in", "login", nullptr, body);
+}
+
+class web_server {
+public:
+  explicit web_server(const server_options& o) : options_(o), pool_(o.db_url) {}
+
+  bool load_asset() {
+    std::ifstream in(options_.asset_path, std::ios::binary);
+    if (!in)
+      return false;
+    std::ostringstream s;
+    s << in.rdbuf();
+    script_ = s.str();
+    return true;
+  }
+
+  void routes(httplib::Server& http) {
+    http.set_default_headers({{"X-Content-Type-Options", "nosniff"},
+                              {"X-Frame-Options", "DENY"},
+                              {"Referrer-Policy", "no-referrer"},
+                              {"Content-Security-Policy",
+                               "default-src 'self'; script-src 'self'; style-src 'self' "
+                               "'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"}});
+    http.set_payload_max_length(std::size_t{64} * 1024);
+    http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+          std::string what = "internal error";
+          try {
+            std::rethrow_exception(std::move(ep));
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          std::fprintf(stderr, "strata site serve: %s\n", what.c_str());
+          res.status = 500;
+          res.set_content(json({{"error", what}}).dump(), "application/json");
+        });
+
+    http.Get("/assets/strata-web.js", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Cache-Control", "max-age=3600");
+      res.set_content(script_, "text/javascript; charset=utf-8");
+    });
+    http.Get("/assets/strata-web.css", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(stylesheet, "text/css; charset=utf-8");
+    });
+    http.Get("/login", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(login_form({}), "text/html; charset=utf-8");
+    });
+    http.Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string token = req.has_param("token") ? req.get_param_value("token") : "";
+      std::optional<identity> who;
+      {
+        auto db = pool_.take();
+        who = check_token(*db, token, now());
+      }
+      if (!who) {
+        res.status = 401;
+        res.set_content(login_form("Unknown, expired or revoked token."),
+                        "text/html; charset=utf-8");
+        return;
+      }
+      std::string cookie =
+          std::string(session_cookie) + "=" + token + "; Path=/; HttpOnly; SameSite=Strict";
+      if (options_.secure_cookie)
+        cookie += "; Secure";
+      res.set_header("Set-Cookie", cookie);
+      res.set_redirect("/jobs", 303);
+    });
+    http.Post("/logout", [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Set-Cookie", std::string(session_cookie) +
+                                       "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+      res.set_redirect("/login", 303);
+    });
+    http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      res.set_redirect("/jobs", 303);
+    });
+
+    html_route(http, "/jobs", [](const httplib::Request&, const viewer& v) {
+      return std::make_pair(200, page("Jobs", "jobs", &v, "<div id=\"app\"></div>"));
+    });
+    html_route(http, R"(/job/(\d+))", [this](const httplib::Request& req, const viewer& v) {
+      const auto id = parse_id(req.matches[1]);
+      std::optional<site::stored_job> sj;
+      if (id) {
+        auto db = pool_.take();
+        sj = visible_job(*db, v, *id);
+      }
+      if (!sj)
+        return std::make_pair(404,
+                              page("No such job", "error", &v,
+                                   "<p class=\"error\">No job " + escape(req.matches[1].str()) +
+                                       " that you may see.</p>"));
+      const std::string charts =
+          "<h2>Time per rank (imbalance)</h2><div class=\"chart\"><canvas "
+          "id=\"imbalance\"></canvas></div><h2>Message sizes</h2><div class=\"chart\"><canvas "
+          "id=\"sizes\"></canvas></div>";
+      return std::make_pair(200, page("Job " + sj->job.record_id, "job", &v,
+                                      charts + "<h2>Report</h2><div class=\"report\">" +
+                                          job_report_html(sj->record_json) + "</div>",
+                                      " data-job=\"" + std::to_string(sj->job.job_id) + "\""));
+    });
+    html_route(http, "/user", [](const httplib::Request& req, const viewer& v) {
+      const std::string user = user_of(req, v);
+      return std::make_pair(
+          200, page("Trends of " + user, "user", &v,
+                    "<div class=\"chart\"><canvas id=\"weeks-jobs\"></canvas></div><div "
+                    "class=\"chart\"><canvas id=\"weeks-mpi\"></canvas></div><div "
+                    "id=\"app\"></div>",
+                    " data-user=\"" + escape(user) + "\""));
+    });
+    html_route(http, "/site", [](const httplib::Request&, const viewer& v) {
+      if (!v.admin)
+        return std::make_pair(
+            403, page("Site", "error", &v, "<p class=\"error\">The site page is for admins.</p>"));
+      std::string charts;
+      for (const char* id :
+           {"by-size", "by-cpu-class", "by-user", "languages", "routines", "groups"})
+        charts += std::string("<div class=\"chart\"><canvas id=\"") + id + "\"></canvas></div>";
+      return std::make_pair(200, page("Site", "site", &v, charts + "<div id=\"app\"></div>"));
+    });
+
+    api_route(http, "/api/me", [](const httplib::Request&, const viewer& v) {
+      return json{{"user", v.who.user}, {"uid", v.who.uid}, {"admin", v.admin}};
+    });
+    api_route(http, "/api/jobs",
+              [this](const httplib::Request& req, const viewer& v) { return jobs_json(req, v); });
+    api_route(http, R"(/api/job/(\d+))", [this](const httplib::Request& req, const viewer& v) {
+      const auto id = parse_id(req.matches[1]);
+      std::optional<site::stored_job> sj;
+      if (id) {
+        auto db = pool_.take();
+        sj = visible_job(*db, v, *id);
+      }
+      if (!sj)
+        throw not_found("no job " + std::string(req.matches[1]) + " that you may see");
+      return job_detail_json(*sj);
+    });
+    api_route(http, "/api/user/weeks", [this](const httplib::Request& req, const viewer& v) {
+      const std::string user = user_of(req, v);
+      const std::int64_t weeks = int_param(req, "weeks", 1, 520).value_or(12);
+      const std::int64_t to = now() + 1;
+      const site::period when{site::week_start(to) - (weeks - 1) * 7 * day, to};
+      std::vector<site::owner_week_row> rows;
+      {
+        auto db = pool_.take();
+        rows = db->owner_weeks(when, user);
+      }
+      json a = json::array();
+      for (const auto& r : rows) {
+        json t = totals_json(r.totals);
+        t["week_start"] = r.week_start;
+        a.push_back(t);
+      }
+      return json{{"user", user}, {"weeks", a}};
+    });
+    api_route(http, "/api/site", [this](const httplib::Request& req, const viewer& v) {
+      if (!v.admin)
+        throw forbidden("the site figures are for admins");
+      const int days = static_cast<int>(int_param(req, "days", 1, 3660).value_or(28));
+      return json::parse(site_figures(days));
+    });
+  }
+
+private:
+  class not_found : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+  };
+  class forbidden : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+  };
+
+  static std::optional<std::int64_t> parse_id(const std::string& text) {
+    if (text.size() > 18)
+      return std::nullopt;
+    return std::stoll(text);
+  }
+
+  // The job if this viewer may see it: its owner or an admin. Anyone else learns nothing,
+  // not even that it exists.
+  static std::optional<site::stored_job> visible_job(site::store& db, const viewer& v,
+                                                     std::int64_t id) {
+    std::optional<site::stored_job> sj = db.job(id);
+    if (sj && !v.admin && sj->job.owner_uid != v.who.uid)
+      return std::nullopt;
+    return sj;
+  }
+
+  // Whose trends: yourself, or (admins) anyone named by ?user=.
+  static std::string user_of(const httplib::Request& req, const viewer& v) {
+    const std::optional<std::string> asked = text_param(req, "user");
+    if (asked && *asked != v.who.user && !v.admin)
+      throw forbidden("only admins may look at another user's jobs");
+    return asked.value_or(v.who.user);
+  }
+
+  std::optional<viewer> authenticate(const httplib::Request& req) {
+    std::string token;
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) == 0)
+      token = auth.substr(7);
+    else if (auto c = cookie_value(req, session_cookie))
+      token = *c;
+    if (token.empty())
+      return std::nullopt;
+    std::optional<identity> who;
+    {
+      auto db = pool_.take();
+      who = check_token(*db, token, now());
+    }
+    if (!who)
+      return std::nullopt;
+    return viewer{*who, in_group(who->user, options_.admin_group)};
+  }
+
+  template <typename F> void html_route(httplib::Server& http, const char* pattern, F make) {
+    http.Get(pattern, [this, make](const httplib::Request& req, httplib::Response& res) {
+      const std::optional<viewer> v = authenticate(req);
+      if (!v) {
+        res.set_redirect("/login", 303);
+        return;
+      }
+      try {
+        auto [status, html] = make(req, *v);
+        res.status = status;
+        res.set_content(html, "text/html; charset=utf-8");
+      } catch (const bad_request& e) {
+        res.status = 400;
+        res.set_content(
+            page("Bad request", "error", &*v, "<p class=\"error\">" + escape(e.what()) + "</p>"),
+            "text/html; charset=utf-8");
+      } catch (const forbidden& e) {
+        res.status = 403;
+        res.set_content(
+            page("Forbidden", "error", &*v, "<p class=\"error\">" + escape(e.what()) + "</p>"),
+            "text/html; charset=utf-8");
+      }
+    });
+  }
+
+  template <typename F> void api_route(httplib::Server& http, const char* pattern, F make) {
+    http.Get(pattern, [this, make](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Cache-Control", "no-store");
+      auto fail = [&](int status, const std::string& message) {
+        res.status = status;
+        res.set_content(json({{"error", message}}).dump(), "application/json");
+      };
+      const std::optional<viewer> v = authenticate(req);
+      if (!v)
+        return fail(401, "log in first: a valid token as cookie or Authorization: Bearer");
+      try {
+        res.set_content(make(req, *v).dump(-1, ' ', false, json::error_handler_t::replace),
+                        "application/json");
+      } catch (const bad_request& e) {
+        fail(400, e.what());
+      } catch (const forbidden& e) {
+        fail(403, e.what());
+      } catch (const not_found& e) {
+        fail(404, e.what());
+      }
+    });
+  }
+
+  json jobs_json(const httplib::Request& req, const viewer& v) {
+    site::job_filter f;
+    if (v.admin)
+      f.owner = text_param(req, "user");
+    else {
+      const std::optional<std::string> asked = text_param(req, "user");
+      if (asked && *asked != v.who.user)
+        throw forbidden("only admins may list another user's jobs");
+      f.owner = v.who.user; // the restriction lives in the query
+    }
+    f.text = text_param(req, "q");
+    f.language = text_param(req, "language");
+    f.min_mpi_percent = number_param(req, "min_mpi", 0, 100);
+    f.min_ranks = int_param(req, "min_ranks", 1, std::int64_t{1} << 40);
+    f.max_ranks = int_param(req, "max_ranks", 1, std::int64_t{1} << 40);
+    if (const auto days = int_param(req, "days", 1, 36600)) {
+      const std::int64_t t = now() + 1;
+      f.when = site::period{t - *days * day, t};
+    }
+    static const std::map<std::string, site::job_order> orders = {
+        {"end", site::job_order::end_desc},
+        {"end_asc", site::job_order::end_asc},
+        {"mpi", site::job_order::mpi_percent_desc},
+        {"cpu", site::job_order::cpu_time_desc},
+        {"ranks", site::job_order::ranks_desc}};
+    if (const auto sort = text_param(req, "sort")) {
+      const auto it = orders.find(*sort);
+      if (it == orders.end())
+        throw bad_request("parameter sort must be one of end, end_asc, mpi, cpu, ranks, not \"" +
+                          *sort + "\"");
+      f.order = it->second;
+    }
+    const std::int64_t per_page = int_param(req, "per_page", 1, 500).value_or(50);
+    const std::int64_t page_no = int_param(req, "page", 1, 1000000).value_or(1);
+    f.limit = per_page;
+    f.offset = (page_no - 1) * per_page;
+    std::vector<site::job_row> rows;
+    std::int64_t total = 0;
+    {
+      auto db = pool_.take();
+      rows = db->jobs(f);
+      // Counting every match of a million jobs costs more than the page: count up to a bound.
+      total = db->count_jobs_up_to(f, count_bound);
+    }
+    json a = json::array();
+    for (const auto& j : rows)
+      a.push_back(job_json(j));
+    return {{"total", total},
+            {"total_is_lower_bound", total >= count_bound},
+            {"page", page_no},
+            {"per_page", per_page},
+            {"jobs", a}};
+  }
+
+  // The site figures of the last `days` days: a report over every job (seconds at a million
+  // jobs). A period asked for once is kept and recomputed by the refresher thread every
+  // site_cache_seconds, so a request waits only the first time a period is asked for.
+  std::string site_figures(int days) {
+    {
+      const std::lock_guard lock(cache_mutex_);
+      if (auto it = site_cache_.find(days); it != site_cache_.end())
+        return it->second;
+    }
+    return compute_site(days, false);
+  }
+
+  // `refresh` false: a value another request computed meanwhile will do.
+  std::string compute_site(int days, bool refresh) {
+    const std::lock_guard compute(compute_mutex_); // one computation at a time
+    if (!refresh) {
+      const std::lock_guard lock(cache_mutex_);
+      if (auto it = site_cache_.find(days); it != site_cache_.end())
+        return it->second;
+    }
+    const std::int64_t t = now();
+    site::report_options o;
+    o.when = {t + 1 - days * day, t + 1};
+    o.period_label = "last " + std::to_string(days) + " days";
+    site::report r;
+    {
+      auto db = pool_.take();
+      r = site::build_report(*db, o);
+    }
+    std::string text = site_json(r, days).dump(-1, ' ', false, json::error_handler_t::replace);
+    const std::lock_guard lock(cache_mutex_);
+    if (site_cache_.size() >= 16 && site_cache_.count(days) == 0)
+      site_cache_.erase(site_cache_.begin()); // a bound on what the refresher recomputes
+    site_cache_[days] = text;
+    return text;
+  }
+
+public:
+  // Computes the default period at start, then keeps every cached period fresh until stop().
+  void refresh_site_figures() {
+    std::unique_lock lock(stop_mutex_);
+    bool first = true;
+    while (!stopping_) {
+      std::vector<int> periods{28};
+      if (!first) {
+        const std::lock_guard cache(cache_mutex_);
+        periods.clear();
+        for (const auto& [days, text] : site_cache_)
+          periods.push_back(days);
+      }
+      first = false;
+      lock.unlock();
+      for (const int days : periods)
+        try {
+          (void)compute_site(days, true);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "strata site serve: site figures: %s\n", e.what());
+        }
+      lock.lock();
+      stop_wait_.wait_for(lock, std::chrono::seconds(std::max(1, options_.site_cache_seconds)),
+                          [this] { return stopping_; });
+    }
+  }
+  void stop_refreshing() {
+    const std::lock_guard lock(stop_mutex_);
+    stopping_ = true;
+    stop_wait_.notify_all();
+  }
+
+private:
+  server_options options_;
+  store_pool pool_;
+  std::string script_;
+  std::mutex cache_mutex_, compute_mutex_;
+  std::map<int, std::string> site_cache_;
+  std::mutex stop_mutex_;
+  std::condition_variable stop_wait_;
+  bool stopping_ = false;
+};
+
+httplib::Server* running = nullptr;
+
+extern "C" void stop_serving(int) {
+  if (running)
+    running->stop();
+}
+
+} // namespace
+
+int serve(const server_options& options) {
+  web_server web(options);
+  try {
+    auto db = site::store::open(options.db_url); // fail now, not at the first request
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata site serve: %s\n", e.what());
+    return 1;
+  }
+  if (!web.load_asset()) {
+    std::fprintf(stderr,
+                 "strata site serve: no web bundle at %s (build it: npm is needed at build "
+                 "time, see docs/site-setup.md)\n",
+                 options.asset_path.c_str());
+    return 1;
+  }
+  httplib::Server http;
+  web.routes(http);
+  if (!http.bind_to_port(options.bind, options.port)) {
+    std::fprintf(stderr, "strata site serve: cannot listen on %s:%d\n", options.bind.c_str(),
+                 options.port);
+    return 1;
+  }
+  running = &http;
+  std::signal(SIGINT, stop_serving);
+  std::signal(SIGTERM, stop_serving);
+  std::printf("strata site serve: http://%s:%d/\n", options.bind.c_str(), options.port);
+  std::fflush(stdout);
+  std::thread refresher([&web] { web.refresh_site_figures(); });
+  const bool ok = http.listen_after_bind();
+  web.stop_refreshing();
+  refresher.join();
+  running = nullptr;
+  return ok ? 0 : 1;
+}
+
+} // namespace strata::web

@@ -1,0 +1,73 @@
+// Drives headless Chromium (Debian's, through playwright-core) through the web interface for
+// test_web.py. Input (argv[2]): JSON {base, users: [{name, token, own_job, other_job}]}.
+// Output (stdout): JSON with what each user saw; test_web.py makes the assertions.
+const { chromium } = require("playwright-core");
+
+async function charts(page) {
+  await page.waitForSelector("body[data-ready]", { timeout: 30000 });
+  return page.evaluate(() =>
+    (window.strataCharts || []).map((c) => ({
+      id: c.canvas.id,
+      type: c.config.type,
+      datasets: c.data.datasets.length,
+      points: c.data.datasets.reduce((n, d) => n + d.data.filter((v) => v !== null && v !== undefined).length, 0),
+      width: c.canvas.getBoundingClientRect().width,
+      height: c.canvas.getBoundingClientRect().height,
+    })));
+}
+
+async function visit(user, browser, base) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  const seen = { name: user.name, errors };
+  await page.goto(base + "/jobs");
+  seen.redirected_to_login = page.url().endsWith("/login");
+  await page.fill("input[name=token]", user.token);
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  seen.after_login = new URL(page.url()).pathname;
+  await page.waitForSelector("body[data-ready]", { timeout: 30000 });
+  seen.list_owners = await page.$$eval("#jobs tbody tr", (rows) => [...new Set(rows.map((r) => r.dataset.owner))]);
+  seen.list_rows = await page.$$eval("#jobs tbody tr", (rows) => rows.length);
+  seen.total = await page.textContent("#total");
+  seen.cookie = (await context.cookies()).map((c) => ({ name: c.name, httpOnly: c.httpOnly, sameSite: c.sameSite }));
+
+  let r = await page.goto(`${base}/job/${user.own_job}`);
+  seen.own_job_status = r.status();
+  seen.own_job_charts = await charts(page);
+  seen.own_job_script_tags = await page.$$eval("main script", (s) => s.length);
+
+  r = await page.goto(`${base}/job/${user.other_job}`);
+  seen.other_job_status = r.status();
+  seen.other_job_api_status = await page.evaluate(async (id) => (await fetch(`/api/job/${id}`)).status, user.other_job);
+
+  r = await page.goto(`${base}/user`);
+  seen.user_status = r.status();
+  seen.user_charts = await charts(page);
+
+  r = await page.goto(`${base}/site`);
+  seen.site_status = r.status();
+  seen.site_charts = r.status() === 200 ? await charts(page) : [];
+
+  await context.close();
+  return seen;
+}
+
+(async () => {
+  const input = JSON.parse(process.argv[2]);
+  const browser = await chromium.launch({
+    executablePath: process.env.STRATA_CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+  try {
+    const out = [];
+    for (const u of input.users) out.push(await visit(u, browser, input.base));
+    process.stdout.write(JSON.stringify(out));
+  } finally {
+    await browser.close();
+  }
+})().catch((e) => {
+  console.error(String(e && e.stack || e));
+  process.exit(1);
+});

@@ -1,0 +1,229 @@
+// The pages of `strata site serve`: fetch the JSON API and draw tables (as DOM text, never as
+// HTML strings: job strings stay inert) and charts (Chart.js). Every chart is kept in
+// window.strataCharts so that the browser tests can ask what it draws.
+import { Chart, registerables } from "chart.js";
+
+Chart.register(...registerables);
+window.strataCharts = [];
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+async function api(path) {
+  const res = await fetch(path, { credentials: "same-origin" });
+  const body = await res.json();
+  if (!res.ok) throw new Error(body.error || res.statusText);
+  return body;
+}
+
+function showError(where, err) {
+  where.append(el("p", { class: "error" }, String(err.message || err)));
+}
+
+function chart(id, config) {
+  const canvas = document.getElementById(id);
+  if (!canvas) return null;
+  config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false },
+    config.options || {});
+  const c = new Chart(canvas, config);
+  window.strataCharts.push(c);
+  return c;
+}
+
+const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));
+const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16);
+
+function jobsTable(jobs, showOwner) {
+  const head = ["Job", "End (UTC)", showOwner ? "User" : null, "Executable", "Language", "Ranks",
+    "Wall s", "CPU h", "MPI %"].filter((h) => h !== null);
+  const table = el("table", { id: "jobs" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
+  const body = el("tbody");
+  for (const j of jobs) {
+    const link = el("a", { href: `/job/${j.id}` }, j.record_id);
+    const cells = [link, when(j.end), showOwner ? j.owner : null, j.executable, j.language,
+      j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent)];
+    const tr = el("tr", { "data-owner": j.owner });
+    for (const c of cells) if (c !== null) tr.append(el("td", {}, c));
+    body.append(tr);
+  }
+  table.append(body);
+  return table;
+}
+
+async function jobsPage(app) {
+  const me = await api("/api/me");
+  const params = new URLSearchParams(location.search);
+  const form = el("form", { method: "get", action: "/jobs", id: "filter" });
+  const field = (label, name, attrs = {}) =>
+    el("label", {}, label + " ", el("input", Object.assign({ name, value: params.get(name) || "" }, attrs)));
+  form.append(field("Search", "q", { size: 20 }), field("Last days", "days", { size: 4 }));
+  if (me.admin) form.append(field("User", "user", { size: 10 }));
+  const lang = el("select", { name: "language" });
+  for (const l of ["", "C/C++", "Fortran"]) {
+    const o = el("option", { value: l }, l || "any language");
+    if (params.get("language") === l) o.selected = true;
+    lang.append(o);
+  }
+  form.append(el("label", {}, lang), field("Ranks from", "min_ranks", { size: 5 }),
+    field("to", "max_ranks", { size: 5 }), field("MPI % over", "min_mpi", { size: 4 }));
+  const sort = el("select", { name: "sort" });
+  for (const [v, t] of [["end", "newest"], ["end_asc", "oldest"], ["mpi", "MPI %"], ["cpu", "CPU time"], ["ranks", "ranks"]]) {
+    const o = el("option", { value: v }, t);
+    if ((params.get("sort") || "end") === v) o.selected = true;
+    sort.append(o);
+  }
+  form.append(el("label", {}, "Sort ", sort), el("button", { type: "submit" }, "Show"));
+  app.append(form);
+  const query = new URLSearchParams();
+  for (const [k, v] of params) if (v !== "") query.set(k, v);
+  try {
+    const r = await api("/api/jobs?" + query.toString());
+    const pages = Math.max(1, Math.ceil(r.total / r.per_page));
+    const count = r.total_is_lower_bound ? `at least ${r.total}` : `${r.total}`;
+    app.append(el("p", { id: "total" }, `${count} jobs, page ${r.page} of ${r.total_is_lower_bound ? "many" : pages}`));
+    app.append(jobsTable(r.jobs, me.admin));
+    const nav = el("p");
+    for (const [label, p] of [["previous", r.page - 1], ["next", r.page + 1]]) {
+      if (p < 1 || (p > pages && !r.total_is_lower_bound)) continue;
+      const q = new URLSearchParams(query);
+      q.set("page", p);
+      nav.append(el("a", { href: "/jobs?" + q.toString() }, label), " ");
+    }
+    app.append(nav);
+  } catch (e) {
+    showError(app, e);
+  }
+}
+
+async function jobPage() {
+  const id = document.body.dataset.job;
+  const main = document.querySelector("main");
+  try {
+    const r = await api(`/api/job/${id}`);
+    const routines = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
+    chart("imbalance", {
+      type: "bar",
+      data: {
+        labels: routines.map((x) => x.name),
+        datasets: [
+          { label: "min over ranks (s)", data: routines.map((x) => x.per_rank_time_s.min) },
+          { label: "mean (s)", data: routines.map((x) => x.per_rank_time_s.mean) },
+          { label: "max (s)", data: routines.map((x) => x.per_rank_time_s.max) },
+        ],
+      },
+      options: { plugins: { title: { display: true, text: "Time in each routine across ranks" } } },
+    });
+    const sizes = new Map();
+    for (const x of r.routines)
+      for (const [size, count] of x.size_histogram || []) sizes.set(size, (sizes.get(size) || 0) + count);
+    const keys = [...sizes.keys()].sort((a, b) => a - b);
+    chart("sizes", {
+      type: "bar",
+      data: { labels: keys.map((k) => `${k} B`), datasets: [{ label: "messages", data: keys.map((k) => sizes.get(k)) }] },
+      options: { plugins: { title: { display: true, text: "Message sizes (all routines)" } } },
+    });
+  } catch (e) {
+    showError(main, e);
+  }
+}
+
+async function userPage(app) {
+  const user = document.body.dataset.user;
+  try {
+    const r = await api("/api/user/weeks?weeks=26&user=" + encodeURIComponent(user));
+    const labels = r.weeks.map((w) => when(w.week_start).slice(0, 10));
+    chart("weeks-jobs", {
+      type: "bar",
+      data: {
+        labels,
+        datasets: [
+          { label: "jobs", data: r.weeks.map((w) => w.jobs), yAxisID: "y" },
+          { label: "CPU hours", data: r.weeks.map((w) => w.cpu_time_s / 3600), yAxisID: "y1", type: "line" },
+        ],
+      },
+      options: { scales: { y1: { position: "right" } }, plugins: { title: { display: true, text: "Jobs and CPU time per week" } } },
+    });
+    chart("weeks-mpi", {
+      type: "line",
+      data: { labels, datasets: [{ label: "MPI % of CPU time", data: r.weeks.map((w) => w.mpi_percent) }] },
+      options: { plugins: { title: { display: true, text: "MPI share per week" } } },
+    });
+    if (r.weeks.length === 0) app.append(el("p", {}, "No jobs in the last 26 weeks."));
+  } catch (e) {
+    showError(app, e);
+  }
+}
+
+async function sitePage(app) {
+  try {
+    const r = await api("/api/site");
+    const t = r.totals || { jobs: 0, cpu_time_s: 0, mpi_percent: 0 };
+    document.querySelector("main h1").after(el("p", { id: "site-totals" },
+      `Last ${r.days} days: ${t.jobs} jobs of ${r.users || 0} users, ${fmt(t.cpu_time_s / 3600, 0)} CPU hours, MPI ${fmt(t.mpi_percent)} %.`));
+    const share = (id, title, lines) => chart(id, {
+      type: "bar",
+      data: {
+        labels: lines.map((l) => l.label),
+        datasets: [
+          { label: "% of CPU time", data: lines.map((l) => l.cpu_percent) },
+          { label: "% of jobs", data: lines.map((l) => l.jobs_percent) },
+          { label: "MPI %", data: lines.map((l) => l.mpi_percent) },
+        ],
+      },
+      options: { plugins: { title: { display: true, text: title } } },
+    });
+    share("by-size", "By job size in ranks (Fig. 8)", r.by_size || []);
+    share("by-cpu-class", "By CPU time class, log10 s (Figs. 6, 7)", r.by_cpu_class || []);
+    share("by-user", "By user (Fig. 9)", (r.by_user || []).slice(0, 30));
+    const langs = r.languages || [];
+    chart("languages", {
+      type: "bar",
+      data: {
+        labels: langs.map((l) => l.language),
+        datasets: [
+          { label: "% of CPU time", data: langs.map((l) => l.cpu_percent) },
+          { label: "% of jobs", data: langs.map((l) => l.jobs_percent) },
+        ],
+      },
+      options: { plugins: { title: { display: true, text: "By language binding (Fig. 5)" } } },
+    });
+    const routines = (r.routines || []).slice(0, 20);
+    chart("routines", {
+      type: "bar",
+      data: { labels: routines.map((x) => x.name), datasets: [{ label: "% of MPI time", data: routines.map((x) => x.share_of_mpi) }] },
+      options: { indexAxis: "y", plugins: { title: { display: true, text: "MPI routines by time (Fig. 10)" } } },
+    });
+    const groups = r.groups || [];
+    chart("groups", {
+      type: "bar",
+      data: {
+        labels: groups.map((g) => g.name),
+        datasets: [
+          { label: "% of jobs", data: groups.map((g) => g.jobs_percent) },
+          { label: "% of CPU time", data: groups.map((g) => g.cpu_weighted_percent) },
+        ],
+      },
+      options: { plugins: { title: { display: true, text: "Routine groups used (Fig. 11)" } } },
+    });
+    if ((r.critical_jobs || []).length) {
+      app.append(el("h2", {}, `Critical jobs (${r.critical_job_count})`));
+      app.append(jobsTable(r.critical_jobs, true));
+    }
+  } catch (e) {
+    showError(app, e);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const app = document.getElementById("app");
+  const pages = { jobs: jobsPage, job: jobPage, user: userPage, site: sitePage };
+  const run = pages[document.body.dataset.page];
+  if (run) run(app).finally(() => { document.body.dataset.ready = "1"; });
+});

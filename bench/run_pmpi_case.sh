@@ -12,7 +12,7 @@
 #    Strata, Strata without modules, each layer alone, all three), median; and instructions per
 #    MPI_Comm_test_inter under callgrind for each layer (bench/<flavor>/core_overhead, singleton).
 #
-# Knobs: RUNS=3, LMP_STEPS=1000, CG_ITERS=20000. Needs lmp, valgrind, and mpiP built against
+# Knobs: PARTS="counts cost callgrind", RUNS=3, LMP_STEPS=1000, CG_ITERS=20000. Needs lmp, valgrind, and mpiP built against
 # Open MPI (see docs/PERFORMANCE.md, "mpiP, for comparison").
 set -euo pipefail
 
@@ -21,7 +21,7 @@ STRATA=$BUILD/bin/strata
 RUNS=${RUNS:-3}
 LMP_STEPS=${LMP_STEPS:-1000}
 CG_ITERS=${CG_ITERS:-20000}
-: "${MPIP_LIB:?set MPIP_LIB to mpiP's libmpiP.so (built against Open MPI)}"
+: "${MPIP_LIB:?set MPIP_LIB to the path of libmpiP.so, built against Open MPI}"
 command -v lmp >/dev/null || { echo "needs Debian's lammps (lmp)" >&2; exit 2; }
 source "$(dirname "$0")/../scripts/mpi-env.sh"
 
@@ -47,8 +47,11 @@ run_stack() { # TOOLS DIR -> runs LAMMPS under the stack ("native" = no Strata),
   awk '/^Loop time of/ {print $4}' "$dir/out"
 }
 
-echo "== counts"
-for order in "profile,mpiP,trace" "trace,mpiP,profile"; do
+PARTS=${PARTS:-"counts cost callgrind"}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+
+want counts && echo "== counts"
+want counts && for order in "profile,mpiP,trace" "trace,mpiP,profile"; do
   dir=$tmp/counts.${order//,/_}
   run_stack "$order" "$dir" >/dev/null
   "$STRATA" analyze --json "$dir/trace" >"$dir/analyze.json"
@@ -63,38 +66,51 @@ for line in report.split("@---")[0].splitlines():
         mpip["MPI_" + f[0]] = mpip.get("MPI_" + f[0], 0) + int(f[3])
 record = json.load(open(glob.glob(d + "/spool/*.json")[0]))["routines"]
 trace = {t["operation"]: t["count"] for t in json.load(open(d + "/analyze.json"))["totals"]}
-print(f"\nstack {order} (top first)\n")
-print("| routine | mpiP | profile | trace | agree |\n|---|---:|---:|---:|---|")
+# Each layer sees the application's calls and the MPI calls that the layers above it make
+# themselves (at finalize: the profile's reductions, the trace's clock and definition exchange,
+# mpiP's report collection). So mpiP must agree exactly with the Strata module below it, which
+# sees the same stream; the top layer sees the application's calls alone.
+top, _, bottom = order.split(",")
+counts = {"profile": lambda n: record.get(n, {}).get("calls", 0), "trace": lambda n: trace.get(n, 0)}
+print(f"\nstack {order} (top first): mpiP against {bottom} (the same stream); {top}: the application's calls\n")
+print(f"| routine | mpiP | {bottom} | agree | {top} (application) | calls of layers above mpiP |")
+print("|---|---:|---:|---|---:|---:|")
 for name in sorted(mpip):
-    p, t = record.get(name, {}).get("calls", 0), trace.get(name, 0)
-    print(f"| {name} | {mpip[name]} | {p} | {t} | {'yes' if mpip[name] == p == t else 'NO'} |")
+    b, t = counts[bottom](name), counts[top](name)
+    print(f"| {name} | {mpip[name]} | {b} | {'yes' if mpip[name] == b else 'NO'} | {t} | {mpip[name] - t} |")
 EOF
 done
 
+if want cost; then
 echo "== cost of each layer (LAMMPS loop time, s, median of $RUNS interleaved runs)"
 stacks=(native "" profile mpiP trace "profile,mpiP,trace")
 declare -A times
 for ((r = 1; r <= RUNS; r++)); do
   for s in "${stacks[@]}"; do
     t=$(run_stack "$s" "$tmp/cost")
-    times[$s]+="$t "
+    times[${s:-none}]+="$t "
   done
 done
 for s in "${stacks[@]}"; do
-  echo "bench pmpi stack=${s:-none} loop_s=\"${times[$s]}\""
-done | python3 -c '
-import statistics, sys, re
+  echo "bench pmpi stack=${s:-none} loop_s=\"${times[${s:-none}]}\""
+done >"$tmp/cost.txt"
+python3 - "$tmp/cost.txt" <<'EOF'
+import re, statistics, sys
 rows = []
-for line in sys.stdin:
-    m = re.match(r"bench pmpi stack=(\S+) loop_s=\"(.*)\"", line)
+for line in open(sys.argv[1]):
+    m = re.match(r'bench pmpi stack=(\S+) loop_s="(.*)"', line)
     rows.append((m.group(1), [float(x) for x in m.group(2).split()]))
 base = statistics.median(rows[0][1])
 print("\n| stack | loop s (runs) | median | vs native |\n|---|---|---:|---:|")
 for name, v in rows:
     med = statistics.median(v)
-    print(f"| {name} | {\", \".join(f\"{x:.3f}\" for x in v)} | {med:.3f} | {100 * (med / base - 1):+.1f} % |")
-'
+    runs = ", ".join(f"{x:.3f}" for x in v)
+    print(f"| {name} | {runs} | {med:.3f} | {100 * (med / base - 1):+.1f} % |")
+EOF
 
+fi
+
+want callgrind || exit 0
 echo "== instructions per MPI_Comm_test_inter (callgrind, singleton, (Ir(N) - Ir(0)) / N)"
 prog=$BUILD/bench/openmpi/core_overhead
 core=$BUILD/lib/strata/openmpi/libstrata.so

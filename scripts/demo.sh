@@ -58,3 +58,26 @@ for flavor in openmpi mpich; do
     fi
   done
 done
+
+# The site: this machine's records in a store (SQLite), and the report a centre mails weekly.
+echo
+echo "== site store: three profiled jobs ingested, and the report over the last day"
+spool=$(mktemp -d)
+for n in 1000 2000 4000; do
+  STRATA_SPOOL=$spool "$strata" run -np 2 --tools profile -- build/examples/openmpi/pingpong "$n" >/dev/null
+done
+db=$(mktemp -d)/site.db
+"$strata" site ingest --db "sqlite:$db" "$spool"
+"$strata" site report --db "sqlite:$db" --since 1d >"$db.report.txt"
+head -40 "$db.report.txt"
+
+# Online monitoring: the LJ example's ranks offload their profiles through a tree of tool ranks.
+if [[ -e build/lib/strata/openmpi/modules/monitor.so && -x build/examples/openmpi/ljmd_mpi ]]; then
+  echo
+  echo "== online monitoring: ljmd_mpi on 4 ranks, 3 tool ranks (fanout 2), a round every 0.2 s"
+  rounds=$(mktemp -d)/rounds.jsonl
+  STRATA_MONITOR_OUT=$rounds "$strata" run -np 4 --tools monitor --monitor-fanout 2 \
+    --monitor-period 0.2 -- build/examples/openmpi/ljmd_mpi 4 200 100 >/dev/null
+  echo "$(wc -l <"$rounds") rounds in $rounds; the last one:"
+  tail -1 "$rounds" | cut -c1-600
+fi

@@ -117,6 +117,22 @@ inline bool time_this_poll(thread_state& ts, uint32_t interval) {
   return true;
 }
 
+// An event before decoding: every field that means "none" set so (zero is a valid rank or tag).
+inline strata_event new_event(int function, const thread_state& ts) {
+  strata_event ev{};
+  ev.function = function;
+  ev.peer = STRATA_NO_RANK;
+  ev.source = STRATA_NO_RANK;
+  ev.root = STRATA_NO_RANK;
+  ev.tag = STRATA_NO_TAG;
+  ev.bytes_received = -1;
+  ev.comm_rank = -1;
+  ev.status_source = STRATA_NO_RANK;
+  ev.status_tag = STRATA_NO_TAG;
+  ev.call_site = ts.call_site;
+  return ev;
+}
+
 // An untimed poll: no clocks and no enter callbacks; the status is substituted before the call
 // and the arguments decoded after it only if the poll completed something (most complete
 // nothing); then each module's untimed_poll callback.
@@ -126,14 +142,7 @@ R invoke_untimed_poll(const chain* c, int pos, R (*real)(P...), A... args) {
   const chain_entry* entries = c->entries;
   const int saved_layer = ts.layer;
   const int end = entries[pos].group_end;
-  strata_event ev{};
-  ev.function = F;
-  ev.peer = STRATA_NO_RANK;
-  ev.source = STRATA_NO_RANK;
-  ev.root = STRATA_NO_RANK;
-  ev.tag = STRATA_NO_TAG;
-  ev.bytes_received = -1;
-  ev.call_site = ts.call_site;
+  strata_event ev = new_event(F, ts);
   decode::scratch scratch;
   Decoder::poll_status(ev, scratch, args...);
   R r = invoke<F, Decoder>(c, end, real, args...);
@@ -163,17 +172,7 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   }
   const int saved_layer = ts.layer;
   const int end = entries[pos].group_end;
-  strata_event ev{};
-  ev.function = F;
-  ev.peer = STRATA_NO_RANK;
-  ev.source = STRATA_NO_RANK;
-  ev.root = STRATA_NO_RANK;
-  ev.tag = STRATA_NO_TAG;
-  ev.bytes_received = -1;
-  ev.comm_rank = -1;
-  ev.status_source = STRATA_NO_RANK;
-  ev.status_tag = STRATA_NO_TAG;
-  ev.call_site = ts.call_site;
+  strata_event ev = new_event(F, ts);
   decode::scratch scratch;
   Decoder::enter(ev, scratch, args...);
   ev.t_enter_ns = now_ns();

@@ -14,6 +14,38 @@
 #include <vector>
 
 namespace strata::record {
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
+    default:
+      // Control characters (from a job's argv, say) as numeric references, so no byte of the
+      // input can change how a browser reads the page.
+      if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
+        out += fmt::format("&#{};", static_cast<int>(c));
+      else
+        out += c;
+    }
+  }
+  return out;
+}
 namespace {
 
 constexpr std::array<std::string_view, 4> format_names = {"text", "json", "csv", "html"};
@@ -362,20 +394,6 @@ std::string render_csv(const job_record& record, const machine_model* model) {
 }
 
 // ---- html ----
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    const char* entity = c == '&'    ? "&amp;"
-                         : c == '<'  ? "&lt;"
-                         : c == '>'  ? "&gt;"
-                         : c == '"'  ? "&quot;"
-                         : c == '\'' ? "&#39;"
-                                     : nullptr;
-    out += entity != nullptr ? std::string(entity) : std::string(1, c);
-  }
-  return out;
-}
 
 constexpr std::string_view html_style =
     R"(body{font-family:system-ui,sans-serif;margin:2em;color:#222}h1{font-size:1.4em}

@@ -2,6 +2,8 @@
 // record ids) are escaped for the format: control characters in text, markup in HTML.
 #include "site/report.hpp"
 
+#include "record/render.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -21,32 +23,7 @@ std::string safe_text(std::string_view s) {
 }
 
 std::string html(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    case '\'':
-      out += "&#39;";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
-        out += fmt::format("&#{};", static_cast<int>(c));
-      else
-        out += c;
-    }
-  }
-  return out;
+  return record::html_escape(s);
 }
 
 // The seed's compact number style for wide tables: 3 significant digits.

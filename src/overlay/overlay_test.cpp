@@ -300,7 +300,12 @@ TEST(MonitorOptions, ParsedAndChecked) {
            {"bins", "x", "bins"},
            {"filter", "median", "unknown filter"},
            {"node-delay", "100", "node-delay"}}) {
-    auto one = [&](const char* k) -> const char* { return key == k ? bad.c_str() : nullptr; };
+    // Copies: clang 14 cannot capture structured bindings.
+    const std::string key_name = key;
+    const std::string value = bad;
+    auto one = [&](const char* k) -> const char* {
+      return key_name == k ? value.c_str() : nullptr;
+    };
     strata::monitor::options fresh;
     const std::string error = strata::monitor::parse_options(one, fresh);
     EXPECT_NE(error.find(fragment), std::string::npos) << key << "=" << bad << ": " << error;

@@ -170,9 +170,10 @@ class Figures(ProfileTestCase):
         self.assertRan(proc)
         counters = self.only_record()["job"]["counters"]
         # Rank 1 computes 300 ms outside MPI while rank 0 polls inside MPI_Recv: both parts get
-        # CPU time (less than 300 ms each when the machine is busy).
-        self.assertGreater(counters["task-clock"]["in_mpi"], 0.05e9)
-        self.assertGreater(counters["task-clock"]["outside_mpi"], 0.05e9)
+        # CPU time (less than 300 ms each when the machine is busy: under a load of 15 on two
+        # cores a rank gets about 40 ms of it, so the bound only says "clearly more than none").
+        self.assertGreater(counters["task-clock"]["in_mpi"], 0.01e9)
+        self.assertGreater(counters["task-clock"]["outside_mpi"], 0.01e9)
         self.assertIn("page-faults", counters)
         cycles_lines = [l for l in proc.stderr.splitlines() if "cycles" in l]
         if "cycles" not in counters:  # no PMU here: said once, and profiling went on

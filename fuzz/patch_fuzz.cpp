@@ -10,8 +10,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto result = strata::patch::analyze({data, size});
-  // Either outcome is fine, but it must be a coherent one.
-  if (result.ok == result.renamed.empty() || result.ok != result.error.empty())
+  // Either outcome is fine, but it must be a coherent one: success renames C imports or keeps
+  // Fortran ones (or both); failure has a reason and nothing else.
+  const bool found_imports = !result.renamed.empty() || !result.fortran_kept.empty();
+  if (result.ok != found_imports || result.ok != result.error.empty())
     std::abort();
   for (const auto& r : result.renamed)
     if (r.from.size() != r.to.size() || r.from.substr(1) != r.to.substr(1))

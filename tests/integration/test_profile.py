@@ -77,7 +77,11 @@ class Figures(ProfileTestCase):
                 self.assertRan(proc)
                 line = next(l for l in proc.stdout.splitlines() if l.startswith("rank 0 "))
                 made = dict(kv.split("=") for kv in line.split()[2:])
-                routines = self.only_record()["routines"]
+                record = self.only_record()
+                routines = record["routines"]
+                # Untimed polls are charged the timed calls' mean; a biased estimate (one that
+                # kept re-charging an early cold call) pushed HPCC's MPI share past 5000 %.
+                self.assertLessEqual(record["job"]["mpi_percent"], 100.0)
                 self.assertEqual(routines["MPI_Test"]["calls"], int(made["tests"]))
                 self.assertEqual(routines["MPI_Testany"]["calls"], int(made["testanys"]))
                 self.assertEqual(routines["MPI_Iprobe"]["calls"], int(made["iprobes"]))

@@ -84,6 +84,9 @@ struct profile_state {
   // By function id: the mean charged to untimed polls, refreshed every 64 calls (a division per
   // poll would cost as much as the rest of the untimed path).
   std::unique_ptr<std::atomic<uint64_t>[]> poll_mean_ns;
+  // By function id: untimed polls counted, and the time charged to them.
+  std::unique_ptr<std::atomic<uint64_t>[]> untimed_polls;
+  std::unique_ptr<std::atomic<uint64_t>[]> charged_poll_ns;
 };
 
 thread_local bool t_counting_thread = false;
@@ -244,26 +247,42 @@ void on_exit(strata_event* ev, void* raw) {
 }
 
 // A poll the core did not time (module.h, strata_module_polls_v1): counted exactly, with the
-// bytes it completed, and charged the mean time per call of its routine so far, so the mean
-// stays the timed calls' mean. Minimum and maximum come from the timed calls only.
+// bytes it completed, and charged the mean time of its routine's timed calls. That mean must
+// come from the timed calls alone: a mean over everything charged so far would keep the first
+// samples (a cold first call of 35 us) for ever, since each untimed poll re-adds it. So the
+// module keeps, per routine, how many untimed polls it charged and how much: timed calls are
+// slot.calls less those, timed time slot.time_ns less that. Minimum and maximum come from the
+// timed calls only.
+uint64_t timed_mean_ns(const profile_state& s, size_t function) {
+  const routine_slot& slot = s.slots[function];
+  const uint64_t calls =
+      std::atomic_ref<const uint64_t>(slot.calls).load(std::memory_order_relaxed);
+  const uint64_t time =
+      std::atomic_ref<const uint64_t>(slot.time_ns).load(std::memory_order_relaxed);
+  const uint64_t untimed = s.untimed_polls[function].load(std::memory_order_relaxed);
+  const uint64_t charged = s.charged_poll_ns[function].load(std::memory_order_relaxed);
+  return calls > untimed && time >= charged ? (time - charged) / (calls - untimed) : 0;
+}
+
 void count_untimed_poll(strata_event* ev, void* raw) {
   auto* s = static_cast<profile_state*>(raw);
   if (s->paused.load(std::memory_order_relaxed))
     return;
-  routine_slot& slot = s->slots[ev->function];
+  const auto f = static_cast<size_t>(ev->function);
+  routine_slot& slot = s->slots[f];
   const uint64_t received = ev->bytes_received > 0 ? static_cast<uint64_t>(ev->bytes_received) : 0;
-  const uint64_t calls = std::atomic_ref<uint64_t>(slot.calls).load(std::memory_order_relaxed);
-  std::atomic<uint64_t>& cached_mean = s->poll_mean_ns[ev->function];
+  const uint64_t untimed = s->untimed_polls[f].load(std::memory_order_relaxed);
+  std::atomic<uint64_t>& cached_mean = s->poll_mean_ns[f];
   uint64_t mean = cached_mean.load(std::memory_order_relaxed);
-  if (mean == 0 || calls % 64 == 0) {
-    const uint64_t time = std::atomic_ref<uint64_t>(slot.time_ns).load(std::memory_order_relaxed);
-    const uint64_t timed =
-        calls - s->polls_without_mean[ev->function].load(std::memory_order_relaxed);
-    if (timed == 0)
-      s->polls_without_mean[ev->function].fetch_add(1, std::memory_order_relaxed);
-    mean = timed != 0 ? time / timed : 0;
+  // A division per poll would cost as much as the rest of this path: refreshed every 64.
+  if (mean == 0 || untimed % 64 == 0) {
+    mean = timed_mean_ns(*s, f);
     cached_mean.store(mean, std::memory_order_relaxed);
   }
+  if (mean == 0) // no timed call of this routine yet: charged at finalize
+    s->polls_without_mean[f].fetch_add(1, std::memory_order_relaxed);
+  s->untimed_polls[f].fetch_add(1, std::memory_order_relaxed);
+  s->charged_poll_ns[f].fetch_add(mean, std::memory_order_relaxed);
   if (!s->threaded) {
     slot.time_ns += mean;
     ++slot.calls;
@@ -275,13 +294,12 @@ void count_untimed_poll(strata_event* ev, void* raw) {
   atomic_add(slot.bytes_received, received);
 }
 
-// Untimed polls that came before their routine's first timed call get its mean now.
+// Untimed polls that came before their routine's first timed call get its timed mean now.
 void charge_polls_without_mean(profile_state& s) {
   for (size_t f = 0; f < s.names.size(); ++f) {
-    routine_slot& slot = s.slots[f];
     const uint64_t pending = s.polls_without_mean[f].exchange(0);
-    if (pending != 0 && slot.calls > pending)
-      slot.time_ns += pending * (slot.time_ns / (slot.calls - pending));
+    if (pending != 0)
+      s.slots[f].time_ns += pending * timed_mean_ns(s, f);
   }
 }
 
@@ -885,6 +903,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->early_slots.assign(static_cast<size_t>(n), routine_slot{});
   s->polls_without_mean = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
   s->poll_mean_ns = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
+  s->untimed_polls = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
+  s->charged_poll_ns = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
   for (routine_slot& slot : s->early_slots)
     slot.min_ns = UINT64_MAX;
   s->slots = s->early_slots.data();

@@ -1,7 +1,7 @@
 """Binary PMPI tools, patched with `strata patch`, chained with native modules (PnMPI 3.1)."""
 import os
 
-from strata_testlib import (StrataTestCase, base_env, mpirun, program, run, strata_run)
+from strata_testlib import (STRATA, StrataTestCase, base_env, mpirun, program, run, strata_run)
 
 ITER = 6
 
@@ -54,39 +54,34 @@ class PatchedTools(StrataTestCase):
                     expected.append("P exit MPI_Send" if layer == probe else f"{layer} out MPI_Send")
                 self.assertEqual(self.first_send(self.log(), order[0]), expected)
 
-    def test_a_tools_other_pmpi_calls_go_to_the_next_layer(self):
-        # count_a calls PMPI_Comm_size inside its MPI_Barrier: the probe below sees it, the one
-        # above does not.
-        tools = f"probe:out={self.out}:name=above,count_a,probe:out={self.out}:name=below"
+    def run_between_probes(self, tool):
+        """ring_c under probe 'above', the tool, probe 'below'."""
+        tools = f"probe:out={self.out}:name=above,{tool},probe:out={self.out}:name=below"
         proc = strata_run(tools, [program("ring_c"), str(ITER)], env=self.env)
         self.assertRan(proc)
 
-        def comm_size(name):
-            with open(os.path.join(self.out, f"{name}.0.counts")) as f:
-                return next(int(l.split()[1]) for l in f if l.startswith("MPI_Comm_size "))
+    def comm_size_seen_by(self, probe_name):
+        with open(os.path.join(self.out, f"{probe_name}.0.counts")) as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("MPI_Comm_size "))
 
-        self.assertEqual(comm_size("above"), 1)
-        self.assertEqual(comm_size("below"), 2)
+    def test_a_tools_other_pmpi_calls_go_to_the_next_layer(self):
+        # count_a calls PMPI_Comm_size inside its MPI_Barrier: the probe below sees it, the one
+        # above does not.
+        self.run_between_probes("count_a")
+        self.assertEqual(self.comm_size_seen_by("above"), 1)
+        self.assertEqual(self.comm_size_seen_by("below"), 2)
 
     def test_fortran_pmpi_calls_go_to_the_next_layer(self):
         # count_f calls the Fortran binding's pmpi_comm_size_ inside its MPI_Barrier; `strata
         # patch` keeps that import (and says so); the binding calls the C entry point, which
         # dispatches from count_f's layer: the probe below sees the call, the one above not.
-        tools = f"probe:out={self.out}:name=above,count_f,probe:out={self.out}:name=below"
-        proc = strata_run(tools, [program("ring_c"), str(ITER)], env=self.env)
-        self.assertRan(proc)
-
-        def comm_size(name):
-            with open(os.path.join(self.out, f"{name}.0.counts")) as f:
-                return next(int(l.split()[1]) for l in f if l.startswith("MPI_Comm_size "))
-
-        self.assertEqual(comm_size("above"), 1)
-        self.assertEqual(comm_size("below"), 2)
+        self.run_between_probes("count_f")
+        self.assertEqual(self.comm_size_seen_by("above"), 1)
+        self.assertEqual(self.comm_size_seen_by("below"), 2)
         counts = read_tool_counts(os.path.join(self.out, "count_f.0.counts"))
         self.assertEqual(counts["MPI_Barrier"], 1)
-        strata = os.path.join(os.path.dirname(program("x")), "..", "..", "bin", "strata")
         tool = os.path.join(os.path.dirname(program("x")), "pmpi_tools", "libcount_f.so")
-        patched = run([strata, "patch", tool, os.path.join(self.out, "f.so")])
+        patched = run([STRATA, "patch", tool, os.path.join(self.out, "f.so")])
         self.assertRan(patched)
         self.assertIn("pmpi_comm_size_ kept (Fortran binding", patched.stdout)
 

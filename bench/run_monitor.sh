@@ -11,9 +11,10 @@
 #            all nodes' work and the critical path (slowest node per level, summed).
 # offload    The seed's Fig. 8 benchmark (bench/monitor_offload.c): work PERIOD us, offload,
 #            barrier; mean worst time per round beyond the work, minus the same loop without
-#            offloads. P=4 application ranks (the machine's limit is 8 processes), fanouts 2
-#            (3 tool ranks) and 4 (1 tool rank), filters raw (no reduction) and histogram.
-# perturb    The seed's Table 1: examples/sweep on 4 ranks, RUNS runs each interleaved: native,
+#            offloads. OFFLOAD_CASES="P:fanout ..." (default 4:2 4:4 16:8 32:16: fanouts 2 to 16,
+#            oversubscribed past 2 processes), filters raw (no reduction) and histogram.
+# perturb    The seed's Table 1: examples/sweep on PERTURB_NP ranks (default 4; 2 leaves a core
+#            per application rank, the tool ranks idle in back-off), RUNS runs each interleaved: native,
 #            monitor tree (histogram, fanout 2), monitor tree (raw), monitor file transport; a
 #            round every 10 ms on every rank.
 # reduction  Bytes at the front end per round, raw against histogram, from real jobs (P=2..4).
@@ -22,7 +23,7 @@
 #            module, `profile`, `monitor` (file transport: the call path is the same for every
 #            transport) without and with a period; two runs (0 and N calls) differenced.
 #
-# Knobs: FLAVOR=openmpi, RUNS=5, SIM_FANOUTS=2,8,16, PERIODS="0 100 1000 10000".
+# Knobs: FLAVOR=openmpi, RUNS=5, PERTURB_NP=4, SWEEP_ARGS="40 16 200" (iterations blocks work), SIM_FANOUTS=2,8,16, PERIODS="0 100 1000 10000".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
@@ -43,41 +44,44 @@ if [[ $parts == *sim* ]]; then
 fi
 
 if [[ $parts == *offload* ]]; then
-  echo "## offload (P=4, $flavor)"
-  echo "| fanout | tool ranks | filter | period us | iterations | worst time beyond work us/round | same, no offload | in dump us (mean rank) | in dump us (worst rank) |"
-  echo "|---:|---:|---|---:|---:|---:|---:|---:|---:|"
-  for fanout in 2 4; do
+  echo "## offload ($flavor; cases application ranks:fanout = ${OFFLOAD_CASES:-4:2 4:4 16:8 32:16})"
+  echo "| P | fanout | tool ranks | filter | period us | iterations | worst time beyond work us/round | same, no offload | in dump us (mean rank) | in dump us (worst rank) |"
+  echo "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"
+  for case in ${OFFLOAD_CASES:-4:2 4:4 16:8 32:16}; do
+    np=${case%%:*}
+    fanout=${case##*:}
     for filter in raw histogram; do
       for period in ${PERIODS:-0 100 1000 10000}; do
         iterations=$(( period >= 10000 ? 100 : 400 ))
-        line=$(STRATA_MONITOR_OUT=$tmp/offload.jsonl "$strata" run -np 4 \
+        line=$(STRATA_MONITOR_OUT=$tmp/offload.jsonl "$strata" run -np "$np" \
           --tools "monitor:filter=$filter:policy=block" --monitor-fanout "$fanout" \
           -- "$build/bench/$flavor/monitor_offload" "$period" "$iterations" | grep '^offload:')
         worst=$(sed -E 's/.*worst_us_per_round=([0-9.]+).*/\1/' <<<"$line")
         barrier=$(sed -E 's/.*barrier_us=([0-9.]+).*/\1/' <<<"$line")
         dmean=$(sed -E 's/.*dump_us_mean=([0-9.]+).*/\1/' <<<"$line")
         dworst=$(sed -E 's/.*dump_us_worst_rank=([0-9.]+).*/\1/' <<<"$line")
-        tools=$("$strata" monitor plan -np 4 --fanout "$fanout" | sed -E 's/.*: ([0-9]+) tool.*/\1/')
-        echo "| $fanout | $tools | $filter | $period | $iterations | $worst | $barrier | $dmean | $dworst |"
+        tools=$("$strata" monitor plan -np "$np" --fanout "$fanout" | sed -E 's/.*: ([0-9]+) tool.*/\1/')
+        echo "| $np | $fanout | $tools | $filter | $period | $iterations | $worst | $barrier | $dmean | $dworst |"
       done
     done
   done
 fi
 
 if [[ $parts == *perturb* ]]; then
-  echo "## perturbation (examples/sweep, 4 ranks, $flavor, $runs runs each, interleaved)"
-  sweep=("$build/examples/$flavor/sweep" 40 16 200)
+  np=${PERTURB_NP:-4}
+  echo "## perturbation (examples/sweep, $np ranks, $flavor, $runs runs each, interleaved)"
+  sweep=("$build/examples/$flavor/sweep" ${SWEEP_ARGS:-40 16 200})
   declare -A times
   configs=(native tree_histogram tree_raw file)
   for ((r = 0; r < runs; ++r)); do
     for c in "${configs[@]}"; do
       case $c in
-      native) cmd=("$strata" run -np 4 --tools "" -- "${sweep[@]}") ;;
-      tree_histogram) cmd=("$strata" run -np 4 --tools "monitor:filter=histogram:period=0.01" \
+      native) cmd=("$strata" run -np "$np" --tools "" -- "${sweep[@]}") ;;
+      tree_histogram) cmd=("$strata" run -np "$np" --tools "monitor:filter=histogram:period=0.01" \
         --monitor-fanout 2 -- "${sweep[@]}") ;;
-      tree_raw) cmd=("$strata" run -np 4 --tools "monitor:filter=raw:period=0.01" \
+      tree_raw) cmd=("$strata" run -np "$np" --tools "monitor:filter=raw:period=0.01" \
         --monitor-fanout 2 -- "${sweep[@]}") ;;
-      file) cmd=("$strata" run -np 4 --tools "monitor:transport=file:dir=$tmp/files:period=0.01" \
+      file) cmd=("$strata" run -np "$np" --tools "monitor:transport=file:dir=$tmp/files:period=0.01" \
         -- "${sweep[@]}") ;;
       esac
       t=$(STRATA_MONITOR_OUT=$tmp/perturb.jsonl "${cmd[@]}" | sed -nE 's/.*, ([0-9.]+) s$/\1/p')

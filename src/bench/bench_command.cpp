@@ -67,6 +67,8 @@ std::string check_options(const bench_options& o) {
     return "-o needs a file name";
   if (!o.mpi.empty() && o.mpi != "openmpi" && o.mpi != "mpich")
     return "--mpi must be openmpi or mpich, not " + o.mpi;
+  if (o.window_s != 0 && !(o.window_s > 0 && o.window_s < 1))
+    return "--window-s must be a positive number of seconds below 1, not " + number(o.window_s, 6);
   if (!o.study.empty() && !known_operation(o.study))
     return "unknown operation " + o.study + " for --study";
   size_t start = 0;
@@ -96,6 +98,15 @@ int bench_command(const bench_options& o) {
                  program.c_str(), flavor.c_str());
     return 2;
   }
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && o.ranks > cores)
+    // Every sample is barrier-aligned, so each one waits for a descheduled rank; MPICH's ranks
+    // spin through their time slices while they wait (Open MPI yields when oversubscribed):
+    // 4 ranks on 2 cores took 39 s with Open MPI and over 15 minutes with MPICH.
+    std::fprintf(stderr,
+                 "strata: note: %d ranks on %ld cores: timings include descheduling and the "
+                 "build may take very long%s\n",
+                 o.ranks, cores, flavor == "mpich" ? " (MPICH spins while waiting)" : "");
   std::vector<std::string> args = launch::local_launch(flavor, o.ranks);
   // A relative -o must name the file in the caller's directory, and so it does: the launcher
   // starts the ranks in its own working directory.
@@ -107,6 +118,8 @@ int bench_command(const bench_options& o) {
     args.insert(args.end(), {"--ops", o.ops});
   if (!o.study.empty())
     args.insert(args.end(), {"--study", o.study});
+  if (o.window_s > 0)
+    args.insert(args.end(), {"--window-s", number(o.window_s, 17)});
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (std::string& a : args)

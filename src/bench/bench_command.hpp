@@ -15,7 +15,8 @@ struct bench_options {
   int samples = 200;
   long long max_bytes = 4 << 20;
   double quantile = 0.95;
-  std::string prefix; // the installation; empty: found from the running executable
+  double window_s = 0; // fit window in seconds; 0: the timer's resolution
+  std::string prefix;  // the installation; empty: found from the running executable
 };
 
 // The operations strata-bench knows, as --ops and --study name them.

@@ -113,6 +113,8 @@ int run_main(int argc, char** argv) {
   bench->add_option("--max-bytes", bench_options.max_bytes, "largest message size");
   bench->add_option("--quantile", bench_options.quantile, "quantile of t_max");
   bench->add_option("--ops", bench_options.ops, "operations (default: all)");
+  bench->add_option("--window-s", bench_options.window_s,
+                    "fit window in seconds (default: the timer's resolution)");
   bench->add_option("--study", bench_options.study, "t_max against sample size for one operation");
   CLI::App* recover = app.add_subcommand(
       "recover", "turn the per-rank files of jobs that did not finalize into partial records");

@@ -48,6 +48,18 @@ class Model(StrataTestCase):
             self.assertGreaterEqual(routine["latency_s"], 0)
             self.assertGreater(routine["bytes_per_s"], 0)
 
+    def test_window_reaches_the_fit(self):
+        out = os.path.join(self.out, "window.json")
+        proc = run(bench("--samples", "20", "--max-bytes", "10", "--ops", "MPI_Barrier",
+                         "--window-s", "2.5e-7", "-o", out))
+        self.assertRan(proc)
+        with open(out) as f:
+            model = json.load(f)
+        points = [p for op in model["operations"].values() for p in op["points"]]
+        self.assertTrue(points)
+        for p in points:
+            self.assertAlmostEqual(p["window_s"], 2.5e-7, delta=1e-12)
+
     def test_study_prints_table(self):
         out = os.path.join(self.out, "study.json")
         proc = run(bench("--study", "MPI_Allreduce", "--max-bytes", "1000", "-o", out))
@@ -67,6 +79,7 @@ class Model(StrataTestCase):
                                (["--quantile", "1"], "--quantile"),
                                (["--quantile", "0"], "--quantile"),
                                (["--max-bytes", "0"], "--max-bytes"),
+                               (["--window-s", "-1"], "--window-s"),
                                (["--ops", "MPI_Send,MPI_Nothing"], "MPI_Nothing"),
                                (["--study", "MPI_Nothing"], "MPI_Nothing")]:
             with self.subTest(args=args):

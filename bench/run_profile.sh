@@ -369,20 +369,26 @@ if want finalize; then
     counter=$tmp/count_collectives.$flavor.so
     "mpicc.$flavor" -O2 -shared -fPIC -o "$counter" "$HERE/count_collectives.c" -ldl
     for n in $FIN_RANKS; do
-      # The profile's collectives inside MPI_Finalize, counted once (not timed).
-      spool=$tmp/spool.count && rm -rf "$spool" && mkdir -p "$spool"
-      (cd "$tmp" && LD_PRELOAD=$counter STRATA_SPOOL=$spool "$STRATA" run --mpi "$flavor" -np "$n" \
-        --tools profile -- "$prog") >"$tmp/count.out" 2>&1 || echo "collective count failed ($n ranks)" >&2
-      python3 - "$tmp/count.out" "$flavor" "$n" <<'EOF' | tee -a "$raw" >&2
+      # The profile's collectives inside MPI_Finalize, counted, and the modules' part of
+      # MPI_Finalize timed inside the run (max over ranks), FIN_REPS runs.
+      for ((i = 1; i <= FIN_REPS; i++)); do
+        spool=$tmp/spool.count && rm -rf "$spool" && mkdir -p "$spool"
+        (cd "$tmp" && LD_PRELOAD=$counter STRATA_SPOOL=$spool "$STRATA" run --mpi "$flavor" -np "$n" \
+          --tools profile -- "$prog") >"$tmp/count.out" 2>&1 || echo "collective count failed ($n ranks)" >&2
+        python3 - "$tmp/count.out" "$flavor" "$n" <<'EOF' | tee -a "$raw" >&2
 import sys
 path, flavor, n = sys.argv[1:]
-rows = [l.split()[2:] for l in open(path) if l.startswith("bench collectives ")]
-totals = sorted({int(dict(kv.split("=") for kv in r)["after_barrier"]) for r in rows})
-rank0 = next((r for r in rows if r[0] == "rank=0"), ["?"])
-detail = ",".join(rank0[2:])
+rows = [dict(kv.split("=") for kv in l.split()[2:]) for l in open(path)
+        if l.startswith("bench collectives ")]
+totals = sorted({int(r["after_barrier"]) for r in rows})
+rank0 = next((r for r in rows if r["rank"] == "0"), {})
+detail = ",".join(f"{k}={v}" for k, v in rank0.items() if k not in ("rank", "after_barrier", "modules_ns"))
+modules_ms = max((int(r["modules_ns"]) for r in rows), default=0) / 1e6
 print(f"bench prof part=fincount flavor={flavor} ranks={n} ranks_seen={len(rows)} "
-      f"collectives={'/'.join(map(str, totals)) or 'none'} detail={detail or 'none'}")
+      f"collectives={'/'.join(map(str, totals)) or 'none'} detail={detail or 'none'} "
+      f"modules_ms={modules_ms:.3f}")
 EOF
+      done
       for ((i = 1; i <= FIN_REPS; i++)); do
         gate=$(quiet_gate)
         for c in native profile; do
@@ -573,8 +579,9 @@ for f in sorted({k[0] for k in fin}):
           "(-> last rank at exit); job = the whole mpirun, s\n")
     print("| ranks | native finalize | profile finalize | difference | native to exit | "
           "profile to exit | difference | native job s | profile job s | records | "
-          "record's own finalize ms | collectives in finalize |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "record's own finalize ms | profile's part of MPI_Finalize, in-run ms | "
+          "collectives in finalize |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for n in sorted({k[1] for k in fin if k[0] == f}):
         a, b = fin.get((f, n, "native"), []), fin.get((f, n, "profile"), [])
         if not a or not b:
@@ -586,10 +593,12 @@ for f in sorted({k[0] for k in fin}):
         count = [kv for kv in kvs if kv.get("part") == "fincount" and kv["flavor"] == f
                  and int(kv["ranks"]) == n]
         count_text = f"{count[-1]['collectives']} ({count[-1]['detail']})" if count else "-"
+        inrun = [float(kv["modules_ms"]) for kv in count if "modules_ms" in kv]
+        inrun_text = f"{statistics.median(inrun):.1f}" if inrun else "-"
         print(f"| {n} | {med(a, 'fin_ms'):.1f} | {med(b, 'fin_ms'):.1f} | "
               f"{med(b, 'fin_ms') - med(a, 'fin_ms'):+.1f} | {med(a, 'exit_ms'):.1f} | "
               f"{med(b, 'exit_ms'):.1f} | {med(b, 'exit_ms') - med(a, 'exit_ms'):+.1f} | "
               f"{med(a, 'job_s'):.2f} | {med(b, 'job_s'):.2f} | {rec}/{len(b)} | "
-              f"{own_text} | {count_text} |")
+              f"{own_text} | {inrun_text} | {count_text} |")
     print()
 EOF

@@ -21,7 +21,10 @@
 #           the ranks and writes the job record there), for FIN_RANKS ranks (oversubscribed past
 #           the cores, as `strata run` does), FIN_REPS runs each, with bench/finalize_time.c
 #           (compiled here with mpicc.<flavor>): from the last rank entering MPI_Finalize to the
-#           last rank leaving it, and to the last rank reaching exit().
+#           last rank leaving it, and to the last rank reaching exit(); the record's own figure
+#           (job.profiler_finalize_s); and, in one more run per rank count, the collectives the
+#           profile makes inside MPI_Finalize (bench/count_collectives.c, preloaded after
+#           libstrata).
 #
 # Optional: MPIP_LIB=/path/to/libmpiP.so (mpiP built against Open MPI, outside this repository)
 # adds mpiP with its default options (1-level call-site stack walk) and with MPIP="-k 0" to the
@@ -363,7 +366,29 @@ if want finalize; then
     command -v "mpicc.$flavor" >/dev/null || { echo "skipping finalize for $flavor" >&2; continue; }
     prog=$tmp/finalize_time.$flavor
     "mpicc.$flavor" -O2 -o "$prog" "$HERE/finalize_time.c"
+    counter=$tmp/count_collectives.$flavor.so
+    "mpicc.$flavor" -O2 -shared -fPIC -o "$counter" "$HERE/count_collectives.c" -ldl
     for n in $FIN_RANKS; do
+      # The profile's collectives inside MPI_Finalize, counted, and the modules' part of
+      # MPI_Finalize timed inside the run (max over ranks), FIN_REPS runs.
+      for ((i = 1; i <= FIN_REPS; i++)); do
+        spool=$tmp/spool.count && rm -rf "$spool" && mkdir -p "$spool"
+        (cd "$tmp" && LD_PRELOAD=$counter STRATA_SPOOL=$spool "$STRATA" run --mpi "$flavor" -np "$n" \
+          --tools profile -- "$prog") >"$tmp/count.out" 2>&1 || echo "collective count failed ($n ranks)" >&2
+        python3 - "$tmp/count.out" "$flavor" "$n" <<'EOF' | tee -a "$raw" >&2
+import sys
+path, flavor, n = sys.argv[1:]
+rows = [dict(kv.split("=") for kv in l.split()[2:]) for l in open(path)
+        if l.startswith("bench collectives ")]
+totals = sorted({int(r["after_barrier"]) for r in rows})
+rank0 = next((r for r in rows if r["rank"] == "0"), {})
+detail = ",".join(f"{k}={v}" for k, v in rank0.items() if k not in ("rank", "after_barrier", "modules_ns"))
+modules_ms = max((int(r["modules_ns"]) for r in rows), default=0) / 1e6
+print(f"bench prof part=fincount flavor={flavor} ranks={n} ranks_seen={len(rows)} "
+      f"collectives={'/'.join(map(str, totals)) or 'none'} detail={detail or 'none'} "
+      f"modules_ms={modules_ms:.3f}")
+EOF
+      done
       for ((i = 1; i <= FIN_REPS; i++)); do
         gate=$(quiet_gate)
         for c in native profile; do
@@ -384,9 +409,14 @@ if want finalize; then
           t1=$(now)
           rec=0
           [[ $c == profile ]] && rec=$(ls "$spool"/*.json 2>/dev/null | wc -l)
-          python3 - "$tmp/fin.out" "$flavor" "$n" "$c" "$(elapsed "$t0" "$t1")" "$rec" "$gate" <<'EOF' | tee -a "$raw" >&2
-import re, sys
-path, flavor, n, config, job_s, rec, gate = sys.argv[1:]
+          python3 - "$tmp/fin.out" "$flavor" "$n" "$c" "$(elapsed "$t0" "$t1")" "$rec" "$gate" "$spool" <<'EOF' | tee -a "$raw" >&2
+import glob, json, re, sys
+path, flavor, n, config, job_s, rec, gate, spool = sys.argv[1:]
+# The record's own figure (job.profiler_finalize_s, rank 0's time up to the totals), if any.
+own = "none"
+for record in glob.glob(spool + "/*.json") if config == "profile" else []:
+    value = json.load(open(record))["job"].get("profiler_finalize_s")
+    own = f"{value * 1e3:.3f}" if value is not None else "none"
 rows = [dict(re.findall(r"(\w+)=(\d+)", l)) for l in open(path) if l.startswith("bench fin ")]
 if len(rows) != int(n):
     sys.exit(f"finalize: {len(rows)} of {n} ranks reported")
@@ -396,7 +426,8 @@ ex = max(int(r["exit_ns"]) for r in rows)
 per_rank = max(int(r["return_ns"]) - int(r["enter_ns"]) for r in rows)
 print(f"bench prof part=finalize flavor={flavor} ranks={n} config={config} "
       f"fin_ms={(ret - enter) / 1e6:.3f} exit_ms={(ex - enter) / 1e6:.3f} "
-      f"rank_fin_ms={per_rank / 1e6:.3f} job_s={float(job_s):.3f} records={rec} before={gate}")
+      f"rank_fin_ms={per_rank / 1e6:.3f} job_s={float(job_s):.3f} records={rec} "
+      f"record_fin_ms={own} before={gate}")
 EOF
         done
       done
@@ -547,17 +578,27 @@ for f in sorted({k[0] for k in fin}):
     print("ms, median over runs: last rank entering MPI_Finalize -> last rank leaving it "
           "(-> last rank at exit); job = the whole mpirun, s\n")
     print("| ranks | native finalize | profile finalize | difference | native to exit | "
-          "profile to exit | difference | native job s | profile job s | records |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "profile to exit | difference | native job s | profile job s | records | "
+          "record's own finalize ms | profile's part of MPI_Finalize, in-run ms | "
+          "collectives in finalize |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for n in sorted({k[1] for k in fin if k[0] == f}):
         a, b = fin.get((f, n, "native"), []), fin.get((f, n, "profile"), [])
         if not a or not b:
             continue
         med = lambda rows, k: statistics.median(float(r[k]) for r in rows)
         rec = sum(int(r["records"]) for r in b)
+        own = [float(r["record_fin_ms"]) for r in b if r.get("record_fin_ms", "none") != "none"]
+        own_text = f"{statistics.median(own):.1f}" if own else "-"
+        count = [kv for kv in kvs if kv.get("part") == "fincount" and kv["flavor"] == f
+                 and int(kv["ranks"]) == n]
+        count_text = f"{count[-1]['collectives']} ({count[-1]['detail']})" if count else "-"
+        inrun = [float(kv["modules_ms"]) for kv in count if "modules_ms" in kv]
+        inrun_text = f"{statistics.median(inrun):.1f}" if inrun else "-"
         print(f"| {n} | {med(a, 'fin_ms'):.1f} | {med(b, 'fin_ms'):.1f} | "
               f"{med(b, 'fin_ms') - med(a, 'fin_ms'):+.1f} | {med(a, 'exit_ms'):.1f} | "
               f"{med(b, 'exit_ms'):.1f} | {med(b, 'exit_ms') - med(a, 'exit_ms'):+.1f} | "
-              f"{med(a, 'job_s'):.2f} | {med(b, 'job_s'):.2f} | {rec}/{len(b)} |")
+              f"{med(a, 'job_s'):.2f} | {med(b, 'job_s'):.2f} | {rec}/{len(b)} | "
+              f"{own_text} | {inrun_text} | {count_text} |")
     print()
 EOF

@@ -1,5 +1,7 @@
 #include "profile/aggregate.hpp"
 
+#include "profile/packed_totals.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -26,10 +28,7 @@ bool excluded_from_mpi_time(const std::string& routine) {
 }
 
 double rank_wall_seconds(const rank_header& h) {
-  const uint64_t end = h.final_mono_ns != 0 ? h.final_mono_ns : h.last_mono_ns;
-  return end > h.init_mono_ns && h.init_mono_ns != 0
-             ? static_cast<double>(end - h.init_mono_ns) / 1e9
-             : 0.0;
+  return static_cast<double>(rank_wall_ns(h)) / 1e9;
 }
 
 double rank_mpi_seconds(const std::vector<std::string>& names,
@@ -43,6 +42,7 @@ double rank_mpi_seconds(const std::vector<std::string>& names,
 
 void add_rank(job_totals& job, const rank_data& rank) {
   const rank_header& h = rank.header;
+  const int lowest_rank_before = job.ranks_reported == 0 ? -1 : job.facts.rank;
   if (job.ranks_reported == 0 || h.rank < job.facts.rank)
     job.facts = h;
   job.ranks = std::max(job.ranks, h.world_size);
@@ -86,6 +86,12 @@ void add_rank(job_totals& job, const rank_data& rank) {
     if (slot.calls == 0 && it == job.routines.end())
       continue;
     routine_total& r = job.routines[rank.names[i]];
+    if (it == job.routines.end() && lowest_rank_before >= 0) {
+      // The ranks added before never called it: their zero is the minimum per rank (as in the
+      // reduction at finalize, where every rank has a row for every routine called somewhere).
+      r.calls_per_rank.add(0.0, lowest_rank_before);
+      r.time_per_rank.add(0.0, lowest_rank_before);
+    }
     r.calls += slot.calls;
     r.time_ns += slot.time_ns;
     r.min_ns = std::min(r.min_ns, slot.min_ns);
@@ -177,6 +183,8 @@ std::string record_json(const job_totals& job) {
   jj["mpi_percent"] = rank_seconds > 0 ? 100.0 * job.mpi_s / rank_seconds : 0.0;
   jj["mpi_percent_by_rank"] = spread_json(job.mpi_percent, job.ranks_reported, true);
   jj["profiler_overhead_s"] = job.overhead_s;
+  if (job.finalize_s >= 0)
+    jj["profiler_finalize_s"] = job.finalize_s;
   if (job.model_clamped_calls >= 0)
     jj["model_clamped_calls"] = job.model_clamped_calls;
   if (f.counter_count > 0) {

@@ -64,6 +64,9 @@ struct job_totals {
   std::vector<callsite_total> callsites;         // longest wasted time, then time, first
   uint64_t callsites_dropped = 0;
   int64_t model_clamped_calls = -1; // the overhead module: lookups outside the model's grid
+  // Rank 0's time in the profiler at MPI_Finalize up to the job's totals (the collectives that
+  // build the record); negative when not measured (strata recover).
+  double finalize_s = -1;
 };
 
 // Adds `site` to the list, merging with an entry for the same function, file and line.

@@ -3,6 +3,7 @@
 #include "profile/aggregate.hpp"
 #include "profile/rank_file.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -151,6 +152,9 @@ std::vector<recovery> recover_spool(const std::string& spool) {
       out.push_back(std::move(r));
       continue;
     }
+    // In rank order, so that ties in the spread over ranks go to the lower rank, as at finalize.
+    std::sort(ranks.begin(), ranks.end(),
+              [](const rank_data& a, const rank_data& b) { return a.header.rank < b.header.rank; });
     job_totals job;
     job.partial = true;
     for (const rank_data& rank : ranks)

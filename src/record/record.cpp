@@ -89,6 +89,7 @@ template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& vi
   visit("mpi_percent", s.mpi_percent);
   visit("mpi_percent_by_rank", s.mpi_percent_by_rank);
   visit("profiler_overhead_s", s.profiler_overhead_s);
+  visit("profiler_finalize_s", s.profiler_finalize_s);
   visit("counters", s.counters);
 }
 
@@ -130,8 +131,9 @@ concept has_fields = requires(S& s, ignore_fields& visit) {
 // Keys a record may leave out; every other key is required.
 template <typename T>
 constexpr bool may_be_absent =
-    std::same_as<T, std::optional<std::int64_t>> || std::same_as<T, std::vector<histogram_bin>> ||
-    std::same_as<T, std::vector<callsite>> || std::same_as<T, std::map<std::string, counter>>;
+    std::same_as<T, std::optional<std::int64_t>> || std::same_as<T, std::optional<double>> ||
+    std::same_as<T, std::vector<histogram_bin>> || std::same_as<T, std::vector<callsite>> ||
+    std::same_as<T, std::map<std::string, counter>>;
 
 // ---- Reading ----
 
@@ -252,6 +254,14 @@ private:
       out = value.get<std::int64_t>();
     else if (!value.is_null())
       fail(at, "an integer or null", value);
+  }
+
+  void read(const json& value, const std::string& at, std::optional<double>& out) {
+    if (value.is_null())
+      return;
+    double seconds = 0;
+    read(value, at, seconds);
+    out = seconds;
   }
 
   void read(const json& value, const std::string& at, job_status& out) {
@@ -400,6 +410,9 @@ out_json write(const auto& value) {
   return value;
 }
 out_json write(const std::optional<std::int64_t>& value) {
+  return value ? out_json(*value) : out_json(nullptr);
+}
+out_json write(const std::optional<double>& value) {
   return value ? out_json(*value) : out_json(nullptr);
 }
 out_json write(job_status status) {

@@ -92,7 +92,8 @@ struct job_facts {
   double wall_time_s = 0, mpi_time_s = 0, mpi_percent = 0;
   percent_spread mpi_percent_by_rank;
   double profiler_overhead_s = 0;
-  std::map<std::string, counter> counters; // absent in the record: empty
+  std::optional<double> profiler_finalize_s; // absent: not measured (a rebuilt record)
+  std::map<std::string, counter> counters;   // absent in the record: empty
   bool operator==(const job_facts&) const = default;
 };
 

@@ -427,3 +427,19 @@ TEST_F(ReportMain, RendersOrNamesTheFileAtFault) {
 }
 
 } // namespace
+
+TEST(Record, FinalizeTimeIsOptional) {
+  EXPECT_FALSE(sample().job.profiler_finalize_s.has_value()); // a rebuilt record has none
+  const auto timed =
+      parse_record(modified([](json& doc) { doc["job"]["profiler_finalize_s"] = 0.0125; }));
+  ASSERT_TRUE(timed.ok()) << timed.error;
+  EXPECT_EQ(timed.record->job.profiler_finalize_s, 0.0125);
+  EXPECT_EQ(parse_record(to_json(*timed.record)).record->job.profiler_finalize_s, 0.0125);
+  EXPECT_NE(render(*timed.record, report_format::text, nullptr)
+                .find("record built at finalize in 12.5 ms"),
+            std::string::npos);
+  EXPECT_TRUE(
+      parse_record(modified([](json& doc) { doc["job"]["profiler_finalize_s"] = nullptr; })).ok());
+  EXPECT_EQ(error_of(modified([](json& doc) { doc["job"]["profiler_finalize_s"] = -1; })),
+            "job.profiler_finalize_s: expected a non-negative number, got -1");
+}

@@ -182,9 +182,13 @@ table headline(const job_facts& job) {
                                "mean {:.1f} %, max {:.1f} % on rank {})",
                                job.mpi_percent, by_rank.min, by_rank.min_rank, by_rank.mean,
                                by_rank.max, by_rank.max_rank)},
-      {"Wall time", fmt::format("{} (MPI {} summed over ranks, profiler overhead {})",
-                                human_seconds(job.wall_time_s), human_seconds(job.mpi_time_s),
-                                human_seconds(job.profiler_overhead_s))},
+      {"Wall time",
+       fmt::format("{} (MPI {} summed over ranks, profiler overhead {}{})",
+                   human_seconds(job.wall_time_s), human_seconds(job.mpi_time_s),
+                   human_seconds(job.profiler_overhead_s),
+                   job.profiler_finalize_s
+                       ? "; record built at finalize in " + human_seconds(*job.profiler_finalize_s)
+                       : std::string())},
       {"Ranks", fmt::format("{} on {} host{}", job.ranks, job.hosts, job.hosts == 1 ? "" : "s")},
       {"Hosts", fmt::format("{}", fmt::join(job.host_names, ", "))},
       {"Status", status_text(job)},

@@ -2,6 +2,7 @@
 import glob
 import json
 import os
+import socket
 import subprocess
 import time
 
@@ -182,6 +183,66 @@ class Figures(ProfileTestCase):
         cycles_lines = [l for l in proc.stderr.splitlines() if "cycles" in l]
         if "cycles" not in counters:  # no PMU here: said once, and profiling went on
             self.assertEqual(len(cycles_lines), 1, proc.stderr)
+
+
+class ReductionOverRanks(ProfileTestCase):
+    """The record at finalize comes from one packed MPI_Reduce (src/profile/packed_totals.hpp):
+    ranks with different sets of routines, and per-rank maxima on ranks other than 0, must come
+    out attributed to the right routine and the right rank."""
+
+    def uneven_record(self, env):
+        proc = self.profile_run([program("uneven_c"), "150"], ranks=4, env=env)
+        self.assertRan(proc)
+        self.assertEqual(proc.stdout.count(" done"), 4, proc.stdout)
+        rec = self.only_record()
+        job, routines = rec["job"], rec["routines"]
+        self.assertEqual((job["ranks"], job["status"]), (4, "finalized"))
+        self.assertEqual(job["host_names"], [socket.gethostname()[:63]])
+        self.assertEqual(routines["MPI_Comm_size"]["calls"], 2 * (1 + 2 + 3))
+        self.assertEqual(routines["MPI_Comm_size"]["per_rank"]["calls"],
+                         {"min": 0, "mean": 3, "max": 6, "max_rank": 3})
+        self.assertEqual(routines["MPI_Get_processor_name"]["per_rank"]["calls"],
+                         {"min": 0, "mean": 2, "max": 8, "max_rank": 3})
+        self.assertEqual(routines["MPI_Barrier"]["per_rank"]["calls"],
+                         {"min": 1, "mean": 1, "max": 1, "max_rank": 0})
+        send, recv = routines["MPI_Send"], routines["MPI_Recv"]
+        self.assertEqual((send["calls"], send["bytes_sent"], send["count_sum"]), (3, 1200, 300))
+        self.assertEqual(send["per_rank"]["calls"]["max_rank"], 2)
+        self.assertEqual(send["per_rank"]["time_s"]["max_rank"], 2)
+        self.assertEqual((recv["calls"], recv["bytes_received"]), (3, 1200))
+        self.assertEqual(recv["per_rank"]["time_s"]["max_rank"], 1)
+        self.assertEqual(recv["per_rank"]["time_s"]["min"], 0)
+        self.assertGreaterEqual(recv["time_s"], 0.4)  # 3 waits of 150 ms, minus jitter
+        self.assertAlmostEqual(recv["per_rank"]["time_s"]["max"], recv["time_s"])
+        self.assertEqual(recv["size_histogram"], [[256, 3]])
+        # Rank 1 waits in MPI_Recv while the others sleep outside MPI.
+        self.assertEqual(job["mpi_percent_by_rank"]["max_rank"], 1)
+        self.assertGreater(job["profiler_finalize_s"], 0)
+        return rec
+
+    def test_ranks_with_different_routines(self):
+        self.uneven_record(self.env)
+        report = run([STRATA, "report", self.records()[0]])
+        self.assertRan(report)
+        self.assertIn("record built at finalize in", report.stdout)
+
+    def test_call_sites_of_ranks_with_texts_of_different_lengths(self):
+        # Rank 3's call-site lines are over twice as long as rank 0's: gathered by length.
+        source = os.path.join(os.path.dirname(__file__), "..", "programs", "uneven.c")
+        with open(source) as f:
+            text = f.readlines()
+        name_lines = [i + 1 for i, l in enumerate(text) if "MPI_Get_processor_name(name" in l]
+        self.assertEqual(len(name_lines), 8)
+        rec = self.uneven_record(dict(self.env, STRATA_PROFILE_CALLSITES="1"))
+        sites = rec["callsites"]
+        names = [c for c in sites if c["function"] == "MPI_Get_processor_name"]
+        self.assertEqual(sorted(c["line"] for c in names), name_lines)
+        self.assertTrue(all(c["calls"] == 1 and c["ranks"] == 1 for c in names), names)
+        size = [c for c in sites if c["function"] == "MPI_Comm_size"]
+        self.assertEqual([(c["calls"], c["ranks"]) for c in size], [(12, 3)])
+        barrier = [c for c in sites if c["function"] == "MPI_Barrier"]
+        self.assertEqual([(c["calls"], c["ranks"]) for c in barrier], [(4, 4)])
+        self.assertEqual(rec["callsites_dropped"], 0)
 
 
 class Pcontrol(ProfileTestCase):

@@ -7,6 +7,7 @@
 #include "config/config.hpp"
 #include "counters/counters.hpp"
 #include "profile/aggregate.hpp"
+#include "profile/packed_totals.hpp"
 #include "profile/rank_file.hpp"
 #include "profile/spool.hpp"
 #include "profile/symbols.hpp"
@@ -35,6 +36,7 @@
 #include <mutex>
 #include <pwd.h>
 #include <string>
+#include <string_view>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -574,47 +576,34 @@ std::string clean_field(std::string text) {
   return text;
 }
 
-// Call sites: each rank resolves its own return addresses (ASLR differs between ranks), then
-// rank 0 gathers "function file line caller calls time bytes" lines and merges equal lines.
-std::vector<callsite_total> gather_callsites(profile_state& s, uint64_t& dropped) {
+// Call sites: each rank resolves its own return addresses (ASLR differs between ranks) into
+// "function file line caller calls time bytes wasted" lines; rank 0 merges equal lines.
+std::string callsite_lines(const profile_state& s) {
   std::string lines;
-  if (s.callsites != nullptr) {
-    std::vector<uint64_t> addresses;
-    std::vector<const callsite_slot*> used;
-    for (uint32_t i = 0; i <= s.callsite_mask; ++i) {
-      if (s.callsites[i].key != 0 && s.callsites[i].calls != 0) {
-        used.push_back(&s.callsites[i]);
-        addresses.push_back(callsite_address(s.callsites[i].key));
-      }
-    }
-    const std::vector<source_location> where = resolve_return_addresses(addresses);
-    for (size_t i = 0; i < used.size(); ++i) {
-      const int fid = callsite_function(used[i]->key);
-      if (fid < 0 || fid >= static_cast<int>(s.names.size()))
-        continue;
-      lines += s.names[static_cast<size_t>(fid)] + "\t" + clean_field(where[i].file) + "\t" +
-               std::to_string(where[i].line) + "\t" + clean_field(where[i].function) + "\t" +
-               std::to_string(used[i]->calls) + "\t" + std::to_string(used[i]->time_ns) + "\t" +
-               std::to_string(used[i]->bytes) + "\t" + std::to_string(used[i]->wasted_ns) + "\n";
+  if (s.callsites == nullptr)
+    return lines;
+  std::vector<uint64_t> addresses;
+  std::vector<const callsite_slot*> used;
+  for (uint32_t i = 0; i <= s.callsite_mask; ++i) {
+    if (s.callsites[i].key != 0 && s.callsites[i].calls != 0) {
+      used.push_back(&s.callsites[i]);
+      addresses.push_back(callsite_address(s.callsites[i].key));
     }
   }
-  const uint64_t local_dropped = s.header->callsites_dropped;
-  MPI_Reduce(&local_dropped, &dropped, 1, MPI_UINT64_T, MPI_SUM, 0, s.world);
-  int length = static_cast<int>(lines.size());
-  std::vector<int> lengths(static_cast<size_t>(s.rank == 0 ? s.world_size : 1));
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.world);
-  std::vector<int> offsets(lengths.size());
-  std::string all;
-  if (s.rank == 0) {
-    size_t total = 0;
-    for (size_t r = 0; r < lengths.size(); ++r) {
-      offsets[r] = static_cast<int>(total);
-      total += static_cast<size_t>(lengths[r]);
-    }
-    all.resize(total);
+  const std::vector<source_location> where = resolve_return_addresses(addresses);
+  for (size_t i = 0; i < used.size(); ++i) {
+    const int fid = callsite_function(used[i]->key);
+    if (fid < 0 || fid >= static_cast<int>(s.names.size()))
+      continue;
+    lines += s.names[static_cast<size_t>(fid)] + "\t" + clean_field(where[i].file) + "\t" +
+             std::to_string(where[i].line) + "\t" + clean_field(where[i].function) + "\t" +
+             std::to_string(used[i]->calls) + "\t" + std::to_string(used[i]->time_ns) + "\t" +
+             std::to_string(used[i]->bytes) + "\t" + std::to_string(used[i]->wasted_ns) + "\n";
   }
-  MPI_Gatherv(lines.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-              0, s.world);
+  return lines;
+}
+
+std::vector<callsite_total> merge_callsite_lines(const std::string& all) {
   std::vector<callsite_total> merged;
   size_t pos = 0;
   while (pos < all.size()) {
@@ -647,133 +636,104 @@ std::vector<callsite_total> gather_callsites(profile_state& s, uint64_t& dropped
   return merged;
 }
 
-// The job's totals on rank 0, from MPI reductions over all ranks; a few KB whatever the size.
-job_totals reduce_over_ranks(profile_state& s) {
-  const int n = static_cast<int>(s.names.size());
-  std::vector<uint8_t> used(static_cast<size_t>(n));
-  for (int f = 0; f < n; ++f)
-    used[static_cast<size_t>(f)] = s.slots[f].calls != 0 ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, used.data(), n, MPI_UINT8_T, MPI_MAX, s.world);
-  std::vector<int> fids;
-  for (int f = 0; f < n; ++f)
-    if (used[static_cast<size_t>(f)] != 0)
-      fids.push_back(f);
-  const size_t u = fids.size();
-
-  constexpr size_t sum_width = 5 + size_bins + comm_bins;
-  std::vector<uint64_t> sums(u * sum_width);
-  std::vector<uint64_t> mins(u);
-  std::vector<uint64_t> maxs(u);
-  struct value_rank {
-    double value;
-    int rank;
-  };
-  std::vector<value_rank> spreads(2 * u); // calls, time per fid
-  for (size_t i = 0; i < u; ++i) {
-    const routine_slot& slot = s.slots[fids[i]];
-    uint64_t* row = &sums[i * sum_width];
-    row[0] = slot.calls;
-    row[1] = slot.time_ns;
-    row[2] = slot.count_sum;
-    row[3] = slot.bytes_sent;
-    row[4] = slot.bytes_received;
-    std::memcpy(row + 5, slot.size_hist, sizeof(slot.size_hist));
-    std::memcpy(row + 5 + size_bins, slot.comm_hist, sizeof(slot.comm_hist));
-    mins[i] = slot.min_ns;
-    maxs[i] = slot.max_ns;
-    spreads[2 * i] = {static_cast<double>(slot.calls), s.rank};
-    spreads[2 * i + 1] = {static_cast<double>(slot.time_ns) / 1e9, s.rank};
+// The reduction's MPI_Op: each element is a whole packed buffer (src/profile/packed_totals.hpp).
+void combine_packed_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const uint64_t*>(in);
+  auto* b = static_cast<uint64_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const size_t words = packed_words(a[0]); // a[0]: the routine count, as in every buffer
+    combine_packed(a, b);
+    a += words;
+    b += words;
   }
-  const int cu = static_cast<int>(u);
-  std::vector<uint64_t> sums_all(sums.size());
-  std::vector<uint64_t> mins_all(u);
-  std::vector<uint64_t> maxs_all(u);
-  std::vector<value_rank> spread_min(2 * u);
-  std::vector<value_rank> spread_max(2 * u);
-  MPI_Reduce(sums.data(), sums_all.data(), cu * static_cast<int>(sum_width), MPI_UINT64_T, MPI_SUM,
-             0, s.world);
-  MPI_Reduce(mins.data(), mins_all.data(), cu, MPI_UINT64_T, MPI_MIN, 0, s.world);
-  MPI_Reduce(maxs.data(), maxs_all.data(), cu, MPI_UINT64_T, MPI_MAX, 0, s.world);
-  MPI_Reduce(spreads.data(), spread_min.data(), 2 * cu, MPI_DOUBLE_INT, MPI_MINLOC, 0, s.world);
-  MPI_Reduce(spreads.data(), spread_max.data(), 2 * cu, MPI_DOUBLE_INT, MPI_MAXLOC, 0, s.world);
+}
 
-  // Per-rank totals: wall (max), MPI and overhead (sum), MPI % (min, max with ranks, sum).
-  const double wall = rank_wall_seconds(*s.header);
-  double mpi = 0;
-  for (int f = 0; f < n; ++f)
-    if (!excluded_from_mpi_time(s.names[static_cast<size_t>(f)]))
-      mpi += static_cast<double>(s.slots[f].time_ns) / 1e9;
-  const double percent = wall > 0 ? 100.0 * mpi / wall : 0.0;
-  double local[3] = {mpi, static_cast<double>(s.header->overhead_ns) / 1e9, percent};
-  double summed[3] = {0, 0, 0};
-  double wall_max = 0;
-  value_rank pct{percent, s.rank};
-  value_rank pct_min{};
-  value_rank pct_max{};
-  MPI_Reduce(local, summed, 3, MPI_DOUBLE, MPI_SUM, 0, s.world);
-  MPI_Reduce(&wall, &wall_max, 1, MPI_DOUBLE, MPI_MAX, 0, s.world);
-  MPI_Reduce(&pct, &pct_min, 1, MPI_DOUBLE_INT, MPI_MINLOC, 0, s.world);
-  MPI_Reduce(&pct, &pct_max, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, s.world);
-  uint64_t counters[2 * max_counters] = {};
-  uint64_t counters_all[2 * max_counters] = {};
-  std::memcpy(counters, s.header->counters_in_mpi, sizeof(s.header->counters_in_mpi));
-  std::memcpy(counters + max_counters, s.header->counters_outside_mpi,
-              sizeof(s.header->counters_outside_mpi));
-  MPI_Reduce(counters, counters_all, 2 * max_counters, MPI_UINT64_T, MPI_SUM, 0, s.world);
-  std::vector<char> hosts(static_cast<size_t>(s.rank == 0 ? s.world_size : 1) * 64);
-  MPI_Gather(s.header->host, 64, MPI_CHAR, hosts.data(), 64, MPI_CHAR, 0, s.world);
+// Every rank's text (host name, call-site lines) to rank 0, handed to `take` in rank order.
+// One MPI_Gather of blocks as long as the longest text when that wastes little; otherwise the
+// lengths, then MPI_Gatherv.
+template <typename Take>
+void gather_rank_texts(profile_state& s, std::string text, uint32_t longest, uint32_t shortest,
+                       Take take) {
+  const bool root = s.rank == 0;
+  std::string all;
+  if (gather_in_fixed_blocks(longest, shortest)) {
+    const int block = static_cast<int>(longest);
+    text.resize(longest, '\0');
+    all.resize(root ? longest * static_cast<size_t>(s.world_size) : 0);
+    MPI_Gather(text.data(), block, MPI_CHAR, all.data(), block, MPI_CHAR, 0, s.world);
+    if (root)
+      for (int r = 0; r < s.world_size; ++r)
+        take(std::string_view(all).substr(static_cast<size_t>(r) * longest, longest));
+    return;
+  }
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<size_t>(root ? s.world_size : 1));
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.world);
+  std::vector<int> offsets(lengths.size());
+  if (root) {
+    size_t total = 0;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      offsets[r] = static_cast<int>(total);
+      total += static_cast<size_t>(lengths[r]);
+    }
+    all.resize(total);
+  }
+  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+              0, s.world);
+  if (root)
+    for (size_t r = 0; r < lengths.size(); ++r)
+      take(std::string_view(all).substr(static_cast<size_t>(offsets[r]),
+                                        static_cast<size_t>(lengths[r])));
+}
 
-  uint64_t dropped = 0;
-  std::vector<callsite_total> callsites = gather_callsites(s, dropped);
-  uint64_t clamped = 0;
-  MPI_Reduce(&s.header->model_clamped, &clamped, 1, MPI_UINT64_T, MPI_SUM, 0, s.world);
+// The job's totals on rank 0, a few KB whatever the size, in three collectives (four when one
+// rank's call-site lines are over twice as long as another's): which routines any rank called and
+// how long the ranks' texts are (MPI_Allreduce), every figure in one MPI_Reduce with a
+// user-defined operation, and the host names and call-site lines (MPI_Gather). With
+// oversubscribed ranks each collective needs every rank scheduled: their number is the cost.
+job_totals reduce_over_ranks(profile_state& s) {
+  const size_t n = s.names.size();
+  const std::string text =
+      rank_text(std::string(s.header->host, ::strnlen(s.header->host, sizeof(s.header->host))),
+                callsite_lines(s));
+  std::vector<uint32_t> layout(n + 2);
+  for (size_t f = 0; f < n; ++f)
+    layout[f] = s.slots[f].calls != 0 ? 1u : 0u;
+  // The longest text, and (the maximum of its complement) the shortest.
+  layout[n] = static_cast<uint32_t>(text.size());
+  layout[n + 1] = UINT32_MAX - static_cast<uint32_t>(text.size());
+  MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(n + 2), MPI_UINT32_T, MPI_MAX,
+                s.world);
+  std::vector<int> fids;
+  for (size_t f = 0; f < n; ++f)
+    if (layout[f] != 0)
+      fids.push_back(static_cast<int>(f));
+
+  const packed_totals mine = pack_rank(*s.header, s.rank, s.names, s.slots, fids);
+  packed_totals all(s.rank == 0 ? mine.size() : 1);
+  MPI_Datatype packed_type = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed_type);
+  MPI_Type_commit(&packed_type);
+  MPI_Op combine = MPI_OP_NULL;
+  MPI_Op_create(combine_packed_op, 1, &combine);
+  MPI_Reduce(mine.data(), all.data(), 1, packed_type, combine, 0, s.world);
+  MPI_Op_free(&combine);
+  MPI_Type_free(&packed_type);
 
   job_totals job;
+  std::string lines;
+  gather_rank_texts(s, text, layout[n], UINT32_MAX - layout[n + 1],
+                    [&](std::string_view rank) { add_rank_text(rank, job, lines); });
   if (s.rank != 0)
     return job;
-  job.callsites = std::move(callsites);
-  job.callsites_dropped = dropped;
+  const uint64_t clamped = unpack_totals(all, s.names, fids, job);
+  job.callsites = merge_callsite_lines(lines);
   if (!s.tables.empty())
     job.model_clamped_calls = static_cast<int64_t>(clamped);
   job.facts = *s.header;
   job.ranks = s.world_size;
   job.ranks_reported = s.world_size;
   job.status = job_status::finalized;
-  job.wall_s = wall_max;
-  job.mpi_s = summed[0];
-  job.overhead_s = summed[1];
-  job.mpi_percent = {pct_min.value, summed[2], pct_max.value, pct_min.rank, pct_max.rank};
-  std::memcpy(job.counters_in_mpi, counters_all, sizeof(job.counters_in_mpi));
-  std::memcpy(job.counters_outside_mpi, counters_all + max_counters,
-              sizeof(job.counters_outside_mpi));
-  for (int r = 0; r < s.world_size; ++r) {
-    std::string host(&hosts[static_cast<size_t>(r) * 64],
-                     ::strnlen(&hosts[static_cast<size_t>(r) * 64], 64));
-    bool seen = false;
-    for (const std::string& h : job.host_names)
-      seen = seen || h == host;
-    if (!seen)
-      job.host_names.push_back(host);
-  }
-  for (size_t i = 0; i < u; ++i) {
-    routine_total& r = job.routines[s.names[static_cast<size_t>(fids[i])]];
-    const uint64_t* row = &sums_all[i * sum_width];
-    r.calls = row[0];
-    r.time_ns = row[1];
-    r.count_sum = row[2];
-    r.bytes_sent = row[3];
-    r.bytes_received = row[4];
-    std::memcpy(r.size_hist, row + 5, sizeof(r.size_hist));
-    std::memcpy(r.comm_hist, row + 5 + size_bins, sizeof(r.comm_hist));
-    r.min_ns = mins_all[i];
-    r.max_ns = maxs_all[i];
-    const double calls_mean_sum = static_cast<double>(r.calls);
-    const double time_mean_sum = static_cast<double>(r.time_ns) / 1e9;
-    r.calls_per_rank = {spread_min[2 * i].value, calls_mean_sum, spread_max[2 * i].value,
-                        spread_min[2 * i].rank, spread_max[2 * i].rank};
-    r.time_per_rank = {spread_min[2 * i + 1].value, time_mean_sum, spread_max[2 * i + 1].value,
-                       spread_min[2 * i + 1].rank, spread_max[2 * i + 1].rank};
-  }
   return job;
 }
 
@@ -1093,10 +1053,13 @@ void finalize_job(profile_state* s) {
   s->header->overhead_ns = calls * s->per_call_overhead_ns;
   s->header->status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(*s);
-  const job_totals job = reduce_over_ranks(*s);
-  if (s->rank == 0)
+  job_totals job = reduce_over_ranks(*s);
+  if (s->rank == 0) {
+    // Measured before the record is rendered, so the record can hold it; rendering, writing and
+    // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).
+    job.finalize_s = static_cast<double>(mono_ns() - start) / 1e9;
     write_outputs(*s, job);
-  else {
+  } else {
     int ok = 0;
     MPI_Bcast(&ok, 1, MPI_INT, 0, s->world);
     if (ok == 0)

@@ -1,0 +1,158 @@
+/* Counts the collectives a Strata module makes at MPI_Finalize (bench/run_profile.sh, finalize
+ * part): a preloaded library placed after libstrata (`strata run` keeps LD_PRELOAD after its own
+ * library), so the core's calls to the real PMPI_ functions, which it finds with
+ * dlsym(RTLD_NEXT), come here first. It counts the blocking collectives made after the last
+ * MPI_Barrier: bench/finalize_time.c passes a barrier just before MPI_Finalize, so what is counted
+ * is what the modules did inside MPI_Finalize. It also times that part of MPI_Finalize: from the
+ * return of the last barrier to the real PMPI_Finalize (CLOCK_MONOTONIC), i.e. the modules' own
+ * finalize work, measured inside one run rather than as the difference of two runs. At
+ * PMPI_Finalize each rank prints
+ *   bench collectives rank=R after_barrier=N modules_ns=T Allreduce=a Reduce=b ...
+ * Build: mpicc.openmpi -O2 -shared -fPIC -o count_collectives.so count_collectives.c -ldl */
+#define _GNU_SOURCE
+#include <mpi.h>
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+  ALLREDUCE,
+  REDUCE,
+  BCAST,
+  GATHER,
+  GATHERV,
+  ALLGATHER,
+  ALLGATHERV,
+  SCATTER,
+  ALLTOALL,
+  SCAN,
+  KINDS
+};
+static const char* const kind_names[KINDS] = {"Allreduce", "Reduce",    "Bcast",      "Gather",
+                                              "Gatherv",   "Allgather", "Allgatherv", "Scatter",
+                                              "Alltoall",  "Scan"};
+static int counts[KINDS];
+static long long barrier_left_ns;
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void* next(const char* name) {
+  return dlsym(RTLD_NEXT, name);
+}
+
+int PMPI_Barrier(MPI_Comm comm) {
+  memset(counts, 0, sizeof counts);
+  int (*real)(MPI_Comm) = (int (*)(MPI_Comm))next("PMPI_Barrier");
+  const int rc = real(comm);
+  barrier_left_ns = now_ns();
+  return rc;
+}
+
+int PMPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
+  ++counts[ALLREDUCE];
+  int (*real)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm) =
+      (int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm))next("PMPI_Allreduce");
+  return real(s, r, n, t, op, c);
+}
+
+int PMPI_Reduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c) {
+  ++counts[REDUCE];
+  int (*real)(const void*, void*, int, MPI_Datatype, MPI_Op, int, MPI_Comm) =
+      (int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, int, MPI_Comm))next("PMPI_Reduce");
+  return real(s, r, n, t, op, root, c);
+}
+
+int PMPI_Bcast(void* b, int n, MPI_Datatype t, int root, MPI_Comm c) {
+  ++counts[BCAST];
+  int (*real)(void*, int, MPI_Datatype, int, MPI_Comm) =
+      (int (*)(void*, int, MPI_Datatype, int, MPI_Comm))next("PMPI_Bcast");
+  return real(b, n, t, root, c);
+}
+
+int PMPI_Gather(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root,
+                MPI_Comm c) {
+  ++counts[GATHER];
+  int (*real)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm) = (int (*)(
+      const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm))next("PMPI_Gather");
+  return real(s, sn, st, r, rn, rt, root, c);
+}
+
+int PMPI_Gatherv(const void* s, int sn, MPI_Datatype st, void* r, const int* rn, const int* displ,
+                 MPI_Datatype rt, int root, MPI_Comm c) {
+  ++counts[GATHERV];
+  int (*real)(const void*, int, MPI_Datatype, void*, const int*, const int*, MPI_Datatype, int,
+              MPI_Comm) = (int (*)(const void*, int, MPI_Datatype, void*, const int*, const int*,
+                                   MPI_Datatype, int, MPI_Comm))next("PMPI_Gatherv");
+  return real(s, sn, st, r, rn, displ, rt, root, c);
+}
+
+int PMPI_Allgather(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt,
+                   MPI_Comm c) {
+  ++counts[ALLGATHER];
+  int (*real)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm) = (int (*)(
+      const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm))next("PMPI_Allgather");
+  return real(s, sn, st, r, rn, rt, c);
+}
+
+int PMPI_Allgatherv(const void* s, int sn, MPI_Datatype st, void* r, const int* rn,
+                    const int* displ, MPI_Datatype rt, MPI_Comm c) {
+  ++counts[ALLGATHERV];
+  int (*real)(const void*, int, MPI_Datatype, void*, const int*, const int*, MPI_Datatype,
+              MPI_Comm) = (int (*)(const void*, int, MPI_Datatype, void*, const int*, const int*,
+                                   MPI_Datatype, MPI_Comm))next("PMPI_Allgatherv");
+  return real(s, sn, st, r, rn, displ, rt, c);
+}
+
+int PMPI_Scatter(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root,
+                 MPI_Comm c) {
+  ++counts[SCATTER];
+  int (*real)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm) = (int (*)(
+      const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm))next("PMPI_Scatter");
+  return real(s, sn, st, r, rn, rt, root, c);
+}
+
+int PMPI_Alltoall(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt,
+                  MPI_Comm c) {
+  ++counts[ALLTOALL];
+  int (*real)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm) = (int (*)(
+      const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm))next("PMPI_Alltoall");
+  return real(s, sn, st, r, rn, rt, c);
+}
+
+int PMPI_Scan(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
+  ++counts[SCAN];
+  int (*real)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm) =
+      (int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm))next("PMPI_Scan");
+  return real(s, r, n, t, op, c);
+}
+
+int PMPI_Finalize(void) {
+  const long long modules_ns = now_ns() - barrier_left_ns;
+  int rank = -1;
+  int (*comm_rank)(MPI_Comm, int*) = (int (*)(MPI_Comm, int*))next("PMPI_Comm_rank");
+  comm_rank(MPI_COMM_WORLD, &rank);
+  int total = 0;
+  char line[512];
+  int at = 0;
+  for (int k = 0; k < KINDS; ++k)
+    total += counts[k];
+  at += snprintf(line + at, sizeof line - (size_t)at,
+                 "bench collectives rank=%d after_barrier=%d modules_ns=%lld", rank, total,
+                 modules_ns);
+  for (int k = 0; k < KINDS; ++k)
+    if (counts[k] != 0 && at < (int)sizeof line)
+      at += snprintf(line + at, sizeof line - (size_t)at, " %s=%d", kind_names[k], counts[k]);
+  if (at < (int)sizeof line - 1)
+    line[at++] = '\n';
+  ssize_t w = write(STDOUT_FILENO, line, (size_t)at);
+  (void)w;
+  int (*real)(void) = (int (*)(void))next("PMPI_Finalize");
+  return real();
+}

@@ -1,0 +1,201 @@
+#include "profile/packed_totals.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace strata::profile {
+
+namespace {
+
+constexpr size_t job_words = sizeof(packed_job) / sizeof(uint64_t);
+constexpr size_t routine_words = sizeof(packed_routine) / sizeof(uint64_t);
+
+// The lower value wins, and on a tie the lower rank: the result does not depend on the order in
+// which MPI combines the ranks.
+template <typename T> void keep_min(T& value, uint64_t& rank, T other, uint64_t other_rank) {
+  if (other < value || (other == value && other_rank < rank)) {
+    value = other;
+    rank = other_rank;
+  }
+}
+template <typename T> void keep_max(T& value, uint64_t& rank, T other, uint64_t other_rank) {
+  if (other > value || (other == value && other_rank < rank)) {
+    value = other;
+    rank = other_rank;
+  }
+}
+
+double seconds(uint64_t ns) {
+  return static_cast<double>(ns) / 1e9;
+}
+
+} // namespace
+
+size_t packed_words(uint64_t routine_count) {
+  return job_words + static_cast<size_t>(routine_count) * routine_words;
+}
+
+uint64_t rank_mpi_ns(const std::vector<std::string>& names, const routine_slot* slots,
+                     size_t count) {
+  uint64_t ns = 0;
+  for (size_t i = 0; i < count && i < names.size(); ++i)
+    if (!excluded_from_mpi_time(names[i]))
+      ns += slots[i].time_ns;
+  return ns;
+}
+
+uint64_t rank_wall_ns(const rank_header& h) {
+  const uint64_t end = h.final_mono_ns != 0 ? h.final_mono_ns : h.last_mono_ns;
+  return end > h.init_mono_ns && h.init_mono_ns != 0 ? end - h.init_mono_ns : 0;
+}
+
+packed_totals pack_rank(const rank_header& header, int rank, const std::vector<std::string>& names,
+                        const routine_slot* slots, const std::vector<int>& functions) {
+  packed_totals out(packed_words(functions.size()));
+  const auto me = static_cast<uint64_t>(rank);
+  packed_job job{};
+  job.routine_count = functions.size();
+  job.mpi_ns = rank_mpi_ns(names, slots, names.size());
+  job.overhead_ns = header.overhead_ns;
+  job.wall_ns = rank_wall_ns(header);
+  // As add_rank computes it from a rank file, so that both paths give the same figure.
+  const double wall = seconds(job.wall_ns);
+  const double percent = wall > 0 ? 100.0 * seconds(job.mpi_ns) / wall : 0.0;
+  job.mpi_percent_sum = percent;
+  job.mpi_percent_min = percent;
+  job.mpi_percent_min_rank = me;
+  job.mpi_percent_max = percent;
+  job.mpi_percent_max_rank = me;
+  std::copy_n(header.counters_in_mpi, max_counters, job.counters_in_mpi);
+  std::copy_n(header.counters_outside_mpi, max_counters, job.counters_outside_mpi);
+  job.callsites_dropped = header.callsites_dropped;
+  job.model_clamped = header.model_clamped;
+  std::memcpy(out.data(), &job, sizeof(job));
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const routine_slot& slot = slots[functions[i]];
+    packed_routine row{};
+    row.calls = slot.calls;
+    row.time_ns = slot.time_ns;
+    row.count_sum = slot.count_sum;
+    row.bytes_sent = slot.bytes_sent;
+    row.bytes_received = slot.bytes_received;
+    std::copy_n(slot.size_hist, size_bins, row.size_hist);
+    std::copy_n(slot.comm_hist, comm_bins, row.comm_hist);
+    row.min_ns = slot.min_ns;
+    row.max_ns = slot.max_ns;
+    row.calls_min = row.calls_max = slot.calls;
+    row.time_min_ns = row.time_max_ns = slot.time_ns;
+    row.calls_min_rank = row.calls_max_rank = row.time_min_rank = row.time_max_rank = me;
+    std::memcpy(out.data() + job_words + i * routine_words, &row, sizeof(row));
+  }
+  return out;
+}
+
+bool combine_packed(const uint64_t* in, uint64_t* inout) {
+  packed_job a{};
+  packed_job b{};
+  std::memcpy(&a, in, sizeof(a));
+  std::memcpy(&b, inout, sizeof(b));
+  if (a.routine_count != b.routine_count)
+    return false;
+  b.mpi_ns += a.mpi_ns;
+  b.overhead_ns += a.overhead_ns;
+  b.wall_ns = std::max(b.wall_ns, a.wall_ns);
+  b.mpi_percent_sum += a.mpi_percent_sum;
+  keep_min(b.mpi_percent_min, b.mpi_percent_min_rank, a.mpi_percent_min, a.mpi_percent_min_rank);
+  keep_max(b.mpi_percent_max, b.mpi_percent_max_rank, a.mpi_percent_max, a.mpi_percent_max_rank);
+  for (int c = 0; c < max_counters; ++c) {
+    b.counters_in_mpi[c] += a.counters_in_mpi[c];
+    b.counters_outside_mpi[c] += a.counters_outside_mpi[c];
+  }
+  b.callsites_dropped += a.callsites_dropped;
+  b.model_clamped += a.model_clamped;
+  std::memcpy(inout, &b, sizeof(b));
+  for (uint64_t i = 0; i < a.routine_count; ++i) {
+    const size_t at = job_words + static_cast<size_t>(i) * routine_words;
+    packed_routine x{};
+    packed_routine y{};
+    std::memcpy(&x, in + at, sizeof(x));
+    std::memcpy(&y, inout + at, sizeof(y));
+    y.calls += x.calls;
+    y.time_ns += x.time_ns;
+    y.count_sum += x.count_sum;
+    y.bytes_sent += x.bytes_sent;
+    y.bytes_received += x.bytes_received;
+    for (int k = 0; k < size_bins; ++k)
+      y.size_hist[k] += x.size_hist[k];
+    for (int k = 0; k < comm_bins; ++k)
+      y.comm_hist[k] += x.comm_hist[k];
+    y.min_ns = std::min(y.min_ns, x.min_ns);
+    y.max_ns = std::max(y.max_ns, x.max_ns);
+    keep_min(y.calls_min, y.calls_min_rank, x.calls_min, x.calls_min_rank);
+    keep_max(y.calls_max, y.calls_max_rank, x.calls_max, x.calls_max_rank);
+    keep_min(y.time_min_ns, y.time_min_rank, x.time_min_ns, x.time_min_rank);
+    keep_max(y.time_max_ns, y.time_max_rank, x.time_max_ns, x.time_max_rank);
+    std::memcpy(inout + at, &y, sizeof(y));
+  }
+  return true;
+}
+
+uint64_t unpack_totals(const packed_totals& all, const std::vector<std::string>& names,
+                       const std::vector<int>& functions, job_totals& job) {
+  packed_job j{};
+  if (all.size() < job_words)
+    return 0;
+  std::memcpy(&j, all.data(), sizeof(j));
+  job.wall_s = seconds(j.wall_ns);
+  job.mpi_s = seconds(j.mpi_ns);
+  job.overhead_s = seconds(j.overhead_ns);
+  job.mpi_percent = {j.mpi_percent_min, j.mpi_percent_sum, j.mpi_percent_max,
+                     static_cast<int>(j.mpi_percent_min_rank),
+                     static_cast<int>(j.mpi_percent_max_rank)};
+  std::copy_n(j.counters_in_mpi, max_counters, job.counters_in_mpi);
+  std::copy_n(j.counters_outside_mpi, max_counters, job.counters_outside_mpi);
+  job.callsites_dropped = j.callsites_dropped;
+  const size_t rows = std::min<size_t>(j.routine_count, functions.size());
+  if (all.size() < packed_words(rows))
+    return j.model_clamped;
+  for (size_t i = 0; i < rows; ++i) {
+    packed_routine row{};
+    std::memcpy(&row, all.data() + job_words + i * routine_words, sizeof(row));
+    if (row.calls == 0)
+      continue; // called on no rank (the record lists only routines called somewhere)
+    routine_total& r = job.routines[names[static_cast<size_t>(functions[i])]];
+    r.calls = row.calls;
+    r.time_ns = row.time_ns;
+    r.count_sum = row.count_sum;
+    r.bytes_sent = row.bytes_sent;
+    r.bytes_received = row.bytes_received;
+    std::copy_n(row.size_hist, size_bins, r.size_hist);
+    std::copy_n(row.comm_hist, comm_bins, r.comm_hist);
+    r.min_ns = row.min_ns;
+    r.max_ns = row.max_ns;
+    r.calls_per_rank = {static_cast<double>(row.calls_min), static_cast<double>(row.calls),
+                        static_cast<double>(row.calls_max), static_cast<int>(row.calls_min_rank),
+                        static_cast<int>(row.calls_max_rank)};
+    r.time_per_rank = {seconds(row.time_min_ns), seconds(row.time_ns), seconds(row.time_max_ns),
+                       static_cast<int>(row.time_min_rank), static_cast<int>(row.time_max_rank)};
+  }
+  return j.model_clamped;
+}
+
+std::string rank_text(const std::string& host, const std::string& callsite_lines) {
+  return host + "\n" + callsite_lines;
+}
+
+bool gather_in_fixed_blocks(uint64_t longest, uint64_t shortest) {
+  constexpr uint64_t host_block = sizeof(rank_header::host) + 1; // the name and its newline
+  return longest <= host_block || longest <= 2 * shortest;
+}
+
+void add_rank_text(std::string_view text, job_totals& job, std::string& lines) {
+  text = text.substr(0, text.find('\0')); // a fixed block's padding
+  const size_t newline = text.find('\n');
+  const std::string host(text.substr(0, newline));
+  if (std::find(job.host_names.begin(), job.host_names.end(), host) == job.host_names.end())
+    job.host_names.push_back(host);
+  if (newline != std::string_view::npos)
+    lines.append(text.substr(newline + 1));
+}
+
+} // namespace strata::profile

@@ -59,6 +59,7 @@ template <either_const<routine> S, typename Visit> void fields(S& s, Visit& visi
   visit("size_histogram", s.size_histogram);
   visit("comm_size_histogram", s.comm_size_histogram);
   visit("per_rank", s.per_rank);
+  visit("timed", s.timed);
 }
 
 template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& visit) {
@@ -131,7 +132,8 @@ concept has_fields = requires(S& s, ignore_fields& visit) {
 template <typename T>
 constexpr bool may_be_absent =
     std::same_as<T, std::optional<std::int64_t>> || std::same_as<T, std::vector<histogram_bin>> ||
-    std::same_as<T, std::vector<callsite>> || std::same_as<T, std::map<std::string, counter>>;
+    std::same_as<T, std::vector<callsite>> || std::same_as<T, std::map<std::string, counter>> ||
+    std::same_as<T, timed_flag>;
 
 // ---- Reading ----
 
@@ -243,6 +245,10 @@ private:
       out = value.get<bool>();
     else
       fail(at, "true or false", value);
+  }
+
+  void read(const json& value, const std::string& at, timed_flag& out) {
+    read(value, at, out.value);
   }
 
   // Null and absent both mean "none": the writer emits null, a rebuilt record may omit it.
@@ -401,6 +407,9 @@ out_json write(const auto& value) {
 }
 out_json write(const std::optional<std::int64_t>& value) {
   return value ? out_json(*value) : out_json(nullptr);
+}
+out_json write(const timed_flag& flag) {
+  return flag.value;
 }
 out_json write(job_status status) {
   return status_name(status);

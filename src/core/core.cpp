@@ -431,6 +431,9 @@ void enable_counting(core_state& s) {
                group_counters(s, list, i, fid, STRATA_COUNT_EMPTY_POLLS))
         mode = count_empty_polls;
       list[i].atomic_counts = level == MPI_THREAD_MULTIPLE;
+      list[i].count_direct = !list[i].atomic_counts &&
+                             list[i].group_end == static_cast<int>(i) + 1 &&
+                             list[i].group_end == static_cast<int>(list.size());
       list[i].count_mode = mode;
     }
   }

@@ -89,6 +89,10 @@ struct profile_state {
   std::vector<uint8_t> sampled_poll;
   std::vector<uint64_t> sample_calls;
   std::vector<uint64_t> sample_ns;
+  // By function id: calls counted by the core alone (every call of a routine that cannot wait,
+  // untimed polls): they cost a few ns, not the calibrated per-call cost of an event.
+  std::vector<uint8_t> counted_only;
+  std::vector<uint64_t> untimed_moved;
   // Sampling and counting without events are off with call sites and with STRATA_COUNTERS,
   // which charge each call its own time and its own counter readings.
   bool counting_allowed = false;
@@ -376,11 +380,22 @@ void charge_untimed_polls(profile_state& s) {
       continue;
     const uint64_t pending = pending_ref.exchange(0, std::memory_order_relaxed);
     const uint64_t mean = sample_mean_ns(s, f);
+    atomic_add(s.untimed_moved[f], pending);
     atomic_add(s.slots[f].calls, pending);
     atomic_add(s.slots[f].time_ns, pending * mean);
   }
   if (s.paused.load(std::memory_order_relaxed))
     remember_counts_at_pause(s);
+}
+
+// The calls that reached the module as events, whose cost `calibrate` measures: the profiler's
+// own overhead estimate leaves out those the core only counted (a few ns each).
+uint64_t calls_with_events(const profile_state& s) {
+  uint64_t calls = 0;
+  for (size_t f = 0; f < s.names.size(); ++f)
+    if (s.counted_only[f] == 0 && s.slots[f].calls >= s.untimed_moved[f])
+      calls += s.slots[f].calls - s.untimed_moved[f];
+  return calls;
 }
 
 // With STRATA_COUNTERS: one read of all counters at each boundary (seed 000, section VIII).
@@ -984,6 +999,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->uncharged_in_memory.assign(static_cast<size_t>(n), 0);
   s->uncharged = s->uncharged_in_memory.data();
   s->sampled_poll.assign(static_cast<size_t>(n), 0);
+  s->counted_only.assign(static_cast<size_t>(n), 0);
+  s->untimed_moved.assign(static_cast<size_t>(n), 0);
   s->sample_calls.assign(static_cast<size_t>(n), 0);
   s->sample_ns.assign(static_cast<size_t>(n), 0);
   for (routine_slot& slot : s->early_slots)
@@ -1149,6 +1166,7 @@ void pcontrol_level(profile_state* s, int level) {
       s->uncharged[f] = 0;
       s->sample_calls[f] = 0;
       s->sample_ns[f] = 0;
+      s->untimed_moved[f] = 0;
     }
     if (s->paused)
       remember_counts_at_pause(*s);
@@ -1187,9 +1205,7 @@ void finalize_job(profile_state* s) {
   s->header->final_mono_ns = start;
   s->header->end_unix_ns = unix_ns();
   charge_untimed_polls(*s);
-  uint64_t calls = 0;
-  for (size_t f = 0; f < s->names.size(); ++f)
-    calls += s->slots[f].calls;
+  const uint64_t calls = calls_with_events(*s);
   s->header->overhead_ns = calls * s->per_call_overhead_ns;
   s->header->status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(*s);
@@ -1283,9 +1299,10 @@ extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, 
     return nullptr;
   const auto f = static_cast<size_t>(function);
   uint64_t* counter = nullptr;
-  if (what == STRATA_COUNT_CALLS && strata::profile::counted_without_time(s->names[f]))
+  if (what == STRATA_COUNT_CALLS && strata::profile::counted_without_time(s->names[f])) {
     counter = &s->slots[f].calls;
-  else if (what == STRATA_COUNT_EMPTY_POLLS) {
+    s->counted_only[f] = 1;
+  } else if (what == STRATA_COUNT_EMPTY_POLLS) {
     counter = &s->uncharged[f];
     s->sampled_poll[f] = 1;
   }

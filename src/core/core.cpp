@@ -436,6 +436,10 @@ void enable_counting(core_state& s) {
                              list[i].group_end == static_cast<int>(list.size());
       list[i].count_mode = mode;
     }
+    // One counting module and nothing else: the entry point counts (chain::direct_counter).
+    const uint8_t wanted = gen::is_poll_function(fid) ? count_empty_polls : count_calls;
+    if (list.size() == 1 && list[0].count_direct && list[0].count_mode == wanted && !world_replaced)
+      s.chain_storage[static_cast<size_t>(fid)].direct_counter = list[0].counter;
   }
 }
 

@@ -52,6 +52,10 @@ struct chain {
   const chain_entry* entries = nullptr;
   // start_after[layer + 1]: index of the first entry below `layer` (layer -1 = the application).
   const uint16_t* start_after = nullptr;
+  // The whole chain is one counting module with a plain counter (entries[0].count_direct) and
+  // the application's world is its own: the entry point counts without going through
+  // wrapped_X (counted<>() below). Set at the end of MPI_Init, with entries[0].count_mode.
+  uint64_t* direct_counter = nullptr;
 };
 
 // Per-thread position in the stack. POD with __thread (no C++ TLS wrapper call) and the
@@ -304,6 +308,38 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
     }
   }
   return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
+}
+
+// The entry point's own path for a chain that only counts (chain::direct_counter): the fewest
+// instructions between the application and MPI. Anything else (a call from a module or from
+// MPI itself, a poll due for timing, a poll that completed something) takes the usual path.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline)) R counted(const chain* c, const void* return_address, R (*real)(P...),
+                                    A... args) {
+  thread_state& ts = tls;
+  if (__builtin_expect((ts.in_real | (ts.layer + 1)) != 0, 0))
+    return dispatch<F, Decoder>(c, return_address, real, args...);
+  ts.call_site = return_address;
+  if constexpr (Decoder::is_poll) {
+    if (time_this_poll(ts, c->entries[0].poll_interval))
+      return invoke_events<F, Decoder>(c, 0, real, args...);
+    MPI_Status status_space;
+    const bool substituted = Decoder::substitute_ignored_status(status_space, args...);
+    ++ts.in_real;
+    R r = real(args...);
+    --ts.in_real;
+    if (__builtin_expect(!Decoder::completed(args...), 1)) {
+      ++*c->direct_counter;
+      return r;
+    }
+    return deliver_untimed_poll<F, Decoder>(c, 0, r, substituted, args...);
+  } else {
+    ++*c->direct_counter;
+    ++ts.in_real;
+    R r = real(args...);
+    --ts.in_real;
+    return r;
+  }
 }
 
 } // namespace strata::core

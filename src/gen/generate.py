@@ -344,6 +344,10 @@ def generate(header, roles, flavor, out):
             else:
                 c.write("  if (__builtin_expect(chain == nullptr, 1))\n")
                 c.write(f"    return real.{n}({args});\n")
+                # A chain that only counts: counted straight from here (dispatch.hpp).
+                c.write("  if (chain->direct_counter != nullptr)\n")
+                c.write(f"    return core::counted<fid_{n}, decoder_{n}>(chain, "
+                        f"__builtin_return_address(0), real.{n}{', ' if args else ''}{args});\n")
                 c.write(f"  return {wrapped};\n}}\n")
             for prefix in ("P", "Z"):
                 c.write(f"extern \"C\" STRATA_EXPORT {f.proto(prefix + n if prefix == 'P' else 'ZMPI_' + n[4:])}"

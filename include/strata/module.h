@@ -159,6 +159,28 @@ typedef const strata_module* (*strata_module_entry)(void);
 #define STRATA_MODULE_POLLS_SYMBOL "strata_module_polls_v1"
 typedef uint32_t (*strata_module_polls_entry)(void* state, strata_event_fn* untimed);
 
+/* Optional: counting without events. Some calls need no event at all: a call that cannot wait
+ * (MPI_Comm_rank, MPI_Type_size, MPI_Wtime, ...) when the module wants only how many were made,
+ * and a sampled poll that was not timed and completed nothing. An event module that exports
+ *     uint64_t* strata_module_counter_v1(void* state, int function, int what);
+ * is asked, per subscribed function, for a 64-bit counter:
+ *   STRATA_COUNT_CALLS        every call of `function` is only counted: no event, no clock read,
+ *                             no decoding, no callback;
+ *   STRATA_COUNT_EMPTY_POLLS  (polls, with strata_module_polls_v1) an untimed poll whose flag is
+ *                             false after the call is only counted; untimed polls that complete
+ *                             something still reach the untimed callback, decoded.
+ * A null return keeps the events. The core adds 1 per call, after the call, with a relaxed atomic
+ * add when MPI_Query_thread says MPI_THREAD_MULTIPLE and a plain add otherwise. It asks once,
+ * after every module's mpi_ready has returned (counters may live in memory set up there, such as
+ * a file mapping) and before MPI_Init returns to the application; until then events are delivered
+ * as without the symbol. Counters must stay valid until unload. A chain segment counts instead of
+ * delivering only when every event module in it returns a counter for that function; each is
+ * asked all the same (the question for STRATA_COUNT_EMPTY_POLLS tells a module that the core
+ * samples that routine's polls). */
+enum { STRATA_COUNT_CALLS = 1, STRATA_COUNT_EMPTY_POLLS = 2 };
+#define STRATA_MODULE_COUNTER_SYMBOL "strata_module_counter_v1"
+typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int what);
+
 #define STRATA_MODULE_SYMBOL "strata_module_v1"
 
 /* Optional extension: the application's regions (include/strata/annotate.h). A module that wants

@@ -27,6 +27,7 @@ namespace strata::gen {
 void resolve_real_functions();
 void* real_function(int fid);
 bool takes_communicator(int fid);
+bool is_poll_function(int fid);
 } // namespace strata::gen
 
 namespace strata::core {
@@ -49,6 +50,7 @@ struct loaded_module {
   std::vector<void*> wrappers;  // by function id: the module's own MPI_X, or null
   uint32_t poll_interval = 0;   // strata_module_polls_v1: time one poll in this many
   strata_event_fn untimed_poll = nullptr;
+  strata_module_counter_entry counter = nullptr; // strata_module_counter_v1, if it has it
 };
 
 struct service {
@@ -384,6 +386,63 @@ void ask_poll_sampling(loaded_module& m) {
   }
 }
 
+void find_counter_entry(loaded_module& m) {
+  if (m.desc != nullptr && m.handle != nullptr)
+    m.counter = reinterpret_cast<strata_module_counter_entry>(
+        ::dlsym(m.handle, STRATA_MODULE_COUNTER_SYMBOL));
+}
+
+// Whether every event module of the group [pos, end) gives a counter for `fid` and `what`. Each
+// is asked even when an earlier one said no: a module learns from the question which of its
+// polls are sampled.
+bool group_counters(const core_state& s, std::vector<chain_entry>& list, size_t pos, int fid,
+                    int what) {
+  const auto end = static_cast<size_t>(list[pos].group_end);
+  bool all = true;
+  for (size_t k = pos; k < end; ++k) {
+    const loaded_module& m = s.modules[static_cast<size_t>(list[k].layer)];
+    list[k].counter = m.counter != nullptr ? m.counter(m.state, fid, what) : nullptr;
+    all = all && list[k].counter != nullptr;
+  }
+  return all;
+}
+
+// Counting instead of events (module.h, strata_module_counter_v1), asked once the modules'
+// mpi_ready have run. The mode is stored last: no other thread calls MPI before MPI_Init returns.
+void enable_counting(core_state& s) {
+  bool any = false;
+  for (const loaded_module& m : s.modules)
+    any = any || m.counter != nullptr;
+  if (!any)
+    return;
+  int level = MPI_THREAD_SINGLE;
+  using query_fn = int (*)(int*);
+  if (auto query = reinterpret_cast<query_fn>(find_real("PMPI_Query_thread")))
+    query(&level);
+  for (int fid = 0; fid < gen::function_count; ++fid) {
+    auto& list = s.entries[static_cast<size_t>(fid)];
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].wrapper != nullptr || (i > 0 && list[i - 1].wrapper == nullptr))
+        continue; // not the first entry of an event group
+      uint8_t mode = count_none;
+      if (group_counters(s, list, i, fid, STRATA_COUNT_CALLS))
+        mode = count_calls;
+      else if (gen::is_poll_function(fid) && list[i].poll_interval != 0 &&
+               group_counters(s, list, i, fid, STRATA_COUNT_EMPTY_POLLS))
+        mode = count_empty_polls;
+      list[i].atomic_counts = level == MPI_THREAD_MULTIPLE;
+      list[i].count_direct = !list[i].atomic_counts &&
+                             list[i].group_end == static_cast<int>(i) + 1 &&
+                             list[i].group_end == static_cast<int>(list.size());
+      list[i].count_mode = mode;
+    }
+    // One counting module and nothing else: the entry point counts (chain::direct_counter).
+    const uint8_t wanted = gen::is_poll_function(fid) ? count_empty_polls : count_calls;
+    if (list.size() == 1 && list[0].count_direct && list[0].count_mode == wanted && !world_replaced)
+      s.chain_storage[static_cast<size_t>(fid)].direct_counter = list[0].counter;
+  }
+}
+
 // A group samples polls only if all its event modules accept it; at the smallest interval.
 void set_poll_sampling(const core_state& s, std::vector<chain_entry>& list) {
   for (size_t i = 0; i < list.size(); ++i) {
@@ -517,8 +576,10 @@ void load_modules_once() {
       if (rc != 0)
         error = stack.modules[i].origin + ": module '" + m.name +
                 "' refused its arguments: " + (reason[0] ? reason : "no reason given");
-      else
+      else {
         ask_poll_sampling(m);
+        find_counter_entry(m);
+      }
     }
     if (!error.empty()) {
       s.load_error = error;
@@ -562,6 +623,7 @@ void after_init() {
       m.desc->mpi_ready(m.state);
   });
   s.in_mpi_ready = false;
+  enable_counting(s);
   region_listener_count.store(region_listener_pending, std::memory_order_release);
 }
 

@@ -33,13 +33,29 @@ struct chain_entry {
   // about this many (0: every one); the others go to each entry's untimed_poll.
   uint32_t poll_interval = 0;
   strata_event_fn untimed_poll = nullptr;
+  // Counting without events (module.h, strata_module_counter_v1), set at the end of MPI_Init.
+  // On the first entry of a group, what the group does instead of events (every entry of the
+  // group then has a counter): count every call, or count the untimed polls that complete
+  // nothing. Each entry's counter is its module's, for this function.
+  uint8_t count_mode = 0;
+  bool atomic_counts = false; // MPI_THREAD_MULTIPLE: relaxed atomic adds
+  // The usual case, taken with the fewest instructions: one module in the group, plain adds,
+  // and nothing below it but the real function.
+  bool count_direct = false;
+  uint64_t* counter = nullptr;
 };
+
+enum : uint8_t { count_none = 0, count_calls = 1, count_empty_polls = 2 };
 
 struct chain {
   int size = 0;
   const chain_entry* entries = nullptr;
   // start_after[layer + 1]: index of the first entry below `layer` (layer -1 = the application).
   const uint16_t* start_after = nullptr;
+  // The whole chain is one counting module with a plain counter (entries[0].count_direct) and
+  // the application's world is its own: the entry point counts without going through
+  // wrapped_X (counted<>() below). Set at the end of MPI_Init, with entries[0].count_mode.
+  uint64_t* direct_counter = nullptr;
 };
 
 // Per-thread position in the stack. POD with __thread (no C++ TLS wrapper call) and the
@@ -75,29 +91,10 @@ template <typename R> inline void set_result(strata_event& ev, const R& r) {
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_events(const chain* c, int pos, R (*real)(P...), A... args);
-
-// One step down the chain. Arguments travel by value and this step is inlined into the entry
-// point's out-of-line path, so a wrapper layer costs a few instructions and no stack frame of
-// its own; the event path, with its decoded event on the stack, is out of line.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real)(P...),
-                                               A... args) {
-  thread_state& ts = tls;
-  if (pos >= c->size) {
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
-    return r;
-  }
-  const chain_entry& entry = c->entries[pos];
-  if (entry.wrapper == nullptr)
-    return invoke_events<F, Decoder>(c, pos, real, args...);
-  const int saved_layer = ts.layer;
-  ts.layer = entry.layer;
-  R r = reinterpret_cast<R (*)(P...)>(entry.wrapper)(args...);
-  ts.layer = saved_layer;
-  return r;
-}
+R invoke_at(const chain* c, int pos, R (*real)(P...), A... args);
+template <int F, typename Decoder, typename R, typename... A>
+R deliver_untimed_poll(const chain* c, int pos, R r, bool substituted, A... args);
 
 // Sampled polls: true when this poll is to be timed. The gaps are uniform in [1, 2 * interval - 1]
 // (mean `interval`), from a per-thread xorshift, so no periodic pattern of the program aliases.
@@ -117,6 +114,88 @@ inline bool time_this_poll(thread_state& ts, uint32_t interval) {
   return true;
 }
 
+// One count per module of the group [pos, end) (counting instead of events).
+inline void count_group(const chain_entry* entries, int pos, int end) {
+  const bool atomic = entries[pos].atomic_counts;
+  for (int i = pos; i < end; ++i) {
+    if (__builtin_expect(atomic, 0))
+      __atomic_fetch_add(entries[i].counter, 1, __ATOMIC_RELAXED);
+    else
+      ++*entries[i].counter;
+  }
+}
+
+// The rest of the chain from `pos`: the real function when nothing is left (the usual case for
+// a counting group, the last layer), else an out-of-line step (invoke cannot inline itself).
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R invoke_below(const chain* c, int pos, R (*real)(P...),
+                                                     A... args) {
+  if (__builtin_expect(pos >= c->size, 1)) {
+    thread_state& ts = tls;
+    ++ts.in_real;
+    R r = real(args...);
+    --ts.in_real;
+    return r;
+  }
+  return invoke_at<F, Decoder>(c, pos, real, args...);
+}
+
+// One step down the chain. Arguments travel by value and this step is inlined into the entry
+// point's out-of-line path, so a wrapper layer costs a few instructions and no stack frame of
+// its own; the event path, with its decoded event on the stack, is out of line.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real)(P...),
+                                               A... args) {
+  thread_state& ts = tls;
+  if (pos >= c->size) {
+    ++ts.in_real;
+    R r = real(args...);
+    --ts.in_real;
+    return r;
+  }
+  const chain_entry& entry = c->entries[pos];
+  if (entry.wrapper == nullptr) {
+    // Counting instead of events: one add per module and the next layer, no event at all.
+    if (__builtin_expect(entry.count_mode == count_calls, 0)) {
+      if (__builtin_expect(entry.count_direct, 1)) {
+        ++*entry.counter;
+        ++ts.in_real;
+        R r = real(args...);
+        --ts.in_real;
+        return r;
+      }
+      const int end = entry.group_end;
+      count_group(c->entries, pos, end);
+      return invoke_below<F, Decoder>(c, end, real, args...);
+    }
+    if constexpr (Decoder::is_poll) {
+      // An untimed poll: the status substituted only when the application ignores it (so that
+      // the bytes of a completed receive can be read), the call, one test of its flag; most
+      // polls complete nothing and are only counted.
+      if (entry.count_mode == count_empty_polls && !time_this_poll(ts, entry.poll_interval)) {
+        const int end = entry.group_end;
+        MPI_Status status_space;
+        const bool substituted = Decoder::substitute_ignored_status(status_space, args...);
+        R r = invoke_below<F, Decoder>(c, end, real, args...);
+        if (__builtin_expect(!Decoder::completed(args...), 1)) {
+          if (__builtin_expect(entry.count_direct, 1))
+            ++*entry.counter;
+          else
+            count_group(c->entries, pos, end);
+          return r;
+        }
+        return deliver_untimed_poll<F, Decoder>(c, pos, r, substituted, args...);
+      }
+    }
+    return invoke_events<F, Decoder>(c, pos, real, args...);
+  }
+  const int saved_layer = ts.layer;
+  ts.layer = entry.layer;
+  R r = reinterpret_cast<R (*)(P...)>(entry.wrapper)(args...);
+  ts.layer = saved_layer;
+  return r;
+}
+
 // An event before decoding: every field that means "none" set so (zero is a valid rank or tag).
 inline strata_event new_event(int function, const thread_state& ts) {
   strata_event ev{};
@@ -133,19 +212,25 @@ inline strata_event new_event(int function, const thread_state& ts) {
   return ev;
 }
 
-// An untimed poll: no clocks and no enter callbacks; the status is substituted before the call
-// and the arguments decoded after it only if the poll completed something (most complete
-// nothing); then each module's untimed_poll callback.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-R invoke_untimed_poll(const chain* c, int pos, R (*real)(P...), A... args) {
+__attribute__((noinline)) R invoke_at(const chain* c, int pos, R (*real)(P...), A... args) {
+  return invoke<F, Decoder>(c, pos, real, args...);
+}
+
+// An untimed poll after the call, for the group's untimed callbacks: decoded when it completed
+// something (most complete nothing), else only function, call site and result.
+// The status the call wrote, the application's or the caller's stand-in, is in the arguments.
+template <int F, typename Decoder, typename R, typename... A>
+__attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r, bool substituted,
+                                                 A... args) {
   thread_state& ts = tls;
+  decode::scratch scratch;
   const chain_entry* entries = c->entries;
   const int saved_layer = ts.layer;
   const int end = entries[pos].group_end;
   strata_event ev = new_event(F, ts);
-  decode::scratch scratch;
-  Decoder::poll_status(ev, scratch, args...);
-  R r = invoke<F, Decoder>(c, end, real, args...);
+  if (substituted)
+    ev.flags |= STRATA_EVENT_STATUS_FROM_CORE;
   set_result(ev, r);
   if (Decoder::completed(args...)) {
     Decoder::enter(ev, scratch, args...);
@@ -159,6 +244,16 @@ R invoke_untimed_poll(const chain* c, int pos, R (*real)(P...), A... args) {
   return r;
 }
 
+// An untimed poll of a group that does not count (a module without counters): no clocks and no
+// enter callbacks; every poll reaches the untimed callbacks.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+R invoke_untimed_poll(const chain* c, int pos, R (*real)(P...), A... args) {
+  MPI_Status status_space;
+  const bool substituted = Decoder::substitute_ignored_status(status_space, args...);
+  R r = invoke<F, Decoder>(c, c->entries[pos].group_end, real, args...);
+  return deliver_untimed_poll<F, Decoder>(c, pos, r, substituted, args...);
+}
+
 // A group of adjacent event modules: one decoded event, one clock pair, enter callbacks in
 // stack order, the rest of the chain, exit callbacks in reverse order.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
@@ -166,8 +261,10 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   thread_state& ts = tls;
   const chain_entry* entries = c->entries;
   if constexpr (Decoder::is_poll) {
+    // A counting group has already decided (in invoke) that this poll is timed.
     const uint32_t interval = entries[pos].poll_interval;
-    if (interval != 0 && !time_this_poll(ts, interval))
+    if (interval != 0 && entries[pos].count_mode != count_empty_polls &&
+        !time_this_poll(ts, interval))
       return invoke_untimed_poll<F, Decoder>(c, pos, real, args...);
   }
   const int saved_layer = ts.layer;
@@ -211,6 +308,38 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
     }
   }
   return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
+}
+
+// The entry point's own path for a chain that only counts (chain::direct_counter): the fewest
+// instructions between the application and MPI. Anything else (a call from a module or from
+// MPI itself, a poll due for timing, a poll that completed something) takes the usual path.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline)) R counted(const chain* c, const void* return_address, R (*real)(P...),
+                                    A... args) {
+  thread_state& ts = tls;
+  if (__builtin_expect((ts.in_real | (ts.layer + 1)) != 0, 0))
+    return dispatch<F, Decoder>(c, return_address, real, args...);
+  ts.call_site = return_address;
+  if constexpr (Decoder::is_poll) {
+    if (time_this_poll(ts, c->entries[0].poll_interval))
+      return invoke_events<F, Decoder>(c, 0, real, args...);
+    MPI_Status status_space;
+    const bool substituted = Decoder::substitute_ignored_status(status_space, args...);
+    ++ts.in_real;
+    R r = real(args...);
+    --ts.in_real;
+    if (__builtin_expect(!Decoder::completed(args...), 1)) {
+      ++*c->direct_counter;
+      return r;
+    }
+    return deliver_untimed_poll<F, Decoder>(c, 0, r, substituted, args...);
+  } else {
+    ++*c->direct_counter;
+    ++ts.in_real;
+    R r = real(args...);
+    --ts.in_real;
+    return r;
+  }
 }
 
 } // namespace strata::core

@@ -264,6 +264,12 @@ def generate(header, roles, flavor, out):
             if any(p[2] == "MPI_Comm" for p in f.params):
                 c.write(f"  case fid_{f.name}:\n")
         c.write("    return true;\n  default:\n    return false;\n  }\n}\n")
+        # Polls (a completion flag in roles.txt): the core may count the empty ones.
+        c.write("bool is_poll_function(int fid) {\n  switch (fid) {\n")
+        for f in functions:
+            if "flag" in roles.get(f.name.removesuffix("_c"), {}):
+                c.write(f"  case fid_{f.name}:\n")
+        c.write("    return true;\n  default:\n    return false;\n  }\n}\n")
         c.write("void* real_function(int fid) {\n  switch (fid) {\n")
         for f in functions:
             c.write(f"  case fid_{f.name}: return reinterpret_cast<void*>(real.{f.name});\n")
@@ -300,10 +306,14 @@ def generate(header, roles, flavor, out):
             # when the poll completed something.
             c.write(f"  static constexpr bool is_poll = {'true' if 'flag' in spec else 'false'};\n")
             if "flag" in spec:
-                c.write(f"  static void poll_status([[maybe_unused]] strata_event& ev, "
-                        f"[[maybe_unused]] dec::scratch& scratch, {ref_list}) {{\n")
+                c.write(f"  static bool substitute_ignored_status([[maybe_unused]] MPI_Status& "
+                        f"space, {ref_list}) {{\n")
                 if "status" in spec:
-                    c.write(f"    dec::substitute_status(ev, scratch, {spec['status']});\n")
+                    st = spec['status']
+                    c.write(f"    if ({st} != MPI_STATUS_IGNORE)\n      return false;\n"
+                            f"    {st} = &space;\n    return true;\n")
+                else:
+                    c.write("    return false;\n")
                 c.write("  }\n")
                 c.write(f"  static bool completed({ref_list}) {{ return *{spec['flag']} != 0; }}\n")
             c.write(f"  static void remap_comms({ref_list}) {{\n")
@@ -334,6 +344,10 @@ def generate(header, roles, flavor, out):
             else:
                 c.write("  if (__builtin_expect(chain == nullptr, 1))\n")
                 c.write(f"    return real.{n}({args});\n")
+                # A chain that only counts: counted straight from here (dispatch.hpp).
+                c.write("  if (chain->direct_counter != nullptr)\n")
+                c.write(f"    return core::counted<fid_{n}, decoder_{n}>(chain, "
+                        f"__builtin_return_address(0), real.{n}{', ' if args else ''}{args});\n")
                 c.write(f"  return {wrapped};\n}}\n")
             for prefix in ("P", "Z"):
                 c.write(f"extern \"C\" STRATA_EXPORT {f.proto(prefix + n if prefix == 'P' else 'ZMPI_' + n[4:])}"

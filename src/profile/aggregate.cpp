@@ -236,6 +236,11 @@ std::string record_json(const job_totals& job) {
                       {"per_rank",
                        {{"calls", spread_json(r.calls_per_rank, job.ranks_reported, false)},
                         {"time_s", spread_json(r.time_per_rank, job.ranks_reported, false)}}}};
+    // No call timed on any rank (the profile counts calls that cannot wait without the clock).
+    // Not read from min_ns: MPICH 4.0.2 reduces MPI_UINT64_T with MPI_MIN as if signed, so the
+    // UINT64_MAX of a rank that never made the call wins over the others' minima.
+    if (r.max_ns == 0 && r.time_ns == 0)
+      routines[name]["timed"] = false;
   }
   // argv and the environment may hold any bytes: invalid UTF-8 becomes U+FFFD, never a throw.
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -69,6 +69,28 @@ TEST(RankFile, WrittenThroughTheMappingAndReadBack) {
   std::remove(path.c_str());
 }
 
+TEST(RankFile, UnchargedPollsAreAddedAtTheMeanOfTheCallsInTheSlot) {
+  // A rank killed between two readings of its figures: 6 polls of MPI_Test were counted by the
+  // core (untimed, completing nothing) but not yet moved into the slot.
+  const std::string path = temp_path("polls.prof");
+  rank_mapping m = create_rank_file(path, {"MPI_Init", "MPI_Test"}, 4);
+  ASSERT_TRUE(m.ok()) << m.error;
+  m.slots[1].calls = 2;
+  m.slots[1].time_ns = 300;
+  m.slots[1].min_ns = 100;
+  m.uncharged_polls[1] = 6;
+  m.callsites[3].key = 1; // the array lies after the call-site slots, not over them
+  m.unmap();
+  const read_result r = read_rank_file(path);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.data.slots[1].calls, 8u);
+  EXPECT_EQ(r.data.slots[1].time_ns, 300u + 6 * 150);
+  EXPECT_EQ(r.data.uncharged_polls, (std::vector<uint64_t>{0, 6}));
+  EXPECT_EQ(r.data.callsites[3].key, 1u);
+  EXPECT_EQ(r.data.slots[0].calls, 0u);
+  std::remove(path.c_str());
+}
+
 TEST(RankFile, BadFilesGiveOneClearMessage) {
   const std::string path = temp_path("bad.prof");
   std::ofstream(path) << "hello";

@@ -54,7 +54,7 @@ rank_mapping create_rank_file(const std::string& path, const std::vector<std::st
   m.path = path;
   const size_t count = names.size();
   m.bytes = sizeof(rank_header) + count * name_length + count * sizeof(routine_slot) +
-            callsite_capacity * sizeof(callsite_slot);
+            callsite_capacity * sizeof(callsite_slot) + count * sizeof(uint64_t);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     m.error = path + ": " + std::strerror(errno);
@@ -86,6 +86,8 @@ rank_mapping create_rank_file(const std::string& path, const std::vector<std::st
   m.header->callsite_capacity = callsite_capacity;
   if (callsite_capacity > 0)
     m.callsites = reinterpret_cast<callsite_slot*>(m.slots + count);
+  m.uncharged_polls = reinterpret_cast<uint64_t*>(
+      reinterpret_cast<callsite_slot*>(m.slots + count) + callsite_capacity);
   return m;
 }
 
@@ -112,7 +114,8 @@ read_result parse_rank_image(const unsigned char* bytes, size_t size, const std:
   }
   const uint64_t count = h.function_count;
   const uint64_t sites = h.callsite_capacity;
-  const uint64_t need = sizeof(rank_header) + count * (name_length + sizeof(routine_slot)) +
+  const uint64_t need = sizeof(rank_header) +
+                        count * (name_length + sizeof(routine_slot) + sizeof(uint64_t)) +
                         sites * sizeof(callsite_slot);
   if (count > 100000 || sites > (uint64_t{1} << 24) || need > size) {
     r.error = path + ": truncated or corrupt (" + std::to_string(count) + " functions need " +
@@ -144,6 +147,22 @@ read_result parse_rank_image(const unsigned char* bytes, size_t size, const std:
   if (sites > 0)
     std::memcpy(r.data.callsites.data(), slots + count * sizeof(routine_slot),
                 sites * sizeof(callsite_slot));
+  // Untimed polls the rank had not yet moved into its slots: added now, each charged the mean
+  // of the calls already in the slot (timed calls, and polls charged that same mean before).
+  r.data.uncharged_polls.resize(count);
+  if (count > 0)
+    std::memcpy(r.data.uncharged_polls.data(),
+                slots + count * sizeof(routine_slot) + sites * sizeof(callsite_slot),
+                count * sizeof(uint64_t));
+  for (uint64_t i = 0; i < count; ++i) {
+    routine_slot& slot = r.data.slots[i];
+    const uint64_t pending = r.data.uncharged_polls[i];
+    if (pending == 0 || pending > (uint64_t{1} << 62) || slot.calls > (uint64_t{1} << 62))
+      continue; // a count no process makes: left out rather than overflowed
+    const uint64_t mean = slot.calls != 0 ? slot.time_ns / slot.calls : 0;
+    slot.calls += pending;
+    slot.time_ns += pending * mean;
+  }
   return r;
 }
 

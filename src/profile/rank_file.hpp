@@ -10,7 +10,7 @@
 namespace strata::profile {
 
 inline constexpr char rank_file_magic[8] = {'S', 'T', 'R', 'P', 'R', 'O', 'F', '1'};
-inline constexpr uint32_t rank_file_version = 4;
+inline constexpr uint32_t rank_file_version = 5;
 inline constexpr int size_bins = 40; // bin 0: 0 bytes; bin k: [2^(k-1), 2^k)
 inline constexpr int comm_bins = 32; // bin k: communicator sizes in [2^k, 2^(k+1))
 inline constexpr int max_counters = 8;
@@ -105,11 +105,16 @@ inline uint64_t size_bin_lower_bound(int bin) {
   return bin == 0 ? 0 : uint64_t{1} << (bin - 1);
 }
 
+// Layout: header, names, routine slots, call-site slots, then one uint64_t per function: polls
+// counted untimed and not yet moved into the routine's slot (calls and time), which a reader
+// adds to the slot's calls, charged the slot's mean time per call (uncharged_polls below).
+
 // A rank file mapped for writing; the mapping stays valid until unmap() (or process death).
 struct rank_mapping {
   rank_header* header = nullptr;
   routine_slot* slots = nullptr;
   callsite_slot* callsites = nullptr;
+  uint64_t* uncharged_polls = nullptr; // by function id
   size_t bytes = 0;
   std::string path;
   std::string error;
@@ -127,7 +132,8 @@ struct rank_data {
   rank_header header{};
   std::vector<std::string> names;
   std::vector<routine_slot> slots;
-  std::vector<callsite_slot> callsites; // addresses of a process that is gone: not resolved
+  std::vector<callsite_slot> callsites;  // addresses of a process that is gone: not resolved
+  std::vector<uint64_t> uncharged_polls; // by function id; already added into `slots` here
   std::string path;
 };
 struct read_result {

@@ -59,6 +59,7 @@ template <either_const<routine> S, typename Visit> void fields(S& s, Visit& visi
   visit("size_histogram", s.size_histogram);
   visit("comm_size_histogram", s.comm_size_histogram);
   visit("per_rank", s.per_rank);
+  visit("timed", s.timed);
 }
 
 template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& visit) {
@@ -133,7 +134,7 @@ template <typename T>
 constexpr bool may_be_absent =
     std::same_as<T, std::optional<std::int64_t>> || std::same_as<T, std::optional<double>> ||
     std::same_as<T, std::vector<histogram_bin>> || std::same_as<T, std::vector<callsite>> ||
-    std::same_as<T, std::map<std::string, counter>>;
+    std::same_as<T, std::map<std::string, counter>> || std::same_as<T, timed_flag>;
 
 // ---- Reading ----
 
@@ -245,6 +246,10 @@ private:
       out = value.get<bool>();
     else
       fail(at, "true or false", value);
+  }
+
+  void read(const json& value, const std::string& at, timed_flag& out) {
+    read(value, at, out.value);
   }
 
   // Null and absent both mean "none": the writer emits null, a rebuilt record may omit it.
@@ -414,6 +419,9 @@ out_json write(const std::optional<std::int64_t>& value) {
 }
 out_json write(const std::optional<double>& value) {
   return value ? out_json(*value) : out_json(nullptr);
+}
+out_json write(const timed_flag& flag) {
+  return flag.value;
 }
 out_json write(job_status status) {
   return status_name(status);

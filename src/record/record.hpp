@@ -47,6 +47,14 @@ struct histogram_bin {
   bool operator==(const histogram_bin&) const = default;
 };
 
+// Whether a routine's calls were timed. The profile only counts calls that cannot wait
+// (MPI_Comm_rank, MPI_Type_size, MPI_Wtime, ...): "timed": false, time_s, min_s and max_s 0.
+// Absent in the record: true (records written before the key existed timed every routine).
+struct timed_flag {
+  bool value = true;
+  bool operator==(const timed_flag&) const = default;
+};
+
 struct per_rank_figures {
   rank_spread calls, time_s;
   bool operator==(const per_rank_figures&) const = default;
@@ -61,6 +69,7 @@ struct routine {
   std::vector<histogram_bin> size_histogram;      // absent in the record: empty
   std::vector<histogram_bin> comm_size_histogram; // absent in the record: empty
   per_rank_figures per_rank;
+  timed_flag timed; // absent in the record: timed
 
   // What reports and machine models call a routine's bytes: sent plus received, so that a
   // receive, a send and a collective all count the data they move. A model's bytes_per_s is

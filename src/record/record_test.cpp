@@ -308,6 +308,40 @@ TEST(RenderText, StatusAndControlCharacters) {
   EXPECT_NE(text.find("eve\\x1b]0;owned\\x07"), std::string::npos);
 }
 
+TEST(RenderText, RoutinesCountedWithoutTimingSayNotTimed) {
+  const std::string text = modified([](json& doc) {
+    json& rank = doc["routines"]["MPI_Comm_rank"];
+    rank["timed"] = false;
+    rank["time_s"] = 0;
+    rank["min_s"] = 0;
+    rank["max_s"] = 0;
+    rank["per_rank"]["time_s"] = {{"min", 0}, {"mean", 0}, {"max", 0}, {"max_rank", 0}};
+  });
+  const auto parsed = parse_record(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  EXPECT_FALSE(find(*parsed.record, "MPI_Comm_rank").timed.value);
+  EXPECT_TRUE(find(*parsed.record, "MPI_Send").timed.value); // absent: timed
+  EXPECT_EQ(*parse_record(to_json(*parsed.record)).record, *parsed.record);
+  const std::string report = render(*parsed.record, report_format::text, nullptr);
+  std::string line;
+  std::istringstream lines(report);
+  while (std::getline(lines, line) && line.find("  MPI_Comm_rank ") == std::string::npos) {
+  }
+  // No time, no share of MPI time, no time per call and no imbalance: not zeros.
+  EXPECT_NE(line.find("not timed"), std::string::npos) << report;
+  EXPECT_EQ(line.find("0 s"), std::string::npos) << line;
+  EXPECT_NE(report.find("\"not timed\": calls that cannot wait"), std::string::npos);
+  const std::string csv = render(*parsed.record, report_format::csv, nullptr);
+  EXPECT_NE(csv.find("\r\nMPI_Comm_rank,"), std::string::npos);
+  const size_t row = csv.find("\r\nMPI_Comm_rank,");
+  const std::string cells = csv.substr(row + 2, csv.find("\r\n", row + 2) - row - 2);
+  EXPECT_EQ(cells.substr(0, cells.find(',', cells.find(',') + 1) + 2),
+            "MPI_Comm_rank," + std::to_string(find(*parsed.record, "MPI_Comm_rank").calls) + ",,");
+  EXPECT_EQ(
+      parse_record(modified([](json& doc) { doc["routines"]["MPI_Send"]["timed"] = 1; })).error,
+      "routines.MPI_Send.timed: expected true or false, got 1");
+}
+
 TEST(RenderJson, IsTheNormalisedRecord) {
   const job_record record = sample();
   const std::string text = render(record, report_format::json, nullptr);

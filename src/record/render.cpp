@@ -76,12 +76,15 @@ std::vector<routine_row> routine_rows(const job_record& record, const machine_mo
   for (const routine& r : record.routines) {
     routine_row& row = rows.emplace_back();
     row.measured = &r;
+    if (r.calls > 0)
+      row.bytes_per_call = static_cast<double>(r.bytes()) / static_cast<double>(r.calls);
+    // Counted, never timed (calls that cannot wait): no time figure at all rather than a 0.
+    if (!r.timed.value)
+      continue;
     if (total > 0 && !brackets_the_run(r.name))
       row.percent_of_mpi = 100 * r.time_s / total;
-    if (r.calls > 0) {
+    if (r.calls > 0)
       row.us_per_call = 1e6 * r.time_s / static_cast<double>(r.calls);
-      row.bytes_per_call = static_cast<double>(r.bytes()) / static_cast<double>(r.calls);
-    }
     if (r.per_rank.time_s.mean > 0)
       row.imbalance = r.per_rank.time_s.max / r.per_rank.time_s.mean;
     if (model != nullptr)
@@ -229,7 +232,8 @@ table routine_table(const std::vector<routine_row>& rows, bool with_model) {
   for (const routine_row& row : rows) {
     const routine& r = *row.measured;
     auto& cells = t.emplace_back(std::vector<std::string>{
-        r.name, human_count(static_cast<double>(r.calls)), human_seconds(r.time_s),
+        r.name, human_count(static_cast<double>(r.calls)),
+        r.timed.value ? human_seconds(r.time_s) : std::string("not timed"),
         or_dash(row.percent_of_mpi, [](double p) { return fmt::format("{:.1f}", p); }),
         or_dash(row.us_per_call, short_number), human_bytes(static_cast<double>(r.bytes())),
         or_dash(row.bytes_per_call, human_bytes), or_dash(row.imbalance, [&r](double imbalance) {
@@ -299,11 +303,16 @@ std::vector<section> sections(const job_record& record, const machine_model* mod
   std::vector<section> out = {{"Strata job report", false, headline(record.job), ""}};
   if (!record.job.counters.empty())
     out.push_back({"Counters", true, counter_table(record.job), ""});
-  out.push_back({"Routines by time", true, routine_table(rows, model != nullptr),
-                 rows.empty()       ? "No MPI routine was called."
-                 : model != nullptr ? "latency = calls x model latency; transfer = bytes / model "
-                                      "bandwidth; sync = the rest of the time"
-                                    : ""});
+  std::string note = rows.empty()       ? "No MPI routine was called."
+                     : model != nullptr ? "latency = calls x model latency; transfer = bytes / "
+                                          "model bandwidth; sync = the rest of the time"
+                                        : "";
+  if (std::any_of(rows.begin(), rows.end(),
+                  [](const routine_row& row) { return !row.measured->timed.value; }))
+    note += std::string(note.empty() ? "" : ". ") +
+            "\"not timed\": calls that cannot wait, counted without reading the clock; their "
+            "time is not in the MPI time";
+  out.push_back({"Routines by time", true, routine_table(rows, model != nullptr), note});
   if (!record.callsites.empty())
     out.push_back({has_wasted_time(record) ? "Call sites by wasted time" : "Call sites by time",
                    true, callsite_table(record),
@@ -384,10 +393,14 @@ std::string render_csv(const job_record& record, const machine_model* model) {
   };
   for (const routine_row& row : routine_rows(record, model)) {
     const routine& r = *row.measured;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", csv_field(r.name), r.calls, r.time_s,
-                       number(row.percent_of_mpi), number(row.us_per_call), r.bytes_sent,
-                       r.bytes_received, number(row.bytes_per_call), r.min_s, r.max_s,
-                       number(row.imbalance), r.per_rank.time_s.max_rank);
+    // A routine counted without timing has empty time cells, not zeros.
+    const auto timed = [&r](double value) {
+      return r.timed.value ? fmt::format("{}", value) : std::string();
+    };
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", csv_field(r.name), r.calls,
+                       timed(r.time_s), number(row.percent_of_mpi), number(row.us_per_call),
+                       r.bytes_sent, r.bytes_received, number(row.bytes_per_call), timed(r.min_s),
+                       timed(r.max_s), number(row.imbalance), r.per_rank.time_s.max_rank);
     if (model != nullptr)
       for (double time_split::*part :
            {&time_split::latency_s, &time_split::transfer_s, &time_split::sync_s})

@@ -92,8 +92,26 @@ class Figures(ProfileTestCase):
                 for name in ("MPI_Test", "MPI_Testany", "MPI_Iprobe"):
                     r = routines[name]
                     self.assertGreater(r["time_s"], 0, name)
+                    self.assertNotIn("timed", r, name)
                     self.assertLessEqual(r["min_s"] * r["calls"], r["time_s"] * 1.0001, name)
                     self.assertGreaterEqual(r["max_s"] * r["calls"], r["time_s"] * 0.9999, name)
+                # Calls that cannot wait are counted exactly, on both ranks, without the clock
+                # (the record says so); the 50 made while MPI_Pcontrol(0) paused are not, nor
+                # are the paused empty polls (Iprobe above: rank 0's own count).
+                each = int(made["cheap_each"])
+                self.assertEqual(made["clock_positive"], "1")
+                for name in ("MPI_Comm_size", "MPI_Type_size", "MPI_Wtime", "MPI_Get_address",
+                             "MPI_Get_count", "MPI_Comm_test_inter"):
+                    r = routines[name]
+                    self.assertEqual(r["calls"], 2 * each, name)
+                    self.assertIs(r["timed"], False, name)
+                    self.assertEqual((r["time_s"], r["min_s"], r["max_s"]), (0, 0, 0), name)
+                self.assertEqual(routines["MPI_Comm_rank"]["calls"], 2 * (each + 1))
+                report = run([STRATA, "report", self.records()[0]])
+                self.assertRan(report)
+                wtime = next(l for l in report.stdout.splitlines() if l.strip().startswith("MPI_Wtime "))
+                self.assertIn("not timed", wtime)
+                self.assertIn('"not timed": calls that cannot wait', report.stdout)
 
     def test_arguments_that_are_not_utf8(self):
         args = [STRATA.encode(), b"run", b"-np", b"2", b"--tools", b"profile", b"--",

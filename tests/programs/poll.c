@@ -1,7 +1,10 @@
 /* Polling: rank 0 receives N messages of 1000 bytes with MPI_Irecv and MPI_Test (even ones) or
  * MPI_Testany (odd ones) until each completes, and after each another N with MPI_Iprobe until it
- * is there and MPI_Recv; rank 1 sends them 2 ms apart, so most polls complete nothing. Each rank
- * prints how many calls of each kind it made, for the profile to match. */
+ * is there and MPI_Recv; rank 1 sends them 2 ms apart, so most polls complete nothing. Then each
+ * rank makes N x 7 calls that cannot wait (MPI_Comm_size, MPI_Type_size, MPI_Wtime, ...: the
+ * profile counts them without timing), and, while MPI_Pcontrol(0) pauses the profile, 50 more of
+ * those and 50 empty MPI_Iprobe polls, which must not be counted. Each rank prints how many
+ * calls of each kind it made, for the profile to match. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +46,30 @@ int main(int argc, char** argv) {
       MPI_Recv(buf, (int)sizeof buf, MPI_BYTE, 1, messages + m, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
   }
-  printf("rank %d tests=%ld testanys=%ld iprobes=%ld\n", rank, tests, testanys, iprobes);
+  long cheap = 0;
+  int size = 0, type_size = 0, count = 0;
+  MPI_Aint address = 0;
+  MPI_Status status = {0};
+  double clock = 0;
+  for (int i = 0; i < messages; ++i) {
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Type_size(MPI_INT, &type_size);
+    clock += MPI_Wtime();
+    MPI_Get_address(buf, &address);
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    MPI_Comm_test_inter(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    cheap += 7;
+  }
+  MPI_Pcontrol(0);
+  for (int i = 0; i < 50; ++i) {
+    int flag = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Iprobe(MPI_ANY_SOURCE, 999999, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  }
+  MPI_Pcontrol(1);
+  printf("rank %d tests=%ld testanys=%ld iprobes=%ld cheap_each=%ld clock_positive=%d\n", rank,
+         tests, testanys, iprobes, cheap / 7, clock > 0);
   MPI_Finalize();
   return 0;
 }

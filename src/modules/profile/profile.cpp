@@ -80,15 +80,27 @@ struct profile_state {
   counters::counter_set counters;
   counters::split_accumulator split;
   std::vector<uint64_t> counter_values;
-  // By function id: untimed polls counted before the routine had a timed call to take the mean
-  // of; charged that mean at finalize.
-  std::unique_ptr<std::atomic<uint64_t>[]> polls_without_mean;
-  // By function id: the mean charged to untimed polls, refreshed every 64 calls (a division per
-  // poll would cost as much as the rest of the untimed path).
-  std::unique_ptr<std::atomic<uint64_t>[]> poll_mean_ns;
-  // By function id: untimed polls counted, and the time charged to them.
-  std::unique_ptr<std::atomic<uint64_t>[]> untimed_polls;
-  std::unique_ptr<std::atomic<uint64_t>[]> charged_poll_ns;
+  // By function id: untimed polls not yet in the routine's slot (counted by the core, or by
+  // count_untimed_poll when they completed something); in the rank file, so a rank that dies
+  // keeps them. Moved into the slot, charged the mean of the routine's timed calls, whenever
+  // the figures are read (charge_untimed_polls).
+  uint64_t* uncharged = nullptr;
+  std::vector<uint64_t> uncharged_in_memory; // before the rank file exists, or without one
+  // By function id: the core samples this routine's polls (it asked for an empty-poll counter),
+  // and the timed calls that set the mean charged to the untimed ones (sample_mean_ns).
+  std::vector<uint8_t> sampled_poll;
+  std::vector<uint64_t> sample_calls;
+  std::vector<uint64_t> sample_ns;
+  // By function id: calls counted by the core alone (every call of a routine that cannot wait,
+  // untimed polls): they cost a few ns, not the calibrated per-call cost of an event.
+  std::vector<uint8_t> counted_only;
+  std::vector<uint64_t> untimed_moved;
+  // Sampling and counting without events are off with call sites and with STRATA_COUNTERS,
+  // which charge each call its own time and its own counter readings.
+  bool counting_allowed = false;
+  // Counters handed to the core (strata_module_counter_v1), which goes on adding to them while
+  // MPI_Pcontrol(0) pauses the profile: their values at the pause, put back on resume.
+  std::vector<std::pair<uint64_t*, uint64_t>> handed_counters;
 };
 
 thread_local bool t_counting_thread = false;
@@ -120,6 +132,61 @@ bool is_collective_name(const std::string& name) {
     stem.erase(0, 1);
   for (const char* s : stems)
     if (stem == s)
+      return true;
+  return false;
+}
+
+// Calls that never wait for another process and take a few ns of the library's own
+// bookkeeping (queries, datatypes, groups, info objects, the clock): the profile counts them
+// without timing them (docs/PERFORMANCE.md, "Untimed polls and cheap calls"); the record says
+// "timed": false for them. Large-count "_c" twins go with their base routine.
+bool counted_without_time(std::string name) {
+  static const char* const routines[] = {"MPI_Comm_rank",
+                                         "MPI_Comm_size",
+                                         "MPI_Comm_remote_size",
+                                         "MPI_Comm_test_inter",
+                                         "MPI_Comm_compare",
+                                         "MPI_Comm_group",
+                                         "MPI_Comm_remote_group",
+                                         "MPI_Comm_get_name",
+                                         "MPI_Comm_get_attr",
+                                         "MPI_Attr_get",
+                                         "MPI_Get_count",
+                                         "MPI_Get_elements",
+                                         "MPI_Get_elements_x",
+                                         "MPI_Get_address",
+                                         "MPI_Aint_add",
+                                         "MPI_Aint_diff",
+                                         "MPI_Wtime",
+                                         "MPI_Wtick",
+                                         "MPI_Initialized",
+                                         "MPI_Finalized",
+                                         "MPI_Query_thread",
+                                         "MPI_Is_thread_main",
+                                         "MPI_Get_version",
+                                         "MPI_Get_library_version",
+                                         "MPI_Get_processor_name",
+                                         "MPI_Error_class",
+                                         "MPI_Error_string",
+                                         "MPI_Test_cancelled",
+                                         "MPI_Topo_test",
+                                         "MPI_Cart_rank",
+                                         "MPI_Cart_coords",
+                                         "MPI_Cart_get",
+                                         "MPI_Cartdim_get",
+                                         "MPI_Cart_shift",
+                                         "MPI_Dims_create",
+                                         "MPI_Status_set_elements",
+                                         "MPI_Status_set_elements_x",
+                                         "MPI_Status_set_cancelled"};
+  static const char* const families[] = {"MPI_Type_", "MPI_Group_", "MPI_Info_"};
+  if (name.size() > 2 && name.compare(name.size() - 2, 2, "_c") == 0)
+    name.resize(name.size() - 2);
+  for (const char* r : routines)
+    if (name == r)
+      return true;
+  for (const char* prefix : families)
+    if (name.rfind(prefix, 0) == 0)
       return true;
   return false;
 }
@@ -196,6 +263,12 @@ uint64_t wasted_ns(profile_state& s, const strata_event& ev, uint64_t t, uint64_
   return static_cast<double>(t) > expected_ns ? t - static_cast<uint64_t>(expected_ns) : 0;
 }
 
+// A timed poll longer than this was, in all likelihood, descheduled: it keeps its own time in
+// the slot but does not set the mean charged to the untimed polls, which would multiply it by
+// the sampling interval (one 40 ms preemption among 1-in-64 samples charged 2.5 s to a 0.8 s
+// run on a loaded machine).
+constexpr uint64_t max_sample_ns = 250'000;
+
 void count_call(profile_state& s, const strata_event& ev) {
   routine_slot& slot = s.slots[ev.function];
   const uint64_t t = ev.t_exit_ns - ev.t_enter_ns;
@@ -222,6 +295,10 @@ void count_call(profile_state& s, const strata_event& ev) {
     if (collective)
       ++slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))];
     s.header->last_mono_ns = ev.t_exit_ns;
+    if (s.sampled_poll[static_cast<size_t>(ev.function)] != 0 && t <= max_sample_ns) {
+      ++s.sample_calls[static_cast<size_t>(ev.function)];
+      s.sample_ns[static_cast<size_t>(ev.function)] += t;
+    }
     if (s.callsites != nullptr)
       count_callsite(s, ev, t, sent + received, wasted_ns(s, ev, t, size));
     return;
@@ -238,6 +315,10 @@ void count_call(profile_state& s, const strata_event& ev) {
   if (collective)
     atomic_add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], 1);
   atomic_max(s.header->last_mono_ns, ev.t_exit_ns);
+  if (s.sampled_poll[static_cast<size_t>(ev.function)] != 0 && t <= max_sample_ns) {
+    atomic_add(s.sample_calls[static_cast<size_t>(ev.function)], 1);
+    atomic_add(s.sample_ns[static_cast<size_t>(ev.function)], t);
+  }
   if (s.callsites != nullptr)
     count_callsite(s, ev, t, sent + received, wasted_ns(s, ev, t, size));
 }
@@ -248,24 +329,19 @@ void on_exit(strata_event* ev, void* raw) {
     count_call(*s, *ev);
 }
 
-// A poll the core did not time (module.h, strata_module_polls_v1): counted exactly, with the
-// bytes it completed, and charged the mean time of its routine's timed calls. That mean must
-// come from the timed calls alone: a mean over everything charged so far would keep the first
-// samples (a cold first call of 35 us) for ever, since each untimed poll re-adds it. So the
-// module keeps, per routine, how many untimed polls it charged and how much: timed calls are
-// slot.calls less those, timed time slot.time_ns less that. Minimum and maximum come from the
-// timed calls only.
-uint64_t timed_mean_ns(const profile_state& s, size_t function) {
-  const routine_slot& slot = s.slots[function];
+// The mean time of a sampled poll routine's timed calls (0 while it has none), charged to each
+// of its untimed polls: from the timed calls alone, never from what was charged before (a
+// running mean over charged calls kept a cold first call of 35 us for ever).
+uint64_t sample_mean_ns(const profile_state& s, size_t function) {
   const uint64_t calls =
-      std::atomic_ref<const uint64_t>(slot.calls).load(std::memory_order_relaxed);
+      std::atomic_ref<const uint64_t>(s.sample_calls[function]).load(std::memory_order_relaxed);
   const uint64_t time =
-      std::atomic_ref<const uint64_t>(slot.time_ns).load(std::memory_order_relaxed);
-  const uint64_t untimed = s.untimed_polls[function].load(std::memory_order_relaxed);
-  const uint64_t charged = s.charged_poll_ns[function].load(std::memory_order_relaxed);
-  return calls > untimed && time >= charged ? (time - charged) / (calls - untimed) : 0;
+      std::atomic_ref<const uint64_t>(s.sample_ns[function]).load(std::memory_order_relaxed);
+  return calls != 0 ? time / calls : 0;
 }
 
+// Most untimed polls complete nothing: the core only adds 1 to uncharged[f] for those
+// (strata_module_counter_v1). The others reach this callback, decoded, for their bytes.
 void count_untimed_poll(strata_event* ev, void* raw) {
   auto* s = static_cast<profile_state*>(raw);
   if (s->paused.load(std::memory_order_relaxed))
@@ -273,36 +349,55 @@ void count_untimed_poll(strata_event* ev, void* raw) {
   const auto f = static_cast<size_t>(ev->function);
   routine_slot& slot = s->slots[f];
   const uint64_t received = ev->bytes_received > 0 ? static_cast<uint64_t>(ev->bytes_received) : 0;
-  const uint64_t untimed = s->untimed_polls[f].load(std::memory_order_relaxed);
-  std::atomic<uint64_t>& cached_mean = s->poll_mean_ns[f];
-  uint64_t mean = cached_mean.load(std::memory_order_relaxed);
-  // A division per poll would cost as much as the rest of this path: refreshed every 64.
-  if (mean == 0 || untimed % 64 == 0) {
-    mean = timed_mean_ns(*s, f);
-    cached_mean.store(mean, std::memory_order_relaxed);
-  }
-  if (mean == 0) // no timed call of this routine yet: charged at finalize
-    s->polls_without_mean[f].fetch_add(1, std::memory_order_relaxed);
-  s->untimed_polls[f].fetch_add(1, std::memory_order_relaxed);
-  s->charged_poll_ns[f].fetch_add(mean, std::memory_order_relaxed);
   if (!s->threaded) {
-    slot.time_ns += mean;
-    ++slot.calls;
+    ++s->uncharged[f];
     slot.bytes_received += received;
     return;
   }
-  atomic_add(slot.time_ns, mean);
-  atomic_add(slot.calls, 1);
+  atomic_add(s->uncharged[f], 1);
   atomic_add(slot.bytes_received, received);
 }
 
-// Untimed polls that came before their routine's first timed call get its timed mean now.
-void charge_polls_without_mean(profile_state& s) {
+// While paused, the core's counters go on counting: put back what they held at the pause.
+void rewind_paused_counts(profile_state& s) {
+  if (!s.paused.load(std::memory_order_relaxed))
+    return;
+  for (const auto& [counter, at_pause] : s.handed_counters)
+    std::atomic_ref<uint64_t>(*counter).store(at_pause, std::memory_order_relaxed);
+}
+
+void remember_counts_at_pause(profile_state& s) {
+  for (auto& [counter, at_pause] : s.handed_counters)
+    at_pause = std::atomic_ref<uint64_t>(*counter).load(std::memory_order_relaxed);
+}
+
+// Moves the untimed polls into their routines' slots, each charged the mean of the routine's
+// timed calls so far (0 while it has none: such a routine is reported as not timed). Run
+// wherever the figures are read: finalize, MPI_Pcontrol 0, 3 and 4.
+void charge_untimed_polls(profile_state& s) {
+  rewind_paused_counts(s);
   for (size_t f = 0; f < s.names.size(); ++f) {
-    const uint64_t pending = s.polls_without_mean[f].exchange(0);
-    if (pending != 0)
-      s.slots[f].time_ns += pending * timed_mean_ns(s, f);
+    std::atomic_ref<uint64_t> pending_ref(s.uncharged[f]);
+    if (pending_ref.load(std::memory_order_relaxed) == 0)
+      continue;
+    const uint64_t pending = pending_ref.exchange(0, std::memory_order_relaxed);
+    const uint64_t mean = sample_mean_ns(s, f);
+    atomic_add(s.untimed_moved[f], pending);
+    atomic_add(s.slots[f].calls, pending);
+    atomic_add(s.slots[f].time_ns, pending * mean);
   }
+  if (s.paused.load(std::memory_order_relaxed))
+    remember_counts_at_pause(s);
+}
+
+// The calls that reached the module as events, whose cost `calibrate` measures: the profiler's
+// own overhead estimate leaves out those the core only counted (a few ns each).
+uint64_t calls_with_events(const profile_state& s) {
+  uint64_t calls = 0;
+  for (size_t f = 0; f < s.names.size(); ++f)
+    if (s.counted_only[f] == 0 && s.slots[f].calls >= s.untimed_moved[f])
+      calls += s.slots[f].calls - s.untimed_moved[f];
+  return calls;
 }
 
 // With STRATA_COUNTERS: one read of all counters at each boundary (seed 000, section VIII).
@@ -861,10 +956,13 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     s->collective.push_back(is_collective_name(s->names.back()) ? 1 : 0);
   }
   s->early_slots.assign(static_cast<size_t>(n), routine_slot{});
-  s->polls_without_mean = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
-  s->poll_mean_ns = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
-  s->untimed_polls = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
-  s->charged_poll_ns = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(n));
+  s->uncharged_in_memory.assign(static_cast<size_t>(n), 0);
+  s->uncharged = s->uncharged_in_memory.data();
+  s->sampled_poll.assign(static_cast<size_t>(n), 0);
+  s->counted_only.assign(static_cast<size_t>(n), 0);
+  s->untimed_moved.assign(static_cast<size_t>(n), 0);
+  s->sample_calls.assign(static_cast<size_t>(n), 0);
+  s->sample_ns.assign(static_cast<size_t>(n), 0);
   for (routine_slot& slot : s->early_slots)
     slot.min_ns = UINT64_MAX;
   s->slots = s->early_slots.data();
@@ -872,8 +970,11 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->header->start_unix_ns = unix_ns();
   const char* sites = std::getenv("STRATA_PROFILE_CALLSITES");
   s->want_callsites = sites != nullptr && sites[0] != '\0' && std::strcmp(sites, "0") != 0;
+  const char* counters = std::getenv("STRATA_COUNTERS");
+  s->counting_allowed = !s->want_callsites && (counters == nullptr || counters[0] == '\0');
   if (is_overhead_module) {
     s->want_callsites = true;
+    s->counting_allowed = false;
     if (std::string problem = load_machine_model(*s); !problem.empty()) {
       std::snprintf(error, error_size, "%s", problem.c_str());
       delete s;
@@ -894,6 +995,7 @@ uint64_t calibrate(profile_state& s) {
   scratch_state.slots = scratch.data();
   scratch_state.header = &scratch_header;
   scratch_state.collective = s.collective;
+  scratch_state.sampled_poll.assign(s.names.size(), 0);
   std::vector<callsite_slot> scratch_sites;
   if (s.want_callsites) {
     scratch_sites.assign(callsite_capacity, callsite_slot{});
@@ -977,9 +1079,12 @@ void start_rank(profile_state* s) {
     h->callsite_capacity = layout.callsite_capacity;
     std::memcpy(s->mapping.slots, s->early_slots.data(),
                 s->early_slots.size() * sizeof(routine_slot));
+    std::copy(s->uncharged_in_memory.begin(), s->uncharged_in_memory.end(),
+              s->mapping.uncharged_polls);
     s->header = h;
     s->slots = s->mapping.slots;
     s->callsites = s->mapping.callsites;
+    s->uncharged = s->mapping.uncharged_polls;
   } else {
     s->early_header = facts;
     if (s->want_callsites) {
@@ -1004,22 +1109,35 @@ void on_pcontrol(int level, void* raw) {
 void pcontrol_level(profile_state* s, int level) {
   switch (level) {
   case 0:
-    s->paused = true;
+    if (!s->paused) {
+      charge_untimed_polls(*s);
+      remember_counts_at_pause(*s);
+      s->paused = true;
+    }
     break;
   case 1:
+    rewind_paused_counts(*s);
     s->paused = false;
     break;
   case 2:
     for (size_t f = 0; f < s->names.size(); ++f) {
       s->slots[f] = routine_slot{};
       s->slots[f].min_ns = UINT64_MAX;
+      s->uncharged[f] = 0;
+      s->sample_calls[f] = 0;
+      s->sample_ns[f] = 0;
+      s->untimed_moved[f] = 0;
     }
+    if (s->paused)
+      remember_counts_at_pause(*s);
     break;
   case 3:
+    charge_untimed_polls(*s);
     print_rank_subtotal(*s);
     break;
   case 4: {
     // Collective: every rank calls MPI_Pcontrol(4); rank 0 prints the job's subtotal.
+    charge_untimed_polls(*s);
     s->header->final_mono_ns = mono_ns();
     store_counter_totals(*s);
     const job_totals job = reduce_over_ranks(*s);
@@ -1046,10 +1164,8 @@ void finalize_job(profile_state* s) {
   const uint64_t start = mono_ns();
   s->header->final_mono_ns = start;
   s->header->end_unix_ns = unix_ns();
-  charge_polls_without_mean(*s);
-  uint64_t calls = 0;
-  for (size_t f = 0; f < s->names.size(); ++f)
-    calls += s->slots[f].calls;
+  charge_untimed_polls(*s);
+  const uint64_t calls = calls_with_events(*s);
   s->header->overhead_ns = calls * s->per_call_overhead_ns;
   s->header->status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(*s);
@@ -1120,8 +1236,7 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
 extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
                                                                 strata_event_fn* untimed) {
   const auto* s = static_cast<const strata::profile::profile_state*>(state);
-  const char* counters = std::getenv("STRATA_COUNTERS");
-  if (s == nullptr || s->want_callsites || (counters != nullptr && counters[0] != '\0'))
+  if (s == nullptr || !s->counting_allowed)
     return 1;
   uint32_t interval = 64;
   if (const char* v = std::getenv("STRATA_PROFILE_POLL_SAMPLE"); v != nullptr && v[0] != '\0') {
@@ -1135,6 +1250,28 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
   }
   *untimed = strata::profile::count_untimed_poll;
   return interval;
+}
+
+// Counting without events (module.h): every call of a routine that cannot wait, and the untimed
+// polls that complete nothing. Counted straight into the rank file: a killed rank keeps them.
+extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, int function,
+                                                                   int what) {
+  auto* s = static_cast<strata::profile::profile_state*>(state);
+  if (s == nullptr || !s->counting_allowed || function < 0 ||
+      function >= static_cast<int>(s->names.size()))
+    return nullptr;
+  const auto f = static_cast<size_t>(function);
+  uint64_t* counter = nullptr;
+  if (what == STRATA_COUNT_CALLS && strata::profile::counted_without_time(s->names[f])) {
+    counter = &s->slots[f].calls;
+    s->counted_only[f] = 1;
+  } else if (what == STRATA_COUNT_EMPTY_POLLS) {
+    counter = &s->uncharged[f];
+    s->sampled_poll[f] = 1;
+  }
+  if (counter != nullptr)
+    s->handed_counters.emplace_back(counter, *counter);
+  return counter;
 }
 
 // Counting hardware or software events needs an enter callback too; without STRATA_COUNTERS

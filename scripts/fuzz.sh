@@ -13,7 +13,7 @@ clang++-14 "${flags[@]}" src/record/record.cpp src/record/render.cpp fuzz/record
 clang++-14 "${flags[@]}" src/stats/stats.cpp src/stats/model_file.cpp fuzz/model_fuzz.cpp \
   -o "$out/model_fuzz"
 clang++-14 "${flags[@]}" src/profile/rank_file.cpp src/profile/aggregate.cpp \
-  fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
+  src/profile/packed_totals.cpp fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
 clang++-14 "${flags[@]}" src/analyze/trace_reader.cpp src/analyze/analysis.cpp \
   src/analyze/xml_export.cpp src/analyze/trace_builder.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
   -o "$out/analyze_fuzz"

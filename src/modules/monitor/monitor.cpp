@@ -461,13 +461,12 @@ struct pending_send {
   const double loop_cpu0 = cpu_seconds();
   const uint64_t loop_wall0 = mono_ns();
   // Idle back-off: each wakeup costs the tool rank about 25 us here (the probe, Open MPI's
-  // sched_yield when oversubscribed, two context switches) and takes that from an application
-  // rank when no core is free. Growing by 4x to a 5 ms cap wakes about 6 times per round at a
-  // 10 ms period instead of 12 (2x: 10 us ... 2 ms), and 200 times a second when idle instead
-  // of 500; a burst of packets still resets it to 10 us.
+  // sched_yield when oversubscribed, two context switches). Growing 4x to a 5 ms cap halved
+  // that cost, but let bursts of rounds overrun the offload buffers (rounds dropped under the
+  // default policy), so the cap stays at 2 ms.
   constexpr long backoff_first_us = 10;
-  constexpr long backoff_growth = 4;
-  constexpr long backoff_cap_us = 5000;
+  constexpr long backoff_growth = 2;
+  constexpr long backoff_cap_us = 2000;
   long backoff_us = backoff_first_us;
   bool fini = false;
   while (!fini) {

@@ -43,13 +43,12 @@ static long long now_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void* next(const char* name) {
-  return dlsym(RTLD_NEXT, name);
-}
+/* The next definition of an MPI function (the MPI library's), with the function's own type. */
+#define NEXT(name) ((__typeof__(name)*)dlsym(RTLD_NEXT, #name))
 
 int PMPI_Barrier(MPI_Comm comm) {
   memset(counts, 0, sizeof counts);
-  int (*real)(MPI_Comm) = (int (*)(MPI_Comm))next("PMPI_Barrier");
+  __typeof__(PMPI_Barrier)* real = NEXT(PMPI_Barrier);
   const int rc = real(comm);
   barrier_left_ns = now_ns();
   return rc;
@@ -57,86 +56,74 @@ int PMPI_Barrier(MPI_Comm comm) {
 
 int PMPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
   ++counts[ALLREDUCE];
-  int (*real)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm) =
-      (int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm))next("PMPI_Allreduce");
+  __typeof__(PMPI_Allreduce)* real = NEXT(PMPI_Allreduce);
   return real(s, r, n, t, op, c);
 }
 
 int PMPI_Reduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c) {
   ++counts[REDUCE];
-  int (*real)(const void*, void*, int, MPI_Datatype, MPI_Op, int, MPI_Comm) =
-      (int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, int, MPI_Comm))next("PMPI_Reduce");
+  __typeof__(PMPI_Reduce)* real = NEXT(PMPI_Reduce);
   return real(s, r, n, t, op, root, c);
 }
 
 int PMPI_Bcast(void* b, int n, MPI_Datatype t, int root, MPI_Comm c) {
   ++counts[BCAST];
-  int (*real)(void*, int, MPI_Datatype, int, MPI_Comm) =
-      (int (*)(void*, int, MPI_Datatype, int, MPI_Comm))next("PMPI_Bcast");
+  __typeof__(PMPI_Bcast)* real = NEXT(PMPI_Bcast);
   return real(b, n, t, root, c);
 }
 
 int PMPI_Gather(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root,
                 MPI_Comm c) {
   ++counts[GATHER];
-  int (*real)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm) = (int (*)(
-      const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm))next("PMPI_Gather");
+  __typeof__(PMPI_Gather)* real = NEXT(PMPI_Gather);
   return real(s, sn, st, r, rn, rt, root, c);
 }
 
 int PMPI_Gatherv(const void* s, int sn, MPI_Datatype st, void* r, const int* rn, const int* displ,
                  MPI_Datatype rt, int root, MPI_Comm c) {
   ++counts[GATHERV];
-  int (*real)(const void*, int, MPI_Datatype, void*, const int*, const int*, MPI_Datatype, int,
-              MPI_Comm) = (int (*)(const void*, int, MPI_Datatype, void*, const int*, const int*,
-                                   MPI_Datatype, int, MPI_Comm))next("PMPI_Gatherv");
+  __typeof__(PMPI_Gatherv)* real = NEXT(PMPI_Gatherv);
   return real(s, sn, st, r, rn, displ, rt, root, c);
 }
 
 int PMPI_Allgather(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt,
                    MPI_Comm c) {
   ++counts[ALLGATHER];
-  int (*real)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm) = (int (*)(
-      const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm))next("PMPI_Allgather");
+  __typeof__(PMPI_Allgather)* real = NEXT(PMPI_Allgather);
   return real(s, sn, st, r, rn, rt, c);
 }
 
 int PMPI_Allgatherv(const void* s, int sn, MPI_Datatype st, void* r, const int* rn,
                     const int* displ, MPI_Datatype rt, MPI_Comm c) {
   ++counts[ALLGATHERV];
-  int (*real)(const void*, int, MPI_Datatype, void*, const int*, const int*, MPI_Datatype,
-              MPI_Comm) = (int (*)(const void*, int, MPI_Datatype, void*, const int*, const int*,
-                                   MPI_Datatype, MPI_Comm))next("PMPI_Allgatherv");
+  __typeof__(PMPI_Allgatherv)* real = NEXT(PMPI_Allgatherv);
   return real(s, sn, st, r, rn, displ, rt, c);
 }
 
 int PMPI_Scatter(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root,
                  MPI_Comm c) {
   ++counts[SCATTER];
-  int (*real)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm) = (int (*)(
-      const void*, int, MPI_Datatype, void*, int, MPI_Datatype, int, MPI_Comm))next("PMPI_Scatter");
+  __typeof__(PMPI_Scatter)* real = NEXT(PMPI_Scatter);
   return real(s, sn, st, r, rn, rt, root, c);
 }
 
 int PMPI_Alltoall(const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt,
                   MPI_Comm c) {
   ++counts[ALLTOALL];
-  int (*real)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm) = (int (*)(
-      const void*, int, MPI_Datatype, void*, int, MPI_Datatype, MPI_Comm))next("PMPI_Alltoall");
+  __typeof__(PMPI_Alltoall)* real = NEXT(PMPI_Alltoall);
   return real(s, sn, st, r, rn, rt, c);
 }
 
 int PMPI_Scan(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
   ++counts[SCAN];
-  int (*real)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm) =
-      (int (*)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm))next("PMPI_Scan");
+  __typeof__(PMPI_Scan)* real = NEXT(PMPI_Scan);
   return real(s, r, n, t, op, c);
 }
 
 int PMPI_Finalize(void) {
   const long long modules_ns = now_ns() - barrier_left_ns;
   int rank = -1;
-  int (*comm_rank)(MPI_Comm, int*) = (int (*)(MPI_Comm, int*))next("PMPI_Comm_rank");
+  __typeof__(PMPI_Comm_rank)* comm_rank = NEXT(PMPI_Comm_rank);
   comm_rank(MPI_COMM_WORLD, &rank);
   int total = 0;
   char line[512];
@@ -153,6 +140,6 @@ int PMPI_Finalize(void) {
     line[at++] = '\n';
   ssize_t w = write(STDOUT_FILENO, line, (size_t)at);
   (void)w;
-  int (*real)(void) = (int (*)(void))next("PMPI_Finalize");
+  __typeof__(PMPI_Finalize)* real = NEXT(PMPI_Finalize);
   return real();
 }

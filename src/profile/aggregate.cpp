@@ -92,17 +92,7 @@ void add_rank(job_totals& job, const rank_data& rank) {
       r.calls_per_rank.add(0.0, lowest_rank_before);
       r.time_per_rank.add(0.0, lowest_rank_before);
     }
-    r.calls += slot.calls;
-    r.time_ns += slot.time_ns;
-    r.min_ns = std::min(r.min_ns, slot.min_ns);
-    r.max_ns = std::max(r.max_ns, slot.max_ns);
-    r.count_sum += slot.count_sum;
-    r.bytes_sent += slot.bytes_sent;
-    r.bytes_received += slot.bytes_received;
-    for (int b = 0; b < size_bins; ++b)
-      r.size_hist[b] += slot.size_hist[b];
-    for (int b = 0; b < comm_bins; ++b)
-      r.comm_hist[b] += slot.comm_hist[b];
+    add_routine_figures(r, slot);
     r.calls_per_rank.add(static_cast<double>(slot.calls), h.rank);
     r.time_per_rank.add(static_cast<double>(slot.time_ns) / 1e9, h.rank);
   }

@@ -4,6 +4,7 @@
 
 #include "profile/rank_file.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,34 @@ struct routine_total {
   spread calls_per_rank;
   spread time_per_rank;
 };
+
+// The figures a rank's routine_slot, a packed_routine (packed_totals.hpp) and a routine_total
+// share, combined the same way wherever ranks meet (add_rank, the reduction at finalize).
+template <typename To, typename From> void add_routine_figures(To& to, const From& from) {
+  to.calls += from.calls;
+  to.time_ns += from.time_ns;
+  to.min_ns = std::min(to.min_ns, from.min_ns);
+  to.max_ns = std::max(to.max_ns, from.max_ns);
+  to.count_sum += from.count_sum;
+  to.bytes_sent += from.bytes_sent;
+  to.bytes_received += from.bytes_received;
+  for (int b = 0; b < size_bins; ++b)
+    to.size_hist[b] += from.size_hist[b];
+  for (int b = 0; b < comm_bins; ++b)
+    to.comm_hist[b] += from.comm_hist[b];
+}
+
+template <typename To, typename From> void copy_routine_figures(To& to, const From& from) {
+  to.calls = from.calls;
+  to.time_ns = from.time_ns;
+  to.min_ns = from.min_ns;
+  to.max_ns = from.max_ns;
+  to.count_sum = from.count_sum;
+  to.bytes_sent = from.bytes_sent;
+  to.bytes_received = from.bytes_received;
+  std::copy_n(from.size_hist, size_bins, to.size_hist);
+  std::copy_n(from.comm_hist, comm_bins, to.comm_hist);
+}
 
 // One source line calling one MPI function, over all ranks (STRATA_PROFILE_CALLSITES=1).
 struct callsite_total {

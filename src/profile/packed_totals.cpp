@@ -74,15 +74,7 @@ packed_totals pack_rank(const rank_header& header, int rank, const std::vector<s
   for (size_t i = 0; i < functions.size(); ++i) {
     const routine_slot& slot = slots[functions[i]];
     packed_routine row{};
-    row.calls = slot.calls;
-    row.time_ns = slot.time_ns;
-    row.count_sum = slot.count_sum;
-    row.bytes_sent = slot.bytes_sent;
-    row.bytes_received = slot.bytes_received;
-    std::copy_n(slot.size_hist, size_bins, row.size_hist);
-    std::copy_n(slot.comm_hist, comm_bins, row.comm_hist);
-    row.min_ns = slot.min_ns;
-    row.max_ns = slot.max_ns;
+    copy_routine_figures(row, slot);
     row.calls_min = row.calls_max = slot.calls;
     row.time_min_ns = row.time_max_ns = slot.time_ns;
     row.calls_min_rank = row.calls_max_rank = row.time_min_rank = row.time_max_rank = me;
@@ -117,17 +109,7 @@ bool combine_packed(const uint64_t* in, uint64_t* inout) {
     packed_routine y{};
     std::memcpy(&x, in + at, sizeof(x));
     std::memcpy(&y, inout + at, sizeof(y));
-    y.calls += x.calls;
-    y.time_ns += x.time_ns;
-    y.count_sum += x.count_sum;
-    y.bytes_sent += x.bytes_sent;
-    y.bytes_received += x.bytes_received;
-    for (int k = 0; k < size_bins; ++k)
-      y.size_hist[k] += x.size_hist[k];
-    for (int k = 0; k < comm_bins; ++k)
-      y.comm_hist[k] += x.comm_hist[k];
-    y.min_ns = std::min(y.min_ns, x.min_ns);
-    y.max_ns = std::max(y.max_ns, x.max_ns);
+    add_routine_figures(y, x);
     keep_min(y.calls_min, y.calls_min_rank, x.calls_min, x.calls_min_rank);
     keep_max(y.calls_max, y.calls_max_rank, x.calls_max, x.calls_max_rank);
     keep_min(y.time_min_ns, y.time_min_rank, x.time_min_ns, x.time_min_rank);
@@ -161,15 +143,7 @@ uint64_t unpack_totals(const packed_totals& all, const std::vector<std::string>&
     if (row.calls == 0)
       continue; // called on no rank (the record lists only routines called somewhere)
     routine_total& r = job.routines[names[static_cast<size_t>(functions[i])]];
-    r.calls = row.calls;
-    r.time_ns = row.time_ns;
-    r.count_sum = row.count_sum;
-    r.bytes_sent = row.bytes_sent;
-    r.bytes_received = row.bytes_received;
-    std::copy_n(row.size_hist, size_bins, r.size_hist);
-    std::copy_n(row.comm_hist, comm_bins, r.comm_hist);
-    r.min_ns = row.min_ns;
-    r.max_ns = row.max_ns;
+    copy_routine_figures(r, row);
     r.calls_per_rank = {static_cast<double>(row.calls_min), static_cast<double>(row.calls),
                         static_cast<double>(row.calls_max), static_cast<int>(row.calls_min_rank),
                         static_cast<int>(row.calls_max_rank)};

@@ -553,10 +553,15 @@ struct pending_send {
 // ---- life cycle ------------------------------------------------------------------------------
 
 void fail(monitor_state& s, const std::string& message) {
-  if (s.world_rank == 0)
+  // Every rank reaches the same verdict from the same options and world size, so rank 0 will
+  // get here too: it says it once and its abort ends the job. The others wait for that abort
+  // rather than racing it (on a loaded machine rank 0 can be seconds behind); the bound only
+  // keeps a job from hanging if rank 0 died on the way.
+  if (s.world_rank == 0) {
     log_line(s, "error: " + message);
-  else
-    sleep_us(2000000); // rank 0 says it once; its abort ends the job
+  } else {
+    sleep_us(60000000);
+  }
   PMPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
 }

@@ -118,7 +118,7 @@ parsed_file parse_file(std::string path) {
   }
   f.job = make_stored_job(*parsed.record, std::move(file.text), file.owner);
   f.job.record_packed = pack_record(f.job.record_json);
-  f.job.record_json.clear(); // the store takes the packed form; no need to hold both
+  f.job.record_json = std::string(); // the store takes the packed form: free the text here
   return f;
 }
 
@@ -142,6 +142,8 @@ void quarantine(const std::string& dir, const std::string& path, const std::stri
 
 // Removes committed files from the spool on a thread of its own, so that the store's thread
 // goes on with the next batch meanwhile. Only paths whose transaction has committed come here.
+// It also frees the batch's jobs: most of their memory came from the workers' malloc arenas,
+// and freeing it is work the store's thread need not do.
 class spool_remover {
 public:
   spool_remover() : thread_([this] { run(); }) {}
@@ -154,10 +156,10 @@ public:
     }
   }
 
-  void remove(std::vector<std::string> paths) {
+  void remove(std::vector<std::string> paths, std::vector<stored_job> jobs) {
     {
       const std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(paths));
+      queue_.push_back({std::move(paths), std::move(jobs)});
     }
     wake_.notify_one();
   }
@@ -181,10 +183,11 @@ private:
       wake_.wait(lock, [this] { return done_ || !queue_.empty(); });
       if (queue_.empty())
         return;
-      std::vector<std::string> paths = std::move(queue_.front());
+      handed_over done = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
-      for (const std::string& path : paths)
+      done.jobs.clear();
+      for (const std::string& path : done.paths)
         if (::unlink(path.c_str()) != 0 && errno != ENOENT)
           problems_.push_back(path +
                               ": stored, but not removed from the spool: " + std::strerror(errno));
@@ -194,7 +197,11 @@ private:
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::vector<std::string>> queue_;
+  struct handed_over {
+    std::vector<std::string> paths;
+    std::vector<stored_job> jobs;
+  };
+  std::deque<handed_over> queue_;
   bool done_ = false;
   std::vector<std::string> problems_; // written by the thread only, read after join
   std::thread thread_;
@@ -215,7 +222,7 @@ void flush(store& db, std::vector<pending>& batch, ingest_summary& s, spool_remo
   const insert_result r = db.insert(jobs); // throws: nothing removed, all stays spooled
   s.stored += r.inserted;
   s.duplicates += r.duplicates;
-  remover.remove(std::move(paths));
+  remover.remove(std::move(paths), std::move(jobs));
 }
 
 } // namespace

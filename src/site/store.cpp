@@ -123,6 +123,13 @@ CREATE TABLE web_tokens (
 );
 CREATE INDEX web_tokens_uid ON web_tokens (uid);
 )sql",
+    // 3: no foreign keys from job_routines and job_records to jobs on PostgreSQL. Checking them
+    // cost the server more than the inserts themselves (a query and a row lock per routine row:
+    // 50 us of its 137 us a record at ingest, docs/PERFORMANCE.md); the one writer,
+    // store::insert, adds a job's routines and record in the job's own transaction with the id
+    // the insert returned, and nothing deletes jobs. SQLite keeps them (cheap there, and it
+    // cannot drop a constraint).
+    "{{drop_foreign_keys}}",
 };
 
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
@@ -410,6 +417,7 @@ void store::migrate() {
     for (int v = have; v < known; ++v) {
       std::string sql = replace_all(migrations[v], "{{id}}", id_column_type());
       sql = replace_all(sql, "{{blob}}", blob_column_type());
+      sql = replace_all(sql, "{{drop_foreign_keys}}", drop_foreign_keys_sql());
       std::string groups;
       for (int g = 0; g < routine_group_count; ++g)
         groups += "g" + std::to_string(g) + "_jobs BIGINT NOT NULL, g" + std::to_string(g) +

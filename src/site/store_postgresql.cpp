@@ -296,6 +296,10 @@ protected:
   }
   std::string id_column_type() const override { return "BIGSERIAL PRIMARY KEY"; }
   std::string blob_column_type() const override { return "BYTEA"; }
+  std::string drop_foreign_keys_sql() const override {
+    return "ALTER TABLE job_routines DROP CONSTRAINT IF EXISTS job_routines_job_id_fkey; "
+           "ALTER TABLE job_records DROP CONSTRAINT IF EXISTS job_records_job_id_fkey;";
+  }
   void begin_migration() override {
     execute("BEGIN");
     execute("LOCK TABLE schema_version IN ACCESS EXCLUSIVE MODE");

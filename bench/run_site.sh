@@ -3,18 +3,20 @@
 # PostgreSQL server started here (initdb into a temporary directory, unix socket only):
 #
 #   bash bench/run_site.sh [INGEST_COUNT] [REPORT_COUNT]     (defaults 100000 and 1000000)
+#   WORK=/dev/shm bash bench/run_site.sh 100000 0             (ingest only, on tmpfs)
 #
 # ingest  `strata site synth --out` writes INGEST_COUNT records (compact JSON, as root each file
 #         owned by its record's uid) into a spool; `strata site ingest` moves them into a fresh
 #         store. Prints records/s over the wall time of the ingest (parse, owner lookup,
-#         batched transactions, removal from the spool).
+#         batched transactions, removal from the spool), on a line starting "RATE", with the
+#         CPU seconds and the load average (1 minute) just before the ingest.
 # report  `strata site synth --db` fills a fresh store with REPORT_COUNT records (untimed);
 #         then the full site report (site part and every user's part, text) over the last 30
 #         days (--since 30d: whole days from the day tables, the partial days at both ends
 #         from the job rows) and one user's report are timed.
 #
 # Times are wall seconds of the strata process and its CPU seconds (user+sys); PostgreSQL's own
-# CPU is not in the latter. Knobs: STRATA (the binary), BACKENDS="sqlite postgresql",
+# CPU is not in the latter (the ingest's RATE line gives it as "server cpu"). Knobs: STRATA (the binary), BACKENDS="sqlite postgresql",
 # WORK (a directory with room: about 3.5 GB per million records and backend).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +36,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-timed() { # label, command...: prints "label: wall W s, cpu C s" and keeps W in $wall
+timed() { # label, command...: prints "label: wall W s, cpu C s", keeps W in $wall, C in $cpu
   local out
   out=$( { /usr/bin/time -f '%e %U %S' "${@:2}" >/dev/null 2>"$work/stderr"; } 2>&1 ) || {
     cat "$work/stderr" >&2
@@ -42,7 +44,19 @@ timed() { # label, command...: prints "label: wall W s, cpu C s" and keeps W in 
   }
   out=$(tail -1 "$work/stderr")
   read -r wall user sys <<<"$out"
-  printf '%s: wall %s s, cpu %.2f s\n' "$1" "$wall" "$(echo "$user + $sys" | bc -l)"
+  cpu=$(echo "$user + $sys" | bc -l)
+  printf '%s: wall %s s, cpu %.2f s\n' "$1" "$wall" "$cpu"
+}
+
+server_cpu() { # CPU seconds of this script's PostgreSQL server: the postmaster with its reaped
+  # children (backends that ended) and its live children; 0 without one
+  local pm total=0 pid
+  pm=$(head -1 "$pg_dir/data/postmaster.pid" 2>/dev/null) || { echo 0; return; }
+  for pid in "$pm" $(pgrep -P "$pm"); do
+    total=$(awk -v t="$total" '{print t + $14 + $15 + $16 + $17}' "/proc/$pid/stat" 2>/dev/null ||
+      echo "$total")
+  done
+  echo "scale=2; $total / $(getconf CLK_TCK)" | bc
 }
 
 url_for() { # backend, name
@@ -68,10 +82,17 @@ for backend in $backends; do
   rm -rf "$spool"
   "$strata" site synth --count "$ingest_n" --out "$spool" --seed 7 >/dev/null
   url=$(url_for "$backend" ingest)
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  [[ $backend == sqlite ]] || server_before=$(server_cpu)
   timed "$backend ingest $ingest_n records" "$strata" site ingest --db "$url" "$spool"
-  echo "$backend ingest rate: $(echo "$ingest_n / $wall" | bc) records/s"
+  server=""
+  [[ $backend == sqlite ]] ||
+    server=", server cpu $(echo "$(server_cpu) - $server_before" | bc) s"
+  printf 'RATE %s ingest: %s records/s (%s records, wall %s s, cpu %.2f s%s, load %s before)\n' \
+    "$backend" "$(echo "$ingest_n / $wall" | bc)" "$ingest_n" "$wall" "$cpu" "$server" "$load"
   left=$(find "$spool" -name '*.json' | wc -l)
   [[ $left == 0 ]] || { echo "ingest left $left records in the spool" >&2; exit 1; }
+  [[ $report_n -gt 0 ]] || continue
 
   url=$(url_for "$backend" report)
   timed "$backend fill $report_n records (synth --db, untimed)" \

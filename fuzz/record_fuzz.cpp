@@ -1,6 +1,8 @@
 // libFuzzer target: the record reader must never crash or throw on any input, an accepted
 // record must render in every format, and what it writes must read back as the same record.
+// The bulk reader of site ingest (parse_record_fast, simdjson) must give the same result.
 #include "record/record.hpp"
+#include "record/record_fast.hpp"
 #include "record/render.hpp"
 
 #include <cstdint>
@@ -15,6 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!parsed_model.ok() && parsed_model.error.empty())
     std::abort();
   const auto parsed = parse_record(text);
+  const auto fast = read_record_simdjson(text); // parse_record_fast's own path
+  if (fast && (!parsed.ok() || !(*fast == *parsed.record)))
+    std::abort();
   if (!parsed.ok()) {
     if (parsed.error.empty() || parsed.error.find('\n') != std::string::npos)
       std::abort();

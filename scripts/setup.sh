@@ -11,6 +11,7 @@ packages=(
   libotf2-trace-dev otf2-tools libsqlite3-dev sqlite3 libpq-dev postgresql libcpp-httplib-dev
   chromium libssl-dev
   zlib1g-dev bc
+  libsimdjson-dev libdeflate-dev
 )
 
 missing=()

@@ -1,9 +1,9 @@
 #include "record.hpp"
+#include "record_reader.hpp"
 
 #include <algorithm>
 #include <array>
-#include <cmath>
-#include <concepts>
+#include <climits>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -14,142 +14,9 @@ namespace {
 using json = nlohmann::json;
 using out_json = nlohmann::ordered_json; // keeps the documented key order for people reading
 
-constexpr std::array<std::string_view, 4> status_names = {"finalized", "aborted", "signal", "exit"};
-
-// ---- One key list per struct, shared by the reader and the writer so they cannot drift ----
-
-template <typename S, typename T>
-concept either_const = std::same_as<std::remove_const_t<S>, T>;
-
-template <either_const<rank_spread> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("min", s.min);
-  visit("mean", s.mean);
-  visit("max", s.max);
-  visit("max_rank", s.max_rank);
-}
-
-template <either_const<percent_spread> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("min", s.min);
-  visit("mean", s.mean);
-  visit("max", s.max);
-  visit("min_rank", s.min_rank);
-  visit("max_rank", s.max_rank);
-}
-
-template <either_const<counter> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("unit", s.unit);
-  visit("in_mpi", s.in_mpi);
-  visit("outside_mpi", s.outside_mpi);
-}
-
-template <either_const<per_rank_figures> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("calls", s.calls);
-  visit("time_s", s.time_s);
-}
-
-// The name is the routine's key in "routines", not a field.
-template <either_const<routine> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("calls", s.calls);
-  visit("time_s", s.time_s);
-  visit("min_s", s.min_s);
-  visit("max_s", s.max_s);
-  visit("count_sum", s.count_sum);
-  visit("bytes_sent", s.bytes_sent);
-  visit("bytes_received", s.bytes_received);
-  visit("size_histogram", s.size_histogram);
-  visit("comm_size_histogram", s.comm_size_histogram);
-  visit("per_rank", s.per_rank);
-  visit("timed", s.timed);
-}
-
-template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("id", s.id);
-  visit("resource_manager", s.resource_manager);
-  visit("ranks", s.ranks);
-  visit("ranks_reported", s.ranks_reported);
-  visit("hosts", s.hosts);
-  visit("host_names", s.host_names);
-  visit("user", s.user);
-  visit("uid", s.uid);
-  visit("executable", s.executable);
-  visit("argv", s.argv);
-  visit("mpi_flavor", s.mpi_flavor);
-  visit("mpi_library", s.mpi_library);
-  visit("language", s.language);
-  visit("thread_level", s.thread_level);
-  visit("pmpi_intercepted_by_application", s.pmpi_intercepted_by_application);
-  visit("environment", s.environment);
-  visit("start", s.start);
-  visit("end", s.end);
-  visit("status", s.status);
-  visit("abort_code", s.abort_code);
-  visit("signal", s.signal);
-  visit("partial", s.partial);
-  visit("wall_time_s", s.wall_time_s);
-  visit("mpi_time_s", s.mpi_time_s);
-  visit("mpi_percent", s.mpi_percent);
-  visit("mpi_percent_by_rank", s.mpi_percent_by_rank);
-  visit("profiler_overhead_s", s.profiler_overhead_s);
-  visit("profiler_finalize_s", s.profiler_finalize_s);
-  visit("counters", s.counters);
-}
-
-template <either_const<callsite> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("function", s.function);
-  visit("file", s.file);
-  visit("line", s.line);
-  visit("caller", s.caller);
-  visit("calls", s.calls);
-  visit("time_s", s.time_s);
-  visit("bytes", s.bytes);
-  visit("wasted_s", s.wasted_s);
-  visit("ranks", s.ranks);
-}
-
-template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("job", s.job);
-  visit("routines", s.routines);
-  visit("callsites", s.callsites);
-}
-
-template <either_const<routine_model> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("latency_s", s.latency_s);
-  visit("bytes_per_s", s.bytes_per_s);
-}
-
-template <either_const<machine_model> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("routines", s.routines);
-}
-
-struct ignore_fields {
-  template <typename T> void operator()(std::string_view, T&) const {}
-};
-template <typename S>
-concept has_fields = requires(S& s, ignore_fields& visit) {
-  fields(s, visit);
-};
-
-// Keys a record may leave out; every other key is required.
-template <typename T>
-constexpr bool may_be_absent =
-    std::same_as<T, std::optional<std::int64_t>> || std::same_as<T, std::optional<double>> ||
-    std::same_as<T, std::vector<histogram_bin>> || std::same_as<T, std::vector<callsite>> ||
-    std::same_as<T, std::map<std::string, counter>> || std::same_as<T, timed_flag>;
+using namespace detail;
 
 // ---- Reading ----
-
-// Record text can hold anything; messages must stay one printable line of bounded length.
-std::string printable(std::string_view text, size_t limit = 60) {
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    // Cut only at the start of a UTF-8 sequence so the message stays valid UTF-8.
-    if (out.size() >= limit && (byte & 0xC0) != 0x80)
-      return out + "...";
-    out += byte < 0x20 || byte == 0x7F ? fmt::format("\\x{:02x}", byte) : std::string(1, c);
-  }
-  return out;
-}
 
 std::string describe(const json& value) {
   if (value.is_object())
@@ -164,196 +31,58 @@ std::string describe(const json& value) {
   return printable(value.dump(-1, ' ', true, json::error_handler_t::replace), 40);
 }
 
-std::string join(const std::string& path, std::string_view key) {
-  return path.empty() ? printable(key) : path + "." + printable(key);
-}
+// The reader's view of an nlohmann value (see detail::reader).
+struct nlohmann_value {
+  const json* v = nullptr;
 
-std::optional<std::uint64_t> as_count(const json& value) {
-  if (value.is_number_unsigned())
-    return value.get<std::uint64_t>();
-  if (value.is_number_integer() && value.get<std::int64_t>() >= 0)
-    return value.get<std::int64_t>();
-  // Writers that print integers through a double ("4e+06") stay readable while exact.
-  if (value.is_number_float()) {
-    const auto v = value.get<double>();
-    if (v >= 0 && v <= 9007199254740992.0 && std::floor(v) == v)
-      return static_cast<std::uint64_t>(v);
+  bool is_object() const { return v->is_object(); }
+  bool is_array() const { return v->is_array(); }
+  bool is_null() const { return v->is_null(); }
+  std::optional<std::string_view> string() const {
+    if (!v->is_string())
+      return std::nullopt;
+    return std::string_view(v->get_ref<const std::string&>());
   }
-  return std::nullopt;
-}
-
-// Collects the first problem only: later problems are usually consequences of it.
-class reader {
-public:
-  std::string error;
-
-  template <typename T> void operator()(std::string_view key, T& out) {
-    if (!error.empty())
-      return;
-    const auto it = object_->find(key);
-    if (it == object_->end()) {
-      if (!may_be_absent<T>)
-        error = join(path_, key) + " is missing";
-      return;
-    }
-    read(*it, join(path_, key), out);
+  std::optional<bool> boolean() const {
+    return v->is_boolean() ? std::optional(v->get<bool>()) : std::nullopt;
   }
-
-  template <has_fields S> void read(const json& value, const std::string& at, S& out) {
-    if (!value.is_object())
-      return fail(at, "an object", value);
-    const json* outer_object = std::exchange(object_, &value);
-    std::string outer_path = std::exchange(path_, at);
-    fields(out, *this);
-    object_ = outer_object;
-    path_ = std::move(outer_path);
+  std::optional<std::uint64_t> count() const {
+    if (v->is_number_unsigned())
+      return v->get<std::uint64_t>();
+    if (v->is_number_integer() && v->get<std::int64_t>() >= 0)
+      return v->get<std::int64_t>();
+    if (v->is_number_float())
+      return count_of_double(v->get<double>());
+    return std::nullopt;
   }
-
-private:
-  const json* object_ = nullptr;
-  std::string path_;
-
-  void fail(const std::string& at, std::string_view expected, const json& got) {
-    if (error.empty())
-      error = fmt::format("{}: expected {}, got {}", at, expected, describe(got));
+  std::optional<double> number() const {
+    return v->is_number() ? std::optional(v->get<double>()) : std::nullopt;
   }
-
-  void read(const json& value, const std::string& at, std::uint64_t& out) {
-    if (const auto count = as_count(value))
-      out = *count;
-    else
-      fail(at, "a non-negative integer", value);
+  std::optional<std::int64_t> integer() const {
+    if (v->is_number_integer() &&
+        (!v->is_number_unsigned() || v->get<std::uint64_t>() <= INT64_MAX))
+      return v->get<std::int64_t>();
+    return std::nullopt;
   }
-
-  // Times, percentages and averages. JSON cannot say inf or nan, and an overflowing literal
-  // such as 1e999 is refused by the parser already.
-  void read(const json& value, const std::string& at, double& out) {
-    if (value.is_number() && value.get<double>() >= 0)
-      out = value.get<double>();
-    else
-      fail(at, "a non-negative number", value);
+  bool member(std::string_view key, nlohmann_value& out) const {
+    const auto it = v->find(key);
+    if (it == v->end())
+      return false;
+    out.v = &*it;
+    return true;
   }
-
-  void read(const json& value, const std::string& at, std::string& out) {
-    if (value.is_string())
-      out = value.get<std::string>();
-    else
-      fail(at, "a string", value);
+  template <typename F> void members(F each) const {
+    for (auto it = v->begin(); it != v->end(); ++it)
+      if (!each(std::string_view(it.key()), nlohmann_value{&it.value()}))
+        return;
   }
-
-  void read(const json& value, const std::string& at, bool& out) {
-    if (value.is_boolean())
-      out = value.get<bool>();
-    else
-      fail(at, "true or false", value);
+  template <typename F> void elements(F each) const {
+    for (const json& item : *v)
+      if (!each(nlohmann_value{&item}))
+        return;
   }
-
-  void read(const json& value, const std::string& at, timed_flag& out) {
-    read(value, at, out.value);
-  }
-
-  // Null and absent both mean "none": the writer emits null, a rebuilt record may omit it.
-  void read(const json& value, const std::string& at, std::optional<std::int64_t>& out) {
-    if (value.is_number_integer() &&
-        (!value.is_number_unsigned() || value.get<std::uint64_t>() <= INT64_MAX))
-      out = value.get<std::int64_t>();
-    else if (!value.is_null())
-      fail(at, "an integer or null", value);
-  }
-
-  void read(const json& value, const std::string& at, std::optional<double>& out) {
-    if (value.is_null())
-      return;
-    double seconds = 0;
-    read(value, at, seconds);
-    out = seconds;
-  }
-
-  void read(const json& value, const std::string& at, job_status& out) {
-    const auto found = value.is_string() ? std::find(status_names.begin(), status_names.end(),
-                                                     value.get<std::string>())
-                                         : status_names.end();
-    if (found == status_names.end())
-      return fail(at, "one of finalized, aborted, signal, exit", value);
-    out = static_cast<job_status>(found - status_names.begin());
-  }
-
-  void read(const json& value, const std::string& at, histogram_bin& out) {
-    const bool pair = value.is_array() && value.size() == 2;
-    const auto key = pair ? as_count(value[0]) : std::nullopt;
-    const auto calls = pair ? as_count(value[1]) : std::nullopt;
-    if (!key || !calls)
-      return fail(at, "a [bin, calls] pair of non-negative integers", value);
-    out = {*key, *calls};
-  }
-
-  template <typename T> void read(const json& value, const std::string& at, std::vector<T>& out) {
-    if (!value.is_array())
-      return fail(at, "an array", value);
-    for (size_t i = 0; i < value.size() && error.empty(); ++i)
-      read(value[i], fmt::format("{}[{}]", at, i), out.emplace_back());
-  }
-
-  template <typename T>
-  void read(const json& value, const std::string& at, std::map<std::string, T>& out) {
-    if (!value.is_object())
-      return fail(at, "an object", value);
-    for (auto it = value.begin(); it != value.end() && error.empty(); ++it)
-      read(it.value(), join(at, it.key()), out[it.key()]);
-  }
-
-  // "routines" is an object keyed by name; the model keeps the name in the routine.
-  void read(const json& value, const std::string& at, std::vector<routine>& out) {
-    std::map<std::string, routine> by_name;
-    read(value, at, by_name);
-    for (auto& [name, r] : by_name) {
-      if (name.empty() && error.empty())
-        error = at + ": a routine has an empty name";
-      r.name = name;
-      out.push_back(std::move(r));
-    }
-  }
+  std::string describe() const { return record::describe(*v); }
 };
-
-// Ranges that depend on other fields, checked once the types are known to be right.
-std::string range_error(const job_record& record) {
-  const job_facts& job = record.job;
-  if (job.ranks == 0)
-    return "job.ranks: expected a positive integer, got 0";
-  if (job.ranks_reported == 0 || job.ranks_reported > job.ranks)
-    return fmt::format("job.ranks_reported: expected an integer from 1 to job.ranks ({}), got {}",
-                       job.ranks, job.ranks_reported);
-  if (job.signal && *job.signal <= 0)
-    return fmt::format("job.signal: expected a positive signal number or null, got {}",
-                       *job.signal);
-  std::vector<std::pair<std::string, std::uint64_t>> ranks = {
-      {"job.mpi_percent_by_rank.min_rank", job.mpi_percent_by_rank.min_rank},
-      {"job.mpi_percent_by_rank.max_rank", job.mpi_percent_by_rank.max_rank}};
-  for (const routine& r : record.routines) {
-    const std::string at = join("routines", r.name);
-    for (size_t i = 0; i < r.size_histogram.size(); ++i) {
-      const std::uint64_t bound = r.size_histogram[i].key;
-      if ((bound & (bound - 1)) != 0)
-        return fmt::format("{}.size_histogram[{}][0]: expected a bin lower bound (0 or a power "
-                           "of 2), got {}",
-                           at, i, bound);
-    }
-    for (size_t i = 0; i < r.comm_size_histogram.size(); ++i)
-      if (r.comm_size_histogram[i].key == 0)
-        return fmt::format("{}.comm_size_histogram[{}][0]: expected a communicator size (1 or "
-                           "more), got 0",
-                           at, i);
-    // Unchecked, the sum in routine::bytes() could wrap and turn into nonsense rates.
-    if (r.bytes_received > UINT64_MAX - r.bytes_sent)
-      return at + ": bytes_sent + bytes_received exceeds 2^64 - 1";
-    ranks.emplace_back(at + ".per_rank.calls.max_rank", r.per_rank.calls.max_rank);
-    ranks.emplace_back(at + ".per_rank.time_s.max_rank", r.per_rank.time_s.max_rank);
-  }
-  for (const auto& [at, rank] : ranks)
-    if (rank >= job.ranks)
-      return fmt::format("{}: expected a rank below job.ranks ({}), got {}", at, job.ranks, rank);
-  return "";
-}
 
 // A JSON object whose "schema" is the one this code reads, checked before anything else so
 // that a newer document is not blamed for a missing field.
@@ -396,9 +125,9 @@ std::optional<json> parse_document(std::string_view text, std::string_view schem
 }
 
 template <typename T> std::optional<T> read_document(const json& doc, std::string& error) {
-  reader in;
+  reader<nlohmann_value> in;
   T out;
-  in.read(doc, "", out);
+  in.read_root(nlohmann_value{&doc}, out);
   error = in.error;
   return error.empty() ? std::optional(std::move(out)) : std::nullopt;
 }
@@ -462,8 +191,65 @@ out_json write(const std::vector<routine>& routines) {
 
 } // namespace
 
+std::string detail::printable(std::string_view text, size_t limit) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    // Cut only at the start of a UTF-8 sequence so the message stays valid UTF-8.
+    if (out.size() >= limit && (byte & 0xC0) != 0x80)
+      return out + "...";
+    out += byte < 0x20 || byte == 0x7F ? fmt::format("\\x{:02x}", byte) : std::string(1, c);
+  }
+  return out;
+}
+
+std::string detail::range_error(const job_record& record) {
+  const job_facts& job = record.job;
+  if (job.ranks == 0)
+    return "job.ranks: expected a positive integer, got 0";
+  if (job.ranks_reported == 0 || job.ranks_reported > job.ranks)
+    return fmt::format("job.ranks_reported: expected an integer from 1 to job.ranks ({}), got {}",
+                       job.ranks, job.ranks_reported);
+  if (job.signal && *job.signal <= 0)
+    return fmt::format("job.signal: expected a positive signal number or null, got {}",
+                       *job.signal);
+  // Paths are built only for a problem: this runs for every record a site ingests.
+  const auto at = [](const routine& r) { return "routines." + printable(r.name); };
+  for (const routine& r : record.routines) {
+    for (size_t i = 0; i < r.size_histogram.size(); ++i) {
+      const std::uint64_t bound = r.size_histogram[i].key;
+      if ((bound & (bound - 1)) != 0)
+        return fmt::format("{}.size_histogram[{}][0]: expected a bin lower bound (0 or a power "
+                           "of 2), got {}",
+                           at(r), i, bound);
+    }
+    for (size_t i = 0; i < r.comm_size_histogram.size(); ++i)
+      if (r.comm_size_histogram[i].key == 0)
+        return fmt::format("{}.comm_size_histogram[{}][0]: expected a communicator size (1 or "
+                           "more), got 0",
+                           at(r), i);
+    // Unchecked, the sum in routine::bytes() could wrap and turn into nonsense rates.
+    if (r.bytes_received > UINT64_MAX - r.bytes_sent)
+      return at(r) + ": bytes_sent + bytes_received exceeds 2^64 - 1";
+  }
+  const auto rank_error = [&](const std::string& where, std::uint64_t rank) {
+    return fmt::format("{}: expected a rank below job.ranks ({}), got {}", where, job.ranks, rank);
+  };
+  if (job.mpi_percent_by_rank.min_rank >= job.ranks)
+    return rank_error("job.mpi_percent_by_rank.min_rank", job.mpi_percent_by_rank.min_rank);
+  if (job.mpi_percent_by_rank.max_rank >= job.ranks)
+    return rank_error("job.mpi_percent_by_rank.max_rank", job.mpi_percent_by_rank.max_rank);
+  for (const routine& r : record.routines) {
+    if (r.per_rank.calls.max_rank >= job.ranks)
+      return rank_error(at(r) + ".per_rank.calls.max_rank", r.per_rank.calls.max_rank);
+    if (r.per_rank.time_s.max_rank >= job.ranks)
+      return rank_error(at(r) + ".per_rank.time_s.max_rank", r.per_rank.time_s.max_rank);
+  }
+  return "";
+}
+
 std::string_view status_name(job_status status) {
-  return status_names.at(static_cast<size_t>(status));
+  return detail::status_names.at(static_cast<size_t>(status));
 }
 
 parse_result parse_record(std::string_view json_text) {
@@ -471,7 +257,7 @@ parse_result parse_record(std::string_view json_text) {
   if (const auto doc = parse_document(json_text, record_schema, result.error))
     result.record = read_document<job_record>(*doc, result.error);
   if (result.record)
-    result.error = range_error(*result.record);
+    result.error = detail::range_error(*result.record);
   if (!result.error.empty())
     result.record.reset();
   return result;
@@ -492,7 +278,7 @@ model_parse_result parse_model(std::string_view json_text) {
   for (const auto& [name, m] : result.model ? result.model->routines : machine_model{}.routines)
     if (m.bytes_per_s <= 0 && result.error.empty())
       result.error = fmt::format("{}.bytes_per_s: expected a positive number, got {}",
-                                 join("routines", name), m.bytes_per_s);
+                                 "routines." + detail::printable(name), m.bytes_per_s);
   if (!result.error.empty())
     result.model.reset();
   return result;

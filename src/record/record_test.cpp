@@ -1,4 +1,5 @@
 #include "record/record.hpp"
+#include "record/record_fast.hpp"
 #include "record/render.hpp"
 
 #include <algorithm>
@@ -37,6 +38,10 @@ template <typename Change> std::string modified(Change change) {
 std::string error_of(const std::string& text) {
   const auto parsed = parse_record(text);
   EXPECT_FALSE(parsed.ok());
+  // The bulk reader of site ingest refuses the same text with the same message.
+  const auto fast = parse_record_fast(text);
+  EXPECT_FALSE(fast.ok());
+  EXPECT_EQ(fast.error, parsed.error);
   return parsed.error;
 }
 
@@ -205,6 +210,52 @@ TEST(ParseRecord, NamesEachKindOfMalformedInput) {
             "job.partial: expected true or false, got \"no\"");
   EXPECT_EQ(error_of(R"({"schema":"strata.job/1","job":{"wall_time_s":1e999}})"),
             "not JSON: a number is out of range");
+}
+
+// parse_record_fast (simdjson, for site ingest) must give parse_record's result on any text.
+void expect_same_as_reference(const std::string& text) {
+  const auto reference = parse_record(text);
+  const auto fast = parse_record_fast(text);
+  ASSERT_EQ(fast.ok(), reference.ok()) << text.substr(0, 200) << "\n" << reference.error;
+  EXPECT_EQ(fast.error, reference.error);
+  if (reference.ok()) {
+    EXPECT_EQ(*fast.record, *reference.record);
+  }
+}
+
+TEST(ParseRecordFast, AgreesWithTheReferenceReader) {
+  const std::string text = sample_text();
+  // The sample takes the simdjson path itself, not the fallback.
+  ASSERT_TRUE(read_record_simdjson(text).has_value());
+  expect_same_as_reference(text);
+  expect_same_as_reference(to_json(sample()));
+  // Numbers at the edges of the integer kinds, and integral doubles as counts.
+  for (const char* value : {"0", "-0", "4e3", "18446744073709551615", "18446744073709551616",
+                            "9223372036854775808", "-9223372036854775808", "1.5", "-0.0"}) {
+    std::string changed = modified([](json& doc) { doc["job"]["abort_code"] = "@"; });
+    changed.replace(changed.find("\"@\""), 3, value);
+    expect_same_as_reference(changed);
+    changed = modified([](json& doc) { doc["routines"]["MPI_Send"]["calls"] = "@"; });
+    changed.replace(changed.find("\"@\""), 3, value);
+    expect_same_as_reference(changed);
+  }
+  // Escapes (a lone surrogate included), repeated keys and unknown keys.
+  std::string changed = modified([](json& doc) { doc["job"]["user"] = "\u00e9\t\"x\""; });
+  expect_same_as_reference(changed);
+  changed = modified([](json& doc) { doc["job"]["user"] = "@"; });
+  changed.replace(changed.find("\"@\""), 3, "\"\\ud800\"");
+  expect_same_as_reference(changed);
+  changed = modified([](json& doc) { doc["job"]["user"] = "first"; });
+  changed.replace(changed.find("\"user\""), 0, "\"user\":\"second\",");
+  expect_same_as_reference(changed);
+  changed = modified([](json& doc) { doc["job"]["environment"]["HOME"] = "/a"; });
+  changed.replace(changed.find("\"HOME\""), 0, "\"HOME\":7,");
+  expect_same_as_reference(changed);
+  changed = modified([](json& doc) { doc["routines"]["MPI_Send"]["future"] = {{"x", {1, 2}}}; });
+  expect_same_as_reference(changed);
+  // Truncated at every length: the same message each time.
+  for (size_t n = 0; n < text.size(); n += 97)
+    expect_same_as_reference(text.substr(0, n));
 }
 
 TEST(ParseRecord, RefusesByteCountsThatWouldOverflowTheirSum) {

@@ -30,6 +30,7 @@ struct ingest_summary {
   std::string summary_line() const;
 };
 
+// Sets glibc's trim and mmap thresholds for the process (see ingest.cpp).
 // Throws store_error when the store fails; what was committed before stays committed and
 // its files are gone from the spool, the rest stays in the spool for the next run.
 ingest_summary ingest(store& db, const ingest_options& options);

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <sstream>
 #include <unistd.h>
+#include <zlib.h>
 
 namespace strata::site {
 namespace {
@@ -165,6 +166,31 @@ TEST(SiteStore, WeekStartsMonday) {
   EXPECT_EQ(week_start(*parse_utc_time("2026-11-16")), *parse_utc_time("2026-11-16"));
 }
 
+TEST(SiteStore, PackedRecordsReadBackWhoeverPackedThem) {
+  const std::string text = read_file(std::string(STRATA_RECORD_TESTDATA) + "/sample.json");
+  const std::string packed = pack_record(text);
+  ASSERT_EQ(packed.substr(0, 2), "z1");
+  EXPECT_LT(packed.size(), text.size() / 2);
+  EXPECT_EQ(unpack_record(packed), text);
+  // Stores written before libdeflate hold zlib's own output, level 1, in the same frame.
+  uLongf size = compressBound(static_cast<uLong>(text.size()));
+  std::string old(6 + size, '\0');
+  old[0] = 'z';
+  old[1] = '1';
+  for (int i = 0; i < 4; ++i)
+    old[2 + i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  ASSERT_EQ(compress2(reinterpret_cast<Bytef*>(old.data() + 6), &size,
+                      reinterpret_cast<const Bytef*>(text.data()), static_cast<uLong>(text.size()),
+                      Z_BEST_SPEED),
+            Z_OK);
+  old.resize(6 + size);
+  EXPECT_EQ(unpack_record(old), text);
+  EXPECT_EQ(unpack_record("{\"hand\": \"made\"}"), "{\"hand\": \"made\"}");
+  std::string damaged = packed;
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x5a);
+  EXPECT_THROW(unpack_record(damaged), store_error);
+}
+
 class StoreBackend : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -188,6 +214,17 @@ protected:
   record::job_record sample_;
   std::string sample_text_;
 };
+
+TEST_F(StoreBackend, PostgresqlStoresHaveNoForeignKeys) {
+  const auto s = store::open(url_);
+  if (s->kind() != backend::postgresql)
+    GTEST_SKIP() << "SQLite keeps its foreign keys";
+  std::int64_t n = -1;
+  s->query("SELECT COUNT(*) FROM information_schema.table_constraints WHERE constraint_type = "
+           "'FOREIGN KEY' AND table_name IN ('job_routines', 'job_records')",
+           {}, [&](const store::row& r) { n = r.i64(0); });
+  EXPECT_EQ(n, 0); // migration 3: checking them per row cost more than the inserts
+}
 
 TEST_F(StoreBackend, MigratesInsertsOnceAndQueries) {
   auto s = store::open(url_);

@@ -9,6 +9,7 @@
 //                                            owner and end_time copied in so that period and user
 //                                            sums over routines need no join
 //   web_tokens(token_hash, uid, ...)         (version 2) login tokens of the web interface
+//   (version 3: PostgreSQL drops the foreign keys of job_routines and job_records, see store.cpp)
 // A job belongs to the owner of its spool file (`owner`, `owner_uid`); what the record claims is
 // kept beside it (`claimed_user`, `claimed_uid`) and `owner_mismatch` flags a difference.
 // Periods are half-open [from, to) over the job's end time, in seconds since the epoch (UTC).
@@ -30,7 +31,7 @@ struct job_record;
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 2;
+inline constexpr int store_schema_version = 3;
 
 // Any failure of the database (connection, SQL, constraint) as one line.
 class store_error : public std::runtime_error {
@@ -224,6 +225,7 @@ protected:
               const std::vector<std::vector<param>>& rows);
   virtual std::string id_column_type() const = 0; // the auto-numbered primary key
   virtual std::string blob_column_type() const = 0;
+  virtual std::string drop_foreign_keys_sql() const = 0; // migration 3 (store.cpp)
   virtual void begin_migration() = 0; // a transaction holding the store's write lock
 };
 

@@ -1,14 +1,18 @@
 // The PostgreSQL store (libpq). Queries travel as text with server-side parameters; a batch of
-// jobs goes in with multi-row INSERTs and its routines with COPY, one round trip each.
+// jobs goes in with binary COPY (see insert_rows).
 #include "site/store_backends.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fmt/format.h>
 #include <libpq-fe.h>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 namespace strata::site {
 namespace {
@@ -66,27 +70,60 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
-// COPY's text format: backslash, tab, newline and carriage return escaped.
-void copy_text(std::string& out, const std::string& v) {
-  for (const char c : v) {
-    switch (c) {
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    default:
-      out += c;
-    }
+// The columns of jobs an insert fills (all but job_id), in COPY and INSERT order.
+constexpr const char* insert_columns =
+    "job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, owner_mismatch, "
+    "start_time, end_time, ranks, ranks_reported, hosts, executable, language, mpi_flavor, "
+    "status, partial, wall_time_s, cpu_time_s, mpi_time_s, mpi_percent, overhead_s, mpi_calls, "
+    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at";
+
+// COPY's binary format: a header, then per row the field count and each field as a length
+// and big-endian bytes, then -1. The field types must match the columns' (BIGINT: i64,
+// INTEGER: i32, DOUBLE PRECISION: f64, TEXT: text, BYTEA: bytes).
+class copy_binary {
+public:
+  copy_binary() {
+    data_.append("PGCOPY\n\377\r\n\0", 11);
+    put(std::uint32_t{0}); // flags
+    put(std::uint32_t{0}); // header extension length
   }
-}
+  void tuple(std::uint16_t fields) { put(fields); }
+  void i64(std::int64_t v) {
+    put(std::uint32_t{8});
+    put(static_cast<std::uint64_t>(v));
+  }
+  void i32(std::int32_t v) {
+    put(std::uint32_t{4});
+    put(static_cast<std::uint32_t>(v));
+  }
+  void f64(double v) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    put(std::uint32_t{8});
+    put(bits);
+  }
+  // PostgreSQL's text holds no NUL byte: cut there, as a C string parameter would be.
+  void text(std::string_view v) { bytes(v.substr(0, v.find('\0'))); }
+  void bytes(std::string_view v) {
+    put(static_cast<std::uint32_t>(v.size()));
+    data_.append(v);
+  }
+  void null() { put(std::uint32_t{0xFFFFFFFF}); }
+  // The whole stream, trailer included.
+  const std::string& finish() {
+    put(std::uint16_t{0xFFFF});
+    return data_;
+  }
+
+private:
+  template <typename U> void put(U v) {
+    char b[sizeof(U)];
+    for (size_t i = 0; i < sizeof(U); ++i)
+      b[i] = static_cast<char>((v >> (8 * (sizeof(U) - 1 - i))) & 0xFF);
+    data_.append(b, sizeof(U));
+  }
+  std::string data_;
+};
 
 std::string exact(double v) {
   return fmt::format("{}", v);
@@ -114,113 +151,78 @@ public:
 
 protected:
   void begin_write() override { execute("BEGIN"); }
+  // Binary COPY throughout, no SQL text per row: the jobs into a temporary table, then one
+  // INSERT ... SELECT ... ON CONFLICT DO NOTHING RETURNING that assigns the ids and skips
+  // the jobs already stored; the records and routines of the new jobs straight into their
+  // tables. Five round trips a batch, whatever its size.
   insert_result insert_rows(const std::vector<stored_job>& jobs) override {
     insert_result result;
     result.was_new.assign(jobs.size(), false);
     try {
-      constexpr size_t chunk = 500; // 28 parameters a row, under the protocol's 65535
-      std::map<std::string, size_t> first_of_key;
+      execute(
+          "CREATE TEMP TABLE IF NOT EXISTS ingest_jobs ON COMMIT DELETE ROWS AS SELECT 0 AS n, " +
+          std::string(insert_columns) + " FROM jobs WITH NO DATA");
+      const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+      copy_binary staged;
+      std::unordered_map<std::string_view, size_t> first_of_key;
+      first_of_key.reserve(jobs.size());
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        const job_row& j = jobs[i].job;
+        // As the server will return it (text() cuts at a NUL byte).
+        first_of_key.try_emplace(std::string_view(j.job_key).substr(0, j.job_key.find('\0')), i);
+        staged.tuple(29);
+        staged.i32(static_cast<std::int32_t>(i));
+        staged.text(j.job_key);
+        staged.text(j.record_id);
+        staged.text(j.owner);
+        staged.i64(j.owner_uid);
+        staged.text(j.claimed_user);
+        staged.i64(j.claimed_uid);
+        staged.i32(j.owner_mismatch ? 1 : 0);
+        staged.i64(j.start_time);
+        staged.i64(j.end_time);
+        staged.i64(j.ranks);
+        staged.i64(j.ranks_reported);
+        staged.i64(j.hosts);
+        staged.text(j.executable);
+        staged.text(j.language);
+        staged.text(j.mpi_flavor);
+        staged.text(j.status);
+        staged.i32(j.partial ? 1 : 0);
+        staged.f64(j.wall_time_s);
+        staged.f64(j.cpu_time_s);
+        staged.f64(j.mpi_time_s);
+        staged.f64(j.mpi_percent);
+        staged.f64(j.overhead_s);
+        staged.i64(j.mpi_calls);
+        staged.i64(j.mpi_bytes);
+        staged.i64(j.routine_groups);
+        staged.i32(j.cpu_class);
+        if (j.instructions)
+          staged.f64(*j.instructions);
+        else
+          staged.null();
+        staged.i64(now);
+      }
+      copy_in("COPY ingest_jobs (n, " + std::string(insert_columns) +
+                  ") FROM STDIN (FORMAT binary)",
+              staged);
       std::vector<std::int64_t> ids(jobs.size(), 0);
-      const std::string now = std::to_string(static_cast<std::int64_t>(std::time(nullptr)));
-      for (size_t begin = 0; begin < jobs.size(); begin += chunk) {
-        const size_t end = std::min(jobs.size(), begin + chunk);
-        std::string sql =
-            "INSERT INTO jobs (job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, "
-            "owner_mismatch, start_time, end_time, ranks, ranks_reported, hosts, executable, "
-            "language, mpi_flavor, status, partial, wall_time_s, cpu_time_s, mpi_time_s, "
-            "mpi_percent, overhead_s, mpi_calls, mpi_bytes, routine_groups, cpu_class, "
-            "instructions, ingested_at) VALUES ";
-        std::vector<std::string> values;
-        std::vector<bool> null_values;
-        values.reserve((end - begin) * 28);
-        for (size_t i = begin; i < end; ++i) {
-          const job_row& j = jobs[i].job;
-          first_of_key.try_emplace(j.job_key, i);
-          sql += i == begin ? "(" : ",(";
-          const size_t base = values.size();
-          for (int c = 1; c <= 28; ++c)
-            sql += fmt::format("{}${}", c == 1 ? "" : ",", base + static_cast<size_t>(c));
-          sql += ")";
-          values.push_back(j.job_key);
-          values.push_back(j.record_id);
-          values.push_back(j.owner);
-          values.push_back(std::to_string(j.owner_uid));
-          values.push_back(j.claimed_user);
-          values.push_back(std::to_string(j.claimed_uid));
-          values.push_back(j.owner_mismatch ? "1" : "0");
-          values.push_back(std::to_string(j.start_time));
-          values.push_back(std::to_string(j.end_time));
-          values.push_back(std::to_string(j.ranks));
-          values.push_back(std::to_string(j.ranks_reported));
-          values.push_back(std::to_string(j.hosts));
-          values.push_back(j.executable);
-          values.push_back(j.language);
-          values.push_back(j.mpi_flavor);
-          values.push_back(j.status);
-          values.push_back(j.partial ? "1" : "0");
-          values.push_back(exact(j.wall_time_s));
-          values.push_back(exact(j.cpu_time_s));
-          values.push_back(exact(j.mpi_time_s));
-          values.push_back(exact(j.mpi_percent));
-          values.push_back(exact(j.overhead_s));
-          values.push_back(std::to_string(j.mpi_calls));
-          values.push_back(std::to_string(j.mpi_bytes));
-          values.push_back(std::to_string(j.routine_groups));
-          values.push_back(std::to_string(j.cpu_class));
-          null_values.resize(values.size() + 1, false);
-          null_values[values.size()] = !j.instructions;
-          values.push_back(j.instructions ? exact(*j.instructions) : std::string());
-          values.push_back(now);
-        }
-        sql += " ON CONFLICT (job_key) DO NOTHING RETURNING job_id, job_key";
-        std::vector<const char*> pointers;
-        pointers.reserve(values.size());
-        null_values.resize(values.size(), false);
-        for (size_t v = 0; v < values.size(); ++v)
-          pointers.push_back(null_values[v] ? nullptr : values[v].c_str());
-        result_ptr r(PQexecParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
-                                  pointers.data(), nullptr, nullptr, 0));
+      {
+        result_ptr r(PQexec(conn_, ("INSERT INTO jobs (" + std::string(insert_columns) +
+                                    ") SELECT " + insert_columns +
+                                    " FROM ingest_jobs ORDER BY n ON CONFLICT (job_key) DO "
+                                    "NOTHING RETURNING job_id, job_key")
+                                       .c_str()));
         check(r, PGRES_TUPLES_OK);
         for (int i = 0; i < PQntuples(r.get()); ++i) {
           const pg_row pr(r.get(), i);
-          const auto it = first_of_key.find(pr.text(1));
-          if (it != first_of_key.end())
+          const std::string key = pr.text(1);
+          if (const auto it = first_of_key.find(key); it != first_of_key.end())
             ids[it->second] = pr.i64(0);
         }
       }
-      // The records of the new jobs, as binary BYTEA, many rows a statement.
-      for (size_t begin = 0; begin < jobs.size(); begin += chunk) {
-        const size_t end = std::min(jobs.size(), begin + chunk);
-        std::string sql = "INSERT INTO job_records (job_id, record) VALUES ";
-        std::vector<std::string> values;
-        std::vector<int> lengths, formats;
-        for (size_t i = begin; i < end; ++i) {
-          if (ids[i] == 0)
-            continue;
-          sql += fmt::format("{}(${}, ${})", values.empty() ? "" : ",", values.size() + 1,
-                             values.size() + 2);
-          values.push_back(std::to_string(ids[i]));
-          formats.push_back(0);
-          values.push_back(jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
-                                                         : jobs[i].record_packed);
-          formats.push_back(1);
-        }
-        if (values.empty())
-          continue;
-        std::vector<const char*> pointers;
-        for (const std::string& v : values) {
-          pointers.push_back(v.data());
-          lengths.push_back(static_cast<int>(v.size()));
-        }
-        check(
-            result_ptr(PQexecParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
-                                    pointers.data(), lengths.data(), formats.data(), 0)));
-      }
-      // The routines of the new jobs in one COPY.
-      check(result_ptr(PQexec(conn_, "COPY job_routines (job_id, routine, owner, end_time, "
-                                     "calls, time_s, bytes, count_sum) FROM STDIN")),
-            PGRES_COPY_IN);
-      std::string buffer;
+      copy_binary records, routines;
       for (size_t i = 0; i < jobs.size(); ++i) {
         if (ids[i] == 0) {
           ++result.duplicates;
@@ -228,28 +230,36 @@ protected:
         }
         ++result.inserted;
         result.was_new[i] = true;
+        records.tuple(2);
+        records.i64(ids[i]);
+        records.bytes(jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
+                                                    : jobs[i].record_packed);
         const job_row& j = jobs[i].job;
         for (const routine_row& r : jobs[i].routines) {
-          buffer += std::to_string(ids[i]);
-          buffer += '\t';
-          copy_text(buffer, r.routine);
-          buffer += '\t';
-          copy_text(buffer, j.owner);
-          buffer += fmt::format("\t{}\t{}\t{}\t{}\t{}\n", j.end_time, r.calls, exact(r.time_s),
-                                r.bytes, r.count_sum);
+          routines.tuple(8);
+          routines.i64(ids[i]);
+          routines.text(r.routine);
+          routines.text(j.owner);
+          routines.i64(j.end_time);
+          routines.i64(r.calls);
+          routines.f64(r.time_s);
+          routines.i64(r.bytes);
+          routines.i64(r.count_sum);
         }
-        if (buffer.size() > (1 << 20))
-          flush_copy(buffer);
       }
-      flush_copy(buffer);
-      if (PQputCopyEnd(conn_, nullptr) != 1)
-        throw store_error(shown_ + ": " + one_line(PQerrorMessage(conn_)));
-      check(result_ptr(PQgetResult(conn_)));
-      while (PGresult* extra = PQgetResult(conn_))
-        PQclear(extra);
+      if (result.inserted > 0) {
+        copy_in("COPY job_records (job_id, record) FROM STDIN (FORMAT binary)", records);
+        copy_in("COPY job_routines (job_id, routine, owner, end_time, calls, time_s, bytes, "
+                "count_sum) FROM STDIN (FORMAT binary)",
+                routines);
+      }
     } catch (...) {
-      while (PGresult* extra = PQgetResult(conn_)) // a COPY cut short: drain it for ROLLBACK
+      while (PGresult* extra = PQgetResult(conn_)) { // drain what is left for ROLLBACK
+        const bool copying = PQresultStatus(extra) == PGRES_COPY_IN;
         PQclear(extra);
+        if (copying && PQputCopyEnd(conn_, "strata ingest cut short") != 1)
+          break;
+      }
       throw;
     }
     return result;
@@ -286,6 +296,10 @@ protected:
   }
   std::string id_column_type() const override { return "BIGSERIAL PRIMARY KEY"; }
   std::string blob_column_type() const override { return "BYTEA"; }
+  std::string drop_foreign_keys_sql() const override {
+    return "ALTER TABLE job_routines DROP CONSTRAINT IF EXISTS job_routines_job_id_fkey; "
+           "ALTER TABLE job_records DROP CONSTRAINT IF EXISTS job_records_job_id_fkey;";
+  }
   void begin_migration() override {
     execute("BEGIN");
     execute("LOCK TABLE schema_version IN ACCESS EXCLUSIVE MODE");
@@ -303,11 +317,24 @@ private:
       return url;
     return url.substr(0, colon) + ":***" + url.substr(at);
   }
-  void flush_copy(std::string& buffer) {
-    if (!buffer.empty() &&
-        PQputCopyData(conn_, buffer.data(), static_cast<int>(buffer.size())) != 1)
+  void copy_in(const std::string& sql, copy_binary& rows) {
+    check(result_ptr(PQexec(conn_, sql.c_str())), PGRES_COPY_IN);
+    const std::string& data = rows.finish();
+    constexpr size_t piece = 1 << 20;
+    bool sent = true;
+    for (size_t at = 0; at < data.size() && sent; at += piece)
+      sent = PQputCopyData(conn_, data.data() + at,
+                           static_cast<int>(std::min(piece, data.size() - at))) == 1;
+    const std::string why = sent ? std::string() : one_line(PQerrorMessage(conn_));
+    // Ending the COPY (with an error message when cut short) leaves the connection usable.
+    if (PQputCopyEnd(conn_, sent ? nullptr : "strata ingest cut short") != 1 && sent)
       throw store_error(shown_ + ": " + one_line(PQerrorMessage(conn_)));
-    buffer.clear();
+    result_ptr r(PQgetResult(conn_));
+    while (PGresult* extra = PQgetResult(conn_))
+      PQclear(extra);
+    if (!sent)
+      throw store_error(shown_ + ": " + why);
+    check(r);
   }
   void check(const result_ptr& r, ExecStatusType wanted = PGRES_COMMAND_OK) {
     const ExecStatusType got = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;

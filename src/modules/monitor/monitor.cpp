@@ -461,12 +461,15 @@ struct pending_send {
   const double loop_cpu0 = cpu_seconds();
   const uint64_t loop_wall0 = mono_ns();
   // Idle back-off: each wakeup costs the tool rank about 25 us here (the probe, Open MPI's
-  // sched_yield when oversubscribed, two context switches). Growing 4x to a 5 ms cap halved
-  // that cost, but let bursts of rounds overrun the offload buffers (rounds dropped under the
-  // default policy), so the cap stays at 2 ms.
+  // sched_yield when oversubscribed, two context switches). A 5 ms cap halves that cost, but
+  // a burst of rounds (strata_monitor_dump() in a loop) then overruns the offload buffers and
+  // rounds are dropped under the default policy; 2 ms does not. Periodic rounds come no faster
+  // than the period, so a sleep of up to half of it still takes each round before the next:
+  // with a period the cap follows it, from 2 to 5 ms.
   constexpr long backoff_first_us = 10;
   constexpr long backoff_growth = 2;
-  constexpr long backoff_cap_us = 2000;
+  const long backoff_cap_us =
+      s.period_ns > 0 ? std::clamp(static_cast<long>(s.period_ns / 2000), 2000L, 5000L) : 2000L;
   long backoff_us = backoff_first_us;
   bool fini = false;
   while (!fini) {

@@ -3,8 +3,12 @@
 # untimed) in SQLite and in a PostgreSQL server started here, then `strata site serve` on each
 # and median/p95 of pages and API calls (bench/web_latency.py), as an admin (every job).
 # Usage: bench/run_web.sh [COUNT] [WORKDIR]
-#   STRATA_WEB_BENCH_SQLITE=PATH  use this existing SQLite store instead of filling one
+#   STRATA_WEB_BENCH_SQLITE=PATH  use this existing SQLite store instead of filling one ("none":
+#                                 PostgreSQL only)
 #   STRATA_WEB_BENCH_POSTGRES=0   SQLite only
+#   STRATA_WEB_BENCH_POSTGRES_URL=URL  use this existing PostgreSQL store instead of filling one
+#   STRATA_WEB_BENCH_MATRIX=N     repeats per request of the jobs-list matrix (every sort under
+#                                 each filter; 0: none; default 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-1000000}
@@ -27,12 +31,16 @@ measure() { # URL LABEL
   local pid=$!
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/login" && break; sleep 0.2; done
   echo "== $2, $count records (admin: every job)"
-  python3 bench/web_latency.py "http://127.0.0.1:$port" "$token" 20
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  python3 bench/web_latency.py "http://127.0.0.1:$port" "$token" 20 "${STRATA_WEB_BENCH_MATRIX:-5}"
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   kill "$pid"
   wait "$pid" || true
 }
 
-if [ -n "${STRATA_WEB_BENCH_SQLITE:-}" ]; then
+if [ "${STRATA_WEB_BENCH_SQLITE:-}" = none ]; then
+  : # PostgreSQL only
+elif [ -n "${STRATA_WEB_BENCH_SQLITE:-}" ]; then
   measure "sqlite:$STRATA_WEB_BENCH_SQLITE" "SQLite"
 else
   sqlite_db="sqlite:$work/site.db"
@@ -40,7 +48,9 @@ else
   measure "$sqlite_db" "SQLite"
 fi
 
-if [ "${STRATA_WEB_BENCH_POSTGRES:-1}" = 1 ]; then
+if [ -n "${STRATA_WEB_BENCH_POSTGRES_URL:-}" ]; then
+  measure "$STRATA_WEB_BENCH_POSTGRES_URL" "PostgreSQL"
+elif [ "${STRATA_WEB_BENCH_POSTGRES:-1}" = 1 ]; then
   pg_url=$(cd tests/integration && python3 -c '
 import site_postgres, sys
 s = site_postgres.PostgresServer(); print(s.start()); sys.stderr.write(s.dir + "\n")' 2>"$work/pgdir")

@@ -126,19 +126,30 @@ std::string size_class_label(std::int64_t ranks) {
 report build_report(store& db, const report_options& o) {
   report out;
   out.options = o;
-  const std::vector<job_class_row> classes =
-      db.job_classes(o.when, o.critical_mpi_percent, std::nullopt);
-
+  const bool only_one = o.user.has_value();
+  const bool site_only = !o.user_parts && !only_one && o.site_part;
   std::map<std::string, job_totals> by_owner;
   std::map<std::string, std::array<std::int64_t, 3>> languages_of_owner; // C, Fortran, other
   std::map<std::string, std::int64_t> critical_of_owner;
   job_totals all;
-  for (const job_class_row& c : classes) {
-    add_totals(by_owner[c.owner], c.totals);
-    add_totals(all, c.totals);
-    auto& l = languages_of_owner[c.owner];
-    l[is_c(c.language) ? 0 : is_fortran(c.language) ? 1 : 2] += c.totals.jobs;
-    critical_of_owner[c.owner] += c.critical_jobs;
+  // Per owner, language, size and CPU-time class; for the site part alone, per language, size
+  // class and CPU-time class (owner left empty), with the owners' sums apart: over whole days
+  // both come from small day tables (day_shapes, day_owners) instead of day_classes.
+  std::vector<job_class_row> classes;
+  if (site_only) {
+    by_owner = db.owner_totals(o.when);
+    for (const auto& [owner, t] : by_owner)
+      add_totals(all, t);
+    classes = db.job_shapes(o.when);
+  } else {
+    classes = db.job_classes(o.when, o.critical_mpi_percent, std::nullopt);
+    for (const job_class_row& c : classes) {
+      add_totals(by_owner[c.owner], c.totals);
+      add_totals(all, c.totals);
+      auto& l = languages_of_owner[c.owner];
+      l[is_c(c.language) ? 0 : is_fortran(c.language) ? 1 : 2] += c.totals.jobs;
+      critical_of_owner[c.owner] += c.critical_jobs;
+    }
   }
   const double available =
       o.machine_cores ? *o.machine_cores * static_cast<double>(o.when.to - o.when.from) : 0.0;
@@ -155,8 +166,7 @@ report build_report(store& db, const report_options& o) {
       site_ips.push_back(*f.instructions_per_s);
   }
 
-  const bool only_one = o.user.has_value();
-  std::vector<owner_routine_row> owner_routines = db.routine_sums(o.when, o.user, true);
+  std::vector<owner_routine_row> owner_routines = db.routine_sums(o.when, o.user, !site_only);
   std::map<std::string, std::vector<owner_routine_row>> routines_of_owner;
   std::map<std::string, owner_routine_row> site_routines;
   for (owner_routine_row& r : owner_routines) {
@@ -171,7 +181,7 @@ report build_report(store& db, const report_options& o) {
   }
 
   for (const auto& [owner, t] : by_owner) {
-    if (only_one && owner != *o.user)
+    if ((only_one && owner != *o.user) || site_only)
       continue;
     user_report u;
     u.owner = owner;
@@ -354,8 +364,12 @@ report build_report(store& db, const report_options& o) {
   critical.min_mpi_percent = o.critical_mpi_percent;
   critical.order = job_order::latest;
   critical.limit = o.critical_job_limit;
-  for (const auto& [owner, n] : critical_of_owner)
-    s.critical_job_count += n;
+  if (site_only) {
+    s.critical_job_count = db.count_critical(o.when, o.critical_mpi_percent);
+  } else {
+    for (const auto& [owner, n] : critical_of_owner)
+      s.critical_job_count += n;
+  }
   s.critical_jobs = db.jobs(critical);
   out.site = std::move(s);
   return out;

@@ -15,9 +15,12 @@ namespace strata::site {
 
 struct report_options {
   period when;
-  std::string period_label;                   // "week 2026-11-16", "since 7d", ...
-  std::optional<std::string> user;            // only this user's part
-  bool site_part = true;                      // Fig. 5-11 and critical jobs (ignored with `user`)
+  std::string period_label;        // "week 2026-11-16", "since 7d", ...
+  std::optional<std::string> user; // only this user's part
+  bool site_part = true;           // Fig. 5-11 and critical jobs (ignored with `user`)
+  // false: the site part alone (the web's site page), without the users' parts and from the
+  // day tables only when the period is whole UTC days (see store::count_critical).
+  bool user_parts = true;
   double critical_mpi_percent = 15;           // jobs and users above it are marked
   double critical_routine_share = 10;         // % of a user's MPI time that marks a routine
   std::optional<record::machine_model> model; // latency/transfer/sync estimate

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <map>
 #include <sstream>
 #include <unistd.h>
 #include <zlib.h>
@@ -364,6 +365,276 @@ TEST_F(StoreBackend, DayTablesAgreeWithJobRows) {
     for (const owner_week_row& w : s->owner_weeks(p, std::string("u1")))
       week_jobs += w.totals.jobs;
     EXPECT_EQ(week_jobs, s->totals(p, std::string("u1")).jobs);
+  }
+}
+
+// Synthetic jobs over [from, to) with end times and MPI % set for the tests below: MPI %
+// on and around whole-number thresholds, and jobs on day boundaries.
+std::vector<stored_job> synth_jobs(int count, std::int64_t from, std::int64_t to) {
+  synth_options o;
+  o.seed = 11;
+  o.users = 5;
+  o.from = from;
+  o.to = to;
+  std::vector<stored_job> jobs;
+  for (int i = 0; i < count; ++i) {
+    const record::job_record r = synth_record(o, i);
+    stored_job j =
+        make_stored_job(r, record::to_json(r), static_cast<std::int64_t>(r.job.uid), r.job.user);
+    const double special[] = {0, 15, 15.000001, 14.999999, 100, 16, 20, 20.5, 120};
+    if (i % 4 == 0)
+      j.job.mpi_percent = special[static_cast<size_t>(i / 4) % std::size(special)];
+    if (i % 13 == 0)
+      j.job.end_time = from + (j.job.end_time - from) / 86400 * 86400; // midnight exactly
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+void expect_same_lines(const std::vector<breakdown_line>& a, const std::vector<breakdown_line>& b,
+                       const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].label, b[i].label) << what;
+    EXPECT_EQ(a[i].jobs, b[i].jobs) << what << " " << a[i].label;
+    EXPECT_NEAR(a[i].cpu_time_s, b[i].cpu_time_s, 1e-9 * (1 + b[i].cpu_time_s)) << what;
+    EXPECT_NEAR(a[i].mpi_time_s, b[i].mpi_time_s, 1e-9 * (1 + b[i].mpi_time_s)) << what;
+    EXPECT_NEAR(a[i].cpu_percent, b[i].cpu_percent, 1e-9) << what;
+    EXPECT_NEAR(a[i].jobs_percent, b[i].jobs_percent, 1e-9) << what;
+    EXPECT_NEAR(a[i].mpi_percent, b[i].mpi_percent, 1e-9) << what;
+  }
+}
+
+std::vector<std::int64_t> ids_of(const std::vector<job_row>& rows) {
+  std::vector<std::int64_t> ids;
+  for (const job_row& r : rows)
+    ids.push_back(r.job_id);
+  return ids;
+}
+
+void expect_same_site(const site_report& f, const site_report& o) {
+  EXPECT_EQ(f.totals.jobs, o.totals.jobs);
+  EXPECT_EQ(f.totals.pes, o.totals.pes);
+  EXPECT_EQ(f.totals.mpi_calls, o.totals.mpi_calls);
+  EXPECT_NEAR(static_cast<double>(f.totals.mpi_bytes), static_cast<double>(o.totals.mpi_bytes),
+              1e-12 * static_cast<double>(o.totals.mpi_bytes));
+  EXPECT_NEAR(f.totals.cpu_time_s, o.totals.cpu_time_s, 1e-9 * o.totals.cpu_time_s);
+  EXPECT_NEAR(f.totals.mpi_time_s, o.totals.mpi_time_s, 1e-9 * o.totals.mpi_time_s);
+  EXPECT_EQ(f.users, o.users);
+  EXPECT_EQ(f.routines_used, o.routines_used);
+  EXPECT_EQ(f.critical_job_count, o.critical_job_count);
+  // The same latest critical jobs (jobs that end in the same second may come in any order).
+  std::vector<std::int64_t> mine = ids_of(f.critical_jobs), theirs = ids_of(o.critical_jobs);
+  std::sort(mine.begin(), mine.end());
+  std::sort(theirs.begin(), theirs.end());
+  EXPECT_EQ(mine, theirs);
+  expect_same_lines(f.by_size, o.by_size, "by_size");
+  expect_same_lines(f.by_cpu_class, o.by_cpu_class, "by_cpu_class");
+  expect_same_lines(f.by_cpu_class_c, o.by_cpu_class_c, "by_cpu_class_c");
+  expect_same_lines(f.by_cpu_class_fortran, o.by_cpu_class_fortran, "by_cpu_class_fortran");
+  expect_same_lines(f.by_user, o.by_user, "by_user");
+  ASSERT_EQ(f.routines.size(), o.routines.size());
+  for (size_t i = 0; i < f.routines.size(); ++i) {
+    EXPECT_EQ(f.routines[i].name, o.routines[i].name);
+    EXPECT_EQ(f.routines[i].jobs, o.routines[i].jobs);
+    EXPECT_EQ(f.routines[i].calls, o.routines[i].calls);
+    // Sums past 2^53 are done in double precision: equal to the last bits of their order.
+    EXPECT_NEAR(static_cast<double>(f.routines[i].bytes), static_cast<double>(o.routines[i].bytes),
+                1e-12 * static_cast<double>(o.routines[i].bytes));
+    EXPECT_NEAR(f.routines[i].time_s, o.routines[i].time_s, 1e-9 * (1 + o.routines[i].time_s));
+  }
+  ASSERT_EQ(f.languages.size(), o.languages.size());
+  for (size_t i = 0; i < f.languages.size(); ++i) {
+    EXPECT_EQ(f.languages[i].language, o.languages[i].language);
+    EXPECT_EQ(f.languages[i].totals.jobs, o.languages[i].totals.jobs);
+  }
+  ASSERT_EQ(f.groups.size(), o.groups.size());
+  for (size_t i = 0; i < f.groups.size(); ++i) {
+    EXPECT_NEAR(f.groups[i].jobs_percent, o.groups[i].jobs_percent, 1e-9) << f.groups[i].name;
+    EXPECT_NEAR(f.groups[i].cpu_weighted_percent, o.groups[i].cpu_weighted_percent, 1e-9);
+  }
+}
+
+// The web's site page (the site part alone, whole days: day tables and day_mpi) gives the full
+// report's figures, and those of a period with partial days read from the job rows.
+TEST_F(StoreBackend, SitePageFromDayTablesEqualsFullReport) {
+  auto s = store::open(url_);
+  // Days of their own: on PostgreSQL the tests share one database.
+  const std::int64_t base = *parse_utc_time("2025-03-10");
+  std::vector<stored_job> jobs = synth_jobs(240, base + 1, base + 3 * 86400 - 1);
+  s->insert(std::vector<stored_job>(jobs.begin(), jobs.begin() + 150));
+  s->insert(std::vector<stored_job>(jobs.begin() + 100, jobs.end())); // overlap: duplicates
+
+  report_options page;
+  page.when = {base, base + 3 * 86400};
+  page.user_parts = false;
+  const report fast = build_report(*s, page);
+  report_options full = page;
+  full.user_parts = true;
+  const report slow = build_report(*s, full);
+  report_options partial = full; // the same jobs, read from job rows at both ends
+  partial.when = {base + 1, base + 3 * 86400 - 1};
+  const report rows = build_report(*s, partial);
+  ASSERT_TRUE(fast.site && slow.site && rows.site);
+  EXPECT_TRUE(fast.users.empty());
+  EXPECT_EQ(slow.users.size(), 5u);
+
+  // Known figures, from the jobs themselves.
+  std::int64_t critical = 0;
+  std::map<std::string, std::int64_t> per_owner;
+  std::vector<std::pair<std::int64_t, std::string>> critical_ends;
+  for (const stored_job& j : jobs) {
+    ++per_owner[j.job.owner];
+    if (j.job.mpi_percent > 15) {
+      ++critical;
+      critical_ends.emplace_back(j.job.end_time, j.job.job_key);
+    }
+  }
+  const site_report& f = *fast.site;
+  EXPECT_EQ(f.totals.jobs, 240);
+  EXPECT_EQ(f.users, 5);
+  EXPECT_EQ(f.critical_job_count, critical);
+  EXPECT_GT(critical, 50); // the list is bounded, the count is not
+  ASSERT_EQ(f.critical_jobs.size(), 50u);
+  std::sort(critical_ends.rbegin(), critical_ends.rend());
+  EXPECT_EQ(f.critical_jobs[0].end_time, critical_ends[0].first);
+  EXPECT_EQ(f.critical_jobs[49].end_time, critical_ends[49].first);
+  for (const breakdown_line& l : f.by_user)
+    EXPECT_EQ(l.jobs, per_owner[l.label]) << l.label;
+
+  for (const report* other : {&slow, &rows})
+    expect_same_site(f, *other->site);
+}
+
+// count_critical from day_mpi (whole days, whole-number thresholds) and from job rows (the
+// rest) against counting the rows; and a store made by schema version 3 gets the day tables of
+// version 4 filled, giving the same site page.
+TEST_F(StoreBackend, CriticalCountsFromDayBucketsAndAfterMigration) {
+  auto s = store::open(url_);
+  const std::int64_t base = *parse_utc_time("2025-04-14");
+  const std::vector<stored_job> jobs = synth_jobs(180, base, base + 4 * 86400);
+  s->insert(jobs);
+  auto check = [&](store& db) {
+    for (const period p : {period{base, base + 4 * 86400}, period{base + 86400, base + 2 * 86400},
+                           period{base + 5000, base + 3 * 86400 + 7}, period{base, base + 100}})
+      for (const double threshold : {0.0, 15.0, 15.5, 16.0, 20.0, 99.0, 100.0, -1.0, 150.0}) {
+        std::int64_t expected = 0;
+        for (const stored_job& j : jobs)
+          expected +=
+              j.job.end_time >= p.from && j.job.end_time < p.to && j.job.mpi_percent > threshold;
+        EXPECT_EQ(db.count_critical(p, threshold), expected)
+            << "threshold " << threshold << " from " << p.from - base;
+      }
+  };
+  check(*s);
+  EXPECT_EQ(mpi_bucket(15), 15);
+  EXPECT_EQ(mpi_bucket(15.000001), 16);
+  EXPECT_EQ(mpi_bucket(0), 0);
+  EXPECT_EQ(mpi_bucket(-3), 0);
+  EXPECT_EQ(mpi_bucket(100), 100);
+  EXPECT_EQ(mpi_bucket(100.5), 101);
+
+  report_options page;
+  page.when = {base, base + 4 * 86400};
+  page.user_parts = false;
+  const report before = build_report(*s, page);
+  ASSERT_TRUE(before.site);
+  EXPECT_EQ(before.site->totals.jobs, 180);
+
+  // Back to what version 3 had, then open: migration 4 runs and fills the new day tables from
+  // the jobs and day_classes, and migration 5 adds the per-owner list indexes.
+  s->execute("DROP TABLE day_mpi; DROP TABLE day_owners; DROP TABLE day_shapes; "
+             "DROP INDEX jobs_owner_list; DROP INDEX jobs_by_mpi; "
+             "DROP INDEX jobs_by_cpu; DROP INDEX jobs_by_ranks; "
+             "CREATE INDEX jobs_owner_end_time ON jobs (owner, end_time); DROP INDEX jobs_period; "
+             "CREATE INDEX jobs_period ON jobs (end_time, mpi_percent, owner, language, ranks, "
+             "cpu_class); "
+             "DROP INDEX jobs_owner_by_mpi; DROP INDEX jobs_owner_by_cpu; "
+             "DROP INDEX jobs_owner_by_ranks; DELETE FROM schema_version WHERE version >= 4");
+  s.reset();
+  s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+  check(*s);
+  const report after = build_report(*s, page);
+  ASSERT_TRUE(after.site);
+  expect_same_site(*after.site, *before.site);
+}
+
+// Every filter and order of the jobs list (two-step query: ids from an index, then rows)
+// against filtering and sorting all rows here.
+TEST_F(StoreBackend, JobListsFilterSortAndPage) {
+  auto s = store::open(url_);
+  const std::int64_t base = *parse_utc_time("2025-05-12");
+  s->insert(synth_jobs(300, base, base + 6 * 86400));
+  const period days{base, base + 6 * 86400}; // the tests' jobs (PostgreSQL: one database)
+  job_filter everything;
+  everything.when = days;
+  everything.limit = 100000;
+  const std::vector<job_row> all = s->jobs(everything);
+  ASSERT_EQ(all.size(), 300u);
+
+  std::vector<job_filter> filters(9);
+  filters[1].owner = "anna00"; // the busiest synthetic user
+  filters[2].language = "Fortran";
+  filters[3].min_mpi_percent = 15;
+  filters[4].min_ranks = 8;
+  filters[4].max_ranks = 100;
+  filters[5].when = period{base + 86400, base + 3 * 86400 + 5};
+  filters[6].text = "synth:11:1"; // record ids 1, 10-19, 100-199
+  filters[7].text = ".f90x";      // Fortran executables
+  filters[8].owner = "anna00";
+  filters[8].min_mpi_percent = 10;
+  filters[8].language = "C/C++";
+  filters[8].when = period{base, base + 5 * 86400};
+  for (job_filter f : filters) {
+    if (!f.when)
+      f.when = days;
+    for (const job_order order :
+         {job_order::end_desc, job_order::end_asc, job_order::mpi_percent_desc,
+          job_order::cpu_time_desc, job_order::ranks_desc})
+      for (const std::int64_t offset : {0, 7, 1000}) {
+        std::vector<job_row> expected;
+        for (const job_row& j : all)
+          if ((!f.owner || j.owner == *f.owner) && (!f.language || j.language == *f.language) &&
+              (!f.min_mpi_percent || j.mpi_percent > *f.min_mpi_percent) &&
+              (!f.min_ranks || j.ranks >= *f.min_ranks) &&
+              (!f.max_ranks || j.ranks <= *f.max_ranks) &&
+              (!f.when || (j.end_time >= f.when->from && j.end_time < f.when->to)) &&
+              (!f.text || j.executable.find(*f.text) != std::string::npos ||
+               j.record_id.find(*f.text) != std::string::npos))
+            expected.push_back(j);
+        auto key = [order](const job_row& j) {
+          switch (order) {
+          case job_order::mpi_percent_desc:
+            return j.mpi_percent;
+          case job_order::cpu_time_desc:
+            return j.cpu_time_s;
+          case job_order::ranks_desc:
+            return static_cast<double>(j.ranks);
+          default:
+            return static_cast<double>(j.end_time);
+          }
+        };
+        std::sort(expected.begin(), expected.end(), [&](const job_row& a, const job_row& b) {
+          if (order == job_order::end_asc)
+            return a.end_time != b.end_time ? a.end_time < b.end_time : a.job_id < b.job_id;
+          return key(a) != key(b) ? key(a) > key(b) : a.job_id > b.job_id;
+        });
+        EXPECT_FALSE(expected.empty());
+        f.order = order;
+        f.limit = 9;
+        f.offset = offset;
+        std::vector<job_row> page(
+            expected.begin() +
+                std::min<std::ptrdiff_t>(offset, static_cast<std::ptrdiff_t>(expected.size())),
+            expected.begin() +
+                std::min<std::ptrdiff_t>(offset + 9, static_cast<std::ptrdiff_t>(expected.size())));
+        EXPECT_EQ(ids_of(s->jobs(f)), ids_of(page))
+            << "order " << static_cast<int>(order) << " offset " << offset;
+        EXPECT_EQ(s->count_jobs_up_to(f, 10),
+                  std::min<std::int64_t>(10, static_cast<std::int64_t>(expected.size())));
+        EXPECT_EQ(s->count_jobs(f), static_cast<std::int64_t>(expected.size()));
+      }
   }
 }
 

@@ -130,6 +130,56 @@ CREATE INDEX web_tokens_uid ON web_tokens (uid);
     // the insert returned, and nothing deletes jobs. SQLite keeps them (cheap there, and it
     // cannot drop a constraint).
     "{{drop_foreign_keys}}",
+    // 4: the web interface at a million jobs (docs/PERFORMANCE.md, "Web interface").
+    // Jobs lists first pick the page's job ids from one of these indexes alone (each holds every
+    // column the lists filter and sort on), then read those rows: one owner's list reads none of
+    // the owner's other rows, and the site's lists by MPI %, CPU time or size stop at the page's
+    // last entry; jobs_period gets cpu_time_s for lists of a period by CPU time. The owner
+    // index serves the reports' latest jobs of an owner, as (owner, end_time) did.
+    // The site page's sums over whole days come from three more day tables, a few hundred rows
+    // a day where day_classes (per owner and exact size) holds thousands: per owner, per
+    // language, size class and CPU-time class, and per MPI % bucket (see mpi_bucket).
+    // store::fill_site_days fills them from what is already stored.
+    R"sql(
+DROP INDEX jobs_owner_end_time;
+DROP INDEX jobs_period;
+CREATE INDEX jobs_period ON jobs (end_time, mpi_percent, owner, language, ranks, cpu_class,
+                                  cpu_time_s);
+CREATE INDEX jobs_owner_list ON jobs (owner, end_time, mpi_percent, cpu_time_s, ranks, language);
+CREATE INDEX jobs_by_mpi ON jobs (mpi_percent, end_time, cpu_time_s, ranks, owner, language);
+CREATE INDEX jobs_by_cpu ON jobs (cpu_time_s, end_time, mpi_percent, ranks, owner, language);
+CREATE INDEX jobs_by_ranks ON jobs (ranks, end_time, mpi_percent, cpu_time_s, owner, language);
+CREATE TABLE day_mpi (
+  day BIGINT NOT NULL,
+  mpi_bucket INTEGER NOT NULL,
+  jobs BIGINT NOT NULL,
+  PRIMARY KEY (day, mpi_bucket)
+);
+CREATE TABLE day_owners (
+  day BIGINT NOT NULL,
+  owner TEXT NOT NULL,
+  {{totals_columns}}
+  PRIMARY KEY (day, owner)
+);
+CREATE TABLE day_shapes (
+  day BIGINT NOT NULL,
+  language TEXT NOT NULL,
+  size_class BIGINT NOT NULL,
+  cpu_class INTEGER NOT NULL,
+  {{totals_columns}}
+  {{group_columns}}
+  PRIMARY KEY (day, language, size_class, cpu_class)
+);
+)sql",
+    // 5: one owner's list by MPI %, CPU time or size walks that owner's entries in the list's
+    // order and stops at the page's last one (with jobs_owner_list alone, the busiest user's
+    // 200,000 entries at a million jobs were read and sorted for every such page).
+    R"sql(
+CREATE INDEX jobs_owner_by_mpi ON jobs (owner, mpi_percent, end_time, cpu_time_s, ranks, language);
+CREATE INDEX jobs_owner_by_cpu ON jobs (owner, cpu_time_s, end_time, mpi_percent, ranks, language);
+CREATE INDEX jobs_owner_by_ranks ON jobs (owner, ranks, end_time, mpi_percent, cpu_time_s,
+                                          language);
+)sql",
 };
 
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
@@ -422,7 +472,16 @@ void store::migrate() {
       for (int g = 0; g < routine_group_count; ++g)
         groups += "g" + std::to_string(g) + "_jobs BIGINT NOT NULL, g" + std::to_string(g) +
                   "_cpu DOUBLE PRECISION NOT NULL,\n  ";
+      sql = replace_all(sql, "{{totals_columns}}",
+                        "jobs BIGINT NOT NULL, pes BIGINT NOT NULL, cpu_time_s DOUBLE PRECISION "
+                        "NOT NULL, mpi_time_s DOUBLE PRECISION NOT NULL, overhead_s DOUBLE "
+                        "PRECISION NOT NULL, wall_time_s DOUBLE PRECISION NOT NULL, pe_weighted "
+                        "DOUBLE PRECISION NOT NULL, mpi_calls DOUBLE PRECISION NOT NULL, mpi_bytes "
+                        "DOUBLE PRECISION NOT NULL, instructions DOUBLE PRECISION NOT NULL, "
+                        "instructions_cpu_time_s DOUBLE PRECISION NOT NULL,");
       execute(replace_all(sql, "{{group_columns}}", groups));
+      if (v + 1 == 4)
+        fill_site_days();
       execute("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
     }
     execute("COMMIT");
@@ -436,13 +495,16 @@ void store::migrate() {
 }
 
 std::vector<job_row> store::jobs(const job_filter& filter) {
+  // The page's job ids first, from an index that holds every filter and sort column (no row
+  // is read for the rows skipped or filtered out, unless a text is searched), then their rows.
   std::vector<param> params;
-  std::string sql = std::string("SELECT ") + job_columns + " FROM jobs" +
+  std::string sql = std::string("SELECT ") + job_columns +
+                    " FROM jobs WHERE job_id IN (SELECT job_id FROM jobs" +
                     where_clause(filter, params) + order_clause(filter.order);
   params.push_back(filter.limit);
   sql += " LIMIT $" + std::to_string(params.size());
   params.push_back(filter.offset);
-  sql += " OFFSET $" + std::to_string(params.size());
+  sql += " OFFSET $" + std::to_string(params.size()) + ")" + order_clause(filter.order);
   std::vector<job_row> out;
   query(sql, params, [&](const row& r) { out.push_back(read_job(r)); });
   return out;
@@ -561,6 +623,7 @@ insert_result store::insert(const std::vector<stored_job>& jobs) {
   try {
     insert_result r = insert_rows(jobs);
     add_rollups(jobs, r.was_new);
+    add_site_rollups(jobs, r.was_new);
     execute("COMMIT");
     return r;
   } catch (...) {
@@ -702,6 +765,195 @@ void store::add_rollups(const std::vector<stored_job>& jobs, const std::vector<b
   upsert("day_classes", {"day", "owner", "language", "ranks", "cpu_class"}, sums, rows);
 }
 
+int mpi_bucket(double mpi_percent) {
+  if (!(mpi_percent > 0)) // NaN too: above no threshold
+    return 0;
+  if (mpi_percent > 100)
+    return 101;
+  return static_cast<int>(std::ceil(mpi_percent));
+}
+
+namespace {
+
+const std::vector<std::string> totals_sum_columns = {"jobs",
+                                                     "pes",
+                                                     "cpu_time_s",
+                                                     "mpi_time_s",
+                                                     "overhead_s",
+                                                     "wall_time_s",
+                                                     "pe_weighted",
+                                                     "mpi_calls",
+                                                     "mpi_bytes",
+                                                     "instructions",
+                                                     "instructions_cpu_time_s"};
+
+job_totals totals_of(const job_row& j) {
+  job_totals one;
+  one.jobs = 1;
+  one.pes = j.ranks;
+  one.cpu_time_s = j.cpu_time_s;
+  one.mpi_time_s = j.mpi_time_s;
+  one.overhead_s = j.overhead_s;
+  one.wall_time_s = j.wall_time_s;
+  one.pe_weighted = static_cast<double>(j.ranks) * j.cpu_time_s;
+  one.mpi_calls = j.mpi_calls;
+  one.mpi_bytes = j.mpi_bytes;
+  if (j.instructions) {
+    one.instructions = *j.instructions;
+    one.instructions_cpu_time_s = j.cpu_time_s;
+  }
+  return one;
+}
+
+void append_totals(std::vector<store::param>& row, const job_totals& t) {
+  row.emplace_back(t.jobs);
+  row.emplace_back(t.pes);
+  row.emplace_back(t.cpu_time_s);
+  row.emplace_back(t.mpi_time_s);
+  row.emplace_back(t.overhead_s);
+  row.emplace_back(t.wall_time_s);
+  row.emplace_back(t.pe_weighted);
+  row.emplace_back(static_cast<double>(t.mpi_calls));
+  row.emplace_back(static_cast<double>(t.mpi_bytes));
+  row.emplace_back(t.instructions);
+  row.emplace_back(t.instructions_cpu_time_s);
+}
+
+} // namespace
+
+// Rows of day_mpi, day_owners and day_shapes, summed before they are upserted.
+struct site_day_sums {
+  std::map<std::pair<std::int64_t, int>, std::int64_t> mpi;
+  std::map<std::pair<std::int64_t, std::string>, job_totals> owners;
+  using shape_key = std::tuple<std::int64_t, std::string, std::int64_t, int>;
+  struct shape {
+    job_totals t;
+    std::vector<std::int64_t> group_jobs = std::vector<std::int64_t>(routine_group_count, 0);
+    std::vector<double> group_cpu = std::vector<double>(routine_group_count, 0.0);
+  };
+  std::map<shape_key, shape> shapes;
+};
+
+std::int64_t size_class_of(std::int64_t ranks) {
+  if (ranks <= 1)
+    return ranks;
+  std::int64_t bucket = 1;
+  while (bucket < ranks && bucket < (std::int64_t{1} << 62))
+    bucket *= 2;
+  return bucket == ranks ? ranks : bucket / 2 + 1;
+}
+
+void store::write_site_days(const site_day_sums& sums) {
+  std::vector<std::vector<param>> rows;
+  rows.reserve(sums.mpi.size());
+  for (const auto& [k, n] : sums.mpi)
+    rows.push_back({k.first, k.second, n});
+  upsert("day_mpi", {"day", "mpi_bucket"}, {"jobs"}, rows);
+  rows.clear();
+  for (const auto& [k, t] : sums.owners) {
+    std::vector<param> r = {k.first, k.second};
+    append_totals(r, t);
+    rows.push_back(std::move(r));
+  }
+  upsert("day_owners", {"day", "owner"}, totals_sum_columns, rows);
+  rows.clear();
+  std::vector<std::string> columns = totals_sum_columns;
+  for (int g = 0; g < routine_group_count; ++g) {
+    columns.push_back("g" + std::to_string(g) + "_jobs");
+    columns.push_back("g" + std::to_string(g) + "_cpu");
+  }
+  for (const auto& [k, v] : sums.shapes) {
+    std::vector<param> r = {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k)};
+    append_totals(r, v.t);
+    for (size_t g = 0; g < static_cast<size_t>(routine_group_count); ++g) {
+      r.emplace_back(v.group_jobs[g]);
+      r.emplace_back(v.group_cpu[g]);
+    }
+    rows.push_back(std::move(r));
+  }
+  upsert("day_shapes", {"day", "language", "size_class", "cpu_class"}, columns, rows);
+}
+
+void store::add_site_rollups(const std::vector<stored_job>& jobs,
+                             const std::vector<bool>& was_new) {
+  site_day_sums sums;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!was_new[i])
+      continue;
+    const job_row& j = jobs[i].job;
+    const std::int64_t day = floor_div(j.end_time, day_s) * day_s;
+    ++sums.mpi[{day, mpi_bucket(j.mpi_percent)}];
+    const job_totals one = totals_of(j);
+    add_totals(sums.owners[{day, j.owner}], one);
+    auto& shape = sums.shapes[{day, j.language, size_class_of(j.ranks), j.cpu_class}];
+    add_totals(shape.t, one);
+    for (size_t g = 0; g < static_cast<size_t>(routine_group_count); ++g) {
+      if ((j.routine_groups >> g) & 1) {
+        ++shape.group_jobs[g];
+        shape.group_cpu[g] += j.cpu_time_s;
+      }
+    }
+  }
+  write_site_days(sums);
+}
+
+void store::fill_site_days() {
+  site_day_sums sums;
+  query("SELECT end_time, mpi_percent FROM jobs", {}, [&](const row& r) {
+    ++sums.mpi[{floor_div(r.i64(0), day_s) * day_s, mpi_bucket(r.f64(1))}];
+  });
+  // The owners' and shapes' sums are day_classes' rows summed differently.
+  std::string sql = std::string("SELECT day, owner, language, ranks, cpu_class, ") +
+                    "jobs, pes, cpu_time_s, mpi_time_s, overhead_s, wall_time_s, pe_weighted, "
+                    "mpi_calls, mpi_bytes, instructions, instructions_cpu_time_s";
+  for (int g = 0; g < routine_group_count; ++g)
+    sql += ", g" + std::to_string(g) + "_jobs, g" + std::to_string(g) + "_cpu";
+  query(sql + " FROM day_classes", {}, [&](const row& r) {
+    const std::int64_t day = r.i64(0);
+    job_totals t;
+    t.jobs = r.i64(5);
+    t.pes = r.i64(6);
+    t.cpu_time_s = r.f64(7);
+    t.mpi_time_s = r.f64(8);
+    t.overhead_s = r.f64(9);
+    t.wall_time_s = r.f64(10);
+    t.pe_weighted = r.f64(11);
+    t.mpi_calls = r.i64(12);
+    t.mpi_bytes = r.i64(13);
+    t.instructions = r.f64(14);
+    t.instructions_cpu_time_s = r.f64(15);
+    add_totals(sums.owners[{day, r.text(1)}], t);
+    auto& shape =
+        sums.shapes[{day, r.text(2), size_class_of(r.i64(3)), static_cast<int>(r.i64(4))}];
+    add_totals(shape.t, t);
+    int col = 16;
+    for (size_t g = 0; g < static_cast<size_t>(routine_group_count); ++g) {
+      shape.group_jobs[g] += r.i64(col++);
+      shape.group_cpu[g] += r.f64(col++);
+    }
+  });
+  write_site_days(sums);
+}
+
+std::int64_t store::count_critical(const period& when, double threshold) {
+  const day_split split = split_days(when);
+  std::vector<period> raw = split.raw;
+  std::int64_t n = 0;
+  if (split.days) {
+    if (threshold >= 0 && threshold <= 100 && threshold == std::floor(threshold))
+      query("SELECT COALESCE(SUM(jobs), 0) FROM day_mpi WHERE day >= $1 AND day < $2 AND "
+            "mpi_bucket > $3",
+            {split.days->from, split.days->to, static_cast<std::int64_t>(threshold)},
+            [&](const row& r) { n += r.i64(0); });
+    else
+      raw.push_back(*split.days);
+  }
+  for (const period& p : raw)
+    query("SELECT COUNT(*) FROM jobs WHERE end_time >= $1 AND end_time < $2 AND mpi_percent > $3",
+          {p.from, p.to, threshold}, [&](const row& r) { n += r.i64(0); });
+  return n;
+}
+
 std::vector<std::string> store::owners(const period& when) {
   std::set<std::string> found;
   const day_split split = split_days(when);
@@ -709,7 +961,7 @@ std::vector<std::string> store::owners(const period& when) {
     query("SELECT DISTINCT owner FROM jobs WHERE end_time >= $1 AND end_time < $2", {p.from, p.to},
           [&](const row& r) { found.insert(r.text(0)); });
   if (split.days)
-    query("SELECT DISTINCT owner FROM day_classes WHERE day >= $1 AND day < $2",
+    query("SELECT DISTINCT owner FROM day_owners WHERE day >= $1 AND day < $2",
           {split.days->from, split.days->to}, [&](const row& r) { found.insert(r.text(0)); });
   return {found.begin(), found.end()};
 }
@@ -727,7 +979,7 @@ job_totals store::totals(const period& when, const std::optional<std::string>& o
   if (split.days) {
     std::vector<param> params{split.days->from, split.days->to};
     const std::string sql = std::string("SELECT ") + rollup_totals_columns +
-                            " FROM day_classes WHERE day >= $1 AND day < $2" +
+                            " FROM day_owners WHERE day >= $1 AND day < $2" +
                             owner_condition(owner, params);
     query(sql, params, [&](const row& r) {
       if (!r.is_null(0))
@@ -738,7 +990,8 @@ job_totals store::totals(const period& when, const std::optional<std::string>& o
 }
 
 std::vector<job_class_row> store::job_classes(const period& when, double critical_mpi_percent,
-                                              const std::optional<std::string>& owner) {
+                                              const std::optional<std::string>& owner,
+                                              bool with_critical) {
   using key = std::tuple<std::string, std::string, std::int64_t, int>;
   std::map<key, job_class_row> acc;
   auto at = [&](const row& r) -> job_class_row& {
@@ -788,16 +1041,79 @@ std::vector<job_class_row> store::job_classes(const period& when, double critica
   }
   // Critical jobs depend on the threshold asked for: counted from the job rows, through the
   // covering index on (end_time, mpi_percent, owner, language, ranks, cpu_class).
-  std::vector<param> params{when.from, when.to, critical_mpi_percent};
-  const std::string sql =
-      "SELECT owner, language, ranks, cpu_class, COUNT(*) FROM jobs WHERE end_time >= $1 AND "
-      "end_time < $2 AND mpi_percent > $3" +
-      owner_condition(owner, params) + " GROUP BY owner, language, ranks, cpu_class";
-  query(sql, params, [&](const row& r) { at(r).critical_jobs += r.i64(4); });
+  if (with_critical) {
+    std::vector<param> params{when.from, when.to, critical_mpi_percent};
+    const std::string sql =
+        "SELECT owner, language, ranks, cpu_class, COUNT(*) FROM jobs WHERE end_time >= $1 AND "
+        "end_time < $2 AND mpi_percent > $3" +
+        owner_condition(owner, params) + " GROUP BY owner, language, ranks, cpu_class";
+    query(sql, params, [&](const row& r) { at(r).critical_jobs += r.i64(4); });
+  }
   std::vector<job_class_row> out;
   out.reserve(acc.size());
   for (auto& [k, c] : acc)
     out.push_back(std::move(c));
+  return out;
+}
+
+std::vector<job_class_row> store::job_shapes(const period& when) {
+  std::map<std::tuple<std::string, std::int64_t, int>, job_class_row> acc;
+  auto read = [&](const row& r) {
+    const std::int64_t size = size_class_of(r.i64(1));
+    const int cpu_class = static_cast<int>(r.i64(2));
+    job_class_row& c = acc[{r.text(0), size, cpu_class}];
+    if (c.group_jobs.empty()) {
+      c.language = r.text(0);
+      c.ranks = size;
+      c.cpu_class = cpu_class;
+      c.group_jobs.assign(routine_group_count, 0);
+      c.group_cpu_time_s.assign(routine_group_count, 0.0);
+    }
+    add_totals(c.totals, read_totals(r, 3));
+    int col = 3 + totals_column_count;
+    for (size_t g = 0; g < static_cast<size_t>(routine_group_count); ++g) {
+      c.group_jobs[g] += r.i64(col++);
+      c.group_cpu_time_s[g] += r.f64(col++);
+    }
+  };
+  const day_split split = split_days(when);
+  for (const period& p : split.raw) {
+    std::string sql = std::string("SELECT language, ranks, cpu_class, ") + totals_columns;
+    for (int g = 0; g < routine_group_count; ++g) {
+      const std::string bit =
+          "((routine_groups / " + std::to_string(std::int64_t{1} << g) + ") % 2)";
+      sql += ", COALESCE(SUM(" + bit + "), 0), COALESCE(SUM(" + bit + " * cpu_time_s), 0)";
+    }
+    sql += " FROM jobs WHERE end_time >= $1 AND end_time < $2 GROUP BY language, ranks, cpu_class";
+    query(sql, {p.from, p.to}, read);
+  }
+  if (split.days) {
+    std::string sql =
+        std::string("SELECT language, size_class, cpu_class, ") + rollup_totals_columns;
+    for (int g = 0; g < routine_group_count; ++g)
+      sql += ", SUM(g" + std::to_string(g) + "_jobs), SUM(g" + std::to_string(g) + "_cpu)";
+    sql += " FROM day_shapes WHERE day >= $1 AND day < $2 GROUP BY language, size_class, cpu_class";
+    query(sql, {split.days->from, split.days->to}, read);
+  }
+  std::vector<job_class_row> out;
+  out.reserve(acc.size());
+  for (auto& [k, c] : acc)
+    out.push_back(std::move(c));
+  return out;
+}
+
+std::map<std::string, job_totals> store::owner_totals(const period& when) {
+  std::map<std::string, job_totals> out;
+  auto read = [&](const row& r) { add_totals(out[r.text(0)], read_totals(r, 1)); };
+  const day_split split = split_days(when);
+  for (const period& p : split.raw)
+    query(std::string("SELECT owner, ") + totals_columns +
+              " FROM jobs WHERE end_time >= $1 AND end_time < $2 GROUP BY owner",
+          {p.from, p.to}, read);
+  if (split.days)
+    query(std::string("SELECT owner, ") + rollup_totals_columns +
+              " FROM day_owners WHERE day >= $1 AND day < $2 GROUP BY owner",
+          {split.days->from, split.days->to}, read);
   return out;
 }
 
@@ -867,7 +1183,7 @@ std::vector<owner_week_row> store::owner_weeks(const period& when,
   if (split.days) {
     std::vector<param> params{split.days->from, split.days->to};
     const std::string sql = "SELECT owner, " + week("day") + " AS week, " + rollup_totals_columns +
-                            " FROM day_classes WHERE day >= $1 AND day < $2 AND day >= 345600" +
+                            " FROM day_owners WHERE day >= $1 AND day < $2 AND day >= 345600" +
                             owner_condition(owner, params) + " GROUP BY owner, week";
     query(sql, params, read);
   }

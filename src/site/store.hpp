@@ -10,6 +10,12 @@
 //                                            sums over routines need no join
 //   web_tokens(token_hash, uid, ...)         (version 2) login tokens of the web interface
 //   (version 3: PostgreSQL drops the foreign keys of job_routines and job_records, see store.cpp)
+//   day_mpi(day, mpi_bucket, jobs)           (version 4) jobs per day and MPI % bucket: counts
+//                                            of critical jobs over whole days without job rows
+//   day_owners(day, owner, sums)             (version 4) per day and owner, and per day,
+//   day_shapes(day, language, size_class, cpu_class, sums, group sums)    language, size class
+//                                            and CPU-time class: the site page over whole days
+//   (version 5: per-owner indexes of jobs in each list order, see store.cpp)
 // A job belongs to the owner of its spool file (`owner`, `owner_uid`); what the record claims is
 // kept beside it (`claimed_user`, `claimed_uid`) and `owner_mismatch` flags a difference.
 // Periods are half-open [from, to) over the job's end time, in seconds since the epoch (UTC).
@@ -19,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -31,7 +38,7 @@ struct job_record;
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 3;
+inline constexpr int store_schema_version = 5;
 
 // Any failure of the database (connection, SQL, constraint) as one line.
 class store_error : public std::runtime_error {
@@ -146,6 +153,8 @@ struct owner_week_row {
   job_totals totals;
 };
 
+struct site_day_sums; // store.cpp: one batch's rows of day_mpi, day_owners and day_shapes
+
 struct insert_result {
   std::int64_t inserted = 0, duplicates = 0;
   std::vector<bool> was_new; // per input job
@@ -176,8 +185,18 @@ public:
 
   std::vector<std::string> owners(const period& when); // with jobs in the period, sorted
   job_totals totals(const period& when, const std::optional<std::string>& owner);
+  // `with_critical` false leaves critical_jobs 0 and reads no job rows for whole days.
   std::vector<job_class_row> job_classes(const period& when, double critical_mpi_percent,
-                                         const std::optional<std::string>& owner);
+                                         const std::optional<std::string>& owner,
+                                         bool with_critical = true);
+  // The site's sums per language, size class (size_class_of, in `ranks`) and CPU-time class,
+  // owner left empty and critical_jobs 0; and per owner. Whole days from day_shapes and
+  // day_owners, a few hundred rows a day.
+  std::vector<job_class_row> job_shapes(const period& when);
+  std::map<std::string, job_totals> owner_totals(const period& when);
+  // Jobs with mpi_percent above `threshold` in the period: from day_mpi for whole days when the
+  // threshold is a whole number from 0 to 100, from the job rows otherwise.
+  std::int64_t count_critical(const period& when, double threshold);
   // Per owner and routine; `by_owner` false sums over all owners (owner left empty).
   std::vector<owner_routine_row>
   routine_sums(const period& when, const std::optional<std::string>& owner, bool by_owner);
@@ -219,6 +238,11 @@ protected:
                           const std::function<void(const row&)>& each) = 0;
   void migrate();
   void add_rollups(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new);
+  // day_mpi, day_owners and day_shapes (migration 3) for new jobs; fill_site_days fills them
+  // from the jobs and day_classes already stored when the migration runs.
+  void add_site_rollups(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new);
+  void fill_site_days();
+  void write_site_days(const site_day_sums& sums);
   // INSERT ... ON CONFLICT (keys) DO UPDATE SET sum = sum + excluded.sum, many rows at a time.
   void upsert(const std::string& table, const std::vector<std::string>& key_columns,
               const std::vector<std::string>& sum_columns,
@@ -232,6 +256,14 @@ protected:
 // The record column's encoding (deflated JSON) and back. unpack throws store_error.
 std::string pack_record(const std::string& json);
 std::string unpack_record(const std::string& stored);
+
+// The seed's size class of a job as its smallest member: a power of two itself, any other
+// size the smallest size above the power of two below it (5 for 5-7); 0 and 1 as they are.
+std::int64_t size_class_of(std::int64_t ranks);
+
+// day_mpi's bucket of an MPI %: b holds (b - 1, b], 0 holds everything up to 0 and 101
+// everything above 100, so that "above T" for a whole T from 0 to 100 is "bucket above T".
+int mpi_bucket(double mpi_percent);
 
 // Monday 00:00 UTC of the week holding `t`.
 std::int64_t week_start(std::int64_t t);

@@ -38,6 +38,15 @@ std::int64_t now() {
   return static_cast<std::int64_t>(std::time(nullptr));
 }
 
+// The last `days` UTC days up to `t`, the day of `t` included: whole days, which the store
+// answers from its per-day tables without reading job rows.
+site::period whole_days(std::int64_t days, std::int64_t t) {
+  std::int64_t today = t / day * day;
+  if (t < 0 && t % day != 0)
+    today -= day;
+  return {today + day - days * day, today + day};
+}
+
 std::string escape(std::string_view text) {
   return record::html_escape(text);
 }
@@ -204,7 +213,7 @@ json breakdown_json(const std::vector<site::breakdown_line>& lines) {
 
 // The site page's figures (the seed's Figs. 5-11) from the site report.
 json site_json(const site::report& r, int days) {
-  json o = {{"days", days}};
+  json o = {{"days", days}, {"from", r.options.when.from}, {"to", r.options.when.to}};
   if (!r.site)
     return o;
   const site::site_report& s = *r.site;
@@ -654,9 +663,10 @@ private:
             {"jobs", a}};
   }
 
-  // The site figures of the last `days` days: a report over every job (seconds at a million
-  // jobs). A period asked for once is kept and recomputed by the refresher thread every
-  // site_cache_seconds, so a request waits only the first time a period is asked for.
+  // The site figures of the last `days` whole UTC days, today's included: the site part of the
+  // report from the day tables alone (milliseconds at a million jobs, where a period with
+  // partial days read every job row of them: seconds). A period asked for once is kept and
+  // recomputed by the refresher thread every site_cache_seconds.
   std::string site_figures(int days) {
     {
       const std::lock_guard lock(cache_mutex_);
@@ -674,10 +684,10 @@ private:
       if (auto it = site_cache_.find(days); it != site_cache_.end())
         return it->second;
     }
-    const std::int64_t t = now();
     site::report_options o;
-    o.when = {t + 1 - days * day, t + 1};
+    o.when = whole_days(days, now());
     o.period_label = "last " + std::to_string(days) + " days";
+    o.user_parts = false;
     site::report r;
     {
       auto db = pool_.take();

@@ -257,6 +257,33 @@ class WebTests:
         found = self.api_as(USER_A, "/api/jobs?q=" + urllib.parse.quote("<b>bold"))["jobs"]
         self.assertEqual([j["executable"] for j in found], ["/home/a/<b>bold</b>"])
 
+    def test_site_figures_are_the_report_over_the_same_whole_days(self):
+        # The site page reads the small day tables (day_owners, day_shapes, day_mpi); the CLI
+        # report over the same days reads day_classes and counts critical jobs from job rows.
+        site = self.api_as(ADMIN, "/api/site?days=30")
+        self.assertEqual(site["from"] % DAY, 0)
+        self.assertEqual(site["to"] - site["from"], 30 * DAY)
+        self.assertLessEqual(site["to"] - DAY, time.time())
+        self.assertGreater(site["to"], time.time())
+        day = lambda t: time.strftime("%Y-%m-%d", time.gmtime(t))
+        out = subprocess.run([STRATA, "site", "report", "--db", self.url, "--from", day(site["from"]),
+                              "--to", day(site["to"]), "--format", "json"],
+                             check=True, capture_output=True, text=True)
+        report = json.loads(out.stdout)["site"]
+        self.assertEqual(site["totals"]["jobs"], 41)  # 40 synthetic jobs and the hostile one
+        for key in ("jobs", "mpi_calls", "mpi_bytes"):
+            self.assertEqual(site["totals"][key], report["totals"][key], key)
+        self.assertAlmostEqual(site["totals"]["cpu_time_s"], report["totals"]["cpu_time_s"], 3)
+        self.assertEqual(site["users"], report["users"])
+        self.assertEqual(site["critical_job_count"], report["critical_job_count"])
+        self.assertEqual(sorted(j["id"] for j in site["critical_jobs"]),
+                         sorted(j["job_id"] for j in report["critical_jobs"]))
+        for key in ("by_user", "by_size", "by_cpu_class", "by_cpu_class_c", "by_cpu_class_fortran"):
+            self.assertEqual([(l["label"], l["jobs"]) for l in site[key]],
+                             [(l["label"], l["jobs"]) for l in report[key]], key)
+        self.assertEqual([(r["name"], r["calls"]) for r in site["routines"]],
+                         [(r["routine"], r["calls"]) for r in report["routines"]])
+
     def test_bad_parameters_are_400_with_a_clear_message(self):
         for query, words in (("sort=sideways", "parameter sort must be one of"),
                              ("page=0", "parameter page must be an integer from 1"),

@@ -166,7 +166,7 @@ async function sitePage(app) {
     const r = await api("/api/site");
     const t = r.totals || { jobs: 0, cpu_time_s: 0, mpi_percent: 0 };
     document.querySelector("main h1").after(el("p", { id: "site-totals" },
-      `Last ${r.days} days: ${t.jobs} jobs of ${r.users || 0} users, ${fmt(t.cpu_time_s / 3600, 0)} CPU hours, MPI ${fmt(t.mpi_percent)} %.`));
+      `Last ${r.days} whole days (UTC, ${when(r.from).slice(0, 10)} to ${when(r.to - 1).slice(0, 10)}): ${t.jobs} jobs of ${r.users || 0} users, ${fmt(t.cpu_time_s / 3600, 0)} CPU hours, MPI ${fmt(t.mpi_percent)} %.`));
     const share = (id, title, lines) => chart(id, {
       type: "bar",
       data: {

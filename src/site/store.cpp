@@ -602,6 +602,25 @@ std::string owner_condition(const std::optional<std::string>& owner,
   return " AND owner = $" + std::to_string(params.size());
 }
 
+// One job as day sums: what each day table adds for it.
+job_totals totals_of(const job_row& j) {
+  job_totals one;
+  one.jobs = 1;
+  one.pes = j.ranks;
+  one.cpu_time_s = j.cpu_time_s;
+  one.mpi_time_s = j.mpi_time_s;
+  one.overhead_s = j.overhead_s;
+  one.wall_time_s = j.wall_time_s;
+  one.pe_weighted = static_cast<double>(j.ranks) * j.cpu_time_s;
+  one.mpi_calls = j.mpi_calls;
+  one.mpi_bytes = j.mpi_bytes;
+  if (j.instructions) {
+    one.instructions = *j.instructions;
+    one.instructions_cpu_time_s = j.cpu_time_s;
+  }
+  return one;
+}
+
 } // namespace
 
 void add_totals(job_totals& into, const job_totals& t) {
@@ -694,21 +713,7 @@ void store::add_rollups(const std::vector<stored_job>& jobs, const std::vector<b
       s.time_s += r.time_s;
     }
     class_sum& c = classes[{day, j.owner, j.language, j.ranks, j.cpu_class}];
-    job_totals one;
-    one.jobs = 1;
-    one.pes = j.ranks;
-    one.cpu_time_s = j.cpu_time_s;
-    one.mpi_time_s = j.mpi_time_s;
-    one.overhead_s = j.overhead_s;
-    one.wall_time_s = j.wall_time_s;
-    one.pe_weighted = static_cast<double>(j.ranks) * j.cpu_time_s;
-    one.mpi_calls = j.mpi_calls;
-    one.mpi_bytes = j.mpi_bytes;
-    if (j.instructions) {
-      one.instructions = *j.instructions;
-      one.instructions_cpu_time_s = j.cpu_time_s;
-    }
-    add_totals(c.t, one);
+    add_totals(c.t, totals_of(j));
     for (int g = 0; g < routine_group_count; ++g) {
       if ((j.routine_groups >> g) & 1) {
         ++c.group_jobs[static_cast<size_t>(g)];
@@ -786,24 +791,6 @@ const std::vector<std::string> totals_sum_columns = {"jobs",
                                                      "mpi_bytes",
                                                      "instructions",
                                                      "instructions_cpu_time_s"};
-
-job_totals totals_of(const job_row& j) {
-  job_totals one;
-  one.jobs = 1;
-  one.pes = j.ranks;
-  one.cpu_time_s = j.cpu_time_s;
-  one.mpi_time_s = j.mpi_time_s;
-  one.overhead_s = j.overhead_s;
-  one.wall_time_s = j.wall_time_s;
-  one.pe_weighted = static_cast<double>(j.ranks) * j.cpu_time_s;
-  one.mpi_calls = j.mpi_calls;
-  one.mpi_bytes = j.mpi_bytes;
-  if (j.instructions) {
-    one.instructions = *j.instructions;
-    one.instructions_cpu_time_s = j.cpu_time_s;
-  }
-  return one;
-}
 
 void append_totals(std::vector<store::param>& row, const job_totals& t) {
   row.emplace_back(t.jobs);

@@ -605,10 +605,12 @@ void after_init() {
     int rank = 0;
     if (auto comm_rank = reinterpret_cast<rank_fn>(find_real("PMPI_Comm_rank")))
       comm_rank(MPI_COMM_WORLD, &rank);
-    // Rank 0 reports and aborts the job. The others give it time to do so (its abort kills
-    // them), so the line is printed once; a rank whose stack failed alone still reports.
+    // Every rank reads the same configuration, so rank 0 fails too: it reports and its abort
+    // ends the job, and the others wait for that abort rather than racing it (on a loaded
+    // machine rank 0 can be seconds behind, and a second line, or none, was printed). A rank
+    // whose stack failed alone (a module missing on its node) reports after the wait.
     if (rank != 0) {
-      timespec pause{3, 0};
+      timespec pause{30, 0};
       while (::nanosleep(&pause, &pause) != 0) {
       }
     }

@@ -2,6 +2,7 @@
 import os
 import subprocess
 import tempfile
+import time
 import unittest
 
 BUILD = os.path.abspath(os.environ.get("STRATA_BUILD", os.path.join(os.path.dirname(__file__), "../../build")))
@@ -50,6 +51,19 @@ def strata_run(tools, prog_args, ranks=2, env=None, timeout=120, extra=()):
         args += ["--tools", tools]
     args += list(extra) + ["--"] + prog_args
     return run(args, env=env, timeout=timeout)
+
+
+def run_until_ranks_are_gone(args, env, limit_s=60):
+    """Runs a spool command (recover, ingest) until it no longer skips a job as still running.
+
+    The launcher may return before its last rank is reaped, and recover leaves live jobs alone,
+    so a cron job would simply try again; on a loaded machine that can take seconds."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        proc = run(args, env=env)
+        if "still running" not in proc.stderr or time.monotonic() > deadline:
+            return proc
+        time.sleep(0.25)
 
 
 def read_counts(path):

@@ -4,10 +4,9 @@ import json
 import os
 import socket
 import subprocess
-import time
 
 from strata_testlib import (CORE, FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run,
-                            strata_run)
+                            run_until_ranks_are_gone, strata_run)
 
 ITER = 9
 
@@ -283,13 +282,7 @@ class AbnormalEnds(ProfileTestCase):
         self.assertEqual(self.records(), [], "no record without MPI_Finalize")
         rank_files = glob.glob(os.path.join(self.spool, "*.prof"))
         self.assertEqual(len(rank_files), 2, os.listdir(self.spool))
-        # The launcher may return before the last rank is gone; recover leaves live jobs alone,
-        # so try again for a while, as a cron job would.
-        for _ in range(40):
-            rec = run([STRATA, "recover", self.spool], env=self.env)
-            if "still running" not in rec.stderr:
-                break
-            time.sleep(0.25)
+        rec = run_until_ranks_are_gone([STRATA, "recover", self.spool], self.env)
         self.assertRan(rec)
         self.assertIn("partial record from 2 rank files", rec.stdout)
         self.assertEqual(glob.glob(os.path.join(self.spool, "*.prof")), [])

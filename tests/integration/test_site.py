@@ -15,7 +15,8 @@ import time
 import unittest
 
 from site_postgres import PostgresServer, postgres_bindir
-from strata_testlib import BUILD, STRATA, StrataTestCase, base_env, program, run, strata_run
+from strata_testlib import (BUILD, STRATA, StrataTestCase, base_env, program, run, run_until_ranks_are_gone,
+                            strata_run)
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "../../src/record/testdata/sample.json")
 DAY = 86400
@@ -311,11 +312,8 @@ class SiteTests:
         env = base_env(STRATA_SPOOL=self.spool, HOME=self.out, STRATA_WRITE_TIMEOUT_MS="2000")
         strata_run("profile", [program("crash_c"), "abort"], ranks=2, env=env)
         self.assertEqual(len(glob.glob(os.path.join(self.spool, "*.prof"))), 2)
-        for _ in range(40):
-            proc = self.ingest()
-            if "still running" not in proc.stderr:
-                break
-            time.sleep(0.25)
+        proc = run_until_ranks_are_gone([STRATA, "site", "ingest", "--db", self.db, self.spool], None)
+        self.assertRan(proc)
         self.assertIn("1 merged from per-rank files", proc.stdout)
         self.assertEqual(glob.glob(os.path.join(self.spool, "*.prof")), [])
         rep = self.report_json()

@@ -116,7 +116,7 @@ class LJMD(StrataTestCase):
     def test_non_square_rank_count_is_refused(self):
         for version in VERSIONS:
             with self.subTest(version=version):
-                proc = run(mpirun(2) + [example(version)], timeout=60)
+                proc = run(mpirun(2) + [example(version)], timeout=120)
                 self.assertNotEqual(proc.returncode, 0)
                 lines = [l for l in proc.stderr.splitlines() if l.startswith("ljmd: error:")]
                 self.assertEqual(lines, ["ljmd: error: force decomposition needs a square number "
@@ -128,7 +128,7 @@ class LJMD(StrataTestCase):
                               (["4", "ten"], "STEPS must be a positive integer, got 'ten'"),
                               (["4", "10", "0"], "PRINT_EVERY must be a positive integer")):
             with self.subTest(args=args):
-                proc = run(mpirun(1) + [example("ljmd_oo")] + args, timeout=60)
+                proc = run(mpirun(1) + [example("ljmd_oo")] + args, timeout=120)
                 self.assertNotEqual(proc.returncode, 0)
                 lines = [l for l in proc.stderr.splitlines() if l.startswith("ljmd: error:")]
                 self.assertEqual(len(lines), 1, proc.stderr)

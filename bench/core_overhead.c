@@ -280,8 +280,7 @@ int main(int argc, char** argv) {
     const int iprobe = !strcmp(cg_call, "iprobe"), test = !strcmp(cg_call, "test"),
               testany = !strcmp(cg_call, "testany");
     if (!iprobe && !test && !testany && strcmp(cg_call, "test_inter") != 0) {
-      fprintf(stderr, "core_overhead: --callgrind-call %s: not iprobe, test or testany\n",
-              cg_call);
+      fprintf(stderr, "core_overhead: --callgrind-call %s: not iprobe, test or testany\n", cg_call);
       return 2;
     }
     /* Posted in both runs (N and 0 calls), so it cancels out of the difference. */

@@ -377,9 +377,8 @@ __attribute__((noinline, cold)) R counted_poll_completed(const void* return_addr
 // read again after the call rather than kept, and a poll that completed something goes out of
 // line for its untimed callbacks.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((always_inline)) inline R counted(R (*real)(P...),
-                                                R (*wrapped)(const chain*, const void*, P...),
-                                                A... args) {
+__attribute__((always_inline)) inline R
+counted(R (*real)(P...), R (*wrapped)(const chain*, const void*, P...), A... args) {
   if (__builtin_expect(!counts_here<Decoder>(), 0))
     return wrapped(chains[F], __builtin_return_address(0), args...);
   thread_state& ts = tls;
@@ -391,8 +390,7 @@ __attribute__((always_inline)) inline R counted(R (*real)(P...),
     R r = real(args...);
     --ts.in_real;
     if (__builtin_expect(
-            !std::apply([](A&... kept) { return Decoder::completed(kept...); }, frame.args),
-            1)) {
+            !std::apply([](A&... kept) { return Decoder::completed(kept...); }, frame.args), 1)) {
       ++*chains[F]->direct_counter;
       return r;
     }

@@ -8,9 +8,10 @@
  * difference is the interposition cost alone.
  *
  * Usage: core_overhead [--iters N] [--reps K] [--pp-iters N] [--label TEXT]
- *        core_overhead --callgrind-iters N [--callgrind-call iprobe]
- *            (only N calls of MPI_Comm_test_inter, or of an MPI_Iprobe that finds nothing, for
- *            callgrind)
+ *        core_overhead --callgrind-iters N [--callgrind-call iprobe|test|testany]
+ *            (only N calls of MPI_Comm_test_inter, of an MPI_Iprobe that finds nothing, or of
+ *            an MPI_Test or MPI_Testany (with a status) on a receive that is never matched, as
+ *            HPCC polls, for callgrind)
  *
  * Output, one machine-readable line per measurement, from rank 0:
  *   bench core flavor=F label=L call=Comm_test_inter native_ns=.. strata_ns=.. delta_ns=..
@@ -242,7 +243,7 @@ static void measure_pingpong(int rank, long iters, int reps, double* nat, double
 
 int main(int argc, char** argv) {
   long iters = 2000000, pp_iters = 20000, cg_iters = -1;
-  int cg_iprobe = 0;
+  const char* cg_call = "test_inter";
   int reps = 5;
   const char* label = "-";
   for (int i = 1; i < argc; ++i) {
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--callgrind-iters") && i + 1 < argc)
       cg_iters = atol(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind-call") && i + 1 < argc)
-      cg_iprobe = !strcmp(argv[++i], "iprobe");
+      cg_call = argv[++i];
     else if (!strcmp(argv[i], "--label") && i + 1 < argc)
       label = argv[++i];
     else {
@@ -273,12 +274,31 @@ int main(int argc, char** argv) {
 
   if (cg_iters >= 0) {
     /* Only the loop: Ir(N) - Ir(0) over N is the instructions per call. */
-    int flag = 0;
+    int flag = 0, index = 0, buf = 0;
+    MPI_Status status;
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int iprobe = !strcmp(cg_call, "iprobe"), test = !strcmp(cg_call, "test"),
+              testany = !strcmp(cg_call, "testany");
+    if (!iprobe && !test && !testany && strcmp(cg_call, "test_inter") != 0) {
+      fprintf(stderr, "core_overhead: --callgrind-call %s: not iprobe, test or testany\n", cg_call);
+      return 2;
+    }
+    /* Posted in both runs (N and 0 calls), so it cancels out of the difference. */
+    if (test || testany)
+      MPI_Irecv(&buf, 1, MPI_INT, MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_WORLD, &request);
     for (long i = 0; i < cg_iters; ++i) {
-      if (cg_iprobe)
+      if (iprobe)
         MPI_Iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+      else if (test)
+        MPI_Test(&request, &flag, &status);
+      else if (testany)
+        MPI_Testany(1, &request, &index, &flag, &status);
       else
         MPI_Comm_test_inter(MPI_COMM_WORLD, &flag);
+    }
+    if (request != MPI_REQUEST_NULL) {
+      MPI_Cancel(&request);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
     }
     MPI_Finalize();
     return 0;

@@ -31,8 +31,10 @@
 # calls part (Open MPI) and to the HPCC runs (MPIP_RUNS runs each).
 #
 # Environment knobs: FLAVORS="openmpi mpich" (calls part), FIN_FLAVORS=openmpi, ROUNDS=3,
-# CALLGRIND=0 to skip valgrind, CG_ITERS=100000, CG_CALL=iprobe (callgrind an MPI_Iprobe that
-# finds nothing instead of MPI_Comm_test_inter; STRATA_PROFILE_POLL_SAMPLE=1 times every poll), RUNS=5, APPS="hpcc lammps", HPCC_N=5000,
+# CALLGRIND=0 to skip valgrind, CG_ITERS=100000, CG_CALL=iprobe|test|testany (callgrind an
+# MPI_Iprobe that finds nothing, or HPCC's polls, MPI_Test and MPI_Testany with a status on a
+# receive never matched, instead of MPI_Comm_test_inter; STRATA_PROFILE_POLL_SAMPLE=1 times
+# every poll), RUNS=5, APPS="hpcc lammps", HPCC_N=5000,
 # LMP_BOX=20 (fcc cells per side; 4*LMP_BOX^3 atoms), LMP_STEPS=2000,
 # FIN_RANKS="2 4 8 16 32 64", FIN_REPS=3, MPIP_LIB=, MPIP_RUNS=3, QUIET_WAIT=60 (s to wait
 # for an idle machine before each run), QUIET_MAX_BUSY=10 (% of all CPUs counted as idle),
@@ -462,7 +464,9 @@ cg = {(kv["flavor"], kv["label"], kv.get("call", "test_inter")): kv
       for kv in kvs if kv.get("part") == "callgrind"}
 absent = {kv["flavor"] for kv in kvs if kv.get("callsites") == "absent"}
 flavors = sorted({k[0] for k in best} | {k[0] for k in cg}, key=lambda f: f != "openmpi")
-cg_calls = {"test_inter": "MPI_Comm_test_inter", "iprobe": "MPI_Iprobe that finds nothing"}
+cg_calls = {"test_inter": "MPI_Comm_test_inter", "iprobe": "MPI_Iprobe that finds nothing",
+            "test": "MPI_Test of a receive never matched",
+            "testany": "MPI_Testany of one receive never matched"}
 for f in flavors:
     print(f"\n### Per call, {f}\n")
     if f in absent:

@@ -12,7 +12,10 @@
 #include "strata_functions.hpp"
 #include <strata/module.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <tuple>
 #include <type_traits>
 
 #define STRATA_EXPORT __attribute__((visibility("default")))
@@ -54,7 +57,8 @@ struct chain {
   const uint16_t* start_after = nullptr;
   // The whole chain is one counting module with a plain counter (entries[0].count_direct) and
   // the application's world is its own: the entry point counts without going through
-  // wrapped_X (counted<>() below). Set at the end of MPI_Init, with entries[0].count_mode.
+  // wrapped_X (counts_here() and counted<>() below). Set at the end of MPI_Init, with
+  // entries[0].count_mode.
   uint64_t* direct_counter = nullptr;
 };
 
@@ -64,7 +68,7 @@ struct thread_state {
   int layer;   // -1 outside modules: the application's calls start at the top
   int in_real; // >0 while the real MPI runs: its own calls to exported MPI_/PMPI_ pass through
   const void* call_site;
-  uint32_t polls_until_timed; // sampled polls: untimed ones left before the next timed one
+  uint32_t polls_until_timed; // sampled polls: polls up to and including the next timed one
   uint32_t poll_random;       // xorshift state for the gaps between timed polls
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
@@ -98,11 +102,11 @@ R deliver_untimed_poll(const chain* c, int pos, R r, bool substituted, A... args
 
 // Sampled polls: true when this poll is to be timed. The gaps are uniform in [1, 2 * interval - 1]
 // (mean `interval`), from a per-thread xorshift, so no periodic pattern of the program aliases.
+// polls_until_timed counts down to the timed poll: one decrement and a branch on zero, which the
+// entry point's counted path repeats (counts_here); a thread starts at 1 (its first poll timed).
 inline bool time_this_poll(thread_state& ts, uint32_t interval) {
-  if (__builtin_expect(ts.polls_until_timed > 1, 1)) {
-    --ts.polls_until_timed;
+  if (__builtin_expect(--ts.polls_until_timed != 0, 1))
     return false;
-  }
   uint32_t x = ts.poll_random != 0
                    ? ts.poll_random
                    : 0x9E3779B9u ^ static_cast<uint32_t>(reinterpret_cast<uintptr_t>(&ts));
@@ -310,31 +314,95 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
   return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
 }
 
-// The entry point's own path for a chain that only counts (chain::direct_counter): the fewest
-// instructions between the application and MPI. Anything else (a call from a module or from
-// MPI itself, a poll due for timing, a poll that completed something) takes the usual path.
-template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((noinline)) R counted(const chain* c, const void* return_address, R (*real)(P...),
-                                    A... args) {
+// The entry point's own path for a chain that only counts (chain::direct_counter). MPI_X
+// tests direct_counter and jumps (a tail call, same arguments) to the generated counted_MPI_X,
+// which is counted<>() below: a function of its own, so that MPI_X's other paths keep having no
+// frame, and entered by a jump, so that its return address is the application's. What
+// counts_here() refuses (a call from a module or from MPI itself, a poll due for timing) goes
+// on to wrapped_X and dispatch<>() as any other call.
+
+// The application's call with MPI not running: layer -1 and in_real 0, compared as one 64-bit
+// word (one instruction, where two loads, an add and an or tested them apart).
+inline bool application_call(const thread_state& ts) {
+  static_assert(offsetof(thread_state, in_real) == offsetof(thread_state, layer) + sizeof(int));
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "layer is the low half");
+  uint64_t both = 0;
+  std::memcpy(&both, &ts.layer, sizeof both);
+  return both == uint64_t{0xFFFFFFFFu};
+}
+
+// Whether counted_MPI_X counts this call itself. For a poll this is also the sampling
+// countdown, one decrement and a branch; the poll that takes it to zero is due for timing: the
+// decrement is undone and dispatch<>() takes the poll, whose time_this_poll decrements again,
+// times it and draws the next gap.
+template <typename Decoder> __attribute__((always_inline)) inline bool counts_here() {
   thread_state& ts = tls;
-  if (__builtin_expect((ts.in_real | (ts.layer + 1)) != 0, 0))
-    return dispatch<F, Decoder>(c, return_address, real, args...);
-  ts.call_site = return_address;
+  if (__builtin_expect(!application_call(ts), 0))
+    return false;
   if constexpr (Decoder::is_poll) {
-    if (time_this_poll(ts, c->entries[0].poll_interval))
-      return invoke_events<F, Decoder>(c, 0, real, args...);
-    MPI_Status status_space;
-    const bool substituted = Decoder::substitute_ignored_status(status_space, args...);
+    if (__builtin_expect(--ts.polls_until_timed == 0, 0)) {
+      ts.polls_until_timed = 1;
+      return false;
+    }
+  }
+  return true;
+}
+
+// What an untimed poll keeps across the real call, in memory: the arguments as passed to MPI
+// (the status perhaps the stand-in's address) for the out-of-line path of a poll that
+// completed something, and the stand-in. Kept in the frame rather than in saved registers: a
+// store each before the call, and after it only the flag is read back.
+template <typename... A> struct poll_frame {
+  MPI_Status stand_in;
+  std::tuple<A...> args;
+};
+
+// A counted poll that completed something: decoded for the group's untimed callbacks, as
+// dispatch<>() would have done. Re-reads the arguments from the caller's frame.
+template <int F, typename Decoder, typename R, typename... A>
+__attribute__((noinline, cold)) R counted_poll_completed(const void* return_address, R r,
+                                                         poll_frame<A...>& frame) {
+  tls.call_site = return_address;
+  const bool substituted = std::apply(
+      [&](A&... args) { return Decoder::status_is(frame.stand_in, args...); }, frame.args);
+  return std::apply(
+      [&](A... args) {
+        return deliver_untimed_poll<F, Decoder>(chains[F], 0, r, substituted, args...);
+      },
+      frame.args);
+}
+
+// counted_MPI_X: counts the call and calls MPI, or hands it to wrapped_X when counts_here()
+// refuses it. A poll adds one only when it completed nothing; the chain and its counter are
+// read again after the call rather than kept, and a poll that completed something goes out of
+// line for its untimed callbacks.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R
+counted(R (*real)(P...), R (*wrapped)(const chain*, const void*, P...), A... args) {
+  if (__builtin_expect(!counts_here<Decoder>(), 0))
+    return wrapped(chains[F], __builtin_return_address(0), args...);
+  thread_state& ts = tls;
+  if constexpr (Decoder::is_poll) {
+    poll_frame<A...> frame;
+    Decoder::substitute_ignored_status(frame.stand_in, args...);
+    frame.args = std::tuple<A...>(args...);
     ++ts.in_real;
     R r = real(args...);
     --ts.in_real;
-    if (__builtin_expect(!Decoder::completed(args...), 1)) {
-      ++*c->direct_counter;
+    if (__builtin_expect(
+            !std::apply([](A&... kept) { return Decoder::completed(kept...); }, frame.args), 1)) {
+      ++*chains[F]->direct_counter;
       return r;
     }
-    return deliver_untimed_poll<F, Decoder>(c, 0, r, substituted, args...);
+    // Out of line with the application's return address (counted_MPI_X is entered by a jump)
+    // and the frame's address, both computed here rather than kept across the call: the asm
+    // hides that the address is the one given for the stand-in before the call, which GCC
+    // would otherwise keep in a saved register (two more instructions on every poll).
+    poll_frame<A...>* saved = nullptr;
+    asm("lea %1, %0" : "=r"(saved) : "m"(frame));
+    return counted_poll_completed<F, Decoder>(__builtin_return_address(0), r, *saved);
   } else {
-    ++*c->direct_counter;
+    ++*chains[F]->direct_counter;
     ++ts.in_real;
     R r = real(args...);
     --ts.in_real;

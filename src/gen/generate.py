@@ -316,6 +316,13 @@ def generate(header, roles, flavor, out):
                     c.write("    return false;\n")
                 c.write("  }\n")
                 c.write(f"  static bool completed({ref_list}) {{ return *{spec['flag']} != 0; }}\n")
+                # Whether the status passed to MPI was the stand-in (substituted, see above).
+                c.write(f"  static bool status_is([[maybe_unused]] const MPI_Status& space, "
+                        f"{ref_list}) {{\n")
+                if "status" in spec:
+                    c.write(f"    return {spec['status']} == &space;\n  }}\n")
+                else:
+                    c.write("    return false;\n  }\n")
             c.write(f"  static void remap_comms({ref_list}) {{\n")
             for comm in comms:
                 c.write(f"    {comm} = core::remap_comm({comm});\n")
@@ -327,6 +334,15 @@ def generate(header, roles, flavor, out):
             c.write(f"  return core::dispatch<fid_{n}, decoder_{n}>(chain, site, real.{n}"
                     f"{', ' if args else ''}{args});\n}}\n")
             wrapped = f"wrapped_{n}(chain, __builtin_return_address(0){', ' if args else ''}{args})"
+            if n not in INIT_FUNCTIONS and n not in FINALIZE_FUNCTIONS:
+                # A chain that only counts: the entry point jumps here with its own arguments
+                # (a tail call: no frame of its own on the entry's wrapped path), so the return
+                # address is the application's. Without optimisation there is no tail call and
+                # the entry point takes wrapped_X, which counts as well (dispatch.hpp).
+                c.write("#if defined(__OPTIMIZE__)\n")
+                c.write(f"__attribute__((noinline)) {f.proto('counted_' + n)} {{\n")
+                c.write(f"  return core::counted<fid_{n}, decoder_{n}>(real.{n}, wrapped_{n}"
+                        f"{', ' if args else ''}{args});\n}}\n#endif\n")
             c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
             c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
             if n in INIT_FUNCTIONS or n in FINALIZE_FUNCTIONS:
@@ -344,10 +360,10 @@ def generate(header, roles, flavor, out):
             else:
                 c.write("  if (__builtin_expect(chain == nullptr, 1))\n")
                 c.write(f"    return real.{n}({args});\n")
-                # A chain that only counts: counted straight from here (dispatch.hpp).
+                # A chain that only counts: counted_X, above.
+                c.write("#if defined(__OPTIMIZE__)\n")
                 c.write("  if (chain->direct_counter != nullptr)\n")
-                c.write(f"    return core::counted<fid_{n}, decoder_{n}>(chain, "
-                        f"__builtin_return_address(0), real.{n}{', ' if args else ''}{args});\n")
+                c.write(f"    return counted_{n}({args});\n#endif\n")
                 c.write(f"  return {wrapped};\n}}\n")
             for prefix in ("P", "Z"):
                 c.write(f"extern \"C\" STRATA_EXPORT {f.proto(prefix + n if prefix == 'P' else 'ZMPI_' + n[4:])}"

@@ -180,6 +180,29 @@ CREATE INDEX jobs_owner_by_cpu ON jobs (owner, cpu_time_s, end_time, mpi_percent
 CREATE INDEX jobs_owner_by_ranks ON jobs (owner, ranks, end_time, mpi_percent, cpu_time_s,
                                           language);
 )sql",
+    // 6: the jobs list's text search at a million jobs, and ingest's cost of the lists' indexes
+    // (docs/PERFORMANCE.md). A search matches executables by substring and record ids by
+    // prefix. Executables are few (a site's programs, not its jobs), so their substrings are
+    // looked up in `executables` (kept by each insert) and the jobs of the executables found
+    // through jobs_by_executable, which holds every column the lists filter and sort on; record
+    // ids by a range of jobs_record_id (byte order: "C" on PostgreSQL, whatever the database's
+    // collation, so that a prefix is a range). The three per-owner sort indexes of version 5
+    // go: store::jobs now counts the matches first (bounded) and, for many, walks the site-wide
+    // index of the sort order, filtering by owner inside it; for few, reads them by the owner's
+    // index and sorts them (each of those indexes cost 1-2 s of CPU per 100,000 records at
+    // ingest).
+    R"sql(
+DROP INDEX jobs_owner_by_mpi;
+DROP INDEX jobs_owner_by_cpu;
+DROP INDEX jobs_owner_by_ranks;
+CREATE TABLE executables (
+  executable TEXT PRIMARY KEY
+);
+INSERT INTO executables (executable) SELECT DISTINCT executable FROM jobs;
+CREATE INDEX jobs_by_executable ON jobs (executable, end_time, mpi_percent, cpu_time_s, ranks,
+                                         owner, language);
+CREATE INDEX jobs_record_id ON jobs (record_id {{byte_order}});
+)sql",
 };
 
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
@@ -247,52 +270,102 @@ job_row read_job(const store::row& r) {
   return j;
 }
 
-// The WHERE clause of a job filter over `jobs`, with its parameters.
-std::string where_clause(const job_filter& f, std::vector<store::param>& params) {
+// How a jobs list picks its page of ids (store::jobs_and_count). A backend's planner cannot
+// tell, without statistics of the combination (SQLite keeps none), whether walking the sort
+// order's index and filtering inside it stops soon (many matches) or reads a million entries
+// (few matches); the bounded count tells, and the query is then written so that only the
+// chosen index can serve it: a filter on another column becomes an expression (`col + 0`,
+// `col || ''`, the same on both backends), or the sort key does.
+enum class list_plan {
+  planner,   // as written: the backend chooses
+  by_filter, // few matches: the index of a filter, then sort them
+  by_order,  // many matches: the sort order's index, stopping at the page's last entry
+};
+
+// The column an order sorts on first: the leading column of its site-wide index.
+std::string_view order_column(job_order o) {
+  switch (o) {
+  case job_order::mpi_percent_desc:
+    return "mpi_percent";
+  case job_order::cpu_time_desc:
+    return "cpu_time_s";
+  case job_order::ranks_desc:
+    return "ranks";
+  case job_order::end_asc:
+  case job_order::end_desc:
+  case job_order::latest:
+    break;
+  }
+  return "end_time";
+}
+
+// A search text's upper bound for a prefix range in byte order: no text starting with `text`
+// sorts at or after it, except one continuing with U+10FFFF (the largest code point, a
+// noncharacter, so kept as valid UTF-8 for PostgreSQL).
+std::string prefix_end(const std::string& text) { return text + "\xf4\x8f\xbf\xbf"; }
+
+// The WHERE clause of a job filter over `jobs`, with its parameters. `byte_order` is
+// store::byte_order_collation().
+std::string where_clause(const job_filter& f, std::vector<store::param>& params,
+                         const std::string& byte_order, list_plan plan = list_plan::planner,
+                         job_order order = job_order::end_desc) {
   std::string sql = " WHERE 1=1";
+  // Under by_order only the sort column stays usable by an index.
+  auto column = [&](std::string_view name, bool is_text) {
+    if (plan != list_plan::by_order || name == order_column(order))
+      return std::string(name);
+    return "(" + std::string(name) + (is_text ? " || '')" : " + 0)");
+  };
   auto add = [&](const std::string& cond, store::param p) {
     params.push_back(std::move(p));
     sql += " AND " + replace_all(cond, "?", "$" + std::to_string(params.size()));
   };
   if (f.when) {
-    add("end_time >= ?", f.when->from);
-    add("end_time < ?", f.when->to);
+    add(column("end_time", false) + " >= ?", f.when->from);
+    add(column("end_time", false) + " < ?", f.when->to);
   }
   if (f.owner)
-    add("owner = ?", *f.owner);
+    add(column("owner", true) + " = ?", *f.owner);
   if (f.language)
     add("language = ?", *f.language);
   if (f.min_mpi_percent)
-    add("mpi_percent > ?", *f.min_mpi_percent);
+    add(column("mpi_percent", false) + " > ?", *f.min_mpi_percent);
   if (f.min_ranks)
-    add("ranks >= ?", *f.min_ranks);
+    add(column("ranks", false) + " >= ?", *f.min_ranks);
   if (f.max_ranks)
-    add("ranks <= ?", *f.max_ranks);
+    add(column("ranks", false) + " <= ?", *f.max_ranks);
   if (f.text) {
-    // Substring match without LIKE's wildcards: the same on both backends.
+    // Executables by substring (strpos, not LIKE: no wildcards, the same on both backends)
+    // through the small `executables` table, record ids by prefix (migration 6).
     params.push_back(*f.text);
     const std::string p = "$" + std::to_string(params.size());
-    sql += " AND (strpos(executable, " + p + ") > 0 OR strpos(record_id, " + p + ") > 0)";
+    params.push_back(prefix_end(*f.text));
+    const std::string end = "$" + std::to_string(params.size());
+    const std::string id = column("record_id", true) + " " + byte_order;
+    sql += " AND (" + column("executable", true) +
+           " IN (SELECT executable FROM executables WHERE strpos(executable, " + p +
+           ") > 0) OR (" + id + " >= " + p + " AND " + id + " < " + end + "))";
   }
   return sql;
 }
 
-const char* order_clause(job_order o) {
+std::string order_clause(job_order o, list_plan plan = list_plan::planner) {
+  // by_filter: the sort key as an expression, so that no index is walked for its order.
+  const std::string key =
+      plan == list_plan::by_filter ? "(" + std::string(order_column(o)) + " + 0)"
+                                   : std::string(order_column(o));
   switch (o) {
   case job_order::end_asc:
-    return " ORDER BY end_time ASC, job_id ASC";
-  case job_order::mpi_percent_desc:
-    return " ORDER BY mpi_percent DESC, job_id DESC";
-  case job_order::cpu_time_desc:
-    return " ORDER BY cpu_time_s DESC, job_id DESC";
-  case job_order::ranks_desc:
-    return " ORDER BY ranks DESC, job_id DESC";
+    return " ORDER BY " + key + " ASC, job_id ASC";
   case job_order::latest:
-    return " ORDER BY end_time DESC";
+    return " ORDER BY " + key + " DESC";
+  case job_order::mpi_percent_desc:
+  case job_order::cpu_time_desc:
+  case job_order::ranks_desc:
   case job_order::end_desc:
     break;
   }
-  return " ORDER BY end_time DESC, job_id DESC";
+  return " ORDER BY " + key + " DESC, job_id DESC";
 }
 
 // Sums over `jobs` rows as job_totals columns, in the order read_totals reads them.
@@ -468,6 +541,7 @@ void store::migrate() {
       std::string sql = replace_all(migrations[v], "{{id}}", id_column_type());
       sql = replace_all(sql, "{{blob}}", blob_column_type());
       sql = replace_all(sql, "{{drop_foreign_keys}}", drop_foreign_keys_sql());
+      sql = replace_all(sql, "{{byte_order}}", byte_order_collation());
       std::string groups;
       for (int g = 0; g < routine_group_count; ++g)
         groups += "g" + std::to_string(g) + "_jobs BIGINT NOT NULL, g" + std::to_string(g) +
@@ -495,24 +569,41 @@ void store::migrate() {
 }
 
 std::vector<job_row> store::jobs(const job_filter& filter) {
+  return jobs_and_count(filter, list_threshold_).rows;
+}
+
+job_page store::jobs_and_count(const job_filter& filter, std::int64_t cap) {
+  job_page page;
+  page.matches = count_jobs_up_to(filter, std::max(cap, list_threshold_));
+  // Lists by end time without a search have an index that gives both the filter and the order
+  // (the owner's, the period's); the others choose by the number of matches.
+  const bool by_end = filter.order == job_order::end_desc ||
+                      filter.order == job_order::end_asc || filter.order == job_order::latest;
+  const bool filtered = filter.when || filter.owner || filter.text || filter.language ||
+                        filter.min_mpi_percent || filter.min_ranks || filter.max_ranks;
+  list_plan plan = list_plan::planner;
+  if (filtered && (!by_end || filter.text))
+    plan = page.matches < list_threshold_ ? list_plan::by_filter : list_plan::by_order;
   // The page's job ids first, from an index that holds every filter and sort column (no row
   // is read for the rows skipped or filtered out, unless a text is searched), then their rows.
   std::vector<param> params;
   std::string sql = std::string("SELECT ") + job_columns +
                     " FROM jobs WHERE job_id IN (SELECT job_id FROM jobs" +
-                    where_clause(filter, params) + order_clause(filter.order);
+                    where_clause(filter, params, byte_order_collation(), plan, filter.order) +
+                    order_clause(filter.order, plan);
   params.push_back(filter.limit);
   sql += " LIMIT $" + std::to_string(params.size());
   params.push_back(filter.offset);
   sql += " OFFSET $" + std::to_string(params.size()) + ")" + order_clause(filter.order);
-  std::vector<job_row> out;
-  query(sql, params, [&](const row& r) { out.push_back(read_job(r)); });
-  return out;
+  query(sql, params, [&](const row& r) { page.rows.push_back(read_job(r)); });
+  page.matches = std::min(page.matches, cap);
+  return page;
 }
 
 std::int64_t store::count_jobs(const job_filter& filter) {
   std::vector<param> params;
-  const std::string sql = "SELECT COUNT(*) FROM jobs" + where_clause(filter, params);
+  const std::string sql =
+      "SELECT COUNT(*) FROM jobs" + where_clause(filter, params, byte_order_collation());
   std::int64_t n = 0;
   query(sql, params, [&](const row& r) { n = r.i64(0); });
   return n;
@@ -520,7 +611,8 @@ std::int64_t store::count_jobs(const job_filter& filter) {
 
 std::int64_t store::count_jobs_up_to(const job_filter& filter, std::int64_t cap) {
   std::vector<param> params;
-  std::string sql = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs" + where_clause(filter, params);
+  std::string sql = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs" +
+                    where_clause(filter, params, byte_order_collation());
   params.push_back(cap);
   sql += " LIMIT $" + std::to_string(params.size()) + ") AS capped";
   std::int64_t n = 0;
@@ -641,6 +733,7 @@ insert_result store::insert(const std::vector<stored_job>& jobs) {
   begin_write();
   try {
     insert_result r = insert_rows(jobs);
+    add_executables(jobs, r.was_new);
     add_rollups(jobs, r.was_new);
     add_site_rollups(jobs, r.was_new);
     execute("COMMIT");
@@ -682,6 +775,26 @@ void store::upsert(const std::string& table, const std::vector<std::string>& key
     }
     sql += " ON CONFLICT (" + keys + ") DO UPDATE SET " + update;
     query(sql, params, [](const row&) {});
+  }
+}
+
+void store::add_executables(const std::vector<stored_job>& jobs,
+                            const std::vector<bool>& was_new) {
+  // A batch holds a site's few programs many times over: each distinct one is offered once.
+  std::set<std::string> distinct;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (was_new[i])
+      distinct.insert(jobs[i].job.executable);
+  constexpr size_t chunk = 1000;
+  auto it = distinct.begin();
+  while (it != distinct.end()) {
+    std::string sql = "INSERT INTO executables (executable) VALUES ";
+    std::vector<param> params;
+    for (; it != distinct.end() && params.size() < chunk; ++it) {
+      params.emplace_back(*it);
+      sql += (params.size() == 1 ? "($" : ", ($") + std::to_string(params.size()) + ")";
+    }
+    query(sql + " ON CONFLICT (executable) DO NOTHING", params, [](const row&) {});
   }
 }
 

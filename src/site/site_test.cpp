@@ -682,7 +682,9 @@ TEST_F(StoreBackend, JobListsFilterSortAndPage) {
         std::sort(expected.begin(), expected.end(), [&](const job_row& a, const job_row& b) {
           if (order == job_order::end_asc)
             return a.end_time != b.end_time ? a.end_time < b.end_time : a.job_id < b.job_id;
-          return key(a) != key(b) ? key(a) > key(b) : a.job_id > b.job_id;
+          if (key(a) != key(b))
+            return key(a) > key(b);
+          return a.end_time != b.end_time ? a.end_time > b.end_time : a.job_id > b.job_id;
         });
         EXPECT_FALSE(expected.empty());
         f.order = order;

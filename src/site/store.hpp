@@ -279,6 +279,8 @@ protected:
   // "COLLATE ..." that compares text byte by byte (empty where that is the default), so that
   // a prefix is a range of an index (migration 6, the record id search).
   virtual std::string byte_order_collation() const = 0;
+  // ", job_id" where an index does not hold the row's id by itself (PostgreSQL), else empty.
+  virtual std::string row_id_column() const = 0;
   virtual void begin_migration() = 0; // a transaction holding the store's write lock
 
 private:

@@ -3,6 +3,7 @@
 
 #include "profile/spool.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -91,6 +92,8 @@ public:
                             strpos_function, nullptr, nullptr);
     // WAL lets reports read while an ingest writes; FULL sync makes a commit durable before
     // ingest removes the spooled files it holds.
+    if (const char* ps = std::getenv("STRATA_SQLITE_PAGE_SIZE"))
+      execute(std::string("PRAGMA page_size=") + ps);
     execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
             "PRAGMA cache_size=-65536;");
   }
@@ -242,6 +245,7 @@ protected:
   std::string blob_column_type() const override { return "BLOB"; }
   std::string drop_foreign_keys_sql() const override { return "SELECT 1"; } // kept on SQLite
   std::string byte_order_collation() const override { return ""; } // BINARY is the default
+  std::string row_id_column() const override { return ""; } // every index ends with the rowid
   void begin_migration() override { execute("BEGIN IMMEDIATE"); }
 
 private:

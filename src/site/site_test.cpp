@@ -624,6 +624,29 @@ TEST_F(StoreBackend, SearchByExecutableAndRecordIdAfterMigrationFromVersion5) {
   EXPECT_EQ(s->count_jobs(inside), 0);
 }
 
+// Past 1000 matching executables the query matches them itself (a subquery, not a list).
+TEST_F(StoreBackend, SearchOverManyExecutables) {
+  auto s = store::open(url_);
+  const std::int64_t base = *parse_utc_time("2025-07-07");
+  std::vector<stored_job> jobs = synth_jobs(1005, base, base + 86400);
+  for (size_t i = 0; i < jobs.size(); ++i)
+    jobs[i].job.executable = "/scratch/run-" + std::to_string(i) + "/prog";
+  s->insert(jobs);
+  job_filter f;
+  f.when = period{base, base + 86400};
+  f.text = "/run-";
+  f.limit = 2000;
+  EXPECT_EQ(s->jobs(f).size(), 1005u);
+  EXPECT_EQ(s->count_jobs(f), 1005);
+  f.text = "/run-100";
+  f.owner = jobs[1000].job.owner;
+  std::int64_t expected = 0;
+  for (const stored_job& j : jobs)
+    expected += j.job.owner == *f.owner && j.job.executable.find("/run-100") != std::string::npos;
+  EXPECT_EQ(static_cast<std::int64_t>(s->jobs(f).size()), expected);
+  EXPECT_GE(expected, 1);
+}
+
 // Every filter and order of the jobs list (two-step query: ids from an index, then rows)
 // against filtering and sorting all rows here.
 TEST_F(StoreBackend, JobListsFilterSortAndPage) {

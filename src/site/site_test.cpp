@@ -722,9 +722,9 @@ TEST_F(StoreBackend, JobListsFilterSortAndPage) {
         // by the sort order's index, always by a filter's index.
         for (const std::int64_t threshold : {list_plan_threshold, std::int64_t{0}, INT64_MAX}) {
           s->set_list_plan_threshold(threshold);
-          EXPECT_EQ(ids_of(s->jobs(f)), ids_of(page)) << "order " << static_cast<int>(order)
-                                                      << " offset " << offset
-                                                      << " threshold " << threshold;
+          EXPECT_EQ(ids_of(s->jobs(f)), ids_of(page))
+              << "order " << static_cast<int>(order) << " offset " << offset << " threshold "
+              << threshold;
         }
         s->set_list_plan_threshold(list_plan_threshold);
         const job_page both = s->jobs_and_count(f, 10);

@@ -24,7 +24,7 @@ namespace strata::site {
 struct search_terms {
   std::string byte_order;                              // store::byte_order_collation()
   std::optional<std::vector<std::string>> executables; // none: too many, matched in the query
-  bool record_ids = true; // some record id starts with the text
+  bool record_ids = true;                              // some record id starts with the text
 };
 
 namespace {
@@ -324,7 +324,9 @@ std::string_view order_column(job_order o) {
 // A search text's upper bound for a prefix range in byte order: no text starting with `text`
 // sorts at or after it, except one continuing with U+10FFFF (the largest code point, a
 // noncharacter, so kept as valid UTF-8 for PostgreSQL).
-std::string prefix_end(const std::string& text) { return text + "\xf4\x8f\xbf\xbf"; }
+std::string prefix_end(const std::string& text) {
+  return text + "\xf4\x8f\xbf\xbf";
+}
 
 // The WHERE clause of a job filter over `jobs`, with its parameters.
 std::string where_clause(const job_filter& f, std::vector<store::param>& params,
@@ -401,9 +403,9 @@ std::string where_clause(const job_filter& f, std::vector<store::param>& params,
 
 std::string order_clause(job_order o, list_plan plan = list_plan::planner) {
   // by_filter: the sort key as an expression, so that no index is walked for its order.
-  const std::string key =
-      plan == list_plan::by_filter ? "(" + std::string(order_column(o)) + " + 0)"
-                                   : std::string(order_column(o));
+  const std::string key = plan == list_plan::by_filter
+                              ? "(" + std::string(order_column(o)) + " + 0)"
+                              : std::string(order_column(o));
   switch (o) {
   case job_order::end_asc:
     return " ORDER BY " + key + " ASC, job_id ASC";
@@ -600,8 +602,8 @@ void store::migrate() {
       std::string rebuilt;
       if (!row_id_column().empty())
         for (const auto& [name, columns] : list_indexes)
-          rebuilt += std::string("DROP INDEX ") + name + ";\nCREATE INDEX " + name +
-                     " ON jobs (" + columns + row_id_column() + ");\n";
+          rebuilt += std::string("DROP INDEX ") + name + ";\nCREATE INDEX " + name + " ON jobs (" +
+                     columns + row_id_column() + ");\n";
       sql = replace_all(sql, "{{list_indexes_with_row_id}}", rebuilt);
       std::string groups;
       for (int g = 0; g < routine_group_count; ++g)
@@ -658,8 +660,8 @@ job_page store::jobs_and_count(const job_filter& filter, std::int64_t cap) {
   page.matches = count_up_to(filter, std::max(cap, list_threshold_), terms);
   // Lists by end time without a search have an index that gives both the filter and the order
   // (the owner's, the period's); the others choose by the number of matches.
-  const bool by_end = filter.order == job_order::end_desc ||
-                      filter.order == job_order::end_asc || filter.order == job_order::latest;
+  const bool by_end = filter.order == job_order::end_desc || filter.order == job_order::end_asc ||
+                      filter.order == job_order::latest;
   const bool filtered = filter.when || filter.owner || filter.text || filter.language ||
                         filter.min_mpi_percent || filter.min_ranks || filter.max_ranks;
   list_plan plan = list_plan::planner;
@@ -673,10 +675,9 @@ job_page store::jobs_and_count(const job_filter& filter, std::int64_t cap) {
   // The page's job ids first, from an index that holds every filter and sort column (no row
   // is read for the rows skipped or filtered out, unless a text is searched), then their rows.
   std::vector<param> params;
-  std::string sql = std::string("SELECT ") + job_columns +
-                    " FROM jobs WHERE job_id IN (SELECT job_id FROM jobs" +
-                    where_clause(filter, params, terms, plan, filter.order) +
-                    order_clause(filter.order, plan);
+  std::string sql =
+      std::string("SELECT ") + job_columns + " FROM jobs WHERE job_id IN (SELECT job_id FROM jobs" +
+      where_clause(filter, params, terms, plan, filter.order) + order_clause(filter.order, plan);
   params.push_back(filter.limit);
   sql += " LIMIT $" + std::to_string(params.size());
   params.push_back(filter.offset);
@@ -702,7 +703,8 @@ std::int64_t store::count_jobs_up_to(const job_filter& filter, std::int64_t cap)
 std::int64_t store::count_up_to(const job_filter& filter, std::int64_t cap,
                                 const search_terms& terms) {
   std::vector<param> params;
-  std::string sql = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs" + where_clause(filter, params, terms);
+  std::string sql =
+      "SELECT COUNT(*) FROM (SELECT 1 FROM jobs" + where_clause(filter, params, terms);
   params.push_back(cap);
   sql += " LIMIT $" + std::to_string(params.size()) + ") AS capped";
   std::int64_t n = 0;
@@ -868,8 +870,7 @@ void store::upsert(const std::string& table, const std::vector<std::string>& key
   }
 }
 
-void store::add_executables(const std::vector<stored_job>& jobs,
-                            const std::vector<bool>& was_new) {
+void store::add_executables(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new) {
   // A batch holds a site's few programs many times over: each distinct one is offered once.
   std::set<std::string> distinct;
   for (size_t i = 0; i < jobs.size(); ++i)

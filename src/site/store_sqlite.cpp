@@ -3,7 +3,6 @@
 
 #include "profile/spool.hpp"
 
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -92,8 +91,6 @@ public:
                             strpos_function, nullptr, nullptr);
     // WAL lets reports read while an ingest writes; FULL sync makes a commit durable before
     // ingest removes the spooled files it holds.
-    if (const char* ps = std::getenv("STRATA_SQLITE_PAGE_SIZE"))
-      execute(std::string("PRAGMA page_size=") + ps);
     execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; "
             "PRAGMA cache_size=-65536;");
   }

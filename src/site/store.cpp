@@ -195,10 +195,10 @@ CREATE INDEX jobs_owner_by_ranks ON jobs (owner, ranks, end_time, mpi_percent, c
     // through jobs_by_executable, which holds every column the lists filter and sort on; record
     // ids by a range of jobs_record_id (byte order: "C" on PostgreSQL, whatever the database's
     // collation, so that a prefix is a range). The three per-owner sort indexes of version 5
-    // go: store::jobs now counts the matches first (bounded) and, for many, walks the site-wide
-    // index of the sort order, filtering by owner inside it; for few, reads them by the owner's
-    // index and sorts them (each of those indexes cost 1-2 s of CPU per 100,000 records at
-    // ingest).
+    // go: store::jobs_and_count counts the matches first (bounded) and, for many, walks the
+    // site-wide index of the sort order, filtering by owner inside it; for few, reads them by
+    // the owner's index and sorts them (each of those indexes cost 1-2 s of CPU per 100,000
+    // records at ingest).
     R"sql(
 DROP INDEX jobs_owner_by_mpi;
 DROP INDEX jobs_owner_by_cpu;
@@ -651,26 +651,29 @@ search_terms store::search(const job_filter& filter) {
 }
 
 std::vector<job_row> store::jobs(const job_filter& filter) {
-  return jobs_and_count(filter, list_threshold_).rows;
+  return jobs_and_count(filter, 0).rows;
 }
 
 job_page store::jobs_and_count(const job_filter& filter, std::int64_t cap) {
   job_page page;
   const search_terms terms = search(filter);
-  page.matches = count_up_to(filter, std::max(cap, list_threshold_), terms);
   // Lists by end time without a search have an index that gives both the filter and the order
-  // (the owner's, the period's); the others choose by the number of matches.
+  // (the owner's, the period's); the others choose by the number of matches, counted only
+  // then (the reports' lists of critical jobs count nothing).
   const bool by_end = filter.order == job_order::end_desc || filter.order == job_order::end_asc ||
                       filter.order == job_order::latest;
   const bool filtered = filter.when || filter.owner || filter.text || filter.language ||
                         filter.min_mpi_percent || filter.min_ranks || filter.max_ranks;
+  const bool chooses = filtered && (!by_end || filter.text);
+  const std::int64_t bound = chooses ? std::max(cap, list_threshold_) : cap;
+  page.matches = bound > 0 ? count_up_to(filter, bound, terms) : 0;
   list_plan plan = list_plan::planner;
   // A deep page walks (offset + limit) / density entries of the order's index, more still
   // when the matches sort late (the busiest user's page 100 by CPU time: 300 ms on
   // PostgreSQL); one owner's or program's jobs, read from their index, cost the same on any
   // page.
   const bool deep = filter.offset + filter.limit > 1000 && (filter.owner || filter.text);
-  if (filtered && (!by_end || filter.text))
+  if (chooses)
     plan = page.matches < list_threshold_ || deep ? list_plan::by_filter : list_plan::by_order;
   // The page's job ids first, from an index that holds every filter and sort column (no row
   // is read for the rows skipped or filtered out, unless a text is searched), then their rows.

@@ -6,12 +6,14 @@
 #include "site/store.hpp"
 #include "site/synth.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 #include <zlib.h>
@@ -542,15 +544,16 @@ TEST_F(StoreBackend, CriticalCountsFromDayBucketsAndAfterMigration) {
   EXPECT_EQ(before.site->totals.jobs, 180);
 
   // Back to what version 3 had, then open: migration 4 runs and fills the new day tables from
-  // the jobs and day_classes, and migration 5 adds the per-owner list indexes.
+  // the jobs and day_classes, migration 5 adds the per-owner list indexes, 6 drops them again
+  // and adds the search's table and indexes.
   s->execute("DROP TABLE day_mpi; DROP TABLE day_owners; DROP TABLE day_shapes; "
              "DROP INDEX jobs_owner_list; DROP INDEX jobs_by_mpi; "
              "DROP INDEX jobs_by_cpu; DROP INDEX jobs_by_ranks; "
              "CREATE INDEX jobs_owner_end_time ON jobs (owner, end_time); DROP INDEX jobs_period; "
              "CREATE INDEX jobs_period ON jobs (end_time, mpi_percent, owner, language, ranks, "
              "cpu_class); "
-             "DROP INDEX jobs_owner_by_mpi; DROP INDEX jobs_owner_by_cpu; "
-             "DROP INDEX jobs_owner_by_ranks; DELETE FROM schema_version WHERE version >= 4");
+             "DROP TABLE executables; DROP INDEX jobs_by_executable; DROP INDEX jobs_record_id; "
+             "DELETE FROM schema_version WHERE version >= 4");
   s.reset();
   s = store::open(url_);
   EXPECT_EQ(s->schema_version(), store_schema_version);
@@ -558,6 +561,90 @@ TEST_F(StoreBackend, CriticalCountsFromDayBucketsAndAfterMigration) {
   const report after = build_report(*s, page);
   ASSERT_TRUE(after.site);
   expect_same_site(*after.site, *before.site);
+}
+
+// A store of version 5 (per-owner sort indexes, no `executables`) is migrated to 6: searches
+// find the jobs stored before and after it by a substring of their executable or a prefix of
+// their record id, in every way of reading a page, and the count agrees.
+TEST_F(StoreBackend, SearchByExecutableAndRecordIdAfterMigrationFromVersion5) {
+  auto s = store::open(url_);
+  const std::int64_t base = *parse_utc_time("2025-06-09");
+  const period days{base, base + 2 * 86400}; // the tests' jobs (PostgreSQL: one database)
+  std::vector<stored_job> before = synth_jobs(120, base, base + 86400);
+  s->insert(before);
+  s->execute("DROP TABLE executables; DROP INDEX jobs_by_executable; DROP INDEX jobs_record_id; "
+             "CREATE INDEX jobs_owner_by_mpi ON jobs (owner, mpi_percent, end_time, cpu_time_s, "
+             "ranks, language); "
+             "CREATE INDEX jobs_owner_by_cpu ON jobs (owner, cpu_time_s, end_time, mpi_percent, "
+             "ranks, language); "
+             "CREATE INDEX jobs_owner_by_ranks ON jobs (owner, ranks, end_time, mpi_percent, "
+             "cpu_time_s, language); "
+             "DELETE FROM schema_version WHERE version >= 6");
+  s.reset();
+  s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+  // After the migration: a program no job had before, and record ids of another scheme.
+  std::vector<stored_job> after = synth_jobs(40, base + 86400, base + 2 * 86400);
+  for (size_t i = 0; i < after.size(); ++i) {
+    after[i].job.executable = "/opt/site/bin/solver-" + std::to_string(i % 3);
+    after[i].job.record_id = "pbs." + std::to_string(7000 + i) + ".head";
+    after[i].job.job_key = after[i].job.record_id + "@x";
+  }
+  s->insert(after);
+  std::vector<job_row> all;
+  for (const auto* part : {&before, &after})
+    for (const stored_job& j : *part)
+      all.push_back(j.job);
+  for (const std::string text : {"app3", ".f90x", "/bin/", "solver-1", "synth:11:4", "pbs.701",
+                                 "pbs.7012.head", "7012", ".head", "no-such-thing"}) {
+    std::multiset<std::string> expected;
+    for (const job_row& j : all)
+      if (j.executable.find(text) != std::string::npos || j.record_id.starts_with(text))
+        expected.insert(j.job_key);
+    job_filter f;
+    f.when = days;
+    f.text = text;
+    f.limit = 1000;
+    for (const std::int64_t threshold : {list_plan_threshold, std::int64_t{0}, INT64_MAX}) {
+      s->set_list_plan_threshold(threshold);
+      for (const job_order order : {job_order::end_desc, job_order::cpu_time_desc}) {
+        f.order = order;
+        std::multiset<std::string> found;
+        for (const job_row& j : s->jobs(f))
+          found.insert(j.job_key);
+        EXPECT_EQ(found, expected) << text << " threshold " << threshold;
+      }
+    }
+    EXPECT_EQ(s->count_jobs(f), static_cast<std::int64_t>(expected.size())) << text;
+  }
+  // "7012" and ".head" are inside record ids, not at their start: not found.
+  job_filter inside;
+  inside.when = days;
+  inside.text = "7012";
+  EXPECT_EQ(s->count_jobs(inside), 0);
+}
+
+// Past 1000 matching executables the query matches them itself (a subquery, not a list).
+TEST_F(StoreBackend, SearchOverManyExecutables) {
+  auto s = store::open(url_);
+  const std::int64_t base = *parse_utc_time("2025-07-07");
+  std::vector<stored_job> jobs = synth_jobs(1005, base, base + 86400);
+  for (size_t i = 0; i < jobs.size(); ++i)
+    jobs[i].job.executable = "/scratch/run-" + std::to_string(i) + "/prog";
+  s->insert(jobs);
+  job_filter f;
+  f.when = period{base, base + 86400};
+  f.text = "/run-";
+  f.limit = 2000;
+  EXPECT_EQ(s->jobs(f).size(), 1005u);
+  EXPECT_EQ(s->count_jobs(f), 1005);
+  f.text = "/run-100";
+  f.owner = jobs[1000].job.owner;
+  std::int64_t expected = 0;
+  for (const stored_job& j : jobs)
+    expected += j.job.owner == *f.owner && j.job.executable.find("/run-100") != std::string::npos;
+  EXPECT_EQ(static_cast<std::int64_t>(s->jobs(f).size()), expected);
+  EXPECT_GE(expected, 1);
 }
 
 // Every filter and order of the jobs list (two-step query: ids from an index, then rows)
@@ -580,7 +667,7 @@ TEST_F(StoreBackend, JobListsFilterSortAndPage) {
   filters[4].min_ranks = 8;
   filters[4].max_ranks = 100;
   filters[5].when = period{base + 86400, base + 3 * 86400 + 5};
-  filters[6].text = "synth:11:1"; // record ids 1, 10-19, 100-199
+  filters[6].text = "synth:11:1"; // record ids 1, 10-19, 100-199 (a prefix)
   filters[7].text = ".f90x";      // Fortran executables
   filters[8].owner = "anna00";
   filters[8].min_mpi_percent = 10;
@@ -601,7 +688,7 @@ TEST_F(StoreBackend, JobListsFilterSortAndPage) {
               (!f.max_ranks || j.ranks <= *f.max_ranks) &&
               (!f.when || (j.end_time >= f.when->from && j.end_time < f.when->to)) &&
               (!f.text || j.executable.find(*f.text) != std::string::npos ||
-               j.record_id.find(*f.text) != std::string::npos))
+               j.record_id.starts_with(*f.text)))
             expected.push_back(j);
         auto key = [order](const job_row& j) {
           switch (order) {
@@ -618,7 +705,9 @@ TEST_F(StoreBackend, JobListsFilterSortAndPage) {
         std::sort(expected.begin(), expected.end(), [&](const job_row& a, const job_row& b) {
           if (order == job_order::end_asc)
             return a.end_time != b.end_time ? a.end_time < b.end_time : a.job_id < b.job_id;
-          return key(a) != key(b) ? key(a) > key(b) : a.job_id > b.job_id;
+          if (key(a) != key(b))
+            return key(a) > key(b);
+          return a.end_time != b.end_time ? a.end_time > b.end_time : a.job_id > b.job_id;
         });
         EXPECT_FALSE(expected.empty());
         f.order = order;
@@ -629,8 +718,19 @@ TEST_F(StoreBackend, JobListsFilterSortAndPage) {
                 std::min<std::ptrdiff_t>(offset, static_cast<std::ptrdiff_t>(expected.size())),
             expected.begin() +
                 std::min<std::ptrdiff_t>(offset + 9, static_cast<std::ptrdiff_t>(expected.size())));
-        EXPECT_EQ(ids_of(s->jobs(f)), ids_of(page))
-            << "order " << static_cast<int>(order) << " offset " << offset;
+        // Each way of reading a page (store.cpp, list_plan): as the count chooses, always
+        // by the sort order's index, always by a filter's index.
+        for (const std::int64_t threshold : {list_plan_threshold, std::int64_t{0}, INT64_MAX}) {
+          s->set_list_plan_threshold(threshold);
+          EXPECT_EQ(ids_of(s->jobs(f)), ids_of(page))
+              << "order " << static_cast<int>(order) << " offset " << offset << " threshold "
+              << threshold;
+        }
+        s->set_list_plan_threshold(list_plan_threshold);
+        const job_page both = s->jobs_and_count(f, 10);
+        EXPECT_EQ(ids_of(both.rows), ids_of(page));
+        EXPECT_EQ(both.matches,
+                  std::min<std::int64_t>(10, static_cast<std::int64_t>(expected.size())));
         EXPECT_EQ(s->count_jobs_up_to(f, 10),
                   std::min<std::int64_t>(10, static_cast<std::int64_t>(expected.size())));
         EXPECT_EQ(s->count_jobs(f), static_cast<std::int64_t>(expected.size()));

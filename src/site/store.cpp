@@ -20,6 +20,13 @@
 
 namespace strata::site {
 
+// What a search text matches in `executables`, looked up before the jobs are (store::search).
+struct search_terms {
+  std::string byte_order;                              // store::byte_order_collation()
+  std::optional<std::vector<std::string>> executables; // none: too many, matched in the query
+  bool record_ids = true;                              // some record id starts with the text
+};
+
 namespace {
 
 // Versioned migrations: entry i takes the store from version i to i + 1. "{{id}}" is the
@@ -180,6 +187,44 @@ CREATE INDEX jobs_owner_by_cpu ON jobs (owner, cpu_time_s, end_time, mpi_percent
 CREATE INDEX jobs_owner_by_ranks ON jobs (owner, ranks, end_time, mpi_percent, cpu_time_s,
                                           language);
 )sql",
+    // 6 (PostgreSQL also: the lists' indexes again with job_id last, see list_indexes): the
+    // jobs list's text search at a million jobs, and ingest's cost of the lists' indexes
+    // (docs/PERFORMANCE.md). A search matches executables by substring and record ids by
+    // prefix. Executables are few (a site's programs, not its jobs), so their substrings are
+    // looked up in `executables` (kept by each insert) and the jobs of the executables found
+    // through jobs_by_executable, which holds every column the lists filter and sort on; record
+    // ids by a range of jobs_record_id (byte order: "C" on PostgreSQL, whatever the database's
+    // collation, so that a prefix is a range). The three per-owner sort indexes of version 5
+    // go: store::jobs_and_count counts the matches first (bounded) and, for many, walks the
+    // site-wide index of the sort order, filtering by owner inside it; for few, reads them by
+    // the owner's index and sorts them (each of those indexes cost 1-2 s of CPU per 100,000
+    // records at ingest).
+    R"sql(
+DROP INDEX jobs_owner_by_mpi;
+DROP INDEX jobs_owner_by_cpu;
+DROP INDEX jobs_owner_by_ranks;
+CREATE TABLE executables (
+  executable TEXT PRIMARY KEY
+);
+INSERT INTO executables (executable) SELECT DISTINCT executable FROM jobs;
+CREATE INDEX jobs_by_executable ON jobs (executable, end_time, mpi_percent, cpu_time_s, ranks,
+                                         owner, language {{row_id}});
+CREATE INDEX jobs_record_id ON jobs (record_id {{byte_order}});
+{{list_indexes_with_row_id}}
+)sql",
+};
+
+// The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on
+// PostgreSQL with job_id last: a list picks its page's job ids from one of them, and only with
+// the id inside is that an index-only scan there (SQLite's indexes hold the row id anyway). At a
+// million jobs the busiest user's list by size walked 300,000 entries of jobs_by_ranks in 700 ms
+// fetching each row, 65 ms without.
+const std::pair<const char*, const char*> list_indexes[] = {
+    {"jobs_period", "end_time, mpi_percent, owner, language, ranks, cpu_class, cpu_time_s"},
+    {"jobs_owner_list", "owner, end_time, mpi_percent, cpu_time_s, ranks, language"},
+    {"jobs_by_mpi", "mpi_percent, end_time, cpu_time_s, ranks, owner, language"},
+    {"jobs_by_cpu", "cpu_time_s, end_time, mpi_percent, ranks, owner, language"},
+    {"jobs_by_ranks", "ranks, end_time, mpi_percent, cpu_time_s, owner, language"},
 };
 
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
@@ -247,52 +292,136 @@ job_row read_job(const store::row& r) {
   return j;
 }
 
+// How a jobs list picks its page of ids (store::jobs_and_count). A backend's planner cannot
+// tell, without statistics of the combination (SQLite keeps none), whether walking the sort
+// order's index and filtering inside it stops soon (many matches) or reads a million entries
+// (few matches); the bounded count tells, and the query is then written so that only the
+// chosen index can serve it: a filter on another column becomes an expression (`col + 0`,
+// `col || ''`, the same on both backends), or the sort key does.
+enum class list_plan {
+  planner,   // as written: the backend chooses
+  by_filter, // few matches: the index of a filter, then sort them
+  by_order,  // many matches: the sort order's index, stopping at the page's last entry
+};
+
+// The column an order sorts on first: the leading column of its site-wide index.
+std::string_view order_column(job_order o) {
+  switch (o) {
+  case job_order::mpi_percent_desc:
+    return "mpi_percent";
+  case job_order::cpu_time_desc:
+    return "cpu_time_s";
+  case job_order::ranks_desc:
+    return "ranks";
+  case job_order::end_asc:
+  case job_order::end_desc:
+  case job_order::latest:
+    break;
+  }
+  return "end_time";
+}
+
+// A search text's upper bound for a prefix range in byte order: no text starting with `text`
+// sorts at or after it, except one continuing with U+10FFFF (the largest code point, a
+// noncharacter, so kept as valid UTF-8 for PostgreSQL).
+std::string prefix_end(const std::string& text) {
+  return text + "\xf4\x8f\xbf\xbf";
+}
+
 // The WHERE clause of a job filter over `jobs`, with its parameters.
-std::string where_clause(const job_filter& f, std::vector<store::param>& params) {
+std::string where_clause(const job_filter& f, std::vector<store::param>& params,
+                         const search_terms& terms, list_plan plan = list_plan::planner,
+                         job_order order = job_order::end_desc) {
   std::string sql = " WHERE 1=1";
+  // Under by_order only the sort column stays usable by an index.
+  auto column = [&](std::string_view name, bool is_text) {
+    if (plan != list_plan::by_order || name == order_column(order))
+      return std::string(name);
+    return "(" + std::string(name) + (is_text ? " || '')" : " + 0)");
+  };
   auto add = [&](const std::string& cond, store::param p) {
     params.push_back(std::move(p));
     sql += " AND " + replace_all(cond, "?", "$" + std::to_string(params.size()));
   };
   if (f.when) {
-    add("end_time >= ?", f.when->from);
-    add("end_time < ?", f.when->to);
+    add(column("end_time", false) + " >= ?", f.when->from);
+    add(column("end_time", false) + " < ?", f.when->to);
   }
+  // With a search, never the owner's index: jobs_by_executable holds the owner too, and reads
+  // no row (SQLite's planner took the owner's index and read each of the busiest user's
+  // 214,000 rows for their executable: 1.3-2.2 s at a million jobs).
   if (f.owner)
-    add("owner = ?", *f.owner);
+    add((f.text ? "(owner || '')" : column("owner", true)) + " = ?", *f.owner);
   if (f.language)
     add("language = ?", *f.language);
   if (f.min_mpi_percent)
-    add("mpi_percent > ?", *f.min_mpi_percent);
+    add(column("mpi_percent", false) + " > ?", *f.min_mpi_percent);
   if (f.min_ranks)
-    add("ranks >= ?", *f.min_ranks);
+    add(column("ranks", false) + " >= ?", *f.min_ranks);
   if (f.max_ranks)
-    add("ranks <= ?", *f.max_ranks);
+    add(column("ranks", false) + " <= ?", *f.max_ranks);
   if (f.text) {
-    // Substring match without LIKE's wildcards: the same on both backends.
-    params.push_back(*f.text);
-    const std::string p = "$" + std::to_string(params.size());
-    sql += " AND (strpos(executable, " + p + ") > 0 OR strpos(record_id, " + p + ") > 0)";
+    // Executables by substring (strpos, not LIKE: no wildcards, the same on both backends)
+    // through the small `executables` table, record ids by prefix (migration 6).
+    // The executables found are given as a list of values, not a subquery: PostgreSQL
+    // combines an index's IN list and the record ids' range (a bitmap OR), while with a
+    // subquery it scans every job (0.6 s at a million). A part that matches nothing is left
+    // out: with an OR PostgreSQL reads every matching row (a bitmap heap scan, 240 ms for
+    // 75,000 jobs), with one part it counts and sorts from the index alone.
+    // (Each parameter is used: PostgreSQL cannot type one that is not.)
+    std::vector<std::string> either;
+    if (!terms.executables) {
+      params.push_back(*f.text);
+      either.push_back(column("executable", true) +
+                       " IN (SELECT executable FROM executables WHERE strpos(executable, $" +
+                       std::to_string(params.size()) + ") > 0)");
+    } else if (!terms.executables->empty()) {
+      std::string in = column("executable", true) + " IN (";
+      for (size_t i = 0; i < terms.executables->size(); ++i) {
+        params.emplace_back((*terms.executables)[i]);
+        in += (i == 0 ? "$" : ", $") + std::to_string(params.size());
+      }
+      either.push_back(in + ")");
+    }
+    if (terms.record_ids) {
+      params.push_back(*f.text);
+      const std::string p = "$" + std::to_string(params.size());
+      params.push_back(prefix_end(*f.text));
+      const std::string end = "$" + std::to_string(params.size());
+      const std::string id = column("record_id", true) + " " + terms.byte_order;
+      either.push_back("(" + id + " >= " + p + " AND " + id + " < " + end + ")");
+    }
+    if (either.empty())
+      sql += " AND 1=0";
+    else if (either.size() == 1)
+      sql += " AND " + either[0];
+    else
+      sql += " AND (" + either[0] + " OR " + either[1] + ")";
   }
   return sql;
 }
 
-const char* order_clause(job_order o) {
+std::string order_clause(job_order o, list_plan plan = list_plan::planner) {
+  // by_filter: the sort key as an expression, so that no index is walked for its order.
+  const std::string key = plan == list_plan::by_filter
+                              ? "(" + std::string(order_column(o)) + " + 0)"
+                              : std::string(order_column(o));
   switch (o) {
   case job_order::end_asc:
-    return " ORDER BY end_time ASC, job_id ASC";
-  case job_order::mpi_percent_desc:
-    return " ORDER BY mpi_percent DESC, job_id DESC";
-  case job_order::cpu_time_desc:
-    return " ORDER BY cpu_time_s DESC, job_id DESC";
-  case job_order::ranks_desc:
-    return " ORDER BY ranks DESC, job_id DESC";
+    return " ORDER BY " + key + " ASC, job_id ASC";
   case job_order::latest:
-    return " ORDER BY end_time DESC";
+    return " ORDER BY " + key + " DESC";
+  case job_order::mpi_percent_desc:
+  case job_order::cpu_time_desc:
+  case job_order::ranks_desc:
   case job_order::end_desc:
     break;
   }
-  return " ORDER BY end_time DESC, job_id DESC";
+  if (o == job_order::end_desc)
+    return " ORDER BY " + key + " DESC, job_id DESC";
+  // Ties (many jobs share a size, some an MPI % or CPU time) newest first: the site-wide
+  // index of each order holds end_time next, so a walk sorts no group of equal keys.
+  return " ORDER BY " + key + " DESC, end_time DESC, job_id DESC";
 }
 
 // Sums over `jobs` rows as job_totals columns, in the order read_totals reads them.
@@ -468,6 +597,14 @@ void store::migrate() {
       std::string sql = replace_all(migrations[v], "{{id}}", id_column_type());
       sql = replace_all(sql, "{{blob}}", blob_column_type());
       sql = replace_all(sql, "{{drop_foreign_keys}}", drop_foreign_keys_sql());
+      sql = replace_all(sql, "{{byte_order}}", byte_order_collation());
+      sql = replace_all(sql, "{{row_id}}", row_id_column());
+      std::string rebuilt;
+      if (!row_id_column().empty())
+        for (const auto& [name, columns] : list_indexes)
+          rebuilt += std::string("DROP INDEX ") + name + ";\nCREATE INDEX " + name + " ON jobs (" +
+                     columns + row_id_column() + ");\n";
+      sql = replace_all(sql, "{{list_indexes_with_row_id}}", rebuilt);
       std::string groups;
       for (int g = 0; g < routine_group_count; ++g)
         groups += "g" + std::to_string(g) + "_jobs BIGINT NOT NULL, g" + std::to_string(g) +
@@ -494,33 +631,83 @@ void store::migrate() {
   }
 }
 
+search_terms store::search(const job_filter& filter) {
+  search_terms terms;
+  terms.byte_order = byte_order_collation();
+  if (!filter.text)
+    return terms;
+  // A site's programs are few; past this many the query matches them itself.
+  constexpr std::int64_t most = 1000;
+  terms.executables.emplace();
+  query("SELECT executable FROM executables WHERE strpos(executable, $1) > 0 LIMIT $2",
+        {*filter.text, most + 1}, [&](const row& r) { terms.executables->push_back(r.text(0)); });
+  if (static_cast<std::int64_t>(terms.executables->size()) > most)
+    terms.executables.reset();
+  terms.record_ids = false;
+  const std::string id = "record_id " + terms.byte_order;
+  query("SELECT 1 FROM jobs WHERE " + id + " >= $1 AND " + id + " < $2 LIMIT 1",
+        {*filter.text, prefix_end(*filter.text)}, [&](const row&) { terms.record_ids = true; });
+  return terms;
+}
+
 std::vector<job_row> store::jobs(const job_filter& filter) {
+  return jobs_and_count(filter, 0).rows;
+}
+
+job_page store::jobs_and_count(const job_filter& filter, std::int64_t cap) {
+  job_page page;
+  const search_terms terms = search(filter);
+  // Lists by end time without a search have an index that gives both the filter and the order
+  // (the owner's, the period's); the others choose by the number of matches, counted only
+  // then (the reports' lists of critical jobs count nothing).
+  const bool by_end = filter.order == job_order::end_desc || filter.order == job_order::end_asc ||
+                      filter.order == job_order::latest;
+  const bool filtered = filter.when || filter.owner || filter.text || filter.language ||
+                        filter.min_mpi_percent || filter.min_ranks || filter.max_ranks;
+  const bool chooses = filtered && (!by_end || filter.text);
+  const std::int64_t bound = chooses ? std::max(cap, list_threshold_) : cap;
+  page.matches = bound > 0 ? count_up_to(filter, bound, terms) : 0;
+  list_plan plan = list_plan::planner;
+  // A deep page walks (offset + limit) / density entries of the order's index, more still
+  // when the matches sort late (the busiest user's page 100 by CPU time: 300 ms on
+  // PostgreSQL); one owner's or program's jobs, read from their index, cost the same on any
+  // page.
+  const bool deep = filter.offset + filter.limit > 1000 && (filter.owner || filter.text);
+  if (chooses)
+    plan = page.matches < list_threshold_ || deep ? list_plan::by_filter : list_plan::by_order;
   // The page's job ids first, from an index that holds every filter and sort column (no row
   // is read for the rows skipped or filtered out, unless a text is searched), then their rows.
   std::vector<param> params;
-  std::string sql = std::string("SELECT ") + job_columns +
-                    " FROM jobs WHERE job_id IN (SELECT job_id FROM jobs" +
-                    where_clause(filter, params) + order_clause(filter.order);
+  std::string sql =
+      std::string("SELECT ") + job_columns + " FROM jobs WHERE job_id IN (SELECT job_id FROM jobs" +
+      where_clause(filter, params, terms, plan, filter.order) + order_clause(filter.order, plan);
   params.push_back(filter.limit);
   sql += " LIMIT $" + std::to_string(params.size());
   params.push_back(filter.offset);
   sql += " OFFSET $" + std::to_string(params.size()) + ")" + order_clause(filter.order);
-  std::vector<job_row> out;
-  query(sql, params, [&](const row& r) { out.push_back(read_job(r)); });
-  return out;
+  query(sql, params, [&](const row& r) { page.rows.push_back(read_job(r)); });
+  page.matches = std::min(page.matches, cap);
+  return page;
 }
 
 std::int64_t store::count_jobs(const job_filter& filter) {
   std::vector<param> params;
-  const std::string sql = "SELECT COUNT(*) FROM jobs" + where_clause(filter, params);
+  const std::string sql =
+      "SELECT COUNT(*) FROM jobs" + where_clause(filter, params, search(filter));
   std::int64_t n = 0;
   query(sql, params, [&](const row& r) { n = r.i64(0); });
   return n;
 }
 
 std::int64_t store::count_jobs_up_to(const job_filter& filter, std::int64_t cap) {
+  return count_up_to(filter, cap, search(filter));
+}
+
+std::int64_t store::count_up_to(const job_filter& filter, std::int64_t cap,
+                                const search_terms& terms) {
   std::vector<param> params;
-  std::string sql = "SELECT COUNT(*) FROM (SELECT 1 FROM jobs" + where_clause(filter, params);
+  std::string sql =
+      "SELECT COUNT(*) FROM (SELECT 1 FROM jobs" + where_clause(filter, params, terms);
   params.push_back(cap);
   sql += " LIMIT $" + std::to_string(params.size()) + ") AS capped";
   std::int64_t n = 0;
@@ -641,6 +828,7 @@ insert_result store::insert(const std::vector<stored_job>& jobs) {
   begin_write();
   try {
     insert_result r = insert_rows(jobs);
+    add_executables(jobs, r.was_new);
     add_rollups(jobs, r.was_new);
     add_site_rollups(jobs, r.was_new);
     execute("COMMIT");
@@ -682,6 +870,25 @@ void store::upsert(const std::string& table, const std::vector<std::string>& key
     }
     sql += " ON CONFLICT (" + keys + ") DO UPDATE SET " + update;
     query(sql, params, [](const row&) {});
+  }
+}
+
+void store::add_executables(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new) {
+  // A batch holds a site's few programs many times over: each distinct one is offered once.
+  std::set<std::string> distinct;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (was_new[i])
+      distinct.insert(jobs[i].job.executable);
+  constexpr size_t chunk = 1000;
+  auto it = distinct.begin();
+  while (it != distinct.end()) {
+    std::string sql = "INSERT INTO executables (executable) VALUES ";
+    std::vector<param> params;
+    for (; it != distinct.end() && params.size() < chunk; ++it) {
+      params.emplace_back(*it);
+      sql += (params.size() == 1 ? "($" : ", ($") + std::to_string(params.size()) + ")";
+    }
+    query(sql + " ON CONFLICT (executable) DO NOTHING", params, [](const row&) {});
   }
 }
 

@@ -300,6 +300,8 @@ protected:
     return "ALTER TABLE job_routines DROP CONSTRAINT IF EXISTS job_routines_job_id_fkey; "
            "ALTER TABLE job_records DROP CONSTRAINT IF EXISTS job_records_job_id_fkey;";
   }
+  std::string byte_order_collation() const override { return "COLLATE \"C\""; }
+  std::string row_id_column() const override { return ", job_id"; }
   void begin_migration() override {
     execute("BEGIN");
     execute("LOCK TABLE schema_version IN ACCESS EXCLUSIVE MODE");

@@ -241,6 +241,8 @@ protected:
   std::string id_column_type() const override { return "INTEGER PRIMARY KEY"; }
   std::string blob_column_type() const override { return "BLOB"; }
   std::string drop_foreign_keys_sql() const override { return "SELECT 1"; } // kept on SQLite
+  std::string byte_order_collation() const override { return ""; }          // BINARY is the default
+  std::string row_id_column() const override { return ""; } // every index ends with the rowid
   void begin_migration() override { execute("BEGIN IMMEDIATE"); }
 
 private:

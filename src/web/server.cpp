@@ -649,9 +649,10 @@ private:
     std::int64_t total = 0;
     {
       auto db = pool_.take();
-      rows = db->jobs(f);
       // Counting every match of a million jobs costs more than the page: count up to a bound.
-      total = db->count_jobs_up_to(f, count_bound);
+      site::job_page found = db->jobs_and_count(f, count_bound);
+      rows = std::move(found.rows);
+      total = found.matches;
     }
     json a = json::array();
     for (const auto& j : rows)

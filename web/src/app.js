@@ -63,7 +63,7 @@ async function jobsPage(app) {
   const form = el("form", { method: "get", action: "/jobs", id: "filter" });
   const field = (label, name, attrs = {}) =>
     el("label", {}, label + " ", el("input", Object.assign({ name, value: params.get(name) || "" }, attrs)));
-  form.append(field("Search", "q", { size: 20 }), field("Last days", "days", { size: 4 }));
+  form.append(field("Search", "q", { size: 20, title: "part of the executable's path, or the start of the record id" }), field("Last days", "days", { size: 4 }));
   if (me.admin) form.append(field("User", "user", { size: 10 }));
   const lang = el("select", { name: "language" });
   for (const l of ["", "C/C++", "Fortran"]) {

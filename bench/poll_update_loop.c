@@ -1,0 +1,87 @@
+/* The shape of HPCC's MPIRandomAccess inner loop: one random update of a large table, then one
+ * poll (MPI_Test on a receive that is never matched). It asks what a layer in the poll costs a
+ * memory-bound loop, which instruction counts of the poll alone do not predict (see
+ * docs/PERFORMANCE.md, "HPCC measured after the leaf"). A plain MPI program: run it natively
+ * and under Strata (bench/run_profile.sh PARTS=pollloop) and compare the ns per iteration.
+ *
+ * poll_update_loop [LOG2_WORDS [ITERATIONS [POLL_EVERY]]]   (24, 20000000, 1; 0: no polls)
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* HPCC's generator: a shift with the primitive polynomial 7, one step per update. */
+static uint64_t next_random(uint64_t r) {
+  return (r << 1) ^ (((int64_t)r < 0) ? UINT64_C(7) : UINT64_C(0));
+}
+
+static long argument(int argc, char** argv, int i, long fallback) {
+  if (argc <= i)
+    return fallback;
+  char* end = NULL;
+  long v = strtol(argv[i], &end, 10);
+  if (*argv[i] == '\0' || *end != '\0' || v < 0) {
+    fprintf(stderr, "poll_update_loop: argument %d must be a non-negative integer, got '%s'\n", i,
+            argv[i]);
+    exit(2);
+  }
+  return v;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const long log2_words = argument(argc, argv, 1, 24);
+  const long iterations = argument(argc, argv, 2, 20000000);
+  const long poll_every = argument(argc, argv, 3, 1);
+  if (log2_words < 10 || log2_words > 34) {
+    fprintf(stderr, "poll_update_loop: LOG2_WORDS must be 10 to 34, got %ld\n", log2_words);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const uint64_t words = UINT64_C(1) << log2_words;
+  uint64_t* table = malloc(words * sizeof *table);
+  if (table == NULL) {
+    fprintf(stderr, "poll_update_loop: no memory for 2^%ld words\n", log2_words);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  for (uint64_t i = 0; i < words; ++i)
+    table[i] = i;
+
+  int never = 0;
+  MPI_Request request;
+  MPI_Irecv(&never, 1, MPI_INT, MPI_ANY_SOURCE, 4711, MPI_COMM_WORLD, &request);
+
+  uint64_t r = 1;
+  long until_poll = poll_every;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (long i = 0; i < iterations; ++i) {
+    r = next_random(r);
+    table[r & (words - 1)] ^= r;
+    if (poll_every != 0 && --until_poll == 0) {
+      int flag = 0;
+      MPI_Status status;
+      MPI_Test(&request, &flag, &status);
+      until_poll = poll_every;
+    }
+  }
+  double seconds = MPI_Wtime() - t0;
+
+  MPI_Cancel(&request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  uint64_t check = 0;
+  for (uint64_t i = 0; i < words; i += 4097)
+    check ^= table[i];
+  double slowest = 0;
+  MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("bench pollloop log2_words=%ld iterations=%ld poll_every=%ld ns_per_iteration=%.2f "
+           "check=%llx\n",
+           log2_words, iterations, poll_every,
+           iterations > 0 ? slowest * 1e9 / (double)iterations : 0.0, (unsigned long long)check);
+  free(table);
+  MPI_Finalize();
+  return 0;
+}

@@ -4,12 +4,15 @@
  * docs/PERFORMANCE.md, "HPCC measured after the leaf"). A plain MPI program: run it natively
  * and under Strata (bench/run_profile.sh PARTS=pollloop) and compare the ns per iteration.
  *
- * poll_update_loop [LOG2_WORDS [ITERATIONS [POLL_EVERY]]]   (24, 20000000, 1; 0: no polls)
+ * poll_update_loop [LOG2_WORDS [ITERATIONS [POLL_EVERY [HUGE_PAGES]]]]
+ *   (24, 20000000, 1, 0; POLL_EVERY 0: no polls; HUGE_PAGES 1: the table on transparent huge
+ *   pages, so that its updates miss the caches but hardly the TLB)
  */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 /* HPCC's generator: a shift with the primitive polynomial 7, one step per update. */
 static uint64_t next_random(uint64_t r) {
@@ -36,12 +39,17 @@ int main(int argc, char** argv) {
   const long log2_words = argument(argc, argv, 1, 24);
   const long iterations = argument(argc, argv, 2, 20000000);
   const long poll_every = argument(argc, argv, 3, 1);
+  const long huge_pages = argument(argc, argv, 4, 0);
   if (log2_words < 10 || log2_words > 34) {
     fprintf(stderr, "poll_update_loop: LOG2_WORDS must be 10 to 34, got %ld\n", log2_words);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const uint64_t words = UINT64_C(1) << log2_words;
-  uint64_t* table = malloc(words * sizeof *table);
+  const size_t huge = (size_t)2 << 20;
+  uint64_t* table =
+      huge_pages ? aligned_alloc(huge, words * sizeof *table) : malloc(words * sizeof *table);
+  if (table != NULL && huge_pages)
+    madvise(table, words * sizeof *table, MADV_HUGEPAGE);
   if (table == NULL) {
     fprintf(stderr, "poll_update_loop: no memory for 2^%ld words\n", log2_words);
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -77,9 +85,9 @@ int main(int argc, char** argv) {
   double slowest = 0;
   MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0)
-    printf("bench pollloop log2_words=%ld iterations=%ld poll_every=%ld ns_per_iteration=%.2f "
-           "check=%llx\n",
-           log2_words, iterations, poll_every,
+    printf("bench pollloop log2_words=%ld iterations=%ld poll_every=%ld huge_pages=%ld "
+           "ns_per_iteration=%.2f check=%llx\n",
+           log2_words, iterations, poll_every, huge_pages,
            iterations > 0 ? slowest * 1e9 / (double)iterations : 0.0, (unsigned long long)check);
   free(table);
   MPI_Finalize();

@@ -12,8 +12,9 @@
 #   bash bench/run_pollloop.sh [BUILD_DIR]
 #
 # Knobs: FLAVORS="openmpi mpich", ROUNDS=5, LOG2_WORDS=24 (a 128 MiB table per rank, far past
-# the caches, as HPCC's), ITERATIONS=10000000, POLL_EVERY=1 (0: no polls), CONFIGS (the list
-# above), RAW=<file> to keep the "bench pollloop" lines.
+# the caches, as HPCC's), ITERATIONS=10000000, POLL_EVERY=1 (0: no polls), HUGE_PAGES=0 (1: the
+# table on transparent huge pages), CONFIGS (the list above), RAW=<file> to keep the
+# "bench pollloop" lines.
 set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)
@@ -22,6 +23,7 @@ ROUNDS=${ROUNDS:-5}
 LOG2_WORDS=${LOG2_WORDS:-24}
 ITERATIONS=${ITERATIONS:-10000000}
 POLL_EVERY=${POLL_EVERY:-1}
+HUGE_PAGES=${HUGE_PAGES:-0}
 CONFIGS=${CONFIGS:-"native nomodule empty profile untimed"}
 STRATA=$BUILD/bin/strata
 
@@ -35,7 +37,7 @@ raw=${RAW:-$tmp/raw.txt}
 
 run() { # FLAVOR CONFIG : one run, its "bench pollloop" line tagged and appended to the raw file
   local flavor=$1 config=$2 prog=$BUILD/bench/$1/poll_update_loop
-  local args=("$prog" "$LOG2_WORDS" "$ITERATIONS" "$POLL_EVERY") cmd env=(STRATA_SPOOL="$tmp/spool")
+  local args=("$prog" "$LOG2_WORDS" "$ITERATIONS" "$POLL_EVERY" "$HUGE_PAGES") cmd env=(STRATA_SPOOL="$tmp/spool")
   local strata=("$STRATA" run -np 2 --mpi "$flavor")
   case $config in
     native)

@@ -4,9 +4,10 @@
  * docs/PERFORMANCE.md, "HPCC measured after the leaf"). A plain MPI program: run it natively
  * and under Strata (bench/run_profile.sh PARTS=pollloop) and compare the ns per iteration.
  *
- * poll_update_loop [LOG2_WORDS [ITERATIONS [POLL_EVERY [HUGE_PAGES]]]]
- *   (24, 20000000, 1, 0; POLL_EVERY 0: no polls; HUGE_PAGES 1: the table on transparent huge
- *   pages, so that its updates miss the caches but hardly the TLB)
+ * poll_update_loop [LOG2_WORDS [ITERATIONS [POLL_EVERY [HUGE_PAGES [TESTANY]]]]]
+ *   (24, 20000000, 1, 0, 0; POLL_EVERY 0: no polls; HUGE_PAGES 1: the table on transparent huge
+ *   pages, so that its updates miss the caches but hardly the TLB; TESTANY N > 0: the poll is
+ *   MPI_Testany over N such receives, as HPCC's RandomAccess polls, instead of MPI_Test)
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -40,6 +41,11 @@ int main(int argc, char** argv) {
   const long iterations = argument(argc, argv, 2, 20000000);
   const long poll_every = argument(argc, argv, 3, 1);
   const long huge_pages = argument(argc, argv, 4, 0);
+  const long testany = argument(argc, argv, 5, 0);
+  if (testany > 64) {
+    fprintf(stderr, "poll_update_loop: TESTANY must be 0 to 64, got %ld\n", testany);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   if (log2_words < 10 || log2_words > 34) {
     fprintf(stderr, "poll_update_loop: LOG2_WORDS must be 10 to 34, got %ld\n", log2_words);
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -57,9 +63,11 @@ int main(int argc, char** argv) {
   for (uint64_t i = 0; i < words; ++i)
     table[i] = i;
 
-  int never = 0;
-  MPI_Request request;
-  MPI_Irecv(&never, 1, MPI_INT, MPI_ANY_SOURCE, 4711, MPI_COMM_WORLD, &request);
+  int never[64];
+  MPI_Request requests[64];
+  const int receives = testany > 0 ? (int)testany : 1;
+  for (int i = 0; i < receives; ++i)
+    MPI_Irecv(&never[i], 1, MPI_INT, MPI_ANY_SOURCE, 4711 + i, MPI_COMM_WORLD, &requests[i]);
 
   uint64_t r = 1;
   long until_poll = poll_every;
@@ -71,14 +79,21 @@ int main(int argc, char** argv) {
     if (poll_every != 0 && --until_poll == 0) {
       int flag = 0;
       MPI_Status status;
-      MPI_Test(&request, &flag, &status);
+      if (testany > 0) {
+        int index = 0;
+        MPI_Testany(receives, requests, &index, &flag, &status);
+      } else {
+        MPI_Test(&requests[0], &flag, &status);
+      }
       until_poll = poll_every;
     }
   }
   double seconds = MPI_Wtime() - t0;
 
-  MPI_Cancel(&request);
-  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  for (int i = 0; i < receives; ++i) {
+    MPI_Cancel(&requests[i]);
+    MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+  }
   uint64_t check = 0;
   for (uint64_t i = 0; i < words; i += 4097)
     check ^= table[i];
@@ -86,8 +101,8 @@ int main(int argc, char** argv) {
   MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0)
     printf("bench pollloop log2_words=%ld iterations=%ld poll_every=%ld huge_pages=%ld "
-           "ns_per_iteration=%.2f check=%llx\n",
-           log2_words, iterations, poll_every, huge_pages,
+           "testany=%ld ns_per_iteration=%.2f check=%llx\n",
+           log2_words, iterations, poll_every, huge_pages, testany,
            iterations > 0 ? slowest * 1e9 / (double)iterations : 0.0, (unsigned long long)check);
   free(table);
   MPI_Finalize();

@@ -13,7 +13,7 @@
 #
 # Knobs: FLAVORS="openmpi mpich", ROUNDS=5, LOG2_WORDS=24 (a 128 MiB table per rank, far past
 # the caches, as HPCC's), ITERATIONS=10000000, POLL_EVERY=1 (0: no polls), HUGE_PAGES=0 (1: the
-# table on transparent huge pages), CONFIGS (the list above), RAW=<file> to keep the
+# table on transparent huge pages), TESTANY=0 (N: MPI_Testany over N receives), CONFIGS (the list above), RAW=<file> to keep the
 # "bench pollloop" lines.
 set -euo pipefail
 
@@ -24,6 +24,7 @@ LOG2_WORDS=${LOG2_WORDS:-24}
 ITERATIONS=${ITERATIONS:-10000000}
 POLL_EVERY=${POLL_EVERY:-1}
 HUGE_PAGES=${HUGE_PAGES:-0}
+TESTANY=${TESTANY:-0}
 CONFIGS=${CONFIGS:-"native nomodule empty profile untimed"}
 STRATA=$BUILD/bin/strata
 
@@ -37,7 +38,7 @@ raw=${RAW:-$tmp/raw.txt}
 
 run() { # FLAVOR CONFIG : one run, its "bench pollloop" line tagged and appended to the raw file
   local flavor=$1 config=$2 prog=$BUILD/bench/$1/poll_update_loop
-  local args=("$prog" "$LOG2_WORDS" "$ITERATIONS" "$POLL_EVERY" "$HUGE_PAGES") cmd env=(STRATA_SPOOL="$tmp/spool")
+  local args=("$prog" "$LOG2_WORDS" "$ITERATIONS" "$POLL_EVERY" "$HUGE_PAGES" "$TESTANY") cmd env=(STRATA_SPOOL="$tmp/spool")
   local strata=("$STRATA" run -np 2 --mpi "$flavor")
   case $config in
     native)
@@ -75,7 +76,7 @@ for line in open(sys.argv[1]):
     f = dict(re.findall(r"(\w+)=(\S+)", line))
     runs.setdefault((f["flavor"], f["config"]), []).append(float(f["ns_per_iteration"]))
 for flavor in sorted({k[0] for k in runs}):
-    print(f"\n{flavor}: ns per iteration (one random update + one MPI_Test), median of runs")
+    print(f"\n{flavor}: ns per iteration (one random update + one poll), median of runs")
     print("| configuration | runs | median | min | max | vs native (medians) |")
     print("|---|---:|---:|---:|---:|---:|")
     native = statistics.median(runs.get((flavor, "native"), [float("nan")]))

@@ -411,14 +411,13 @@ std::string order_clause(job_order o, list_plan plan = list_plan::planner) {
     return " ORDER BY " + key + " ASC, job_id ASC";
   case job_order::latest:
     return " ORDER BY " + key + " DESC";
+  case job_order::end_desc:
+    return " ORDER BY " + key + " DESC, job_id DESC";
   case job_order::mpi_percent_desc:
   case job_order::cpu_time_desc:
   case job_order::ranks_desc:
-  case job_order::end_desc:
     break;
   }
-  if (o == job_order::end_desc)
-    return " ORDER BY " + key + " DESC, job_id DESC";
   // Ties (many jobs share a size, some an MPI % or CPU time) newest first: the site-wide
   // index of each order holds end_time next, so a walk sorts no group of equal keys.
   return " ORDER BY " + key + " DESC, end_time DESC, job_id DESC";
@@ -697,10 +696,6 @@ std::int64_t store::count_jobs(const job_filter& filter) {
   std::int64_t n = 0;
   query(sql, params, [&](const row& r) { n = r.i64(0); });
   return n;
-}
-
-std::int64_t store::count_jobs_up_to(const job_filter& filter, std::int64_t cap) {
-  return count_up_to(filter, cap, search(filter));
 }
 
 std::int64_t store::count_up_to(const job_filter& filter, std::int64_t cap,

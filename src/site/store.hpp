@@ -199,8 +199,6 @@ public:
   // (list_plan_threshold; 0: always, a huge number: never).
   void set_list_plan_threshold(std::int64_t n) { list_threshold_ = n; }
   std::int64_t count_jobs(const job_filter& filter); // ignores order, limit and offset
-  // min(count_jobs(filter), cap), without counting further: a page's "more than N jobs".
-  std::int64_t count_jobs_up_to(const job_filter& filter, std::int64_t cap);
   std::optional<stored_job> job(std::int64_t job_id);
   std::optional<stored_job> job_by_key(const std::string& job_key);
 
@@ -260,6 +258,7 @@ protected:
   void migrate();
   // A filter's search text looked up in `executables` (store.cpp).
   search_terms search(const job_filter& filter);
+  // min(count_jobs(filter), cap), without counting further: a page's "more than N jobs".
   std::int64_t count_up_to(const job_filter& filter, std::int64_t cap, const search_terms& terms);
   // The executables of new jobs into `executables` (migration 6: what a search looks up).
   void add_executables(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new);

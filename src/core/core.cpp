@@ -615,6 +615,11 @@ void after_init() {
       }
     }
     report_line("error: " + s.load_error);
+    // Time for the launcher to forward the line before the abort ends the job (MPICH's
+    // mpiexec lost a monitor's line this way on a loaded machine).
+    timespec forward{0, 500000000};
+    while (::nanosleep(&forward, &forward) != 0) {
+    }
     if (auto abort = reinterpret_cast<abort_fn>(find_real("PMPI_Abort")))
       abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);

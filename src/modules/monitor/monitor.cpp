@@ -562,6 +562,9 @@ void fail(monitor_state& s, const std::string& message) {
   // keeps a job from hanging if rank 0 died on the way.
   if (s.world_rank == 0) {
     log_line(s, "error: " + message);
+    // The launcher forwards the line through a pipe; MPICH's mpiexec, told of the abort, could
+    // end before it had (the job's stderr came back empty on a loaded machine).
+    sleep_us(500000);
   } else {
     sleep_us(60000000);
   }

@@ -4,16 +4,28 @@
  * docs/PERFORMANCE.md, "HPCC measured after the leaf"). A plain MPI program: run it natively
  * and under Strata (bench/run_profile.sh PARTS=pollloop) and compare the ns per iteration.
  *
- * poll_update_loop [LOG2_WORDS [ITERATIONS [POLL_EVERY [HUGE_PAGES [TESTANY]]]]]
- *   (24, 20000000, 1, 0, 0; POLL_EVERY 0: no polls; HUGE_PAGES 1: the table on transparent huge
+ * poll_update_loop [LOG2_WORDS [ITERATIONS [POLL_EVERY [HUGE_PAGES [TESTANY [PAIRS]]]]]]
+ *   (24, 20000000, 1, 0, 0, 0; POLL_EVERY 0: no polls; HUGE_PAGES 1: the table on transparent huge
  *   pages, so that its updates miss the caches but hardly the TLB; TESTANY N > 0: the poll is
  *   MPI_Testany over N such receives, as HPCC's RandomAccess polls, instead of MPI_Test)
+ *
+ * PAIRS P > 0: instead of one timed loop, P pairs of blocks of ITERATIONS / (2 P) iterations,
+ * one polling through MPI_X as the application would (the tool under test, if any) and one
+ * through the MPI library's own PMPI_X, found in the library itself (Strata exports PMPI_X too),
+ * the order alternating from pair to pair. Both halves of a pair see the same machine, so their
+ * ratio holds where the machine's speed drifts between runs (the memory of a shared host); it
+ * prints the median ratio. Run natively, both halves are the library's and the ratio is 1.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 /* HPCC's generator: a shift with the primitive polynomial 7, one step per update. */
 static uint64_t next_random(uint64_t r) {
@@ -33,6 +45,55 @@ static long argument(int argc, char** argv, int i, long fallback) {
   return v;
 }
 
+typedef int (*testany_fn)(int, MPI_Request*, int*, int*, MPI_Status*);
+typedef int (*test_fn)(MPI_Request*, int*, MPI_Status*);
+
+/* The first loaded object named like the MPI library (Open MPI's libmpi, MPICH's libmpi or
+ * libmpich), opened again without loading anything. */
+static int find_mpi_library(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  const char* base = strrchr(info->dlpi_name, '/');
+  base = base != NULL ? base + 1 : info->dlpi_name;
+  if (strncmp(base, "libmpi.so", 9) != 0 && strncmp(base, "libmpich.so", 11) != 0)
+    return 0;
+  *(void**)data = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+  return *(void**)data != NULL;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+/* One block: the loop of main() with the poll through the given functions. */
+static uint64_t block(uint64_t* table, uint64_t words, uint64_t r, long iterations, long poll_every,
+                      int receives, int testany, MPI_Request* requests, testany_fn poll_any,
+                      test_fn poll_one) {
+  long until_poll = poll_every;
+  for (long i = 0; i < iterations; ++i) {
+    r = next_random(r);
+    table[r & (words - 1)] ^= r;
+    if (poll_every != 0 && --until_poll == 0) {
+      int flag = 0;
+      MPI_Status status;
+      if (testany) {
+        int index = 0;
+        poll_any(receives, requests, &index, &flag, &status);
+      } else {
+        poll_one(&requests[0], &flag, &status);
+      }
+      until_poll = poll_every;
+    }
+  }
+  return r;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
@@ -42,6 +103,7 @@ int main(int argc, char** argv) {
   const long poll_every = argument(argc, argv, 3, 1);
   const long huge_pages = argument(argc, argv, 4, 0);
   const long testany = argument(argc, argv, 5, 0);
+  const long pairs = argument(argc, argv, 6, 0);
   if (testany > 64) {
     fprintf(stderr, "poll_update_loop: TESTANY must be 0 to 64, got %ld\n", testany);
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -70,6 +132,58 @@ int main(int argc, char** argv) {
     MPI_Irecv(&never[i], 1, MPI_INT, MPI_ANY_SOURCE, 4711 + i, MPI_COMM_WORLD, &requests[i]);
 
   uint64_t r = 1;
+  if (pairs > 0) {
+    void* library = NULL;
+    dl_iterate_phdr(find_mpi_library, &library);
+    testany_fn native_any = library ? (testany_fn)dlsym(library, "PMPI_Testany") : NULL;
+    test_fn native_one = library ? (test_fn)dlsym(library, "PMPI_Test") : NULL;
+    if (native_any == NULL || native_one == NULL) {
+      fprintf(stderr,
+              "poll_update_loop: PAIRS needs the MPI library's PMPI_Test(any), not found\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const long per_block = iterations / (2 * pairs);
+    double* ratios = malloc((size_t)pairs * sizeof *ratios);
+    double* tool_ns = malloc((size_t)pairs * sizeof *tool_ns);
+    double* native_ns = malloc((size_t)pairs * sizeof *native_ns);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (long p = 0; p < pairs; ++p) {
+      double t[2];
+      for (int half = 0; half < 2; ++half) {
+        const int through_tool = (half + (int)(p & 1)) & 1;
+        const double start = now_seconds();
+        r = block(table, words, r, per_block, poll_every, receives, testany > 0, requests,
+                  through_tool ? MPI_Testany : native_any, through_tool ? MPI_Test : native_one);
+        t[through_tool] = now_seconds() - start;
+      }
+      ratios[p] = t[1] / t[0];
+      tool_ns[p] = t[1] * 1e9 / (double)per_block;
+      native_ns[p] = t[0] * 1e9 / (double)per_block;
+    }
+    qsort(ratios, (size_t)pairs, sizeof *ratios, compare_doubles);
+    qsort(tool_ns, (size_t)pairs, sizeof *tool_ns, compare_doubles);
+    qsort(native_ns, (size_t)pairs, sizeof *native_ns, compare_doubles);
+    uint64_t check = 0;
+    for (uint64_t i = 0; i < words; i += 4097)
+      check ^= table[i];
+    if (rank == 0)
+      printf("bench pollpairs log2_words=%ld pairs=%ld block=%ld testany=%ld "
+             "median_ratio=%.4f q1_ratio=%.4f q3_ratio=%.4f tool_ns=%.2f native_ns=%.2f "
+             "check=%llx\n",
+             log2_words, pairs, per_block, testany, ratios[pairs / 2], ratios[pairs / 4],
+             ratios[3 * pairs / 4], tool_ns[pairs / 2], native_ns[pairs / 2],
+             (unsigned long long)check);
+    free(ratios);
+    free(tool_ns);
+    free(native_ns);
+    for (int i = 0; i < receives; ++i) {
+      MPI_Cancel(&requests[i]);
+      MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+    }
+    free(table);
+    MPI_Finalize();
+    return 0;
+  }
   long until_poll = poll_every;
   MPI_Barrier(MPI_COMM_WORLD);
   const double t0 = MPI_Wtime();

@@ -169,6 +169,14 @@ typedef uint32_t (*strata_module_polls_entry)(void* state, strata_event_fn* unti
  *   STRATA_COUNT_EMPTY_POLLS  (polls, with strata_module_polls_v1) an untimed poll whose flag is
  *                             false after the call is only counted; untimed polls that complete
  *                             something still reach the untimed callback, decoded.
+ *   STRATA_COUNT_UNTIMED_POLLS (polls, with strata_module_polls_v1) every untimed poll is only
+ *                             counted, whether or not it completed something, and nothing is
+ *                             read after the call: the core may jump straight into MPI (no
+ *                             frame of its own, which a memory-bound polling loop can feel far
+ *                             beyond the poll's few instructions), so the module never learns
+ *                             what an untimed poll completed (its bytes). The timed polls are
+ *                             delivered as ever. The core asks for this first and, when the
+ *                             module returns null, for STRATA_COUNT_EMPTY_POLLS.
  * A null return keeps the events. The core adds 1 per call, after the call, with a relaxed atomic
  * add when MPI_Query_thread says MPI_THREAD_MULTIPLE and a plain add otherwise. It asks once,
  * after every module's mpi_ready has returned (counters may live in memory set up there, such as
@@ -177,7 +185,7 @@ typedef uint32_t (*strata_module_polls_entry)(void* state, strata_event_fn* unti
  * delivering only when every event module in it returns a counter for that function; each is
  * asked all the same (the question for STRATA_COUNT_EMPTY_POLLS tells a module that the core
  * samples that routine's polls). */
-enum { STRATA_COUNT_CALLS = 1, STRATA_COUNT_EMPTY_POLLS = 2 };
+enum { STRATA_COUNT_CALLS = 1, STRATA_COUNT_EMPTY_POLLS = 2, STRATA_COUNT_UNTIMED_POLLS = 3 };
 #define STRATA_MODULE_COUNTER_SYMBOL "strata_module_counter_v1"
 typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int what);
 

@@ -428,6 +428,9 @@ void enable_counting(core_state& s) {
       if (group_counters(s, list, i, fid, STRATA_COUNT_CALLS))
         mode = count_calls;
       else if (gen::is_poll_function(fid) && list[i].poll_interval != 0 &&
+               group_counters(s, list, i, fid, STRATA_COUNT_UNTIMED_POLLS))
+        mode = count_untimed_polls;
+      else if (gen::is_poll_function(fid) && list[i].poll_interval != 0 &&
                group_counters(s, list, i, fid, STRATA_COUNT_EMPTY_POLLS))
         mode = count_empty_polls;
       list[i].atomic_counts = level == MPI_THREAD_MULTIPLE;
@@ -436,10 +439,16 @@ void enable_counting(core_state& s) {
                              list[i].group_end == static_cast<int>(list.size());
       list[i].count_mode = mode;
     }
-    // One counting module and nothing else: the entry point counts (chain::direct_counter).
+    // One counting module and nothing else: the entry point counts (chain::direct_counter, or
+    // chain::untimed_poll_counter for polls counted without a look at what they completed).
+    if (list.size() != 1 || !list[0].count_direct || world_replaced)
+      continue;
+    chain& c = s.chain_storage[static_cast<size_t>(fid)];
     const uint8_t wanted = gen::is_poll_function(fid) ? count_empty_polls : count_calls;
-    if (list.size() == 1 && list[0].count_direct && list[0].count_mode == wanted && !world_replaced)
-      s.chain_storage[static_cast<size_t>(fid)].direct_counter = list[0].counter;
+    if (list[0].count_mode == wanted)
+      c.direct_counter = list[0].counter;
+    else if (list[0].count_mode == count_untimed_polls)
+      c.untimed_poll_counter = list[0].counter;
   }
 }
 

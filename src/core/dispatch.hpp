@@ -48,7 +48,12 @@ struct chain_entry {
   uint64_t* counter = nullptr;
 };
 
-enum : uint8_t { count_none = 0, count_calls = 1, count_empty_polls = 2 };
+enum : uint8_t {
+  count_none = 0,
+  count_calls = 1,
+  count_empty_polls = 2,
+  count_untimed_polls = 3 // every untimed poll only counted, nothing read after the call
+};
 
 struct chain {
   int size = 0;
@@ -60,6 +65,9 @@ struct chain {
   // wrapped_X (counts_here() and counted<>() below). Set at the end of MPI_Init, with
   // entries[0].count_mode.
   uint64_t* direct_counter = nullptr;
+  // The same for a poll whose module counts every untimed poll (count_untimed_polls): the
+  // entry point itself counts it and jumps into MPI (lean_poll() below).
+  uint64_t* untimed_poll_counter = nullptr;
 };
 
 // Per-thread position in the stack. POD with __thread (no C++ TLS wrapper call) and the
@@ -173,6 +181,12 @@ __attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real
       return invoke_below<F, Decoder>(c, end, real, args...);
     }
     if constexpr (Decoder::is_poll) {
+      // Counted without a look at what it completed: one add per module and the call.
+      if (entry.count_mode == count_untimed_polls && !time_this_poll(ts, entry.poll_interval)) {
+        const int end = entry.group_end;
+        count_group(c->entries, pos, end);
+        return invoke_below<F, Decoder>(c, end, real, args...);
+      }
       // An untimed poll: the status substituted only when the application ignores it (so that
       // the bytes of a completed receive can be read), the call, one test of its flag; most
       // polls complete nothing and are only counted.
@@ -268,7 +282,7 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
     // A counting group has already decided (in invoke) that this poll is timed.
     const uint32_t interval = entries[pos].poll_interval;
     if (interval != 0 && entries[pos].count_mode != count_empty_polls &&
-        !time_this_poll(ts, interval))
+        entries[pos].count_mode != count_untimed_polls && !time_this_poll(ts, interval))
       return invoke_untimed_poll<F, Decoder>(c, pos, real, args...);
   }
   const int saved_layer = ts.layer;
@@ -345,6 +359,27 @@ template <typename Decoder> __attribute__((always_inline)) inline bool counts_he
       return false;
     }
   }
+  return true;
+}
+
+// The entry point's path for a poll of a chain::untimed_poll_counter chain, inlined into MPI_X:
+// true when this poll was counted and MPI_X is to jump straight to MPI (a tail call with its own
+// arguments, nothing done after it). No frame, no call of our own and no look at the flag: in
+// a loop whose polls alternate with cache misses (HPCC's RandomAccess) any of those made the
+// next miss wait for the last one in most runs (docs/PERFORMANCE.md, "Lean polls"), and the
+// few instructions here in a quarter of them. False for a call from a module or from MPI itself
+// and for the poll due for timing (the countdown reset as counts_here() does); those go to
+// wrapped_X. No in_real bracket: MPI's Test, Testany and Iprobe call none of the library's
+// exported functions (a generalized request's callbacks may, and they are the application's).
+__attribute__((always_inline)) inline bool lean_poll(uint64_t* counter) {
+  thread_state& ts = tls;
+  if (__builtin_expect(!application_call(ts), 0))
+    return false;
+  if (__builtin_expect(--ts.polls_until_timed == 0, 0)) {
+    ts.polls_until_timed = 1;
+    return false;
+  }
+  ++*counter;
   return true;
 }
 

@@ -360,6 +360,13 @@ def generate(header, roles, flavor, out):
             else:
                 c.write("  if (__builtin_expect(chain == nullptr, 1))\n")
                 c.write(f"    return real.{n}({args});\n")
+                if "flag" in spec:
+                    # A poll counted without a look at what it completed: counted here and
+                    # handed to MPI by a jump (dispatch.hpp, lean_poll).
+                    c.write("  if (uint64_t* counter = chain->untimed_poll_counter; counter != nullptr) {\n")
+                    c.write("    if (__builtin_expect(core::lean_poll(counter), 1))\n")
+                    c.write(f"      return real.{n}({args});\n")
+                    c.write(f"    return {wrapped};\n  }}\n")
                 # A chain that only counts: counted_X, above.
                 c.write("#if defined(__OPTIMIZE__)\n")
                 c.write("  if (chain->direct_counter != nullptr)\n")

@@ -175,6 +175,8 @@ std::string record_json(const job_totals& job) {
   jj["profiler_overhead_s"] = job.overhead_s;
   if (job.finalize_s >= 0)
     jj["profiler_finalize_s"] = job.finalize_s;
+  if (job.poll_bytes_estimated >= 0)
+    jj["poll_bytes_estimated"] = job.poll_bytes_estimated != 0;
   if (job.model_clamped_calls >= 0)
     jj["model_clamped_calls"] = job.model_clamped_calls;
   if (f.counter_count > 0) {

@@ -96,6 +96,9 @@ struct job_totals {
   // Rank 0's time in the profiler at MPI_Finalize up to the job's totals (the collectives that
   // build the record); negative when not measured (strata recover).
   double finalize_s = -1;
+  // Whether the bytes that untimed polls completed are estimated from the timed polls (the
+  // profile's lean polls, STRATA_PROFILE_POLLS): 1 yes, 0 no, negative unknown (strata recover).
+  int poll_bytes_estimated = -1;
 };
 
 // Adds `site` to the list, merging with an entry for the same function, file and line.

@@ -152,6 +152,9 @@ out_json write(const std::optional<double>& value) {
 out_json write(const timed_flag& flag) {
   return flag.value;
 }
+out_json write(const estimate_flag& flag) {
+  return flag.value;
+}
 out_json write(job_status status) {
   return status_name(status);
 }

@@ -55,6 +55,14 @@ struct timed_flag {
   bool operator==(const timed_flag&) const = default;
 };
 
+// Whether the bytes received by untimed polls were estimated from the timed ones (the profile's
+// lean polls, docs/profile.md). Absent in the record: false (records rebuilt by strata recover,
+// and those written before the key existed, counted every poll's bytes or none).
+struct estimate_flag {
+  bool value = false;
+  bool operator==(const estimate_flag&) const = default;
+};
+
 struct per_rank_figures {
   rank_spread calls, time_s;
   bool operator==(const per_rank_figures&) const = default;
@@ -102,7 +110,8 @@ struct job_facts {
   percent_spread mpi_percent_by_rank;
   double profiler_overhead_s = 0;
   std::optional<double> profiler_finalize_s; // absent: not measured (a rebuilt record)
-  std::map<std::string, counter> counters;   // absent in the record: empty
+  estimate_flag poll_bytes_estimated;
+  std::map<std::string, counter> counters; // absent in the record: empty
   bool operator==(const job_facts&) const = default;
 };
 

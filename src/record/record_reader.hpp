@@ -98,6 +98,7 @@ template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& vi
   visit("mpi_percent_by_rank", s.mpi_percent_by_rank);
   visit("profiler_overhead_s", s.profiler_overhead_s);
   visit("profiler_finalize_s", s.profiler_finalize_s);
+  visit("poll_bytes_estimated", s.poll_bytes_estimated);
   visit("counters", s.counters);
 }
 
@@ -141,7 +142,8 @@ template <typename T>
 constexpr bool may_be_absent =
     std::same_as<T, std::optional<std::int64_t>> || std::same_as<T, std::optional<double>> ||
     std::same_as<T, std::vector<histogram_bin>> || std::same_as<T, std::vector<callsite>> ||
-    std::same_as<T, std::map<std::string, counter>> || std::same_as<T, timed_flag>;
+    std::same_as<T, std::map<std::string, counter>> || std::same_as<T, timed_flag> ||
+    std::same_as<T, estimate_flag>;
 
 // Record text can hold anything; messages must stay one printable line of bounded length.
 std::string printable(std::string_view text, size_t limit = 60);
@@ -274,6 +276,7 @@ private:
   }
 
   void read(const V& value, timed_flag& out) { read(value, out.value); }
+  void read(const V& value, estimate_flag& out) { read(value, out.value); }
 
   void read(const V& value, job_status& out) {
     const auto text = value.string();

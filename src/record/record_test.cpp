@@ -529,3 +529,20 @@ TEST(Record, FinalizeTimeIsOptional) {
   EXPECT_EQ(error_of(modified([](json& doc) { doc["job"]["profiler_finalize_s"] = -1; })),
             "job.profiler_finalize_s: expected a non-negative number, got -1");
 }
+
+TEST(Record, PollBytesEstimatedIsOptional) {
+  EXPECT_FALSE(sample().job.poll_bytes_estimated.value); // absent: not estimated
+  EXPECT_EQ(render(sample(), report_format::text, nullptr).find("estimated from the timed"),
+            std::string::npos);
+  const auto lean =
+      parse_record(modified([](json& doc) { doc["job"]["poll_bytes_estimated"] = true; }));
+  ASSERT_TRUE(lean.ok()) << lean.error;
+  EXPECT_TRUE(lean.record->job.poll_bytes_estimated.value);
+  expect_same_as_reference(to_json(*lean.record)); // the site's bulk reader keeps it too
+  EXPECT_TRUE(parse_record(to_json(*lean.record)).record->job.poll_bytes_estimated.value);
+  EXPECT_NE(render(*lean.record, report_format::text, nullptr)
+                .find("MPI_Iprobe) are estimated from the timed ones"),
+            std::string::npos);
+  EXPECT_EQ(error_of(modified([](json& doc) { doc["job"]["poll_bytes_estimated"] = 1; })),
+            "job.poll_bytes_estimated: expected true or false, got 1");
+}

@@ -204,6 +204,9 @@ table headline(const job_facts& job) {
   };
   if (!variables.empty())
     facts.push_back({"Environment", fmt::format("{}", fmt::join(variables, " "))});
+  if (job.poll_bytes_estimated.value)
+    facts.push_back({"Note", "bytes received by untimed polls (MPI_Test, MPI_Testany, "
+                             "MPI_Iprobe) are estimated from the timed ones"});
   if (job.pmpi_intercepted_by_application)
     facts.push_back({"Note", "the program defines MPI functions itself; their time is not "
                              "separated from MPI's"});

@@ -67,12 +67,14 @@ class Figures(ProfileTestCase):
 
     def test_polls_counted_exactly_when_sampled(self):
         # Most polls complete nothing; the core times about one in STRATA_PROFILE_POLL_SAMPLE
-        # (default 64) and hands the rest to the profile untimed: counts and bytes stay exact.
-        for sample in ("", "1"):
-            with self.subTest(sample=sample):
+        # (default 64) and counts the rest untimed: counts stay exact. Bytes do too when every
+        # poll is timed, and with STRATA_PROFILE_POLLS=exact (the untimed polls that complete
+        # something are decoded); the default lean polls estimate them (the next test).
+        for sample, polls in (("", "exact"), ("1", ""), ("", "")):
+            with self.subTest(sample=sample, polls=polls):
                 for f in self.records():
                     os.remove(f)
-                env = dict(self.env, STRATA_PROFILE_POLL_SAMPLE=sample)
+                env = dict(self.env, STRATA_PROFILE_POLL_SAMPLE=sample, STRATA_PROFILE_POLLS=polls)
                 proc = self.profile_run([program("poll_c"), "20"], env=env)
                 self.assertRan(proc)
                 line = next(l for l in proc.stdout.splitlines() if l.startswith("rank 0 "))
@@ -86,8 +88,11 @@ class Figures(ProfileTestCase):
                 self.assertEqual(routines["MPI_Testany"]["calls"], int(made["testanys"]))
                 self.assertEqual(routines["MPI_Iprobe"]["calls"], int(made["iprobes"]))
                 self.assertGreater(int(made["tests"]) + int(made["testanys"]), 20, "polls that completed nothing")
-                self.assertEqual(routines["MPI_Test"]["bytes_received"], 10 * 1000)
-                self.assertEqual(routines["MPI_Testany"]["bytes_received"], 10 * 1000)
+                lean = polls == "" and sample == ""
+                self.assertIs(record["job"]["poll_bytes_estimated"], lean)
+                if not lean:
+                    self.assertEqual(routines["MPI_Test"]["bytes_received"], 10 * 1000)
+                    self.assertEqual(routines["MPI_Testany"]["bytes_received"], 10 * 1000)
                 for name in ("MPI_Test", "MPI_Testany", "MPI_Iprobe"):
                     r = routines[name]
                     self.assertGreater(r["time_s"], 0, name)
@@ -111,6 +116,26 @@ class Figures(ProfileTestCase):
                 wtime = next(l for l in report.stdout.splitlines() if l.strip().startswith("MPI_Wtime "))
                 self.assertIn("not timed", wtime)
                 self.assertIn('"not timed": calls that cannot wait', report.stdout)
+
+    def test_lean_polls_estimate_bytes_from_the_timed_ones(self):
+        # Lean polls (the default): the core counts an untimed poll and jumps into MPI, so what
+        # it completed is not seen; its bytes are the routine's bytes per timed poll. Here every
+        # poll completes one 1000-byte message, so the estimate is exact where a poll was timed:
+        # always MPI_Test's (a thread's first poll is timed), MPI_Testany's by chance, else 0.
+        # Without the estimate MPI_Test would hold only its timed polls' bytes.
+        proc = self.profile_run([program("poll_c"), "400", "ready"])
+        self.assertRan(proc)
+        line = next(l for l in proc.stdout.splitlines() if l.startswith("rank 0 "))
+        made = dict(kv.split("=") for kv in line.split()[2:])
+        record = self.only_record()
+        routines = record["routines"]
+        self.assertIs(record["job"]["poll_bytes_estimated"], True)
+        tests, testanys = int(made["tests"]), int(made["testanys"])
+        self.assertEqual(routines["MPI_Test"]["calls"], tests)
+        self.assertEqual(routines["MPI_Testany"]["calls"], testanys)
+        self.assertEqual(tests, 200, "each MPI_Test completed its message at once")
+        self.assertEqual(routines["MPI_Test"]["bytes_received"], 200 * 1000)
+        self.assertIn(routines["MPI_Testany"]["bytes_received"], (0, testanys * 1000))
 
     def test_arguments_that_are_not_utf8(self):
         args = [STRATA.encode(), b"run", b"-np", b"2", b"--tools", b"profile", b"--",

@@ -1,13 +1,17 @@
-/* Polling: rank 0 receives N messages of 1000 bytes with MPI_Irecv and MPI_Test (even ones) or
+/* poll N [ready]
+ * Polling: rank 0 receives N messages of 1000 bytes with MPI_Irecv and MPI_Test (even ones) or
  * MPI_Testany (odd ones) until each completes, and after each another N with MPI_Iprobe until it
  * is there and MPI_Recv; rank 1 sends them 2 ms apart, so most polls complete nothing. Then each
  * rank makes N x 7 calls that cannot wait (MPI_Comm_size, MPI_Type_size, MPI_Wtime, ...: the
  * profile counts them without timing), and, while MPI_Pcontrol(0) pauses the profile, 50 more of
  * those and 50 empty MPI_Iprobe polls, which must not be counted. Each rank prints how many
- * calls of each kind it made, for the profile to match. */
+ * calls of each kind it made, for the profile to match. With `ready`, rank 0 sends each message
+ * to itself (MPI_Isend) before it posts the receive, so that it is there and most polls
+ * complete one (the profile's lean polls then estimate their bytes exactly). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int main(int argc, char** argv) {
@@ -17,8 +21,12 @@ int main(int argc, char** argv) {
   char buf[1000] = {0};
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int ready = argc > 2 && strcmp(argv[2], "ready") == 0;
+  const int sender = ready ? 0 : 1;
+  char out[1000] = {0};
+  MPI_Request sent = MPI_REQUEST_NULL;
   for (int m = 0; m < messages; ++m) {
-    if (rank == 1) {
+    if (rank == 1 && !ready) {
       struct timespec pause = {0, 2000000};
       nanosleep(&pause, NULL);
       MPI_Send(buf, (int)sizeof buf, MPI_BYTE, 0, m, MPI_COMM_WORLD);
@@ -26,7 +34,9 @@ int main(int argc, char** argv) {
       MPI_Send(buf, (int)sizeof buf, MPI_BYTE, 0, messages + m, MPI_COMM_WORLD);
     } else if (rank == 0) {
       MPI_Request request;
-      MPI_Irecv(buf, (int)sizeof buf, MPI_BYTE, 1, m, MPI_COMM_WORLD, &request);
+      if (ready)
+        MPI_Isend(out, (int)sizeof out, MPI_BYTE, 0, m, MPI_COMM_WORLD, &sent);
+      MPI_Irecv(buf, (int)sizeof buf, MPI_BYTE, sender, m, MPI_COMM_WORLD, &request);
       int flag = 0;
       while (!flag) {
         if (m % 2 == 0) {
@@ -38,12 +48,17 @@ int main(int argc, char** argv) {
           ++testanys;
         }
       }
+      MPI_Wait(&sent, MPI_STATUS_IGNORE);
+      if (ready)
+        MPI_Isend(out, (int)sizeof out, MPI_BYTE, 0, messages + m, MPI_COMM_WORLD, &sent);
       flag = 0;
       while (!flag) {
-        MPI_Iprobe(1, messages + m, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        MPI_Iprobe(sender, messages + m, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
         ++iprobes;
       }
-      MPI_Recv(buf, (int)sizeof buf, MPI_BYTE, 1, messages + m, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Recv(buf, (int)sizeof buf, MPI_BYTE, sender, messages + m, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+      MPI_Wait(&sent, MPI_STATUS_IGNORE);
     }
   }
   long cheap = 0;

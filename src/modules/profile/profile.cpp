@@ -91,6 +91,13 @@ struct profile_state {
   std::vector<uint8_t> sampled_poll;
   std::vector<uint64_t> sample_calls;
   std::vector<uint64_t> sample_ns;
+  // Lean polls (STRATA_PROFILE_POLLS, default): the core counts every untimed poll without a
+  // look at what it completed, so their received bytes are estimated when they are charged:
+  // the bytes per timed poll of the routine (all timed polls, long ones included).
+  bool lean_polls = true;
+  std::vector<uint8_t> lean_poll;
+  std::vector<uint64_t> timed_polls;
+  std::vector<uint64_t> timed_poll_bytes;
   // By function id: calls counted by the core alone (every call of a routine that cannot wait,
   // untimed polls): they cost a few ns, not the calibrated per-call cost of an event.
   std::vector<uint8_t> counted_only;
@@ -295,9 +302,13 @@ void count_call(profile_state& s, const strata_event& ev) {
     if (collective)
       ++slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))];
     s.header->last_mono_ns = ev.t_exit_ns;
-    if (s.sampled_poll[static_cast<size_t>(ev.function)] != 0 && t <= max_sample_ns) {
-      ++s.sample_calls[static_cast<size_t>(ev.function)];
-      s.sample_ns[static_cast<size_t>(ev.function)] += t;
+    if (s.sampled_poll[static_cast<size_t>(ev.function)] != 0) {
+      ++s.timed_polls[static_cast<size_t>(ev.function)];
+      s.timed_poll_bytes[static_cast<size_t>(ev.function)] += received;
+      if (t <= max_sample_ns) {
+        ++s.sample_calls[static_cast<size_t>(ev.function)];
+        s.sample_ns[static_cast<size_t>(ev.function)] += t;
+      }
     }
     if (s.callsites != nullptr)
       count_callsite(s, ev, t, sent + received, wasted_ns(s, ev, t, size));
@@ -315,9 +326,13 @@ void count_call(profile_state& s, const strata_event& ev) {
   if (collective)
     atomic_add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], 1);
   atomic_max(s.header->last_mono_ns, ev.t_exit_ns);
-  if (s.sampled_poll[static_cast<size_t>(ev.function)] != 0 && t <= max_sample_ns) {
-    atomic_add(s.sample_calls[static_cast<size_t>(ev.function)], 1);
-    atomic_add(s.sample_ns[static_cast<size_t>(ev.function)], t);
+  if (s.sampled_poll[static_cast<size_t>(ev.function)] != 0) {
+    atomic_add(s.timed_polls[static_cast<size_t>(ev.function)], 1);
+    atomic_add(s.timed_poll_bytes[static_cast<size_t>(ev.function)], received);
+    if (t <= max_sample_ns) {
+      atomic_add(s.sample_calls[static_cast<size_t>(ev.function)], 1);
+      atomic_add(s.sample_ns[static_cast<size_t>(ev.function)], t);
+    }
   }
   if (s.callsites != nullptr)
     count_callsite(s, ev, t, sent + received, wasted_ns(s, ev, t, size));
@@ -371,6 +386,20 @@ void remember_counts_at_pause(profile_state& s) {
     at_pause = std::atomic_ref<uint64_t>(*counter).load(std::memory_order_relaxed);
 }
 
+// Lean polls: what `pending` untimed polls of routine f received, estimated as the bytes per
+// timed poll of the routine so far (0 while none was timed). The timed polls are a random
+// sample (time_this_poll), so the estimate is unbiased; it is exact when every poll completes
+// the same size or none.
+uint64_t estimated_poll_bytes(const profile_state& s, size_t f, uint64_t pending) {
+  const uint64_t polls =
+      std::atomic_ref<const uint64_t>(s.timed_polls[f]).load(std::memory_order_relaxed);
+  const uint64_t bytes =
+      std::atomic_ref<const uint64_t>(s.timed_poll_bytes[f]).load(std::memory_order_relaxed);
+  if (polls == 0)
+    return 0;
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(pending) * bytes / polls);
+}
+
 // Moves the untimed polls into their routines' slots, each charged the mean of the routine's
 // timed calls so far (0 while it has none: such a routine is reported as not timed). Run
 // wherever the figures are read: finalize, MPI_Pcontrol 0, 3 and 4.
@@ -385,9 +414,19 @@ void charge_untimed_polls(profile_state& s) {
     atomic_add(s.untimed_moved[f], pending);
     atomic_add(s.slots[f].calls, pending);
     atomic_add(s.slots[f].time_ns, pending * mean);
+    if (s.lean_poll[f] != 0)
+      atomic_add(s.slots[f].bytes_received, estimated_poll_bytes(s, f, pending));
   }
   if (s.paused.load(std::memory_order_relaxed))
     remember_counts_at_pause(s);
+}
+
+// Whether the core counts some routine's untimed polls lean (their bytes estimated).
+bool any_lean_poll(const profile_state& s) {
+  for (const uint8_t lean : s.lean_poll)
+    if (lean != 0)
+      return true;
+  return false;
 }
 
 // The calls that reached the module as events, whose cost `calibrate` measures: the profiler's
@@ -963,6 +1002,9 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->untimed_moved.assign(static_cast<size_t>(n), 0);
   s->sample_calls.assign(static_cast<size_t>(n), 0);
   s->sample_ns.assign(static_cast<size_t>(n), 0);
+  s->lean_poll.assign(static_cast<size_t>(n), 0);
+  s->timed_polls.assign(static_cast<size_t>(n), 0);
+  s->timed_poll_bytes.assign(static_cast<size_t>(n), 0);
   for (routine_slot& slot : s->early_slots)
     slot.min_ns = UINT64_MAX;
   s->slots = s->early_slots.data();
@@ -972,6 +1014,13 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->want_callsites = sites != nullptr && sites[0] != '\0' && std::strcmp(sites, "0") != 0;
   const char* counters = std::getenv("STRATA_COUNTERS");
   s->counting_allowed = !s->want_callsites && (counters == nullptr || counters[0] == '\0');
+  if (const char* polls = std::getenv("STRATA_PROFILE_POLLS");
+      polls != nullptr && polls[0] != '\0') {
+    if (std::strcmp(polls, "exact") == 0)
+      s->lean_polls = false;
+    else if (std::strcmp(polls, "lean") != 0)
+      host->log(self, "STRATA_PROFILE_POLLS is neither 'lean' nor 'exact'; counting polls lean");
+  }
   if (is_overhead_module) {
     s->want_callsites = true;
     s->counting_allowed = false;
@@ -996,6 +1045,8 @@ uint64_t calibrate(profile_state& s) {
   scratch_state.header = &scratch_header;
   scratch_state.collective = s.collective;
   scratch_state.sampled_poll.assign(s.names.size(), 0);
+  scratch_state.timed_polls.assign(s.names.size(), 0);
+  scratch_state.timed_poll_bytes.assign(s.names.size(), 0);
   std::vector<callsite_slot> scratch_sites;
   if (s.want_callsites) {
     scratch_sites.assign(callsite_capacity, callsite_slot{});
@@ -1126,6 +1177,8 @@ void pcontrol_level(profile_state* s, int level) {
       s->uncharged[f] = 0;
       s->sample_calls[f] = 0;
       s->sample_ns[f] = 0;
+      s->timed_polls[f] = 0;
+      s->timed_poll_bytes[f] = 0;
       s->untimed_moved[f] = 0;
     }
     if (s->paused)
@@ -1174,6 +1227,7 @@ void finalize_job(profile_state* s) {
     // Measured before the record is rendered, so the record can hold it; rendering, writing and
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).
     job.finalize_s = static_cast<double>(mono_ns() - start) / 1e9;
+    job.poll_bytes_estimated = any_lean_poll(*s) ? 1 : 0;
     write_outputs(*s, job);
   } else {
     int ok = 0;
@@ -1265,6 +1319,10 @@ extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, 
   if (what == STRATA_COUNT_CALLS && strata::profile::counted_without_time(s->names[f])) {
     counter = &s->slots[f].calls;
     s->counted_only[f] = 1;
+  } else if (what == STRATA_COUNT_UNTIMED_POLLS && s->lean_polls) {
+    counter = &s->uncharged[f];
+    s->sampled_poll[f] = 1;
+    s->lean_poll[f] = 1;
   } else if (what == STRATA_COUNT_EMPTY_POLLS) {
     counter = &s->uncharged[f];
     s->sampled_poll[f] = 1;

@@ -624,6 +624,53 @@ TEST_F(StoreBackend, SearchByExecutableAndRecordIdAfterMigrationFromVersion5) {
   EXPECT_EQ(s->count_jobs(inside), 0);
 }
 
+// A store of version 6 (an index on job_routines' end_time) is migrated to 7, which drops it:
+// the routines of the partial days at a period's ends, found through their jobs since, sum to
+// what the jobs hold, for the site and for one owner, before and after the migration.
+TEST_F(StoreBackend, RoutineSumsOfPartialDaysAfterMigrationFromVersion6) {
+  auto s = store::open(url_);
+  const std::int64_t base = *parse_utc_time("2025-08-04");
+  const std::vector<stored_job> jobs = synth_jobs(150, base, base + 3 * 86400);
+  s->insert(jobs);
+  const period p{base + 3600, base + 2 * 86400 + 7200}; // partial days at both ends
+  using sums = std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, std::int64_t>>;
+  auto expected = [&](const std::optional<std::string>& owner) {
+    sums out; // (owner, routine) -> (jobs, calls)
+    for (const stored_job& j : jobs) {
+      if (j.job.end_time < p.from || j.job.end_time >= p.to || (owner && j.job.owner != *owner))
+        continue;
+      for (const routine_row& r : j.routines) {
+        auto& [n, calls] = out[{j.job.owner, r.routine}];
+        ++n;
+        calls += r.calls;
+      }
+    }
+    return out;
+  };
+  auto stored = [&](store& db, const std::optional<std::string>& owner) {
+    sums out;
+    for (const owner_routine_row& r : db.routine_sums(p, owner, true))
+      out[{r.owner, r.routine}] = {r.jobs, r.calls};
+    return out;
+  };
+  const std::string one = jobs.front().job.owner;
+  ASSERT_FALSE(expected(std::nullopt).empty());
+  s->execute("CREATE INDEX job_routines_end_time ON job_routines (end_time); "
+             "DELETE FROM schema_version WHERE version >= 7");
+  EXPECT_EQ(stored(*s, std::nullopt), expected(std::nullopt));
+  s.reset();
+  s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+  std::int64_t indexes = -1;
+  s->query(s->kind() == backend::sqlite
+               ? "SELECT COUNT(*) FROM sqlite_master WHERE name = 'job_routines_end_time'"
+               : "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'job_routines_end_time'",
+           {}, [&](const store::row& r) { indexes = r.i64(0); });
+  EXPECT_EQ(indexes, 0);
+  EXPECT_EQ(stored(*s, std::nullopt), expected(std::nullopt));
+  EXPECT_EQ(stored(*s, one), expected(one));
+}
+
 // Past 1000 matching executables the query matches them itself (a subquery, not a list).
 TEST_F(StoreBackend, SearchOverManyExecutables) {
   auto s = store::open(url_);

@@ -38,7 +38,7 @@ struct job_record;
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 6;
+inline constexpr int store_schema_version = 7;
 
 // Any failure of the database (connection, SQL, constraint) as one line.
 class store_error : public std::runtime_error {

@@ -268,10 +268,12 @@ protected:
   void add_site_rollups(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new);
   void fill_site_days();
   void write_site_days(const site_day_sums& sums);
-  // INSERT ... ON CONFLICT (keys) DO UPDATE SET sum = sum + excluded.sum, many rows at a time.
-  void upsert(const std::string& table, const std::vector<std::string>& key_columns,
-              const std::vector<std::string>& sum_columns,
-              const std::vector<std::vector<param>>& rows);
+  // INSERT ... ON CONFLICT (keys) DO UPDATE SET sum = sum + excluded.sum, many rows at a time
+  // (PostgreSQL: through a binary COPY, store_postgresql.cpp). Rows in key order, so that
+  // two writers lock the rows they share in the same order.
+  virtual void upsert(const std::string& table, const std::vector<std::string>& key_columns,
+                      const std::vector<std::string>& sum_columns,
+                      const std::vector<std::vector<param>>& rows);
   virtual std::string id_column_type() const = 0; // the auto-numbered primary key
   virtual std::string blob_column_type() const = 0;
   virtual std::string drop_foreign_keys_sql() const = 0; // migration 3 (store.cpp)

@@ -184,6 +184,10 @@ public:
 
   virtual ~store() = default;
   virtual backend kind() const = 0;
+  // A second connection to the same store for a writer of its own (ingest's second writer),
+  // or null where concurrent writers would only wait for each other (SQLite: one writer at a
+  // time). Throws store_error.
+  virtual std::unique_ptr<store> another_writer() { return nullptr; }
   int schema_version();
 
   // All jobs in one transaction; a job whose key is already stored is left as it is and

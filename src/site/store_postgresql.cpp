@@ -131,7 +131,8 @@ std::string exact(double v) {
 
 class pg_store final : public store {
 public:
-  explicit pg_store(const std::string& conninfo) : shown_(shown_url(conninfo)) {
+  explicit pg_store(const std::string& conninfo)
+      : conninfo_(conninfo), shown_(shown_url(conninfo)) {
     conn_ = PQconnectdb(conninfo.c_str());
     if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
       const std::string why = conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory";
@@ -146,6 +147,9 @@ public:
   pg_store& operator=(const pg_store&) = delete;
 
   backend kind() const override { return backend::postgresql; }
+  // The server runs each connection's statements in one backend process: one connection's
+  // inserts used one core of the server (docs/PERFORMANCE.md, "Site store").
+  std::unique_ptr<store> another_writer() override { return std::make_unique<pg_store>(conninfo_); }
 
   void execute(const std::string& sql) override { check(result_ptr(PQexec(conn_, sql.c_str()))); }
 
@@ -208,10 +212,13 @@ protected:
                   ") FROM STDIN (FORMAT binary)",
               staged);
       std::vector<std::int64_t> ids(jobs.size(), 0);
+      // In key order, not the batch's: two writers inserting the same keys (a record spooled
+      // twice) then wait for each other in one order and cannot deadlock.
       {
         result_ptr r(PQexec(conn_, ("INSERT INTO jobs (" + std::string(insert_columns) +
                                     ") SELECT " + insert_columns +
-                                    " FROM ingest_jobs ORDER BY n ON CONFLICT (job_key) DO "
+                                    " FROM ingest_jobs ORDER BY job_key, n ON CONFLICT "
+                                    "(job_key) DO "
                                     "NOTHING RETURNING job_id, job_key")
                                        .c_str()));
         check(r, PGRES_TUPLES_OK);
@@ -417,6 +424,7 @@ private:
                       one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_)));
   }
 
+  std::string conninfo_;
   std::string shown_;
   PGconn* conn_ = nullptr;
   std::map<std::string, std::vector<Oid>> types_;

@@ -361,9 +361,9 @@ private:
       return it->second;
     result_ptr r(PQexec(conn_, ("SELECT " + columns + " FROM " + table + " LIMIT 0").c_str()));
     check(r, PGRES_TUPLES_OK);
-    std::vector<Oid> types;
-    for (int c = 0; c < PQnfields(r.get()); ++c)
-      types.push_back(PQftype(r.get(), c));
+    std::vector<Oid> types(static_cast<size_t>(PQnfields(r.get())));
+    for (size_t c = 0; c < types.size(); ++c)
+      types[c] = PQftype(r.get(), static_cast<int>(c));
     return types_.emplace(key, std::move(types)).first->second;
   }
   // One value in the binary form of its column's type (int8, int4, float8, text; pg_type.h).

@@ -120,7 +120,7 @@ protected:
     {
       // No RETURNING here: SQLite runs a statement with RETURNING as a multi-write statement
       // and keeps a statement journal for it (every page it touches copied out before the
-      // change, spilled to a temporary file past 64 KiB): 25 of the 36 pwrite64 calls a
+      // change, spilled to a temporary file past 64 KiB): 25 of the 29 pwrite64 calls a
       // record at ingest. The new row's id is the connection's last rowid instead.
       sqlite3_stmt* job = prepare(
           "INSERT INTO jobs (job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, "

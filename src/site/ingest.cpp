@@ -10,6 +10,7 @@
 #include <cstring>
 #include <deque>
 #include <dirent.h>
+#include <exception>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <future>
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 namespace strata::site {
 
@@ -207,23 +209,117 @@ private:
   std::thread thread_;
 };
 
-void flush(store& db, std::vector<pending>& batch, ingest_summary& s, spool_remover& remover) {
-  if (batch.empty())
-    return;
-  std::vector<stored_job> jobs;
-  std::vector<std::string> paths;
-  jobs.reserve(batch.size());
-  paths.reserve(batch.size());
-  for (pending& p : batch) {
-    jobs.push_back(std::move(p.job));
-    paths.push_back(std::move(p.path));
+// Runs each batch's transaction on a writer thread of its own: the store itself and, where
+// the backend gains from it (store::another_writer: PostgreSQL, whose one backend process per
+// connection was the bound), a second connection. Each batch is one transaction on one
+// connection; its files leave the spool after its commit. Batches commit in any order, which
+// only the day tables' sums notice (their additions' order) and job ids.
+class batch_writers {
+public:
+  batch_writers(store& db, unsigned writers, spool_remover& remover) : remover_(remover) {
+    stores_.push_back(&db);
+    if (writers > 1)
+      if (std::unique_ptr<store> other = db.another_writer()) {
+        stores_.push_back(other.get());
+        owned_ = std::move(other);
+      }
+    for (store* st : stores_)
+      threads_.emplace_back([this, st] { run(*st); });
   }
-  batch.clear();
-  const insert_result r = db.insert(jobs); // throws: nothing removed, all stays spooled
-  s.stored += r.inserted;
-  s.duplicates += r.duplicates;
-  remover.remove(std::move(paths), std::move(jobs));
-}
+  batch_writers(const batch_writers&) = delete;
+  batch_writers& operator=(const batch_writers&) = delete;
+  ~batch_writers() {
+    try {
+      stop();
+    } catch (...) { // nothing to report from a destructor
+    }
+  }
+
+  // Hands a batch over, waiting while each writer already has one queued (memory stays
+  // bounded); throws the first writer's error, after which nothing more is taken.
+  void submit(std::vector<pending> batch) {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [this] { return queue_.size() < stores_.size() || error_; });
+    if (error_)
+      std::rethrow_exception(error_);
+    queue_.push_back(std::move(batch));
+    work_.notify_one();
+  }
+
+  // Waits until every batch handed over is committed (or one failed); adds the counts to s;
+  // throws the first writer's error.
+  void finish(ingest_summary& s) {
+    stop();
+    s.stored += stored_;
+    s.duplicates += duplicates_;
+    if (error_)
+      std::rethrow_exception(error_);
+  }
+
+private:
+  void stop() {
+    {
+      const std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& t : threads_)
+      if (t.joinable())
+        t.join();
+  }
+
+  void run(store& db) {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      work_.wait(lock, [this] { return done_ || error_ || !queue_.empty(); });
+      if (error_ || queue_.empty())
+        return;
+      std::vector<pending> batch = std::move(queue_.front());
+      queue_.pop_front();
+      room_.notify_one();
+      lock.unlock();
+      std::vector<stored_job> jobs;
+      std::vector<std::string> paths;
+      jobs.reserve(batch.size());
+      paths.reserve(batch.size());
+      for (pending& p : batch) {
+        jobs.push_back(std::move(p.job));
+        paths.push_back(std::move(p.path));
+      }
+      batch.clear();
+      std::exception_ptr failed;
+      insert_result r;
+      try {
+        r = db.insert(jobs); // throws: nothing of this batch stored, its files stay spooled
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      if (!failed)
+        remover_.remove(std::move(paths), std::move(jobs));
+      lock.lock();
+      if (failed) {
+        if (!error_)
+          error_ = failed;
+        room_.notify_all();
+        work_.notify_all();
+        return;
+      }
+      stored_ += r.inserted;
+      duplicates_ += r.duplicates;
+    }
+  }
+
+  spool_remover& remover_;
+  std::vector<store*> stores_;
+  std::unique_ptr<store> owned_;
+  std::mutex mutex_;
+  std::condition_variable work_, room_;
+  std::deque<std::vector<pending>> queue_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::int64_t stored_ = 0, duplicates_ = 0;
+  std::vector<std::thread> threads_; // last: started once the members above exist
+};
 
 } // namespace
 
@@ -247,7 +343,8 @@ ingest_summary ingest(store& db, const ingest_options& options) {
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20); // the largest glibc takes
   ingest_summary s;
   std::vector<pending> batch;
-  spool_remover remover;
+  spool_remover remover; // before the writers: they hand it their committed files
+  batch_writers writers(db, options.writers, remover);
   for (std::string spool : options.spools) {
     while (spool.size() > 1 && spool.back() == '/')
       spool.pop_back();
@@ -332,11 +429,13 @@ ingest_summary ingest(store& db, const ingest_options& options) {
         }
         batch.push_back({std::move(f.path), std::move(f.job)});
         if (batch.size() >= options.batch)
-          flush(db, batch, s, remover);
+          writers.submit(std::exchange(batch, {}));
       }
     }
   }
-  flush(db, batch, s, remover);
+  if (!batch.empty())
+    writers.submit(std::move(batch));
+  writers.finish(s);
   for (std::string& problem : remover.finish())
     s.problems.push_back(std::move(problem));
   return s;

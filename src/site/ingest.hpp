@@ -17,6 +17,9 @@ struct ingest_options {
   std::string quarantine; // empty: SPOOL/quarantine of each spool
   size_t batch = 5000;    // records per transaction
   bool recover = true;    // merge per-rank files first
+  // Transactions at once, each on a connection of its own, where the backend gains from it
+  // (store::another_writer: PostgreSQL); SQLite has one writer whatever this says.
+  unsigned writers = 2;
 };
 
 struct ingest_summary {

@@ -38,7 +38,7 @@ struct job_record;
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 6;
+inline constexpr int store_schema_version = 7;
 
 // Any failure of the database (connection, SQL, constraint) as one line.
 class store_error : public std::runtime_error {
@@ -184,6 +184,10 @@ public:
 
   virtual ~store() = default;
   virtual backend kind() const = 0;
+  // A second connection to the same store for a writer of its own (ingest's second writer),
+  // or null where concurrent writers would only wait for each other (SQLite: one writer at a
+  // time). Throws store_error.
+  virtual std::unique_ptr<store> another_writer() { return nullptr; }
   int schema_version();
 
   // All jobs in one transaction; a job whose key is already stored is left as it is and
@@ -268,10 +272,12 @@ protected:
   void add_site_rollups(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new);
   void fill_site_days();
   void write_site_days(const site_day_sums& sums);
-  // INSERT ... ON CONFLICT (keys) DO UPDATE SET sum = sum + excluded.sum, many rows at a time.
-  void upsert(const std::string& table, const std::vector<std::string>& key_columns,
-              const std::vector<std::string>& sum_columns,
-              const std::vector<std::vector<param>>& rows);
+  // INSERT ... ON CONFLICT (keys) DO UPDATE SET sum = sum + excluded.sum, many rows at a time
+  // (PostgreSQL: through a binary COPY, store_postgresql.cpp). Rows in key order, so that
+  // two writers lock the rows they share in the same order.
+  virtual void upsert(const std::string& table, const std::vector<std::string>& key_columns,
+                      const std::vector<std::string>& sum_columns,
+                      const std::vector<std::vector<param>>& rows);
   virtual std::string id_column_type() const = 0; // the auto-numbered primary key
   virtual std::string blob_column_type() const = 0;
   virtual std::string drop_foreign_keys_sql() const = 0; // migration 3 (store.cpp)

@@ -366,8 +366,8 @@ template <typename Decoder> __attribute__((always_inline)) inline bool counts_he
 // true when this poll was counted and MPI_X is to jump straight to MPI (a tail call with its own
 // arguments, nothing done after it). No frame, no call of our own and no look at the flag: in
 // a loop whose polls alternate with cache misses (HPCC's RandomAccess) any of those made the
-// next miss wait for the last one in most runs (docs/PERFORMANCE.md, "Lean polls"), and the
-// few instructions here in a quarter of them. False for a call from a module or from MPI itself
+// next miss wait for the last one in most runs (docs/PERFORMANCE.md, "Lean polls"), the few
+// instructions here in a quarter to a half. False for a call from a module or from MPI itself
 // and for the poll due for timing (the countdown reset as counts_here() does); those go to
 // wrapped_X. No in_real bracket: MPI's Test, Testany and Iprobe call none of the library's
 // exported functions (a generalized request's callbacks may, and they are the application's).

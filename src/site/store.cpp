@@ -846,19 +846,27 @@ insert_result store::insert(const std::vector<stored_job>& jobs) {
   }
 }
 
+store::upsert_clauses store::upsert_sql(const std::string& table,
+                                        const std::vector<std::string>& key_columns,
+                                        const std::vector<std::string>& sum_columns) {
+  upsert_clauses sql;
+  for (const std::string& c : key_columns)
+    sql.keys += (sql.keys.empty() ? "" : ", ") + c;
+  sql.columns = sql.keys;
+  for (const std::string& c : sum_columns) {
+    sql.columns += ", " + c;
+    sql.update +=
+        (sql.update.empty() ? "" : ", ") + c + " = " + table + "." + c + " + excluded." + c;
+  }
+  return sql;
+}
+
 void store::upsert(const std::string& table, const std::vector<std::string>& key_columns,
                    const std::vector<std::string>& sum_columns,
                    const std::vector<std::vector<param>>& rows) {
   const size_t width = key_columns.size() + sum_columns.size();
   const size_t chunk = std::max<size_t>(1, 8000 / width); // under both backends' limits
-  std::string columns, update, keys;
-  for (const std::string& c : key_columns)
-    columns += (columns.empty() ? "" : ", ") + c;
-  keys = columns;
-  for (const std::string& c : sum_columns) {
-    columns += ", " + c;
-    update += (update.empty() ? "" : ", ") + c + " = " + table + "." + c + " + excluded." + c;
-  }
+  const auto [columns, keys, update] = upsert_sql(table, key_columns, sum_columns);
   for (size_t begin = 0; begin < rows.size(); begin += chunk) {
     const size_t end = std::min(rows.size(), begin + chunk);
     std::string sql = "INSERT INTO " + table + " (" + columns + ") VALUES ";

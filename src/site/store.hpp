@@ -278,6 +278,14 @@ protected:
   virtual void upsert(const std::string& table, const std::vector<std::string>& key_columns,
                       const std::vector<std::string>& sum_columns,
                       const std::vector<std::vector<param>>& rows);
+  // The parts of an upsert's SQL both backends write: the column list (keys, then sums), the
+  // key list, and "sum = table.sum + excluded.sum, ...".
+  struct upsert_clauses {
+    std::string columns, keys, update;
+  };
+  static upsert_clauses upsert_sql(const std::string& table,
+                                   const std::vector<std::string>& key_columns,
+                                   const std::vector<std::string>& sum_columns);
   virtual std::string id_column_type() const = 0; // the auto-numbered primary key
   virtual std::string blob_column_type() const = 0;
   virtual std::string drop_foreign_keys_sql() const = 0; // migration 3 (store.cpp)

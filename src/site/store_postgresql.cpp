@@ -283,14 +283,7 @@ protected:
               const std::vector<std::vector<param>>& rows) override {
     if (rows.empty())
       return;
-    std::string columns, keys, update;
-    for (const std::string& c : key_columns)
-      keys += (keys.empty() ? "" : ", ") + c;
-    columns = keys;
-    for (const std::string& c : sum_columns) {
-      columns += ", " + c;
-      update += (update.empty() ? "" : ", ") + c + " = " + table + "." + c + " + excluded." + c;
-    }
+    const auto [columns, keys, update] = upsert_sql(table, key_columns, sum_columns);
     const std::string staging = "ingest_" + table;
     // Created once per connection; its rows go at commit, and a second upsert into the
     // same table within one transaction must not see the first one's.

@@ -34,7 +34,8 @@
 # CALLGRIND=0 to skip valgrind, CG_ITERS=100000, CG_CALL=iprobe|test|testany (callgrind an
 # MPI_Iprobe that finds nothing, or HPCC's polls, MPI_Test and MPI_Testany with a status on a
 # receive never matched, instead of MPI_Comm_test_inter; STRATA_PROFILE_POLL_SAMPLE=1 times
-# every poll), RUNS=5, APPS="hpcc lammps", HPCC_N=5000,
+# every poll), RUNS=5, APPS="hpcc lammps", HPCC_N=5000, HPCC_EXACT=0 (1: HPCC also with
+# STRATA_PROFILE_POLLS=exact; every HPCC line also gives its MPIRandomAccess_time),
 # LMP_BOX=20 (fcc cells per side; 4*LMP_BOX^3 atoms), LMP_STEPS=2000,
 # FIN_RANKS="2 4 8 16 32 64", FIN_REPS=3, MPIP_LIB=, MPIP_RUNS=3, QUIET_WAIT=60 (s to wait
 # for an idle machine before each run), QUIET_MAX_BUSY=10 (% of all CPUs counted as idle),
@@ -55,6 +56,7 @@ CG_CALL=${CG_CALL:-test_inter}
 RUNS=${RUNS:-5}
 APPS=${APPS:-"hpcc lammps"}
 HPCC_N=${HPCC_N:-5000}
+HPCC_EXACT=${HPCC_EXACT:-0}
 LMP_BOX=${LMP_BOX:-20}
 LMP_STEPS=${LMP_STEPS:-2000}
 FIN_RANKS=${FIN_RANKS:-"2 4 8 16 32 64"}
@@ -282,6 +284,7 @@ run_app() {
   case $config in
     native) cmd+=("$prog" "$@") ;;
     profile) cmd=("$STRATA" run -np 2 --tools profile -- "$prog" "$@") ;;
+    profile_exact) cmd=(env STRATA_PROFILE_POLLS=exact "$STRATA" run -np 2 --tools profile -- "$prog" "$@") ;;
     mpip) cmd+=(-x "LD_PRELOAD=$MPIP_LIB" -x "MPIP=-f $dir/mpip" "$prog" "$@") ;;
     mpip_k0) cmd+=(-x "LD_PRELOAD=$MPIP_LIB" -x "MPIP=-k 0 -f $dir/mpip" "$prog" "$@") ;;
   esac
@@ -300,9 +303,14 @@ run_app() {
     lammps) grep -q 'Total wall time' "$dir/out.$config" || ok=0 ;;
   esac
   local extra=""
-  if [[ $config == profile ]]; then
-    extra=" record=$(summarize_record "$spool")"
-    [[ $extra == " record=ok "* ]] || ok=0
+  # HPCC's own time for its RandomAccess test, where a poll's cost shows (docs/PERFORMANCE.md,
+  # "Lean polls"); the whole run's time is mostly HPL, which swings by itself.
+  [[ $name == hpcc ]] && extra=" ra_s=$(sed -n 's/^MPIRandomAccess_time=//p' "$dir/hpccoutf.txt" 2>/dev/null | head -1)"
+  if [[ $config == profile* ]]; then
+    local record
+    record=$(summarize_record "$spool")
+    extra+=" record=$record"
+    [[ $record == "ok "* ]] || ok=0
   elif [[ $config == mpip* ]]; then
     compgen -G "$dir/mpip/*.mpiP" >/dev/null || ok=0
   fi
@@ -349,6 +357,7 @@ if want apps; then
       *) echo "unknown app $app" >&2; continue ;;
     esac
     configs=(native profile)
+    [[ $app == hpcc && $HPCC_EXACT == 1 ]] && configs+=(profile_exact)
     [[ $app == hpcc && -n $MPIP_LIB && $(flavor_of "$prog") == openmpi ]] && configs+=(mpip mpip_k0)
     echo "bench prof part=appinfo app=$app prog=$prog flavor=$(flavor_of "$prog") size=$([[ $app == hpcc ]] && echo "N=$HPCC_N" || echo "box=$LMP_BOX,steps=$LMP_STEPS")" >>"$raw"
     for ((i = 1; i <= RUNS; i++)); do
@@ -447,8 +456,9 @@ lines = [l for l in open(sys.argv[1]) if l.startswith("bench prof ")]
 kvs = [dict(re.findall(r"(\w+)=(\S+)", l)) for l in lines]
 name = {"native": "native (no Strata)", "none": "Strata, no module", "profile": "`profile`",
         "profile_cs": "`profile`, STRATA_PROFILE_CALLSITES=1",
+        "profile_exact": "`profile`, STRATA_PROFILE_POLLS=exact",
         "mpip": "mpiP, default (`-k 1`: 1-level call-site stack walk)", "mpip_k0": "mpiP, `-k 0`"}
-order = ["native", "none", "profile", "profile_cs", "mpip", "mpip_k0"]
+order = ["native", "none", "profile", "profile_exact", "profile_cs", "mpip", "mpip_k0"]
 
 # calls
 best = {}  # (flavor, label, call) -> (direct, symbol)
@@ -508,6 +518,7 @@ for f in flavors:
 quiet_limit = float(os.environ.get("QUIET_OTHERS", "0.05"))
 runs = defaultdict(list)    # (app, config) -> [(wall, cpu, quiet)]
 records = defaultdict(list)
+random_access = defaultdict(list)  # (app, config) -> HPCC's MPIRandomAccess_time, s
 info = {kv["app"]: kv for kv in kvs if kv.get("part") == "appinfo"}
 failed = defaultdict(int)
 for kv in kvs:
@@ -521,6 +532,8 @@ for kv in kvs:
     runs[(kv["app"], kv["config"])].append((wall, float(kv.get("cpu_s", 0)), quiet))
     if kv["config"] == "profile":
         records[kv["app"]].append(kv)
+    if kv.get("ra_s"):
+        random_access[(kv["app"], kv["config"])].append(float(kv["ra_s"]))
 apps = [a for a in ("hpcc", "lammps") if (a, "native") in runs]
 med = statistics.median
 if apps:
@@ -554,8 +567,17 @@ if apps:
                   f"{min(walls):.2f} | {max(walls):.2f} | {(m / nat_m - 1) * 100:+.1f} % | {qm} | "
                   f"{qo} | {cpu:.1f} | {co} |")
     print()
+    ra_native = random_access.get(("hpcc", "native"))
+    if ra_native:
+        print("HPCC's MPIRandomAccess_time (s), runs in order, median against native's:  ")
+        for c in order:
+            v = random_access.get(("hpcc", c))
+            if v:
+                print(f"{name[c]}: " + ", ".join(f"{x:.2f}" for x in v) + f"; median {med(v):.2f}"
+                      f" ({(med(v) / med(ra_native) - 1) * 100:+.1f} %)  ")
+        print()
     for a in apps:
-        for c in ("profile", "mpip", "mpip_k0"):
+        for c in ("profile", "profile_exact", "mpip", "mpip_k0"):
             n, p = runs.get((a, "native"), []), runs.get((a, c), [])
             k = min(len(n), len(p))
             if k >= 2:

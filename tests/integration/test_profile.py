@@ -137,6 +137,20 @@ class Figures(ProfileTestCase):
         self.assertEqual(routines["MPI_Test"]["bytes_received"], 200 * 1000)
         self.assertIn(routines["MPI_Testany"]["bytes_received"], (0, testanys * 1000))
 
+    def test_unusable_poll_settings_are_said_once_and_the_defaults_kept(self):
+        env = dict(self.env, STRATA_PROFILE_POLLS="fast", STRATA_PROFILE_POLL_SAMPLE="0")
+        proc = self.profile_run([program("poll_c"), "10"], env=env)
+        self.assertRan(proc)
+        for message in ("STRATA_PROFILE_POLLS is neither 'lean' nor 'exact'; counting polls lean",
+                        "STRATA_PROFILE_POLL_SAMPLE is not a number from 1 to 1000000; "
+                        "timing one poll in 64"):
+            self.assertEqual(proc.stderr.count(message), 1, proc.stderr)
+        line = next(l for l in proc.stdout.splitlines() if l.startswith("rank 0 "))
+        made = dict(kv.split("=") for kv in line.split()[2:])
+        record = self.only_record()
+        self.assertIs(record["job"]["poll_bytes_estimated"], True)  # lean, the default
+        self.assertEqual(record["routines"]["MPI_Test"]["calls"], int(made["tests"]))
+
     def test_arguments_that_are_not_utf8(self):
         args = [STRATA.encode(), b"run", b"-np", b"2", b"--tools", b"profile", b"--",
                 program("ring_c").encode(), b"2", b"\xff<b>"]

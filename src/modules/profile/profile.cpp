@@ -95,6 +95,9 @@ struct profile_state {
   // look at what it completed, so their received bytes are estimated when they are charged:
   // the bytes per timed poll of the routine (all timed polls, long ones included).
   bool lean_polls = true;
+  // Settings the module could not use, read before MPI_Init (and in the launcher, which loads
+  // the module too): said once per job, by rank 0, when it knows it is rank 0 (start_rank).
+  std::vector<std::string> setting_problems;
   std::vector<uint8_t> lean_poll;
   std::vector<uint64_t> timed_polls;
   std::vector<uint64_t> timed_poll_bytes;
@@ -1019,7 +1022,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     if (std::strcmp(polls, "exact") == 0)
       s->lean_polls = false;
     else if (std::strcmp(polls, "lean") != 0)
-      host->log(self, "STRATA_PROFILE_POLLS is neither 'lean' nor 'exact'; counting polls lean");
+      s->setting_problems.emplace_back(
+          "STRATA_PROFILE_POLLS is neither 'lean' nor 'exact'; counting polls lean");
   }
   if (is_overhead_module) {
     s->want_callsites = true;
@@ -1100,6 +1104,9 @@ void start_rank(profile_state* s) {
   s->spool = spool.dir;
   if (!spool.message.empty() && s->rank == 0)
     s->host->log(s->self, spool.message.c_str());
+  if (s->rank == 0)
+    for (const std::string& problem : s->setting_problems)
+      s->host->log(s->self, problem.c_str());
 
   rank_header facts = *s->header;
   fill_facts(facts);
@@ -1289,7 +1296,7 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
 // which charge each call its own time and its own counter readings.
 extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
                                                                 strata_event_fn* untimed) {
-  const auto* s = static_cast<const strata::profile::profile_state*>(state);
+  auto* s = static_cast<strata::profile::profile_state*>(state);
   if (s == nullptr || !s->counting_allowed)
     return 1;
   uint32_t interval = 64;
@@ -1299,8 +1306,8 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
     if (*end == '\0' && n >= 1 && n <= 1000000)
       interval = static_cast<uint32_t>(n);
     else
-      s->host->log(s->self, "STRATA_PROFILE_POLL_SAMPLE is not a number from 1 to 1000000; "
-                            "timing one poll in 64");
+      s->setting_problems.emplace_back(
+          "STRATA_PROFILE_POLL_SAMPLE is not a number from 1 to 1000000; timing one poll in 64");
   }
   *untimed = strata::profile::count_untimed_poll;
   return interval;

@@ -343,6 +343,17 @@ def generate(header, roles, flavor, out):
                 c.write(f"__attribute__((noinline)) {f.proto('counted_' + n)} {{\n")
                 c.write(f"  return core::counted<fid_{n}, decoder_{n}>(real.{n}, wrapped_{n}"
                         f"{', ' if args else ''}{args});\n}}\n#endif\n")
+                if "flag" in spec:
+                    # The lean path's way out for the poll due for timing and for calls that
+                    # are not the application's: a tail call with the entry's own arguments,
+                    # so that the entry point needs no frame on its counted path (GCC had put
+                    # a stack adjustment around the poll's jump into MPI; docs/PERFORMANCE.md,
+                    # "Lean polls"). It reads the chain again, having no argument for it.
+                    c.write("#if defined(__OPTIMIZE__)\n")
+                    c.write(f"__attribute__((noinline, cold)) {f.proto('lean_fallback_' + n)} {{\n")
+                    c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
+                    c.write(f"  if (chain == nullptr)\n    return real.{n}({args});\n")
+                    c.write(f"  return {wrapped};\n}}\n#endif\n")
             c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
             c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
             if n in INIT_FUNCTIONS or n in FINALIZE_FUNCTIONS:
@@ -366,7 +377,8 @@ def generate(header, roles, flavor, out):
                     c.write("  if (uint64_t* counter = chain->untimed_poll_counter; counter != nullptr) {\n")
                     c.write("    if (__builtin_expect(core::lean_poll(counter), 1))\n")
                     c.write(f"      return real.{n}({args});\n")
-                    c.write(f"    return {wrapped};\n  }}\n")
+                    c.write(f"#if defined(__OPTIMIZE__)\n    return lean_fallback_{n}({args});\n"
+                            f"#else\n    return {wrapped};\n#endif\n  }}\n")
                 # A chain that only counts: counted_X, above.
                 c.write("#if defined(__OPTIMIZE__)\n")
                 c.write("  if (chain->direct_counter != nullptr)\n")

@@ -17,6 +17,7 @@
 #include <malloc.h>
 #include <map>
 #include <mutex>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -323,6 +324,17 @@ private:
 
 } // namespace
 
+void lower_this_threads_priority() {
+  // Linux keeps a nice value per thread (inherited from the creating thread); PRIO_PROCESS
+  // with a thread id changes only that one. Raising it needs no privilege; a failure would
+  // only leave the old speed, so it is not reported.
+  const auto self = static_cast<id_t>(::gettid());
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, self);
+  if (errno == 0)
+    (void)::setpriority(PRIO_PROCESS, self, std::min(current + parse_worker_niceness_step, 19));
+}
+
 std::string ingest_summary::summary_line() const {
   std::string line = fmt::format("ingest: {} records read, {} stored, {} already stored", records,
                                  stored, duplicates);
@@ -387,6 +399,7 @@ ingest_summary ingest(store& db, const ingest_options& options) {
       std::vector<std::thread> threads;
       for (unsigned w = 0; w < workers; ++w)
         threads.emplace_back([&, w] {
+          lower_this_threads_priority();
           for (size_t i = begin + w; i < end; i += workers)
             out[i - begin] = parse_file(spool + "/" + names[i]);
         });

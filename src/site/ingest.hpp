@@ -33,6 +33,18 @@ struct ingest_summary {
   std::string summary_line() const;
 };
 
+// The parse workers run at a lower priority than the store's writer thread. Up to two chunks
+// are parsed at once, so four workers, the writer, the remover and the reading thread shared
+// the two cores of the benchmark machine, and the writer, the one thread every record passes
+// through, got about half a core; the workers only need the cycles the writer leaves. Five nice
+// levels below the thread that starts them (CFS weight 335 against 1024), at most 19, and not
+// more: where other programs fill the cores the workers still get a third of a share each, so
+// the ingest slows down but never stalls (docs/PERFORMANCE.md, "Ingest: parse workers below
+// the writer").
+inline constexpr int parse_worker_niceness_step = 5;
+// Raises the calling thread's nice value (and only that thread's) by the step above.
+void lower_this_threads_priority();
+
 // Sets glibc's trim and mmap thresholds for the process (see ingest.cpp).
 // Throws store_error when the store fails; what was committed before stays committed and
 // its files are gone from the spool, the rest stays in the spool for the next run.

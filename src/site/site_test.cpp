@@ -16,6 +16,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <sys/resource.h>
+#include <thread>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -162,6 +164,32 @@ TEST(SiteSynth, ValidDeterministicRecords) {
   }
   o.seed = 6;
   EXPECT_NE(record::to_json(synth_record(o, 0)), record::to_json(synth_record({}, 0)));
+}
+
+// The ingest's parse workers lower only their own priority (Linux keeps nice per thread), by
+// the step, and never past 19; the thread that started them keeps its own.
+TEST(SiteIngest, ParseWorkersLowerOnlyTheirOwnPriority) {
+  const auto nice_of_this_thread = [] {
+    return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
+  };
+  const int before = nice_of_this_thread();
+  int worker_before = 0, worker_after = 0, near_the_end_after = 0;
+  std::thread worker([&] {
+    worker_before = nice_of_this_thread();
+    lower_this_threads_priority();
+    worker_after = nice_of_this_thread();
+    std::thread near_the_end([&] { // started at the worker's nice value, raised to 18 first
+      ASSERT_EQ(::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 18), 0);
+      lower_this_threads_priority();
+      near_the_end_after = nice_of_this_thread();
+    });
+    near_the_end.join();
+  });
+  worker.join();
+  EXPECT_EQ(worker_before, before);
+  EXPECT_EQ(worker_after, std::min(before + parse_worker_niceness_step, 19));
+  EXPECT_EQ(near_the_end_after, 19);
+  EXPECT_EQ(nice_of_this_thread(), before);
 }
 
 TEST(SiteStore, WeekStartsMonday) {

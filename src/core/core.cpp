@@ -681,19 +681,35 @@ void pcontrol(int level) {
 namespace {
 using pcontrol_fn = int (*)(int, ...);
 pcontrol_fn real_pcontrol = nullptr;
+std::once_flag real_functions_resolved;
 
-// The real functions are resolved when the library is loaded, so that the unwrapped call path
-// needs no "initialised yet?" test: MPI functions may be called before MPI_Init.
+// Resolving at load keeps the entry points' first calls cheap; the clock's calibration starts
+// with it, as early as the library can (the longer before MPI_Init ends, the better the rate).
 __attribute__((constructor)) void resolve_at_load() {
-  strata::core::clock_start_calibration();
-  strata::gen::resolve_real_functions();
-  strata::decode::resolve_api();
-  real_pcontrol = reinterpret_cast<pcontrol_fn>(strata::core::find_real("PMPI_Pcontrol"));
+  strata::core::resolve_real_once();
 }
 } // namespace
 
+namespace strata::core {
+void resolve_real_once() {
+  std::call_once(real_functions_resolved, [] {
+    clock_start_calibration();
+    gen::resolve_real_functions();
+    decode::resolve_api();
+    real_pcontrol = reinterpret_cast<pcontrol_fn>(find_real("PMPI_Pcontrol"));
+  });
+}
+
+void missing_real(const char* name) {
+  report_line(std::string("error: the MPI library has no ") + name +
+              "; is the program linked against the MPI that Strata was built for?");
+  std::_Exit(1);
+}
+} // namespace strata::core
+
 // MPI_Pcontrol is variadic, so it is written by hand; MPI ignores the variadic part.
 extern "C" STRATA_EXPORT int MPI_Pcontrol(const int level, ...) {
+  strata::core::resolve_real_once();
   if (!strata::core::tls.in_real)
     strata::core::pcontrol(level);
   return real_pcontrol != nullptr ? real_pcontrol(level) : MPI_SUCCESS;

@@ -95,6 +95,11 @@ void after_init();
 void before_finalize();
 void after_finalize();
 void* find_real(const char* name);
+// Resolves every real MPI function, once, from whichever thread calls first; safe before the
+// library's constructor has run and before MPI_Init.
+void resolve_real_once();
+// A real function the MPI library does not have: one line, then the process ends.
+[[noreturn]] void missing_real(const char* name);
 
 template <typename R> inline void set_result(strata_event& ev, const R& r) {
   if constexpr (std::is_same_v<R, int>)

@@ -253,11 +253,31 @@ def generate(header, roles, flavor, out):
         for f in functions:
             c.write(f"  {f.proto('(*' + f.name + ')')};\n")
         c.write("};\n")
-        c.write("STRATA_HIDDEN real_functions real;\n\n")
+        # Every pointer starts at a resolver of its own, set by the dynamic linker's relocations
+        # before any constructor runs: a library's static constructor may call MPI through an
+        # entry point before libstrata's constructor has run (Open MPI's C++ bindings do), and
+        # the entry point stays one load and one branch.
+        c.write("namespace {\n")
+        for f in functions:
+            c.write(f"{f.proto('resolve_then_' + f.name)};\n")
+        c.write("} // namespace\n")
+        c.write("STRATA_HIDDEN real_functions real = {\n")
+        for f in functions:
+            c.write(f"    resolve_then_{f.name},\n")
+        c.write("};\n")
+        c.write("namespace {\n")
+        for f in functions:
+            args = ", ".join(f.names())
+            c.write(f"{f.proto('resolve_then_' + f.name)} {{\n"
+                    f"  core::resolve_real_once();\n"
+                    f"  if (real.{f.name} == resolve_then_{f.name})\n"
+                    f"    core::missing_real(\"P{f.name}\");\n"
+                    f"  return real.{f.name}({args});\n}}\n")
+        c.write("} // namespace\n\n")
         c.write("void resolve_real_functions() {\n")
         for f in functions:
-            c.write(f"  real.{f.name} = reinterpret_cast<decltype(real.{f.name})>("
-                    f"core::find_real(\"P{f.name}\"));\n")
+            c.write(f"  if (void* fn = core::find_real(\"P{f.name}\"))\n"
+                    f"    real.{f.name} = reinterpret_cast<decltype(real.{f.name})>(fn);\n")
         c.write("}\n")
         c.write("bool takes_communicator(int fid) {\n  switch (fid) {\n")
         for f in functions:

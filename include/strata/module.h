@@ -240,11 +240,12 @@ typedef int (*strata_module_takes_ranks_entry)(const struct strata_module_arg* a
  * Modules without it are unaffected, and when no module of the stack has it, an annotation costs
  * the application one call and one branch. The core calls `begin` / `end` on the annotating
  * thread, in stack order (their own MPI calls reach no other layer, as from any callback), from
- * the end of MPI_Init (after mpi_ready) until MPI_Finalize has returned (before unload). `name` is the
- * application's string and may not outlive the call (copy it); `call_site` is the address the
- * annotation returns to in the annotating function (null when unknown); `t_ns` is the core's
- * clock (strata_host::now_ns) read once for all modules. `size` is sizeof the struct the module
- * was built with: later versions append fields, and the core reads only what `size` covers. */
+ * the end of MPI_Init (after mpi_ready) until MPI_Finalize has returned (before unload).
+ * `name` is the application's string and may not outlive the call (copy it); `call_site` is the
+ * address the annotation returns to in the annotating function (null when unknown); `t_ns` is
+ * the core's clock (strata_host::now_ns) read once for all modules. `size` is sizeof the struct the
+ * module was built with: later versions append fields, and the core reads only what `size` covers.
+ */
 typedef void (*strata_region_fn)(const char* name, const void* call_site, uint64_t t_ns,
                                  void* state);
 

@@ -79,6 +79,10 @@ struct thread_state {
   const void* call_site;
   uint32_t polls_until_timed; // sampled polls: polls up to and including the next timed one
   uint32_t poll_random;       // xorshift state for the gaps between timed polls
+  // Noted by a Fortran binding's entry point (fortran_entries.cpp) for the C call the binding
+  // makes next: the program's return address, and the routine (-1: none noted).
+  const void* fortran_site;
+  int fortran_fid;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
@@ -112,6 +116,9 @@ void* find_real(const char* name);
 void resolve_real_once();
 // A real function the MPI library does not have: one line, then the process ends.
 [[noreturn]] void missing_real(const char* name);
+// The return address lies in one of the MPI library's own objects (its Fortran bindings
+// included): the call is the library's, not the program's.
+bool called_from_mpi_library(const void* return_address);
 
 template <typename R> inline void set_result(strata_event& ev, const R& r) {
   if constexpr (std::is_same_v<R, int>)
@@ -337,6 +344,22 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
     return real(args...);
   if (ts.layer < 0) {
     ts.call_site = return_address;
+    if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
+      // A Fortran call in progress. The call its binding makes for the program takes the
+      // program's line as its site; the binding's other calls before it (a communicator's size
+      // for an array's length) are the library's own, and pass straight to MPI.
+      if (ts.fortran_fid == Decoder::fortran_fid) {
+        ts.call_site = ts.fortran_site;
+        ts.fortran_fid = -1;
+      } else if (called_from_mpi_library(return_address)) {
+        ++ts.in_real;
+        R r = real(args...);
+        --ts.in_real;
+        return r;
+      } else {
+        ts.fortran_fid = -1; // a note no call took (a binding that calls no C function)
+      }
+    }
     if constexpr (Decoder::has_comm) {
       if (__builtin_expect(world_replaced, false))
         Decoder::remap_comms(world_replacement, args...);

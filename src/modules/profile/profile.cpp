@@ -567,17 +567,9 @@ bool application_intercepts_pmpi() {
   return owner != nullptr && (owner->l_name == nullptr || owner->l_name[0] == '\0');
 }
 
-int fortran_callback(dl_phdr_info* info, size_t, void* found) {
-  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (std::strstr(name, "libmpi_mpifh") != nullptr ||
-      std::strstr(name, "libmpichfort") != nullptr ||
-      std::strstr(name, "libmpi_usempif08") != nullptr ||
-      std::strstr(name, "libgfortran") != nullptr)
-    *static_cast<bool*>(found) = true;
-  return 0;
-}
-
-void fill_facts(rank_header& h) {
+// The language is the one the program started MPI from (the core's "strata.init_language"):
+// a C++ program that links a Fortran library is still a C++ program.
+void fill_facts(rank_header& h, const strata_host& core) {
   h.uid = static_cast<uint32_t>(::getuid());
   h.pid = static_cast<uint32_t>(::getpid());
   passwd pw{};
@@ -608,9 +600,8 @@ void fill_facts(rank_header& h) {
   while (!v.empty() && (v.back() == '\n' || v.back() == '\0'))
     v.pop_back();
   copy_field(h.mpi_library, sizeof(h.mpi_library), v.substr(0, v.find('\n')));
-  bool fortran = false;
-  ::dl_iterate_phdr(fortran_callback, &fortran);
-  h.fortran = fortran ? 1 : 0;
+  const char* language = core.get_value("strata.init_language");
+  h.fortran = language != nullptr && std::strcmp(language, "Fortran") == 0 ? 1 : 0;
   h.pmpi_intercepted = application_intercepts_pmpi() ? 1 : 0;
 }
 
@@ -1110,7 +1101,7 @@ void start_rank(profile_state* s) {
       s->host->log(s->self, problem.c_str());
 
   rank_header facts = *s->header;
-  fill_facts(facts);
+  fill_facts(facts, *s->host);
   copy_field(facts.job_id, sizeof(facts.job_id), id);
   facts.rank = s->rank;
   facts.world_size = s->world_size;

@@ -394,10 +394,8 @@ using strata::trace::scratch;
 // Snapshots the handles before MPI frees them, times the call, then records it and the requests
 // it completed: `completed(st)` returns how many, their indices and their statuses.
 template <typename Call, typename Completed>
-int traced_completion(const char* name, int count, MPI_Request* requests, Call call,
-                      Completed completed) {
+int traced_completion(int fid, int count, MPI_Request* requests, Call call, Completed completed) {
   auto* s = g_state;
-  const int fid = s->host->function_id(name);
   auto& sc = scratch(static_cast<size_t>(std::max(count, 0)));
   for (int i = 0; i < count; ++i)
     sc.handles[static_cast<size_t>(i)] = strata::trace::request_bits(requests[i]);
@@ -426,8 +424,9 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Waitall(int count, MPI_Request requests[
   if (!tracing_now(g_state))
     return ZMPI_Waitall(count, requests, statuses);
   MPI_Status* st = statuses_or_scratch(statuses, count);
+  STRATA_TRACE_FID("MPI_Waitall");
   return traced_completion(
-      "MPI_Waitall", count, requests, [&] { return ZMPI_Waitall(count, requests, st); },
+      fid, count, requests, [&] { return ZMPI_Waitall(count, requests, st); },
       [&](auto each) {
         for (int i = 0; i < count; ++i)
           each(i, &st[i]);
@@ -439,8 +438,9 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Testall(int count, MPI_Request requests[
   if (!tracing_now(g_state))
     return ZMPI_Testall(count, requests, flag, statuses);
   MPI_Status* st = statuses_or_scratch(statuses, count);
+  STRATA_TRACE_FID("MPI_Testall");
   return traced_completion(
-      "MPI_Testall", count, requests, [&] { return ZMPI_Testall(count, requests, flag, st); },
+      fid, count, requests, [&] { return ZMPI_Testall(count, requests, flag, st); },
       [&](auto each) {
         for (int i = 0; *flag && i < count; ++i)
           each(i, &st[i]);
@@ -455,8 +455,9 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Waitany(int count, MPI_Request requests[
     return ZMPI_Waitany(count, requests, index, status);
   MPI_Status local;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  STRATA_TRACE_FID("MPI_Waitany");
   return traced_completion(
-      "MPI_Waitany", count, requests, [&] { return ZMPI_Waitany(count, requests, index, st); },
+      fid, count, requests, [&] { return ZMPI_Waitany(count, requests, index, st); },
       [&](auto each) {
         if (*index != MPI_UNDEFINED)
           each(*index, st);
@@ -471,9 +472,9 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Testany(int count, MPI_Request requests[
     return ZMPI_Testany(count, requests, index, flag, status);
   MPI_Status local;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  STRATA_TRACE_FID("MPI_Testany");
   return traced_completion(
-      "MPI_Testany", count, requests,
-      [&] { return ZMPI_Testany(count, requests, index, flag, st); },
+      fid, count, requests, [&] { return ZMPI_Testany(count, requests, index, flag, st); },
       [&](auto each) {
         if (*flag && *index != MPI_UNDEFINED)
           each(*index, st);
@@ -485,8 +486,9 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Waitsome(int incount, MPI_Request reques
   if (!tracing_now(g_state))
     return ZMPI_Waitsome(incount, requests, outcount, indices, statuses);
   MPI_Status* st = statuses_or_scratch(statuses, incount);
+  STRATA_TRACE_FID("MPI_Waitsome");
   return traced_completion(
-      "MPI_Waitsome", incount, requests,
+      fid, incount, requests,
       [&] { return ZMPI_Waitsome(incount, requests, outcount, indices, st); },
       [&](auto each) {
         for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; ++k)
@@ -499,8 +501,9 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Testsome(int incount, MPI_Request reques
   if (!tracing_now(g_state))
     return ZMPI_Testsome(incount, requests, outcount, indices, statuses);
   MPI_Status* st = statuses_or_scratch(statuses, incount);
+  STRATA_TRACE_FID("MPI_Testsome");
   return traced_completion(
-      "MPI_Testsome", incount, requests,
+      fid, incount, requests,
       [&] { return ZMPI_Testsome(incount, requests, outcount, indices, st); },
       [&](auto each) {
         for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; ++k)

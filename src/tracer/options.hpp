@@ -2,7 +2,7 @@
 // STRATA_TRACE_* environment variables over defaults. No MPI.
 #pragma once
 
-#include "trace/buffer.hpp"
+#include "tracer/buffer.hpp"
 
 #include <cstdint>
 #include <functional>

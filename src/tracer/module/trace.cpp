@@ -1,5 +1,5 @@
 // The `trace` module: every MPI call and every user region of each rank, kept in memory as fixed
-// records (src/trace/buffer.hpp) and written at finalize as one OTF2 archive per job, with the
+// records (src/tracer/buffer.hpp) and written at finalize as one OTF2 archive per job, with the
 // conventions of Score-P (docs/tracing.md) so that Vampir, Scalasca and `strata analyze` read it.
 //
 // Most functions are observed as events (one exit callback: the core's decoded event has both
@@ -13,10 +13,10 @@
 #include <strata/zmpi.h>
 
 #include "profile/symbols.hpp"
-#include "trace/buffer.hpp"
-#include "trace/clock.hpp"
-#include "trace/options.hpp"
-#include "trace/unify.hpp"
+#include "tracer/buffer.hpp"
+#include "tracer/clock.hpp"
+#include "tracer/options.hpp"
+#include "tracer/unify.hpp"
 
 #include <algorithm>
 #include <cstdio>

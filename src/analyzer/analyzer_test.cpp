@@ -1,12 +1,12 @@
 // The analyzer on archives written with the OTF2 writer library, following the conventions of
 // the trace module and Score-P, with known times: every matching rule, every wait-state pattern,
 // the tables, the traversals, the XML export, and damaged archives.
-#include "analyze/analysis.hpp"
-#include "analyze/graph.hpp"
-#include "analyze/render.hpp"
-#include "analyze/trace_builder.hpp"
-#include "analyze/trace_reader.hpp"
-#include "analyze/xml_export.hpp"
+#include "analyzer/analysis.hpp"
+#include "analyzer/graph.hpp"
+#include "analyzer/render.hpp"
+#include "analyzer/trace_builder.hpp"
+#include "analyzer/trace_reader.hpp"
+#include "analyzer/xml_export.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "analyze/trace_builder.hpp"
+#include "analyzer/trace_builder.hpp"
 
 #include <otf2/otf2.h>
 

@@ -1,8 +1,8 @@
-#include "analyze/command.hpp"
+#include "analyzer/command.hpp"
 
-#include "analyze/analysis.hpp"
-#include "analyze/render.hpp"
-#include "analyze/xml_export.hpp"
+#include "analyzer/analysis.hpp"
+#include "analyzer/render.hpp"
+#include "analyzer/xml_export.hpp"
 
 #include <cstdio>
 #include <exception>

@@ -1,4 +1,4 @@
-#include "trace/options.hpp"
+#include "tracer/options.hpp"
 
 #include <cerrno>
 #include <cmath>

@@ -4,7 +4,7 @@
 // unmatched messages and incomplete collectives are held, so memory does not grow with the trace.
 #pragma once
 
-#include "analyze/trace_reader.hpp"
+#include "analyzer/trace_reader.hpp"
 
 #include <cstdint>
 #include <memory>

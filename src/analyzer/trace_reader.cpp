@@ -1,4 +1,4 @@
-#include "analyze/trace_reader.hpp"
+#include "analyzer/trace_reader.hpp"
 
 #include <otf2/otf2.h>
 

@@ -1,6 +1,6 @@
-#include "analyze/xml_export.hpp"
+#include "analyzer/xml_export.hpp"
 
-#include "analyze/trace_reader.hpp"
+#include "analyzer/trace_reader.hpp"
 
 #include <fmt/format.h>
 

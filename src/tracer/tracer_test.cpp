@@ -1,7 +1,7 @@
-#include "trace/buffer.hpp"
-#include "trace/clock.hpp"
-#include "trace/options.hpp"
-#include "trace/unify.hpp"
+#include "tracer/buffer.hpp"
+#include "tracer/clock.hpp"
+#include "tracer/options.hpp"
+#include "tracer/unify.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "analyze/render.hpp"
+#include "analyzer/render.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "analyze/graph.hpp"
+#include "analyzer/graph.hpp"
 
 #include <algorithm>
 #include <stdexcept>

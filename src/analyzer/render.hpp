@@ -2,7 +2,7 @@
 // spreadsheets (CSV: one block per table, each with its own header row).
 #pragma once
 
-#include "analyze/analysis.hpp"
+#include "analyzer/analysis.hpp"
 
 #include <string>
 

@@ -4,7 +4,7 @@
 // built by passing an event_graph as the observer of analyze_trace.
 #pragma once
 
-#include "analyze/analysis.hpp"
+#include "analyzer/analysis.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "analyze/analysis.hpp"
+#include "analyzer/analysis.hpp"
 
 #include <otf2/OTF2_Events.h>
 

@@ -1,4 +1,4 @@
-#include "trace/unify.hpp"
+#include "tracer/unify.hpp"
 
 #include <map>
 #include <string_view>

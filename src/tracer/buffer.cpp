@@ -1,4 +1,4 @@
-#include "trace/buffer.hpp"
+#include "tracer/buffer.hpp"
 
 #include <algorithm>
 #include <sys/mman.h>

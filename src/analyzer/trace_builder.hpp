@@ -1,7 +1,8 @@
-// Writes OTF2 archives with the OTF2 writer library, following the conventions of Score-P and of
-// Strata's trace module (one location per rank, MPI regions with MpiSend/MpiRecv/... records
-// inside, collectives bracketed by MpiCollectiveBegin/End, call sites as a SourceCodeLocation
-// attribute on Enter). For tests and the analyzer benchmark: traces with known content.
+// Writes OTF2 archives with known content, for the tests, the fuzz target and the analyzer
+// benchmark, through the trace module's own writer (tracer/otf2_writer.hpp), so that they follow
+// its conventions: one location per rank, MPI regions with MpiSend/MpiRecv/... records inside,
+// collectives bracketed by MpiCollectiveBegin/End, call sites as the `strata:call_site` attribute
+// of an Enter.
 #pragma once
 
 #include <cstdint>

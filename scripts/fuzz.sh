@@ -15,8 +15,9 @@ clang++-14 "${flags[@]}" src/stats/stats.cpp src/stats/model_file.cpp fuzz/model
 clang++-14 "${flags[@]}" src/profile/rank_file.cpp src/profile/aggregate.cpp \
   src/profile/packed_totals.cpp fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
 clang++-14 "${flags[@]}" src/analyzer/trace_reader.cpp src/analyzer/analysis.cpp \
-  src/analyzer/xml_export.cpp src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp \
-  fuzz/analyze_fuzz.cpp -lotf2 -lfmt -o "$out/analyze_fuzz"
+  src/analyzer/wait_states.cpp src/analyzer/tables.cpp src/analyzer/xml_export.cpp \
+  src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
+  -o "$out/analyze_fuzz"
 clang++-14 "${flags[@]}" src/tracer/unify.cpp src/tracer/options.cpp fuzz/trace_defs_fuzz.cpp \
   -o "$out/trace_defs_fuzz"
 clang++-14 "${flags[@]}" -I/usr/include src/overlay/profile_round.cpp src/overlay/filters.cpp \

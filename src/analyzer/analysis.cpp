@@ -1,11 +1,10 @@
 #include "analyzer/analysis.hpp"
 
-#include <otf2/OTF2_Events.h>
+#include "analyzer/tables.hpp"
+#include "analyzer/wait_states.hpp"
 
 #include <algorithm>
 #include <deque>
-#include <map>
-#include <tuple>
 #include <unordered_map>
 
 namespace strata::analyze {
@@ -13,19 +12,6 @@ namespace {
 
 constexpr uint32_t no_slot = UINT32_MAX;
 constexpr uint64_t direct = UINT64_MAX; // a receive that needs no reordering
-
-enum pattern : uint8_t {
-  late_sender,
-  late_receiver,
-  wait_at_barrier,
-  wait_at_nxn,
-  late_broadcast,
-  early_reduce,
-  pattern_count
-};
-const char* const pattern_names[pattern_count] = {"late_sender",     "late_receiver",
-                                                  "wait_at_barrier", "wait_at_nxn",
-                                                  "late_broadcast",  "early_reduce"};
 
 // A FIFO that reuses its storage: channels see millions of push/pop pairs.
 template <class T> class fifo {
@@ -88,7 +74,7 @@ struct wait_slot {
   uint64_t worst;
   uint32_t rank, region, site;
   uint32_t pending;
-  pattern kind;
+  wait_pattern kind;
 };
 
 enum class msg_kind : uint8_t { send, recv };
@@ -119,20 +105,12 @@ struct reorder_entry {
   recv_end end{};
 };
 
-struct op_stat {
-  uint64_t count = 0;
-  uint64_t ticks = 0;
-};
-
 struct location_state {
   std::vector<open_op> stack;
   std::vector<pending_msg> msgs;
   uint64_t next_seq = 0;
   uint32_t mpi_depth = 0;
-  uint64_t first = UINT64_MAX, last = 0;
-  uint64_t comm_ticks = 0;
-  std::vector<uint64_t> level_counts;
-  std::unordered_map<uint64_t, op_stat> ops; // (region << 32) | site
+  rank_tables tables; // what the report's tables need of this rank
   // Receives complete out of posting order (Irecv A, Recv B, Wait A); the completed ones wait
   // here until every earlier-posted receive is complete, then enter their channels in order.
   std::unordered_map<uint64_t, irecv_post> requests;
@@ -164,45 +142,9 @@ struct comm_state {
   uint64_t base = 0;
 };
 
-struct wait_key {
-  uint8_t kind;
-  uint32_t rank, region, site;
-  bool operator<(const wait_key& o) const {
-    return std::tie(kind, rank, region, site) < std::tie(o.kind, o.rank, o.region, o.site);
-  }
-};
-
 bool is_blocking_send(const std::string& name) {
   return name == "MPI_Send" || name == "MPI_Ssend" || name == "MPI_Sendrecv" ||
          name == "MPI_Sendrecv_replace";
-}
-
-pattern collective_pattern(uint32_t op, bool& applies) {
-  applies = true;
-  switch (op) {
-  case OTF2_COLLECTIVE_OP_BARRIER:
-    return wait_at_barrier;
-  case OTF2_COLLECTIVE_OP_BCAST:
-  case OTF2_COLLECTIVE_OP_SCATTER:
-  case OTF2_COLLECTIVE_OP_SCATTERV:
-    return late_broadcast;
-  case OTF2_COLLECTIVE_OP_GATHER:
-  case OTF2_COLLECTIVE_OP_GATHERV:
-  case OTF2_COLLECTIVE_OP_REDUCE:
-    return early_reduce;
-  case OTF2_COLLECTIVE_OP_ALLGATHER:
-  case OTF2_COLLECTIVE_OP_ALLGATHERV:
-  case OTF2_COLLECTIVE_OP_ALLTOALL:
-  case OTF2_COLLECTIVE_OP_ALLTOALLV:
-  case OTF2_COLLECTIVE_OP_ALLTOALLW:
-  case OTF2_COLLECTIVE_OP_ALLREDUCE:
-  case OTF2_COLLECTIVE_OP_REDUCE_SCATTER:
-  case OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK:
-    return wait_at_nxn;
-  default:
-    applies = false;
-    return wait_at_nxn;
-  }
 }
 
 } // namespace
@@ -216,7 +158,7 @@ struct analyzer::impl {
   std::vector<wait_slot> slots;
   std::vector<uint32_t> free_slots;
   std::vector<comm_state> comms;
-  std::map<wait_key, std::pair<uint64_t, uint64_t>> waits; // ticks, instances
+  wait_totals waits;
   uint64_t matched = 0, collectives = 0;
   uint64_t foreign_collectives = 0;
   uint64_t abandoned_receives = 0;
@@ -233,7 +175,7 @@ struct analyzer::impl {
     comms.resize(d.comms.size());
   }
 
-  void add_wait(pattern kind, uint32_t rank, uint32_t region, uint32_t site, uint64_t ticks) {
+  void add_wait(wait_pattern kind, uint32_t rank, uint32_t region, uint32_t site, uint64_t ticks) {
     auto& w = waits[{kind, rank, region, site}];
     w.first += ticks;
     ++w.second;
@@ -262,20 +204,15 @@ struct analyzer::impl {
     ++matched;
     if (observer)
       observer->on_partner(s.op, r.op);
-    // Late sender: the receive was entered before the send started.
     if (r.slot != no_slot) {
       wait_slot& w = slots[r.slot];
-      if (s.enter > r.enter)
-        w.worst = std::max(w.worst, std::min(s.enter, r.leave) - r.enter);
+      w.worst = std::max(w.worst, late_sender_wait(s.enter, r.enter, r.leave));
       if (--w.pending == 0)
         settle(r.slot);
     }
-    // Late receiver: a blocking send still in progress when the receive was posted, posted after
-    // the send began; the send was held up waiting for it.
     if (s.slot != no_slot) {
       wait_slot& w = slots[s.slot];
-      if (r.post > s.enter && r.post < s.leave)
-        w.worst = std::max(w.worst, r.post - s.enter);
+      w.worst = std::max(w.worst, late_receiver_wait(s.enter, s.leave, r.post));
       if (--w.pending == 0)
         settle(s.slot);
     }
@@ -328,8 +265,8 @@ struct analyzer::impl {
 
   void enter(uint32_t rank, uint64_t t, uint32_t region, uint32_t site) {
     location_state& ls = locs[rank];
-    ls.first = std::min(ls.first, t);
-    ls.last = std::max(ls.last, t);
+    ls.tables.first = std::min(ls.tables.first, t);
+    ls.tables.last = std::max(ls.tables.last, t);
     const uint64_t id = (uint64_t{rank} << 40) | ls.next_seq++;
     ls.stack.push_back(
         {id, t, region, site, static_cast<uint32_t>(ls.msgs.size()), false, 0, 0, no_root});
@@ -339,7 +276,7 @@ struct analyzer::impl {
 
   void leave(uint32_t rank, uint64_t t, uint32_t region) {
     location_state& ls = locs[rank];
-    ls.last = std::max(ls.last, t);
+    ls.tables.last = std::max(ls.tables.last, t);
     if (ls.stack.empty()) {
       ++ls.unbalanced;
       return;
@@ -383,15 +320,10 @@ struct analyzer::impl {
     if (op.collective)
       collective(rank, op, t);
 
-    if (level >= ls.level_counts.size())
-      ls.level_counts.resize(level + 1);
-    ++ls.level_counts[level];
-    op_stat& stat = ls.ops[(uint64_t{op.region} << 32) | op.site];
-    ++stat.count;
-    stat.ticks += t - op.enter;
+    ls.tables.operation(level, op.region, op.site, t - op.enter);
     if (region_is_mpi[op.region]) {
       if (--ls.mpi_depth == 0)
-        ls.comm_ticks += t - op.enter;
+        ls.tables.comm_ticks += t - op.enter;
     }
     if (observer) {
       operation v;
@@ -461,43 +393,16 @@ struct analyzer::impl {
         scratch_ids.push_back(m.op);
       observer->on_collective(scratch_ids);
     }
-    bool applies = false;
-    const pattern kind = collective_pattern(inst.op, applies);
-    if (!applies || c.size < 2)
+    wait_pattern kind{};
+    if (!collective_pattern(inst.op, kind))
       return;
-    auto rank_of_member = [&](const coll_member& m) { return rank_of(m.op); };
-    if (kind == wait_at_barrier || kind == wait_at_nxn) {
-      uint64_t last = 0;
-      for (const coll_member& m : inst.members)
-        last = std::max(last, m.enter);
-      for (const coll_member& m : inst.members)
-        if (last > m.enter)
-          add_wait(kind, rank_of_member(m), m.region, m.site, std::min(last, m.leave) - m.enter);
-      return;
-    }
-    if (inst.root == no_root || inst.root >= c.local_of_world.size())
-      return;
-    const uint32_t root_local = c.local_of_world[inst.root];
-    if (root_local == UINT32_MAX)
-      return;
-    const coll_member& root = inst.members[root_local];
-    if (kind == late_broadcast) {
-      for (uint32_t i = 0; i < c.size; ++i) {
-        const coll_member& m = inst.members[i];
-        if (i != root_local && root.enter > m.enter)
-          add_wait(kind, rank_of_member(m), m.region, m.site,
-                   std::min(root.enter, m.leave) - m.enter);
-      }
-      return;
-    }
-    // Early reduce: the root entered before any other member could send it anything.
-    uint64_t first = UINT64_MAX;
-    for (uint32_t i = 0; i < c.size; ++i)
-      if (i != root_local)
-        first = std::min(first, inst.members[i].enter);
-    if (first != UINT64_MAX && first > root.enter)
-      add_wait(kind, rank_of_member(root), root.region, root.site,
-               std::min(first, root.leave) - root.enter);
+    uint32_t root = no_member;
+    if (inst.root != no_root && inst.root < c.local_of_world.size())
+      root = c.local_of_world[inst.root];
+    collective_waits(kind, inst.members, root, [&](uint32_t i, uint64_t ticks) {
+      const coll_member& m = inst.members[i];
+      add_wait(kind, rank_of(m.op), m.region, m.site, ticks);
+    });
   }
 
   uint64_t top_enter(location_state& ls, uint64_t t) {
@@ -506,7 +411,7 @@ struct analyzer::impl {
 
   void add_msg(uint32_t rank, uint64_t t, const pending_msg& m) {
     location_state& ls = locs[rank];
-    ls.last = std::max(ls.last, t);
+    ls.tables.last = std::max(ls.tables.last, t);
     if (ls.stack.empty()) {
       // A message event outside any operation: give it a zero-length operation of its own, so
       // it is still matched.
@@ -518,7 +423,7 @@ struct analyzer::impl {
 
   void finish_rank(uint32_t rank, location_state& ls) {
     while (!ls.stack.empty())
-      close(rank, ls, ls.last);
+      close(rank, ls, ls.tables.last);
     // Receives whose request never completed are dropped; the completed ones behind them enter
     // their channels now.
     for (reorder_entry& e : ls.reorder)
@@ -548,11 +453,11 @@ void analyzer::isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t c
 }
 void analyzer::isend_complete(uint32_t rank, uint64_t time, uint64_t) {
   location_state& ls = impl_->locs[rank];
-  ls.last = std::max(ls.last, time);
+  ls.tables.last = std::max(ls.tables.last, time);
 }
 void analyzer::irecv_request(uint32_t rank, uint64_t time, uint64_t request) {
   location_state& ls = impl_->locs[rank];
-  ls.last = std::max(ls.last, time);
+  ls.tables.last = std::max(ls.tables.last, time);
   const uint64_t seq = impl_->post_receive(ls);
   ls.requests[request] = {seq, impl_->top_enter(ls, time)};
 }
@@ -578,7 +483,7 @@ void analyzer::irecv(uint32_t rank, uint64_t time, uint32_t sender, uint32_t com
 }
 void analyzer::request_cancelled(uint32_t rank, uint64_t time, uint64_t request) {
   location_state& ls = impl_->locs[rank];
-  ls.last = std::max(ls.last, time);
+  ls.tables.last = std::max(ls.tables.last, time);
   auto it = ls.requests.find(request);
   if (it == ls.requests.end())
     return;
@@ -592,7 +497,7 @@ void analyzer::request_cancelled(uint32_t rank, uint64_t time, uint64_t request)
 void analyzer::collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_t comm,
                               uint32_t root, uint64_t, uint64_t) {
   location_state& ls = impl_->locs[rank];
-  ls.last = std::max(ls.last, time);
+  ls.tables.last = std::max(ls.tables.last, time);
   if (ls.stack.empty()) {
     ++ls.unbalanced;
     return;
@@ -606,8 +511,8 @@ void analyzer::collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_
 
 void analyzer::program_event(uint32_t rank, uint64_t time) {
   location_state& ls = impl_->locs[rank];
-  ls.first = std::min(ls.first, time);
-  ls.last = std::max(ls.last, time);
+  ls.tables.first = std::min(ls.tables.first, time);
+  ls.tables.last = std::max(ls.tables.last, time);
 }
 
 report analyzer::finish(uint64_t events) {
@@ -660,78 +565,10 @@ report analyzer::finish(uint64_t events) {
     out.warnings.push_back(std::to_string(out.incomplete_collectives) +
                            " collective instances were not entered by every member");
 
-  const double tick = 1.0 / static_cast<double>(defs.timer_resolution);
-  auto where = [&](uint32_t region, uint32_t site) -> std::pair<std::string, uint32_t> {
-    if (site != no_call_site && site < defs.call_sites.size())
-      return {defs.call_sites[site].file, defs.call_sites[site].line};
-    return {defs.regions[region].file, defs.regions[region].line};
-  };
-  auto cat_name = [&](uint32_t region) {
-    return defs.regions[region].cat == category::mpi ? "mpi" : "user";
-  };
-
-  std::map<std::pair<std::string, std::string>, operation_total> totals;
-  for (uint32_t r = 0; r < s.locs.size(); ++r) {
-    const location_state& ls = s.locs[r];
-    for (uint32_t level = 0; level < ls.level_counts.size(); ++level)
-      if (ls.level_counts[level])
-        out.levels.push_back({r, level, ls.level_counts[level]});
-    std::vector<operation_row> rows;
-    for (const auto& [key, stat] : ls.ops) {
-      const auto region = static_cast<uint32_t>(key >> 32);
-      const auto site = static_cast<uint32_t>(key & 0xffffffffU);
-      auto [file, line] = where(region, site);
-      rows.push_back({r, cat_name(region), defs.regions[region].name, file, line, stat.count,
-                      static_cast<double>(stat.ticks) * tick});
-      operation_total& t = totals[{cat_name(region), defs.regions[region].name}];
-      t.category = cat_name(region);
-      t.operation = defs.regions[region].name;
-      t.count += stat.count;
-      t.time_s += static_cast<double>(stat.ticks) * tick;
-    }
-    // Call sites with the same file and line (the same place reached through several sites)
-    // are one row.
-    std::sort(rows.begin(), rows.end(), [](const operation_row& a, const operation_row& b) {
-      return std::tie(a.category, a.operation, a.file, a.line) <
-             std::tie(b.category, b.operation, b.file, b.line);
-    });
-    for (const operation_row& row : rows) {
-      if (!out.operations.empty()) {
-        operation_row& prev = out.operations.back();
-        if (prev.rank == row.rank && prev.category == row.category &&
-            prev.operation == row.operation && prev.file == row.file && prev.line == row.line) {
-          prev.count += row.count;
-          prev.time_s += row.time_s;
-          continue;
-        }
-      }
-      out.operations.push_back(row);
-    }
-    const double total =
-        ls.first == UINT64_MAX ? 0.0 : static_cast<double>(ls.last - ls.first) * tick;
-    out.processes.push_back({r, static_cast<double>(ls.comm_ticks) * tick, total});
-  }
-  for (auto& [key, t] : totals)
-    out.totals.push_back(t);
-
-  std::map<std::tuple<uint8_t, uint32_t, std::string, std::string, uint32_t>, wait_state_row> rows;
-  for (const auto& [key, value] : s.waits) {
-    auto [file, line] = where(key.region, key.site);
-    const std::string& function = defs.regions[key.region].name;
-    wait_state_row& row = rows[{key.kind, key.rank, function, file, line}];
-    row.pattern = pattern_names[key.kind];
-    row.function = function;
-    row.file = file;
-    row.line = line;
-    row.rank = key.rank;
-    row.time_s += static_cast<double>(value.first) * tick;
-    row.count += value.second;
-  }
-  for (auto& [key, row] : rows)
-    out.wait_states.push_back(row);
-  std::stable_sort(
-      out.wait_states.begin(), out.wait_states.end(),
-      [](const wait_state_row& a, const wait_state_row& b) { return a.time_s > b.time_s; });
+  std::vector<const rank_tables*> tables;
+  for (const location_state& ls : s.locs)
+    tables.push_back(&ls.tables);
+  fill_tables(defs, tables, s.waits, out);
   return out;
 }
 

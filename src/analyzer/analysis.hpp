@@ -1,7 +1,9 @@
 // The streaming analysis of a trace: operations (Enter..Leave pairs) become vertices of an event
-// graph with nesting, partner (send -> receive) and collective edges; the seed's tables and
-// Scalasca's wait states are aggregated while the events stream past. Only open operations,
-// unmatched messages and incomplete collectives are held, so memory does not grow with the trace.
+// graph with nesting, partner (send -> receive) and collective edges; the tables of the
+// HieraAnalyses paper (Seraphim, Seraphim and Travieso, "HieraAnalyses: a tool for hierarchical
+// analysis of parallel programs") and Scalasca's wait states are aggregated while the events
+// stream past (analyzer/tables.hpp, analyzer/wait_states.hpp). Only open operations, unmatched
+// messages and incomplete collectives are held, so memory does not grow with the trace.
 #pragma once
 
 #include "analyzer/trace_reader.hpp"

@@ -270,8 +270,8 @@ TEST_F(AnalyzeTest, LateBroadcastAndEarlyReduceOnASubCommunicator) {
 }
 
 TEST_F(AnalyzeTest, TablesCountLevelsCallSitesAndTimes) {
-  // The seed's OOPS example: a user method (level 0) calling a library method (level 1) calling
-  // MPI (level 2), twice per rank; rank 0 also calls MPI_Send directly (level 0).
+  // The HieraAnalyses paper's OOPS example: a user method (level 0) calling a library method (level
+  // 1) calling MPI (level 2), twice per rank; rank 0 also calls MPI_Send directly (level 0).
   {
     trace_builder b(trace(), 2);
     const uint32_t grid = b.region("TopologyGrid::bcast", false);
@@ -395,7 +395,7 @@ TEST_F(AnalyzeTest, StreamingTablesEqualATraversalOfTheGraph) {
   EXPECT_EQ(r.messages, 15U);
 }
 
-TEST_F(AnalyzeTest, XmlExportNestsOperationsAsTheSeed) {
+TEST_F(AnalyzeTest, XmlExportNestsOperationsAsHieraAnalysesDoes) {
   {
     trace_builder b(trace(), 2);
     const uint32_t grid = b.region("OOPS::TopologyGrid::bcast", false);

@@ -9,7 +9,7 @@ namespace strata::analyze {
 // Returns the exit status.
 int analyze_command(const std::string& trace, const std::string& format);
 
-// Writes the seed's XML files into out_dir (default: TRACE-xml next to the archive).
+// Writes the HieraAnalyses XML files into out_dir (default: TRACE-xml next to the archive).
 int export_xml_command(const std::string& trace, const std::string& out_dir);
 
 } // namespace strata::analyze

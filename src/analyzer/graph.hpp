@@ -1,7 +1,7 @@
 // The event graph held in memory, for traces small enough to keep whole: vertices are
 // operations, edges are nesting (parent), partner (send -> receive) and collective (members of one
-// instance). Offers the seed's two traversals. The streaming analysis does not need it; it is
-// built by passing an event_graph as the observer of analyze_trace.
+// instance). Offers the two traversals of the HieraAnalyses paper. The streaming analysis does not
+// need it; it is built by passing an event_graph as the observer of analyze_trace.
 #pragma once
 
 #include "analyzer/analysis.hpp"
@@ -26,10 +26,10 @@ public:
   [[nodiscard]] std::vector<uint64_t> partners(uint64_t id) const;
   [[nodiscard]] std::vector<uint64_t> children(uint64_t id) const;
 
-  // Seed Figure 3: every operation once, process after process, each in enter order.
+  // The paper's Figure 3: every operation once, process after process, each in enter order.
   void traverse_by_operation(const std::function<void(const operation&)>& visit) const;
-  // Seed Figure 4: each operation followed by its partner operations before the next operation
-  // of the same process; an operation is visited again each time it is someone's partner.
+  // The paper's Figure 4: each operation followed by its partner operations before the next
+  // operation of the same process; an operation is visited again each time it is someone's partner.
   void traverse_by_partner(const std::function<void(const operation&)>& visit) const;
 
 private:

@@ -1,5 +1,5 @@
-// The analysis report for people (text tables like the seed's), for programs (JSON) and for
-// spreadsheets (CSV: one block per table, each with its own header row).
+// The analysis report for people (text tables like the HieraAnalyses paper's), for programs
+// (JSON) and for spreadsheets (CSV: one block per table, each with its own header row).
 #pragma once
 
 #include "analyzer/analysis.hpp"

@@ -14,7 +14,7 @@
 namespace strata::analyze {
 namespace fs = std::filesystem;
 
-std::string seed_operation_name(const std::string& mpi_function) {
+std::string hiera_operation_name(const std::string& mpi_function) {
   std::string name = mpi_function.rfind("MPI_", 0) == 0 ? mpi_function.substr(4) : mpi_function;
   for (char& c : name)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -110,7 +110,7 @@ public:
                       uint64_t) override {
     seen(rank, t);
   }
-  // The seed's init and finalize times: the program's begin and end when the trace has them.
+  // HieraAnalyses' init and finalize times: the program's begin and end when the trace has them.
   void program_event(uint32_t rank, uint64_t t) override { seen(rank, t); }
 
 private:
@@ -290,7 +290,7 @@ private:
     std::string text = indent(s.depth + 1);
     if (region.cat == category::mpi) {
       tag = "hieraMPI";
-      text += "<hieraMPI operation=\"" + escape(seed_operation_name(region.name)) + "\"";
+      text += "<hieraMPI operation=\"" + escape(hiera_operation_name(region.name)) + "\"";
     } else {
       tag = "hieraOOPS";
       const size_t split = region.name.rfind("::");

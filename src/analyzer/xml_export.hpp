@@ -1,4 +1,5 @@
-// Export of an OTF2 trace in the XML format of HieraAnalyses (seed 003): a configuration file
+// Export of an OTF2 trace in the XML format of HieraAnalyses (Seraphim, Seraphim and Travieso,
+// "HieraAnalyses: a tool for hierarchical analysis of parallel programs"): a configuration file
 // (hieraCollector.xml) naming one file per rank (trace<r>.xml), each a <processor> element whose
 // children nest as the operations did: <hieraMPI> for MPI calls, <hieraOOPS> for annotated
 // regions (class and method split at the last "::").
@@ -20,8 +21,8 @@ struct xml_export_result {
 // output cannot be written.
 xml_export_result export_xml(const std::string& trace, const std::string& out_dir);
 
-// The seed's name of an MPI function: "MPI_Bcast" -> "broadcast", "MPI_Recv" -> "receive",
+// HieraAnalyses' name of an MPI function: "MPI_Bcast" -> "broadcast", "MPI_Recv" -> "receive",
 // otherwise lower case without the prefix.
-std::string seed_operation_name(const std::string& mpi_function);
+std::string hiera_operation_name(const std::string& mpi_function);
 
 } // namespace strata::analyze

@@ -1,4 +1,5 @@
-// The ring of ring.c in C++ (the C API from C++, built with the flavor's mpicxx like a user's program).
+// The ring of ring.c in C++ (the C API from C++, built with the flavor's mpicxx like a user's
+// program).
 #include <mpi.h>
 
 #include <cstdio>

@@ -20,10 +20,11 @@ namespace strata::trace {
 namespace {
 
 // Bytes moved between ranks with MPI, as a vector of strings (rank 0 gets all, others none).
-std::vector<std::string> gather_strings(const std::string& mine, int rank, int size) {
+std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine, int rank,
+                                        int size) {
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<size_t>(size));
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm);
   std::vector<int> displs(static_cast<size_t>(size), 0);
   size_t total = 0;
   for (int r = 0; r < size; ++r) {
@@ -32,7 +33,7 @@ std::vector<std::string> gather_strings(const std::string& mine, int rank, int s
   }
   std::string all(rank == 0 ? total : 0, '\0');
   MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), displs.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+              comm);
   std::vector<std::string> out;
   if (rank == 0)
     for (int r = 0; r < size; ++r)
@@ -41,8 +42,8 @@ std::vector<std::string> gather_strings(const std::string& mine, int rank, int s
   return out;
 }
 
-std::vector<uint32_t> scatter_maps(const std::vector<std::vector<uint32_t>>& flat, int rank,
-                                   int size) {
+std::vector<uint32_t> scatter_maps(MPI_Comm comm, const std::vector<std::vector<uint32_t>>& flat,
+                                   int rank, int size) {
   std::vector<int> lengths(static_cast<size_t>(size), 0);
   std::vector<int> displs(static_cast<size_t>(size), 0);
   std::vector<uint32_t> all;
@@ -54,10 +55,10 @@ std::vector<uint32_t> scatter_maps(const std::vector<std::vector<uint32_t>>& fla
                  flat[static_cast<size_t>(r)].end());
     }
   int mine = 0;
-  MPI_Scatter(lengths.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Scatter(lengths.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, comm);
   std::vector<uint32_t> out(static_cast<size_t>(mine));
   MPI_Scatterv(all.data(), lengths.data(), displs.data(), MPI_UINT32_T, out.data(), mine,
-               MPI_UINT32_T, 0, MPI_COMM_WORLD);
+               MPI_UINT32_T, 0, comm);
   return out;
 }
 
@@ -126,7 +127,7 @@ void trace_finalize(void* raw) {
 
   // Definitions: local -> rank 0 -> unified -> each rank's map back.
   const local_index li = collect_local(*s->buffer, context_of(s));
-  const std::vector<std::string> all = gather_strings(serialize(li.defs), rank, size);
+  const std::vector<std::string> all = gather_strings(s->world, serialize(li.defs), rank, size);
   global_defs g;
   std::vector<std::vector<uint32_t>> flat;
   if (rank == 0) {
@@ -142,7 +143,7 @@ void trace_finalize(void* raw) {
       flat.push_back(flatten(m));
   }
   rank_map map;
-  const bool mapped = unflatten(scatter_maps(flat, rank, size), map) &&
+  const bool mapped = unflatten(scatter_maps(s->world, flat, rank, size), map) &&
                       map.mpi_region.size() == li.defs.mpi_regions.size() &&
                       map.user_region.size() == li.defs.user_regions.size() &&
                       map.site.size() == li.defs.sites.size() &&
@@ -158,7 +159,7 @@ void trace_finalize(void* raw) {
       usable = 0;
     }
   }
-  MPI_Bcast(&usable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&usable, 1, MPI_INT, 0, s->world);
   if (usable == 0)
     return;
 
@@ -169,7 +170,7 @@ void trace_finalize(void* raw) {
       s->host->log(s->self, ("cannot create the trace in " + s->dir).c_str());
     return;
   }
-  OTF2_MPI_Archive_SetCollectiveCallbacks(archive.handle(), MPI_COMM_WORLD, MPI_COMM_NULL);
+  OTF2_MPI_Archive_SetCollectiveCallbacks(archive.handle(), s->world, MPI_COMM_NULL);
   archive.open_event_files();
   location_writer& events = archive.location(static_cast<uint64_t>(rank));
   rank_figures mine;
@@ -190,7 +191,7 @@ void trace_finalize(void* raw) {
   mine.offset_init = s->clock.o1;
   mine.offset_final = s->clock.o2;
   std::vector<rank_figures> ranks(static_cast<size_t>(rank == 0 ? size : 0));
-  MPI_Gather(&mine, 6, MPI_UINT64_T, ranks.data(), 6, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  MPI_Gather(&mine, 6, MPI_UINT64_T, ranks.data(), 6, MPI_UINT64_T, 0, s->world);
   if (rank == 0)
     archive.write_global_definitions(
         describe_job(g, ranks, {s->clock.correct(s->init_mono), s->init_mono, s->init_real}));

@@ -78,8 +78,10 @@ int trace_load(const strata_host* host, int self, const strata_module_arg* args,
 
 void trace_mpi_ready(void* raw) {
   auto* s = static_cast<trace_state*>(raw);
-  MPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &s->world_size);
+  // The application's processes, private to the tools (strata_host::world).
+  s->world = *static_cast<const MPI_Comm*>(s->host->world());
+  MPI_Comm_rank(s->world, &s->rank);
+  MPI_Comm_size(s->world, &s->world_size);
   s->init_mono = s->host->now_ns();
   s->init_real = realtime_ns();
   if (s->opt.start_s > 0)
@@ -104,10 +106,10 @@ void trace_mpi_ready(void* raw) {
     }
     std::snprintf(dir, sizeof(dir), "%s", d.c_str());
   }
-  MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, s->world);
   s->dir = dir;
   // The ping-pongs get their own communicator: they can never match the program's receives.
-  MPI_Comm_dup(MPI_COMM_WORLD, &s->clock_comm);
+  MPI_Comm_dup(s->world, &s->clock_comm);
   s->clock.t1 = s->host->now_ns();
   s->clock.o1 = measure_offset(s, s->stddev_init);
 }

@@ -25,6 +25,7 @@
 namespace strata::trace {
 
 struct trace_state {
+  MPI_Comm world = MPI_COMM_NULL; // the tools' world of the application's processes
   const strata_host* host = nullptr;
   int self = 0;
   options opt;

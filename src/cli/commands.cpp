@@ -2,6 +2,7 @@
 
 #include "config/config.hpp"
 #include "core/probe.h"
+#include "launch/interpreter.hpp"
 #include "launch/launch.hpp"
 #include "overlay/tree.hpp"
 #include "profile/spool.hpp"
@@ -121,11 +122,11 @@ target find_target(const launch_options& o, bool allow_launcher_env) {
     return t;
   }
   std::string why;
-  t.flavor = launch::flavor_of_program(t.path, why);
+  t.flavor = launch::flavor_of_command(t.path, env("PATH"), why);
   if (t.flavor.empty() && allow_launcher_env)
     t.flavor = launch::flavor_of_launcher(env);
   if (t.flavor.empty())
-    t.error = why + "; say which MPI it uses with --mpi openmpi|mpich";
+    t.error = why;
   return t;
 }
 

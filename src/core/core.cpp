@@ -601,6 +601,8 @@ void load_modules_once() {
   build_chains(s);
   for (size_t i = 0; i < s.modules.size(); ++i)
     add_region_listener(s.modules[i].handle, s.modules[i].state, static_cast<int>(i));
+  if (!s.modules.empty())
+    python_sites::start(); // before MPI_Init's own call site is taken
 }
 
 void after_init() {

@@ -9,6 +9,7 @@
 
 #include "core/clock.hpp"
 #include "core/decode.hpp"
+#include "python_sites/capture.hpp"
 #include "strata_functions.hpp"
 #include <strata/module.h>
 
@@ -324,7 +325,7 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
   if (__builtin_expect(ts.in_real != 0, 0))
     return real(args...);
   if (ts.layer < 0) {
-    ts.call_site = return_address;
+    ts.call_site = python_sites::call_site(return_address);
     if constexpr (Decoder::has_comm) {
       if (__builtin_expect(world_replaced, false))
         Decoder::remap_comms(args...);
@@ -402,7 +403,7 @@ template <typename... A> struct poll_frame {
 template <int F, typename Decoder, typename R, typename... A>
 __attribute__((noinline, cold)) R counted_poll_completed(const void* return_address, R r,
                                                          poll_frame<A...>& frame) {
-  tls.call_site = return_address;
+  tls.call_site = python_sites::call_site(return_address);
   const bool substituted = std::apply(
       [&](A&... args) { return Decoder::status_is(frame.stand_in, args...); }, frame.args);
   return std::apply(

@@ -180,6 +180,10 @@ int exec_command(const launch_options& o) {
       return rc;
   }
   ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
+  // A Python program finds the `strata` package (annotations) without being told where.
+  if (launch::runs_python(t.path, env("PATH")))
+    ::setenv("PYTHONPATH",
+             launch::python_path_value(layout.python_dir(), env("PYTHONPATH")).c_str(), 1);
   std::vector<std::string> args = o.program;
   std::vector<char*> argv = c_argv(args);
   ::execv(t.path.c_str(), argv.data());

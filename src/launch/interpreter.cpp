@@ -153,19 +153,42 @@ std::string mpi4py_extension(const std::string& python, std::string& error, int 
   return out;
 }
 
-std::string flavor_of_command(const std::string& path, const char* path_env, std::string& error) {
-  std::string program = path;
-  std::string subject = path; // what a message is about
-  if (const std::vector<std::string> interpreter = shebang(path); !interpreter.empty()) {
-    // "#!/usr/bin/env python3": the interpreter is the argument, found on PATH.
-    program = interpreter[0];
-    if (basename_of(program) == "env" && interpreter.size() == 2 && interpreter[1][0] != '-')
-      program = resolve_program(interpreter[1], path_env);
-    if (program.empty()) {
-      error = path + " is a script for " + interpreter.back() + ", which is not on PATH" + say_mpi;
-      return {};
-    }
+namespace {
+
+// The program that runs `path`: `path` itself, or a script's interpreter. "" when a script's
+// interpreter is not on PATH (`error` says so).
+std::string program_running(const std::string& path, const char* path_env, std::string& subject,
+                            std::string& error) {
+  subject = path;
+  const std::vector<std::string> interpreter = shebang(path);
+  if (interpreter.empty())
+    return path;
+  // "#!/usr/bin/env python3": the interpreter is the argument, found on PATH.
+  std::string program = interpreter[0];
+  if (basename_of(program) == "env" && interpreter.size() == 2 && interpreter[1][0] != '-')
+    program = resolve_program(interpreter[1], path_env);
+  if (program.empty())
+    error = path + " is a script for " + interpreter.back() + ", which is not on PATH";
+  else
     subject = path + " (a script for " + program + ")";
+  return program;
+}
+
+} // namespace
+
+bool runs_python(const std::string& path, const char* path_env) {
+  std::string subject;
+  std::string error;
+  const std::string program = program_running(path, path_env, subject, error);
+  return !program.empty() && is_python(read_elf_dynamic(program));
+}
+
+std::string flavor_of_command(const std::string& path, const char* path_env, std::string& error) {
+  std::string subject; // what a message is about
+  const std::string program = program_running(path, path_env, subject, error);
+  if (program.empty()) {
+    error += say_mpi;
+    return {};
   }
   const elf_dynamic elf = read_elf_dynamic(program);
   if (!elf.error.empty()) {

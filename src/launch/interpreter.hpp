@@ -23,6 +23,9 @@ bool is_python(const elf_dynamic& elf);
 // `timeout_ms`. "" with `error` set when it cannot import mpi4py or does not answer.
 std::string mpi4py_extension(const std::string& python, std::string& error, int timeout_ms = 20000);
 
+// Whether `path` is a Python interpreter or a script for one.
+bool runs_python(const std::string& path, const char* path_env);
+
 // The MPI flavor of a command: an ELF program's own (flavor_of_program), a Python interpreter's
 // mpi4py's, or for a script its interpreter's (one "#!" level, "/usr/bin/env NAME" looked up on
 // `path_env`). "" with `error` saying why.

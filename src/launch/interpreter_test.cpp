@@ -92,6 +92,15 @@ TEST(Interpreter, PythonIsRecognisedFromItsElf) {
   }
 }
 
+TEST(Interpreter, PythonProgramsAndScripts) {
+  EXPECT_FALSE(runs_python("/bin/sh", "/usr/bin:/bin"));
+  EXPECT_FALSE(runs_python(write_file("job2.sh", "#!/bin/sh\n", true), "/usr/bin:/bin"));
+  if (::access(debian_python, X_OK) != 0)
+    GTEST_SKIP() << "no " << debian_python;
+  EXPECT_TRUE(runs_python(debian_python, "/usr/bin:/bin"));
+  EXPECT_TRUE(runs_python(write_file("direct.py", "#!/usr/bin/python3\n", true), "/bin"));
+}
+
 TEST(Interpreter, TheProbeReadsOneLineAndIsBounded) {
   std::string error;
   const std::string answers = write_file("answers", "#!/bin/sh\necho /x/MPI.so\n", true);

@@ -53,6 +53,11 @@ __attribute__((visibility("default"))) int probe_site(int skip, char* out, int s
   return describe(ps::current_site(skip), out, size);
 }
 
+// The key of the innermost Python frame's site, whatever the argument (for sorted's key=).
+__attribute__((visibility("default"))) uint64_t probe_key(long /*item*/) {
+  return reinterpret_cast<uintptr_t>(ps::current_site(0));
+}
+
 // As the core does for a call that returns to `return_address`: 1 and the site's text when it
 // became a Python site, 0 when the address was kept.
 __attribute__((visibility("default"))) int probe_call_site(const void* return_address, char* out,

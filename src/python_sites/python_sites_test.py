@@ -20,6 +20,8 @@ for lib in (released, held):
     lib.probe_call_site.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
     lib.probe_in_extension.argtypes = [ctypes.c_void_p]
     lib.probe_check_after_exit.argtypes = [ctypes.c_void_p]
+    lib.probe_key.argtypes = [ctypes.c_long]
+    lib.probe_key.restype = ctypes.c_uint64
 
 ACCESS = ["none", "unchecked", "direct", "public_api"]
 KNOWN_LAYOUTS = {(3, 11), (3, 12), (3, 13)}
@@ -130,6 +132,16 @@ class PythonSites(unittest.TestCase):
             exec(compile("\n" * (i % 7) + "def f():\n    return site(gil)\n", "/gen/same.py",
                          "exec"), namespace)
             self.assertEqual(namespace["f"](), f"/gen/same.py:{i % 7 + 2} in f")
+
+    def test_one_line_is_one_site_however_its_call_runs(self):
+        # list() runs map(), which calls the probe for each item, from this frame; after a few
+        # runs the interpreter specialises the call of list (3.11: it then runs inside PRECALL,
+        # not CALL: another instruction of the same line).
+        keys = set()
+        for _ in range(100):
+            keys.update(list(map(held.probe_key, [1, 2])))  # site: specialised
+        self.assertEqual(len(keys), 1, keys)
+        self.assertNotEqual(keys, {0})
 
     def test_threads_each_see_their_own_line(self):
         results = {}

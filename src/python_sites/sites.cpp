@@ -24,6 +24,10 @@ struct site {
   int line = 0;
   const char* file = nullptr;
   const char* function = nullptr;
+  // The first entry of the same code object and line, when this is another instruction of it:
+  // its key is given instead. (3.11 runs a call from PRECALL or CALL depending on whether the
+  // instruction has been specialised; one line would otherwise be two sites.)
+  const site* same_line = nullptr;
 };
 
 constexpr size_t site_capacity = 4096; // a full table gives the extension's address instead
@@ -45,6 +49,19 @@ char* copy_text(const std::string& text) {
   return out;
 }
 
+// A resolved entry for the same code object and line as `s`, if there is one (a scan of the
+// table, once per distinct instruction).
+const site* first_of_line(const site& s) {
+  const uint64_t code = s.key.load(std::memory_order_relaxed) >> 21;
+  for (const site& other : sites) {
+    if (&other != &s && other.ready.load(std::memory_order_acquire) && other.same_line == nullptr &&
+        other.line == s.line && other.identity == s.identity &&
+        other.key.load(std::memory_order_relaxed) >> 21 == code)
+      return &other;
+  }
+  return nullptr;
+}
+
 void resolve(site& s, const frame_cursor& cursor, const frame_place& place, uint64_t identity) {
   s.identity = identity;
   place_text text;
@@ -56,6 +73,7 @@ void resolve(site& s, const frame_cursor& cursor, const frame_place& place, uint
   s.line = text.line;
   s.file = copy_text(text.file);
   s.function = copy_text(text.function);
+  s.same_line = first_of_line(s);
   s.ready.store(true, std::memory_order_release);
 }
 
@@ -90,13 +108,15 @@ const void* capture(int skip) {
       --skip;
       continue;
     }
-    site* s = find_or_add(cursor, place);
+    const site* s = find_or_add(cursor, place);
     if (s == nullptr)
       return nullptr;
     // An entry another thread is still resolving is taken as it is.
-    if (s->ready.load(std::memory_order_acquire) && s->transparent)
+    if (!s->ready.load(std::memory_order_acquire))
+      return s;
+    if (s->transparent)
       continue;
-    return s;
+    return s->same_line != nullptr ? s->same_line : s;
   }
   return nullptr;
 }

@@ -269,6 +269,33 @@ bool interpreter_running() {
   return api.is_initialized != nullptr && api.is_initialized() != 0;
 }
 
+namespace {
+
+uint64_t identity_of(const void* code) {
+  const auto filename = reinterpret_cast<uintptr_t>(load_pointer(code, known->code_filename));
+  const auto qualname = reinterpret_cast<uintptr_t>(load_pointer(code, known->code_qualname));
+  const auto line = static_cast<uint64_t>(load<int>(code, known->code_firstlineno));
+  return (filename ^ (qualname << 1) ^ (line * 0x9E3779B97F4A7C15ull)) | 1;
+}
+
+} // namespace
+
+bool innermost_place(frame_place& place, uint64_t& identity) {
+  if (access.load(std::memory_order_relaxed) != frame_access::direct || api.is_initialized() == 0)
+    return false;
+  const void* tstate = api.this_thread_state();
+  const void* frame = tstate != nullptr ? innermost_frame(tstate) : nullptr;
+  if (frame == nullptr || is_shim(frame))
+    return false;
+  const void* code = load_pointer(frame, known->frame_code);
+  if (code == nullptr || load_pointer(code, object_type) != api.code_type ||
+      !offset_in(code, load_pointer(frame, known->frame_ip), place.offset))
+    return false;
+  place.code = code;
+  identity = identity_of(code);
+  return true;
+}
+
 frame_cursor::frame_cursor() {
   frame_access a = access.load(std::memory_order_relaxed);
   if (a == frame_access::none || !interpreter_running())
@@ -344,12 +371,7 @@ bool frame_cursor::describe(const frame_place& place, place_text& text) const {
 }
 
 uint64_t frame_cursor::identity(const frame_place& place) const {
-  if (public_)
-    return 0;
-  const auto filename = reinterpret_cast<uintptr_t>(load_pointer(place.code, known->code_filename));
-  const auto qualname = reinterpret_cast<uintptr_t>(load_pointer(place.code, known->code_qualname));
-  const auto line = static_cast<uint64_t>(load<int>(place.code, known->code_firstlineno));
-  return (filename ^ (qualname << 1) ^ (line * 0x9E3779B97F4A7C15ull)) | 1;
+  return public_ ? 0 : identity_of(place.code);
 }
 
 std::string utf8_of(const void* unicode) {

@@ -54,6 +54,11 @@ frame_access current_access();
 // Whether the interpreter is still running (after Py_Finalize its thread states are gone).
 bool interpreter_running();
 
+// The innermost frame's place and identity (frame_cursor::identity), read directly: the common
+// case in a few dozen instructions. False when frames are not read directly, or the innermost
+// frame needs a closer look (a shim, no code object): frame_cursor then.
+bool innermost_place(frame_place& place, uint64_t& identity);
+
 // This thread's Python frames, innermost first, C-stack shims and frames that run no code
 // object left out. Holds the references the public API hands out until it goes out of scope.
 class frame_cursor {

@@ -30,6 +30,16 @@ struct range_table {
 std::atomic<const range_table*> current{nullptr};
 std::mutex rebuilding;
 
+// Return addresses already classified (an MPI call is made from a few places of mpi4py): the
+// address with the top bit set for an extension module's, in a slot chosen by the address.
+constexpr size_t seen_slots = 256;
+constexpr uint64_t in_extension_bit = uint64_t{1} << 63;
+std::atomic<uint64_t> seen[seen_slots];
+
+std::atomic<uint64_t>& seen_slot(uintptr_t address) {
+  return seen[(address * 0x9E3779B97F4A7C15ull) >> 56];
+}
+
 struct loaded_object {
   std::string name;
   std::vector<code_range> code;
@@ -110,9 +120,13 @@ const code_range* find(const range_table* table, uintptr_t address) {
 void note_loaded_objects() {
   std::lock_guard<std::mutex> lock(rebuilding);
   current.store(read_loaded_objects(), std::memory_order_release);
+  for (std::atomic<uint64_t>& slot : seen)
+    slot.store(0, std::memory_order_relaxed);
 }
 
-bool in_extension_module(uintptr_t address) {
+namespace {
+
+bool look_up(uintptr_t address) {
   const range_table* table = current.load(std::memory_order_acquire);
   if (table == nullptr)
     return false;
@@ -129,6 +143,18 @@ bool in_extension_module(uintptr_t address) {
   }
   const code_range* r = find(table, address);
   return r != nullptr && r->extension;
+}
+
+} // namespace
+
+bool in_extension_module(uintptr_t address) {
+  std::atomic<uint64_t>& slot = seen_slot(address);
+  const uint64_t known = slot.load(std::memory_order_relaxed);
+  if ((known & ~in_extension_bit) == address)
+    return (known & in_extension_bit) != 0;
+  const bool extension = look_up(address);
+  slot.store(address | (extension ? in_extension_bit : 0), std::memory_order_relaxed);
+  return extension;
 }
 
 } // namespace strata::python_sites

@@ -79,11 +79,10 @@ void resolve(site& s, const frame_cursor& cursor, const frame_place& place, uint
 
 // The entry for a place: found, or claimed and resolved now (the first time only), or nullptr
 // when its neighbourhood of the table is full.
-site* find_or_add(const frame_cursor& cursor, const frame_place& place) {
+site* find_or_add(const frame_cursor& cursor, const frame_place& place, uint64_t identity) {
   const uint64_t key = key_of(place);
   if (key == 0)
     return nullptr;
-  const uint64_t identity = cursor.identity(place);
   size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 52) & (site_capacity - 1);
   for (int probe = 0; probe < site_probes; ++probe, i = (i + 1) & (site_capacity - 1)) {
     site& s = sites[i];
@@ -100,25 +99,58 @@ site* find_or_add(const frame_cursor& cursor, const frame_place& place) {
   return nullptr;
 }
 
-const void* capture(int skip) {
+// The last place this thread's innermost frame was at and the site it gave (a loop of MPI
+// calls gives the same one again, without a look at the table).
+struct last_place {
+  const void* code;
+  uint64_t identity;
+  const site* entry;
+  uint32_t offset;
+};
+__thread last_place last __attribute__((tls_model("initial-exec")));
+
+// The frames from the innermost out, `skip` of them left out, to the first that is not a
+// frozen module's; its entry found or made.
+__attribute__((noinline)) const void* walk(int skip) {
   frame_cursor cursor;
   frame_place place;
+  bool innermost = skip == 0;
   while (cursor.next(place)) {
     if (skip > 0) {
       --skip;
       continue;
     }
-    const site* s = find_or_add(cursor, place);
+    const uint64_t identity = cursor.identity(place);
+    if (innermost && place.code == last.code && place.offset == last.offset &&
+        identity == last.identity && last.entry != nullptr)
+      return last.entry;
+    const site* s = find_or_add(cursor, place, identity);
     if (s == nullptr)
       return nullptr;
     // An entry another thread is still resolving is taken as it is.
     if (!s->ready.load(std::memory_order_acquire))
       return s;
-    if (s->transparent)
+    if (s->transparent) {
+      innermost = false;
       continue;
-    return s->same_line != nullptr ? s->same_line : s;
+    }
+    const site* named = s->same_line != nullptr ? s->same_line : s;
+    if (innermost)
+      last = {place.code, identity, named, place.offset};
+    return named;
   }
   return nullptr;
+}
+
+inline const void* capture(int skip) {
+  if (skip == 0) {
+    frame_place place;
+    uint64_t identity = 0;
+    if (innermost_place(place, identity) && place.code == last.code &&
+        place.offset == last.offset && identity == last.identity && last.entry != nullptr)
+      return last.entry;
+  }
+  return walk(skip);
 }
 
 } // namespace

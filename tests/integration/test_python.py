@@ -80,16 +80,20 @@ class PythonTestCase(StrataTestCase):
 
 
 class CallSites(PythonTestCase):
-    def test_records_and_reports_name_the_scripts_lines(self):
-        iterations = 6
+    def profiled(self, name, iterations):
+        """`name` run under the call-site profile: its record, the record's path, its sites."""
         env = dict(self.env, STRATA_PROFILE_CALLSITES="1")
         # No --mpi: the MPI is the one mpi4py's extension module is linked against.
-        proc = self.strata_run("profile", [PYTHON, script("exchange.py"), str(iterations)], env)
+        proc = self.strata_run("profile", [PYTHON, script(name), str(iterations)], env)
         self.assertRan(proc)
-        self.assertIn(f"exchange: done {iterations}", proc.stdout)
+        self.assertIn(f"{name[:-3]}: done {iterations}", proc.stdout)
         rec, path = self.record()
+        return rec, path, self.sites(rec, name)
+
+    def test_records_and_reports_name_the_scripts_lines(self):
+        iterations = 6
+        rec, path, sites = self.profiled("exchange.py", iterations)
         self.assertEqual(rec["job"]["language"], "Python")
-        sites = self.sites(rec, "exchange.py")
         every = iterations * RANKS
         half = iterations * RANKS // 2
         # (mark, MPI function or None for any, the Python function, calls summed over ranks)
@@ -132,12 +136,7 @@ class CallSites(PythonTestCase):
 
     def test_two_threads_with_and_without_the_gil(self):
         iterations = 200
-        env = dict(self.env, STRATA_PROFILE_CALLSITES="1")
-        proc = self.strata_run("profile", [PYTHON, script("threads.py"), str(iterations)], env)
-        self.assertRan(proc)
-        self.assertIn(f"threads: done {iterations}", proc.stdout)
-        rec, _ = self.record()
-        sites = self.sites(rec, "threads.py")
+        _, _, sites = self.profiled("threads.py", iterations)
         first = [c for c in sites.get(marked("threads.py", "first"), [])
                  if c["function"] == "MPI_Sendrecv"]
         self.assertEqual([(c["caller"], c["calls"], c["ranks"]) for c in first],

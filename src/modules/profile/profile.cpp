@@ -73,8 +73,7 @@ struct profile_state {
   std::string key;
   int rank = 0;
   int world_size = 1;
-  // The application's world: MPI_COMM_WORLD, or the ranks the monitor module leaves to the
-  // application when it runs tool ranks beside them (its service "strata.app_world").
+  // The application's processes for the module's own traffic (strata_host::world).
   MPI_Comm world = MPI_COMM_WORLD;
   // STRATA_COUNTERS: counted for the thread that called MPI_Init, split in and out of MPI.
   counters::counter_set counters;
@@ -1081,8 +1080,10 @@ void on_mpi_ready(void* raw) {
 }
 
 void start_rank(profile_state* s) {
-  if (const void* app = s->host->lookup("strata.app_world", "MPI_Comm"))
-    s->world = *static_cast<const MPI_Comm*>(app);
+  // The application's processes, private to the tools (without the monitor's tool ranks; from
+  // the core's own session in a Sessions program).
+  if (const void* world = s->host->world())
+    s->world = *static_cast<const MPI_Comm*>(world);
   MPI_Comm_rank(s->world, &s->rank);
   MPI_Comm_size(s->world, &s->world_size);
   int level = MPI_THREAD_SINGLE;

@@ -9,6 +9,7 @@
 
 #include "core/clock.hpp"
 #include "core/decode.hpp"
+#include "python_sites/capture.hpp"
 #include "strata_functions.hpp"
 #include <strata/module.h>
 
@@ -343,7 +344,7 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
   if (__builtin_expect(ts.in_real != 0, 0))
     return real(args...);
   if (ts.layer < 0) {
-    ts.call_site = return_address;
+    ts.call_site = python_sites::call_site(return_address);
     if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
       // A Fortran call in progress. The call its binding makes for the program takes the
       // program's line as its site; the binding's other calls before it (a communicator's size
@@ -442,7 +443,7 @@ template <typename... A> struct poll_frame {
 template <int F, typename Decoder, typename R, typename... A>
 __attribute__((noinline, cold)) R counted_poll_completed(const void* return_address, R r,
                                                          poll_frame<A...>& frame) {
-  tls.call_site = return_address;
+  tls.call_site = python_sites::call_site(return_address);
   const bool substituted = std::apply(
       [&](A&... args) { return Decoder::status_is(frame.stand_in, args...); }, frame.args);
   return std::apply(

@@ -601,7 +601,12 @@ void fill_facts(rank_header& h, const strata_host& core) {
     v.pop_back();
   copy_field(h.mpi_library, sizeof(h.mpi_library), v.substr(0, v.find('\n')));
   const char* language = core.get_value("strata.init_language");
-  h.fortran = language != nullptr && std::strcmp(language, "Fortran") == 0 ? 1 : 0;
+  const bool fortran = language != nullptr && std::strcmp(language, "Fortran") == 0;
+  // mpi4py's programs: a CPython interpreter runs (whatever Fortran its modules load).
+  using python_running_fn = int (*)();
+  auto python_running =
+      reinterpret_cast<python_running_fn>(::dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  h.fortran = python_running != nullptr && python_running() != 0 ? 2 : fortran ? 1 : 0;
   h.pmpi_intercepted = application_intercepts_pmpi() ? 1 : 0;
 }
 

@@ -6,7 +6,8 @@ seconds=${1:-60}
 out=build-fuzz
 mkdir -p "$out"
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Isrc/patch/include)
-clang++-14 "${flags[@]}" src/config/config.cpp fuzz/config_fuzz.cpp -o "$out/config_fuzz"
+clang++-14 "${flags[@]}" src/config/config.cpp src/config/options.cpp fuzz/config_fuzz.cpp \
+  -o "$out/config_fuzz"
 clang++-14 "${flags[@]}" src/patch/patch.cpp fuzz/patch_fuzz.cpp -lelf -o "$out/patch_fuzz"
 clang++-14 "${flags[@]}" src/record/record.cpp src/record/render.cpp src/record/record_fast.cpp \
   fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"

@@ -1,7 +1,8 @@
-// Site reports (the seed's section VI): per user the weekly summary of Fig. 4 with reference
-// values against the site, and for the site the overview of Fig. 5 with the breakdowns of
-// Figs. 6-11 and the critical jobs. Built from the store's grouped queries (the sums are done
-// in SQL); rendered as text, HTML or JSON, and per user as a MIME mail (site/mail.hpp).
+// Site reports (section VI of Rabenseifner's "Automatic MPI Counter Profiling"): per user the
+// weekly summary of Fig. 4 with reference values against the site, and for the site the
+// overview of Fig. 5 with the breakdowns of Figs. 6-11 and the critical jobs. Built from the
+// store's grouped queries (the sums are done in SQL); rendered as text, HTML or JSON, and per user
+// as a MIME mail (site/mail.hpp).
 #pragma once
 
 #include "record/record.hpp"
@@ -114,7 +115,7 @@ std::string render_text(const report& r);
 std::string render_html(const report& r);
 std::string render_json(const report& r);
 
-// "1-4" style label of the seed's size classes: powers of two alone, the ranges between them.
+// "1-4" style label of the paper's size classes: powers of two alone, the ranges between them.
 std::string size_class_label(std::int64_t ranks);
 std::int64_t size_class_order(std::int64_t ranks);
 

@@ -26,7 +26,7 @@ std::string html(std::string_view s) {
   return record::html_escape(s);
 }
 
-// The seed's compact number style for wide tables: 3 significant digits.
+// The counter profiling paper's compact number style for wide tables: 3 significant digits.
 std::string num(double v) {
   if (v == 0)
     return "0";

@@ -1,8 +1,9 @@
 """The web interface (`strata site token`, `strata site serve`) on a real store (SQLite, and a
 PostgreSQL server the test starts) filled by `strata site synth` + `ingest`, with records owned
 by two real Unix users the test creates, and an admin in a Unix group. Headless Chromium
-(Debian's, driven by playwright-core from web/node_modules) logs in as each; plain HTTP checks
-authentication, isolation, escaping and parameter errors. Needs root (useradd, runuser)."""
+(Debian's, driven by playwright-core from src/site/web/page/node_modules) logs in as each;
+plain HTTP checks authentication, isolation, escaping and parameter errors. Needs root
+(useradd, runuser)."""
 import glob
 import grp
 import json
@@ -24,7 +25,7 @@ from strata_testlib import STRATA
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.abspath(os.path.join(HERE, "../.."))
 SAMPLE = os.path.join(SOURCE, "src/record/testdata/sample.json")
-NODE_MODULES = os.path.join(SOURCE, "web/node_modules")
+NODE_MODULES = os.path.join(SOURCE, "src/site/web/page/node_modules")
 USER_A, USER_B, ADMIN = "strata-wta", "strata-wtb", "strata-wtc"
 ADMIN_GROUP = "strata-wtadm"
 DAY = 86400
@@ -337,7 +338,7 @@ class WebTests:
 
     def test_browser_two_users_and_an_admin(self):
         if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
-            self.skipTest("web/node_modules/playwright-core missing (npm ci in web/)")
+            self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
         users = []
         for me, other in ((USER_A, USER_B), (USER_B, USER_A), (ADMIN, None)):
             own = self.job_of(me if me != ADMIN else USER_A, None if me != USER_A else "/home/a/<b>bold</b>")

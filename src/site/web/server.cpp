@@ -1,10 +1,10 @@
-#include "web/server.hpp"
+#include "site/web/server.hpp"
 
 #include "record/record.hpp"
 #include "record/render.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
-#include "web/tokens.hpp"
+#include "site/web/tokens.hpp"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -211,7 +211,8 @@ json breakdown_json(const std::vector<site::breakdown_line>& lines) {
   return a;
 }
 
-// The site page's figures (the seed's Figs. 5-11) from the site report.
+// The site page's figures (Figs. 5-11 of the automatic counter profiling paper) from the site
+// report.
 json site_json(const site::report& r, int days) {
   json o = {{"days", days}, {"from", r.options.when.from}, {"to", r.options.when.to}};
   if (!r.site)
@@ -490,7 +491,7 @@ public:
       std::vector<site::owner_week_row> rows;
       {
         auto db = pool_.take();
-        rows = db->owner_weeks(when, user);
+        rows = site::owner_weeks(*db, when, user);
       }
       json a = json::array();
       for (const auto& r : rows) {
@@ -650,7 +651,7 @@ private:
     {
       auto db = pool_.take();
       // Counting every match of a million jobs costs more than the page: count up to a bound.
-      site::job_page found = db->jobs_and_count(f, count_bound);
+      site::job_page found = site::jobs_and_count(*db, f, count_bound);
       rows = std::move(found.rows);
       total = found.matches;
     }

@@ -39,8 +39,8 @@ TEST_F(StoreBackend, SearchByExecutableAndRecordIdAfterMigrationFromVersion5) {
              "CREATE INDEX jobs_owner_by_cpu ON jobs (owner, cpu_time_s, end_time, mpi_percent, "
              "ranks, language); "
              "CREATE INDEX jobs_owner_by_ranks ON jobs (owner, ranks, end_time, mpi_percent, "
-             "cpu_time_s, language); "
-             "DELETE FROM schema_version WHERE version >= 6");
+             "cpu_time_s, language); " +
+             std::string(drop_version_8) + "DELETE FROM schema_version WHERE version >= 6");
   s.reset();
   s = store::open(url_);
   EXPECT_EQ(s->schema_version(), store_schema_version);

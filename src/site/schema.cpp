@@ -3,6 +3,7 @@
 #include "site/schema.hpp"
 
 #include "site/groups.hpp"
+#include "site/programs.hpp"
 #include "site/rollups.hpp"
 #include "site/store.hpp"
 
@@ -203,6 +204,58 @@ CREATE INDEX jobs_record_id ON jobs (record_id {{byte_order}});
     R"sql(
 DROP INDEX IF EXISTS job_routines_end_time;
 )sql",
+    // 8: scaling models and regressions (programs.hpp) and the store's health (health.hpp).
+    // A program is an owner's executable with its arguments; program_runs holds each job's time
+    // per rank under its program and size, ordered so that a size's newest runs are one range
+    // (a regression's history, a model's runs). fill_programs (programs.cpp) fills both from
+    // the jobs stored before. `regressions` holds the jobs flagged at ingest, `ingests` one row
+    // per ingest (what `strata site serve` reports as the store's health).
+    R"sql(
+CREATE TABLE programs (
+  program_id {{id}},
+  owner TEXT NOT NULL,
+  executable TEXT NOT NULL,
+  arguments TEXT NOT NULL,
+  UNIQUE (owner, executable, arguments)
+);
+CREATE TABLE program_runs (
+  program_id BIGINT NOT NULL,
+  ranks BIGINT NOT NULL,
+  end_time BIGINT NOT NULL,
+  job_id BIGINT NOT NULL,
+  complete INTEGER NOT NULL,
+  wall_s DOUBLE PRECISION NOT NULL,
+  mpi_s DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (program_id, ranks, end_time, job_id)
+) {{clustered}};
+CREATE TABLE regressions (
+  job_id BIGINT PRIMARY KEY,
+  program_id BIGINT NOT NULL,
+  owner TEXT NOT NULL,
+  end_time BIGINT NOT NULL,
+  ranks BIGINT NOT NULL,
+  metric TEXT NOT NULL,
+  value_s DOUBLE PRECISION NOT NULL,
+  baseline_s DOUBLE PRECISION NOT NULL,
+  noise_s DOUBLE PRECISION NOT NULL,
+  history_runs INTEGER NOT NULL,
+  moved TEXT NOT NULL
+);
+CREATE INDEX regressions_owner ON regressions (owner, end_time);
+CREATE INDEX regressions_end_time ON regressions (end_time);
+CREATE TABLE ingests (
+  ingest_id {{id}},
+  started BIGINT NOT NULL,
+  finished BIGINT NOT NULL,
+  records BIGINT NOT NULL,
+  stored BIGINT NOT NULL,
+  duplicates BIGINT NOT NULL,
+  quarantined BIGINT NOT NULL,
+  flagged BIGINT NOT NULL,
+  lag_median_s DOUBLE PRECISION NOT NULL,
+  lag_max_s DOUBLE PRECISION NOT NULL
+);
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on
@@ -244,6 +297,7 @@ void store::migrate() {
       sql = replace_all(sql, "{{drop_foreign_keys}}", drop_foreign_keys_sql());
       sql = replace_all(sql, "{{byte_order}}", byte_order_collation());
       sql = replace_all(sql, "{{row_id}}", row_id_column());
+      sql = replace_all(sql, "{{clustered}}", clustered_table());
       std::string rebuilt;
       if (!row_id_column().empty())
         for (const auto& [name, columns] : list_indexes)
@@ -264,6 +318,8 @@ void store::migrate() {
       execute(replace_all(sql, "{{group_columns}}", groups));
       if (v + 1 == 4)
         fill_site_days(*this);
+      if (v + 1 == 8)
+        fill_programs(*this);
       execute("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
     }
     execute("COMMIT");

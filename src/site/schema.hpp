@@ -1,4 +1,4 @@
-// The site store's schema, version 7. Migrations (schema.cpp) take a store from any earlier
+// The site store's schema, version 8. Migrations (schema.cpp) take a store from any earlier
 // version to this one when it is opened; docs/site-setup.md shows the tables to administrators.
 //
 //   schema_version(version)               one row per applied migration
@@ -18,10 +18,15 @@
 //   (4: covering indexes of the jobs lists; 5: per-owner sort indexes, dropped again by 6)
 //   executables(executable)               (6) distinct paths: what a search looks up first
 //   (6: jobs_by_executable, jobs_record_id; 7: job_routines loses its end_time index)
+//   programs(program_id, owner, executable, arguments)    (8) what models and regressions
+//                                         group runs by (site/programs.hpp)
+//   program_runs(program_id, ranks, end_time, job_id)     (8) each job's time per rank
+//   regressions(job_id, ...)              (8) jobs flagged at ingest, and why
+//   ingests(ingest_id, ...)               (8) one row per ingest: the store's health
 #pragma once
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 7;
+inline constexpr int store_schema_version = 8;
 
 } // namespace strata::site

@@ -1,5 +1,6 @@
 #include "site/store.hpp"
 
+#include "site/programs.hpp"
 #include "site/store_backends.hpp"
 
 #include <algorithm>
@@ -103,6 +104,7 @@ insert_result store::insert(const std::vector<stored_job>& jobs) {
   try {
     insert_result r = insert_rows(jobs);
     add_executables(jobs, r.was_new);
+    add_program_runs(*this, jobs, r);
     add_day_rollups(*this, jobs, r.was_new);
     execute("COMMIT");
     return r;
@@ -150,6 +152,30 @@ void store::upsert(const std::string& table, const std::vector<std::string>& key
       sql += ")";
     }
     sql += " ON CONFLICT (" + keys + ") DO UPDATE SET " + update;
+    query(sql, params, [](const row&) {});
+  }
+}
+
+void store::append(const std::string& table, const std::vector<std::string>& columns,
+                   const std::vector<std::vector<param>>& rows) {
+  const size_t width = columns.size();
+  const size_t chunk = std::max<size_t>(1, 8000 / width); // under both backends' limits
+  std::string names;
+  for (const std::string& c : columns)
+    names += (names.empty() ? "" : ", ") + c;
+  for (size_t begin = 0; begin < rows.size(); begin += chunk) {
+    const size_t end = std::min(rows.size(), begin + chunk);
+    std::string sql = "INSERT INTO " + table + " (" + names + ") VALUES ";
+    std::vector<param> params;
+    params.reserve((end - begin) * width);
+    for (size_t i = begin; i < end; ++i) {
+      sql += i == begin ? "(" : ", (";
+      for (size_t c = 0; c < width; ++c) {
+        params.push_back(rows[i][c]);
+        sql += (c == 0 ? "$" : ", $") + std::to_string(params.size());
+      }
+      sql += ")";
+    }
     query(sql, params, [](const row&) {});
   }
 }

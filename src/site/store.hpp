@@ -36,7 +36,8 @@ public:
 
 struct insert_result {
   std::int64_t inserted = 0, duplicates = 0;
-  std::vector<bool> was_new; // per input job
+  std::vector<bool> was_new;         // per input job
+  std::vector<std::int64_t> job_ids; // per input job: its new id, 0 for a duplicate
 };
 
 class store {
@@ -103,6 +104,9 @@ public:
   virtual void upsert(const std::string& table, const std::vector<std::string>& key_columns,
                       const std::vector<std::string>& sum_columns,
                       const std::vector<std::vector<param>>& rows);
+  // INSERT of many new rows (PostgreSQL: a binary COPY straight into the table).
+  virtual void append(const std::string& table, const std::vector<std::string>& columns,
+                      const std::vector<std::vector<param>>& rows);
 
   // The SQL dialect's differences, for the schema's migrations (schema.cpp).
   virtual std::string id_column_type() const = 0; // the auto-numbered primary key
@@ -113,6 +117,12 @@ public:
   virtual std::string byte_order_collation() const = 0;
   // ", job_id" where an index does not hold the row's id by itself (PostgreSQL), else empty.
   virtual std::string row_id_column() const = 0;
+  // What makes a table with a primary key one B-tree ordered by it (SQLite's WITHOUT ROWID;
+  // nothing on PostgreSQL, whose tables are heaps beside their key's index).
+  virtual std::string clustered_table() const = 0;
+  // A second connection to the same store for reading beside a writer (ingest's regression
+  // scorer reads histories while the writers insert). Throws store_error.
+  virtual std::unique_ptr<store> another_connection() = 0;
 
 protected:
   // Inside the transaction insert() opened: the jobs, their routines and their records.

@@ -19,6 +19,10 @@
 
 namespace strata::site::store_testing {
 
+// What migration 8 added: tests that take a store back to an older version drop it first.
+inline constexpr const char* drop_version_8 =
+    "DROP TABLE programs; DROP TABLE program_runs; DROP TABLE regressions; DROP TABLE ingests; ";
+
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <pwd.h>
+#include <simdjson.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -134,7 +135,49 @@ stored_job make_stored_job(const record::job_record& record, std::string record_
     s.routines.push_back(std::move(row));
   }
   s.record_json = std::move(record_json);
+  s.arguments = argument_line(f.argv);
   return s;
+}
+
+bool complete_run(const job_row& j) {
+  return !j.partial && j.ranks_reported == j.ranks && j.status == "finalized";
+}
+
+std::string argument_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (size_t a = 1; a < argv.size(); ++a) {
+    const std::string& arg = argv[a];
+    if (a > 1)
+      line += ' ';
+    if (!arg.empty() && arg.find_first_of(" \t\n'\"\\") == std::string::npos) {
+      line += arg;
+      continue;
+    }
+    line += '\'';
+    for (const char c : arg)
+      line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
+}
+
+std::string arguments_of_record(const std::string& json) {
+  thread_local simdjson::ondemand::parser parser;
+  const simdjson::padded_string padded(json);
+  simdjson::ondemand::document doc;
+  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS)
+    return {};
+  simdjson::ondemand::array argv;
+  if (doc["job"]["argv"].get_array().get(argv) != simdjson::SUCCESS)
+    return {};
+  std::vector<std::string> args;
+  for (auto element : argv) {
+    std::string_view text;
+    if (element.get_string().get(text) != simdjson::SUCCESS)
+      return {};
+    args.emplace_back(text);
+  }
+  return argument_line(args);
 }
 
 } // namespace strata::site

@@ -48,6 +48,22 @@ struct routine_row {
   std::int64_t count_sum = 0;
 };
 
+// A routine whose time per rank moved most in a flagged job, against the history's median.
+struct moved_routine {
+  std::string routine;
+  double value_s = 0, baseline_s = 0;
+};
+
+// Why a job was flagged as a regression (site/regressions.hpp): the metric beyond the noise of
+// the same program's earlier runs at the same size that moved most ("wall", "MPI" or a
+// routine), its time per rank, the history's centre and noise, and the routines that moved.
+struct regression_flag {
+  std::string metric;
+  double value_s = 0, baseline_s = 0, noise_s = 0;
+  int history_runs = 0;
+  std::vector<moved_routine> moved;
+};
+
 // One job as stored: the row, its routines and the record's JSON text as it was spooled
 // (kept deflated in the store, see pack_record).
 struct stored_job {
@@ -55,7 +71,23 @@ struct stored_job {
   std::vector<routine_row> routines;
   std::string record_json;
   std::string record_packed; // pack_record(record_json) when done ahead (ingest's workers)
+  // The record's arguments after the program (argument_line): with owner and executable, the
+  // program the job is a run of (site/programs.hpp).
+  std::string arguments;
+  std::optional<regression_flag> regression; // set before the insert by the regression scorer
 };
+
+// Whether a job's figures may stand for its program: it finalized on every rank and was not
+// rebuilt from per-rank files. Partial jobs are left out of models and histories.
+bool complete_run(const job_row& j);
+
+// argv after the program name as one line: arguments separated by one space, an argument with
+// a space, quote or backslash (or an empty one) in single quotes, as a shell would take it.
+std::string argument_line(const std::vector<std::string>& argv);
+
+// argument_line of a stored record's job.argv, read without parsing the rest (migration 8
+// fills the programs of jobs stored before it); empty when the text holds none.
+std::string arguments_of_record(const std::string& json);
 
 // Builds what the store keeps from a parsed record, its text and the spool file's owner.
 // `owner_name` empty: looked up from the uid (the record's user when it claims the same uid,

@@ -39,6 +39,8 @@ site_commands::site_commands(CLI::App& site) {
   ingest_->add_option("--quarantine", quarantine_,
                       "where unreadable records go (default: SPOOL/quarantine)");
   ingest_->add_option("--batch", batch_, "records per transaction")->check(CLI::Range(1, 1000000));
+  ingest_->add_flag("--no-regressions", no_regressions_,
+                    "do not score jobs against their programs' earlier runs (bulk loads)");
 
   report_ = site.add_subcommand("report", "weekly/monthly summaries for users and the site");
   add_db(report_);
@@ -156,6 +158,7 @@ int site_commands::run() const {
       o.spools = spools_;
       o.quarantine = quarantine_;
       o.batch = batch_;
+      o.score = !no_regressions_;
       const ingest_summary s = ingest(*db, o);
       for (const std::string& p : s.problems)
         std::fprintf(stderr, "strata site ingest: %s\n", p.c_str());

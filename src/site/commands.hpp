@@ -29,6 +29,7 @@ private:
   std::vector<std::string> spools_;
   std::string quarantine_;
   std::size_t batch_ = 5000;
+  bool no_regressions_ = false;
   // report
   bool week_ = false, month_ = false;
   std::string since_, from_, to_, user_, format_ = "text", model_, outbox_, sendmail_;

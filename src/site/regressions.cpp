@@ -1,0 +1,230 @@
+#include "site/regressions.hpp"
+
+#include "site/programs.hpp"
+#include "site/store.hpp"
+
+#include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <numeric>
+
+namespace strata::site {
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Runs kept per program and size: the window and room for jobs that arrive out of order.
+constexpr size_t kept_runs = 40;
+// Programs and sizes kept at once; past this the scorer starts again from the store.
+constexpr size_t kept_histories = 50000;
+
+} // namespace
+
+noise_test test_against_history(double value, std::vector<double> history, double alpha,
+                                const regression_options& o) {
+  noise_test t;
+  if (static_cast<int>(history.size()) < o.min_history)
+    return t;
+  const double median = median_of(history);
+  std::vector<double> deviations;
+  deviations.reserve(history.size());
+  for (const double v : history)
+    deviations.push_back(std::abs(v - median));
+  const double floor = o.noise_floor * std::abs(median) + 1e-12;
+  const double robust_sd = std::max(1.4826 * median_of(deviations), floor);
+  std::vector<double> kept;
+  for (const double v : history)
+    if (std::abs(v - median) <= 3.5 * robust_sd)
+      kept.push_back(v);
+  if (static_cast<int>(kept.size()) < o.min_history)
+    kept = history;
+  const double n = static_cast<double>(kept.size());
+  const double mean = std::accumulate(kept.begin(), kept.end(), 0.0) / n;
+  double squares = 0;
+  for (const double v : kept)
+    squares += (v - mean) * (v - mean);
+  t.tested = true;
+  t.runs = static_cast<int>(kept.size());
+  t.centre = mean;
+  t.noise = std::max(std::sqrt(squares / (n - 1)), o.noise_floor * std::abs(mean) + 1e-12);
+  const boost::math::students_t student(n - 1);
+  t.threshold = mean + boost::math::quantile(student, 1 - alpha) * t.noise * std::sqrt(1 + 1 / n);
+  t.flagged = value > t.threshold;
+  t.score = (value - mean) / t.noise;
+  return t;
+}
+
+namespace {
+
+std::optional<regression_flag> score_against(const scored_run& run,
+                                             std::vector<const scored_run*> newest,
+                                             const regression_options& o) {
+  if (static_cast<int>(newest.size()) < o.min_history)
+    return std::nullopt;
+  std::sort(newest.begin(), newest.end(),
+            [](const scored_run* a, const scored_run* b) { return a->end_time > b->end_time; });
+  if (static_cast<int>(newest.size()) > o.window)
+    newest.resize(static_cast<size_t>(o.window));
+  const auto values = [&](const auto& of) {
+    std::vector<double> v;
+    for (const scored_run* h : newest)
+      v.push_back(of(*h));
+    return v;
+  };
+  const std::vector<double> walls = values([](const scored_run& h) { return h.wall; });
+  const double wall_median = median_of(walls);
+  struct tested {
+    std::string metric;
+    double value;
+    noise_test test;
+  };
+  std::vector<tested> tests;
+  tests.push_back({"wall", run.wall, test_against_history(run.wall, walls, o.alpha, o)});
+  tests.push_back({"MPI", run.mpi,
+                   test_against_history(run.mpi, values([](const scored_run& h) { return h.mpi; }),
+                                        o.alpha, o)});
+  // The routines of the job and of its history; a routine a run did not call took 0 there.
+  std::map<std::string, std::vector<double>> routine_history;
+  for (const auto& [name, t] : run.routines)
+    routine_history[name];
+  for (const scored_run* h : newest)
+    for (const auto& [name, t] : h->routines)
+      routine_history[name];
+  for (auto& [name, v] : routine_history)
+    v = values([&](const scored_run& h) {
+      const auto it = h.routines.find(name);
+      return it == h.routines.end() ? 0.0 : it->second;
+    });
+  std::vector<std::string> material;
+  for (const auto& [name, v] : routine_history)
+    if (median_of(v) >= o.routine_share * wall_median)
+      material.push_back(name);
+  std::vector<moved_routine> moved;
+  for (const auto& [name, v] : routine_history) {
+    const auto it = run.routines.find(name);
+    const double value = it == run.routines.end() ? 0.0 : it->second;
+    const double baseline = median_of(v);
+    if (value > baseline)
+      moved.push_back({name, value, baseline});
+    if (std::find(material.begin(), material.end(), name) != material.end())
+      tests.push_back(
+          {name, value,
+           test_against_history(value, v, o.alpha / static_cast<double>(material.size()), o)});
+  }
+  const tested* worst = nullptr;
+  for (const tested& t : tests)
+    if (t.test.flagged && (worst == nullptr || t.test.score > worst->test.score))
+      worst = &t;
+  if (worst == nullptr)
+    return std::nullopt;
+  regression_flag flag;
+  flag.metric = worst->metric;
+  flag.value_s = worst->value;
+  flag.baseline_s = worst->test.centre;
+  flag.noise_s = worst->test.noise;
+  flag.history_runs = static_cast<int>(newest.size());
+  std::sort(moved.begin(), moved.end(), [](const moved_routine& a, const moved_routine& b) {
+    return a.value_s - a.baseline_s > b.value_s - b.baseline_s;
+  });
+  if (moved.size() > 5)
+    moved.resize(5);
+  flag.moved = std::move(moved);
+  return flag;
+}
+
+} // namespace
+
+std::optional<regression_flag> score_run(const scored_run& run,
+                                         const std::vector<scored_run>& history,
+                                         const regression_options& o) {
+  std::vector<const scored_run*> all;
+  for (const scored_run& h : history)
+    all.push_back(&h);
+  return score_against(run, std::move(all), o);
+}
+
+scored_run scored_run_of(const stored_job& job) {
+  scored_run r;
+  const double ranks = static_cast<double>(std::max<std::int64_t>(job.job.ranks, 1));
+  r.end_time = job.job.end_time;
+  r.wall = job.job.wall_time_s;
+  r.mpi = job.job.mpi_time_s / ranks;
+  for (const routine_row& x : job.routines)
+    r.routines[x.routine] = x.time_s / ranks;
+  return r;
+}
+
+regression_scorer::regression_scorer(std::unique_ptr<store> reader, regression_options o)
+    : reader_(std::move(reader)), options_(o) {}
+
+regression_scorer::~regression_scorer() = default;
+
+std::vector<scored_run>& regression_scorer::history_for(const stored_job& job) {
+  const job_row& j = job.job;
+  std::string key = j.owner;
+  for (const std::string* part : {&j.executable, &job.arguments}) {
+    key += '\0';
+    key += *part;
+  }
+  key += '\0' + std::to_string(j.ranks);
+  if (const auto it = histories_.find(key); it != histories_.end())
+    return it->second;
+  if (histories_.size() >= kept_histories)
+    histories_.clear();
+  std::vector<scored_run>& h = histories_[key];
+  const std::optional<program> p = find_program(*reader_, j.owner, j.executable, job.arguments);
+  if (!p)
+    return h;
+  const std::vector<program_run> runs =
+      history_of(*reader_, p->id, j.ranks, INT64_MAX, static_cast<int>(kept_runs));
+  std::vector<std::int64_t> ids;
+  for (const program_run& r : runs)
+    ids.push_back(r.job_id);
+  const auto routines = routine_times(*reader_, ids);
+  for (const program_run& r : runs) {
+    scored_run s{r.end_time, r.wall_s, r.mpi_s, {}};
+    if (const auto it = routines.find(r.job_id); it != routines.end())
+      for (const auto& [name, t] : it->second)
+        s.routines[name] = t / static_cast<double>(std::max<std::int64_t>(r.ranks, 1));
+    h.push_back(std::move(s));
+  }
+  return h;
+}
+
+void regression_scorer::score(std::vector<stored_job*>& jobs) {
+  std::stable_sort(jobs.begin(), jobs.end(), [](const stored_job* a, const stored_job* b) {
+    return a->job.end_time < b->job.end_time;
+  });
+  for (stored_job* job : jobs) {
+    if (!complete_run(job->job))
+      continue;
+    std::vector<scored_run>& h = history_for(*job);
+    const scored_run run = scored_run_of(*job);
+    // The same run again (a record spooled twice, or already stored): not new, no history.
+    if (std::any_of(h.begin(), h.end(), [&](const scored_run& e) {
+          return e.end_time == run.end_time && e.wall == run.wall && e.mpi == run.mpi;
+        }))
+      continue;
+    std::vector<const scored_run*> earlier;
+    for (const scored_run& e : h)
+      if (e.end_time < run.end_time)
+        earlier.push_back(&e);
+    job->regression = score_against(run, std::move(earlier), options_);
+    flagged_ += job->regression.has_value() ? 1 : 0;
+    h.push_back(run);
+    // The newest runs only: drop the oldest beyond what the window and late arrivals need.
+    if (h.size() > kept_runs) {
+      const auto oldest =
+          std::min_element(h.begin(), h.end(), [](const scored_run& a, const scored_run& b) {
+            return a.end_time < b.end_time;
+          });
+      h.erase(oldest);
+    }
+  }
+}
+
+} // namespace strata::site

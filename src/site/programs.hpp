@@ -66,6 +66,7 @@ struct regression_row {
   std::string record_id;
   std::int64_t end_time = 0, ranks = 0;
   regression_flag flag;
+  std::vector<moved_site> sites; // filled on request (moved_call_sites, site/regressions.hpp)
 };
 
 // Flagged jobs that ended in the period, of one owner or all, newest first.

@@ -1,5 +1,6 @@
 #include "site/regressions.hpp"
 
+#include "record/record.hpp"
 #include "site/programs.hpp"
 #include "site/store.hpp"
 
@@ -7,6 +8,7 @@
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 namespace strata::site {
 namespace {
@@ -225,6 +227,55 @@ void regression_scorer::score(std::vector<stored_job*>& jobs) {
       h.erase(oldest);
     }
   }
+}
+
+} // namespace strata::site
+
+namespace strata::site {
+
+std::vector<moved_site> moved_call_sites(store& db, const regression_row& g, int history) {
+  using site_key = std::tuple<std::string, std::string, std::uint64_t>;
+  // Each call site's time per rank in a stored job, or nothing when it recorded none.
+  const auto sites_of = [&](std::int64_t job_id) {
+    std::map<site_key, double> out;
+    const std::optional<stored_job> j = db.job(job_id);
+    if (!j)
+      return out;
+    const record::parse_result parsed = record::parse_record(j->record_json);
+    if (!parsed.ok())
+      return out;
+    const double ranks = static_cast<double>(std::max<std::int64_t>(j->job.ranks, 1));
+    for (const record::callsite& c : parsed.record->callsites)
+      out[{c.function, c.file, c.line}] += c.time_s / ranks;
+    return out;
+  };
+  const std::map<site_key, double> mine = sites_of(g.job_id);
+  if (mine.empty())
+    return {};
+  std::map<site_key, std::vector<double>> earlier;
+  int with_sites = 0;
+  for (const program_run& r : history_of(db, g.prog.id, g.ranks, g.end_time, 4 * history)) {
+    if (with_sites == history)
+      break;
+    const std::map<site_key, double> theirs = sites_of(r.job_id);
+    if (theirs.empty())
+      continue;
+    ++with_sites;
+    for (const auto& [key, t] : mine)
+      earlier[key].push_back(theirs.count(key) != 0 ? theirs.at(key) : 0.0);
+  }
+  std::vector<moved_site> out;
+  for (const auto& [key, t] : mine) {
+    const double baseline = earlier.count(key) != 0 ? median_of(earlier.at(key)) : 0.0;
+    if (with_sites > 0 && t > baseline)
+      out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), t, baseline});
+  }
+  std::sort(out.begin(), out.end(), [](const moved_site& a, const moved_site& b) {
+    return a.value_s - a.baseline_s > b.value_s - b.baseline_s;
+  });
+  if (out.size() > 5)
+    out.resize(5);
+  return out;
 }
 
 } // namespace strata::site

@@ -13,6 +13,7 @@
 // history of identical times does not flag a run that is slower by a rounding.
 #pragma once
 
+#include "site/programs.hpp"
 #include "site/stored_job.hpp"
 
 #include <cstdint>
@@ -83,6 +84,11 @@ private:
   std::unordered_map<std::string, std::vector<scored_run>> histories_; // by program and size
   std::int64_t flagged_ = 0;
 };
+
+// The call sites that moved most in a flagged job (its record's call sites against the median
+// of up to `history` earlier runs at its size that recorded call sites), largest move first;
+// empty where the job recorded none (STRATA_PROFILE_CALLSITES). Throws store_error.
+std::vector<moved_site> moved_call_sites(store& db, const regression_row& g, int history = 5);
 
 // A stored job's time per rank as the scorer compares it.
 scored_run scored_run_of(const stored_job& job);

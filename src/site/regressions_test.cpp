@@ -84,12 +84,13 @@ TEST(Regressions, FlagNamesTheMetricAndTheRoutinesThatMovedMost) {
 
 // False alarms on noise-only histories and detection of a job 20 % slower, and of one routine
 // taking a fifth of the wall time 50 % longer, at noise levels around those of real runs here
-// (docs/site-setup.md, "Regressions"), with 5 and 20 earlier runs. The tables are printed;
+// (docs/site-setup.md, "Regressions": short runs on this shared machine vary by 30 % and more),
+// with 5 and 20 earlier runs. The tables are printed;
 // the goals (false alarms under 5 %, detection of +20 % over 95 %) are asserted where the
 // noise allows them.
 TEST(Regressions, FalseAlarmAndDetectionRates) {
   constexpr int jobs = 2000;
-  const double noises[] = {0.01, 0.02, 0.05, 0.10};
+  const double noises[] = {0.01, 0.02, 0.05, 0.10, 0.30};
   const int histories[] = {5, 20};
   std::printf("%d jobs each: noise, history runs: false alarms %%, +20 %% job detected %%, "
               "+50 %% MPI_Allreduce detected %%\n",

@@ -1,6 +1,7 @@
 #include "site/report.hpp"
 
 #include "site/groups.hpp"
+#include "site/regressions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -220,6 +221,12 @@ report build_report(store& db, const report_options& o) {
     critical.limit = o.critical_job_limit;
     if (u.critical_jobs > 0)
       u.critical_job_list = jobs(db, critical);
+    u.regression_count = count_regressions(db, o.when, owner);
+    if (u.regression_count > 0) {
+      u.regressions = regressions_in(db, o.when, owner, o.critical_job_limit);
+      for (regression_row& g : u.regressions)
+        g.sites = moved_call_sites(db, g);
+    }
     out.users.push_back(std::move(u));
   }
 
@@ -372,6 +379,9 @@ report build_report(store& db, const report_options& o) {
       s.critical_job_count += n;
   }
   s.critical_jobs = jobs(db, critical);
+  s.regression_count = count_regressions(db, o.when, std::nullopt);
+  if (s.regression_count > 0)
+    s.regressions = regressions_in(db, o.when, std::nullopt, o.critical_job_limit);
   out.site = std::move(s);
   return out;
 }

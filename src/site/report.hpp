@@ -6,6 +6,7 @@
 #pragma once
 
 #include "record/record.hpp"
+#include "site/programs.hpp"
 #include "site/store.hpp"
 
 #include <optional>
@@ -62,6 +63,10 @@ struct user_report {
   std::vector<routine_line> routines; // by time, longest first
   std::vector<reference_value> references;
   std::vector<job_row> critical_job_list;
+  // Jobs slower than their program's earlier runs at the same size (site/regressions.hpp),
+  // newest first, with the call sites that moved where recorded.
+  std::vector<regression_row> regressions;
+  std::int64_t regression_count = 0;
 };
 
 struct breakdown_line {
@@ -100,6 +105,8 @@ struct site_report {
   std::vector<group_line> groups;      // Fig. 11
   std::vector<job_row> critical_jobs;
   std::int64_t critical_job_count = 0;
+  std::vector<regression_row> regressions; // newest first, up to critical_job_limit
+  std::int64_t regression_count = 0;
 };
 
 struct report {

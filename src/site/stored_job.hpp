@@ -54,6 +54,14 @@ struct moved_routine {
   double value_s = 0, baseline_s = 0;
 };
 
+// A call site (one source line calling one MPI routine) whose time per rank moved most in a
+// flagged job, against the median of the earlier runs that recorded call sites.
+struct moved_site {
+  std::string function, file;
+  std::uint64_t line = 0;
+  double value_s = 0, baseline_s = 0;
+};
+
 // Why a job was flagged as a regression (site/regressions.hpp): the metric beyond the noise of
 // the same program's earlier runs at the same size that moved most ("wall", "MPI" or a
 // routine), its time per rank, the history's centre and noise, and the routines that moved.

@@ -21,6 +21,7 @@ import urllib.request
 
 from site_postgres import PostgresServer, postgres_bindir
 from strata_testlib import STRATA
+from test_site import make_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.abspath(os.path.join(HERE, "../.."))
@@ -53,6 +54,18 @@ def tearDownModule():
         subprocess.run(["userdel", name], check=False)
     for name in created_groups:
         subprocess.run(["groupdel", name], check=False)
+
+
+def prometheus_parser():
+    """The Prometheus project's own reader of the text format (Debian's python3-prometheus-client,
+    which scripts/setup.sh installs; an interpreter of its own may not see Debian's packages)."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        import sys
+        sys.path.append("/usr/lib/python3/dist-packages")
+        from prometheus_client.parser import text_string_to_metric_families
+    return text_string_to_metric_families
 
 
 def free_port():
@@ -99,6 +112,24 @@ class WebTests:
             json.dump(record("test:hostile", now - DAY, "/home/a/<b>bold</b>",
                              ["./x", "<script>alert(1)</script>", "a&b"]), f)
         os.chown(hostile, uid[USER_A], -1)
+        # A's program run at 1, 2, 4 and 8 ranks, six times each; its last run at 4 ranks is
+        # 60 % slower in MPI_Allreduce: a model on the trends page and a flagged regression.
+        cls.scaling_ids = []
+        for ranks in (1, 2, 4, 8):
+            for n in range(6):
+                slow = 1.6 if (ranks, n) == (4, 5) else 1.0
+                jitter = 1 + 0.005 * ((n * 37 + ranks) % 5 - 2)
+                allreduce = (0.01 + 0.02 * ranks) * jitter * slow
+                rec = make_record(f"scale:{ranks}:{n}", USER_A, uid[USER_A], ranks,
+                                  2.0 * jitter + allreduce,
+                                  {"MPI_Allreduce": (50 * ranks, allreduce * ranks, 400 * ranks),
+                                   "MPI_Send": (10 * ranks, 0.05 * ranks * jitter, 80 * ranks)},
+                                  now - 3 * DAY + (n * 4 + ranks) * 600, executable="/home/a/solver")
+                rec["routines"]["MPI_Allreduce"]["size_histogram"] = [[8, 50 * ranks]]
+                path = os.path.join(spool, f"scale-{ranks}-{n}.json")
+                with open(path, "w") as f:
+                    json.dump(rec, f)
+                os.chown(path, uid[USER_A], -1)
         subprocess.run([STRATA, "site", "ingest", "--db", cls.url, spool], check=True,
                        capture_output=True)
         if cls.url.startswith("sqlite:"):
@@ -173,7 +204,7 @@ class WebTests:
     # ---- plain HTTP ----
 
     def test_store_holds_both_users_jobs_and_only_token_hashes(self):
-        self.assertEqual(len(self.jobs[USER_A]), 21)  # 20 synthetic + the hostile one
+        self.assertEqual(len(self.jobs[USER_A]), 45)  # 20 synthetic, the hostile one, 24 scaling
         self.assertEqual(len(self.jobs[USER_B]), 20)
         for token in self.tokens.values():
             self.assertRegex(token, r"^strata_[0-9a-f]{64}$")
@@ -271,7 +302,7 @@ class WebTests:
                               "--to", day(site["to"]), "--format", "json"],
                              check=True, capture_output=True, text=True)
         report = json.loads(out.stdout)["site"]
-        self.assertEqual(site["totals"]["jobs"], 41)  # 40 synthetic jobs and the hostile one
+        self.assertEqual(site["totals"]["jobs"], 65)  # 40 synthetic, the hostile one, 24 scaling
         for key in ("jobs", "mpi_calls", "mpi_bytes"):
             self.assertEqual(site["totals"][key], report["totals"][key], key)
         self.assertAlmostEqual(site["totals"]["cpu_time_s"], report["totals"]["cpu_time_s"], 3)
@@ -334,6 +365,56 @@ class WebTests:
         self.assertEqual(status, 200, body)
         return json.loads(body)
 
+    def test_trends_api_models_history_and_isolation(self):
+        models = self.api_as(USER_A, "/api/user/models")
+        prog = [p for p in models["programs"] if p["executable"] == "/home/a/solver"][0]
+        self.assertTrue(prog["modelled"])
+        self.assertEqual(prog["ranks"], [1, 2, 4, 8])
+        wall = [m for m in models["models"]
+                if m["program_id"] == prog["program_id"] and m["routine"] == "wall"][0]
+        self.assertEqual([m["ranks"] for m in wall["medians"]], [1, 2, 4, 8])
+        history = self.api_as(USER_A, f"/api/user/history?program={prog['program_id']}")
+        at4 = [s for s in history["sizes"] if s["ranks"] == 4][0]["runs"]
+        self.assertEqual(len(at4), 6)
+        self.assertEqual([r["flagged"] for r in at4], [False] * 5 + [True])
+        status, _, _ = self.request(f"/api/user/history?program={prog['program_id']}",
+                                    self.tokens[USER_B])
+        self.assertEqual(status, 404, "B cannot read A's program")
+        status, _, _ = self.request("/api/user/models?user=" + USER_A, self.tokens[USER_B])
+        self.assertEqual(status, 403)
+        self.assertEqual(self.api_as(USER_B, "/api/user/models")["models"], [])
+        flagged = [j for j in self.jobs[USER_A] if j["record_id"] == "scale:4:5"][0]
+        detail = self.api_as(USER_A, f"/api/job/{flagged['id']}")
+        self.assertEqual(detail["regression"]["moved"][0]["routine"], "MPI_Allreduce")
+        self.assertEqual(detail["previous"]["job"]["record_id"], "scale:4:4")
+        rows = {r["name"]: r for r in detail["previous"]["routines"]}
+        self.assertAlmostEqual(rows["MPI_Allreduce"]["time_s"] / rows["MPI_Allreduce"]["previous_time_s"],
+                               1.6 * (1 + 0.005 * ((5 * 37 + 4) % 5 - 2)) / (1 + 0.005 * ((4 * 37 + 4) % 5 - 2)),
+                               places=6)
+
+    def test_metrics_are_the_prometheus_text_format(self):
+        text_string_to_metric_families = prometheus_parser()
+        status, body, headers = self.request("/metrics")
+        self.assertEqual(status, 200)
+        self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
+        families = {f.name: f for f in text_string_to_metric_families(body)}
+        value = lambda name: families[name].samples[0].value
+        self.assertEqual(value("strata_site_jobs"), 65)
+        # prometheus_client names counters without their _total.
+        self.assertEqual(families["strata_site_jobs_ingested"].type, "counter")
+        self.assertEqual(value("strata_site_jobs_ingested"), 65)
+        self.assertEqual(value("strata_site_records_quarantined"), 0)
+        self.assertGreaterEqual(value("strata_site_ingests"), 1)
+        self.assertEqual(value("strata_site_regressions"), 1)
+        self.assertGreater(value("strata_site_ingest_lag_max_seconds"), 0)
+        self.assertLessEqual(value("strata_site_seconds_since_last_ingest"), 3600)
+        # The format's own rules, strictly (names, escapes, one TYPE before the samples, ...).
+        check = subprocess.run([os.path.join(os.path.dirname(STRATA), "strata_site_test"),
+                                "--gtest_filter=Prometheus.*"], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout)
+        for line in body.splitlines():
+            self.assertRegex(line, r"^(# (HELP|TYPE) [a-z_:]+ .+|[a-z_:]+ [0-9.e+-]+)$")
+
     # ---- the browser ----
 
     def test_browser_two_users_and_an_admin(self):
@@ -344,6 +425,8 @@ class WebTests:
             own = self.job_of(me if me != ADMIN else USER_A, None if me != USER_A else "/home/a/<b>bold</b>")
             users.append({"name": me, "token": self.tokens[me], "own_job": own["id"],
                           "other_job": self.job_of(other)["id"] if other else own["id"]})
+        flagged = [j for j in self.jobs[USER_A] if j["record_id"] == "scale:4:5"][0]
+        users[0]["flagged_job"] = flagged["id"]
         env = dict(os.environ, NODE_PATH=NODE_MODULES)
         out = subprocess.run(["node", os.path.join(HERE, "web_browser.js"),
                               json.dumps({"base": self.base, "users": users})],
@@ -366,7 +449,24 @@ class WebTests:
             self.assertEqual(s["site_status"], 403)
             self.assertEqual(s["user_status"], 200)
             self.assert_charts(s["own_job_charts"], {"imbalance": 3, "sizes": 1})
-            self.assert_charts(s["user_charts"], {"weeks-jobs": 2, "weeks-mpi": 1})
+        models = self.api_as(USER_A, "/api/user/models")
+        solver = [p for p in models["programs"] if p["executable"] == "/home/a/solver"][0]["program_id"]
+        self.assert_charts(seen[USER_A]["user_charts"],
+                           {"weeks-jobs": 2, "weeks-mpi": 1, f"scaling-{solver}": 5,
+                            f"history-{solver}": 5})  # 4 sizes and the flagged regressions
+        history = [c for c in seen[USER_A]["user_charts"] if c["id"] == f"history-{solver}"][0]
+        self.assertEqual(history["last_dataset_points"], 1, "one flagged regression")
+        # The program's name with the sample's hostile arguments, shown as text.
+        self.assertEqual(len(seen[USER_A]["trend_programs"]), 1)
+        self.assertTrue(seen[USER_A]["trend_programs"][0].startswith("/home/a/solver "))
+        self.assertIn("<script>alert(1)</script>", seen[USER_A]["trend_programs"][0])
+        self.assert_charts(seen[USER_B]["user_charts"], {"weeks-jobs": 2, "weeks-mpi": 1})
+        a = seen[USER_A]
+        self.assertEqual(a["flagged_job_status"], 200)
+        self.assertIn("Regression: ", a["flagged_job_regression"])
+        self.assertIn("MPI_Allreduce", a["flagged_job_regression"])
+        self.assert_charts(a["flagged_job_charts"], {"imbalance": 3, "sizes": 1, "compare-chart": 2})
+        self.assertIn("MPI_Allreduce", a["flagged_job_compare_rows"])
         self.assertEqual(seen[USER_A]["own_job_script_tags"], 0)  # the hostile argv stays text
         admin = seen[ADMIN]
         self.assertEqual(admin["errors"], [])

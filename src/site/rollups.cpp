@@ -43,7 +43,8 @@ std::int64_t size_class_of(std::int64_t ranks) {
   return bucket == ranks ? ranks : bucket / 2 + 1;
 }
 
-job_totals read_totals(const store::row& r, int c) {
+job_totals read_totals(const store::row& r, int first) {
+  int c = first;
   job_totals t;
   t.jobs = r.i64(c++);
   t.pes = r.i64(c++);

@@ -3,7 +3,8 @@ import os
 import re
 import unittest
 
-from strata_testlib import (CORE, FLAVOR, OTHER_FLAVOR, STRATA, BUILD, StrataTestCase, base_env,
+from strata_testlib import (CORE, FLAVOR, OTHER_FLAVOR, PROGRAMS as PROGRAMS_DIR, STRATA, BUILD,
+                            StrataTestCase, base_env,
                             mpirun, program, read_counts, run, strata_run)
 
 ITER = 7
@@ -303,3 +304,72 @@ class Errors(StrataTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ProgramsBuiltAsUsersBuildThem(StrataTestCase):
+    """Programs built with the flavor's compiler wrappers and with CMake's FindMPI: under Open MPI
+    a C++ program links the C++ bindings, whose static constructors call MPI before libstrata's
+    constructor has run; a library of the program may do the same."""
+
+    STACKS = (None, "profile", "trace", "empty,delay:usec=1")
+
+    def native(self, path, *args):
+        proc = run(mpirun(2) + [path, *args])
+        self.assertRan(proc)
+        return proc.stdout
+
+    def check_under_stacks(self, path, *args):
+        native = self.native(path, *args)
+        env = base_env(STRATA_SPOOL=self.out, STRATA_TRACE_DIR=self.out)
+        for tools in self.STACKS:
+            with self.subTest(program=os.path.relpath(path, BUILD), tools=tools):
+                proc = strata_run(tools, [path, *args], env=env)
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout, native)
+
+    def test_cpp_program_built_with_the_wrapper(self):
+        self.check_under_stacks(program("hello_cpp"))
+
+    def test_library_calling_mpi_in_its_constructor(self):
+        native = self.native(program("constructor"))
+        self.assertRegex(native, r"constructor: MPI [34], initialized 0 before main; sum 1")
+        self.check_under_stacks(program("constructor"))
+
+    def test_programs_built_with_findmpi(self):
+        for name, args in (("ring_c", [str(ITER)]), ("hello_cpp", []), ("ring_f90", [str(ITER)]),
+                           ("ring_f08", [str(ITER)]), ("constructor", [])):
+            self.check_under_stacks(os.path.join(PROGRAMS_DIR, "findmpi", name), *args)
+
+    def test_under_any_launcher(self):
+        native = self.native(program("hello_cpp"))
+        proc = run(mpirun(2) + [STRATA, "exec", "--tools", "profile", "--", program("hello_cpp")],
+                   env=base_env(STRATA_SPOOL=self.out))
+        self.assertRan(proc)
+        self.assertEqual(proc.stdout, native)
+
+
+class CommandLine(StrataTestCase):
+    def test_version(self):
+        proc = run([STRATA, "--version"])
+        self.assertRan(proc)
+        self.assertRegex(proc.stdout.strip(), r"^strata \d+\.\d+\.\d+$")
+
+    def test_unknown_or_missing_command_is_one_line_naming_it(self):
+        for args, fragment in (
+                (["monitor", "no-such-verb"], "'no-such-verb' is not a command of 'strata monitor'"),
+                (["no-such"], "'no-such' is not a command of 'strata'"),
+                (["site"], "'strata site' needs a command"),
+                (["run", "--", "true"], "strata run: --np is required"),
+                (["bench", "--bogus"], "strata bench: The following argument was not expected")):
+            with self.subTest(args=args):
+                proc = run([STRATA] + args)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                lines = proc.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertTrue(lines[0].startswith("strata: error: "), lines[0])
+                self.assertIn(fragment, lines[0])
+
+    def test_usage_names_the_program(self):
+        proc = run([STRATA, "--help"])
+        self.assertRan(proc)
+        self.assertIn("Usage: strata ", proc.stdout)

@@ -13,38 +13,69 @@ struct line {
 };
 
 // Least squares of y over x, each point weighted by 1 / y^2: run times vary by a share of
-// themselves, so a point at many ranks is no surer than one at few. Centred (p^3 at thousands
-// of ranks is 1e10 and more: raw sums of squares would lose the intercept). A term that is the
-// same at every point fits as a constant. `skip`: the point left out (x.size(): none).
-line least_squares(const std::vector<double>& x, const std::vector<double>& y, size_t skip) {
-  double magnitude = 0;
-  for (const double v : y)
-    magnitude = std::max(magnitude, std::abs(v));
-  const double floor = 1e-6 * magnitude + std::numeric_limits<double>::min();
-  std::vector<double> w(x.size(), 0.0);
-  double total = 0, mx = 0, my = 0;
-  for (size_t k = 0; k < x.size(); ++k)
-    if (k != skip) {
-      w[k] = 1 / (y[k] * y[k] + floor * floor);
-      total += w[k];
-      mx += w[k] * x[k];
-      my += w[k] * y[k];
+// themselves, so a point at many ranks is no surer than one at few. The weighted sums are taken
+// once, about the weighted means of all points (p^3 at thousands of ranks is 1e10 and more: raw
+// sums of squares would lose the intercept); a fit without point k subtracts its terms, so
+// that cross-validation costs one pass over the points, not one per point left out.
+class weighted_fit {
+public:
+  weighted_fit(const std::vector<double>& x, const std::vector<double>& y) : x_(x), y_(y) {
+    double magnitude = 0;
+    for (const double v : y)
+      magnitude = std::max(magnitude, std::abs(v));
+    const double floor = 1e-6 * magnitude + std::numeric_limits<double>::min();
+    w_.reserve(x.size());
+    double total = 0;
+    for (size_t k = 0; k < x.size(); ++k) {
+      w_.push_back(1 / (y[k] * y[k] + floor * floor));
+      total += w_[k];
+      mx_ += w_[k] * x[k];
+      my_ += w_[k] * y[k];
+      scale_ = std::max(scale_, std::abs(x[k]));
     }
-  mx /= total;
-  my /= total;
-  double sxx = 0, sxy = 0, scale = 0;
-  for (size_t k = 0; k < x.size(); ++k)
-    if (k != skip) {
-      sxx += w[k] * (x[k] - mx) * (x[k] - mx);
-      sxy += w[k] * (x[k] - mx) * (y[k] - my);
-      scale = std::max(scale, std::abs(x[k]));
+    mx_ /= total;
+    my_ /= total;
+    for (size_t k = 0; k < x.size(); ++k) {
+      const double dx = x[k] - mx_, dy = y[k] - my_;
+      sums_.w += w_[k];
+      sums_.x += w_[k] * dx;
+      sums_.y += w_[k] * dy;
+      sums_.xx += w_[k] * dx * dx;
+      sums_.xy += w_[k] * dx * dy;
     }
-  line l;
-  if (sxx > 1e-24 * scale * scale * total) // else the term cannot tell the points apart
-    l.c1 = sxy / sxx;
-  l.c0 = my - l.c1 * mx;
-  return l;
-}
+  }
+
+  // The fit to every point but `skip` (x.size(): all of them). A term that is the same at every
+  // point fits as a constant.
+  line fit(size_t skip) const {
+    sums s = sums_;
+    if (skip < x_.size()) {
+      const double dx = x_[skip] - mx_, dy = y_[skip] - my_, w = w_[skip];
+      s.w -= w;
+      s.x -= w * dx;
+      s.y -= w * dy;
+      s.xx -= w * dx * dx;
+      s.xy -= w * dx * dy;
+    }
+    const double mean_x = s.x / s.w, mean_y = s.y / s.w;
+    const double sxx = s.xx - s.x * mean_x, sxy = s.xy - s.x * mean_y;
+    line l;
+    if (sxx > 1e-24 * scale_ * scale_ * s.w)
+      l.c1 = sxy / sxx;
+    l.c0 = my_ + mean_y - l.c1 * (mx_ + mean_x);
+    return l;
+  }
+
+private:
+  struct sums {
+    double w = 0, x = 0, y = 0, xx = 0, xy = 0;
+  };
+  const std::vector<double>& x_;
+  const std::vector<double>& y_;
+  std::vector<double> w_;
+  double mx_ = 0, my_ = 0, scale_ = 0;
+  sums sums_;
+};
 
 // Mean over the points of |prediction - measurement| relative to their mean size, each point
 // predicted from a fit to all the others. The floor keeps a point measured as 0 (a log term at
@@ -54,9 +85,10 @@ double cross_validation_error(const std::vector<double>& x, const std::vector<do
   for (const double v : y)
     magnitude = std::max(magnitude, std::abs(v));
   const double floor = 1e-9 * magnitude + std::numeric_limits<double>::min();
+  const weighted_fit all(x, y);
   double sum = 0;
   for (size_t k = 0; k < x.size(); ++k) {
-    const line l = least_squares(x, y, k);
+    const line l = all.fit(k);
     const double predicted = l.c0 + l.c1 * x[k];
     sum += std::abs(predicted - y[k]) / ((std::abs(predicted) + std::abs(y[k])) / 2 + floor);
   }
@@ -174,14 +206,14 @@ scaling_model fit_scaling_model(const std::vector<size_sample>& sizes) {
     std::vector<double> x;
     for (const double v : p)
       x.push_back(model_term(best_i, best_j, v));
-    const line l = least_squares(x, y, x.size());
+    const line l = weighted_fit(x, y).fit(x.size());
     best.i = best_i;
     best.j = best_j;
     best.c0 = l.c0;
     best.c1 = l.c1;
     best.error = best_term_error;
   } else {
-    const line l = least_squares(ones, y, y.size());
+    const line l = weighted_fit(ones, y).fit(y.size());
     best.c0 = l.c0;
   }
   return best;

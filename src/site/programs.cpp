@@ -196,6 +196,66 @@ std::optional<program> program_of(store& db, const stored_job& job) {
   return find_program(db, job.job.owner, job.job.executable, arguments);
 }
 
+std::map<program_key, std::int64_t> program_ids_of(store& db,
+                                                   const std::vector<program_key>& keys) {
+  std::map<program_key, std::int64_t> ids;
+  constexpr size_t chunk = 500;
+  for (size_t begin = 0; begin < keys.size(); begin += chunk) {
+    const size_t end = std::min(keys.size(), begin + chunk);
+    std::string values;
+    std::vector<store::param> params;
+    for (size_t k = begin; k < end; ++k) {
+      params.emplace_back(std::get<0>(keys[k]));
+      params.emplace_back(std::get<1>(keys[k]));
+      params.emplace_back(std::get<2>(keys[k]));
+      const size_t n = params.size();
+      values += (k == begin ? "($" : ", ($") + std::to_string(n - 2) + ", $" +
+                std::to_string(n - 1) + ", $" + std::to_string(n) + ")";
+    }
+    db.query("SELECT program_id, owner, executable, arguments FROM programs WHERE (owner, "
+             "executable, arguments) IN (VALUES " +
+                 values + ")",
+             params, [&](const store::row& r) {
+               ids[{r.text(1), r.text(2), r.text(3)}] = r.i64(0);
+             });
+  }
+  return ids;
+}
+
+std::map<std::pair<std::int64_t, std::int64_t>, std::vector<program_run>>
+newest_runs(store& db, const std::vector<std::pair<std::int64_t, std::int64_t>>& sizes, int limit) {
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<program_run>> out;
+  constexpr size_t chunk = 500;
+  for (size_t begin = 0; begin < sizes.size(); begin += chunk) {
+    const size_t end = std::min(sizes.size(), begin + chunk);
+    std::string values;
+    std::vector<store::param> params;
+    for (size_t k = begin; k < end; ++k) {
+      params.emplace_back(sizes[k].first);
+      params.emplace_back(sizes[k].second);
+      // Typed: PostgreSQL takes an untyped value in a VALUES list for text.
+      values += (k == begin ? "(CAST($" : ", (CAST($") + std::to_string(params.size() - 1) +
+                " AS BIGINT), CAST($" + std::to_string(params.size()) + " AS BIGINT))";
+    }
+    params.emplace_back(limit);
+    // Each size's runs numbered newest first, through the key's range of each size.
+    db.query("SELECT job_id, ranks, end_time, complete, wall_s, mpi_s, program_id FROM (SELECT "
+             "job_id, ranks, end_time, complete, wall_s, mpi_s, program_id, ROW_NUMBER() OVER "
+             "(PARTITION BY program_id, ranks ORDER BY end_time DESC, job_id DESC) AS newest "
+             "FROM program_runs WHERE (program_id, ranks) IN (VALUES " +
+                 values + ") AND complete = 1) AS numbered WHERE newest <= $" +
+                 std::to_string(params.size()),
+             params, [&](const store::row& r) {
+               out[{r.i64(6), r.i64(1)}].push_back(read_run(r));
+             });
+  }
+  for (auto& [key, runs] : out)
+    std::sort(runs.begin(), runs.end(), [](const program_run& a, const program_run& b) {
+      return a.end_time != b.end_time ? a.end_time > b.end_time : a.job_id > b.job_id;
+    });
+  return out;
+}
+
 std::vector<program_run> runs_of(store& db, std::int64_t program_id, std::int64_t since) {
   std::vector<program_run> out;
   db.query("SELECT job_id, ranks, end_time, complete, wall_s, mpi_s FROM program_runs WHERE "

@@ -14,6 +14,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace strata::site {
@@ -47,6 +49,16 @@ std::optional<program> find_program(store& db, const std::string& owner,
                                     const std::string& executable, const std::string& arguments);
 // The program a stored job is a run of (its arguments from the record when not set).
 std::optional<program> program_of(store& db, const stored_job& job);
+
+// The ids of the programs stored under the keys (owner, executable, arguments) given; keys
+// without a program are left out. A few statements for any number of keys.
+std::map<std::tuple<std::string, std::string, std::string>, std::int64_t>
+program_ids_of(store& db,
+               const std::vector<std::tuple<std::string, std::string, std::string>>& keys);
+
+// The newest `limit` complete runs of each (program id, ranks) given, newest first.
+std::map<std::pair<std::int64_t, std::int64_t>, std::vector<program_run>>
+newest_runs(store& db, const std::vector<std::pair<std::int64_t, std::int64_t>>& sizes, int limit);
 
 // A program's runs ending at or after `since`, by ranks, newest first within each size.
 std::vector<program_run> runs_of(store& db, std::int64_t program_id, std::int64_t since = 0);

@@ -8,6 +8,7 @@
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 namespace strata::site {
@@ -165,46 +166,72 @@ regression_scorer::regression_scorer(std::unique_ptr<store> reader, regression_o
 
 regression_scorer::~regression_scorer() = default;
 
-std::vector<scored_run>& regression_scorer::history_for(const stored_job& job) {
+std::string regression_scorer::key_of(const stored_job& job) {
   const job_row& j = job.job;
   std::string key = j.owner;
   for (const std::string* part : {&j.executable, &job.arguments}) {
     key += '\0';
     key += *part;
   }
-  key += '\0' + std::to_string(j.ranks);
-  if (const auto it = histories_.find(key); it != histories_.end())
-    return it->second;
-  if (histories_.size() >= kept_histories)
+  return key + '\0' + std::to_string(j.ranks);
+}
+
+void regression_scorer::load(const std::vector<stored_job*>& jobs) {
+  using program_key = std::tuple<std::string, std::string, std::string>;
+  std::map<std::string, const stored_job*> missing;
+  for (const stored_job* job : jobs)
+    if (complete_run(job->job) && histories_.count(key_of(*job)) == 0)
+      missing.emplace(key_of(*job), job);
+  if (missing.empty())
+    return;
+  if (histories_.size() + missing.size() > kept_histories)
     histories_.clear();
-  std::vector<scored_run>& h = histories_[key];
-  const std::optional<program> p = find_program(*reader_, j.owner, j.executable, job.arguments);
-  if (!p)
-    return h;
-  const std::vector<program_run> runs =
-      history_of(*reader_, p->id, j.ranks, INT64_MAX, static_cast<int>(kept_runs));
-  std::vector<std::int64_t> ids;
-  for (const program_run& r : runs)
-    ids.push_back(r.job_id);
-  const auto routines = routine_times(*reader_, ids);
-  for (const program_run& r : runs) {
-    scored_run s{r.end_time, r.wall_s, r.mpi_s, {}};
-    if (const auto it = routines.find(r.job_id); it != routines.end())
-      for (const auto& [name, t] : it->second)
-        s.routines[name] = t / static_cast<double>(std::max<std::int64_t>(r.ranks, 1));
-    h.push_back(std::move(s));
+  std::set<program_key> programs;
+  for (const auto& [key, job] : missing)
+    programs.insert({job->job.owner, job->job.executable, job->arguments});
+  const auto ids = program_ids_of(*reader_, {programs.begin(), programs.end()});
+  std::vector<std::pair<std::int64_t, std::int64_t>> sizes;
+  for (const auto& [key, job] : missing) {
+    histories_[key]; // known now, empty unless the store has runs
+    const auto id = ids.find({job->job.owner, job->job.executable, job->arguments});
+    if (id != ids.end())
+      sizes.emplace_back(id->second, job->job.ranks);
   }
-  return h;
+  if (sizes.empty())
+    return;
+  const auto runs = newest_runs(*reader_, sizes, static_cast<int>(kept_runs));
+  std::vector<std::int64_t> job_ids;
+  for (const auto& [size, list] : runs)
+    for (const program_run& r : list)
+      job_ids.push_back(r.job_id);
+  const auto routines = routine_times(*reader_, job_ids);
+  for (const auto& [key, job] : missing) {
+    const auto id = ids.find({job->job.owner, job->job.executable, job->arguments});
+    if (id == ids.end())
+      continue;
+    const auto list = runs.find({id->second, job->job.ranks});
+    if (list == runs.end())
+      continue;
+    std::vector<scored_run>& h = histories_[key];
+    for (const program_run& r : list->second) {
+      scored_run s{r.end_time, r.wall_s, r.mpi_s, {}};
+      if (const auto it = routines.find(r.job_id); it != routines.end())
+        for (const auto& [name, t] : it->second)
+          s.routines[name] = t / static_cast<double>(std::max<std::int64_t>(r.ranks, 1));
+      h.push_back(std::move(s));
+    }
+  }
 }
 
 void regression_scorer::score(std::vector<stored_job*>& jobs) {
   std::stable_sort(jobs.begin(), jobs.end(), [](const stored_job* a, const stored_job* b) {
     return a->job.end_time < b->job.end_time;
   });
+  load(jobs);
   for (stored_job* job : jobs) {
     if (!complete_run(job->job))
       continue;
-    std::vector<scored_run>& h = history_for(*job);
+    std::vector<scored_run>& h = histories_[key_of(*job)];
     const scored_run run = scored_run_of(*job);
     // The same run again (a record spooled twice, or already stored): not new, no history.
     if (std::any_of(h.begin(), h.end(), [&](const scored_run& e) {

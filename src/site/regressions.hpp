@@ -77,7 +77,9 @@ public:
   std::int64_t flagged() const { return flagged_; }
 
 private:
-  std::vector<scored_run>& history_for(const stored_job& job);
+  static std::string key_of(const stored_job& job);
+  // The histories of the jobs' programs and sizes not kept yet, read in a few statements.
+  void load(const std::vector<stored_job*>& jobs);
 
   std::unique_ptr<store> reader_;
   regression_options options_;

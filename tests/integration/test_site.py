@@ -446,11 +446,14 @@ class SiteTests:
         return rec
 
     def test_regression_flagged_in_report_mail_and_store(self):
+        # The history in one ingest, the new runs in the next: their history comes from the store.
         for n in range(8):
             self.put(f"hist{n}.json", self.history_record(n), ALICE_UID)
+        self.assertNotIn("flagged", self.ingest().stdout)
         self.put("slow.json", self.history_record(8, allreduce_scale=2.0), ALICE_UID)
         self.put("fine.json", self.history_record(9), ALICE_UID)
         proc = self.ingest()
+        self.assertIn("2 records read, 2 stored", proc.stdout)
         self.assertIn("1 flagged as regressions", proc.stdout)
         rep = self.report_json()
         alice = {u["user"]: u for u in rep["users"]}[ALICE]

@@ -76,9 +76,10 @@ program_models model_program(store& db, const program& prog, const model_options
   add("wall", samples([](const program_run& r) { return r.wall_s; }));
   add("MPI", samples([](const program_run& r) { return r.mpi_s; }));
   std::vector<quantity_model> per_routine;
-  for (const auto& [name, timed] : names) {
+  for (const auto& [routine_name, timed] : names) {
     if (!timed)
       continue;
+    const std::string& name = routine_name; // a variable a lambda can capture (clang 14)
     const std::vector<size_sample> sizes = samples([&](const program_run& r) {
       const auto job = routines.find(r.job_id);
       if (job == routines.end())

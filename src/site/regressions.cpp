@@ -20,6 +20,17 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Student's t quantile 1 - alpha with `dof` degrees of freedom. The few (alpha, dof) pairs a
+// scorer meets are computed once each: Boost.Math inverts the incomplete beta function for
+// every quantile, which took most of the time of scoring a job.
+double t_quantile(double alpha, double dof) {
+  thread_local std::map<std::pair<double, double>, double> known;
+  const auto [it, added] = known.try_emplace({alpha, dof}, 0.0);
+  if (added)
+    it->second = boost::math::quantile(boost::math::students_t(dof), 1 - alpha);
+  return it->second;
+}
+
 // Runs kept per program and size: the window and room for jobs that arrive out of order.
 constexpr size_t kept_runs = 40;
 // Programs and sizes kept at once; past this the scorer starts again from the store.
@@ -54,8 +65,7 @@ noise_test test_against_history(double value, std::vector<double> history, doubl
   t.runs = static_cast<int>(kept.size());
   t.centre = mean;
   t.noise = std::max(std::sqrt(squares / (n - 1)), o.noise_floor * std::abs(mean) + 1e-12);
-  const boost::math::students_t student(n - 1);
-  t.threshold = mean + boost::math::quantile(student, 1 - alpha) * t.noise * std::sqrt(1 + 1 / n);
+  t.threshold = mean + t_quantile(alpha, n - 1) * t.noise * std::sqrt(1 + 1 / n);
   t.flagged = value > t.threshold;
   t.score = (value - mean) / t.noise;
   return t;
@@ -97,11 +107,13 @@ std::optional<regression_flag> score_against(const scored_run& run,
   for (const scored_run* h : newest)
     for (const auto& [name, t] : h->routines)
       routine_history[name];
-  for (auto& [name, v] : routine_history)
+  for (auto& [routine_name, v] : routine_history) {
+    const std::string& name = routine_name; // a variable a lambda can capture (clang 14)
     v = values([&](const scored_run& h) {
       const auto it = h.routines.find(name);
       return it == h.routines.end() ? 0.0 : it->second;
     });
+  }
   std::vector<std::string> material;
   for (const auto& [name, v] : routine_history)
     if (median_of(v) >= o.routine_share * wall_median)

@@ -38,35 +38,57 @@ std::vector<moved_routine> moved_of(const std::string& text) {
   return out;
 }
 
-// Program ids of the keys, adding the programs not stored yet (in key order).
-std::map<program_key, std::int64_t> program_ids(store& db, const std::set<program_key>& keys) {
+// The VALUES rows of `keys` from `begin` to `end` as parameters ($1, $2, $3), ($4, ...).
+std::string key_values(const std::vector<program_key>& keys, size_t begin, size_t end,
+                       std::vector<store::param>& params) {
+  std::string values;
+  for (size_t k = begin; k < end; ++k) {
+    params.emplace_back(std::get<0>(keys[k]));
+    params.emplace_back(std::get<1>(keys[k]));
+    params.emplace_back(std::get<2>(keys[k]));
+    const size_t n = params.size();
+    values += (k == begin ? "($" : ", ($") + std::to_string(n - 2) + ", $" + std::to_string(n - 1) +
+              ", $" + std::to_string(n) + ")";
+  }
+  return values;
+}
+
+} // namespace
+
+std::map<program_key, std::int64_t> program_ids_of(store& db,
+                                                   const std::vector<program_key>& keys) {
   std::map<program_key, std::int64_t> ids;
   constexpr size_t chunk = 500;
-  std::vector<program_key> all(keys.begin(), keys.end());
-  for (size_t begin = 0; begin < all.size(); begin += chunk) {
-    const size_t end = std::min(all.size(), begin + chunk);
-    std::string values;
+  for (size_t begin = 0; begin < keys.size(); begin += chunk) {
     std::vector<store::param> params;
-    for (size_t k = begin; k < end; ++k) {
-      const auto& [owner, executable, arguments] = all[k];
-      params.emplace_back(owner);
-      params.emplace_back(executable);
-      params.emplace_back(arguments);
-      const size_t n = params.size();
-      values += (k == begin ? "($" : ", ($") + std::to_string(n - 2) + ", $" +
-                std::to_string(n - 1) + ", $" + std::to_string(n) + ")";
-    }
-    db.query("INSERT INTO programs (owner, executable, arguments) VALUES " + values +
-                 " ON CONFLICT (owner, executable, arguments) DO NOTHING",
-             params, [](const store::row&) {});
-    db.query("SELECT program_id, owner, executable, arguments FROM programs WHERE (owner, "
-             "executable, arguments) IN (VALUES " +
-                 values + ")",
+    const std::string values =
+        key_values(keys, begin, std::min(keys.size(), begin + chunk), params);
+    // A join, not "IN (VALUES ...)": SQLite scans the table for the latter.
+    db.query("WITH wanted (owner, executable, arguments) AS (VALUES " + values +
+                 ") SELECT p.program_id, p.owner, p.executable, p.arguments FROM wanted w JOIN "
+                 "programs p ON p.owner = w.owner AND p.executable = w.executable AND "
+                 "p.arguments = w.arguments",
              params, [&](const store::row& r) {
                ids[{r.text(1), r.text(2), r.text(3)}] = r.i64(0);
              });
   }
   return ids;
+}
+
+namespace {
+
+// Program ids of the keys, adding the programs not stored yet (in key order).
+std::map<program_key, std::int64_t> program_ids(store& db, const std::set<program_key>& keys) {
+  const std::vector<program_key> all(keys.begin(), keys.end());
+  constexpr size_t chunk = 500;
+  for (size_t begin = 0; begin < all.size(); begin += chunk) {
+    std::vector<store::param> params;
+    const std::string values = key_values(all, begin, std::min(all.size(), begin + chunk), params);
+    db.query("INSERT INTO programs (owner, executable, arguments) VALUES " + values +
+                 " ON CONFLICT (owner, executable, arguments) DO NOTHING",
+             params, [](const store::row&) {});
+  }
+  return program_ids_of(db, all);
 }
 
 program read_program(const store::row& r, int c) {
@@ -196,63 +218,30 @@ std::optional<program> program_of(store& db, const stored_job& job) {
   return find_program(db, job.job.owner, job.job.executable, arguments);
 }
 
-std::map<program_key, std::int64_t> program_ids_of(store& db,
-                                                   const std::vector<program_key>& keys) {
-  std::map<program_key, std::int64_t> ids;
-  constexpr size_t chunk = 500;
-  for (size_t begin = 0; begin < keys.size(); begin += chunk) {
-    const size_t end = std::min(keys.size(), begin + chunk);
-    std::string values;
-    std::vector<store::param> params;
-    for (size_t k = begin; k < end; ++k) {
-      params.emplace_back(std::get<0>(keys[k]));
-      params.emplace_back(std::get<1>(keys[k]));
-      params.emplace_back(std::get<2>(keys[k]));
-      const size_t n = params.size();
-      values += (k == begin ? "($" : ", ($") + std::to_string(n - 2) + ", $" +
-                std::to_string(n - 1) + ", $" + std::to_string(n) + ")";
-    }
-    db.query("SELECT program_id, owner, executable, arguments FROM programs WHERE (owner, "
-             "executable, arguments) IN (VALUES " +
-                 values + ")",
-             params, [&](const store::row& r) {
-               ids[{r.text(1), r.text(2), r.text(3)}] = r.i64(0);
-             });
-  }
-  return ids;
-}
-
 std::map<std::pair<std::int64_t, std::int64_t>, std::vector<program_run>>
 newest_runs(store& db, const std::vector<std::pair<std::int64_t, std::int64_t>>& sizes, int limit) {
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<program_run>> out;
-  constexpr size_t chunk = 500;
+  // One range of the key, newest first, per size, in one statement for many sizes (SQLite
+  // allows 500 terms in a compound SELECT).
+  constexpr size_t chunk = 200;
   for (size_t begin = 0; begin < sizes.size(); begin += chunk) {
     const size_t end = std::min(sizes.size(), begin + chunk);
-    std::string values;
-    std::vector<store::param> params;
+    std::vector<store::param> params{limit};
+    std::string sql;
     for (size_t k = begin; k < end; ++k) {
       params.emplace_back(sizes[k].first);
       params.emplace_back(sizes[k].second);
-      // Typed: PostgreSQL takes an untyped value in a VALUES list for text.
-      values += (k == begin ? "(CAST($" : ", (CAST($") + std::to_string(params.size() - 1) +
-                " AS BIGINT), CAST($" + std::to_string(params.size()) + " AS BIGINT))";
+      sql += std::string(k == begin ? "" : " UNION ALL ") +
+             "SELECT * FROM (SELECT job_id, ranks, end_time, complete, wall_s, mpi_s, program_id "
+             "FROM program_runs WHERE program_id = $" +
+             std::to_string(params.size() - 1) + " AND ranks = $" + std::to_string(params.size()) +
+             " AND complete = 1 ORDER BY end_time DESC, job_id DESC LIMIT $1) AS s" +
+             std::to_string(k - begin);
     }
-    params.emplace_back(limit);
-    // Each size's runs numbered newest first, through the key's range of each size.
-    db.query("SELECT job_id, ranks, end_time, complete, wall_s, mpi_s, program_id FROM (SELECT "
-             "job_id, ranks, end_time, complete, wall_s, mpi_s, program_id, ROW_NUMBER() OVER "
-             "(PARTITION BY program_id, ranks ORDER BY end_time DESC, job_id DESC) AS newest "
-             "FROM program_runs WHERE (program_id, ranks) IN (VALUES " +
-                 values + ") AND complete = 1) AS numbered WHERE newest <= $" +
-                 std::to_string(params.size()),
-             params, [&](const store::row& r) {
-               out[{r.i64(6), r.i64(1)}].push_back(read_run(r));
-             });
-  }
-  for (auto& [key, runs] : out)
-    std::sort(runs.begin(), runs.end(), [](const program_run& a, const program_run& b) {
-      return a.end_time != b.end_time ? a.end_time > b.end_time : a.job_id > b.job_id;
+    db.query(sql, params, [&](const store::row& r) {
+      out[{r.i64(6), r.i64(1)}].push_back(read_run(r));
     });
+  }
   return out;
 }
 

@@ -100,35 +100,53 @@ std::optional<regression_flag> score_against(const scored_run& run,
   tests.push_back({"MPI", run.mpi,
                    test_against_history(run.mpi, values([](const scored_run& h) { return h.mpi; }),
                                         o.alpha, o)});
-  // The routines of the job and of its history; a routine a run did not call took 0 there.
-  std::map<std::string, std::vector<double>> routine_history;
-  for (const auto& [name, t] : run.routines)
-    routine_history[name];
+  // The routines of the job and of its history, by name (each run's map is in name order, so
+  // one pass fills a table of routine x run); a routine a run did not call took 0 there.
+  std::vector<const std::string*> names;
+  const auto add_names = [&](const std::map<std::string, double>& routines) {
+    for (const auto& entry : routines) {
+      const auto at =
+          std::lower_bound(names.begin(), names.end(), &entry.first,
+                           [](const std::string* a, const std::string* b) { return *a < *b; });
+      if (at == names.end() || **at != entry.first)
+        names.insert(at, &entry.first);
+    }
+  };
+  add_names(run.routines);
   for (const scored_run* h : newest)
-    for (const auto& [name, t] : h->routines)
-      routine_history[name];
-  for (auto& [routine_name, v] : routine_history) {
-    const std::string& name = routine_name; // a variable a lambda can capture (clang 14)
-    v = values([&](const scored_run& h) {
-      const auto it = h.routines.find(name);
-      return it == h.routines.end() ? 0.0 : it->second;
-    });
+    add_names(h->routines);
+  const size_t runs = newest.size();
+  const auto row_of = [&](const std::map<std::string, double>& routines, double* row,
+                          size_t stride) {
+    size_t r = 0;
+    for (const auto& [name, t] : routines) {
+      while (*names[r] != name)
+        ++r;
+      row[r * stride] = t;
+    }
+  };
+  std::vector<double> table(names.size() * runs, 0.0), mine(names.size(), 0.0);
+  for (size_t k = 0; k < runs; ++k)
+    row_of(newest[k]->routines, table.data() + k, runs);
+  row_of(run.routines, mine.data(), 1);
+  std::vector<double> baselines(names.size());
+  size_t material = 0;
+  for (size_t r = 0; r < names.size(); ++r) {
+    baselines[r] = median_of({table.begin() + static_cast<std::ptrdiff_t>(r * runs),
+                              table.begin() + static_cast<std::ptrdiff_t>((r + 1) * runs)});
+    material += baselines[r] >= o.routine_share * wall_median ? 1 : 0;
   }
-  std::vector<std::string> material;
-  for (const auto& [name, v] : routine_history)
-    if (median_of(v) >= o.routine_share * wall_median)
-      material.push_back(name);
   std::vector<moved_routine> moved;
-  for (const auto& [name, v] : routine_history) {
-    const auto it = run.routines.find(name);
-    const double value = it == run.routines.end() ? 0.0 : it->second;
-    const double baseline = median_of(v);
-    if (value > baseline)
-      moved.push_back({name, value, baseline});
-    if (std::find(material.begin(), material.end(), name) != material.end())
+  for (size_t r = 0; r < names.size(); ++r) {
+    if (mine[r] > baselines[r])
+      moved.push_back({*names[r], mine[r], baselines[r]});
+    if (baselines[r] >= o.routine_share * wall_median)
       tests.push_back(
-          {name, value,
-           test_against_history(value, v, o.alpha / static_cast<double>(material.size()), o)});
+          {*names[r], mine[r],
+           test_against_history(mine[r],
+                                {table.begin() + static_cast<std::ptrdiff_t>(r * runs),
+                                 table.begin() + static_cast<std::ptrdiff_t>((r + 1) * runs)},
+                                o.alpha / static_cast<double>(material), o)});
   }
   const tested* worst = nullptr;
   for (const tested& t : tests)

@@ -15,9 +15,12 @@ namespace strata::site {
 namespace {
 
 double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  const auto middle = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), middle, v.end());
+  if (n % 2 == 1)
+    return *middle;
+  return 0.5 * (*std::max_element(v.begin(), middle) + *middle);
 }
 
 // Student's t quantile 1 - alpha with `dof` degrees of freedom. The few (alpha, dof) pairs a
@@ -262,7 +265,7 @@ void regression_scorer::score(std::vector<stored_job*>& jobs) {
     if (!complete_run(job->job))
       continue;
     std::vector<scored_run>& h = histories_[key_of(*job)];
-    const scored_run run = scored_run_of(*job);
+    scored_run run = scored_run_of(*job);
     // The same run again (a record spooled twice, or already stored): not new, no history.
     if (std::any_of(h.begin(), h.end(), [&](const scored_run& e) {
           return e.end_time == run.end_time && e.wall == run.wall && e.mpi == run.mpi;
@@ -274,7 +277,7 @@ void regression_scorer::score(std::vector<stored_job*>& jobs) {
         earlier.push_back(&e);
     job->regression = score_against(run, std::move(earlier), options_);
     flagged_ += job->regression.has_value() ? 1 : 0;
-    h.push_back(run);
+    h.push_back(std::move(run));
     // The newest runs only: drop the oldest beyond what the window and late arrivals need.
     if (h.size() > kept_runs) {
       const auto oldest =

@@ -76,7 +76,7 @@ std::string family_of(const std::string& name, const std::map<std::string, metri
   for (const char* suffix : {"_bucket", "_sum", "_count"}) {
     const std::string_view s(suffix);
     if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) {
-      const std::string base = name.substr(0, name.size() - s.size());
+      std::string base = name.substr(0, name.size() - s.size());
       const auto it = types.find(base);
       if (it != types.end() && (it->second == metric_type::histogram ||
                                 (it->second == metric_type::summary && s != "_bucket")))

@@ -41,7 +41,7 @@ constexpr size_t kept_histories = 50000;
 
 } // namespace
 
-noise_test test_against_history(double value, std::vector<double> history, double alpha,
+noise_test test_against_history(double value, const std::vector<double>& history, double alpha,
                                 const regression_options& o) {
   noise_test t;
   if (static_cast<int>(history.size()) < o.min_history)
@@ -87,6 +87,7 @@ std::optional<regression_flag> score_against(const scored_run& run,
     newest.resize(static_cast<size_t>(o.window));
   const auto values = [&](const auto& of) {
     std::vector<double> v;
+    v.reserve(newest.size());
     for (const scored_run* h : newest)
       v.push_back(of(*h));
     return v;
@@ -178,6 +179,7 @@ std::optional<regression_flag> score_run(const scored_run& run,
                                          const std::vector<scored_run>& history,
                                          const regression_options& o) {
   std::vector<const scored_run*> all;
+  all.reserve(history.size());
   for (const scored_run& h : history)
     all.push_back(&h);
   return score_against(run, std::move(all), o);

@@ -44,7 +44,7 @@ struct noise_test {
   double threshold = 0; // flagged above
   double score = 0;     // (value - centre) / noise
 };
-noise_test test_against_history(double value, std::vector<double> history, double alpha,
+noise_test test_against_history(double value, const std::vector<double>& history, double alpha,
                                 const regression_options& o = {});
 
 // One earlier run as the scorer keeps it: time per rank, whole job and per routine.

@@ -204,6 +204,7 @@ scaling_model fit_scaling_model(const std::vector<size_sample>& sizes) {
   const double margin = std::max({2 * noise, 0.1 * constant_error, 1e-9});
   if (constant_error - best_term_error > margin) {
     std::vector<double> x;
+    x.reserve(p.size());
     for (const double v : p)
       x.push_back(model_term(best_i, best_j, v));
     const line l = weighted_fit(x, y).fit(x.size());

@@ -382,7 +382,9 @@ class WebTests:
         self.assertEqual(status, 404, "B cannot read A's program")
         status, _, _ = self.request("/api/user/models?user=" + USER_A, self.tokens[USER_B])
         self.assertEqual(status, 403)
-        self.assertEqual(self.api_as(USER_B, "/api/user/models")["models"], [])
+        # B sees the models of B's own programs only (the synthetic jobs make a few).
+        self.assertEqual({m["owner"] for m in self.api_as(USER_B, "/api/user/models")["models"]}
+                         - {USER_B}, set())
         flagged = [j for j in self.jobs[USER_A] if j["record_id"] == "scale:4:5"][0]
         detail = self.api_as(USER_A, f"/api/job/{flagged['id']}")
         self.assertEqual(detail["regression"]["moved"][0]["routine"], "MPI_Allreduce")
@@ -448,19 +450,22 @@ class WebTests:
             self.assertEqual(s["other_job_api_status"], 404)
             self.assertEqual(s["site_status"], 403)
             self.assertEqual(s["user_status"], 200)
-            self.assert_charts(s["own_job_charts"], {"imbalance": 3, "sizes": 1})
+            # A comparison where the job has an earlier run of its program at its size.
+            own = self.api_as(me, f"/api/job/{users[[u['name'] for u in users].index(me)]['own_job']}")
+            self.assert_charts(s["own_job_charts"], {"imbalance": 3, "sizes": 1,
+                                                     **({"compare-chart": 2} if own["previous"] else {})})
         models = self.api_as(USER_A, "/api/user/models")
         solver = [p for p in models["programs"] if p["executable"] == "/home/a/solver"][0]["program_id"]
-        self.assert_charts(seen[USER_A]["user_charts"],
-                           {"weeks-jobs": 2, "weeks-mpi": 1, f"scaling-{solver}": 5,
-                            f"history-{solver}": 5})  # 4 sizes and the flagged regressions
+        expected = self.trend_charts(USER_A)
+        self.assertEqual(expected[f"history-{solver}"], 5)  # 4 sizes and the flagged regressions
+        self.assert_charts_ids(seen[USER_A]["user_charts"], expected)
         history = [c for c in seen[USER_A]["user_charts"] if c["id"] == f"history-{solver}"][0]
         self.assertEqual(history["last_dataset_points"], 1, "one flagged regression")
         # The program's name with the sample's hostile arguments, shown as text.
-        self.assertEqual(len(seen[USER_A]["trend_programs"]), 1)
-        self.assertTrue(seen[USER_A]["trend_programs"][0].startswith("/home/a/solver "))
-        self.assertIn("<script>alert(1)</script>", seen[USER_A]["trend_programs"][0])
-        self.assert_charts(seen[USER_B]["user_charts"], {"weeks-jobs": 2, "weeks-mpi": 1})
+        solver_names = [t for t in seen[USER_A]["trend_programs"] if t.startswith("/home/a/solver ")]
+        self.assertEqual(len(solver_names), 1)
+        self.assertIn("<script>alert(1)</script>", solver_names[0])
+        self.assert_charts_ids(seen[USER_B]["user_charts"], self.trend_charts(USER_B))
         a = seen[USER_A]
         self.assertEqual(a["flagged_job_status"], 200)
         self.assertIn("Regression: ", a["flagged_job_regression"])
@@ -474,6 +479,27 @@ class WebTests:
         self.assertEqual(admin["site_status"], 200)
         self.assert_charts(admin["site_charts"], {"by-size": 3, "by-cpu-class": 3, "by-user": 3,
                                                   "languages": 2, "routines": 1, "groups": 2})
+
+    def trend_charts(self, user):
+        """The charts the trends page draws for `user`: the weeks, and a scaling and a history
+        chart (a dataset per size and one of flagged regressions) per modelled program, the
+        eight with the most runs."""
+        models = self.api_as(user, "/api/user/models")
+        charts = {"weeks-jobs": 2, "weeks-mpi": 1}
+        for p in sorted((p for p in models["programs"] if p["modelled"]),
+                        key=lambda p: -p["runs"])[:8]:
+            history = self.api_as(user, f"/api/user/history?program={p['program_id']}")
+            charts[f"scaling-{p['program_id']}"] = 5
+            charts[f"history-{p['program_id']}"] = len(history["sizes"]) + 1
+        return charts
+
+    def assert_charts_ids(self, charts, datasets):
+        """The charts and their datasets; points only where a dataset must have them."""
+        by_id = {c["id"]: c for c in charts}
+        self.assertEqual(sorted(by_id), sorted(datasets))
+        for cid, n in datasets.items():
+            self.assertEqual(by_id[cid]["datasets"], n, cid)
+            self.assertGreater(by_id[cid]["width"], 0, cid)
 
     def assert_charts(self, charts, datasets):
         by_id = {c["id"]: c for c in charts}

@@ -9,6 +9,7 @@
 
 #include "core/clock.hpp"
 #include "core/decode.hpp"
+#include "python_sites/capture.hpp"
 #include "strata_functions.hpp"
 #include <strata/module.h>
 
@@ -30,8 +31,9 @@ struct chain_entry {
   strata_event_fn enter = nullptr;
   strata_event_fn exit = nullptr;
   void* state = nullptr;
-  int layer = 0;     // the module's position in the stack
-  int group_end = 0; // event entries: index of the first entry after this group
+  int layer = 0;       // the module's position in the stack
+  int calls_layer = 0; // where its callbacks' own MPI calls start (core_internal.hpp)
+  int group_end = 0;   // event entries: index of the first entry after this group
   // First entry of an event group whose modules all accept sampled polls: time one poll in
   // about this many (0: every one); the others go to each entry's untimed_poll.
   uint32_t poll_interval = 0;
@@ -78,28 +80,46 @@ struct thread_state {
   const void* call_site;
   uint32_t polls_until_timed; // sampled polls: polls up to and including the next timed one
   uint32_t poll_random;       // xorshift state for the gaps between timed polls
+  // Noted by a Fortran binding's entry point (fortran_entries.cpp) for the C call the binding
+  // makes next: the program's return address, and the routine (-1: none noted).
+  const void* fortran_site;
+  int fortran_fid;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
-// Set by strata_host::replace_world: the application's MPI_COMM_WORLD is this communicator.
+// Set by strata_host::replace_world: the application's MPI_COMM_WORLD is world_replacement,
+// and the other modules' is modules_world (the tools' world: the application's processes);
+// only the replacing module's calls (its layer) still reach the real world.
 extern bool world_replaced STRATA_HIDDEN;
 extern MPI_Comm world_replacement STRATA_HIDDEN;
-inline MPI_Comm remap_comm(MPI_Comm comm) {
-  return comm == MPI_COMM_WORLD ? world_replacement : comm;
-}
+extern MPI_Comm modules_world STRATA_HIDDEN;
+extern int world_replacing_layer STRATA_HIDDEN;
 
+// The life cycle (lifecycle.cpp): the stack starts after the application's first MPI_Init or
+// MPI_Session_init and ends at its last MPI_Finalize or MPI_Session_finalize.
 void load_modules_once();
-void after_init();
+void after_init(int result);
 void before_finalize();
-void after_finalize();
+void after_finalize(int result);
+#if MPI_VERSION >= 4
+void after_session_init(int result, MPI_Session* session);
+void before_session_finalize(MPI_Session* session);
+void after_session_finalize(int result, MPI_Session* session);
+// With tool ranks taken out of the application's world: its "mpi://WORLD" group narrowed to
+// the application's processes (MPI_Group_from_session_pset's result).
+void narrow_world_pset(const char* pset_name, MPI_Group* group);
+#endif
 void* find_real(const char* name);
 // Resolves every real MPI function, once, from whichever thread calls first; safe before the
 // library's constructor has run and before MPI_Init.
 void resolve_real_once();
 // A real function the MPI library does not have: one line, then the process ends.
 [[noreturn]] void missing_real(const char* name);
+// The return address lies in one of the MPI library's own objects (its Fortran bindings
+// included): the call is the library's, not the program's.
+bool called_from_mpi_library(const void* return_address);
 
 template <typename R> inline void set_result(strata_event& ev, const R& r) {
   if constexpr (std::is_same_v<R, int>)
@@ -260,7 +280,7 @@ __attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r, b
     Decoder::exit(ev, scratch, args...);
   }
   for (int i = end - 1; i >= pos; --i) {
-    ts.layer = entries[i].layer;
+    ts.layer = entries[i].calls_layer;
     entries[i].untimed_poll(&ev, entries[i].state);
   }
   ts.layer = saved_layer;
@@ -298,7 +318,7 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   ev.t_enter_ns = now_ns();
   for (int i = pos; i < end; ++i) {
     if (entries[i].enter != nullptr) {
-      ts.layer = entries[i].layer;
+      ts.layer = entries[i].calls_layer;
       entries[i].enter(&ev, entries[i].state);
     }
   }
@@ -309,7 +329,7 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   Decoder::exit(ev, scratch, args...);
   for (int i = end - 1; i >= pos; --i) {
     if (entries[i].exit != nullptr) {
-      ts.layer = entries[i].layer;
+      ts.layer = entries[i].calls_layer;
       entries[i].exit(&ev, entries[i].state);
     }
   }
@@ -324,11 +344,32 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
   if (__builtin_expect(ts.in_real != 0, 0))
     return real(args...);
   if (ts.layer < 0) {
-    ts.call_site = return_address;
+    ts.call_site = python_sites::call_site(return_address);
+    if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
+      // A Fortran call in progress. The call its binding makes for the program takes the
+      // program's line as its site; the binding's other calls before it (a communicator's size
+      // for an array's length) are the library's own, and pass straight to MPI.
+      if (ts.fortran_fid == Decoder::fortran_fid) {
+        ts.call_site = ts.fortran_site;
+        ts.fortran_fid = -1;
+      } else if (called_from_mpi_library(return_address)) {
+        ++ts.in_real;
+        R r = real(args...);
+        --ts.in_real;
+        return r;
+      } else {
+        ts.fortran_fid = -1; // a note no call took (a binding that calls no C function)
+      }
+    }
     if constexpr (Decoder::has_comm) {
       if (__builtin_expect(world_replaced, false))
-        Decoder::remap_comms(args...);
+        Decoder::remap_comms(world_replacement, args...);
     }
+  } else if constexpr (Decoder::has_comm) {
+    // A module's call: patched PMPI tools and modules that use MPI_COMM_WORLD for their own
+    // traffic reach the application's processes only, not the tool ranks.
+    if (__builtin_expect(world_replaced, false) && ts.layer != world_replacing_layer)
+      Decoder::remap_comms(modules_world, args...);
   }
   return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
 }
@@ -402,7 +443,7 @@ template <typename... A> struct poll_frame {
 template <int F, typename Decoder, typename R, typename... A>
 __attribute__((noinline, cold)) R counted_poll_completed(const void* return_address, R r,
                                                          poll_frame<A...>& frame) {
-  tls.call_site = return_address;
+  tls.call_site = python_sites::call_site(return_address);
   const bool substituted = std::apply(
       [&](A&... args) { return Decoder::status_is(frame.stand_in, args...); }, frame.args);
   return std::apply(

@@ -155,7 +155,7 @@ std::string record_json(const job_totals& job) {
   jj["argv"] = split_nul(f.argv, sizeof(f.argv));
   jj["mpi_flavor"] = f.mpi_flavor;
   jj["mpi_library"] = f.mpi_library;
-  jj["language"] = f.fortran != 0 ? "Fortran" : "C/C++";
+  jj["language"] = f.fortran == 2 ? "Python" : f.fortran != 0 ? "Fortran" : "C/C++";
   jj["thread_level"] =
       f.thread_level >= 0 && f.thread_level < 4 ? thread_levels[f.thread_level] : "unknown";
   jj["pmpi_intercepted_by_application"] = f.pmpi_intercepted != 0;

@@ -136,8 +136,10 @@ class Chaining(StrataTestCase):
             "wrap_a wrap-out MPI_Send", "A exit MPI_Send", "wrap_b wrap-out MPI_Send"])
 
     def test_module_calls_go_below_it_only(self):
-        # wrap_a calls MPI_Comm_size inside its MPI_Barrier wrapper: B (below) sees it, A (above)
-        # does not. Each probe's own MPI_Allreduce at finalize is seen only by the probes below.
+        # wrap_a calls MPI_Comm_size inside its MPI_Barrier wrapper, as the call it passes on:
+        # B (below) sees it, A (above) does not. A probe's own MPI_Allreduce at finalize is its
+        # housekeeping: no other layer sees it, unless the module asks for its calls to be
+        # seen (probe_seen), and then only the layers below it do.
         tools = ",".join([probe(self.out, "A"), f"wrap_a:out={self.out}", probe(self.out, "B")])
         proc = strata_run(tools, [program("ring_c"), str(ITER)])
         self.assertRan(proc)
@@ -146,7 +148,14 @@ class Chaining(StrataTestCase):
         self.assertEqual(a["MPI_Comm_size"][0], 1)
         self.assertEqual(b["MPI_Comm_size"][0], 2)
         self.assertEqual(a["MPI_Allreduce"][0], 1)
-        self.assertEqual(b["MPI_Allreduce"][0], 2)
+        self.assertEqual(b["MPI_Allreduce"][0], 1)
+        seen = probe(self.out, "S").replace("probe:", "probe_seen:", 1)
+        tools = ",".join([probe(self.out, "A2"), seen, probe(self.out, "B2")])
+        proc = strata_run(tools, [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        for name, allreduces in (("A2", 1), ("S", 1), ("B2", 2)):
+            counts, _ = read_counts(os.path.join(self.out, f"{name}.0.counts"))
+            self.assertEqual(counts["MPI_Allreduce"][0], allreduces, name)
 
     def test_pcontrol_reaches_every_module(self):
         tools = ",".join([probe(self.out, "A"), "empty", probe(self.out, "B")])
@@ -207,8 +216,11 @@ class WorldReplacement(StrataTestCase):
                 # The even ring carries ranks 0 and 2 of the world, so its data differ from a
                 # plain 2-rank run only through the world-rank-independent ring pattern.
                 self.assertEqual(lines[0], native.stdout.strip())
-                counts, _ = read_counts(os.path.join(self.out, f"{prog}.3.counts"))
+                # The modules after it see the application's world too: two worlds of 2 ranks
+                # (whose files have the same names and figures).
+                counts, _ = read_counts(os.path.join(self.out, f"{prog}.1.counts"))
                 self.assertEqual(counts["MPI_Send"][0], ITER)
+                self.assertFalse(os.path.exists(os.path.join(self.out, f"{prog}.3.counts")))
 
 
 class Configuration(StrataTestCase):

@@ -73,8 +73,7 @@ struct profile_state {
   std::string key;
   int rank = 0;
   int world_size = 1;
-  // The application's world: MPI_COMM_WORLD, or the ranks the monitor module leaves to the
-  // application when it runs tool ranks beside them (its service "strata.app_world").
+  // The application's processes for the module's own traffic (strata_host::world).
   MPI_Comm world = MPI_COMM_WORLD;
   // STRATA_COUNTERS: counted for the thread that called MPI_Init, split in and out of MPI.
   counters::counter_set counters;
@@ -568,17 +567,9 @@ bool application_intercepts_pmpi() {
   return owner != nullptr && (owner->l_name == nullptr || owner->l_name[0] == '\0');
 }
 
-int fortran_callback(dl_phdr_info* info, size_t, void* found) {
-  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (std::strstr(name, "libmpi_mpifh") != nullptr ||
-      std::strstr(name, "libmpichfort") != nullptr ||
-      std::strstr(name, "libmpi_usempif08") != nullptr ||
-      std::strstr(name, "libgfortran") != nullptr)
-    *static_cast<bool*>(found) = true;
-  return 0;
-}
-
-void fill_facts(rank_header& h) {
+// The language is the one the program started MPI from (the core's "strata.init_language"):
+// a C++ program that links a Fortran library is still a C++ program.
+void fill_facts(rank_header& h, const strata_host& core) {
   h.uid = static_cast<uint32_t>(::getuid());
   h.pid = static_cast<uint32_t>(::getpid());
   passwd pw{};
@@ -609,9 +600,13 @@ void fill_facts(rank_header& h) {
   while (!v.empty() && (v.back() == '\n' || v.back() == '\0'))
     v.pop_back();
   copy_field(h.mpi_library, sizeof(h.mpi_library), v.substr(0, v.find('\n')));
-  bool fortran = false;
-  ::dl_iterate_phdr(fortran_callback, &fortran);
-  h.fortran = fortran ? 1 : 0;
+  const char* language = core.get_value("strata.init_language");
+  const bool fortran = language != nullptr && std::strcmp(language, "Fortran") == 0;
+  // mpi4py's programs: a CPython interpreter runs (whatever Fortran its modules load).
+  using python_running_fn = int (*)();
+  auto python_running =
+      reinterpret_cast<python_running_fn>(::dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  h.fortran = python_running != nullptr && python_running() != 0 ? 2 : fortran ? 1 : 0;
   h.pmpi_intercepted = application_intercepts_pmpi() ? 1 : 0;
 }
 
@@ -1077,8 +1072,10 @@ void on_mpi_ready(void* raw) {
 }
 
 void start_rank(profile_state* s) {
-  if (const void* app = s->host->lookup("strata.app_world", "MPI_Comm"))
-    s->world = *static_cast<const MPI_Comm*>(app);
+  // The application's processes, private to the tools (without the monitor's tool ranks; from
+  // the core's own session in a Sessions program).
+  if (const void* world = s->host->world())
+    s->world = *static_cast<const MPI_Comm*>(world);
   MPI_Comm_rank(s->world, &s->rank);
   MPI_Comm_size(s->world, &s->world_size);
   int level = MPI_THREAD_SINGLE;
@@ -1109,7 +1106,7 @@ void start_rank(profile_state* s) {
       s->host->log(s->self, problem.c_str());
 
   rank_header facts = *s->header;
-  fill_facts(facts);
+  fill_facts(facts, *s->host);
   copy_field(facts.job_id, sizeof(facts.job_id), id);
   facts.rank = s->rank;
   facts.world_size = s->world_size;

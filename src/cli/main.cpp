@@ -4,7 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/monitor_command.hpp"
 #include "site/commands.hpp"
-#include "web/commands.hpp"
+#include "site/web/commands.hpp"
 
 #include <strata/version.h>
 

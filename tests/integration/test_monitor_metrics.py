@@ -29,9 +29,9 @@ class MonitorMetrics(StrataTestCase):
 
     def test_latest_round_in_the_prometheus_format(self):
         rounds = os.path.join(self.out, "job42.jsonl")
-        proc = strata_run("monitor:bins=5:period=0.05", [program("monitor_app"), str(ITER)],
-                          ranks=P, extra=["--monitor-fanout", "2"],
-                          env=base_env(STRATA_MONITOR_OUT=rounds))
+        proc = strata_run("monitor:bins=5:period=0.05:fanout=2", [program("monitor_app"),
+                                                                  str(ITER)],
+                          ranks=P, env=base_env(STRATA_MONITOR_OUT=rounds))
         self.assertRan(proc)
         with open(rounds) as f:
             lines = [json.loads(line) for line in f]

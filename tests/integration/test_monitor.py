@@ -325,7 +325,8 @@ class MonitorWebView(StrataTestCase):
     def test_view_shows_the_rounds_as_they_come(self):
         self.assertIsNotNone(shutil.which("chromium"), "chromium is part of scripts/setup.sh")
         full = os.path.join(self.out, "job.jsonl")
-        proc = strata_run("monitor:bins=5:fanout=2", [program("monitor_app"), str(ITER)], ranks=P,
+        proc = strata_run("monitor:bins=5:fanout=2:policy=block", [program("monitor_app"), str(ITER)],
+                          ranks=P,
                           env=base_env(STRATA_MONITOR_OUT=full))
         self.assertRan(proc)
         with open(full) as f:

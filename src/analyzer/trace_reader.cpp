@@ -612,13 +612,18 @@ trace_reader::~trace_reader() {
 }
 
 uint64_t trace_reader::read_events(event_handler& handler) {
+  return read_events(handler, 0, static_cast<uint32_t>(defs_.location_ids.size()));
+}
+
+uint64_t trace_reader::read_events(event_handler& handler, uint32_t first, uint32_t last) {
   OTF2_Reader* reader = state_->reader;
+  last = std::min(last, static_cast<uint32_t>(defs_.location_ids.size()));
   const std::string& anchor = defs_.archive;
   auto fail = [&](const std::string& what) -> trace_error {
     return trace_error(anchor + ": " + what);
   };
-  for (uint64_t id : defs_.location_ids)
-    if (OTF2_Reader_SelectLocation(reader, id) != OTF2_SUCCESS)
+  for (uint32_t r = first; r < last; ++r)
+    if (const uint64_t id = defs_.location_ids[r]; OTF2_Reader_SelectLocation(reader, id) != OTF2_SUCCESS)
       throw fail("cannot select location " + std::to_string(id) + " (" +
                  otf2_reason(OTF2_ERROR_INVALID) + ")");
   // Local definitions carry the mappings from each location's references to the global ones
@@ -628,7 +633,7 @@ uint64_t trace_reader::read_events(event_handler& handler) {
   OTF2_ErrorCode rc = OTF2_Reader_OpenEvtFiles(reader);
   if (rc != OTF2_SUCCESS)
     throw fail("cannot open the event files (" + otf2_reason(rc) + ")");
-  for (size_t r = 0; r < defs_.location_ids.size(); ++r) {
+  for (size_t r = first; r < last; ++r) {
     const uint64_t id = defs_.location_ids[r];
     if (have_local_defs) {
       if (OTF2_DefReader* local = OTF2_Reader_GetDefReader(reader, id)) {
@@ -685,11 +690,11 @@ uint64_t trace_reader::read_events(event_handler& handler) {
   // An archive cut at a chunk boundary reads without error; the event counts its definitions
   // declare tell. (OTF2 counts every record read, also those without a callback here.)
   uint64_t declared = 0;
-  for (uint64_t n : defs_.declared_events)
-    declared += n;
+  for (uint32_t r = first; r < last; ++r)
+    declared += defs_.declared_events[r];
   if (read < declared) {
     std::string which;
-    for (size_t r = 0; r < state_->events_seen.size() && which.empty(); ++r)
+    for (size_t r = first; r < last && which.empty(); ++r)
       if (state_->events_seen[r] < defs_.declared_events[r])
         which = " (rank " + std::to_string(r) + " first)";
     throw fail("truncated: " + std::to_string(read) + " of the " + std::to_string(declared) +

@@ -100,6 +100,9 @@ public:
   // Streams all events in global time order into `handler`; returns the number of events read.
   // Throws trace_error when an event file is missing, truncated or corrupt.
   uint64_t read_events(event_handler& handler);
+  // The same for the ranks [first, last) only: OTF2 opens just their event files, so memory is
+  // their share's (one chunk per location).
+  uint64_t read_events(event_handler& handler, uint32_t first, uint32_t last);
 
   struct state;
 

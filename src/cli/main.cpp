@@ -176,9 +176,15 @@ int run_main(int argc, char** argv) {
 
   CLI::App* analyze = app.add_subcommand(
       "analyze", "event graph of an OTF2 trace: operations per level and call site, wait states");
-  std::string analyze_trace;
-  analyze->add_option("TRACE", analyze_trace, "OTF2 archive (directory or anchor file)")
+  strata::analyze::analyze_options analyze_options;
+  analyze->add_option("TRACE", analyze_options.trace, "OTF2 archive (directory or anchor file)")
       ->required();
+  analyze
+      ->add_option("-n,--np", analyze_options.processes,
+                   "analysis processes, started with mpirun (default: one, no launcher)")
+      ->check(CLI::Range(1, 1 << 24));
+  analyze->add_option("--mpi", analyze_options.mpi, "MPI implementation of the analysis processes")
+      ->check(CLI::IsMember({"openmpi", "mpich"}));
   bool analyze_json = false;
   bool analyze_csv = false;
   auto* json_flag = analyze->add_flag("--json", analyze_json, "JSON instead of text tables");
@@ -238,10 +244,10 @@ int run_main(int argc, char** argv) {
     return strata::bench::bench_command(bench_options);
   if (recover->parsed())
     return strata::cli::recover_command(recover_spools);
-  if (analyze->parsed())
-    return strata::analyze::analyze_command(analyze_trace, analyze_json  ? "json"
-                                                           : analyze_csv ? "csv"
-                                                                         : "text");
+  if (analyze->parsed()) {
+    analyze_options.format = analyze_json ? "json" : analyze_csv ? "csv" : "text";
+    return strata::analyze::analyze_command(analyze_options);
+  }
   if (trace_export->parsed())
     return strata::analyze::export_xml_command(export_trace, export_out);
   if (site->parsed())

@@ -1,0 +1,167 @@
+#include "analyzer/replay.hpp"
+
+#include "analyzer/partial.hpp"
+
+#include <climits>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace strata::analyze {
+namespace {
+
+struct comm_info {
+  MPI_Comm comm;
+  int size = 1, rank = 0;
+};
+
+// Every process learns whether any failed; process 0 gets the reason of the lowest-numbered one.
+bool agree(const comm_info& c, const std::string& mine, std::string& error) {
+  const int me = mine.empty() ? c.size : c.rank;
+  int first = c.size;
+  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, c.comm);
+  if (first == c.size)
+    return true;
+  if (first == 0) {
+    if (c.rank == 0)
+      error = mine;
+  } else if (c.rank == first) {
+    MPI_Send(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, 0, 0, c.comm);
+  } else if (c.rank == 0) {
+    MPI_Status status;
+    MPI_Probe(first, 0, c.comm, &status);
+    int length = 0;
+    MPI_Get_count(&status, MPI_CHAR, &length);
+    error.resize(static_cast<size_t>(length));
+    MPI_Recv(error.data(), length, MPI_CHAR, first, 0, c.comm, MPI_STATUS_IGNORE);
+  }
+  return false;
+}
+
+template <class F> bool step(const comm_info& c, std::string& error, F&& body) {
+  std::string mine;
+  try {
+    body();
+  } catch (const std::exception& e) {
+    mine = e.what();
+    if (mine.empty())
+      mine = "analysis failed";
+  }
+  return agree(c, mine, error);
+}
+
+// Each process's records for each other process, in order; what every process sent this one,
+// by sending process in turn.
+template <class T>
+std::vector<T> all_to_all(const comm_info& c, const std::vector<std::vector<T>>& out) {
+  const auto n = static_cast<size_t>(c.size);
+  std::vector<int> send_counts(n), recv_counts(n), send_at(n), recv_at(n);
+  std::vector<T> flat;
+  for (size_t p = 0; p < n; ++p) {
+    if (out[p].size() > INT_MAX || flat.size() > INT_MAX - out[p].size())
+      throw trace_error("more than 2^31 records for one analysis process");
+    send_at[p] = static_cast<int>(flat.size());
+    send_counts[p] = static_cast<int>(out[p].size());
+    flat.insert(flat.end(), out[p].begin(), out[p].end());
+  }
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, c.comm);
+  size_t total = 0;
+  for (size_t p = 0; p < n; ++p) {
+    recv_at[p] = static_cast<int>(total);
+    total += static_cast<size_t>(recv_counts[p]);
+  }
+  std::vector<T> in(total);
+  MPI_Datatype record = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &record);
+  MPI_Type_commit(&record);
+  MPI_Alltoallv(flat.data(), send_counts.data(), send_at.data(), record, in.data(),
+                recv_counts.data(), recv_at.data(), record, c.comm);
+  MPI_Type_free(&record);
+  return in;
+}
+
+// Every process's encoded partial result, at process 0.
+std::vector<std::vector<uint64_t>> gather_words(const comm_info& c,
+                                                const std::vector<uint64_t>& mine) {
+  if (mine.size() > INT_MAX)
+    throw trace_error("a partial analysis result too large to send");
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(c.rank == 0 ? static_cast<size_t>(c.size) : 0);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, c.comm);
+  std::vector<int> at(counts.size());
+  size_t total = 0;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    at[p] = static_cast<int>(total);
+    total += static_cast<size_t>(counts[p]);
+  }
+  std::vector<uint64_t> all(total);
+  MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), at.data(),
+              MPI_UINT64_T, 0, c.comm);
+  std::vector<std::vector<uint64_t>> out;
+  for (size_t p = 0; p < counts.size(); ++p)
+    out.emplace_back(all.begin() + at[p], all.begin() + at[p] + counts[p]);
+  return out;
+}
+
+} // namespace
+
+replay_result replay_trace(const std::string& path, MPI_Comm comm) {
+  comm_info c{comm};
+  MPI_Comm_size(comm, &c.size);
+  MPI_Comm_rank(comm, &c.rank);
+  replay_result result;
+  std::unique_ptr<trace_reader> reader;
+  if (!step(c, result.error, [&] { reader = std::make_unique<trace_reader>(path); }))
+    return result;
+  const definitions& defs = reader->defs();
+  const partition part{static_cast<uint32_t>(c.size), static_cast<uint32_t>(c.rank),
+                       static_cast<uint32_t>(defs.ranks())};
+  std::optional<analyzer> a;
+  uint64_t events = 0;
+  if (!step(c, result.error, [&] {
+        if (static_cast<size_t>(c.size) > defs.ranks())
+          throw trace_error(defs.archive + ": " + std::to_string(c.size) +
+                            " analysis processes for a trace of " + std::to_string(defs.ranks()) +
+                            " locations; use at most " + std::to_string(defs.ranks()));
+        a.emplace(defs, part);
+        events = reader->read_events(*a, part.first(part.self), part.first(part.self + 1));
+        a->close_ranks();
+      }))
+    return result;
+  // The sends and collective members each process holds for the others, then the late-receiver
+  // times back to the senders' processes.
+  std::vector<remote_send> sends = all_to_all(c, a->take_sends());
+  std::vector<remote_member> members = all_to_all(c, a->take_members());
+  if (!step(c, result.error, [&] {
+        a->receive_sends(sends.data(), sends.size());
+        a->receive_members(members.data(), members.size());
+      }))
+    return result;
+  sends = {};
+  members = {};
+  std::vector<remote_wait> waits = all_to_all(c, a->take_waits());
+  std::vector<uint64_t> words;
+  if (!step(c, result.error, [&] {
+        a->receive_waits(waits.data(), waits.size());
+        words = encode_partial(a->take_partial(events));
+      }))
+    return result;
+  a.reset();
+  std::vector<std::vector<uint64_t>> all = gather_words(c, words);
+  words = {};
+  if (!step(c, result.error, [&] {
+        if (c.rank != 0)
+          return;
+        std::vector<partial_result> parts;
+        for (const auto& w : all)
+          parts.push_back(decode_partial(w.data(), w.size()));
+        all = {};
+        result.rep = assemble_report(defs, parts);
+      }))
+    return result;
+  result.ok = true;
+  return result;
+}
+
+} // namespace strata::analyze

@@ -125,7 +125,10 @@ replay_result replay_trace(const std::string& path, MPI_Comm comm) {
                             " analysis processes for a trace of " + std::to_string(defs.ranks()) +
                             " locations; use at most " + std::to_string(defs.ranks()));
         a.emplace(defs, part);
-        events = reader->read_events(*a, part.first(part.self), part.first(part.self + 1));
+        result.first_rank = part.first(part.self);
+        result.last_rank = part.first(part.self + 1);
+        events = reader->read_events(*a, result.first_rank, result.last_rank);
+        result.events_read = events;
         a->close_ranks();
       }))
     return result;

@@ -17,6 +17,8 @@ struct replay_result {
   bool ok = false;
   std::string error; // at process 0: the first failing process's one-line reason
   report rep;        // at process 0, when ok
+  uint32_t first_rank = 0, last_rank = 0; // this process's share of the trace's ranks
+  uint64_t events_read = 0;               // by this process
 };
 
 // Called by every process of `comm`; returns on every process, also when the archive is damaged

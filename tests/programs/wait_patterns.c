@@ -41,13 +41,14 @@ static void patterns(MPI_Comm comm, int delay_ms) {
   if (rank != size - 1)
     busy_ms(delay_ms);
   MPI_Reduce(&rank, &sum, 1, MPI_INT, MPI_SUM, size - 1, comm);
-  /* Wildcards: rank 0 takes one message from every other rank, in whatever order they come. */
+  /* Wildcard sources: rank 0 takes one message from every other rank, in whatever order they
+   * come (the tag keeps them apart from the messages that follow). */
   if (rank == 0) {
     for (int i = 1; i < size; ++i)
-      MPI_Recv(buf, 8, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, MPI_STATUS_IGNORE);
+      MPI_Recv(buf, 8, MPI_INT, MPI_ANY_SOURCE, 10, comm, MPI_STATUS_IGNORE);
   } else {
     busy_ms(delay_ms * (size - rank) / size);
-    MPI_Send(buf, 8, MPI_INT, 0, 10 + rank, comm);
+    MPI_Send(buf, 8, MPI_INT, 0, 10, comm);
   }
   /* Out of order: rank 0 posts A then B (same source and tag) and completes B first. */
   if (rank == 0) {
@@ -62,7 +63,8 @@ static void patterns(MPI_Comm comm, int delay_ms) {
     MPI_Isend(buf, 8, MPI_INT, 0, 3, comm, &req[0]);
     busy_ms(delay_ms);
     MPI_Isend(buf + 8, 8, MPI_INT, 0, 3, comm, &req[1]);
-    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    MPI_Wait(&req[1], MPI_STATUS_IGNORE);
   }
   /* A ring of non-blocking exchanges completed with Waitany. */
   MPI_Request ring[2];

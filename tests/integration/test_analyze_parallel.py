@@ -88,6 +88,31 @@ class ParallelAnalysisOfRealTraces(AnalysisCase):
         self.assertGreater(report["messages"], 0)
         self.assertGreater(report["collectives"], 0)
 
+    def test_in_job_analysis_equals_post_mortem(self):
+        trace = os.path.join(self.out, "trace")
+        proc = strata_run("trace:analyze=1", [program("wait_patterns_c"), "10"], ranks=4,
+                          env=base_env(STRATA_TRACE_DIR=trace), timeout=LIMIT_S)
+        self.assertRan(proc)
+        # The time it added to MPI_Finalize is reported, and the archive is whole.
+        self.assertRegex(proc.stderr, r"strata: trace: analysis in .*analysis\.json .*"
+                                      r"[0-9.]+ s added to MPI_Finalize")
+        with open(os.path.join(trace, "analysis.json")) as f:
+            in_job = json.load(f)
+        self.assertEqual(in_job, self.serial(trace))
+        self.assertGreater(len(in_job["wait_states"]), 0)
+        text = self.bounded([STRATA, "analyze", trace], "the serial analysis")
+        with open(os.path.join(trace, "analysis.txt")) as f:
+            self.assertEqual(f.read(), text.stdout)
+
+    def test_in_job_analysis_over_its_limit_is_skipped_and_the_trace_kept(self):
+        trace = os.path.join(self.out, "trace")
+        proc = strata_run("trace:analyze=1:analyze_limit=0", [program("wait_patterns_c"), "1"],
+                          ranks=2, env=base_env(STRATA_TRACE_DIR=trace), timeout=LIMIT_S)
+        self.assertRan(proc)
+        self.assertIn("analysis skipped", proc.stderr)
+        self.assertFalse(os.path.exists(os.path.join(trace, "analysis.json")))
+        self.assertGreater(self.serial(trace)["messages"], 0)
+
 
 @unittest.skipUnless(os.path.exists(WORKER) and os.path.exists(GEN_TRACE),
                      "the analysis worker or gen_trace is not built")

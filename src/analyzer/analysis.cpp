@@ -396,7 +396,7 @@ struct analyzer::impl {
       return;
     }
     const uint64_t n = c.done[local]++;
-    const remote_member m{op.coll_comm, local, n,           op.enter,   t,
+    const remote_member m{op.coll_comm, local,     n,       op.enter,   t,
                           op.id,        op.region, op.site, op.coll_op, op.coll_root};
     const uint32_t to = owner(defs.comms[op.coll_comm].world_ranks[0]);
     if (to == part.self)
@@ -573,12 +573,12 @@ void analyzer::close_ranks() {
 }
 
 std::vector<std::vector<remote_send>> analyzer::take_sends() {
-  return std::exchange(impl_->out_sends, std::vector<std::vector<remote_send>>(
-                                             impl_->part.processes));
+  return std::exchange(impl_->out_sends,
+                       std::vector<std::vector<remote_send>>(impl_->part.processes));
 }
 std::vector<std::vector<remote_member>> analyzer::take_members() {
-  return std::exchange(impl_->out_members, std::vector<std::vector<remote_member>>(
-                                               impl_->part.processes));
+  return std::exchange(impl_->out_members,
+                       std::vector<std::vector<remote_member>>(impl_->part.processes));
 }
 std::vector<std::vector<remote_wait>> analyzer::take_waits() {
   return std::exchange(impl_->out_waits,

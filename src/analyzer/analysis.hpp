@@ -110,8 +110,7 @@ struct partition {
     return static_cast<uint32_t>(uint64_t{ranks} * process / processes);
   }
   [[nodiscard]] uint32_t owner(uint32_t rank) const {
-    return ranks == 0 ? 0
-                      : static_cast<uint32_t>(((uint64_t{rank} + 1) * processes - 1) / ranks);
+    return ranks == 0 ? 0 : static_cast<uint32_t>(((uint64_t{rank} + 1) * processes - 1) / ranks);
   }
 };
 

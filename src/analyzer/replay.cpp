@@ -2,6 +2,7 @@
 
 #include "analyzer/partial.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <exception>
 #include <memory>
@@ -96,17 +97,33 @@ std::vector<std::vector<uint64_t>> gather_words(const comm_info& c,
     total += static_cast<size_t>(counts[p]);
   }
   std::vector<uint64_t> all(total);
-  MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), at.data(),
-              MPI_UINT64_T, 0, c.comm);
+  MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), at.data(), MPI_UINT64_T,
+              0, c.comm);
   std::vector<std::vector<uint64_t>> out;
   for (size_t p = 0; p < counts.size(); ++p)
     out.emplace_back(all.begin() + at[p], all.begin() + at[p] + counts[p]);
   return out;
 }
 
+// Hands what crosses to other processes to them and takes theirs: sends and collective members,
+// then the late-receiver times of the sends matched here back to their processes.
+bool exchange_round(const comm_info& c, analyzer& a, std::string& error) {
+  std::vector<remote_send> sends = all_to_all(c, a.take_sends());
+  std::vector<remote_member> members = all_to_all(c, a.take_members());
+  if (!step(c, error, [&] {
+        a.receive_sends(sends.data(), sends.size());
+        a.receive_members(members.data(), members.size());
+      }))
+    return false;
+  sends = {};
+  members = {};
+  const std::vector<remote_wait> waits = all_to_all(c, a.take_waits());
+  return step(c, error, [&] { a.receive_waits(waits.data(), waits.size()); });
+}
+
 } // namespace
 
-replay_result replay_trace(const std::string& path, MPI_Comm comm) {
+replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batch) {
   comm_info c{comm};
   MPI_Comm_size(comm, &c.size);
   MPI_Comm_rank(comm, &c.rank);
@@ -118,7 +135,7 @@ replay_result replay_trace(const std::string& path, MPI_Comm comm) {
   const partition part{static_cast<uint32_t>(c.size), static_cast<uint32_t>(c.rank),
                        static_cast<uint32_t>(defs.ranks())};
   std::optional<analyzer> a;
-  uint64_t events = 0;
+  uint64_t share = 0; // the records this process's ranks declare
   if (!step(c, result.error, [&] {
         if (static_cast<size_t>(c.size) > defs.ranks())
           throw trace_error(defs.archive + ": " + std::to_string(c.size) +
@@ -127,28 +144,35 @@ replay_result replay_trace(const std::string& path, MPI_Comm comm) {
         a.emplace(defs, part);
         result.first_rank = part.first(part.self);
         result.last_rank = part.first(part.self + 1);
-        events = reader->read_events(*a, result.first_rank, result.last_rank);
-        result.events_read = events;
-        a->close_ranks();
+        for (uint32_t r = result.first_rank; r < result.last_rank; ++r)
+          share += defs.declared_events[r];
+        reader->open_events(*a, result.first_rank, result.last_rank);
       }))
     return result;
-  // The sends and collective members each process holds for the others, then the late-receiver
-  // times back to the senders' processes.
-  std::vector<remote_send> sends = all_to_all(c, a->take_sends());
-  std::vector<remote_member> members = all_to_all(c, a->take_members());
-  if (!step(c, result.error, [&] {
-        a->receive_sends(sends.data(), sends.size());
-        a->receive_members(members.data(), members.size());
-      }))
-    return result;
-  sends = {};
-  members = {};
-  std::vector<remote_wait> waits = all_to_all(c, a->take_waits());
+  // As many rounds as the largest share needs; each process reads its share's fraction in each.
+  uint64_t largest = 0;
+  MPI_Allreduce(&share, &largest, 1, MPI_UINT64_T, MPI_MAX, comm);
+  batch = std::max<uint64_t>(batch, 1);
+  const uint64_t rounds = std::max<uint64_t>(1, (largest + batch - 1) / batch);
+  const uint64_t per_round = std::max<uint64_t>(1, (share + rounds - 1) / rounds);
+  for (uint64_t round = 0; round < rounds; ++round) {
+    const bool last = round + 1 == rounds;
+    if (!step(c, result.error, [&] {
+          if (!last) {
+            reader->read_some(per_round);
+            return;
+          }
+          while (reader->read_some(UINT64_MAX) > 0) {
+          }
+          result.events_read = reader->close_events();
+          a->close_ranks();
+        }))
+      return result;
+    if (!exchange_round(c, *a, result.error))
+      return result;
+  }
   std::vector<uint64_t> words;
-  if (!step(c, result.error, [&] {
-        a->receive_waits(waits.data(), waits.size());
-        words = encode_partial(a->take_partial(events));
-      }))
+  if (!step(c, result.error, [&] { words = encode_partial(a->take_partial(result.events_read)); }))
     return result;
   a.reset();
   std::vector<std::vector<uint64_t>> all = gather_words(c, words);
@@ -157,6 +181,7 @@ replay_result replay_trace(const std::string& path, MPI_Comm comm) {
         if (c.rank != 0)
           return;
         std::vector<partial_result> parts;
+        parts.reserve(all.size());
         for (const auto& w : all)
           parts.push_back(decode_partial(w.data(), w.size()));
         all = {};

@@ -24,6 +24,11 @@ struct replay_result {
 // Called by every process of `comm`; returns on every process, also when the archive is damaged
 // (every process then has ok == false). Needs at most as many processes as the trace has
 // locations.
-replay_result replay_trace(const std::string& path, MPI_Comm comm);
+//
+// Each process reads its share in rounds of about `batch` records (the same number of rounds on
+// every process, so that all move through the trace's time together) and exchanges what crosses
+// to other processes after each, so what waits for a partner stays about one round's worth.
+inline constexpr uint64_t default_batch = uint64_t{1} << 20;
+replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batch = default_batch);
 
 } // namespace strata::analyze

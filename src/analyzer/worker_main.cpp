@@ -2,9 +2,11 @@
 // `strata analyze` runs it when started by a launcher (mpirun -np N strata analyze TRACE) or with
 // --np N; the `strata` command itself links no MPI.
 //
-//   strata-analyze [--json | --csv] [--stats] TRACE
+//   strata-analyze [--json | --csv] [--stats] [--batch N] TRACE
 //
 // --stats: each process writes one line of its own figures to stderr (the benchmark's).
+// --batch N: records each process reads between exchanges (default 1 Mi; the tests use small
+// ones to exercise many rounds).
 #include "analyzer/render.hpp"
 #include "analyzer/replay.hpp"
 
@@ -12,6 +14,7 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -32,6 +35,7 @@ int main(int argc, char** argv) {
   std::string trace;
   bool usage = false;
   bool stats = false;
+  uint64_t batch = strata::analyze::default_batch;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0)
       format = "json";
@@ -39,6 +43,8 @@ int main(int argc, char** argv) {
       format = "csv";
     else if (std::strcmp(argv[i], "--stats") == 0)
       stats = true;
+    else if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+      batch = std::strtoull(argv[++i], nullptr, 10);
     else if (argv[i][0] != '-' && trace.empty())
       trace = argv[i];
     else
@@ -46,13 +52,14 @@ int main(int argc, char** argv) {
   }
   if (usage || trace.empty()) {
     if (rank == 0)
-      std::fprintf(stderr, "usage: strata-analyze [--json | --csv] [--stats] TRACE\n");
+      std::fprintf(stderr, "usage: strata-analyze [--json | --csv] [--stats] [--batch N] TRACE\n");
     MPI_Finalize();
     return 2;
   }
   const double start = MPI_Wtime();
   const double cpu_start = cpu_seconds();
-  const strata::analyze::replay_result r = strata::analyze::replay_trace(trace, MPI_COMM_WORLD);
+  const strata::analyze::replay_result r =
+      strata::analyze::replay_trace(trace, MPI_COMM_WORLD, batch);
   if (stats) {
     const double cpu = cpu_seconds() - cpu_start;
     rusage self{};

@@ -124,6 +124,18 @@ class ParallelAnalysisOfSyntheticTraces(AnalysisCase):
         self.assertEqual(report["ranks"], 64)
         self.assertGreater(report["messages"], 0)
 
+    def test_many_exchange_rounds_give_the_same_report(self):
+        # Small rounds: the partners of a message or a collective are read in different rounds.
+        trace = os.path.join(self.out, "trace")
+        self.assertRan(run([GEN_TRACE, trace, "12", "60000"]))
+        reference = self.serial(trace)
+        for n, batch in ((2, 1000), (3, 777), (5, 50)):
+            with self.subTest(processes=n, batch=batch):
+                proc = self.bounded(mpirun(n) + [WORKER, "--json", "--batch", str(batch), trace],
+                                    f"mpirun -np {n} strata-analyze --batch {batch}")
+                self.assertRan(proc)
+                self.assertEqual(json.loads(proc.stdout), reference)
+
     def test_more_processes_than_locations_is_one_line(self):
         trace = os.path.join(self.out, "trace")
         self.assertRan(run([GEN_TRACE, trace, "2", "2000"]))

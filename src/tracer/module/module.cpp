@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <ctime>
 #include <fnmatch.h>
+#include <iterator>
 #include <string_view>
 #include <unistd.h>
 
@@ -153,14 +153,12 @@ const strata_option trace_options[] = {
      nullptr},
     {"prefault", "string", nullptr, "of it allocated and touched at MPI_Init (default 16M)",
      nullptr},
-    {"policy", "string", nullptr, "at the limit: stop recording, or ring (keep the last)",
-     nullptr},
+    {"policy", "string", nullptr, "at the limit: stop recording, or ring (keep the last)", nullptr},
     {"analyze", "string", nullptr,
      "1: analyse the archive at MPI_Finalize on the job's ranks (analysis.json and .txt in it)",
      nullptr},
     {"analyze_limit", "string", nullptr,
-     "skip that analysis when its estimated time exceeds this many seconds (default 60)",
-     nullptr},
+     "skip that analysis when its estimated time exceeds this many seconds (default 60)", nullptr},
 };
 const strata_module_options trace_option_list = {
     sizeof(strata_module_options), static_cast<int>(std::size(trace_options)), trace_options};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <ctime>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -15,7 +16,14 @@ namespace {
 struct comm_info {
   MPI_Comm comm;
   int size = 1, rank = 0;
+  double* work_cpu_s = nullptr; // where the CPU time of the steps' own work adds up
 };
+
+double process_cpu_s() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
 
 // Every process learns whether any failed; process 0 gets the reason of the lowest-numbered one.
 bool agree(const comm_info& c, const std::string& mine, std::string& error) {
@@ -42,6 +50,7 @@ bool agree(const comm_info& c, const std::string& mine, std::string& error) {
 
 template <class F> bool step(const comm_info& c, std::string& error, F&& body) {
   std::string mine;
+  const double start = process_cpu_s();
   try {
     body();
   } catch (const std::exception& e) {
@@ -49,6 +58,8 @@ template <class F> bool step(const comm_info& c, std::string& error, F&& body) {
     if (mine.empty())
       mine = "analysis failed";
   }
+  if (c.work_cpu_s != nullptr)
+    *c.work_cpu_s += process_cpu_s() - start;
   return agree(c, mine, error);
 }
 
@@ -124,10 +135,11 @@ bool exchange_round(const comm_info& c, analyzer& a, std::string& error) {
 } // namespace
 
 replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batch) {
+  replay_result result;
   comm_info c{comm};
   MPI_Comm_size(comm, &c.size);
   MPI_Comm_rank(comm, &c.rank);
-  replay_result result;
+  c.work_cpu_s = &result.work_cpu_s;
   std::unique_ptr<trace_reader> reader;
   if (!step(c, result.error, [&] { reader = std::make_unique<trace_reader>(path); }))
     return result;

@@ -19,6 +19,7 @@ struct replay_result {
   report rep;        // at process 0, when ok
   uint32_t first_rank = 0, last_rank = 0; // this process's share of the trace's ranks
   uint64_t events_read = 0;               // by this process
+  double work_cpu_s = 0; // this process's CPU time in its own work, not waiting in MPI
 };
 
 // Called by every process of `comm`; returns on every process, also when the archive is damaged

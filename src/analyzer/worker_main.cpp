@@ -66,9 +66,9 @@ int main(int argc, char** argv) {
     ::getrusage(RUSAGE_SELF, &self);
     std::fprintf(stderr,
                  "strata-analyze stats: process %d ranks %u-%u events %llu cpu_s %.4f "
-                 "peak_rss_kib %ld wall_s %.4f\n",
+                 "peak_rss_kib %ld wall_s %.4f work_cpu_s %.4f\n",
                  rank, r.first_rank, r.last_rank, static_cast<unsigned long long>(r.events_read),
-                 cpu, self.ru_maxrss, MPI_Wtime() - start);
+                 cpu, self.ru_maxrss, MPI_Wtime() - start, r.work_cpu_s);
   }
   if (rank == 0) {
     if (r.ok) {

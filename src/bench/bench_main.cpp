@@ -25,6 +25,7 @@
 //  - Every point gets the full sample, 4 MiB included: on two ranks a default run moves about
 //    15 GB per operation, seconds at shared-memory speed, so no shrinking was needed to stay
 //    within two minutes.
+#include "common/atomic_file.hpp"
 #include "stats/model_file.hpp"
 #include "stats/stats.hpp"
 
@@ -304,22 +305,13 @@ std::string host_name() {
   return name;
 }
 
-// tmp + rename, so that a reader (or an interrupted run) never sees half a file.
-bool write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    std::fprintf(stderr, "strata: error: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
-    return false;
-  }
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::fprintf(stderr, "strata: error: cannot write %s: %s\n", path.c_str(),
-                 std::strerror(errno));
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+// Whole or absent (common/atomic_file.hpp), so that a reader (or an interrupted run) never sees
+// half a file; with the permissions of any file the user writes (0666 less the umask).
+bool write_output(const std::string& path, const std::string& text) {
+  const std::string error = strata::common::write_atomically(path, text, 0666);
+  if (!error.empty())
+    std::fprintf(stderr, "strata: error: cannot write %s\n", error.c_str());
+  return error.empty();
 }
 
 // Latency and bandwidth of every measured operation from the minima at its largest process
@@ -446,7 +438,7 @@ int run_study(const options& o, MPI_Comm world, int world_size, double window_s)
                            {"accepted", pt.accepted}});
   }
   std::fflush(stdout);
-  return write_atomically(o.output, doc.dump(2) + "\n") ? 0 : 1;
+  return write_output(o.output, doc.dump(2) + "\n") ? 0 : 1;
 }
 
 int run_benchmark(const options& o, MPI_Comm world, int world_size, double window_s) {
@@ -505,7 +497,7 @@ int run_benchmark(const options& o, MPI_Comm world, int world_size, double windo
   auto save = [&](bool partial) {
     model.partial = partial;
     fit_routines(model);
-    return write_atomically(o.output, st::write_model(model));
+    return write_output(o.output, st::write_model(model));
   };
   std::int64_t last_save = now_ns();
   int stopped = 0;

@@ -1,5 +1,6 @@
 #include "profile/spool.hpp"
 
+#include "common/atomic_file.hpp"
 #include "profile/aggregate.hpp"
 #include "profile/rank_file.hpp"
 
@@ -9,55 +10,16 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
-#include <fcntl.h>
 #include <map>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace strata::profile {
-
-std::string write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0)
-    return tmp + ": " + std::strerror(errno);
-  std::string error;
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n <= 0) {
-      error = tmp + ": " + std::strerror(n < 0 ? errno : ENOSPC);
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 && error.empty())
-    error = tmp + ": " + std::strerror(errno);
-  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    error = path + ": " + std::strerror(errno);
-  if (!error.empty())
-    ::unlink(tmp.c_str());
-  return error;
-}
-
-bool make_writable_dir(const std::string& dir) {
-  if (dir.empty())
-    return false;
-  for (size_t i = 1; i <= dir.size(); ++i) {
-    if (i == dir.size() || dir[i] == '/') {
-      const std::string partial = dir.substr(0, i);
-      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-        return false;
-    }
-  }
-  return ::access(dir.c_str(), W_OK | X_OK) == 0;
-}
 
 spool_choice choose_spool(const char* configured, const std::string& install_default,
                           const char* home, unsigned uid) {
   const std::string wanted =
       configured != nullptr && configured[0] != '\0' ? configured : install_default;
-  if (make_writable_dir(wanted))
+  if (common::make_writable_dir(wanted))
     return {wanted, {}};
   const std::string why = std::strerror(errno == 0 ? EACCES : errno);
   std::vector<std::string> fallbacks;
@@ -65,7 +27,7 @@ spool_choice choose_spool(const char* configured, const std::string& install_def
     fallbacks.push_back(std::string(home) + "/.strata/spool");
   fallbacks.push_back("/tmp/strata-spool-" + std::to_string(uid));
   for (const std::string& f : fallbacks)
-    if (make_writable_dir(f))
+    if (common::make_writable_dir(f))
       return {f, "spool " + wanted + " is not writable (" + why + "); records go to " + f};
   return {{},
           "spool " + wanted + " is not writable (" + why + ") and neither is " + fallbacks.back() +
@@ -107,10 +69,10 @@ bool process_alive(const rank_header& h) {
 void quarantine(const std::string& spool, const std::string& file, const std::string& reason,
                 recovery& r) {
   const std::string dir = spool + "/quarantine";
-  make_writable_dir(dir);
+  common::make_writable_dir(dir);
   const std::string base = file.substr(file.rfind('/') + 1);
   if (::rename(file.c_str(), (dir + "/" + base).c_str()) == 0)
-    write_atomically(dir + "/" + base + ".reason", reason + "\n");
+    common::write_atomically(dir + "/" + base + ".reason", reason + "\n");
   r.problems.push_back(reason + " (moved to " + dir + ")");
 }
 
@@ -160,7 +122,7 @@ std::vector<recovery> recover_spool(const std::string& spool) {
     for (const rank_data& rank : ranks)
       add_rank(job, rank);
     const std::string path = spool + "/" + key + ".json";
-    if (std::string error = write_atomically(path, record_json(job)); !error.empty()) {
+    if (std::string error = common::write_atomically(path, record_json(job)); !error.empty()) {
       r.problems.push_back(error);
     } else {
       r.record_path = path;

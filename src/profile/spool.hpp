@@ -8,13 +8,6 @@
 
 namespace strata::profile {
 
-// Writes `text` to a temporary file next to `path` and renames it over `path`. Returns an
-// error message, empty on success.
-std::string write_atomically(const std::string& path, const std::string& text);
-
-// Creates the directory and its parents (0700) if needed; true when it is writable.
-bool make_writable_dir(const std::string& dir);
-
 struct spool_choice {
   std::string dir;     // empty when nothing at all can be written
   std::string message; // one line when the configured spool could not be used

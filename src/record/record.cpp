@@ -84,46 +84,6 @@ struct nlohmann_value {
   std::string describe() const { return record::describe(*v); }
 };
 
-// A JSON object whose "schema" is the one this code reads, checked before anything else so
-// that a newer document is not blamed for a missing field.
-std::optional<json> parse_document(std::string_view text, std::string_view schema,
-                                   std::string& error) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    error = "not JSON: the text is empty";
-    return std::nullopt;
-  }
-  json doc;
-  try {
-    doc = json::parse(text.data(), text.data() + text.size());
-  } catch (const json::parse_error& e) {
-    if (e.byte > text.size()) {
-      error = fmt::format("not JSON: the text ends early at byte {} (truncated?)", text.size());
-    } else {
-      const std::string_view before = text.substr(0, e.byte - 1);
-      const size_t line_start = before.rfind('\n'); // npos + 1 == 0 on the first line
-      error = fmt::format("not JSON: syntax error at byte {} (line {}, column {})", e.byte,
-                          1 + std::count(before.begin(), before.end(), '\n'),
-                          e.byte - (line_start + 1));
-    }
-    return std::nullopt;
-  } catch (const json::out_of_range&) {
-    // nlohmann refuses a float literal beyond double's range this way.
-    error = "not JSON: a number is out of range";
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    error = fmt::format("not JSON: {}", printable(e.what()));
-    return std::nullopt;
-  }
-  const auto it = doc.is_object() ? doc.find("schema") : doc.end();
-  if (!doc.is_object())
-    error = fmt::format("top level: expected an object, got {}", describe(doc));
-  else if (it == doc.end())
-    error = fmt::format("schema is missing (expected \"{}\")", schema);
-  else if (!it->is_string() || it->get<std::string>() != schema)
-    error = fmt::format("schema is {}, this Strata reads {}", describe(*it), schema);
-  return error.empty() ? std::optional(std::move(doc)) : std::nullopt;
-}
-
 template <typename T> std::optional<T> read_document(const json& doc, std::string& error) {
   reader<nlohmann_value> in;
   T out;
@@ -194,18 +154,6 @@ out_json write(const std::vector<routine>& routines) {
 
 } // namespace
 
-std::string detail::printable(std::string_view text, size_t limit) {
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    // Cut only at the start of a UTF-8 sequence so the message stays valid UTF-8.
-    if (out.size() >= limit && (byte & 0xC0) != 0x80)
-      return out + "...";
-    out += byte < 0x20 || byte == 0x7F ? fmt::format("\\x{:02x}", byte) : std::string(1, c);
-  }
-  return out;
-}
-
 std::string detail::range_error(const job_record& record) {
   const job_facts& job = record.job;
   if (job.ranks == 0)
@@ -257,7 +205,7 @@ std::string_view status_name(job_status status) {
 
 parse_result parse_record(std::string_view json_text) {
   parse_result result;
-  if (const auto doc = parse_document(json_text, record_schema, result.error))
+  if (const auto doc = common::parse_document(json_text, record_schema, describe, result.error))
     result.record = read_document<job_record>(*doc, result.error);
   if (result.record)
     result.error = detail::range_error(*result.record);
@@ -275,7 +223,7 @@ std::string to_json(const job_record& record) {
 
 model_parse_result parse_model(std::string_view json_text) {
   model_parse_result result;
-  if (const auto doc = parse_document(json_text, model_schema, result.error))
+  if (const auto doc = common::parse_document(json_text, model_schema, describe, result.error))
     result.model = read_document<machine_model>(*doc, result.error);
   // A zero bandwidth would make every transfer take forever.
   for (const auto& [name, m] : result.model ? result.model->routines : machine_model{}.routines)

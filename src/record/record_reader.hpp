@@ -3,6 +3,7 @@
 // parse_record_fast (simdjson) accept the same documents and build the same values.
 #pragma once
 
+#include "common/json_document.hpp"
 #include "record/record.hpp"
 
 #include <algorithm>
@@ -146,7 +147,7 @@ constexpr bool may_be_absent =
     std::same_as<T, estimate_flag>;
 
 // Record text can hold anything; messages must stay one printable line of bounded length.
-std::string printable(std::string_view text, size_t limit = 60);
+using common::printable;
 
 // Ranges that depend on other fields, checked once the types are known to be right; "" when
 // all is well.

@@ -1,5 +1,6 @@
 #include "site/ingest.hpp"
 
+#include "common/atomic_file.hpp"
 #include "profile/spool.hpp"
 #include "record/record.hpp"
 #include "record/record_fast.hpp"
@@ -129,7 +130,7 @@ void quarantine(const std::string& dir, const std::string& path, const std::stri
                 ingest_summary& s) {
   ++s.quarantined;
   const std::string base = path.substr(path.rfind('/') + 1);
-  if (!profile::make_writable_dir(dir)) {
+  if (!common::make_writable_dir(dir)) {
     s.problems.push_back(path + ": " + reason + "; left in the spool (cannot write " + dir + ")");
     return;
   }
@@ -139,7 +140,7 @@ void quarantine(const std::string& dir, const std::string& path, const std::stri
                          ")");
     return;
   }
-  profile::write_atomically(target + ".reason", reason + "\n");
+  common::write_atomically(target + ".reason", reason + "\n");
   s.problems.push_back(path + ": " + reason + " (moved to " + dir + ")");
 }
 

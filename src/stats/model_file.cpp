@@ -1,5 +1,7 @@
 #include "model_file.hpp"
 
+#include "common/json_document.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,23 +17,7 @@ using out_json = nlohmann::ordered_json; // keeps the documented key order for p
 
 constexpr double infinity = std::numeric_limits<double>::infinity();
 
-// Model text can hold anything; messages must stay one printable line of bounded length.
-std::string printable(std::string_view text, size_t limit = 60) {
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    // Cut only at the start of a UTF-8 sequence so the message stays valid UTF-8.
-    if (out.size() >= limit && (byte & 0xC0) != 0x80)
-      return out + "...";
-    if (byte < 0x20 || byte == 0x7F) {
-      constexpr char hex[] = "0123456789abcdef";
-      out += {'\\', 'x', hex[byte >> 4], hex[byte & 0xF]};
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+using common::printable;
 
 std::string describe(const json& value) {
   // Containers are only named: dump recurses, and nesting is what hostile input would use.
@@ -254,46 +240,6 @@ public:
   }
 };
 
-// The parsed document when it is a JSON object whose "schema" is the one this code reads,
-// checked first so that a newer document is not blamed for a missing field.
-std::optional<json> parse_document(std::string_view text, std::string& error) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    error = "not JSON: the text is empty";
-    return std::nullopt;
-  }
-  json doc;
-  try {
-    doc = json::parse(text.data(), text.data() + text.size());
-  } catch (const json::parse_error& e) {
-    if (e.byte > text.size()) {
-      error =
-          "not JSON: the text ends early at byte " + std::to_string(text.size()) + " (truncated?)";
-    } else {
-      const std::string_view before = text.substr(0, e.byte - 1);
-      const size_t line_start = before.rfind('\n'); // npos + 1 == 0 on the first line
-      error = "not JSON: syntax error at byte " + std::to_string(e.byte) + " (line " +
-              std::to_string(1 + std::count(before.begin(), before.end(), '\n')) + ", column " +
-              std::to_string(e.byte - (line_start + 1)) + ")";
-    }
-    return std::nullopt;
-  } catch (const json::out_of_range&) {
-    // nlohmann refuses a float literal beyond double's range this way.
-    error = "not JSON: a number is out of range";
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    error = "not JSON: " + printable(e.what());
-    return std::nullopt;
-  }
-  const auto it = doc.is_object() ? doc.find("schema") : doc.end();
-  if (!doc.is_object())
-    error = "top level: expected an object, got " + describe(doc);
-  else if (it == doc.end())
-    error = "schema is missing (expected \"" + std::string(model_file_schema) + "\")";
-  else if (!it->is_string() || it->get<std::string>() != model_file_schema)
-    error = "schema is " + describe(*it) + ", this Strata reads " + std::string(model_file_schema);
-  return error.empty() ? std::optional(std::move(doc)) : std::nullopt;
-}
-
 out_json write(const base_point& point) {
   return {{"p", point.p},
           {"b", point.b},
@@ -335,7 +281,8 @@ base_point make_point(std::uint64_t p, std::uint64_t b, const fit_result& fit) {
 
 model_read_result read_model(std::string_view json_text) {
   model_read_result result;
-  if (const auto doc = parse_document(json_text, result.error)) {
+  if (const auto doc =
+          common::parse_document(json_text, model_file_schema, describe, result.error)) {
     reader in;
     benchmark_model model;
     in.read(node{&*doc, ""}, model);

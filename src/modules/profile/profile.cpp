@@ -4,13 +4,14 @@
 // still leaves what it counted for `strata recover`.
 #include "profile_module.hpp"
 
+#include "common/atomic_file.hpp"
+#include "common/symbols.hpp"
 #include "config/config.hpp"
 #include "counters/counters.hpp"
 #include "profile/aggregate.hpp"
 #include "profile/packed_totals.hpp"
 #include "profile/rank_file.hpp"
 #include "profile/spool.hpp"
-#include "profile/symbols.hpp"
 #include "stats/model_file.hpp"
 #include "stats/stats.hpp"
 
@@ -629,7 +630,7 @@ std::string write_with_timeout(const std::string& path, const std::string& text,
   };
   auto result = std::make_shared<shared_result>();
   std::thread writer([result, path, text] {
-    std::string error = write_atomically(path, text);
+    std::string error = common::write_atomically(path, text);
     std::lock_guard<std::mutex> guard(result->lock);
     result->error = std::move(error);
     result->finished = true;
@@ -727,7 +728,7 @@ std::string callsite_lines(const profile_state& s) {
       addresses.push_back(callsite_address(s.callsites[i].key));
     }
   }
-  const std::vector<source_location> where = resolve_return_addresses(addresses);
+  const std::vector<common::source_location> where = common::resolve_return_addresses(addresses);
   for (size_t i = 0; i < used.size(); ++i) {
     const int fid = callsite_function(used[i]->key);
     if (fid < 0 || fid >= static_cast<int>(s.names.size()))

@@ -12,7 +12,7 @@
 #include <strata/module.h>
 #include <strata/zmpi.h>
 
-#include "profile/symbols.hpp"
+#include "common/symbols.hpp"
 #include "trace/buffer.hpp"
 #include "trace/clock.hpp"
 #include "trace/options.hpp"
@@ -775,8 +775,8 @@ local_index collect_local(trace_state* s) {
       addresses.push_back(r.call_site);
   });
   li.defs.user_regions = s->region_names;
-  const std::vector<profile::source_location> places =
-      profile::resolve_return_addresses(addresses, "strata/annotate.h");
+  const std::vector<common::source_location> places =
+      common::resolve_return_addresses(addresses, "strata/annotate.h");
   std::map<std::pair<std::string, int>, int32_t> site_index;
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (places[i].line <= 0)

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace strata::profile {
+namespace strata::common {
 
 struct source_location {
   std::string file;     // source file (basename-free path as in the debug info), or the module
@@ -20,4 +20,4 @@ struct source_location {
 std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t>& addresses,
                                                       const char* inlined_from = nullptr);
 
-} // namespace strata::profile
+} // namespace strata::common

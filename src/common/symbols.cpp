@@ -1,4 +1,4 @@
-#include "profile/symbols.hpp"
+#include "common/symbols.hpp"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace strata::profile {
+namespace strata::common {
 
 namespace {
 
@@ -112,4 +112,4 @@ std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t
   return out;
 }
 
-} // namespace strata::profile
+} // namespace strata::common

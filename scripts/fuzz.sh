@@ -9,9 +9,9 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Isrc/patch/i
 clang++-14 "${flags[@]}" src/config/config.cpp fuzz/config_fuzz.cpp -o "$out/config_fuzz"
 clang++-14 "${flags[@]}" src/patch/patch.cpp fuzz/patch_fuzz.cpp -lelf -o "$out/patch_fuzz"
 clang++-14 "${flags[@]}" src/record/record.cpp src/record/render.cpp src/record/record_fast.cpp \
-  src/common/json_document.cpp fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
-clang++-14 "${flags[@]}" src/stats/stats.cpp src/stats/model_file.cpp src/common/json_document.cpp \
-  fuzz/model_fuzz.cpp -o "$out/model_fuzz"
+  src/model/model_file.cpp src/common/json_document.cpp fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
+clang++-14 "${flags[@]}" src/model/stats.cpp src/model/grid.cpp src/model/model_file.cpp \
+  src/common/json_document.cpp fuzz/model_fuzz.cpp -o "$out/model_fuzz"
 clang++-14 "${flags[@]}" src/profile/rank_file.cpp src/profile/aggregate.cpp \
   src/profile/packed_totals.cpp fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
 clang++-14 "${flags[@]}" src/analyze/trace_reader.cpp src/analyze/analysis.cpp \

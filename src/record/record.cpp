@@ -221,21 +221,7 @@ std::string to_json(const job_record& record) {
   return doc.dump(2, ' ', false, out_json::error_handler_t::replace) + "\n";
 }
 
-model_parse_result parse_model(std::string_view json_text) {
-  model_parse_result result;
-  if (const auto doc = common::parse_document(json_text, model_schema, describe, result.error))
-    result.model = read_document<machine_model>(*doc, result.error);
-  // A zero bandwidth would make every transfer take forever.
-  for (const auto& [name, m] : result.model ? result.model->routines : machine_model{}.routines)
-    if (m.bytes_per_s <= 0 && result.error.empty())
-      result.error = fmt::format("{}.bytes_per_s: expected a positive number, got {}",
-                                 "routines." + detail::printable(name), m.bytes_per_s);
-  if (!result.error.empty())
-    result.model.reset();
-  return result;
-}
-
-time_split split_time(const routine& measured, const routine_model& model) {
+time_split split_time(const routine& measured, const model::routine_cost& model) {
   const double time = std::max(0.0, measured.time_s);
   time_split split;
   split.latency_s = std::clamp(static_cast<double>(measured.calls) * model.latency_s, 0.0, time);

@@ -1,9 +1,11 @@
 // The job record (schema strata.job/1, docs/job-record.md) as typed data, with a reader that
-// never throws and a writer that round-trips with it; and the machine model that splits a
-// routine's time into latency, transfer and synchronisation parts (Rabenseifner's estimate:
-// latency from calls, transfer from bytes, synchronisation is what is left of the time).
-// No MPI here: `strata report` reads records long after the job is gone.
+// never throws and a writer that round-trips with it; and the split of a routine's time by the
+// machine model (model/model_file.hpp) into latency, transfer and synchronisation parts
+// (Rabenseifner's estimate: latency from calls, transfer from bytes, synchronisation is what is
+// left of the time). No MPI here: `strata report` reads records long after the job is gone.
 #pragma once
+
+#include "model/model_file.hpp"
 
 #include <cstdint>
 #include <map>
@@ -15,7 +17,6 @@
 namespace strata::record {
 
 inline constexpr std::string_view record_schema = "strata.job/1";
-inline constexpr std::string_view model_schema = "strata.model/1";
 
 enum class job_status { finalized, aborted, signal, exit };
 
@@ -146,25 +147,6 @@ std::string to_json(const job_record& record);
 
 std::string_view status_name(job_status status);
 
-// Benchmark figures for one routine on one machine.
-struct routine_model {
-  double latency_s = 0;   // cost of one call that moves no data
-  double bytes_per_s = 0; // against routine::bytes()
-};
-
-struct machine_model {
-  std::map<std::string, routine_model> routines;
-};
-
-struct model_parse_result {
-  std::optional<machine_model> model;
-  std::string error;
-  bool ok() const { return model.has_value(); }
-};
-
-// {"schema":"strata.model/1","routines":{"MPI_Send":{"latency_s":1.5e-6,"bytes_per_s":5e9}}}
-model_parse_result parse_model(std::string_view json_text);
-
 struct time_split {
   double latency_s = 0, transfer_s = 0, sync_s = 0;
 };
@@ -172,6 +154,6 @@ struct time_split {
 // Latency = calls * latency_s and transfer = bytes / bytes_per_s, clipped (latency first, as
 // every call pays it) so that the parts never exceed the measured time; synchronisation is
 // the rest. The three always sum to routine::time_s.
-time_split split_time(const routine& measured, const routine_model& model);
+time_split split_time(const routine& measured, const model::routine_cost& model);
 
 } // namespace strata::record

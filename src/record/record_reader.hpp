@@ -121,15 +121,6 @@ template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& v
   visit("callsites", s.callsites);
 }
 
-template <either_const<routine_model> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("latency_s", s.latency_s);
-  visit("bytes_per_s", s.bytes_per_s);
-}
-
-template <either_const<machine_model> S, typename Visit> void fields(S& s, Visit& visit) {
-  visit("routines", s.routines);
-}
-
 struct ignore_fields {
   template <typename T> void operator()(std::string_view, T&) const {}
 };

@@ -76,8 +76,8 @@ void expect_in_order(const std::string& text, const std::vector<std::string>& ne
   }
 }
 
-machine_model send_model() {
-  machine_model model;
+strata::model::machine_model send_model() {
+  strata::model::machine_model model;
   model.routines["MPI_Send"] = {1.5e-6, 5e9};
   return model;
 }
@@ -293,25 +293,6 @@ TEST(SplitTime, ClipsEstimatesLargerThanTheTime) {
   EXPECT_DOUBLE_EQ(split.sync_s, 0);
 }
 
-TEST(ParseModel, ReadsRoutinesAndNamesProblems) {
-  const auto model = parse_model(
-      R"({"schema":"strata.model/1","routines":{"MPI_Send":{"latency_s":1.5e-6,"bytes_per_s":5e9}}})");
-  ASSERT_TRUE(model.ok()) << model.error;
-  EXPECT_DOUBLE_EQ(model.model->routines.at("MPI_Send").latency_s, 1.5e-6);
-  EXPECT_DOUBLE_EQ(model.model->routines.at("MPI_Send").bytes_per_s, 5e9);
-  EXPECT_EQ(parse_model(R"({"schema":"strata.job/1"})").error,
-            "schema is \"strata.job/1\", this Strata reads strata.model/1");
-  EXPECT_EQ(parse_model(R"({"schema":"strata.model/1","routines":{"MPI_Send":{"latency_s":1,
-            "bytes_per_s":0}}})")
-                .error,
-            "routines.MPI_Send.bytes_per_s: expected a positive number, got 0");
-  EXPECT_EQ(parse_model(R"({"schema":"strata.model/1","routines":{"MPI_Send":{"latency_s":"1us",
-            "bytes_per_s":1}}})")
-                .error,
-            "routines.MPI_Send.latency_s: expected a non-negative number, got \"1us\"");
-  EXPECT_EQ(parse_model(R"({"schema":"strata.model/1"})").error, "routines is missing");
-}
-
 TEST(RenderText, HeadlineCountersRoutinesAndHistograms) {
   const std::string text = render(sample(), report_format::text, nullptr);
   expect_in_order(text, {"MPI time", "11.8 %", "min 9.4 % on rank 2", "max 14.6 % on rank 3",
@@ -338,7 +319,7 @@ TEST(RenderText, HeadlineCountersRoutinesAndHistograms) {
 }
 
 TEST(RenderText, ModelAddsTheEstimateColumns) {
-  const machine_model model = send_model();
+  const strata::model::machine_model model = send_model();
   const std::string text = render(sample(), report_format::text, &model);
   // 4000 x 1.5 us latency, 1596000 B at 5 GB/s, the rest of 0.81 s waiting.
   expect_in_order(table_line(text, "MPI_Send"), {"6 ms", "319 us", "804 ms"});
@@ -402,7 +383,7 @@ TEST(RenderJson, IsTheNormalisedRecord) {
 
 TEST(RenderCsv, OneQuotedRowPerRoutineInTimeOrder) {
   job_record record = sample();
-  const machine_model model = send_model();
+  const strata::model::machine_model model = send_model();
   const std::string csv = render(record, report_format::csv, &model);
   EXPECT_EQ(csv.substr(0, csv.find("\r\n")),
             "routine,calls,time_s,percent_of_mpi,us_per_call,bytes_sent,bytes_received,"
@@ -433,7 +414,7 @@ TEST(RenderHtml, EscapesEveryStringFromTheRecord) {
   record.job.counters[hostile] = {hostile, 1, 2};
   record.routines.back().name = hostile;  // MPI_Wait, which has no histogram
   record.routines.front().name = hostile; // MPI_Allreduce, which has both histograms
-  const machine_model model = send_model();
+  const strata::model::machine_model model = send_model();
   const std::string html = render(record, report_format::html, &model);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("alert('x')"), std::string::npos);

@@ -66,7 +66,7 @@ bool brackets_the_run(const std::string& name) {
   return name == "MPI_Init" || name == "MPI_Init_thread" || name == "MPI_Finalize";
 }
 
-std::vector<routine_row> routine_rows(const job_record& record, const machine_model* model) {
+std::vector<routine_row> routine_rows(const job_record& record, const model::machine_model* model) {
   // Percentages are of the routines' own sum (MPI time) so that the column adds up to 100.
   double total = 0;
   for (const routine& r : record.routines)
@@ -301,7 +301,7 @@ table callsite_table(const job_record& record) {
   return t;
 }
 
-std::vector<section> sections(const job_record& record, const machine_model* model) {
+std::vector<section> sections(const job_record& record, const model::machine_model* model) {
   const auto rows = routine_rows(record, model);
   std::vector<section> out = {{"Strata job report", false, headline(record.job), ""}};
   if (!record.job.counters.empty())
@@ -387,7 +387,7 @@ std::string csv_field(std::string_view text) {
   return out + "\"";
 }
 
-std::string render_csv(const job_record& record, const machine_model* model) {
+std::string render_csv(const job_record& record, const model::machine_model* model) {
   std::string out = "routine,calls,time_s,percent_of_mpi,us_per_call,bytes_sent,bytes_received,"
                     "bytes_per_call,min_s,max_s,imbalance,imbalance_rank";
   out += model != nullptr ? ",latency_s,transfer_s,sync_s\r\n" : "\r\n";
@@ -472,6 +472,11 @@ bool load(const std::string& path, Result (*parse)(std::string_view), Result& re
   return result.ok();
 }
 
+// The estimate needs the model's "routines" alone.
+model::model_read_result read_routine_costs(std::string_view text) {
+  return model::read_model(text, model::model_parts::routines);
+}
+
 } // namespace
 
 std::optional<report_format> parse_format(std::string_view name) {
@@ -481,7 +486,8 @@ std::optional<report_format> parse_format(std::string_view name) {
   return static_cast<report_format>(found - format_names.begin());
 }
 
-std::string render(const job_record& record, report_format format, const machine_model* model) {
+std::string render(const job_record& record, report_format format,
+                   const model::machine_model* model) {
   switch (format) {
   case report_format::json:
     return to_json(record);
@@ -504,9 +510,9 @@ int report_main(const std::string& record_path, const std::string& format,
     return 2;
   }
   parse_result record;
-  model_parse_result model;
+  model::model_read_result model;
   if (!load(record_path, parse_record, record, error) ||
-      (!model_path.empty() && !load(model_path, parse_model, model, error)))
+      (!model_path.empty() && !load(model_path, read_routine_costs, model, error)))
     return 2;
   output = render(*record.record, *chosen, model.ok() ? &*model.model : nullptr);
   return 0;

@@ -21,7 +21,7 @@ std::optional<report_format> parse_format(std::string_view name);
 // made safe for the format: control characters escaped in text, HTML-escaped in html,
 // RFC 4180 quoting in csv.
 std::string render(const job_record& record, report_format format,
-                   const machine_model* model = nullptr);
+                   const model::machine_model* model = nullptr);
 
 // Text made safe inside HTML elements and quoted attributes: & < > " ' as entities, control
 // characters other than newline and tab as numeric references. Shared by every HTML page Strata

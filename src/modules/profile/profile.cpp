@@ -8,12 +8,13 @@
 #include "common/symbols.hpp"
 #include "config/config.hpp"
 #include "counters/counters.hpp"
+#include "model/grid.hpp"
+#include "model/model_file.hpp"
+#include "model/stats.hpp"
 #include "profile/aggregate.hpp"
 #include "profile/packed_totals.hpp"
 #include "profile/rank_file.hpp"
 #include "profile/spool.hpp"
-#include "stats/model_file.hpp"
-#include "stats/stats.hpp"
 
 #include <mpi.h>
 #include <strata/module.h>
@@ -963,12 +964,12 @@ std::string load_machine_model(profile_state& s) {
   std::string text;
   if (!config::read_file(path, text))
     return std::string("STRATA_MODEL: cannot read ") + path;
-  const stats::model_read_result model = stats::read_model(text);
-  if (!model.ok())
-    return std::string("STRATA_MODEL: ") + path + ": " + model.error;
+  const model::model_read_result read = model::read_model(text);
+  if (!read.ok())
+    return std::string("STRATA_MODEL: ") + path + ": " + read.error;
   std::map<std::string, int> index;
-  for (const auto& [op, points] : model.model->operations) {
-    stats::table_result table = stats::build_table(*model.model, op);
+  for (const auto& [op, points] : read.model->operations) {
+    model::table_result table = model::build_table(*read.model, op);
     if (!table.ok())
       return std::string("STRATA_MODEL: ") + path + ": " + table.error;
     index[op] = static_cast<int>(s.tables.size());

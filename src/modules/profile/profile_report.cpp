@@ -12,14 +12,15 @@ std::string render_user_report(const std::string& record_json) {
   const record::parse_result parsed = record::parse_record(record_json);
   if (!parsed.ok())
     return "strata profile: cannot render the report: " + parsed.error + "\n";
-  std::optional<record::machine_model> model;
+  std::optional<strata::model::machine_model> model;
   std::string problem;
   if (const char* path = std::getenv("STRATA_MODEL"); path != nullptr && path[0] != '\0') {
     std::string text;
     if (!config::read_file(path, text)) {
       problem = std::string("STRATA_MODEL: cannot read ") + path + "\n";
     } else {
-      record::model_parse_result m = record::parse_model(text);
+      strata::model::model_read_result m =
+          strata::model::read_model(text, strata::model::model_parts::routines);
       if (m.ok())
         model = std::move(m.model);
       else

@@ -1,7 +1,7 @@
-#include "bench/bench_command.hpp"
+#include "model/bench_command.hpp"
 
 #include "launch/launch.hpp"
-#include "stats/model_file.hpp"
+#include "model/model_file.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,7 +41,7 @@ bool model_is_partial(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  const stats::model_read_result read = stats::read_model(text.str());
+  const model::model_read_result read = model::read_model(text.str());
   return read.ok() && read.model->partial;
 }
 

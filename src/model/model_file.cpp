@@ -1,4 +1,4 @@
-#include "model_file.hpp"
+#include "model/model_file.hpp"
 
 #include "common/json_document.hpp"
 
@@ -9,7 +9,7 @@
 #include <set>
 #include <utility>
 
-namespace strata::stats {
+namespace strata::model {
 namespace {
 
 using json = nlohmann::json;
@@ -158,7 +158,7 @@ public:
     get(at, "timer_resolution_s", out.timer_resolution_s, positive);
   }
 
-  void read(const node& at, routine_estimate& out) {
+  void read(const node& at, routine_cost& out) {
     if (!object(at))
       return;
     get(at, "latency_s", out.latency_s, non_negative);
@@ -228,7 +228,12 @@ public:
     }
   }
 
-  void read(const node& root, benchmark_model& out) {
+  void read(const node& root, machine_model& out, model_parts needed) {
+    if (needed == model_parts::routines) {
+      if (const auto routines = child(root, "routines"))
+        read(*routines, out.routines);
+      return;
+    }
     if (const auto machine = child(root, "machine"))
       read(*machine, out.machine);
     if (const auto routines = child(root, "routines"))
@@ -260,32 +265,13 @@ out_json write(const base_point& point) {
 
 } // namespace
 
-base_point make_point(std::uint64_t p, std::uint64_t b, const fit_result& fit) {
-  const summary& s = fit.sample;
-  return {p,
-          b,
-          s.n,
-          s.min,
-          s.mean,
-          s.median,
-          s.max,
-          fit.model.empty() ? "none" : fit.model,
-          fit.parameter,
-          fit.window_s,
-          fit.chi2,
-          static_cast<std::uint64_t>(std::max(fit.dof, 0)),
-          fit.p_value,
-          fit.accepted,
-          fit.t_max};
-}
-
-model_read_result read_model(std::string_view json_text) {
+model_read_result read_model(std::string_view json_text, model_parts needed) {
   model_read_result result;
   if (const auto doc =
           common::parse_document(json_text, model_file_schema, describe, result.error)) {
     reader in;
-    benchmark_model model;
-    in.read(node{&*doc, ""}, model);
+    machine_model model;
+    in.read(node{&*doc, ""}, model, needed);
     result.error = std::move(in.error);
     if (result.error.empty())
       result.model = std::move(model);
@@ -293,7 +279,7 @@ model_read_result read_model(std::string_view json_text) {
   return result;
 }
 
-std::string write_model(const benchmark_model& model) {
+std::string write_model(const machine_model& model) {
   out_json doc = {{"schema", model_file_schema}};
   doc["machine"] = {{"host", model.machine.host},
                     {"mpi", model.machine.mpi},
@@ -315,40 +301,4 @@ std::string write_model(const benchmark_model& model) {
   return doc.dump(2, ' ', false, out_json::error_handler_t::replace) + "\n";
 }
 
-table_result build_table(const benchmark_model& model, const std::string& operation) {
-  table_result out;
-  const std::string at = "operations." + printable(operation);
-  const auto found = model.operations.find(operation);
-  if (found == model.operations.end()) {
-    out.error = "operations: no " + printable(operation);
-    return out;
-  }
-  const std::vector<base_point>& points = found->second;
-  std::set<std::uint64_t> p_set, b_set;
-  for (const base_point& point : points) {
-    p_set.insert(point.p);
-    b_set.insert(point.b);
-  }
-  // Checked before allocating: hostile input could name a huge sparse grid.
-  if (points.empty() || p_set.size() * b_set.size() != points.size()) {
-    out.error = at + ".points: expected one point per (p, b) of a full grid, got " +
-                std::to_string(points.size()) + " points over " + std::to_string(p_set.size()) +
-                " p and " + std::to_string(b_set.size()) + " b values";
-    return out;
-  }
-  const std::vector<std::uint64_t> ps(p_set.begin(), p_set.end()), bs(b_set.begin(), b_set.end());
-  std::vector<double> values(points.size(), std::numeric_limits<double>::quiet_NaN());
-  for (const base_point& point : points) {
-    const auto i = std::lower_bound(ps.begin(), ps.end(), point.p) - ps.begin();
-    const auto j = std::lower_bound(bs.begin(), bs.end(), point.b) - bs.begin();
-    values[static_cast<size_t>(i) * bs.size() + static_cast<size_t>(j)] = point.t_max_s;
-  }
-  out.table =
-      interpolation_table::create(std::vector<double>(ps.begin(), ps.end()),
-                                  std::vector<double>(bs.begin(), bs.end()), std::move(values));
-  if (!out.table)
-    out.error = at + ".points: expected one point per (p, b) and finite t_max_s values";
-  return out;
-}
-
-} // namespace strata::stats
+} // namespace strata::model

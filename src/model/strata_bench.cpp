@@ -26,8 +26,9 @@
 //    15 GB per operation, seconds at shared-memory speed, so no shrinking was needed to stay
 //    within two minutes.
 #include "common/atomic_file.hpp"
-#include "stats/model_file.hpp"
-#include "stats/stats.hpp"
+#include "model/grid.hpp"
+#include "model/model_file.hpp"
+#include "model/stats.hpp"
 
 #include <mpi.h>
 
@@ -316,16 +317,16 @@ bool write_output(const std::string& path, const std::string& text) {
 
 // Latency and bandwidth of every measured operation from the minima at its largest process
 // count: the run's own job size, and the minimum is what the hardware can do.
-void fit_routines(st::benchmark_model& model) {
+void fit_routines(strata::model::machine_model& model) {
   model.routines.clear();
   for (const auto& [name, points] : model.operations) {
     if (points.empty())
       continue;
     std::uint64_t top = 0;
-    for (const st::base_point& pt : points)
+    for (const strata::model::base_point& pt : points)
       top = std::max(top, pt.p);
     std::vector<std::pair<double, double>> line;
-    for (const st::base_point& pt : points)
+    for (const strata::model::base_point& pt : points)
       if (pt.p == top)
         line.emplace_back(static_cast<double>(pt.b), pt.min_s);
     const st::line_fit fit = st::fit_latency_bandwidth(line);
@@ -423,7 +424,8 @@ int run_study(const options& o, MPI_Comm world, int world_size, double window_s)
       std::fprintf(stderr, "strata: warning: n=%d: %s\n", n, fit.message.c_str());
       continue;
     }
-    const st::base_point pt = st::make_point(static_cast<std::uint64_t>(p), b, fit);
+    const strata::model::base_point pt =
+        strata::model::make_point(static_cast<std::uint64_t>(p), b, fit);
     std::printf("%8d %14.9f %14.9f %12s %10.2f %5llu %9s\n", n, pt.min_s, pt.t_max_s,
                 pt.model.c_str(), pt.chi2, static_cast<unsigned long long>(pt.dof),
                 pt.accepted ? "yes" : "no");
@@ -483,7 +485,7 @@ int run_benchmark(const options& o, MPI_Comm world, int world_size, double windo
   buf.recv.assign(buf.send.size(), 0);
   buf.counts.assign(static_cast<size_t>(world_size), 0);
 
-  st::benchmark_model model;
+  strata::model::machine_model model;
   model.machine = {host_name(), mpi_library(), static_cast<std::uint64_t>(world_size), iso_now(),
                    window_s};
   model.quantile = o.quantile;
@@ -497,7 +499,7 @@ int run_benchmark(const options& o, MPI_Comm world, int world_size, double windo
   auto save = [&](bool partial) {
     model.partial = partial;
     fit_routines(model);
-    return write_output(o.output, st::write_model(model));
+    return write_output(o.output, strata::model::write_model(model));
   };
   std::int64_t last_save = now_ns();
   int stopped = 0;
@@ -530,7 +532,7 @@ int run_benchmark(const options& o, MPI_Comm world, int world_size, double windo
                        fit.message.c_str());
           continue;
         }
-        model.operations[item.op->name].push_back(st::make_point(p, b, fit));
+        model.operations[item.op->name].push_back(strata::model::make_point(p, b, fit));
         // A checkpoint now and then keeps a partial model on disk even when the launcher
         // kills the ranks before they see the signal.
         if (now_ns() - last_save > 2'000'000'000) {

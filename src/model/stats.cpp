@@ -1,4 +1,4 @@
-#include "stats.hpp"
+#include "model/stats.hpp"
 
 #include <algorithm>
 #include <boost/math/distributions/chi_squared.hpp>

@@ -1,9 +1,10 @@
-// The machine model file, schema "strata.model/1": what the benchmark measured on one machine.
-// "routines" (latency and bandwidth per MPI routine) is also read by record::parse_model and
-// must keep its layout; "operations" holds the fitted t_max at every base point (p, b).
+// The machine model file, schema "strata.model/1": what `strata bench` measured on one machine.
+// One writer (write_model, for the benchmark) and one reader (read_model) for every user: the
+// overhead module's T_f(p, b) tables (grid.hpp), the benchmark's own checkpoints, and the
+// latency/transfer/synchronisation estimate of `strata report` and the site report, which reads
+// only "routines" (latency and bandwidth per MPI routine; a hand-written model may hold only
+// that). "operations" holds the fitted t_max at every base point (p, b). No MPI here.
 #pragma once
-
-#include "stats/stats.hpp"
 
 #include <cstdint>
 #include <map>
@@ -12,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace strata::stats {
+namespace strata::model {
 
 inline constexpr std::string_view model_file_schema = "strata.model/1";
 
@@ -25,15 +26,16 @@ struct machine_info {
   bool operator==(const machine_info&) const = default;
 };
 
-struct routine_estimate {
-  double latency_s = 0;   // non-negative
+// What one call of a routine costs on this machine: latency plus bytes over bandwidth, where
+// the bytes are what the job record calls a routine's bytes (sent plus received).
+struct routine_cost {
+  double latency_s = 0;   // non-negative: a call that moves no data
   double bytes_per_s = 0; // positive
-  bool operator==(const routine_estimate&) const = default;
+  bool operator==(const routine_cost&) const = default;
 };
 
-// One fitted sample; the fields mirror fit_result. `model` is "poisson", "exponential" or
-// "none" for a sample no model could be fitted to (fit_status::no_spread), whose t_max_s is
-// then min_s.
+// One fitted sample (grid.hpp makes it from a fit). `model` is "poisson", "exponential" or
+// "none" for a sample no model could be fitted to, whose t_max_s is then min_s.
 struct base_point {
   std::uint64_t p = 0, b = 0, n = 0; // p and n 1 or more
   double min_s = 0, mean_s = 0, median_s = 0, max_s = 0;
@@ -46,21 +48,21 @@ struct base_point {
   bool operator==(const base_point&) const = default;
 };
 
-// The point for a fit of the sample at (p, b); "none" when no model was fitted. Only fits that
-// reached the data (ok, no_spread, too_few_classes) make points that read back.
-base_point make_point(std::uint64_t p, std::uint64_t b, const fit_result& fit);
-
-struct benchmark_model {
+struct machine_model {
   machine_info machine;
-  std::map<std::string, routine_estimate> routines;
+  std::map<std::string, routine_cost> routines;
   std::map<std::string, std::vector<base_point>> operations; // "MPI_Send" -> its points
   double quantile = 0.95;                                    // in (0, 1)
   bool partial = false; // the benchmark stopped before it measured every base point
-  bool operator==(const benchmark_model&) const = default;
+  bool operator==(const machine_model&) const = default;
 };
 
+// What a reader needs of the file: the estimate of reports needs "routines" alone (the rest of
+// the file is then not read at all); everything else needs the whole model.
+enum class model_parts { routines, everything };
+
 struct model_read_result {
-  std::optional<benchmark_model> model;
+  std::optional<machine_model> model;
   std::string error; // one line, "JSON.PATH: what is wrong"; empty when `model` is set
   bool ok() const { return model.has_value(); }
 };
@@ -68,19 +70,10 @@ struct model_read_result {
 // Never throws. Types and ranges are checked, as are the order min <= median <= max, mean
 // within [min, max], t_max_s >= min_s and one point per (p, b); unknown keys are ignored so
 // that newer writers stay readable.
-model_read_result read_model(std::string_view json_text);
+model_read_result read_model(std::string_view json_text,
+                             model_parts needed = model_parts::everything);
 
 // Pretty-printed JSON that read_model reads back to an equal model.
-std::string write_model(const benchmark_model& model);
+std::string write_model(const machine_model& model);
 
-struct table_result {
-  std::optional<interpolation_table> table;
-  std::string error;
-  bool ok() const { return table.has_value(); }
-};
-
-// T_f(p, b) of one operation: t_max_s over its points, which must fill the grid of their
-// distinct p and b values.
-table_result build_table(const benchmark_model& model, const std::string& operation);
-
-} // namespace strata::stats
+} // namespace strata::model

@@ -4,7 +4,7 @@
 //     src/counters/counters.cpp -lbenchmark -lpapi -lpthread -o /tmp/counters_read
 //   /tmp/counters_read
 // (one command line; drop -DSTRATA_HAVE_PAPI and -lpapi to build without PAPI).
-#include "counters/counters.hpp"
+#include "profiler/counters/counters.hpp"
 
 #include <benchmark/benchmark.h>
 

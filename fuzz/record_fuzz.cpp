@@ -1,9 +1,9 @@
 // libFuzzer target: the record reader must never crash or throw on any input, an accepted
 // record must render in every format, and what it writes must read back as the same record.
 // The bulk reader of site ingest (parse_record_fast, simdjson) must give the same result.
-#include "record/record.hpp"
-#include "record/record_fast.hpp"
-#include "record/render.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/record_fast.hpp"
+#include "profiler/record/render.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -8,12 +8,13 @@ mkdir -p "$out"
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Isrc/patch/include)
 clang++-14 "${flags[@]}" src/config/config.cpp fuzz/config_fuzz.cpp -o "$out/config_fuzz"
 clang++-14 "${flags[@]}" src/patch/patch.cpp fuzz/patch_fuzz.cpp -lelf -o "$out/patch_fuzz"
-clang++-14 "${flags[@]}" src/record/record.cpp src/record/render.cpp src/record/record_fast.cpp \
-  src/model/model_file.cpp src/common/json_document.cpp fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
+clang++-14 "${flags[@]}" src/profiler/record/record.cpp src/profiler/record/render.cpp \
+  src/profiler/record/record_fast.cpp src/model/model_file.cpp src/common/json_document.cpp \
+  fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
 clang++-14 "${flags[@]}" src/model/stats.cpp src/model/grid.cpp src/model/model_file.cpp \
   src/common/json_document.cpp fuzz/model_fuzz.cpp -o "$out/model_fuzz"
-clang++-14 "${flags[@]}" src/profile/rank_file.cpp src/profile/aggregate.cpp \
-  src/profile/packed_totals.cpp fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
+clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp \
+  src/profiler/packed_totals.cpp fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
 clang++-14 "${flags[@]}" src/analyze/trace_reader.cpp src/analyze/analysis.cpp \
   src/analyze/xml_export.cpp src/analyze/trace_builder.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
   -o "$out/analyze_fuzz"
@@ -33,17 +34,17 @@ printf 'sqlite:/var/lib/strata/site.db' >"$out/corpus/site_parse/url"
 printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
 printf '7d' >"$out/corpus/site_parse/since"
 printf '2026-11-22T01:27:18Z' >"$out/corpus/site_parse/time"
-cp src/record/testdata/sample.json "$out/corpus/record/"
+cp src/profiler/record/testdata/sample.json "$out/corpus/record/"
 # A real rank file, as a killed job leaves it.
 cat >"$out/rank_file_seed.cpp" <<'EOS'
-#include "profile/rank_file.hpp"
+#include "profiler/rank_file.hpp"
 int main(int, char** argv) {
-  auto m = strata::profile::create_rank_file(argv[1], {"MPI_Init", "MPI_Send"});
+  auto m = strata::profiler::create_rank_file(argv[1], {"MPI_Init", "MPI_Send"});
   m.slots[1].calls = 3;
   m.unmap();
 }
 EOS
-clang++-14 -std=c++20 -Isrc "$out/rank_file_seed.cpp" src/profile/rank_file.cpp -o "$out/rank_file_seed"
+clang++-14 -std=c++20 -Isrc "$out/rank_file_seed.cpp" src/profiler/rank_file.cpp -o "$out/rank_file_seed"
 "$out/rank_file_seed" "$out/corpus/rank_file/seed.prof"
 printf 'profile out="a b" x=1\n# c\ndelay usec=5\n' >"$out/corpus/config/seed1"
 printf 'a,b:k=v:k2=v2,c' >"$out/corpus/config/seed2"

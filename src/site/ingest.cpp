@@ -1,9 +1,9 @@
 #include "site/ingest.hpp"
 
 #include "common/atomic_file.hpp"
-#include "profile/spool.hpp"
-#include "record/record.hpp"
-#include "record/record_fast.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/record_fast.hpp"
+#include "profiler/spool.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -365,7 +365,7 @@ ingest_summary ingest(store& db, const ingest_options& options) {
         options.quarantine.empty() ? spool + "/quarantine" : options.quarantine;
     if (options.recover) {
       const auto owners = rank_file_owners(spool);
-      for (const profile::recovery& r : profile::recover_spool(spool)) {
+      for (const profiler::recovery& r : profiler::recover_spool(spool)) {
         for (const std::string& p : r.problems)
           s.problems.push_back(p);
         if (r.record_path.empty())

@@ -4,7 +4,7 @@
 // in SQL); rendered as text, HTML or JSON, and per user as a MIME mail (site/mail.hpp).
 #pragma once
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 #include "site/store.hpp"
 
 #include <optional>

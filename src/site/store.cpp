@@ -1,6 +1,6 @@
 #include "site/store.hpp"
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 #include "site/groups.hpp"
 #include "site/store_backends.hpp"
 

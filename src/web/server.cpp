@@ -1,7 +1,7 @@
 #include "web/server.hpp"
 
-#include "record/record.hpp"
-#include "record/render.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/render.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
 #include "web/tokens.hpp"

@@ -18,7 +18,7 @@ from site_postgres import PostgresServer, postgres_bindir
 from strata_testlib import (BUILD, STRATA, StrataTestCase, base_env, program, run, run_until_ranks_are_gone,
                             strata_run)
 
-SAMPLE = os.path.join(os.path.dirname(__file__), "../../src/record/testdata/sample.json")
+SAMPLE = os.path.join(os.path.dirname(__file__), "../../src/profiler/record/testdata/sample.json")
 DAY = 86400
 
 # Owners are real accounts of the test machine so that uid -> name is the system's answer.

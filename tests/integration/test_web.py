@@ -23,7 +23,7 @@ from strata_testlib import STRATA
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.abspath(os.path.join(HERE, "../.."))
-SAMPLE = os.path.join(SOURCE, "src/record/testdata/sample.json")
+SAMPLE = os.path.join(SOURCE, "src/profiler/record/testdata/sample.json")
 NODE_MODULES = os.path.join(SOURCE, "web/node_modules")
 USER_A, USER_B, ADMIN = "strata-wta", "strata-wtb", "strata-wtc"
 ADMIN_GROUP = "strata-wtadm"

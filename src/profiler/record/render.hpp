@@ -4,7 +4,7 @@
 // latency/transfer/synchronisation estimate.
 #pragma once
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 
 #include <optional>
 #include <string>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "common/json_document.hpp"
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 
 #include <algorithm>
 #include <array>

@@ -6,7 +6,7 @@
 // packed path and `add_rank` (strata recover) give the same job totals.
 #pragma once
 
-#include "profile/aggregate.hpp"
+#include "profiler/job_figures.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 // Job-wide figures: of one rank, or combined over ranks. Only 8-byte fields: no padding.
 struct packed_job {
@@ -75,7 +75,7 @@ bool combine_packed(const uint64_t* in, uint64_t* inout);
 // wall, MPI and overhead time, MPI % spread, counters, dropped call sites. Returns the summed
 // count of calls outside the machine model's grid.
 uint64_t unpack_totals(const packed_totals& all, const std::vector<std::string>& names,
-                       const std::vector<int>& functions, job_totals& job);
+                       const std::vector<int>& functions, job_figures& job);
 
 // What each rank sends to rank 0 besides the reduction: its host name, then its call-site lines.
 // Gathered in fixed blocks of the longest rank's length when that wastes little, else by length.
@@ -84,6 +84,6 @@ std::string rank_text(const std::string& host, const std::string& callsite_lines
 // than blocks of a host name (what the record gathered before call sites were added).
 bool gather_in_fixed_blocks(uint64_t longest, uint64_t shortest);
 // The host names into job.host_names (first seen first), the call-site lines appended to `lines`.
-void add_rank_text(std::string_view text, job_totals& job, std::string& lines);
+void add_rank_text(std::string_view text, job_figures& job, std::string& lines);
 
-} // namespace strata::profile
+} // namespace strata::profiler

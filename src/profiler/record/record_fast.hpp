@@ -7,7 +7,7 @@
 // needs no simdjson.
 #pragma once
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 
 #include <optional>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "profile/rank_file.hpp"
+#include "profiler/rank_file.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 const char* status_name(job_status s) {
   switch (s) {
@@ -188,4 +188,4 @@ read_result read_rank_file(const std::string& path) {
   return parse_rank_image(bytes.data(), got, path);
 }
 
-} // namespace strata::profile
+} // namespace strata::profiler

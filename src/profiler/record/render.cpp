@@ -1,4 +1,4 @@
-#include "render.hpp"
+#include "profiler/record/render.hpp"
 
 #include <algorithm>
 #include <array>

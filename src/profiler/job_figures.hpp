@@ -2,14 +2,14 @@
 // MPI_Finalize (fed from MPI reductions) and by `strata recover` (fed from rank files).
 #pragma once
 
-#include "profile/rank_file.hpp"
+#include "profiler/rank_file.hpp"
 
 #include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 struct spread {
   double min = 0;
@@ -75,7 +75,7 @@ struct callsite_total {
   int ranks = 0;          // ranks that made this call
 };
 
-struct job_totals {
+struct job_figures {
   rank_header facts{}; // the lowest reporting rank's header: job, user, program, MPI
   int ranks = 0;       // the job's size
   int ranks_reported = 0;
@@ -113,12 +113,12 @@ double rank_mpi_seconds(const std::vector<std::string>& names,
                         const std::vector<routine_slot>& slots);
 
 // Adds one rank file's figures (for recover).
-void add_rank(job_totals& job, const rank_data& rank);
+void add_rank(job_figures& job, const rank_data& rank);
 
 // The strata.job/1 document.
-std::string record_json(const job_totals& job);
+std::string record_json(const job_figures& job);
 
 // A file-name-safe key for a job id.
 std::string job_key(const std::string& job_id);
 
-} // namespace strata::profile
+} // namespace strata::profiler

@@ -1,6 +1,6 @@
-#include "record/record_fast.hpp"
+#include "profiler/record/record_fast.hpp"
 
-#include "record/record_reader.hpp"
+#include "profiler/record/record_reader.hpp"
 
 #include <climits>
 #include <nlohmann/json.hpp>

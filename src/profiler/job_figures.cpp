@@ -1,6 +1,6 @@
-#include "profile/aggregate.hpp"
+#include "profiler/job_figures.hpp"
 
-#include "profile/packed_totals.hpp"
+#include "profiler/packed_totals.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -9,7 +9,7 @@
 #include <ctime>
 #include <set>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 void spread::add(double value, int rank) {
   if (min_rank < 0 || value < min) {
@@ -40,7 +40,7 @@ double rank_mpi_seconds(const std::vector<std::string>& names,
   return static_cast<double>(ns) / 1e9;
 }
 
-void add_rank(job_totals& job, const rank_data& rank) {
+void add_rank(job_figures& job, const rank_data& rank) {
   const rank_header& h = rank.header;
   const int lowest_rank_before = job.ranks_reported == 0 ? -1 : job.facts.rank;
   if (job.ranks_reported == 0 || h.rank < job.facts.rank)
@@ -129,7 +129,7 @@ std::string resource_manager(const std::string& job_id) {
 
 } // namespace
 
-std::string record_json(const job_totals& job) {
+std::string record_json(const job_figures& job) {
   const rank_header& f = job.facts;
   nlohmann::json env = nlohmann::json::object();
   for (const std::string& kv : split_nul(f.environment, sizeof(f.environment))) {
@@ -260,4 +260,4 @@ std::string job_key(const std::string& job_id) {
   return key.empty() ? std::string("job") : key;
 }
 
-} // namespace strata::profile
+} // namespace strata::profiler

@@ -1,12 +1,12 @@
-#include "profile_module.hpp"
+#include "user_report.hpp"
 
 #include "config/config.hpp"
-#include "record/render.hpp"
+#include "profiler/record/render.hpp"
 
 #include <cstdlib>
 #include <optional>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 std::string render_user_report(const std::string& record_json) {
   const record::parse_result parsed = record::parse_record(record_json);
@@ -31,4 +31,4 @@ std::string render_user_report(const std::string& record_json) {
          record::render(*parsed.record, record::report_format::text, model ? &*model : nullptr);
 }
 
-} // namespace strata::profile
+} // namespace strata::profiler

@@ -1,8 +1,8 @@
-#include "profile/spool.hpp"
+#include "profiler/spool.hpp"
 
 #include "common/atomic_file.hpp"
-#include "profile/aggregate.hpp"
-#include "profile/rank_file.hpp"
+#include "profiler/job_figures.hpp"
+#include "profiler/rank_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,7 +13,7 @@
 #include <map>
 #include <unistd.h>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 spool_choice choose_spool(const char* configured, const std::string& install_default,
                           const char* home, unsigned uid) {
@@ -117,7 +117,7 @@ std::vector<recovery> recover_spool(const std::string& spool) {
     // In rank order, so that ties in the spread over ranks go to the lower rank, as at finalize.
     std::sort(ranks.begin(), ranks.end(),
               [](const rank_data& a, const rank_data& b) { return a.header.rank < b.header.rank; });
-    job_totals job;
+    job_figures job;
     job.partial = true;
     for (const rank_data& rank : ranks)
       add_rank(job, rank);
@@ -135,4 +135,4 @@ std::vector<recovery> recover_spool(const std::string& spool) {
   return out;
 }
 
-} // namespace strata::profile
+} // namespace strata::profiler

@@ -1,4 +1,4 @@
-#include "counters/counters.hpp"
+#include "profiler/counters/counters.hpp"
 
 #include <gtest/gtest.h>
 

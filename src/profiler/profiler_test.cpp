@@ -1,6 +1,6 @@
-#include "profile/aggregate.hpp"
-#include "profile/rank_file.hpp"
-#include "record/record.hpp"
+#include "profiler/job_figures.hpp"
+#include "profiler/rank_file.hpp"
+#include "profiler/record/record.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <unistd.h>
 
-using namespace strata::profile;
+using namespace strata::profiler;
 
 namespace {
 std::string temp_path(const std::string& name) {
@@ -110,7 +110,7 @@ TEST(RankFile, BadFilesGiveOneClearMessage) {
 }
 
 TEST(Aggregate, SumsSpreadAndStatusAcrossRanks) {
-  job_totals job;
+  job_figures job;
   job.partial = true;
   add_rank(job, make_rank(1, 4, job_status::finalized, 10, 300'000'000));
   add_rank(job, make_rank(0, 4, job_status::aborted, 30, 100'000'000));

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 inline constexpr char rank_file_magic[8] = {'S', 'T', 'R', 'P', 'R', 'O', 'F', '1'};
 inline constexpr uint32_t rank_file_version = 5;
@@ -148,4 +148,4 @@ std::vector<std::string> split_nul(const char* field, size_t size);
 // Bounded copy into a fixed field, always NUL-terminated.
 void copy_field(char* field, size_t size, const std::string& value);
 
-} // namespace strata::profile
+} // namespace strata::profiler

@@ -1,6 +1,6 @@
-#include "record/record.hpp"
-#include "record/record_fast.hpp"
-#include "record/render.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/record_fast.hpp"
+#include "profiler/record/render.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -3,10 +3,10 @@
 
 #include <string>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 // The user's report (STRATA_PROFILE_OUT) from a job record, with the latency/transfer/sync
 // estimate when STRATA_MODEL names a machine model.
 std::string render_user_report(const std::string& record_json);
 
-} // namespace strata::profile
+} // namespace strata::profiler

@@ -2,19 +2,19 @@
 // per job, written at MPI_Finalize with MPI collectives. Each rank counts straight into a file
 // mapping (src/profile/rank_file.hpp), so a rank that aborts, dies of a signal or is killed
 // still leaves what it counted for `strata recover`.
-#include "profile_module.hpp"
+#include "user_report.hpp"
 
 #include "common/atomic_file.hpp"
 #include "common/symbols.hpp"
 #include "config/config.hpp"
-#include "counters/counters.hpp"
 #include "model/grid.hpp"
 #include "model/model_file.hpp"
 #include "model/stats.hpp"
-#include "profile/aggregate.hpp"
-#include "profile/packed_totals.hpp"
-#include "profile/rank_file.hpp"
-#include "profile/spool.hpp"
+#include "profiler/counters/counters.hpp"
+#include "profiler/job_figures.hpp"
+#include "profiler/packed_totals.hpp"
+#include "profiler/rank_file.hpp"
+#include "profiler/spool.hpp"
 
 #include <mpi.h>
 #include <strata/module.h>
@@ -46,7 +46,7 @@
 
 extern char** environ;
 
-namespace strata::profile {
+namespace strata::profiler {
 namespace {
 
 struct profile_state {
@@ -830,7 +830,7 @@ void gather_rank_texts(profile_state& s, std::string text, uint32_t longest, uin
 // how long the ranks' texts are (MPI_Allreduce), every figure in one MPI_Reduce with a
 // user-defined operation, and the host names and call-site lines (MPI_Gather). With
 // oversubscribed ranks each collective needs every rank scheduled: their number is the cost.
-job_totals reduce_over_ranks(profile_state& s) {
+job_figures reduce_over_ranks(profile_state& s) {
   const size_t n = s.names.size();
   const std::string text =
       rank_text(std::string(s.header->host, ::strnlen(s.header->host, sizeof(s.header->host))),
@@ -859,7 +859,7 @@ job_totals reduce_over_ranks(profile_state& s) {
   MPI_Op_free(&combine);
   MPI_Type_free(&packed_type);
 
-  job_totals job;
+  job_figures job;
   std::string lines;
   gather_rank_texts(s, text, layout[n], UINT32_MAX - layout[n + 1],
                     [&](std::string_view rank) { add_rank_text(rank, job, lines); });
@@ -894,7 +894,7 @@ void print_rank_subtotal(profile_state& s) {
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
 }
 
-void write_outputs(profile_state& s, const job_totals& job) {
+void write_outputs(profile_state& s, const job_figures& job) {
   const std::string json = record_json(job);
   const auto timeout = write_timeout();
   bool spooled = false;
@@ -1202,7 +1202,7 @@ void pcontrol_level(profile_state* s, int level) {
     charge_untimed_polls(*s);
     s->header->final_mono_ns = mono_ns();
     store_counter_totals(*s);
-    const job_totals job = reduce_over_ranks(*s);
+    const job_figures job = reduce_over_ranks(*s);
     s->header->final_mono_ns = 0;
     if (s->rank == 0) {
       const std::string report = render_user_report(record_json(job));
@@ -1231,7 +1231,7 @@ void finalize_job(profile_state* s) {
   s->header->overhead_ns = calls * s->per_call_overhead_ns;
   s->header->status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(*s);
-  job_totals job = reduce_over_ranks(*s);
+  job_figures job = reduce_over_ranks(*s);
   if (s->rank == 0) {
     // Measured before the record is rendered, so the record can hold it; rendering, writing and
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).
@@ -1285,11 +1285,11 @@ const strata_module counting_profile_module = {STRATA_MODULE_ABI_VERSION,
                                                nullptr};
 
 } // namespace
-} // namespace strata::profile
+} // namespace strata::profiler
 
 // MPI_Abort is wrapped (not only observed) so the end is recorded before MPI kills the job.
 extern "C" STRATA_MODULE_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
-  strata::profile::mark_end(strata::profile::job_status::aborted, errorcode);
+  strata::profiler::mark_end(strata::profiler::job_status::aborted, errorcode);
   return ZMPI_Abort(comm, errorcode);
 }
 
@@ -1298,7 +1298,7 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
 // which charge each call its own time and its own counter readings.
 extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
                                                                 strata_event_fn* untimed) {
-  auto* s = static_cast<strata::profile::profile_state*>(state);
+  auto* s = static_cast<strata::profiler::profile_state*>(state);
   if (s == nullptr || !s->counting_allowed)
     return 1;
   uint32_t interval = 64;
@@ -1311,7 +1311,7 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
       s->setting_problems.emplace_back(
           "STRATA_PROFILE_POLL_SAMPLE is not a number from 1 to 1000000; timing one poll in 64");
   }
-  *untimed = strata::profile::count_untimed_poll;
+  *untimed = strata::profiler::count_untimed_poll;
   return interval;
 }
 
@@ -1319,13 +1319,13 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
 // polls that complete nothing. Counted straight into the rank file: a killed rank keeps them.
 extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, int function,
                                                                    int what) {
-  auto* s = static_cast<strata::profile::profile_state*>(state);
+  auto* s = static_cast<strata::profiler::profile_state*>(state);
   if (s == nullptr || !s->counting_allowed || function < 0 ||
       function >= static_cast<int>(s->names.size()))
     return nullptr;
   const auto f = static_cast<size_t>(function);
   uint64_t* counter = nullptr;
-  if (what == STRATA_COUNT_CALLS && strata::profile::counted_without_time(s->names[f])) {
+  if (what == STRATA_COUNT_CALLS && strata::profiler::counted_without_time(s->names[f])) {
     counter = &s->slots[f].calls;
     s->counted_only[f] = 1;
   } else if (what == STRATA_COUNT_UNTIMED_POLLS && s->lean_polls) {
@@ -1345,6 +1345,6 @@ extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, 
 // the module has none, so it costs no call at MPI entry.
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   const char* wanted = std::getenv("STRATA_COUNTERS");
-  return wanted != nullptr && wanted[0] != '\0' ? &strata::profile::counting_profile_module
-                                                : &strata::profile::profile_module;
+  return wanted != nullptr && wanted[0] != '\0' ? &strata::profiler::counting_profile_module
+                                                : &strata::profiler::profile_module;
 }

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 struct spool_choice {
   std::string dir;     // empty when nothing at all can be written
@@ -30,4 +30,4 @@ struct recovery {
 // `spool/quarantine/` with the reason beside them.
 std::vector<recovery> recover_spool(const std::string& spool);
 
-} // namespace strata::profile
+} // namespace strata::profiler

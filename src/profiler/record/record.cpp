@@ -1,5 +1,5 @@
-#include "record.hpp"
-#include "record_reader.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/record_reader.hpp"
 
 #include <algorithm>
 #include <array>

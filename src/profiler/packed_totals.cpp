@@ -1,9 +1,9 @@
-#include "profile/packed_totals.hpp"
+#include "profiler/packed_totals.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-namespace strata::profile {
+namespace strata::profiler {
 
 namespace {
 
@@ -120,7 +120,7 @@ bool combine_packed(const uint64_t* in, uint64_t* inout) {
 }
 
 uint64_t unpack_totals(const packed_totals& all, const std::vector<std::string>& names,
-                       const std::vector<int>& functions, job_totals& job) {
+                       const std::vector<int>& functions, job_figures& job) {
   packed_job j{};
   if (all.size() < job_words)
     return 0;
@@ -162,7 +162,7 @@ bool gather_in_fixed_blocks(uint64_t longest, uint64_t shortest) {
   return longest <= host_block || longest <= 2 * shortest;
 }
 
-void add_rank_text(std::string_view text, job_totals& job, std::string& lines) {
+void add_rank_text(std::string_view text, job_figures& job, std::string& lines) {
   text = text.substr(0, text.find('\0')); // a fixed block's padding
   const size_t newline = text.find('\n');
   const std::string host(text.substr(0, newline));
@@ -172,4 +172,4 @@ void add_rank_text(std::string_view text, job_totals& job, std::string& lines) {
     lines.append(text.substr(newline + 1));
 }
 
-} // namespace strata::profile
+} // namespace strata::profiler

@@ -1,9 +1,9 @@
 // The reduction at MPI_Finalize (one packed MPI_Reduce) against add_rank, the path `strata
 // recover` takes from rank files: the same ranks must give the same job totals, whatever order
 // MPI combines them in, with ranks that call different routines and maxima away from rank 0.
-#include "profile/packed_totals.hpp"
+#include "profiler/packed_totals.hpp"
 
-#include "profile/aggregate.hpp"
+#include "profiler/job_figures.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <numeric>
 
-using namespace strata::profile;
+using namespace strata::profiler;
 
 namespace {
 
@@ -143,11 +143,11 @@ TEST(PackedTotals, OneReductionGivesWhatRecoverGives) {
   const std::vector<int> used = used_functions(ranks);
   ASSERT_EQ(used, (std::vector<int>{0, 1, 2, 3, 4})); // MPI_Finalize not called yet
 
-  job_totals expected;
+  job_figures expected;
   for (const rank_data& r : ranks)
     add_rank(expected, r);
 
-  job_totals packed;
+  job_figures packed;
   const uint64_t clamped = unpack_totals(reduce_as_a_tree(ranks, used), names, used, packed);
   EXPECT_EQ(clamped, 2u * world);
   EXPECT_EQ(packed.callsites_dropped, 0u + 1 + 2 + 3 + 4);
@@ -218,8 +218,8 @@ TEST(PackedTotals, TheOrderOfCombiningDoesNotMatter) {
   const packed_totals first = reduce(ranks, order, used);
   // Sums of doubles (the MPI % per rank) may differ in the last bit; everything else is exact.
   auto expect_same = [&](const packed_totals& other) {
-    job_totals a;
-    job_totals b;
+    job_figures a;
+    job_figures b;
     unpack_totals(first, names, used, a);
     unpack_totals(other, names, used, b);
     EXPECT_DOUBLE_EQ(a.mpi_percent.sum, b.mpi_percent.sum);
@@ -247,7 +247,7 @@ TEST(PackedTotals, BuffersOfDifferentLayoutsAreNotCombined) {
 }
 
 TEST(PackedTotals, HostNamesAndCallSiteLinesFromEachRanksText) {
-  job_totals job;
+  job_figures job;
   std::string lines;
   std::string padded = rank_text("node2", "MPI_Send\ta.c\t3\tmain\t1\t2\t3\t0\n");
   padded.resize(64, '\0'); // a fixed block of the gather

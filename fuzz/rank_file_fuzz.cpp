@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (r.error.empty()) {
     strata::profiler::job_figures job;
     strata::profiler::add_rank(job, r.data);
-    if (strata::profiler::record_json(job).empty())
+    if (strata::record::to_json(strata::profiler::to_record(job)).empty())
       std::abort();
   } else if (r.error.find("fuzz: ") != 0) {
     std::abort(); // every message names the file

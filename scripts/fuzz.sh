@@ -14,7 +14,8 @@ clang++-14 "${flags[@]}" src/profiler/record/record.cpp src/profiler/record/rend
 clang++-14 "${flags[@]}" src/model/stats.cpp src/model/grid.cpp src/model/model_file.cpp \
   src/common/json_document.cpp fuzz/model_fuzz.cpp -o "$out/model_fuzz"
 clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp \
-  src/profiler/packed_totals.cpp fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
+  src/profiler/packed_totals.cpp src/profiler/record/record.cpp src/model/model_file.cpp \
+  src/common/json_document.cpp fuzz/rank_file_fuzz.cpp -lfmt -o "$out/rank_file_fuzz"
 clang++-14 "${flags[@]}" src/analyze/trace_reader.cpp src/analyze/analysis.cpp \
   src/analyze/xml_export.cpp src/analyze/trace_builder.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
   -o "$out/analyze_fuzz"

@@ -2,12 +2,9 @@
 
 #include "profiler/packed_totals.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <csignal>
 #include <ctime>
-#include <set>
 
 namespace strata::profiler {
 
@@ -111,131 +108,121 @@ std::string iso_time(int64_t unix_ns) {
   return text;
 }
 
-nlohmann::json spread_json(const spread& s, int ranks, bool with_min_rank) {
-  nlohmann::json j = {{"min", s.min},
-                      {"mean", ranks > 0 ? s.sum / ranks : 0.0},
-                      {"max", s.max},
-                      {"max_rank", std::max(s.max_rank, 0)}};
-  if (with_min_rank)
-    j["min_rank"] = std::max(s.min_rank, 0);
-  return j;
-}
-
 std::string resource_manager(const std::string& job_id) {
   const size_t colon = job_id.find(':');
   const std::string rm = colon == std::string::npos ? "" : job_id.substr(0, colon);
   return rm == "slurm" || rm == "pbs" || rm == "lsf" || rm == "flux" ? rm : "none";
 }
 
+record::job_status record_status(job_status status) {
+  switch (status) {
+  case job_status::finalized:
+    return record::job_status::finalized;
+  case job_status::aborted:
+    return record::job_status::aborted;
+  case job_status::signal:
+    return record::job_status::signal;
+  case job_status::exited:
+  case job_status::running:
+    break;
+  }
+  return record::job_status::exit;
+}
+
+record::rank_spread rank_spread_of(const spread& s, int ranks) {
+  return {s.min, ranks > 0 ? s.sum / ranks : 0.0, s.max,
+          static_cast<std::uint64_t>(std::max(s.max_rank, 0))};
+}
+
 } // namespace
 
-std::string record_json(const job_figures& job) {
+record::job_record to_record(const job_figures& job) {
   const rank_header& f = job.facts;
-  nlohmann::json env = nlohmann::json::object();
-  for (const std::string& kv : split_nul(f.environment, sizeof(f.environment))) {
-    const size_t eq = kv.find('=');
-    if (eq != std::string::npos)
-      env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
   static const char* const thread_levels[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED",
                                               "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE"};
   const double rank_seconds = job.wall_s * job.ranks_reported;
-  nlohmann::json j;
-  j["schema"] = "strata.job/1";
-  nlohmann::json& jj = j["job"];
-  jj["id"] = f.job_id;
-  jj["resource_manager"] = resource_manager(f.job_id);
-  jj["ranks"] = job.ranks;
-  jj["ranks_reported"] = job.ranks_reported;
-  jj["hosts"] = job.host_names.size();
-  jj["host_names"] = job.host_names;
-  jj["user"] = f.user;
-  jj["uid"] = f.uid;
-  jj["executable"] = f.executable;
-  jj["argv"] = split_nul(f.argv, sizeof(f.argv));
-  jj["mpi_flavor"] = f.mpi_flavor;
-  jj["mpi_library"] = f.mpi_library;
-  jj["language"] = f.fortran != 0 ? "Fortran" : "C/C++";
-  jj["thread_level"] =
+  record::job_record out;
+  record::job_facts& j = out.job;
+  j.id = f.job_id;
+  j.resource_manager = resource_manager(f.job_id);
+  j.ranks = static_cast<std::uint64_t>(job.ranks);
+  j.ranks_reported = static_cast<std::uint64_t>(job.ranks_reported);
+  j.hosts = job.host_names.size();
+  j.host_names = job.host_names;
+  j.user = f.user;
+  j.uid = f.uid;
+  j.executable = f.executable;
+  j.argv = split_nul(f.argv, sizeof(f.argv));
+  j.mpi_flavor = f.mpi_flavor;
+  j.mpi_library = f.mpi_library;
+  j.language = f.fortran != 0 ? "Fortran" : "C/C++";
+  j.thread_level =
       f.thread_level >= 0 && f.thread_level < 4 ? thread_levels[f.thread_level] : "unknown";
-  jj["pmpi_intercepted_by_application"] = f.pmpi_intercepted != 0;
-  jj["environment"] = env;
-  jj["start"] = iso_time(f.start_unix_ns);
-  jj["end"] = iso_time(f.end_unix_ns);
-  jj["status"] = status_name(job.status);
-  jj["abort_code"] = job.status == job_status::aborted ? nlohmann::json(job.status_detail)
-                                                       : nlohmann::json(nullptr);
-  jj["signal"] = job.status == job_status::signal ? nlohmann::json(job.status_detail)
-                                                  : nlohmann::json(nullptr);
-  jj["partial"] = job.partial;
-  jj["wall_time_s"] = job.wall_s;
-  jj["mpi_time_s"] = job.mpi_s;
-  jj["mpi_percent"] = rank_seconds > 0 ? 100.0 * job.mpi_s / rank_seconds : 0.0;
-  jj["mpi_percent_by_rank"] = spread_json(job.mpi_percent, job.ranks_reported, true);
-  jj["profiler_overhead_s"] = job.overhead_s;
+  j.pmpi_intercepted_by_application = f.pmpi_intercepted != 0;
+  for (const std::string& kv : split_nul(f.environment, sizeof(f.environment))) {
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) // a repeated name: the last one counts
+      j.environment[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  j.start = iso_time(f.start_unix_ns);
+  j.end = iso_time(f.end_unix_ns);
+  j.status = record_status(job.status);
+  if (job.status == job_status::aborted)
+    j.abort_code = job.status_detail;
+  if (job.status == job_status::signal)
+    j.signal = job.status_detail;
+  j.partial = job.partial;
+  j.wall_time_s = job.wall_s;
+  j.mpi_time_s = job.mpi_s;
+  j.mpi_percent = rank_seconds > 0 ? 100.0 * job.mpi_s / rank_seconds : 0.0;
+  const spread& p = job.mpi_percent;
+  j.mpi_percent_by_rank = {p.min, job.ranks_reported > 0 ? p.sum / job.ranks_reported : 0.0, p.max,
+                           static_cast<std::uint64_t>(std::max(p.min_rank, 0)),
+                           static_cast<std::uint64_t>(std::max(p.max_rank, 0))};
+  j.profiler_overhead_s = job.overhead_s;
   if (job.finalize_s >= 0)
-    jj["profiler_finalize_s"] = job.finalize_s;
+    j.profiler_finalize_s = job.finalize_s;
   if (job.poll_bytes_estimated >= 0)
-    jj["poll_bytes_estimated"] = job.poll_bytes_estimated != 0;
+    j.poll_bytes_estimated = job.poll_bytes_estimated != 0;
   if (job.model_clamped_calls >= 0)
-    jj["model_clamped_calls"] = job.model_clamped_calls;
-  if (f.counter_count > 0) {
-    nlohmann::json& counters = jj["counters"];
-    for (int c = 0; c < f.counter_count; ++c) {
-      const std::string name = f.counter_names[c];
-      counters[name] = {{"unit", name == "task-clock" || name == "cpu-clock" ? "ns" : "events"},
-                        {"in_mpi", job.counters_in_mpi[c]},
-                        {"outside_mpi", job.counters_outside_mpi[c]}};
-    }
+    j.model_clamped_calls = static_cast<std::uint64_t>(job.model_clamped_calls);
+  for (int c = 0; c < f.counter_count; ++c) {
+    const std::string name = f.counter_names[c];
+    j.counters[name] = {name == "task-clock" || name == "cpu-clock" ? "ns" : "events",
+                        job.counters_in_mpi[c], job.counters_outside_mpi[c]};
   }
-  if (!job.callsites.empty() || job.callsites_dropped != 0) {
-    nlohmann::json sites = nlohmann::json::array();
-    for (const callsite_total& c : job.callsites)
-      sites.push_back({{"function", c.function},
-                       {"file", c.file},
-                       {"line", c.line},
-                       {"caller", c.caller},
-                       {"calls", c.calls},
-                       {"time_s", static_cast<double>(c.time_ns) / 1e9},
-                       {"bytes", c.bytes},
-                       {"wasted_s", static_cast<double>(c.wasted_ns) / 1e9},
-                       {"ranks", c.ranks}});
-    j["callsites"] = sites;
-    j["callsites_dropped"] = job.callsites_dropped;
-  }
-  nlohmann::json& routines = j["routines"];
-  routines = nlohmann::json::object();
+  for (const callsite_total& c : job.callsites)
+    out.callsites.push_back({c.function, c.file, c.caller, static_cast<std::uint64_t>(c.line),
+                             c.calls, c.bytes, static_cast<std::uint64_t>(c.ranks),
+                             static_cast<double>(c.time_ns) / 1e9,
+                             static_cast<double>(c.wasted_ns) / 1e9});
+  out.callsites_dropped.value = job.callsites_dropped;
   for (const auto& [name, r] : job.routines) {
     if (r.calls == 0)
       continue;
-    nlohmann::json sizes = nlohmann::json::array();
+    record::routine& routine = out.routines.emplace_back();
+    routine.name = name;
+    routine.calls = r.calls;
+    routine.time_s = static_cast<double>(r.time_ns) / 1e9;
+    routine.min_s = r.min_ns == UINT64_MAX ? 0.0 : static_cast<double>(r.min_ns) / 1e9;
+    routine.max_s = static_cast<double>(r.max_ns) / 1e9;
+    routine.count_sum = r.count_sum;
+    routine.bytes_sent = r.bytes_sent;
+    routine.bytes_received = r.bytes_received;
     for (int b = 0; b < size_bins; ++b)
       if (r.size_hist[b] != 0)
-        sizes.push_back({size_bin_lower_bound(b), r.size_hist[b]});
-    nlohmann::json comms = nlohmann::json::array();
+        routine.size_histogram.push_back({size_bin_lower_bound(b), r.size_hist[b]});
     for (int b = 0; b < comm_bins; ++b)
       if (r.comm_hist[b] != 0)
-        comms.push_back({uint64_t{1} << b, r.comm_hist[b]});
-    routines[name] = {{"calls", r.calls},
-                      {"time_s", static_cast<double>(r.time_ns) / 1e9},
-                      {"min_s", r.min_ns == UINT64_MAX ? 0.0 : static_cast<double>(r.min_ns) / 1e9},
-                      {"max_s", static_cast<double>(r.max_ns) / 1e9},
-                      {"count_sum", r.count_sum},
-                      {"bytes_sent", r.bytes_sent},
-                      {"bytes_received", r.bytes_received},
-                      {"size_histogram", sizes},
-                      {"comm_size_histogram", comms},
-                      {"per_rank",
-                       {{"calls", spread_json(r.calls_per_rank, job.ranks_reported, false)},
-                        {"time_s", spread_json(r.time_per_rank, job.ranks_reported, false)}}}};
+        routine.comm_size_histogram.push_back({uint64_t{1} << b, r.comm_hist[b]});
+    routine.per_rank = {rank_spread_of(r.calls_per_rank, job.ranks_reported),
+                        rank_spread_of(r.time_per_rank, job.ranks_reported)};
     // No call timed on any rank (the profile counts calls that cannot wait without the clock).
     // Not read from min_ns: MPICH 4.0.2 reduces MPI_UINT64_T with MPI_MIN as if signed, so the
     // UINT64_MAX of a rank that never made the call wins over the others' minima.
-    if (r.max_ns == 0 && r.time_ns == 0)
-      routines[name]["timed"] = false;
+    routine.timed.value = !(r.max_ns == 0 && r.time_ns == 0);
   }
-  // argv and the environment may hold any bytes: invalid UTF-8 becomes U+FFFD, never a throw.
-  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return out;
 }
 
 void merge_callsite(std::vector<callsite_total>& list, const callsite_total& site) {

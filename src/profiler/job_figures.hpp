@@ -3,6 +3,7 @@
 #pragma once
 
 #include "profiler/rank_file.hpp"
+#include "profiler/record/record.hpp"
 
 #include <algorithm>
 #include <map>
@@ -115,8 +116,8 @@ double rank_mpi_seconds(const std::vector<std::string>& names,
 // Adds one rank file's figures (for recover).
 void add_rank(job_figures& job, const rank_data& rank);
 
-// The strata.job/1 document.
-std::string record_json(const job_figures& job);
+// The job record (strata.job/1) of these figures; record::to_json writes it.
+record::job_record to_record(const job_figures& job);
 
 // A file-name-safe key for a job id.
 std::string job_key(const std::string& job_id);

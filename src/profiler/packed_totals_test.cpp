@@ -204,7 +204,7 @@ TEST(PackedTotals, OneReductionGivesWhatRecoverGives) {
 
   // In the record: the rank of the maximum per routine.
   packed.ranks = packed.ranks_reported = world;
-  const nlohmann::json record = nlohmann::json::parse(record_json(packed));
+  const nlohmann::json record = nlohmann::json::parse(strata::record::to_json(to_record(packed)));
   EXPECT_EQ(record["routines"]["MPI_Send"]["per_rank"]["calls"]["max_rank"], 3);
   EXPECT_EQ(record["routines"]["MPI_Recv"]["per_rank"]["time_s"]["max_rank"], 2);
   EXPECT_EQ(record["routines"]["MPI_Send"]["per_rank"]["calls"]["mean"], 12.0 / world);
@@ -224,7 +224,7 @@ TEST(PackedTotals, TheOrderOfCombiningDoesNotMatter) {
     unpack_totals(other, names, used, b);
     EXPECT_DOUBLE_EQ(a.mpi_percent.sum, b.mpi_percent.sum);
     a.mpi_percent.sum = b.mpi_percent.sum = 0;
-    EXPECT_EQ(nlohmann::json::parse(record_json(a)), nlohmann::json::parse(record_json(b)));
+    EXPECT_EQ(strata::record::to_json(to_record(a)), strata::record::to_json(to_record(b)));
   };
   expect_same(reduce_as_a_tree(ranks, used));
   int permutations = 0;

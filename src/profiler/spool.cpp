@@ -122,7 +122,8 @@ std::vector<recovery> recover_spool(const std::string& spool) {
     for (const rank_data& rank : ranks)
       add_rank(job, rank);
     const std::string path = spool + "/" + key + ".json";
-    if (std::string error = common::write_atomically(path, record_json(job)); !error.empty()) {
+    if (std::string error = common::write_atomically(path, record::to_json(to_record(job)));
+        !error.empty()) {
       r.problems.push_back(error);
     } else {
       r.record_path = path;

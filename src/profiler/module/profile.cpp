@@ -895,7 +895,8 @@ void print_rank_subtotal(profile_state& s) {
 }
 
 void write_outputs(profile_state& s, const job_figures& job) {
-  const std::string json = record_json(job);
+  const record::job_record job_record = to_record(job);
+  const std::string json = record::to_json(job_record);
   const auto timeout = write_timeout();
   bool spooled = false;
   if (!s.spool.empty()) {
@@ -913,7 +914,7 @@ void write_outputs(profile_state& s, const job_figures& job) {
       s.host->log(s.self, ("cannot write STRATA_PROFILE_JSON: " + error).c_str());
   }
   if (const char* out = std::getenv("STRATA_PROFILE_OUT"); out != nullptr && out[0] != '\0') {
-    const std::string report = render_user_report(json);
+    const std::string report = render_user_report(job_record);
     if (std::strcmp(out, "-") == 0) {
       [[maybe_unused]] ssize_t n = ::write(STDOUT_FILENO, report.data(), report.size());
     } else if (const std::string error = write_with_timeout(out, report, timeout); !error.empty()) {
@@ -1205,7 +1206,7 @@ void pcontrol_level(profile_state* s, int level) {
     const job_figures job = reduce_over_ranks(*s);
     s->header->final_mono_ns = 0;
     if (s->rank == 0) {
-      const std::string report = render_user_report(record_json(job));
+      const std::string report = render_user_report(to_record(job));
       [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, report.data(), report.size());
     }
     break;

@@ -8,10 +8,7 @@
 
 namespace strata::profiler {
 
-std::string render_user_report(const std::string& record_json) {
-  const record::parse_result parsed = record::parse_record(record_json);
-  if (!parsed.ok())
-    return "strata profile: cannot render the report: " + parsed.error + "\n";
+std::string render_user_report(const record::job_record& job) {
   std::optional<strata::model::machine_model> model;
   std::string problem;
   if (const char* path = std::getenv("STRATA_MODEL"); path != nullptr && path[0] != '\0') {
@@ -27,8 +24,7 @@ std::string render_user_report(const std::string& record_json) {
         problem = std::string("STRATA_MODEL: ") + path + ": " + m.error + "\n";
     }
   }
-  return problem +
-         record::render(*parsed.record, record::report_format::text, model ? &*model : nullptr);
+  return problem + record::render(job, record::report_format::text, model ? &*model : nullptr);
 }
 
 } // namespace strata::profiler

@@ -11,8 +11,8 @@
 namespace strata::record {
 namespace {
 
+// Objects keep their keys in name order, as the profiler has always written the record.
 using json = nlohmann::json;
-using out_json = nlohmann::ordered_json; // keeps the documented key order for people reading
 
 using namespace detail;
 
@@ -94,59 +94,78 @@ template <typename T> std::optional<T> read_document(const json& doc, std::strin
 
 // ---- Writing ----
 
-// Declared up front: the container writers call back into the struct writer and vice versa.
-template <has_fields S> out_json write(const S& value);
-template <typename T> out_json write(const std::vector<T>& items);
-template <typename T> out_json write(const std::map<std::string, T>& items);
-out_json write(const std::vector<routine>& routines);
+// Figures left out of the record where their absence says the same.
+template <typename T> bool left_out(const T&) {
+  return false;
+}
+template <typename T> bool left_out(const std::optional<T>& value) {
+  return !value.has_value();
+}
+// The abort code and the signal say "none" with null, as the record always has.
+bool left_out(const std::optional<std::int64_t>&) {
+  return false;
+}
+template <typename T, T when_absent> bool left_out(const defaulted<T, when_absent>& value) {
+  return value.value == when_absent;
+}
+bool left_out(const std::map<std::string, counter>& counters) {
+  return counters.empty();
+}
+bool left_out(const std::vector<callsite>& callsites) {
+  return callsites.empty();
+}
 
-out_json write(const auto& value) {
+// Declared up front: the container writers call back into the struct writer and vice versa.
+template <has_fields S> json write(const S& value);
+template <typename T> json write(const std::vector<T>& items);
+template <typename T> json write(const std::map<std::string, T>& items);
+json write(const std::vector<routine>& routines);
+
+json write(const auto& value) {
   return value;
 }
-out_json write(const std::optional<std::int64_t>& value) {
-  return value ? out_json(*value) : out_json(nullptr);
+json write(const std::optional<std::int64_t>& value) {
+  return value ? json(*value) : json(nullptr);
 }
-out_json write(const std::optional<double>& value) {
-  return value ? out_json(*value) : out_json(nullptr);
+template <typename T> json write(const std::optional<T>& value) {
+  return *value; // only written when present
 }
-out_json write(const timed_flag& flag) {
-  return flag.value;
+template <typename T, T when_absent> json write(const defaulted<T, when_absent>& value) {
+  return value.value;
 }
-out_json write(const estimate_flag& flag) {
-  return flag.value;
-}
-out_json write(job_status status) {
+json write(job_status status) {
   return status_name(status);
 }
-out_json write(const histogram_bin& bin) {
+json write(const histogram_bin& bin) {
   return {bin.key, bin.calls};
 }
 
-template <typename T> out_json write(const std::vector<T>& items) {
-  out_json list = out_json::array();
+template <typename T> json write(const std::vector<T>& items) {
+  json list = json::array();
   for (const T& item : items)
     list.push_back(write(item));
   return list;
 }
 
-template <typename T> out_json write(const std::map<std::string, T>& items) {
-  out_json object = out_json::object();
+template <typename T> json write(const std::map<std::string, T>& items) {
+  json object = json::object();
   for (const auto& [key, item] : items)
     object[key] = write(item);
   return object;
 }
 
-template <has_fields S> out_json write(const S& value) {
-  out_json object = out_json::object();
+template <has_fields S> json write(const S& value) {
+  json object = json::object();
   const auto visit = [&object](std::string_view key, const auto& field) {
-    object[std::string(key)] = write(field);
+    if (!left_out(field))
+      object[std::string(key)] = write(field);
   };
   fields(value, visit);
   return object;
 }
 
-out_json write(const std::vector<routine>& routines) {
-  out_json object = out_json::object();
+json write(const std::vector<routine>& routines) {
+  json object = json::object();
   for (const routine& r : routines)
     object[r.name] = write(r);
   return object;
@@ -215,10 +234,16 @@ parse_result parse_record(std::string_view json_text) {
 }
 
 std::string to_json(const job_record& record) {
-  out_json doc = {{"schema", record_schema}};
-  doc.update(write(record));
-  // `replace` because a record built in code may hold invalid UTF-8, and dump must not throw.
-  return doc.dump(2, ' ', false, out_json::error_handler_t::replace) + "\n";
+  json doc = write(record);
+  doc["schema"] = std::string(record_schema);
+  // The call sites and the calls they missed go together, or not at all.
+  if (!record.callsites.empty() || record.callsites_dropped.value != 0) {
+    doc["callsites"] = write(record.callsites);
+    doc["callsites_dropped"] = record.callsites_dropped.value;
+  }
+  // `replace` because a record may hold invalid UTF-8 (argv and the environment may hold any
+  // bytes), and dump must not throw.
+  return doc.dump(1, ' ', false, json::error_handler_t::replace);
 }
 
 time_split split_time(const routine& measured, const model::routine_cost& model) {

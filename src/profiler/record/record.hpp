@@ -48,21 +48,16 @@ struct histogram_bin {
   bool operator==(const histogram_bin&) const = default;
 };
 
+// A value the record leaves out when it is `when_absent`, which is what its absence means.
+template <typename T, T when_absent> struct defaulted {
+  T value = when_absent;
+  bool operator==(const defaulted&) const = default;
+};
+
 // Whether a routine's calls were timed. The profile only counts calls that cannot wait
 // (MPI_Comm_rank, MPI_Type_size, MPI_Wtime, ...): "timed": false, time_s, min_s and max_s 0.
 // Absent in the record: true (records written before the key existed timed every routine).
-struct timed_flag {
-  bool value = true;
-  bool operator==(const timed_flag&) const = default;
-};
-
-// Whether the bytes received by untimed polls were estimated from the timed ones (the profile's
-// lean polls, docs/profile.md). Absent in the record: false (records rebuilt by strata recover,
-// and those written before the key existed, counted every poll's bytes or none).
-struct estimate_flag {
-  bool value = false;
-  bool operator==(const estimate_flag&) const = default;
-};
+using timed_flag = defaulted<bool, true>;
 
 struct per_rank_figures {
   rank_spread calls, time_s;
@@ -111,7 +106,14 @@ struct job_facts {
   percent_spread mpi_percent_by_rank;
   double profiler_overhead_s = 0;
   std::optional<double> profiler_finalize_s; // absent: not measured (a rebuilt record)
-  estimate_flag poll_bytes_estimated;
+  // Whether the bytes received by untimed polls were estimated from the timed ones (the
+  // profile's lean polls, docs/profile.md). Absent: not known (records rebuilt by strata
+  // recover, and those written before the key existed, which counted every poll's bytes or
+  // none): reports take it as not estimated.
+  std::optional<bool> poll_bytes_estimated;
+  // The overhead module: calls whose (processes, bytes) lay outside the machine model's grid,
+  // compared with its edge. Absent: not compared with a model.
+  std::optional<std::uint64_t> model_clamped_calls;
   std::map<std::string, counter> counters; // absent in the record: empty
   bool operator==(const job_facts&) const = default;
 };
@@ -129,6 +131,9 @@ struct job_record {
   job_facts job;
   std::vector<routine> routines;   // in name order
   std::vector<callsite> callsites; // longest first; absent in the record: empty
+  // Calls whose call site was not kept because the rank's table was full; written together
+  // with "callsites". Absent in the record: 0.
+  defaulted<std::uint64_t, 0> callsites_dropped;
   bool operator==(const job_record&) const = default;
 };
 
@@ -142,7 +147,9 @@ struct parse_result {
 // ignored so that newer writers stay readable.
 parse_result parse_record(std::string_view json_text);
 
-// Pretty-printed JSON that parse_record reads back to an equal record.
+// The record as the profiler writes it, the one writer of strata.job/1: keys in name order,
+// indented by one space, no newline at the end; figures left out where their absence says the
+// same (see the comments above). parse_record reads it back to an equal record.
 std::string to_json(const job_record& record);
 
 std::string_view status_name(job_status status);

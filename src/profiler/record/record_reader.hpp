@@ -100,6 +100,7 @@ template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& vi
   visit("profiler_overhead_s", s.profiler_overhead_s);
   visit("profiler_finalize_s", s.profiler_finalize_s);
   visit("poll_bytes_estimated", s.poll_bytes_estimated);
+  visit("model_clamped_calls", s.model_clamped_calls);
   visit("counters", s.counters);
 }
 
@@ -119,6 +120,7 @@ template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& v
   visit("job", s.job);
   visit("routines", s.routines);
   visit("callsites", s.callsites);
+  visit("callsites_dropped", s.callsites_dropped);
 }
 
 struct ignore_fields {
@@ -129,13 +131,16 @@ concept has_fields = requires(S& s, ignore_fields& visit) {
   fields(s, visit);
 };
 
+template <typename T> constexpr bool is_defaulted = false;
+template <typename T, T when_absent> constexpr bool is_defaulted<defaulted<T, when_absent>> = true;
+template <typename T> constexpr bool is_optional = false;
+template <typename T> constexpr bool is_optional<std::optional<T>> = true;
+
 // Keys a record may leave out; every other key is required.
 template <typename T>
 constexpr bool may_be_absent =
-    std::same_as<T, std::optional<std::int64_t>> || std::same_as<T, std::optional<double>> ||
-    std::same_as<T, std::vector<histogram_bin>> || std::same_as<T, std::vector<callsite>> ||
-    std::same_as<T, std::map<std::string, counter>> || std::same_as<T, timed_flag> ||
-    std::same_as<T, estimate_flag>;
+    is_optional<T> || is_defaulted<T> || std::same_as<T, std::vector<histogram_bin>> ||
+    std::same_as<T, std::vector<callsite>> || std::same_as<T, std::map<std::string, counter>>;
 
 // Record text can hold anything; messages must stay one printable line of bounded length.
 using common::printable;
@@ -267,8 +272,22 @@ private:
     out = seconds;
   }
 
-  void read(const V& value, timed_flag& out) { read(value, out.value); }
-  void read(const V& value, estimate_flag& out) { read(value, out.value); }
+  // Absent means unknown; null is no value for these.
+  void read(const V& value, std::optional<bool>& out) {
+    bool flag = false;
+    read(value, flag);
+    out = flag;
+  }
+
+  void read(const V& value, std::optional<std::uint64_t>& out) {
+    std::uint64_t count = 0;
+    read(value, count);
+    out = count;
+  }
+
+  template <typename T, T when_absent> void read(const V& value, defaulted<T, when_absent>& out) {
+    read(value, out.value);
+  }
 
   void read(const V& value, job_status& out) {
     const auto text = value.string();

@@ -377,7 +377,7 @@ TEST(RenderText, RoutinesCountedWithoutTimingSayNotTimed) {
 TEST(RenderJson, IsTheNormalisedRecord) {
   const job_record record = sample();
   const std::string text = render(record, report_format::json, nullptr);
-  EXPECT_EQ(text, to_json(record));
+  EXPECT_EQ(text, to_json(record) + "\n"); // the record as written, ended for a terminal
   EXPECT_EQ(*parse_record(text).record, record);
 }
 
@@ -512,18 +512,59 @@ TEST(Record, FinalizeTimeIsOptional) {
 }
 
 TEST(Record, PollBytesEstimatedIsOptional) {
-  EXPECT_FALSE(sample().job.poll_bytes_estimated.value); // absent: not estimated
+  EXPECT_FALSE(sample().job.poll_bytes_estimated.has_value()); // absent: not known
   EXPECT_EQ(render(sample(), report_format::text, nullptr).find("estimated from the timed"),
             std::string::npos);
   const auto lean =
       parse_record(modified([](json& doc) { doc["job"]["poll_bytes_estimated"] = true; }));
   ASSERT_TRUE(lean.ok()) << lean.error;
-  EXPECT_TRUE(lean.record->job.poll_bytes_estimated.value);
+  EXPECT_EQ(lean.record->job.poll_bytes_estimated, true);
   expect_same_as_reference(to_json(*lean.record)); // the site's bulk reader keeps it too
-  EXPECT_TRUE(parse_record(to_json(*lean.record)).record->job.poll_bytes_estimated.value);
+  EXPECT_EQ(parse_record(to_json(*lean.record)).record->job.poll_bytes_estimated, true);
+  // Exact polls say so, which is not the same as not saying.
+  const auto exact =
+      parse_record(modified([](json& doc) { doc["job"]["poll_bytes_estimated"] = false; }));
+  ASSERT_TRUE(exact.ok()) << exact.error;
+  EXPECT_EQ(parse_record(to_json(*exact.record)).record->job.poll_bytes_estimated, false);
   EXPECT_NE(render(*lean.record, report_format::text, nullptr)
                 .find("MPI_Iprobe) are estimated from the timed ones"),
             std::string::npos);
   EXPECT_EQ(error_of(modified([](json& doc) { doc["job"]["poll_bytes_estimated"] = 1; })),
             "job.poll_bytes_estimated: expected true or false, got 1");
+}
+
+// The writer writes what the profiler has always written: keys in name order, one space of
+// indent, no newline at the end, and nothing where absence says the same.
+TEST(ToJson, LeavesOutWhatItsAbsenceSays) {
+  job_record record = sample();
+  record.job.counters.clear();
+  record.job.abort_code.reset();
+  record.job.profiler_finalize_s.reset();
+  record.job.poll_bytes_estimated.reset();
+  record.job.model_clamped_calls.reset();
+  record.callsites.clear();
+  record.callsites_dropped.value = 0;
+  for (routine& r : record.routines)
+    r.timed.value = true;
+  const std::string text = to_json(record);
+  EXPECT_EQ(text.substr(0, 12), "{\n \"job\": {\n");
+  EXPECT_NE(text.back(), '\n');
+  const json doc = json::parse(text);
+  EXPECT_EQ(doc["job"]["abort_code"], nullptr); // "none" is null, as it always was
+  for (const char* key :
+       {"counters", "profiler_finalize_s", "poll_bytes_estimated", "model_clamped_calls"})
+    EXPECT_FALSE(doc["job"].contains(key)) << key;
+  EXPECT_FALSE(doc.contains("callsites"));
+  EXPECT_FALSE(doc.contains("callsites_dropped"));
+  EXPECT_FALSE(doc["routines"]["MPI_Send"].contains("timed"));
+  EXPECT_EQ(*parse_record(text).record, record);
+
+  // Calls missed by a full call-site table come with the (here empty) list of call sites.
+  record.callsites_dropped.value = 3;
+  record.job.model_clamped_calls = 7;
+  const json dropped = json::parse(to_json(record));
+  EXPECT_EQ(dropped["callsites"], json::array());
+  EXPECT_EQ(dropped["callsites_dropped"], 3);
+  EXPECT_EQ(dropped["job"]["model_clamped_calls"], 7);
+  EXPECT_EQ(*parse_record(to_json(record)).record, record);
 }

@@ -204,7 +204,7 @@ table headline(const job_facts& job) {
   };
   if (!variables.empty())
     facts.push_back({"Environment", fmt::format("{}", fmt::join(variables, " "))});
-  if (job.poll_bytes_estimated.value)
+  if (job.poll_bytes_estimated.value_or(false))
     facts.push_back({"Note", "bytes received by untimed polls (MPI_Test, MPI_Testany, "
                              "MPI_Iprobe) are estimated from the timed ones"});
   if (job.pmpi_intercepted_by_application)
@@ -490,7 +490,7 @@ std::string render(const job_record& record, report_format format,
                    const model::machine_model* model) {
   switch (format) {
   case report_format::json:
-    return to_json(record);
+    return to_json(record) + "\n";
   case report_format::csv:
     return render_csv(record, model);
   case report_format::html:

@@ -14,8 +14,11 @@ clang++-14 "${flags[@]}" src/profiler/record/record.cpp src/profiler/record/rend
 clang++-14 "${flags[@]}" src/model/stats.cpp src/model/grid.cpp src/model/model_file.cpp \
   src/common/json_document.cpp fuzz/model_fuzz.cpp -o "$out/model_fuzz"
 clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp \
-  src/profiler/packed_totals.cpp src/profiler/record/record.cpp src/model/model_file.cpp \
-  src/common/json_document.cpp fuzz/rank_file_fuzz.cpp -lfmt -o "$out/rank_file_fuzz"
+  src/profiler/packed_totals.cpp src/profiler/call_sites.cpp src/profiler/routine_classes.cpp \
+  src/profiler/record/record.cpp src/model/model_file.cpp src/common/json_document.cpp \
+  fuzz/rank_file_fuzz.cpp -lfmt -o "$out/rank_file_fuzz"
+clang++-14 "${flags[@]}" src/profiler/call_sites.cpp fuzz/callsite_lines_fuzz.cpp \
+  -o "$out/callsite_lines_fuzz"
 clang++-14 "${flags[@]}" src/analyze/trace_reader.cpp src/analyze/analysis.cpp \
   src/analyze/xml_export.cpp src/analyze/trace_builder.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
   -o "$out/analyze_fuzz"
@@ -28,7 +31,7 @@ clang++-14 "${flags[@]}" src/site/parse.cpp fuzz/site_parse_fuzz.cpp -o "$out/si
 mkdir -p "$out/corpus/analyze"
 printf '\x02\x40\x00\x00\x00\x00\x00' >"$out/corpus/analyze/seed1"
 mkdir -p "$out/corpus/config" "$out/corpus/patch" "$out/corpus/record" "$out/corpus/rank_file" \
-  "$out/corpus/model" "$out/corpus/trace_defs" "$out/corpus/site_parse"
+  "$out/corpus/callsite_lines" "$out/corpus/model" "$out/corpus/trace_defs" "$out/corpus/site_parse"
 printf 'strata-trace-defs/1;2:vm1:18:MPI_Send1:16:solver1:13:a.c2:101:11:21:01:1' \
   >"$out/corpus/trace_defs/seed"
 printf 'sqlite:/var/lib/strata/site.db' >"$out/corpus/site_parse/url"
@@ -36,6 +39,8 @@ printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
 printf '7d' >"$out/corpus/site_parse/since"
 printf '2026-11-22T01:27:18Z' >"$out/corpus/site_parse/time"
 cp src/profiler/record/testdata/sample.json "$out/corpus/record/"
+printf 'MPI_Send\ta.c\t12\tmain\t3\t900\t64\t0\nMPI_Recv\tb.f90\t7\tsolve\t1\t5\t8\t2\n' \
+  >"$out/corpus/callsite_lines/seed"
 # A real rank file, as a killed job leaves it.
 cat >"$out/rank_file_seed.cpp" <<'EOS'
 #include "profiler/rank_file.hpp"
@@ -54,7 +59,7 @@ mkdir -p "$out/corpus/overlay"
 # Seeds: a packet holding a real profile (the rounds the monitor's tests write use this format).
 printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
   >"$out/corpus/overlay/seed1"
-for target in config patch record rank_file model trace_defs analyze overlay site_parse; do
+for target in config patch record rank_file callsite_lines model trace_defs analyze overlay site_parse; do
   echo "fuzz: $target for ${seconds}s"
   # analyze only: a damaged OTF2 anchor makes libotf2 calloc what its location count says
   # (gigabytes); with allocator_may_return_null that fails as it would for a real process, and

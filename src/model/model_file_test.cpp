@@ -1,5 +1,6 @@
 #include "model/grid.hpp"
 #include "model/model_file.hpp"
+#include "model/sample_times.hpp"
 
 #include <functional>
 #include <gtest/gtest.h>
@@ -12,24 +13,7 @@ namespace {
 using json = nlohmann::json;
 using stats::fit_result;
 using stats::fit_sample;
-constexpr double window = 1e-6;
-constexpr double base_time = 20e-6;
-
-// Benchmark times as a timer would give them: t_min plus whole windows.
-std::vector<double> times_from(const std::vector<std::uint64_t>& classes) {
-  std::vector<double> times;
-  for (const std::uint64_t k : classes)
-    times.push_back(base_time + static_cast<double>(k) * window);
-  return times;
-}
-
-template <typename Distribution> std::vector<std::uint64_t> draw(Distribution d, size_t n) {
-  std::mt19937 engine(42);
-  std::vector<std::uint64_t> classes;
-  for (size_t i = 0; i < n; ++i)
-    classes.push_back(static_cast<std::uint64_t>(d(engine)));
-  return classes;
-}
+using namespace strata::model::testing;
 
 base_point point_at(std::uint64_t p, std::uint64_t b, double t_max) {
   return {p, b, 200, 1e-6, 1.2e-6, 1.1e-6, 3e-6, "poisson", 1.25, 1e-7, 4.5, 3, 0.21, true, t_max};

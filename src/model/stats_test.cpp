@@ -1,5 +1,7 @@
 #include "model/stats.hpp"
 
+#include "model/sample_times.hpp"
+
 #include <cmath>
 #include <functional>
 #include <gtest/gtest.h>
@@ -11,24 +13,7 @@ namespace strata::stats {
 namespace {
 
 using json = nlohmann::json;
-constexpr double window = 1e-6;
-constexpr double base_time = 20e-6;
-
-// Benchmark times as a timer would give them: t_min plus whole windows.
-std::vector<double> times_from(const std::vector<std::uint64_t>& classes) {
-  std::vector<double> times;
-  for (const std::uint64_t k : classes)
-    times.push_back(base_time + static_cast<double>(k) * window);
-  return times;
-}
-
-template <typename Distribution> std::vector<std::uint64_t> draw(Distribution d, size_t n) {
-  std::mt19937 engine(42);
-  std::vector<std::uint64_t> classes;
-  for (size_t i = 0; i < n; ++i)
-    classes.push_back(static_cast<std::uint64_t>(d(engine)));
-  return classes;
-}
+using namespace strata::model::testing;
 
 double mean_of(const std::vector<std::uint64_t>& classes) {
   double sum = 0;

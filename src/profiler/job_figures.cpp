@@ -1,6 +1,7 @@
 #include "profiler/job_figures.hpp"
 
 #include "profiler/packed_totals.hpp"
+#include "profiler/routine_classes.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -18,10 +19,6 @@ void spread::add(double value, int rank) {
     max_rank = rank;
   }
   sum += value;
-}
-
-bool excluded_from_mpi_time(const std::string& routine) {
-  return routine == "MPI_Init" || routine == "MPI_Init_thread" || routine == "MPI_Finalize";
 }
 
 double rank_wall_seconds(const rank_header& h) {
@@ -223,28 +220,6 @@ record::job_record to_record(const job_figures& job) {
     routine.timed.value = !(r.max_ns == 0 && r.time_ns == 0);
   }
   return out;
-}
-
-void merge_callsite(std::vector<callsite_total>& list, const callsite_total& site) {
-  for (callsite_total& c : list) {
-    if (c.function == site.function && c.file == site.file && c.line == site.line) {
-      c.calls += site.calls;
-      c.time_ns += site.time_ns;
-      c.bytes += site.bytes;
-      c.wasted_ns += site.wasted_ns;
-      c.ranks += site.ranks;
-      return;
-    }
-  }
-  list.push_back(site);
-}
-
-std::string job_key(const std::string& job_id) {
-  std::string key;
-  for (char c : job_id)
-    key.push_back(std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' ? c
-                                                                                           : '_');
-  return key.empty() ? std::string("job") : key;
 }
 
 } // namespace strata::profiler

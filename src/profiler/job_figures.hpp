@@ -1,7 +1,10 @@
-// The job record from per-rank figures: summed over ranks, with the spread over ranks. Used at
-// MPI_Finalize (fed from MPI reductions) and by `strata recover` (fed from rank files).
+// A job's figures combined over its ranks: summed, with the spread over ranks, and the facts of
+// the lowest reporting rank. Built at MPI_Finalize from the MPI reduction (packed_totals.hpp)
+// and by `strata recover` from rank files (add_rank); to_record makes the job record of it.
+// No MPI here.
 #pragma once
 
+#include "profiler/call_sites.hpp"
 #include "profiler/rank_file.hpp"
 #include "profiler/record/record.hpp"
 
@@ -63,19 +66,6 @@ template <typename To, typename From> void copy_routine_figures(To& to, const Fr
   std::copy_n(from.comm_hist, comm_bins, to.comm_hist);
 }
 
-// One source line calling one MPI function, over all ranks (STRATA_PROFILE_CALLSITES=1).
-struct callsite_total {
-  std::string function; // the MPI function
-  std::string file;
-  int line = 0;
-  std::string caller; // the function containing the call
-  uint64_t calls = 0;
-  uint64_t time_ns = 0;
-  uint64_t bytes = 0;
-  uint64_t wasted_ns = 0; // over the machine model's t_max (the overhead module)
-  int ranks = 0;          // ranks that made this call
-};
-
 struct job_figures {
   rank_header facts{}; // the lowest reporting rank's header: job, user, program, MPI
   int ranks = 0;       // the job's size
@@ -94,19 +84,13 @@ struct job_figures {
   std::vector<callsite_total> callsites;         // longest wasted time, then time, first
   uint64_t callsites_dropped = 0;
   int64_t model_clamped_calls = -1; // the overhead module: lookups outside the model's grid
-  // Rank 0's time in the profiler at MPI_Finalize up to the job's totals (the collectives that
+  // Rank 0's time in the profiler at MPI_Finalize up to the job's figures (the collectives that
   // build the record); negative when not measured (strata recover).
   double finalize_s = -1;
   // Whether the bytes that untimed polls completed are estimated from the timed polls (the
   // profile's lean polls, STRATA_PROFILE_POLLS): 1 yes, 0 no, negative unknown (strata recover).
   int poll_bytes_estimated = -1;
 };
-
-// Adds `site` to the list, merging with an entry for the same function, file and line.
-void merge_callsite(std::vector<callsite_total>& list, const callsite_total& site);
-
-// Functions whose time is not "MPI time": they bracket the measured interval.
-bool excluded_from_mpi_time(const std::string& routine);
 
 // Wall and MPI time of one rank from its header and slots.
 double rank_wall_seconds(const rank_header& h);
@@ -116,10 +100,7 @@ double rank_mpi_seconds(const std::vector<std::string>& names,
 // Adds one rank file's figures (for recover).
 void add_rank(job_figures& job, const rank_data& rank);
 
-// The job record (strata.job/1) of these figures; record::to_json writes it.
+// The job record (strata.job/1) of these figures: record::to_json writes it.
 record::job_record to_record(const job_figures& job);
-
-// A file-name-safe key for a job id.
-std::string job_key(const std::string& job_id);
 
 } // namespace strata::profiler

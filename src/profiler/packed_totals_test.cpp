@@ -3,6 +3,7 @@
 // MPI combines them in, with ranks that call different routines and maxima away from rank 0.
 #include "profiler/packed_totals.hpp"
 
+#include "profiler/call_sites.hpp"
 #include "profiler/job_figures.hpp"
 
 #include <gtest/gtest.h>
@@ -260,4 +261,62 @@ TEST(PackedTotals, HostNamesAndCallSiteLinesFromEachRanksText) {
   EXPECT_TRUE(gather_in_fixed_blocks(64, 3));            // host names alone
   EXPECT_TRUE(gather_in_fixed_blocks(200'000, 100'000)); // padding at most doubles it
   EXPECT_FALSE(gather_in_fixed_blocks(400'000, 70));     // one long rank: by length
+}
+
+// The reduction at finalize as the module runs it, without MPI: the layout agreed with MPI_MAX,
+// every rank's figures packed and combined, every rank's text gathered; rank 0's figures then
+// equal what strata recover builds from the same ranks' files, plus the merged call sites.
+TEST(PackedTotals, TheFinalizeReductionWithoutMpi) {
+  const std::vector<rank_data> ranks = make_job();
+  std::vector<std::string> texts;
+  for (const rank_data& r : ranks)
+    texts.push_back(
+        rank_text(r.header.host, callsite_lines({{"MPI_Bcast", "solver.c", 40, "step", 2, 1000, 128,
+                                                  static_cast<uint64_t>(r.header.rank), 1}})));
+  std::vector<uint32_t> layout;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::vector<uint32_t> mine =
+        reduction_layout(ranks[r].slots.data(), names.size(), texts[r].size());
+    if (layout.empty())
+      layout = mine;
+    for (size_t i = 0; i < layout.size(); ++i) // MPI_MAX
+      layout[i] = std::max(layout[i], mine[i]);
+  }
+  const reduction_plan plan = plan_reduction(layout, names.size());
+  EXPECT_EQ(plan.functions, used_functions(ranks));
+  EXPECT_EQ(plan.longest_text, texts[0].size()); // "even", and a two-digit wasted time
+  EXPECT_EQ(plan.shortest_text, texts[1].size());
+  ASSERT_TRUE(gather_in_fixed_blocks(plan.longest_text, plan.shortest_text));
+
+  job_figures job;
+  std::string lines;
+  for (std::string text : texts) {
+    text.resize(plan.longest_text, '\0'); // a fixed block of the gather
+    add_rank_text(text, job, lines);
+  }
+  complete_at_root(job, reduce_as_a_tree(ranks, plan.functions), names, plan.functions, lines,
+                   ranks[0].header, world, true);
+  EXPECT_EQ(job.ranks, world);
+  EXPECT_EQ(job.ranks_reported, world);
+  EXPECT_EQ(job.model_clamped_calls, 2 * world);
+  EXPECT_EQ(job.callsites_dropped, 0u + 1 + 2 + 3 + 4);
+  ASSERT_EQ(job.callsites.size(), 1u);
+  EXPECT_EQ(job.callsites[0].ranks, world);
+  EXPECT_EQ(job.callsites[0].calls, 2u * world);
+  EXPECT_EQ(job.callsites[0].wasted_ns, 0u + 1 + 2 + 3 + 4);
+  EXPECT_EQ(job.host_names, (std::vector<std::string>{"even", "odd"}));
+
+  // The figures themselves are those of strata recover's path (OneReductionGivesWhatRecoverGives).
+  job_figures recovered;
+  for (const rank_data& r : ranks)
+    add_rank(recovered, r);
+  EXPECT_EQ(job.facts.rank, recovered.facts.rank);
+  EXPECT_EQ(job.status, recovered.status);
+  EXPECT_DOUBLE_EQ(job.wall_s, recovered.wall_s);
+  EXPECT_DOUBLE_EQ(job.mpi_s, recovered.mpi_s);
+  ASSERT_EQ(job.routines.size(), recovered.routines.size());
+  for (const auto& [name, want] : recovered.routines) {
+    EXPECT_EQ(job.routines.at(name).calls, want.calls) << name;
+    EXPECT_EQ(job.routines.at(name).time_ns, want.time_ns) << name;
+  }
 }

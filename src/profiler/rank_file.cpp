@@ -1,5 +1,6 @@
 #include "profiler/rank_file.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -89,6 +90,22 @@ rank_mapping create_rank_file(const std::string& path, const std::vector<std::st
   m.uncharged_polls = reinterpret_cast<uint64_t*>(
       reinterpret_cast<callsite_slot*>(m.slots + count) + callsite_capacity);
   return m;
+}
+
+void move_into_rank_file(rank_mapping& file, const rank_header& facts,
+                         const std::vector<routine_slot>& slots,
+                         const std::vector<uint64_t>& uncharged_polls) {
+  rank_header* h = file.header;
+  const rank_header layout = *h;
+  *h = facts;
+  std::memcpy(h->magic, layout.magic, sizeof(h->magic));
+  h->version = layout.version;
+  h->header_size = layout.header_size;
+  h->slot_size = layout.slot_size;
+  h->function_count = layout.function_count;
+  h->callsite_capacity = layout.callsite_capacity;
+  std::memcpy(file.slots, slots.data(), slots.size() * sizeof(routine_slot));
+  std::copy(uncharged_polls.begin(), uncharged_polls.end(), file.uncharged_polls);
 }
 
 read_result parse_rank_image(const unsigned char* bytes, size_t size, const std::string& path) {

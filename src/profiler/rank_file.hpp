@@ -127,6 +127,12 @@ struct rank_mapping {
 rank_mapping create_rank_file(const std::string& path, const std::vector<std::string>& names,
                               uint32_t callsite_capacity = 0);
 
+// What a rank counted before its file existed (MPI_Init itself), moved into the file: the facts
+// (the file keeps its layout fields), the routine slots and the uncharged polls, by function id.
+void move_into_rank_file(rank_mapping& file, const rank_header& facts,
+                         const std::vector<routine_slot>& slots,
+                         const std::vector<uint64_t>& uncharged_polls);
+
 // A rank file read back (validated; never trusts sizes or strings in the file).
 struct rank_data {
   rank_header header{};

@@ -6,14 +6,45 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <unistd.h>
 
 namespace strata::profiler {
+
+std::string write_with_deadline(const std::string& path, const std::string& text,
+                                std::chrono::milliseconds timeout) {
+  struct shared_result {
+    std::mutex lock;
+    std::condition_variable done;
+    bool finished = false;
+    std::string error;
+  };
+  auto result = std::make_shared<shared_result>();
+  std::thread writer([result, path, text] {
+    std::string error = common::write_atomically(path, text);
+    std::lock_guard<std::mutex> guard(result->lock);
+    result->error = std::move(error);
+    result->finished = true;
+    result->done.notify_all();
+  });
+  std::unique_lock<std::mutex> guard(result->lock);
+  if (!result->done.wait_for(guard, timeout, [&] { return result->finished; })) {
+    writer.detach(); // stuck in the kernel; it finishes or dies with the process
+    return path + ": no answer from the file system after " + std::to_string(timeout.count()) +
+           " ms";
+  }
+  guard.unlock();
+  writer.join();
+  return result->error;
+}
 
 spool_choice choose_spool(const char* configured, const std::string& install_default,
                           const char* home, unsigned uid) {

@@ -3,10 +3,17 @@
 // never finalized into records marked partial. No MPI here.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 namespace strata::profiler {
+
+// Writes atomically (common/atomic_file.hpp), giving up after `timeout`: a hung file system must
+// never hang the job. The writer thread, stuck in the kernel, then finishes or dies with the
+// process. Returns an error message, empty on success.
+std::string write_with_deadline(const std::string& path, const std::string& text,
+                                std::chrono::milliseconds timeout);
 
 struct spool_choice {
   std::string dir;     // empty when nothing at all can be written

@@ -1,9 +1,9 @@
 #include "user_report.hpp"
 
 #include "config/config.hpp"
+#include "options.hpp"
 #include "profiler/record/render.hpp"
 
-#include <cstdlib>
 #include <optional>
 
 namespace strata::profiler {
@@ -11,7 +11,7 @@ namespace strata::profiler {
 std::string render_user_report(const record::job_record& job) {
   std::optional<strata::model::machine_model> model;
   std::string problem;
-  if (const char* path = std::getenv("STRATA_MODEL"); path != nullptr && path[0] != '\0') {
+  if (const char* path = options::machine_model()) {
     std::string text;
     if (!config::read_file(path, text)) {
       problem = std::string("STRATA_MODEL: cannot read ") + path + "\n";

@@ -1,6 +1,7 @@
 // Event counters for the always-on profiler: events chosen by STRATA_COUNTERS, opened through
 // PAPI where it works and through Linux perf_event otherwise, read once per MPI boundary and
-// split into "inside MPI" and "in the application" (seed paper, section VIII). No MPI here.
+// split into "inside MPI" and "in the application" (Rabenseifner, "Automatic MPI Counter
+// Profiling", section VIII). No MPI here.
 #pragma once
 
 #include <cstddef>
@@ -68,7 +69,7 @@ private:
   std::vector<long long> papi_buf_;
 };
 
-// The seed's method for clock-like counters: one subtraction and one addition per counter
+// That paper's method for clock-like counters: one subtraction and one addition per counter
 // and boundary. Application = from start() to the first enter_mpi() and between leave_mpi()
 // and the next enter_mpi(); MPI = the rest. Calls nested inside MPI (a collective calling
 // MPI_Send through the profiled interface) only change the depth, so nothing is counted twice.

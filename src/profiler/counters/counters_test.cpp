@@ -139,7 +139,7 @@ TEST(EventList, EmptyNamesAndDuplicatesAreErrors) {
   EXPECT_TRUE(parse_event_list("a,,b").names.empty());
 }
 
-TEST(SplitAccumulator, SeedMethodWithNesting) {
+TEST(SplitAccumulator, OneReadPerBoundaryWithNesting) {
   split_accumulator acc(2);
   auto at = [](uint64_t a, uint64_t b) { return std::vector<uint64_t>{a, b}; };
   acc.start(at(100, 7).data());

@@ -131,10 +131,11 @@ concept has_fields = requires(S& s, ignore_fields& visit) {
   fields(s, visit);
 };
 
-template <typename T> constexpr bool is_defaulted = false;
-template <typename T, T when_absent> constexpr bool is_defaulted<defaulted<T, when_absent>> = true;
-template <typename T> constexpr bool is_optional = false;
-template <typename T> constexpr bool is_optional<std::optional<T>> = true;
+template <typename T> inline constexpr bool is_defaulted = false;
+template <typename T, T when_absent>
+inline constexpr bool is_defaulted<defaulted<T, when_absent>> = true;
+template <typename T> inline constexpr bool is_optional = false;
+template <typename T> inline constexpr bool is_optional<std::optional<T>> = true;
 
 // Keys a record may leave out; every other key is required.
 template <typename T>

@@ -43,6 +43,7 @@ endfunction()
 
 foreach(flavor IN LISTS STRATA_ALL_MPI_FLAVORS)
   find_program(STRATA_MPICC_${flavor} mpicc.${flavor})
+  find_program(STRATA_MPICXX_${flavor} mpicxx.${flavor})
   find_program(STRATA_MPIF90_${flavor} mpif90.${flavor})
   find_program(STRATA_MPIRUN_${flavor} mpirun.${flavor})
   if(NOT STRATA_MPICC_${flavor} OR NOT STRATA_MPIRUN_${flavor})

@@ -9,8 +9,17 @@
  *  - wrapper module: defines MPI_X itself and calls ZMPI_X (strata/zmpi.h) for the next layer.
  *    The core finds these definitions with dlsym; a patched binary PMPI tool is one of these.
  *
- * MPI calls that a module makes itself (from a callback or a wrapper) go to the layers below it,
- * never back into its own chain, unless it moves itself with strata_host::set_layer.
+ * MPI calls that a module makes itself from a callback (mpi_ready, finalize, enter, exit,
+ * pcontrol, region callbacks, ...) go straight to the MPI library: no other layer sees a module's
+ * own traffic (its reductions, gathers, clock synchronisation), so every layer sees exactly the
+ * application's calls. A module that wants its own calls seen by the layers below it (as PnMPI's
+ * tools see each other) exports STRATA_MODULE_OWN_CALLS_SEEN_SYMBOL, below. A wrapper's calls of
+ * ZMPI_X go to the next layer, as its MPI_X is the application's call passed on; strata_host::
+ * set_layer moves the thread elsewhere (STRATA_LAYER_MPI: straight to MPI).
+ *
+ * The application's processes, for a module's own traffic, are strata_host::world(): a
+ * communicator private to tools, in the world model (MPI_Init) and the MPI-4 Sessions model
+ * alike. MPI_COMM_WORLD is not available to a module in a program that uses only Sessions.
  */
 #ifndef STRATA_MODULE_H
 #define STRATA_MODULE_H
@@ -111,14 +120,34 @@ typedef struct strata_host {
   /* One line on stderr, prefixed with "strata: <module>: ". */
   void (*log)(int self, const char* message);
   int (*layer_count)(void);
-  /* From mpi_ready only: the application's MPI_COMM_WORLD becomes *(MPI_Comm*)comm in every call
-   * it makes (C and Fortran alike; modules still see the real world). Returns 0 or -1. */
+  /* From mpi_ready only, for a module that exports strata_module_takes_ranks_v1, on every
+   * process (a collective call): the application's MPI_COMM_WORLD becomes *(MPI_Comm*)comm in
+   * every call it makes (C and Fortran alike), and world() a duplicate of it for the modules
+   * after this one (MPI_COMM_WORLD in their own calls too); only the replacing module's calls
+   * still reach the real world. On a process the module keeps for itself, comm points to
+   * MPI_COMM_NULL: that process must end with end_process, never return to the application.
+   * Returns 0 or -1. */
   int (*replace_world)(int self, const void* comm);
   /* Appended in the same ABI version: the application's call site (return address into the
    * caller of the MPI function) of the call this thread is in, for wrapper modules, which cannot
    * see it themselves (outside a call: the last one's; null before the first). */
   const void* (*call_site)(void);
+  /* Appended in the same ABI version: the application's processes as one communicator for the
+   * module's own traffic, *(const MPI_Comm*)world(): private to tools (MPI's own duplicate of
+   * the application's world, or a communicator of the core's own MPI session over "mpi://WORLD"
+   * where the library has Sessions), and without the processes a module took out of the
+   * application's world (replace_world). Valid from mpi_ready until finalize has returned;
+   * null outside. Ranks in it are the world ranks of strata_event. */
+  const void* (*world)(void);
+  /* Appended in the same ABI version: ends a process that a module took out of the application's
+   * world (replace_world with MPI_COMM_NULL), which never returns from the application's init:
+   * the core closes what it opened, MPI is finalized without the other modules' finalize, and
+   * the process exits with `status`. */
+  void (*end_process)(int self, int status);
 } strata_host;
+
+/* strata_host::set_layer(STRATA_LAYER_MPI): this thread's calls go straight to the MPI library. */
+#define STRATA_LAYER_MPI 0x7fffffff
 
 typedef struct strata_module_arg {
   const char* key;
@@ -191,17 +220,32 @@ typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int 
 
 #define STRATA_MODULE_SYMBOL "strata_module_v1"
 
+/* Optional: the module's own MPI calls are seen by the layers below it (the default hides them).
+ * A module that wants this exports a non-zero `const int strata_module_own_calls_seen_v1`. */
+#define STRATA_MODULE_OWN_CALLS_SEEN_SYMBOL "strata_module_own_calls_seen_v1"
+
+/* Optional: a module that takes processes out of the application's world (to run tools on them,
+ * as the monitor's tree does) exports
+ *     int strata_module_takes_ranks_v1(const strata_module_arg* args, int nargs);
+ * answering, before `load`, whether it will with these arguments. The core then places it first
+ * in the stack, whatever the order the user wrote, so that every other module starts from the
+ * application's processes only; a stack with two such modules is refused. Its mpi_ready sees
+ * the whole world (strata_host::world) and calls strata_host::replace_world. */
+#define STRATA_MODULE_TAKES_RANKS_SYMBOL "strata_module_takes_ranks_v1"
+typedef int (*strata_module_takes_ranks_entry)(const struct strata_module_arg* args, int nargs);
+
 /* Optional extension: the application's regions (include/strata/annotate.h). A module that wants
  * them exports, besides strata_module_v1,
  *     const strata_module_regions* strata_module_regions_v1(void);
  * Modules without it are unaffected, and when no module of the stack has it, an annotation costs
  * the application one call and one branch. The core calls `begin` / `end` on the annotating
- * thread, in stack order, with the module's layer set (its MPI calls go below it), from the end of
- * MPI_Init (after mpi_ready) until MPI_Finalize has returned (before unload). `name` is the
- * application's string and may not outlive the call (copy it); `call_site` is the address the
- * annotation returns to in the annotating function (null when unknown); `t_ns` is the core's
- * clock (strata_host::now_ns) read once for all modules. `size` is sizeof the struct the module
- * was built with: later versions append fields, and the core reads only what `size` covers. */
+ * thread, in stack order (their own MPI calls reach no other layer, as from any callback), from
+ * the end of MPI_Init (after mpi_ready) until MPI_Finalize has returned (before unload).
+ * `name` is the application's string and may not outlive the call (copy it); `call_site` is the
+ * address the annotation returns to in the annotating function (null when unknown); `t_ns` is
+ * the core's clock (strata_host::now_ns) read once for all modules. `size` is sizeof the struct the
+ * module was built with: later versions append fields, and the core reads only what `size` covers.
+ */
 typedef void (*strata_region_fn)(const char* name, const void* call_site, uint64_t t_ns,
                                  void* state);
 

@@ -12,7 +12,7 @@ region_listener region_listeners[max_region_listeners];
 std::atomic<int> region_listener_count{0};
 int region_listener_pending = 0;
 
-void add_region_listener(void* handle, void* state, int layer) {
+void add_region_listener(void* handle, void* state, int layer, int calls_layer) {
   if (handle == nullptr || region_listener_pending >= static_cast<int>(max_region_listeners))
     return;
   auto entry =
@@ -26,6 +26,7 @@ void add_region_listener(void* handle, void* state, int layer) {
   l.end = regions->end;
   l.state = state;
   l.layer = layer;
+  l.calls_layer = calls_layer;
 }
 
 namespace {
@@ -47,7 +48,7 @@ template <edge E> inline void deliver(const char* name, const void* call_site) {
     strata_region_fn fn = E == edge::begin ? l.begin : l.end;
     if (fn == nullptr || l.layer <= saved)
       continue;
-    ts.layer = l.layer;
+    ts.layer = l.calls_layer;
     fn(name, call_site, t, l.state);
   }
   ts.layer = saved;

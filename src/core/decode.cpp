@@ -2,13 +2,10 @@
 // computed the first time a call uses it. Lookups are lock-free; the first sight of a
 // communicator takes a lock and allocates (once per communicator, not once per call).
 #include "core/decode.hpp"
+#include "core/core_internal.hpp"
 
 #include <atomic>
 #include <mutex>
-
-namespace strata::core {
-void* find_real(const char* name);
-}
 
 namespace strata::decode {
 
@@ -64,12 +61,31 @@ template <typename F> void resolve(F& fn, const char* name) {
   fn = reinterpret_cast<F>(core::find_real(name));
 }
 
-bool mpi_usable() {
+// MPI's world model is initialized and not finalized.
+bool world_model_up() {
   int init = 0;
   int fin = 0;
   if (real_comm.initialized == nullptr || real_comm.initialized(&init) != MPI_SUCCESS || !init)
     return false;
   return real_comm.finalized(&fin) == MPI_SUCCESS && !fin;
+}
+
+// Communicators can be asked about: the tools are running (a Sessions program has no world
+// model), or the world model is up (a PMPI tool's calls inside MPI_Init).
+bool mpi_usable() {
+  return core::mpi_active() || world_model_up();
+}
+
+// The group whose ranks events call world ranks: MPI_COMM_WORLD's, or, in a program that uses
+// only Sessions, the tools' communicator of every process (strata_host::world).
+MPI_Group world_ranks_group() {
+  MPI_Group group = MPI_GROUP_NULL;
+  const void* tools = core::host_world();
+  if (world_model_up() || tools == nullptr)
+    real_comm.comm_group(MPI_COMM_WORLD, &group);
+  else
+    real_comm.comm_group(*static_cast<const MPI_Comm*>(tools), &group);
+  return group;
 }
 
 const comm_info* insert(MPI_Comm comm, uint64_t key) {
@@ -89,7 +105,7 @@ const comm_info* insert(MPI_Comm comm, uint64_t key) {
     real_comm.comm_test_inter(comm, &inter);
     info.inter = inter != 0;
     if (world_group == MPI_GROUP_NULL)
-      real_comm.comm_group(MPI_COMM_WORLD, &world_group);
+      world_group = world_ranks_group();
     MPI_Group group = MPI_GROUP_NULL;
     int peers = info.size;
     if (info.inter) {

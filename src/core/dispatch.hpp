@@ -30,8 +30,9 @@ struct chain_entry {
   strata_event_fn enter = nullptr;
   strata_event_fn exit = nullptr;
   void* state = nullptr;
-  int layer = 0;     // the module's position in the stack
-  int group_end = 0; // event entries: index of the first entry after this group
+  int layer = 0;       // the module's position in the stack
+  int calls_layer = 0; // where its callbacks' own MPI calls start (core_internal.hpp)
+  int group_end = 0;   // event entries: index of the first entry after this group
   // First entry of an event group whose modules all accept sampled polls: time one poll in
   // about this many (0: every one); the others go to each entry's untimed_poll.
   uint32_t poll_interval = 0;
@@ -83,17 +84,28 @@ extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
-// Set by strata_host::replace_world: the application's MPI_COMM_WORLD is this communicator.
+// Set by strata_host::replace_world: the application's MPI_COMM_WORLD is world_replacement,
+// and the other modules' is modules_world (the tools' world: the application's processes);
+// only the replacing module's calls (its layer) still reach the real world.
 extern bool world_replaced STRATA_HIDDEN;
 extern MPI_Comm world_replacement STRATA_HIDDEN;
-inline MPI_Comm remap_comm(MPI_Comm comm) {
-  return comm == MPI_COMM_WORLD ? world_replacement : comm;
-}
+extern MPI_Comm modules_world STRATA_HIDDEN;
+extern int world_replacing_layer STRATA_HIDDEN;
 
+// The life cycle (lifecycle.cpp): the stack starts after the application's first MPI_Init or
+// MPI_Session_init and ends at its last MPI_Finalize or MPI_Session_finalize.
 void load_modules_once();
-void after_init();
+void after_init(int result);
 void before_finalize();
-void after_finalize();
+void after_finalize(int result);
+#if MPI_VERSION >= 4
+void after_session_init(int result, MPI_Session* session);
+void before_session_finalize(MPI_Session* session);
+void after_session_finalize(int result, MPI_Session* session);
+// With tool ranks taken out of the application's world: its "mpi://WORLD" group narrowed to
+// the application's processes (MPI_Group_from_session_pset's result).
+void narrow_world_pset(const char* pset_name, MPI_Group* group);
+#endif
 void* find_real(const char* name);
 // Resolves every real MPI function, once, from whichever thread calls first; safe before the
 // library's constructor has run and before MPI_Init.
@@ -260,7 +272,7 @@ __attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r, b
     Decoder::exit(ev, scratch, args...);
   }
   for (int i = end - 1; i >= pos; --i) {
-    ts.layer = entries[i].layer;
+    ts.layer = entries[i].calls_layer;
     entries[i].untimed_poll(&ev, entries[i].state);
   }
   ts.layer = saved_layer;
@@ -298,7 +310,7 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   ev.t_enter_ns = now_ns();
   for (int i = pos; i < end; ++i) {
     if (entries[i].enter != nullptr) {
-      ts.layer = entries[i].layer;
+      ts.layer = entries[i].calls_layer;
       entries[i].enter(&ev, entries[i].state);
     }
   }
@@ -309,7 +321,7 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   Decoder::exit(ev, scratch, args...);
   for (int i = end - 1; i >= pos; --i) {
     if (entries[i].exit != nullptr) {
-      ts.layer = entries[i].layer;
+      ts.layer = entries[i].calls_layer;
       entries[i].exit(&ev, entries[i].state);
     }
   }
@@ -327,8 +339,13 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
     ts.call_site = return_address;
     if constexpr (Decoder::has_comm) {
       if (__builtin_expect(world_replaced, false))
-        Decoder::remap_comms(args...);
+        Decoder::remap_comms(world_replacement, args...);
     }
+  } else if constexpr (Decoder::has_comm) {
+    // A module's call: patched PMPI tools and modules that use MPI_COMM_WORLD for their own
+    // traffic reach the application's processes only, not the tool ranks.
+    if (__builtin_expect(world_replaced, false) && ts.layer != world_replacing_layer)
+      Decoder::remap_comms(modules_world, args...);
   }
   return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
 }

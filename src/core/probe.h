@@ -14,6 +14,7 @@ typedef struct strata_probe {
   int wrapped_count;     /* MPI functions the module defines (wrapper) */
   int event_count;       /* further functions it subscribed to (events), with these arguments */
   char functions[16384]; /* their names, comma-separated (truncated) */
+  int takes_ranks;       /* takes processes out of the application's world: placed first */
 } strata_probe;
 
 typedef int (*strata_probe_fn)(const char* name, const char* origin, int nargs,

@@ -13,7 +13,8 @@ struct region_listener {
   strata_region_fn begin = nullptr;
   strata_region_fn end = nullptr;
   void* state = nullptr;
-  int layer = 0;
+  int layer = 0;       // the module's position: its own annotations reach only those below
+  int calls_layer = 0; // where the callback's own MPI calls start
 };
 
 // Filled while the stack loads; `region_listener_count` is published (release) once the modules
@@ -25,6 +26,6 @@ extern std::atomic<int> region_listener_count __attribute__((visibility("hidden"
 extern int region_listener_pending __attribute__((visibility("hidden")));
 
 // Looks up the module's optional strata_module_regions_v1 and keeps its callbacks (load time).
-void add_region_listener(void* handle, void* state, int layer);
+void add_region_listener(void* handle, void* state, int layer, int calls_layer);
 
 } // namespace strata::core

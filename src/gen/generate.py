@@ -16,9 +16,16 @@ import xml.etree.ElementTree as ET
 
 # Functions the core writes by hand: a variadic one, and the one that must see every level.
 HAND_WRITTEN = {"MPI_Pcontrol"}
-# Functions whose entry runs core hooks around the chain.
-INIT_FUNCTIONS = {"MPI_Init", "MPI_Init_thread"}
-FINALIZE_FUNCTIONS = {"MPI_Finalize"}
+# Functions whose entry runs core hooks around the chain: (before, after) in src/core/lifecycle.
+# The "after" hooks get the call's result. MPI-4 Sessions start and end the tools as MPI_Init
+# and MPI_Finalize do (the application's first start and last end, over both models).
+LIFECYCLE_HOOKS = {
+    "MPI_Init": ("load_modules_once", "after_init"),
+    "MPI_Init_thread": ("load_modules_once", "after_init"),
+    "MPI_Finalize": ("before_finalize", "after_finalize"),
+    "MPI_Session_init": ("load_modules_once", "after_session_init"),
+    "MPI_Session_finalize": ("before_session_finalize", "after_session_finalize"),
+}
 
 
 class Header:
@@ -343,9 +350,10 @@ def generate(header, roles, flavor, out):
                     c.write(f"    return {spec['status']} == &space;\n  }}\n")
                 else:
                     c.write("    return false;\n  }\n")
-            c.write(f"  static void remap_comms({ref_list}) {{\n")
+            c.write(f"  static void remap_comms([[maybe_unused]] MPI_Comm world"
+                    f"{', ' if ref_list else ''}{ref_list}) {{\n")
             for comm in comms:
-                c.write(f"    {comm} = core::remap_comm({comm});\n")
+                c.write(f"    if ({comm} == MPI_COMM_WORLD)\n      {comm} = world;\n")
             c.write("  }\n};\n} // namespace\n")
             # The wrapped path lives in its own function taking the arguments by value, so the
             # unwrapped path stays a load, a test and a tail call (no spilled arguments).
@@ -354,7 +362,7 @@ def generate(header, roles, flavor, out):
             c.write(f"  return core::dispatch<fid_{n}, decoder_{n}>(chain, site, real.{n}"
                     f"{', ' if args else ''}{args});\n}}\n")
             wrapped = f"wrapped_{n}(chain, __builtin_return_address(0){', ' if args else ''}{args})"
-            if n not in INIT_FUNCTIONS and n not in FINALIZE_FUNCTIONS:
+            if n not in LIFECYCLE_HOOKS:
                 # A chain that only counts: the entry point jumps here with its own arguments
                 # (a tail call: no frame of its own on the entry's wrapped path), so the return
                 # address is the application's. Without optimisation there is no tail call and
@@ -376,18 +384,32 @@ def generate(header, roles, flavor, out):
                     c.write(f"  return {wrapped};\n}}\n#endif\n")
             c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
             c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
-            if n in INIT_FUNCTIONS or n in FINALIZE_FUNCTIONS:
+            if n in LIFECYCLE_HOOKS:
                 # Life-cycle hooks run whether or not a module wraps the call. The "after" hook
                 # runs when the application's own call returns, not when a wrapper's call to
                 # the next layer does: a PMPI tool (mpiP) sets itself up after its PMPI_Init
                 # returns, and must be ready before other modules' mpi_ready make MPI calls
                 # through it (and must not be unloaded inside its own MPI_Finalize).
-                before, after = (("load_modules_once", "after_init") if n in INIT_FUNCTIONS
-                                 else ("before_finalize", "after_finalize"))
+                before, after = LIFECYCLE_HOOKS[n]
+                # A session's hooks get its handle (the last parameter): the core keeps the
+                # application's sessions open.
+                handle = f", {f.names()[-1]}" if "Session" in n else ""
                 c.write("  const bool from_application = core::tls.layer < 0;\n")
-                c.write(f"  core::{before}();\n  chain = core::chains[fid_{n}];\n")
+                if before == "load_modules_once":
+                    c.write(f"  core::{before}();\n")
+                else:
+                    c.write(f"  if (from_application)\n    core::{before}({handle[2:]});\n")
+                c.write(f"  chain = core::chains[fid_{n}];\n")
                 c.write(f"  auto result = chain == nullptr ? real.{n}({args}) : {wrapped};\n")
-                c.write(f"  if (from_application)\n    core::{after}();\n  return result;\n}}\n")
+                c.write(f"  if (from_application)\n    core::{after}(result{handle});\n"
+                        "  return result;\n}\n")
+            elif n == "MPI_Group_from_session_pset":
+                # With tool ranks taken out of the application's world, its "mpi://WORLD" is the
+                # application's processes only (the Sessions model's MPI_COMM_WORLD).
+                c.write(f"  auto result = chain == nullptr ? real.{n}({args}) : {wrapped};\n")
+                c.write("  if (__builtin_expect(core::world_replaced, 0) && core::tls.layer < 0)\n"
+                        f"    core::narrow_world_pset({', '.join(f.names()[1:])});\n"
+                        "  return result;\n}\n")
             else:
                 c.write("  if (__builtin_expect(chain == nullptr, 1))\n")
                 c.write(f"    return real.{n}({args});\n")

@@ -260,8 +260,8 @@ json site_json(const site::report& r, int days) {
   return o;
 }
 
-// The job's own report (src/record's HTML renderer, which escapes every string of the record):
-// the body of its document, to sit inside our page.
+// The job's own report (src/profiler/record's HTML renderer, which escapes every string of the
+// record): the body of its document, to sit inside our page.
 std::string job_report_html(const std::string& record_json) {
   const record::parse_result parsed = record::parse_record(record_json);
   if (!parsed.ok())

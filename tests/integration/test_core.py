@@ -3,7 +3,8 @@ import os
 import re
 import unittest
 
-from strata_testlib import (CORE, FLAVOR, OTHER_FLAVOR, STRATA, BUILD, StrataTestCase, base_env,
+from strata_testlib import (CORE, FLAVOR, OTHER_FLAVOR, PROGRAMS as PROGRAMS_DIR, STRATA, BUILD,
+                            StrataTestCase, base_env,
                             mpirun, program, read_counts, run, strata_run)
 
 ITER = 7
@@ -135,8 +136,10 @@ class Chaining(StrataTestCase):
             "wrap_a wrap-out MPI_Send", "A exit MPI_Send", "wrap_b wrap-out MPI_Send"])
 
     def test_module_calls_go_below_it_only(self):
-        # wrap_a calls MPI_Comm_size inside its MPI_Barrier wrapper: B (below) sees it, A (above)
-        # does not. Each probe's own MPI_Allreduce at finalize is seen only by the probes below.
+        # wrap_a calls MPI_Comm_size inside its MPI_Barrier wrapper, as the call it passes on:
+        # B (below) sees it, A (above) does not. A probe's own MPI_Allreduce at finalize is its
+        # housekeeping: no other layer sees it, unless the module asks for its calls to be
+        # seen (probe_seen), and then only the layers below it do.
         tools = ",".join([probe(self.out, "A"), f"wrap_a:out={self.out}", probe(self.out, "B")])
         proc = strata_run(tools, [program("ring_c"), str(ITER)])
         self.assertRan(proc)
@@ -145,7 +148,14 @@ class Chaining(StrataTestCase):
         self.assertEqual(a["MPI_Comm_size"][0], 1)
         self.assertEqual(b["MPI_Comm_size"][0], 2)
         self.assertEqual(a["MPI_Allreduce"][0], 1)
-        self.assertEqual(b["MPI_Allreduce"][0], 2)
+        self.assertEqual(b["MPI_Allreduce"][0], 1)
+        seen = probe(self.out, "S").replace("probe:", "probe_seen:", 1)
+        tools = ",".join([probe(self.out, "A2"), seen, probe(self.out, "B2")])
+        proc = strata_run(tools, [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        for name, allreduces in (("A2", 1), ("S", 1), ("B2", 2)):
+            counts, _ = read_counts(os.path.join(self.out, f"{name}.0.counts"))
+            self.assertEqual(counts["MPI_Allreduce"][0], allreduces, name)
 
     def test_pcontrol_reaches_every_module(self):
         tools = ",".join([probe(self.out, "A"), "empty", probe(self.out, "B")])
@@ -206,8 +216,11 @@ class WorldReplacement(StrataTestCase):
                 # The even ring carries ranks 0 and 2 of the world, so its data differ from a
                 # plain 2-rank run only through the world-rank-independent ring pattern.
                 self.assertEqual(lines[0], native.stdout.strip())
-                counts, _ = read_counts(os.path.join(self.out, f"{prog}.3.counts"))
+                # The modules after it see the application's world too: two worlds of 2 ranks
+                # (whose files have the same names and figures).
+                counts, _ = read_counts(os.path.join(self.out, f"{prog}.1.counts"))
                 self.assertEqual(counts["MPI_Send"][0], ITER)
+                self.assertFalse(os.path.exists(os.path.join(self.out, f"{prog}.3.counts")))
 
 
 class Configuration(StrataTestCase):
@@ -303,3 +316,72 @@ class Errors(StrataTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ProgramsBuiltAsUsersBuildThem(StrataTestCase):
+    """Programs built with the flavor's compiler wrappers and with CMake's FindMPI: under Open MPI
+    a C++ program links the C++ bindings, whose static constructors call MPI before libstrata's
+    constructor has run; a library of the program may do the same."""
+
+    STACKS = (None, "profile", "trace", "empty,delay:usec=1")
+
+    def native(self, path, *args):
+        proc = run(mpirun(2) + [path, *args])
+        self.assertRan(proc)
+        return proc.stdout
+
+    def check_under_stacks(self, path, *args):
+        native = self.native(path, *args)
+        env = base_env(STRATA_SPOOL=self.out, STRATA_TRACE_DIR=self.out)
+        for tools in self.STACKS:
+            with self.subTest(program=os.path.relpath(path, BUILD), tools=tools):
+                proc = strata_run(tools, [path, *args], env=env)
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout, native)
+
+    def test_cpp_program_built_with_the_wrapper(self):
+        self.check_under_stacks(program("hello_cpp"))
+
+    def test_library_calling_mpi_in_its_constructor(self):
+        native = self.native(program("constructor"))
+        self.assertRegex(native, r"constructor: MPI [34], initialized 0 before main; sum 1")
+        self.check_under_stacks(program("constructor"))
+
+    def test_programs_built_with_findmpi(self):
+        for name, args in (("ring_c", [str(ITER)]), ("hello_cpp", []), ("ring_f90", [str(ITER)]),
+                           ("ring_f08", [str(ITER)]), ("constructor", [])):
+            self.check_under_stacks(os.path.join(PROGRAMS_DIR, "findmpi", name), *args)
+
+    def test_under_any_launcher(self):
+        native = self.native(program("hello_cpp"))
+        proc = run(mpirun(2) + [STRATA, "exec", "--tools", "profile", "--", program("hello_cpp")],
+                   env=base_env(STRATA_SPOOL=self.out))
+        self.assertRan(proc)
+        self.assertEqual(proc.stdout, native)
+
+
+class CommandLine(StrataTestCase):
+    def test_version(self):
+        proc = run([STRATA, "--version"])
+        self.assertRan(proc)
+        self.assertRegex(proc.stdout.strip(), r"^strata \d+\.\d+\.\d+$")
+
+    def test_unknown_or_missing_command_is_one_line_naming_it(self):
+        for args, fragment in (
+                (["monitor", "no-such-verb"], "'no-such-verb' is not a command of 'strata monitor'"),
+                (["no-such"], "'no-such' is not a command of 'strata'"),
+                (["site"], "'strata site' needs a command"),
+                (["run", "--", "true"], "strata run: --np is required"),
+                (["bench", "--bogus"], "strata bench: The following argument was not expected")):
+            with self.subTest(args=args):
+                proc = run([STRATA] + args)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                lines = proc.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertTrue(lines[0].startswith("strata: error: "), lines[0])
+                self.assertIn(fragment, lines[0])
+
+    def test_usage_names_the_program(self):
+        proc = run([STRATA, "--help"])
+        self.assertRan(proc)
+        self.assertIn("Usage: strata ", proc.stdout)

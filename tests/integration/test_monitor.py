@@ -189,8 +189,22 @@ class MonitorTree(StrataTestCase):
             ev = final["events"][name]
             self.assertEqual(ev["calls"]["sum"], routine["calls"], name)
             self.assertAlmostEqual(ev["time"]["sum"], routine["time_s"], places=6, msg=name)
-        wrong_order = strata_run("profile,monitor", [program("monitor_app"), "2"], ranks=2)
-        self.assertOneErrorLine(wrong_order, "must be the first module")
+
+    def test_in_any_place_of_the_stack(self):
+        # The core places a module that takes ranks out of the application's world first,
+        # whatever the order written: the profile then records only the application's ranks.
+        for tools in ("profile,monitor:filter=stats", "profile,trace,monitor:filter=stats"):
+            with self.subTest(tools=tools):
+                spool = os.path.join(self.out, "spool-" + str(len(tools)))
+                proc, out = self.monitored(tools, [program("monitor_app"), str(ITER)],
+                                           STRATA_SPOOL=spool, STRATA_TRACE_DIR=self.out,
+                                           HOME=self.out)
+                self.assertCleanEnd(proc)
+                records = [f for f in os.listdir(spool) if f.endswith(".json")]
+                self.assertEqual(len(records), 1, os.listdir(spool))
+                with open(os.path.join(spool, records[0])) as f:
+                    self.assertEqual(json.load(f)["job"]["ranks"], P)
+                self.assertEqual(final_round(read_rounds(out))["ranks"], P)
 
 
 class MonitorSetup(StrataTestCase):

@@ -1,7 +1,9 @@
 """Binary PMPI tools, patched with `strata patch`, chained with native modules (PnMPI 3.1)."""
+import json
 import os
 
 from strata_testlib import (STRATA, StrataTestCase, base_env, mpirun, program, run, strata_run)
+from test_overhead import synthetic_model
 
 ITER = 6
 
@@ -43,9 +45,8 @@ class PatchedTools(StrataTestCase):
                         self.assertEqual(counts["MPI_Send"], ITER, tool)
                         self.assertEqual(counts["MPI_Recv"], ITER, tool)
                         self.assertEqual(counts["MPI_Barrier"], 1, tool)
-                        # The probe's own MPI_Allreduce at finalize reaches the layers below it.
-                        below_probe = order.index(tool) > order.index(probe)
-                        self.assertEqual(counts["MPI_Allreduce"], 2 if below_probe else 1, tool)
+                        # The probe's own MPI_Allreduce at finalize reaches no other layer.
+                        self.assertEqual(counts["MPI_Allreduce"], 1, tool)
                 # The order of the first send through the stack, as each layer logged it.
                 expected = []
                 for layer in order:
@@ -116,3 +117,39 @@ class PatchedTools(StrataTestCase):
                    env=self.env)
         self.assertRan(proc)
         self.assertRegex(proc.stdout, r"count_b\s+binary PMPI tool \(patched with strata patch\)\n\s+wraps 6 functions")
+
+
+class OwnTrafficHidden(StrataTestCase):
+    """Every module's own traffic (the profile's and trace's reductions and gathers at finalize,
+    clock synchronisation, the monitor's offloads) is invisible to the other layers: a PMPI tool
+    chained below them counts exactly what it counts run alone."""
+
+    def counts(self):
+        return {rank: read_tool_counts(os.path.join(self.out, f"count_a.{rank}.counts"))
+                for rank in (0, 1)}
+
+    def test_a_tool_below_the_modules_agrees_with_the_tool_alone(self):
+        env = base_env(PMPI_TOOL_OUT=self.out, STRATA_SPOOL=os.path.join(self.out, "spool"),
+                       STRATA_TRACE_DIR=self.out, STRATA_MONITOR_OUT=os.path.join(self.out, "m"),
+                       HOME=self.out)
+        alone_env = dict(env, LD_PRELOAD=os.path.join(program("pmpi_tools"), "libcount_a.so"))
+        alone = run(mpirun(2) + [program("ring_c"), str(ITER)], env=alone_env)
+        self.assertRan(alone)
+        expected = self.counts()
+        self.assertEqual(expected[0]["MPI_Allreduce"], 1)
+        for stack in ("profile,count_a", "profile,trace,count_a", "trace,profile,count_a",
+                      "monitor:transport=inline,profile,count_a", "count_b,overhead,count_a"):
+            with self.subTest(stack=stack):
+                for name in os.listdir(self.out):
+                    if name.endswith(".counts"):
+                        os.remove(os.path.join(self.out, name))
+                model_env = dict(env)
+                if "overhead" in stack:
+                    model = os.path.join(self.out, "model.json")
+                    with open(model, "w") as f:
+                        json.dump(synthetic_model(1e-3), f)
+                    model_env["STRATA_MODEL"] = model
+                proc = strata_run(stack, [program("ring_c"), str(ITER)], env=model_env)
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout, alone.stdout)
+                self.assertEqual(self.counts(), expected)

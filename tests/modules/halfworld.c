@@ -36,3 +36,9 @@ static const strata_module halfworld_module = {
 STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   return &halfworld_module;
 }
+
+/* It takes (half of) the processes out of the application's world: the core places it first. */
+STRATA_MODULE_EXPORT int strata_module_takes_ranks_v1(const strata_module_arg* args, int nargs) {
+  (void)args, (void)nargs;
+  return 1;
+}

@@ -141,7 +141,8 @@ void on_pcontrol(int level, void* raw) {
 
 void on_finalize(void* raw) {
   auto* s = static_cast<probe_state*>(raw);
-  // An MPI call of the module's own: it must reach the layers below, never this module again.
+  // An MPI call of the module's own: it reaches no other layer (the layers below it when the
+  // module is built as probe_seen), never this module again.
   long local = s->calls[static_cast<size_t>(s->host->function_id("MPI_Send"))].load();
   long total = 0;
   MPI_Allreduce(&local, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -195,3 +196,8 @@ const strata_module probe_module = {STRATA_MODULE_ABI_VERSION,
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   return &probe_module;
 }
+
+#ifdef PROBE_OWN_CALLS_SEEN
+// probe_seen: the same module asking for its own calls to be seen by the layers below it.
+extern "C" STRATA_MODULE_EXPORT const int strata_module_own_calls_seen_v1 = 1;
+#endif

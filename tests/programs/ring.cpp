@@ -1,4 +1,5 @@
-// The ring of ring.c in C++ (the C API from C++; MPI's C++ bindings are gone since MPI-3).
+// The ring of ring.c in C++ (the C API from C++, built with the flavor's mpicxx like a user's
+// program).
 #include <mpi.h>
 
 #include <cstdio>

@@ -35,9 +35,7 @@
 #include <cstring>
 #include <ctime>
 #include <deque>
-#include <dlfcn.h>
 #include <fcntl.h>
-#include <link.h>
 #include <memory>
 #include <string>
 #include <sys/resource.h>
@@ -72,6 +70,7 @@ struct inline_round {
 struct monitor_state {
   const strata_host* host = nullptr;
   int self = 0;
+  MPI_Comm world = MPI_COMM_NULL; // every process at mpi_ready (strata_host::world)
   options opt;
   std::unique_ptr<overlay::filter> filter;
   std::vector<std::string> names;
@@ -392,28 +391,11 @@ void dump_from_application(void* raw) {
 
 // ---- the tool ranks --------------------------------------------------------------------------
 
-// The MPI library's own PMPI_Finalize, behind the core: a tool rank must not run the other
-// modules' finalize callbacks (they never saw it return from MPI_Init).
-using finalize_fn = int (*)();
-int find_mpi_library(dl_phdr_info* info, size_t, void* out) {
-  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (std::strstr(name, "/libmpi.so") == nullptr && std::strstr(name, "/libmpich.so") == nullptr)
-    return 0;
-  void* handle = ::dlopen(name, RTLD_NOLOAD | RTLD_LAZY);
-  if (handle != nullptr)
-    *static_cast<void**>(out) = ::dlsym(handle, "PMPI_Finalize");
-  return *static_cast<void**>(out) != nullptr ? 1 : 0;
-}
-
+// A tool rank never returns to the application: the core finalizes MPI without the other
+// modules' finalize callbacks (they never saw it return from MPI_Init) and ends the process.
 [[noreturn]] void finalize_tool_rank() {
-  void* real = nullptr;
-  ::dl_iterate_phdr(find_mpi_library, &real);
-  if (real != nullptr)
-    reinterpret_cast<finalize_fn>(real)();
-  else
-    PMPI_Finalize();
-  std::fflush(nullptr);
-  std::exit(0);
+  g_state->host->end_process(g_state->self, 0);
+  std::_Exit(0); // end_process does not return
 }
 
 struct pending_send {
@@ -568,7 +550,7 @@ void fail(monitor_state& s, const std::string& message) {
   } else {
     sleep_us(60000000);
   }
-  PMPI_Abort(MPI_COMM_WORLD, 1);
+  PMPI_Abort(s.world, 1);
   std::_Exit(1);
 }
 
@@ -590,10 +572,12 @@ void ready_tree(monitor_state& s) {
                 "or use transport=inline (no extra ranks)");
   }
   const overlay::tree_layout tree = overlay::make_tree(P, K);
-  MPI_Comm_dup(MPI_COMM_WORLD, &s.overlay);
+  MPI_Comm_dup(s.world, &s.overlay);
   const bool application = s.world_rank < P;
-  MPI_Comm_split(MPI_COMM_WORLD, application ? 0 : 1, s.world_rank, &s.app);
+  MPI_Comm_split(s.world, application ? 0 : 1, s.world_rank, &s.app);
   if (!application) {
+    const MPI_Comm none = MPI_COMM_NULL;
+    s.host->replace_world(s.self, &none);
     run_tool_rank(s, tree, s.world_rank - P);
   }
   MPI_Comm_rank(s.app, &s.app_rank);
@@ -605,12 +589,15 @@ void ready_tree(monitor_state& s) {
 
 void on_mpi_ready(void* raw) {
   auto* s = static_cast<monitor_state*>(raw);
-  MPI_Comm_rank(MPI_COMM_WORLD, &s->world_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &s->world_size);
+  // Every process, the tool ranks to be included: the tools' world before the replacement (the
+  // monitor is first in the stack), in the world model and the Sessions model alike.
+  s->world = *static_cast<const MPI_Comm*>(s->host->world());
+  MPI_Comm_rank(s->world, &s->world_rank);
+  MPI_Comm_size(s->world, &s->world_size);
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   s->threaded = provided == MPI_THREAD_MULTIPLE;
-  s->app = MPI_COMM_WORLD;
+  s->app = s->world;
   s->app_rank = s->world_rank;
   s->app_size = s->world_size;
   if (s->opt.transport == "tree") {
@@ -622,9 +609,9 @@ void on_mpi_ready(void* raw) {
     if (s->file_fd < 0)
       log_line(*s, path + ": " + std::strerror(errno) + "; this rank's rounds are not kept");
   } else {
-    MPI_Comm_dup(MPI_COMM_WORLD, &s->overlay);
-    MPI_Comm_dup(MPI_COMM_WORLD, &s->control);
-    MPI_Comm_dup(MPI_COMM_WORLD, &s->count);
+    MPI_Comm_dup(s->world, &s->overlay);
+    MPI_Comm_dup(s->world, &s->control);
+    MPI_Comm_dup(s->world, &s->count);
     if (s->world_rank == 0) {
       s->inline_out = std::fopen(s->opt.out.c_str(), "w");
       if (s->inline_out == nullptr)
@@ -670,7 +657,7 @@ void on_finalize(void* raw) {
     s->file_fd = -1;
     // Rank 0 reduces the files once every rank has written its last round (the front end
     // `strata monitor DIR` does the same, during the run or after it).
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(s->world);
     if (s->world_rank == 0) {
       std::string error;
       const auto lines = overlay::read_round_files(s->opt.dir, *s->filter, s->opt.fanout, error);
@@ -695,21 +682,24 @@ void on_pcontrol(int level, void* raw) {
     dump(*s, false);
 }
 
+// An argument, else STRATA_MONITOR_<KEY>.
+const char* option_value(const strata_module_arg* args, int nargs, const char* key) {
+  for (int i = 0; i < nargs; ++i)
+    if (std::strcmp(args[i].key, key) == 0)
+      return args[i].value;
+  std::string var = "STRATA_MONITOR_";
+  for (const char* c = key; *c != '\0'; ++c)
+    var += *c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  return std::getenv(var.c_str());
+}
+
 int on_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
             void** state, char* error, size_t error_size) {
   auto s = std::make_unique<monitor_state>();
   s->host = host;
   s->self = self;
   s->start_ns = mono_ns();
-  auto lookup = [&](const char* key) -> const char* {
-    for (int i = 0; i < nargs; ++i)
-      if (std::strcmp(args[i].key, key) == 0)
-        return args[i].value;
-    std::string var = "STRATA_MONITOR_";
-    for (const char* c = key; *c != '\0'; ++c)
-      var += *c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
-    return std::getenv(var.c_str());
-  };
+  auto lookup = [&](const char* key) { return option_value(args, nargs, key); };
   for (int i = 0; i < nargs; ++i) {
     static const char* const known[] = {"transport", "fanout",  "ranks",     "period",
                                         "filter",    "bins",    "metric",    "class-events",
@@ -730,15 +720,6 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   const std::string problem = parse_options(lookup, s->opt);
   if (!problem.empty()) {
     std::snprintf(error, error_size, "%s", problem.c_str());
-    return 1;
-  }
-  // The modules above a layer see MPI_Init return on every process; only those after the
-  // monitor can be spared the tool ranks (they find the application's world as a service).
-  if (s->opt.transport == "tree" && self != 0) {
-    std::snprintf(error, error_size,
-                  "with transport=tree the monitor must be the first module of the stack "
-                  "(--tools monitor,profile), so that the others see only the application's "
-                  "ranks");
     return 1;
   }
   std::string why;
@@ -775,14 +756,22 @@ const strata_module monitor_module = {STRATA_MODULE_ABI_VERSION,
 } // namespace strata::monitor
 
 // MPI_Abort on the application's world must end the whole job, tool ranks included: the
-// application's (replaced) world becomes the real one again.
+// application's (replaced) world becomes the monitor's communicator of every process.
 extern "C" STRATA_MODULE_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
   strata::monitor::monitor_state* s = strata::monitor::g_state;
-  if (s != nullptr && s->app != MPI_COMM_NULL && comm == s->app)
-    comm = MPI_COMM_WORLD;
+  if (s != nullptr && s->opt.transport == "tree" && s->app != MPI_COMM_NULL && comm == s->app)
+    comm = s->overlay; // every process of the job
   return ZMPI_Abort(comm, errorcode);
 }
 
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   return &strata::monitor::monitor_module;
+}
+
+// With transport=tree (the default) the monitor takes its tool ranks out of the application's
+// world: the core places it first in the stack.
+extern "C" STRATA_MODULE_EXPORT int strata_module_takes_ranks_v1(const strata_module_arg* args,
+                                                                 int nargs) {
+  const char* transport = strata::monitor::option_value(args, nargs, "transport");
+  return transport == nullptr || std::strcmp(transport, "tree") == 0 ? 1 : 0;
 }

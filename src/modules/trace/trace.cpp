@@ -68,6 +68,7 @@ constexpr size_t request_slots = 1u << 16;
 constexpr uint64_t tombstone = ~uint64_t{0};
 
 struct trace_state {
+  MPI_Comm world = MPI_COMM_NULL; // the tools' world of the application's processes
   const strata_host* host = nullptr;
   int self = 0;
   options opt;
@@ -666,8 +667,10 @@ int64_t measure_offset(trace_state* s, double& uncertainty) {
 
 void trace_mpi_ready(void* raw) {
   auto* s = static_cast<trace_state*>(raw);
-  MPI_Comm_rank(MPI_COMM_WORLD, &s->rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &s->world_size);
+  // The application's processes, private to the tools (strata_host::world).
+  s->world = *static_cast<const MPI_Comm*>(s->host->world());
+  MPI_Comm_rank(s->world, &s->rank);
+  MPI_Comm_size(s->world, &s->world_size);
   s->init_mono = s->host->now_ns();
   s->init_real = realtime_ns();
   if (s->opt.start_s > 0)
@@ -692,10 +695,10 @@ void trace_mpi_ready(void* raw) {
     }
     std::snprintf(dir, sizeof(dir), "%s", d.c_str());
   }
-  MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, s->world);
   s->dir = dir;
   // The ping-pongs get their own communicator: they can never match the program's receives.
-  MPI_Comm_dup(MPI_COMM_WORLD, &s->clock_comm);
+  MPI_Comm_dup(s->world, &s->clock_comm);
   s->clock.t1 = s->host->now_ns();
   s->clock.o1 = measure_offset(s, s->stddev_init);
 }
@@ -711,10 +714,11 @@ OTF2_TimeStamp post_flush(void*, OTF2_FileType, OTF2_LocationRef) {
 OTF2_FlushCallbacks flush_callbacks = {pre_flush, post_flush};
 
 // Bytes moved between ranks with MPI, as a vector of strings (rank 0 gets all, others none).
-std::vector<std::string> gather_strings(const std::string& mine, int rank, int size) {
+std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine, int rank,
+                                        int size) {
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<size_t>(size));
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm);
   std::vector<int> displs(static_cast<size_t>(size), 0);
   size_t total = 0;
   for (int r = 0; r < size; ++r) {
@@ -723,7 +727,7 @@ std::vector<std::string> gather_strings(const std::string& mine, int rank, int s
   }
   std::string all(rank == 0 ? total : 0, '\0');
   MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), displs.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+              comm);
   std::vector<std::string> out;
   if (rank == 0)
     for (int r = 0; r < size; ++r)
@@ -732,8 +736,8 @@ std::vector<std::string> gather_strings(const std::string& mine, int rank, int s
   return out;
 }
 
-std::vector<uint32_t> scatter_maps(const std::vector<std::vector<uint32_t>>& flat, int rank,
-                                   int size) {
+std::vector<uint32_t> scatter_maps(MPI_Comm comm, const std::vector<std::vector<uint32_t>>& flat,
+                                   int rank, int size) {
   std::vector<int> lengths(static_cast<size_t>(size), 0);
   std::vector<int> displs(static_cast<size_t>(size), 0);
   std::vector<uint32_t> all;
@@ -745,10 +749,10 @@ std::vector<uint32_t> scatter_maps(const std::vector<std::vector<uint32_t>>& fla
                  flat[static_cast<size_t>(r)].end());
     }
   int mine = 0;
-  MPI_Scatter(lengths.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Scatter(lengths.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, comm);
   std::vector<uint32_t> out(static_cast<size_t>(mine));
   MPI_Scatterv(all.data(), lengths.data(), displs.data(), MPI_UINT32_T, out.data(), mine,
-               MPI_UINT32_T, 0, MPI_COMM_WORLD);
+               MPI_UINT32_T, 0, comm);
   return out;
 }
 
@@ -1158,7 +1162,7 @@ void trace_finalize(void* raw) {
 
   // Definitions: local -> rank 0 -> unified -> each rank's map back.
   local_index li = collect_local(s);
-  const std::vector<std::string> all = gather_strings(serialize(li.defs), rank, size);
+  const std::vector<std::string> all = gather_strings(s->world, serialize(li.defs), rank, size);
   global_defs g;
   std::vector<std::vector<uint32_t>> flat;
   std::vector<fn_info> mpi_info;
@@ -1177,7 +1181,7 @@ void trace_finalize(void* raw) {
       mpi_info.push_back(classify(name));
   }
   rank_map map;
-  const bool mapped = unflatten(scatter_maps(flat, rank, size), map) &&
+  const bool mapped = unflatten(scatter_maps(s->world, flat, rank, size), map) &&
                       map.mpi_region.size() == li.defs.mpi_regions.size() &&
                       map.user_region.size() == li.defs.user_regions.size() &&
                       map.site.size() == li.defs.sites.size() &&
@@ -1193,7 +1197,7 @@ void trace_finalize(void* raw) {
       usable = 0;
     }
   }
-  MPI_Bcast(&usable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&usable, 1, MPI_INT, 0, s->world);
   if (usable == 0)
     return;
 
@@ -1207,7 +1211,7 @@ void trace_finalize(void* raw) {
     return;
   }
   OTF2_Archive_SetFlushCallbacks(archive, &flush_callbacks, nullptr);
-  OTF2_MPI_Archive_SetCollectiveCallbacks(archive, MPI_COMM_WORLD, MPI_COMM_NULL);
+  OTF2_MPI_Archive_SetCollectiveCallbacks(archive, s->world, MPI_COMM_NULL);
   OTF2_Archive_OpenEvtFiles(archive);
   OTF2_EvtWriter* ew = OTF2_Archive_GetEvtWriter(archive, static_cast<OTF2_LocationRef>(rank));
   rank_figures mine;
@@ -1245,7 +1249,7 @@ void trace_finalize(void* raw) {
   mine.offset_init = s->clock.o1;
   mine.offset_final = s->clock.o2;
   std::vector<rank_figures> ranks(static_cast<size_t>(rank == 0 ? size : 0));
-  MPI_Gather(&mine, 6, MPI_UINT64_T, ranks.data(), 6, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  MPI_Gather(&mine, 6, MPI_UINT64_T, ranks.data(), 6, MPI_UINT64_T, 0, s->world);
   if (rank == 0)
     write_global_defs(archive, s, g, ranks, mpi_info);
   OTF2_Archive_Close(archive);

@@ -1,4 +1,4 @@
-// The start of a rank, in mpi_ready once MPI works: the application's world, one job id for all
+// The start of a rank, in mpi_ready once MPI works: the tools' world, one job id for all
 // ranks, the spool, the rank file (with what MPI_Init itself counted moved in), the facts, the
 // cost of one call, the counters, the handlers of abnormal ends.
 #include "state.hpp"
@@ -24,8 +24,10 @@ std::string mpi_library_version() {
 } // namespace
 
 void start_rank(module_state& s) {
-  if (const void* app = s.host->lookup("strata.app_world", "MPI_Comm"))
-    s.world = *static_cast<const MPI_Comm*>(app);
+  // The application's processes, private to the tools (without the monitor's tool ranks; from
+  // the core's own session in a Sessions program).
+  if (const void* world = s.host->world())
+    s.world = *static_cast<const MPI_Comm*>(world);
   MPI_Comm_rank(s.world, &s.rank);
   MPI_Comm_size(s.world, &s.world_size);
   int level = MPI_THREAD_SINGLE;

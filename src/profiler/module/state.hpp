@@ -52,8 +52,7 @@ struct module_state {
   // The job.
   int rank = 0;
   int world_size = 1;
-  // The application's world: MPI_COMM_WORLD, or the ranks the monitor module leaves to the
-  // application when it runs tool ranks beside them (its service "strata.app_world").
+  // The application's processes for the module's own traffic (strata_host::world).
   MPI_Comm world = MPI_COMM_WORLD;
   std::string spool;
   std::string key;

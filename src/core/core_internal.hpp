@@ -1,0 +1,116 @@
+// What the core's files share: the loaded modules, the core's state and its life-cycle flags.
+// Not a module's business (modules see include/strata/module.h only).
+#pragma once
+
+#include "config/config.hpp"
+#include "core/dispatch.hpp"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <link.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace strata::gen {
+void resolve_real_functions();
+void* real_function(int fid);
+bool takes_communicator(int fid);
+bool is_poll_function(int fid);
+} // namespace strata::gen
+
+namespace strata::core {
+
+// Internal linkage is by hidden visibility: strata_core_probe reuses these.
+inline namespace internal {
+
+struct loaded_module {
+  std::string name;
+  std::string path;
+  void* handle = nullptr;
+  const strata_module* desc = nullptr;
+  void* state = nullptr;
+  std::vector<bool> subscribed; // by function id
+  std::vector<void*> wrappers;  // by function id: the module's own MPI_X, or null
+  uint32_t poll_interval = 0;   // strata_module_polls_v1: time one poll in this many
+  strata_event_fn untimed_poll = nullptr;
+  strata_module_counter_entry counter = nullptr; // strata_module_counter_v1, if it has it
+  bool own_calls_seen = false; // strata_module_own_calls_seen_v1: its calls go to the layers below
+  bool takes_ranks = false;    // strata_module_takes_ranks_v1 said yes for its arguments
+};
+
+struct service {
+  std::string signature;
+  void* value;
+};
+
+// Everything the core owns. Built in MPI_Init (before the real one), never freed: modules and
+// chains must stay valid for MPI calls made from atexit handlers and other threads.
+struct core_state {
+  std::vector<loaded_module> modules;
+  std::vector<std::vector<chain_entry>> entries; // by function id
+  std::vector<std::vector<uint16_t>> starts;     // by function id
+  std::vector<chain> chain_storage;              // by function id
+  std::string load_error;
+  std::mutex registry_lock; // services and values: set-up time only, never on the call path
+  std::map<std::string, service> services;
+  std::map<std::string, std::unique_ptr<std::string>> values;
+  std::vector<std::unique_ptr<std::string>> retired_values;
+  bool loading = false;
+  bool in_mpi_ready = false;
+  std::vector<uint16_t> empty_starts; // the chain of functions only remapped, never wrapped
+  chain empty_chain;
+};
+
+core_state& state();
+
+extern std::atomic<bool> g_loaded;
+
+void report_line(const std::string& line);
+std::string own_directory();
+link_map* own_link_map();
+
+extern const strata_host host_api;
+
+// The layer a module's own calls start from: its own (the layers below it see them) when it
+// asked for that, else the last one (straight to MPI, seen by no layer).
+inline int own_calls_layer(const core_state& s, size_t module) {
+  return s.modules[module].own_calls_seen ? static_cast<int>(module)
+                                          : static_cast<int>(s.modules.size()) - 1;
+}
+
+// Runs `fn` for each module, in stack order, with the thread's layer set for its own calls.
+template <typename Fn> void for_each_module(Fn fn) {
+  core_state& s = state();
+  const int saved = tls.layer;
+  for (size_t i = 0; i < s.modules.size(); ++i) {
+    tls.layer = own_calls_layer(s, i);
+    fn(s.modules[i]);
+  }
+  tls.layer = saved;
+}
+
+// Loading (loading.cpp).
+std::string load_module(const config::module_spec& spec, const std::vector<std::string>& dirs,
+                        loaded_module& m);
+void find_wrappers(loaded_module& m);
+void ask_poll_sampling(loaded_module& m);
+void find_counter_entry(loaded_module& m);
+void ask_takes_ranks(loaded_module& m, const config::module_spec& spec);
+void build_chains(core_state& s);
+void enable_counting(core_state& s);
+// Every function taking a communicator gets a chain (an empty one if no module wraps it), so
+// that the application's calls pass through dispatch<>(), which substitutes the communicator.
+void chain_every_communicator_function(core_state& s);
+
+// The life cycle (lifecycle.cpp): the tool world and whether MPI may be called by the tools.
+const void* host_world();
+int host_replace_world(int self, const void* comm);
+[[noreturn]] void host_end_process(int self, int status);
+bool mpi_active();
+
+} // namespace internal
+} // namespace strata::core

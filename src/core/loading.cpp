@@ -1,0 +1,388 @@
+// Loading the stack: modules (native and patched PMPI tools) found, opened and ordered, their
+// wrappers and callbacks built into one chain per MPI function.
+#include "core/core_internal.hpp"
+#include "core/regions.hpp"
+#include "launch/launch.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+
+namespace strata::core {
+inline namespace internal {
+
+// A binary PMPI tool converted by `strata patch`: no descriptor, its MPI_X wrappers call ZMPI_X
+// (the next layer). It takes no arguments and has no callbacks.
+std::string load_pmpi_tool(const config::module_spec& spec, loaded_module& m) {
+  static const strata_module patched_tool = {STRATA_MODULE_ABI_VERSION,
+                                             nullptr,
+                                             gen::mpi_flavor,
+                                             "binary PMPI tool (patched with strata patch)",
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             nullptr,
+                                             nullptr};
+  const launch::elf_dynamic elf = launch::read_elf_dynamic(m.path);
+  auto imports = [&](const char* upper, const char* lower) {
+    for (const std::string& name : elf.imported)
+      if (name.rfind(upper, 0) == 0 || name.rfind(lower, 0) == 0)
+        return true;
+    return false;
+  };
+  if (!imports("ZMPI_", "zmpi_")) {
+    if (imports("PMPI_", "pmpi_"))
+      return spec.origin + ": " + m.path +
+             " is a PMPI tool that has not been patched: run 'strata patch " + m.path +
+             " OUT.so' and load OUT.so";
+    return spec.origin + ": " + m.path + " is not a Strata module: it has no " +
+           STRATA_MODULE_SYMBOL + " symbol";
+  }
+  const std::string flavor = launch::flavor_of_libraries(elf.libraries);
+  if (!flavor.empty() && flavor != gen::mpi_flavor)
+    return spec.origin + ": PMPI tool '" + spec.name + "' was built for " + flavor +
+           ", but this program uses " + gen::mpi_flavor;
+  if (!spec.args.empty())
+    return spec.origin + ": PMPI tool '" + spec.name + "' takes no arguments";
+  m.desc = &patched_tool;
+  const size_t slash = m.path.rfind('/');
+  m.name = m.path.substr(slash == std::string::npos ? 0 : slash + 1);
+  m.name = m.name.substr(0, m.name.rfind(".so"));
+  return {};
+}
+
+std::string load_module(const config::module_spec& spec, const std::vector<std::string>& dirs,
+                        loaded_module& m) {
+  m.name = spec.name;
+  m.path = config::find_module(spec.name, dirs);
+  if (m.path.empty()) {
+    std::string where;
+    for (const std::string& d : dirs)
+      where += (where.empty() ? "" : ":") + d;
+    return spec.origin + ": unknown module '" + spec.name + "' (searched " + where + ")";
+  }
+  m.handle = ::dlopen(m.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (m.handle == nullptr) {
+    const char* why = ::dlerror();
+    return spec.origin + ": cannot load module '" + spec.name + "': " + (why ? why : "dlopen");
+  }
+  auto entry = reinterpret_cast<strata_module_entry>(::dlsym(m.handle, STRATA_MODULE_SYMBOL));
+  if (entry == nullptr)
+    return load_pmpi_tool(spec, m);
+  m.desc = entry();
+  if (m.desc == nullptr || m.desc->abi_version != STRATA_MODULE_ABI_VERSION)
+    return spec.origin + ": module '" + spec.name + "' was built for module ABI version " +
+           std::to_string(m.desc ? m.desc->abi_version : 0) + ", this core speaks version " +
+           std::to_string(STRATA_MODULE_ABI_VERSION);
+  if (m.desc->mpi_flavor == nullptr || std::strcmp(m.desc->mpi_flavor, gen::mpi_flavor) != 0)
+    return spec.origin + ": module '" + spec.name + "' was built for " +
+           (m.desc->mpi_flavor ? m.desc->mpi_flavor : "no MPI") + ", but this program uses " +
+           gen::mpi_flavor;
+  if (m.desc->name != nullptr && m.desc->name[0] != '\0')
+    m.name = m.desc->name;
+  if (const auto* seen =
+          static_cast<const int*>(::dlsym(m.handle, STRATA_MODULE_OWN_CALLS_SEEN_SYMBOL)))
+    m.own_calls_seen = *seen != 0;
+  return {};
+}
+
+struct address_range {
+  uintptr_t begin;
+  uintptr_t end;
+};
+
+struct segment_search {
+  link_map* module;
+  std::vector<address_range> ranges;
+};
+
+int collect_segments(dl_phdr_info* info, size_t, void* raw) {
+  auto* search = static_cast<segment_search*>(raw);
+  if (info->dlpi_addr != search->module->l_addr ||
+      std::strcmp(info->dlpi_name != nullptr ? info->dlpi_name : "",
+                  search->module->l_name != nullptr ? search->module->l_name : "") != 0)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD)
+      search->ranges.push_back(
+          {info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz});
+  }
+  return 1;
+}
+
+// The module's own definitions of MPI functions (wrapper modules). dlsym on the module's handle
+// also finds definitions in its dependencies (libstrata, libmpi), which are not wrappers: a
+// definition counts only if it lies in the module's own segments. A module listed several times
+// is searched once.
+void find_wrappers(loaded_module& m) {
+  // By dlopen handle; loading is serial. Never destroyed: no exit-time destructor in the core.
+  static auto& known = *new std::map<void*, std::vector<void*>>();
+  if (auto it = known.find(m.handle); it != known.end()) {
+    m.wrappers = it->second;
+    return;
+  }
+  segment_search search{nullptr, {}};
+  ::dlinfo(m.handle, RTLD_DI_LINKMAP, &search.module);
+  if (search.module != nullptr)
+    ::dl_iterate_phdr(collect_segments, &search);
+  m.wrappers.assign(gen::function_count, nullptr);
+  for (int fid = 0; fid < gen::function_count; ++fid) {
+    void* sym = ::dlsym(m.handle, gen::function_names[fid]);
+    const auto address = reinterpret_cast<uintptr_t>(sym);
+    for (const address_range& r : search.ranges)
+      if (sym != nullptr && address >= r.begin && address < r.end)
+        m.wrappers[static_cast<size_t>(fid)] = sym;
+  }
+  known.emplace(m.handle, m.wrappers);
+}
+
+// strata_module_polls_v1, if the module has it (module.h).
+void ask_poll_sampling(loaded_module& m) {
+  if (m.desc == nullptr || m.handle == nullptr)
+    return;
+  auto entry =
+      reinterpret_cast<strata_module_polls_entry>(::dlsym(m.handle, STRATA_MODULE_POLLS_SYMBOL));
+  if (entry == nullptr)
+    return;
+  strata_event_fn untimed = nullptr;
+  const uint32_t interval = entry(m.state, &untimed);
+  if (interval > 1 && untimed != nullptr) {
+    m.poll_interval = interval;
+    m.untimed_poll = untimed;
+  }
+}
+
+void find_counter_entry(loaded_module& m) {
+  if (m.desc != nullptr && m.handle != nullptr)
+    m.counter = reinterpret_cast<strata_module_counter_entry>(
+        ::dlsym(m.handle, STRATA_MODULE_COUNTER_SYMBOL));
+}
+
+// Whether every event module of the group [pos, end) gives a counter for `fid` and `what`. Each
+// is asked even when an earlier one said no: a module learns from the question which of its
+// polls are sampled.
+bool group_counters(const core_state& s, std::vector<chain_entry>& list, size_t pos, int fid,
+                    int what) {
+  const auto end = static_cast<size_t>(list[pos].group_end);
+  bool all = true;
+  for (size_t k = pos; k < end; ++k) {
+    const loaded_module& m = s.modules[static_cast<size_t>(list[k].layer)];
+    list[k].counter = m.counter != nullptr ? m.counter(m.state, fid, what) : nullptr;
+    all = all && list[k].counter != nullptr;
+  }
+  return all;
+}
+
+// Counting instead of events (module.h, strata_module_counter_v1), asked once the modules'
+// mpi_ready have run. The mode is stored last: no other thread calls MPI before MPI_Init returns.
+void enable_counting(core_state& s) {
+  bool any = false;
+  for (const loaded_module& m : s.modules)
+    any = any || m.counter != nullptr;
+  if (!any)
+    return;
+  int level = MPI_THREAD_SINGLE;
+  using query_fn = int (*)(int*);
+  if (auto query = reinterpret_cast<query_fn>(find_real("PMPI_Query_thread")))
+    query(&level);
+  for (int fid = 0; fid < gen::function_count; ++fid) {
+    auto& list = s.entries[static_cast<size_t>(fid)];
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].wrapper != nullptr || (i > 0 && list[i - 1].wrapper == nullptr))
+        continue; // not the first entry of an event group
+      uint8_t mode = count_none;
+      if (group_counters(s, list, i, fid, STRATA_COUNT_CALLS))
+        mode = count_calls;
+      else if (gen::is_poll_function(fid) && list[i].poll_interval != 0 &&
+               group_counters(s, list, i, fid, STRATA_COUNT_UNTIMED_POLLS))
+        mode = count_untimed_polls;
+      else if (gen::is_poll_function(fid) && list[i].poll_interval != 0 &&
+               group_counters(s, list, i, fid, STRATA_COUNT_EMPTY_POLLS))
+        mode = count_empty_polls;
+      list[i].atomic_counts = level == MPI_THREAD_MULTIPLE;
+      list[i].count_direct = !list[i].atomic_counts &&
+                             list[i].group_end == static_cast<int>(i) + 1 &&
+                             list[i].group_end == static_cast<int>(list.size());
+      list[i].count_mode = mode;
+    }
+    // One counting module and nothing else: the entry point counts (chain::direct_counter, or
+    // chain::untimed_poll_counter for polls counted without a look at what they completed).
+    if (list.size() != 1 || !list[0].count_direct || world_replaced)
+      continue;
+    chain& c = s.chain_storage[static_cast<size_t>(fid)];
+    const uint8_t wanted = gen::is_poll_function(fid) ? count_empty_polls : count_calls;
+    if (list[0].count_mode == wanted)
+      c.direct_counter = list[0].counter;
+    else if (list[0].count_mode == count_untimed_polls)
+      c.untimed_poll_counter = list[0].counter;
+  }
+}
+
+// A group samples polls only if all its event modules accept it; at the smallest interval.
+void set_poll_sampling(const core_state& s, std::vector<chain_entry>& list) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].wrapper != nullptr || (i > 0 && list[i - 1].wrapper == nullptr))
+      continue; // not the first entry of an event group
+    uint32_t interval = UINT32_MAX;
+    for (auto k = i; k < static_cast<size_t>(list[i].group_end); ++k) {
+      const loaded_module& m = s.modules[static_cast<size_t>(list[k].layer)];
+      interval = m.poll_interval < interval ? m.poll_interval : interval;
+      list[k].untimed_poll = m.untimed_poll;
+    }
+    list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
+  }
+}
+
+void build_chains(core_state& s) {
+  const size_t layers = s.modules.size();
+  s.entries.assign(gen::function_count, {});
+  s.starts.assign(gen::function_count, {});
+  s.chain_storage.assign(gen::function_count, {});
+  for (int fid = 0; fid < gen::function_count; ++fid) {
+    auto& list = s.entries[static_cast<size_t>(fid)];
+    for (size_t layer = 0; layer < layers; ++layer) {
+      const loaded_module& m = s.modules[layer];
+      chain_entry e;
+      e.layer = static_cast<int>(layer);
+      e.calls_layer = own_calls_layer(s, layer);
+      if (m.wrappers[static_cast<size_t>(fid)] != nullptr) {
+        e.wrapper = m.wrappers[static_cast<size_t>(fid)];
+      } else if (m.subscribed[static_cast<size_t>(fid)] &&
+                 (m.desc->enter != nullptr || m.desc->exit != nullptr)) {
+        e.enter = m.desc->enter;
+        e.exit = m.desc->exit;
+        e.state = m.state;
+      } else {
+        continue;
+      }
+      list.push_back(e);
+    }
+    if (list.empty())
+      continue;
+    for (size_t i = list.size(); i-- > 0;) {
+      if (list[i].wrapper != nullptr)
+        list[i].group_end = static_cast<int>(i);
+      else
+        list[i].group_end = (i + 1 < list.size() && list[i + 1].wrapper == nullptr)
+                                ? list[i + 1].group_end
+                                : static_cast<int>(i + 1);
+    }
+    set_poll_sampling(s, list);
+    auto& start = s.starts[static_cast<size_t>(fid)];
+    start.resize(layers + 1);
+    size_t next = 0;
+    for (size_t caller = 0; caller <= layers; ++caller) { // caller - 1 is the calling layer
+      while (next < list.size() && list[next].layer < static_cast<int>(caller))
+        ++next;
+      start[caller] = static_cast<uint16_t>(next);
+    }
+    chain& c = s.chain_storage[static_cast<size_t>(fid)];
+    c.size = static_cast<int>(list.size());
+    c.entries = list.data();
+    c.start_after = start.data();
+    chains[fid] = &c;
+  }
+}
+
+// Whether the module takes processes out of the application's world with these arguments
+// (strata_module_takes_ranks_v1), asked before its `load`.
+void ask_takes_ranks(loaded_module& m, const config::module_spec& spec) {
+  if (m.handle == nullptr || m.desc == nullptr)
+    return;
+  auto entry = reinterpret_cast<strata_module_takes_ranks_entry>(
+      ::dlsym(m.handle, STRATA_MODULE_TAKES_RANKS_SYMBOL));
+  if (entry == nullptr)
+    return;
+  std::vector<strata_module_arg> args;
+  for (const auto& [key, value] : spec.args)
+    args.push_back({key.c_str(), value.c_str()});
+  m.takes_ranks = entry(args.data(), static_cast<int>(args.size())) != 0;
+}
+
+void chain_every_communicator_function(core_state& s) {
+  s.empty_starts.assign(s.modules.size() + 1, 0);
+  s.empty_chain = chain{0, nullptr, s.empty_starts.data()};
+  for (int fid = 0; fid < gen::function_count; ++fid)
+    if (gen::takes_communicator(fid) && chains[fid] == nullptr)
+      chains[fid] = &s.empty_chain;
+}
+
+} // namespace internal
+
+void load_modules_once() {
+  if (g_loaded.exchange(true))
+    return;
+  core_state& s = state();
+  config::stack stack = config::select_stack([](const char* n) { return std::getenv(n); },
+                                             own_directory() + "/../../../etc/strata/strata.conf");
+  if (!stack.ok()) {
+    s.load_error = stack.error;
+    return;
+  }
+  if (stack.modules.size() > 60000) {
+    s.load_error = "too many modules";
+    return;
+  }
+  const auto dirs = config::module_dirs([](const char* n) { return std::getenv(n); },
+                                        own_directory() + "/modules");
+  auto fail = [&s](const std::string& error) {
+    s.load_error = error;
+    s.modules.clear();
+    s.loading = false;
+  };
+  // Open every module first: a module that takes ranks out of the application's world goes
+  // first, whatever the order written, so that every other one starts from the application's
+  // processes only.
+  std::vector<loaded_module> opened(stack.modules.size());
+  for (size_t i = 0; i < stack.modules.size(); ++i) {
+    if (std::string error = load_module(stack.modules[i], dirs, opened[i]); !error.empty())
+      return fail(error);
+    ask_takes_ranks(opened[i], stack.modules[i]);
+  }
+  std::vector<size_t> order(opened.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_partition(order.begin(), order.end(),
+                        [&](size_t i) { return opened[i].takes_ranks; });
+  if (order.size() > 1 && opened[order[1]].takes_ranks)
+    return fail(stack.modules[order[1]].origin + ": modules '" + opened[order[0]].name + "' and '" +
+                opened[order[1]].name +
+                "' both take processes out of the application's world; a stack can have one");
+  s.modules.resize(opened.size());
+  s.loading = true;
+  for (size_t i = 0; i < order.size(); ++i) {
+    loaded_module& m = s.modules[i];
+    m = std::move(opened[order[i]]);
+    const config::module_spec& spec = stack.modules[order[i]];
+    m.subscribed.assign(gen::function_count, false);
+    find_wrappers(m);
+    std::vector<strata_module_arg> args;
+    for (const auto& [key, value] : spec.args)
+      args.push_back({key.c_str(), value.c_str()});
+    char reason[512] = {0};
+    const int saved = tls.layer;
+    tls.layer = own_calls_layer(s, i);
+    const int rc =
+        m.desc->load == nullptr
+            ? 0
+            : m.desc->load(&host_api, static_cast<int>(i), args.data(),
+                           static_cast<int>(args.size()), &m.state, reason, sizeof(reason) - 1);
+    tls.layer = saved;
+    if (rc != 0)
+      return fail(spec.origin + ": module '" + m.name +
+                  "' refused its arguments: " + (reason[0] ? reason : "no reason given"));
+    ask_poll_sampling(m);
+    find_counter_entry(m);
+  }
+  s.loading = false;
+  build_chains(s);
+  for (size_t i = 0; i < s.modules.size(); ++i)
+    add_region_listener(s.modules[i].handle, s.modules[i].state, static_cast<int>(i),
+                        own_calls_layer(s, i));
+}
+
+} // namespace strata::core

@@ -1,0 +1,67 @@
+// `strata exec`/`run` check the stack with the very code MPI_Init uses, before they start the
+// program, and `strata modules` describes each module. Neither initialises MPI.
+#include "core/probe.h"
+#include "core/core_internal.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+extern "C" STRATA_EXPORT int strata_core_probe(const char* name, const char* origin, int nargs,
+                                               const char* const* keys, const char* const* values,
+                                               strata_probe* out) {
+  using namespace strata;
+  *out = strata_probe{};
+  config::module_spec spec;
+  spec.name = name;
+  spec.origin = origin;
+  for (int i = 0; i < nargs; ++i)
+    spec.args.emplace_back(keys[i], values[i]);
+  const auto dirs = config::module_dirs([](const char* n) { return std::getenv(n); },
+                                        core::own_directory() + "/modules");
+  core::loaded_module m;
+  std::string error = core::load_module(spec, dirs, m);
+  std::string functions;
+  if (error.empty()) {
+    core::ask_takes_ranks(m, spec);
+    out->takes_ranks = m.takes_ranks ? 1 : 0;
+    core::find_wrappers(m);
+    m.subscribed.assign(gen::function_count, false);
+    core::core_state& s = core::state();
+    // Probe as a one-module stack at layer 0, then forget it.
+    s.modules.clear();
+    s.modules.push_back(m);
+    s.loading = true;
+    char reason[512] = {0};
+    std::vector<strata_module_arg> args;
+    for (const auto& [k, v] : spec.args)
+      args.push_back({k.c_str(), v.c_str()});
+    void* st = nullptr;
+    const int rc = m.desc->load == nullptr ? 0
+                                           : m.desc->load(&core::host_api, 0, args.data(),
+                                                          static_cast<int>(args.size()), &st,
+                                                          reason, sizeof(reason) - 1);
+    s.loading = false;
+    m.subscribed = s.modules[0].subscribed;
+    s.modules.clear();
+    if (rc != 0)
+      error = spec.origin + ": module '" + m.name +
+              "' refused its arguments: " + (reason[0] ? reason : "no reason given");
+    else if (m.desc->unload != nullptr)
+      m.desc->unload(st);
+    for (int fid = 0; fid < gen::function_count; ++fid) {
+      const bool wrapped = m.wrappers[static_cast<size_t>(fid)] != nullptr;
+      const bool events = m.subscribed[static_cast<size_t>(fid)];
+      out->wrapped_count += wrapped ? 1 : 0;
+      out->event_count += events && !wrapped ? 1 : 0;
+      if (wrapped || events)
+        functions += (functions.empty() ? "" : ",") + std::string(gen::function_names[fid]);
+    }
+    std::snprintf(out->name, sizeof(out->name), "%s", m.name.c_str());
+    std::snprintf(out->description, sizeof(out->description), "%s",
+                  m.desc->description != nullptr ? m.desc->description : "");
+    std::snprintf(out->path, sizeof(out->path), "%s", m.path.c_str());
+    std::snprintf(out->functions, sizeof(out->functions), "%s", functions.c_str());
+  }
+  std::snprintf(out->error, sizeof(out->error), "%s", error.c_str());
+  return error.empty() ? 0 : 1;
+}

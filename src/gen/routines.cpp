@@ -1,0 +1,101 @@
+#include "gen/routines.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace strata::routines {
+
+extern const info table[];
+extern const std::size_t table_size;
+
+std::span<const info> all() {
+  return {table, table_size};
+}
+
+const info* find(std::string_view name) {
+  const auto rows = all();
+  const auto it =
+      std::lower_bound(rows.begin(), rows.end(), name,
+                       [](const info& row, std::string_view n) { return row.name < n; });
+  return it != rows.end() && it->name == name ? &*it : nullptr;
+}
+
+collective_shape info::shape() const {
+  using op_t = collective_op;
+  switch (op) {
+  case op_t::none:
+    return collective_shape::none;
+  case op_t::barrier:
+    return collective_shape::barrier;
+  case op_t::bcast:
+  case op_t::scatter:
+  case op_t::scatterv:
+    return collective_shape::one_to_all;
+  case op_t::gather:
+  case op_t::gatherv:
+  case op_t::reduce:
+    return collective_shape::all_to_one;
+  case op_t::scan:
+  case op_t::exscan:
+    return collective_shape::prefix;
+  case op_t::neighbor_allgather:
+  case op_t::neighbor_allgatherv:
+  case op_t::neighbor_alltoall:
+  case op_t::neighbor_alltoallv:
+  case op_t::neighbor_alltoallw:
+    return collective_shape::neighbor;
+  default:
+    return collective_shape::all_to_all;
+  }
+}
+
+std::string_view name_of(group g) {
+  static constexpr std::array<std::string_view, group_count> names = {"blocking point to point",
+                                                                      "nonblocking pt-to-pt",
+                                                                      "persistent pt-to-pt",
+                                                                      "pack and unpack",
+                                                                      "collective communication",
+                                                                      "derived datatype",
+                                                                      "group and sub-communicator",
+                                                                      "inter-communicator",
+                                                                      "attribute caching / inquiry",
+                                                                      "error handler handling",
+                                                                      "topology creation",
+                                                                      "wtime measurement",
+                                                                      "one-sided communication",
+                                                                      "MPI I/O",
+                                                                      "other"};
+  const auto i = static_cast<std::size_t>(g);
+  return i < names.size() ? names[i] : std::string_view();
+}
+
+std::string_view name_of(collective_op op) {
+  static constexpr std::array<std::string_view, 23> names = {"",
+                                                             "barrier",
+                                                             "bcast",
+                                                             "gather",
+                                                             "gatherv",
+                                                             "scatter",
+                                                             "scatterv",
+                                                             "allgather",
+                                                             "allgatherv",
+                                                             "alltoall",
+                                                             "alltoallv",
+                                                             "alltoallw",
+                                                             "reduce",
+                                                             "allreduce",
+                                                             "reduce_scatter",
+                                                             "reduce_scatter_block",
+                                                             "scan",
+                                                             "exscan",
+                                                             "neighbor_allgather",
+                                                             "neighbor_allgatherv",
+                                                             "neighbor_alltoall",
+                                                             "neighbor_alltoallv",
+                                                             "neighbor_alltoallw"};
+  const auto i = static_cast<std::size_t>(op);
+  return i < names.size() ? names[i] : std::string_view();
+}
+
+} // namespace strata::routines

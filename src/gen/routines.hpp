@@ -1,0 +1,131 @@
+// What every MPI routine is: one generated table (src/gen/routines.txt and roles.txt over both
+// MPIs' headers) that the profiler, the tracer, the analyzer and the site's reports all read.
+// No MPI needed: routines are found by name.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace strata::routines {
+
+// The routine groups of the automatic counter profiling paper (Fig. 11), plus one-sided and
+// I/O; `none` for the routines that no group counts (MPI_Init, MPI_Finalize, MPI_Comm_size,
+// MPI_Comm_rank). The order is stored by the site (day tables): append only.
+enum class group : uint8_t {
+  blocking_p2p,
+  nonblocking_p2p,
+  persistent_p2p,
+  pack_unpack,
+  collective,
+  derived_datatype,
+  group_subcomm,
+  intercomm,
+  attribute_inquiry,
+  error_handler,
+  topology,
+  wtime,
+  one_sided,
+  io,
+  other,
+  none,
+};
+inline constexpr int group_count = 15; // without `none`
+
+// What a call does to messages, as a trace records it.
+enum class kind : uint8_t {
+  other,      // no message: local or set-up routines
+  send,       // blocking send (MPI_Send, Bsend, Ssend, Rsend)
+  isend,      // nonblocking send
+  recv,       // blocking receive (MPI_Recv)
+  irecv,      // nonblocking receive
+  sendrecv,   // MPI_Sendrecv(_replace)
+  completion, // MPI_Wait/Test and their all/any/some forms
+  p2p_other,  // other point to point: probes, persistent requests, start, cancel, free
+  collective, // a collective operation (blocking, nonblocking or persistent)
+  one_sided,
+  io,
+};
+
+enum class collective_op : uint8_t {
+  none,
+  barrier,
+  bcast,
+  gather,
+  gatherv,
+  scatter,
+  scatterv,
+  allgather,
+  allgatherv,
+  alltoall,
+  alltoallv,
+  alltoallw,
+  reduce,
+  allreduce,
+  reduce_scatter,
+  reduce_scatter_block,
+  scan,
+  exscan,
+  neighbor_allgather,
+  neighbor_allgatherv,
+  neighbor_alltoall,
+  neighbor_alltoallv,
+  neighbor_alltoallw,
+};
+
+// Who waits for whom in a collective: what wait-state analysis needs to know.
+enum class collective_shape : uint8_t {
+  none,
+  barrier,    // everyone for everyone, no data
+  one_to_all, // the others wait for the root (bcast, scatter)
+  all_to_one, // the root waits for the others (gather, reduce)
+  all_to_all, // everyone for everyone, with data (allreduce, allgather, alltoall, ...)
+  prefix,     // rank i waits for ranks below it (scan, exscan)
+  neighbor,   // each rank for its topology neighbours
+};
+
+// The argument roles of src/gen/roles.txt, as bits.
+enum role : uint16_t {
+  role_send = 1u << 0,
+  role_recv = 1u << 1,
+  role_peer = 1u << 2,
+  role_tag = 1u << 3,
+  role_comm = 1u << 4,
+  role_root = 1u << 5,
+  role_request = 1u << 6,
+  role_wait = 1u << 7,
+  role_requests = 1u << 8,
+  role_status = 1u << 9,
+  role_flag = 1u << 10,
+};
+
+struct info {
+  const char* name; // "MPI_Send"
+  routines::group group;
+  routines::kind kind;
+  collective_op op;
+  bool nonblocking;       // returns before the operation completes (with a request, mostly)
+  bool persistent;        // creates a persistent request (MPI_Send_init, MPI_Bcast_init)
+  bool partitioned;       // MPI-4 partitioned communication
+  bool large_count;       // the "_c" twin of a routine
+  bool local;             // never waits for another process
+  bool cheap;             // local and a few ns: the profiler counts it without timing it
+  bool poll;              // has a completion flag (MPI_Test, MPI_Testany, MPI_Iprobe)
+  bool handle_conversion; // C/Fortran handle or status conversion (MPI_Comm_f2c, ...)
+  uint16_t roles;         // role bits
+
+  bool can_wait() const { return !local; }
+  bool is_collective() const { return kind == kind::collective; }
+  collective_shape shape() const;
+};
+
+// The routine of that name ("MPI_Send", "MPI_Send_c"), or null if neither MPI declares it.
+const info* find(std::string_view name);
+// Every routine, sorted by name.
+std::span<const info> all();
+
+std::string_view name_of(group g);       // "blocking point to point", ..., "other"; "" for none
+std::string_view name_of(collective_op); // "bcast"; "" for none
+
+} // namespace strata::routines

@@ -1,0 +1,174 @@
+#include "gen/routines.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace r = strata::routines;
+
+namespace {
+const r::info& get(const char* name) {
+  const r::info* info = r::find(name);
+  EXPECT_NE(info, nullptr) << name;
+  static const r::info none{};
+  return info != nullptr ? *info : none;
+}
+} // namespace
+
+TEST(Routines, BothHeadersFullListsAreThere) {
+  // Open MPI 4.1 has no large-count twins or MPI-4 routines; MPICH 4.0 has both.
+  EXPECT_GT(r::all().size(), 600u);
+  for (const char* name : {"MPI_Send", "MPI_Send_c", "MPI_Neighbor_alltoallw", "MPI_Psend_init",
+                           "MPI_Bcast_init", "MPI_Session_init", "MPI_Comm_f2c", "MPI_Pcontrol",
+                           "MPI_T_pvar_read", "MPI_File_iread_at_all"})
+    EXPECT_NE(r::find(name), nullptr) << name;
+  EXPECT_EQ(r::find("MPI_Nope"), nullptr);
+  EXPECT_EQ(r::find("MPI_"), nullptr);
+}
+
+TEST(Routines, EveryRowIsConsistent) {
+  std::string previous;
+  for (const r::info& row : r::all()) {
+    const std::string name = row.name;
+    SCOPED_TRACE(name);
+    EXPECT_LT(previous, name) << "sorted, no duplicates";
+    previous = name;
+    EXPECT_TRUE(!row.cheap || row.local);
+    EXPECT_EQ(row.is_collective(), row.op != r::collective_op::none && name != "MPI_Reduce_local");
+    if (row.group == r::group::none) {
+      EXPECT_TRUE(name == "MPI_Init" || name == "MPI_Init_thread" || name == "MPI_Finalize" ||
+                  name == "MPI_Comm_size" || name == "MPI_Comm_rank" ||
+                  name == "MPI_Session_init" || name == "MPI_Session_finalize");
+    }
+    // A large-count twin is classified as its base routine.
+    if (row.large_count) {
+      const r::info* base = r::find(name.substr(0, name.size() - 2));
+      ASSERT_NE(base, nullptr);
+      EXPECT_EQ(base->group, row.group);
+      EXPECT_EQ(base->kind, row.kind);
+      EXPECT_EQ(base->op, row.op);
+      EXPECT_EQ(base->local, row.local);
+      EXPECT_EQ(base->roles, row.roles);
+    }
+    // Whatever falls through to "other" is one of these families, nothing new by accident.
+    if (row.group == r::group::other) {
+      bool known = false;
+      for (const char* prefix :
+           {"MPI_Abort", "MPI_Op_", "MPI_Grequest_", "MPI_T_", "MPI_Pcontrol", "MPI_Status_",
+            "MPI_Request_c2f", "MPI_Request_f2c", "MPI_Message_", "MPI_Info_", "MPI_Close_port",
+            "MPI_Open_port", "MPI_Lookup_name", "MPI_Publish_name", "MPI_Unpublish_name",
+            "MPI_Aint_", "MPI_Session_"})
+        known = known || name.starts_with(prefix);
+      EXPECT_TRUE(known) << "falls into 'other'";
+    }
+  }
+}
+
+TEST(Routines, PointToPointKinds) {
+  EXPECT_EQ(get("MPI_Send").kind, r::kind::send);
+  EXPECT_EQ(get("MPI_Rsend").kind, r::kind::send);
+  EXPECT_EQ(get("MPI_Isend").kind, r::kind::isend);
+  EXPECT_EQ(get("MPI_Recv").kind, r::kind::recv);
+  EXPECT_EQ(get("MPI_Irecv").kind, r::kind::irecv);
+  EXPECT_EQ(get("MPI_Sendrecv").kind, r::kind::sendrecv);
+  EXPECT_EQ(get("MPI_Waitall").kind, r::kind::completion);
+  EXPECT_EQ(get("MPI_Testsome").kind, r::kind::completion);
+  EXPECT_EQ(get("MPI_Iprobe").kind, r::kind::p2p_other);
+  EXPECT_EQ(get("MPI_Start").kind, r::kind::p2p_other);
+  EXPECT_EQ(get("MPI_Send_c").kind, r::kind::send);
+  EXPECT_TRUE(get("MPI_Isend").nonblocking);
+  EXPECT_FALSE(get("MPI_Send").nonblocking);
+  EXPECT_EQ(get("MPI_Send").group, r::group::blocking_p2p);
+  EXPECT_EQ(get("MPI_Irecv").group, r::group::nonblocking_p2p);
+  EXPECT_TRUE(get("MPI_Send").roles & r::role_peer);
+  EXPECT_TRUE(get("MPI_Recv").roles & r::role_status);
+}
+
+TEST(Routines, PollsAndWaiting) {
+  for (const char* poll : {"MPI_Test", "MPI_Testany", "MPI_Iprobe"})
+    EXPECT_TRUE(get(poll).poll) << poll;
+  for (const char* no : {"MPI_Wait", "MPI_Testall", "MPI_Send"})
+    EXPECT_FALSE(get(no).poll) << no;
+  EXPECT_TRUE(get("MPI_Comm_rank").cheap);
+  EXPECT_TRUE(get("MPI_Type_size").cheap);
+  EXPECT_TRUE(get("MPI_Wtime").cheap);
+  EXPECT_FALSE(get("MPI_Pack").cheap); // local, but its cost grows with the buffer
+  EXPECT_TRUE(get("MPI_Pack").local);
+  EXPECT_TRUE(get("MPI_Barrier").can_wait());
+  EXPECT_TRUE(get("MPI_Comm_dup").can_wait());
+  EXPECT_FALSE(get("MPI_Reduce_local").can_wait());
+  EXPECT_FALSE(get("MPI_Get_accumulate").local);
+  EXPECT_FALSE(get("MPI_Lookup_name").local);
+}
+
+TEST(Routines, CollectivesInEveryForm) {
+  const r::info& bcast = get("MPI_Bcast");
+  EXPECT_TRUE(bcast.is_collective());
+  EXPECT_EQ(bcast.op, r::collective_op::bcast);
+  EXPECT_EQ(bcast.shape(), r::collective_shape::one_to_all);
+  const r::info& ibcast = get("MPI_Ibcast");
+  EXPECT_EQ(ibcast.op, r::collective_op::bcast);
+  EXPECT_TRUE(ibcast.nonblocking);
+  const r::info& persistent = get("MPI_Bcast_init");
+  EXPECT_EQ(persistent.op, r::collective_op::bcast);
+  EXPECT_TRUE(persistent.persistent);
+  EXPECT_EQ(persistent.group, r::group::collective);
+  EXPECT_EQ(get("MPI_Reduce").shape(), r::collective_shape::all_to_one);
+  EXPECT_EQ(get("MPI_Allreduce").shape(), r::collective_shape::all_to_all);
+  EXPECT_EQ(get("MPI_Barrier").shape(), r::collective_shape::barrier);
+  EXPECT_EQ(get("MPI_Iexscan").shape(), r::collective_shape::prefix);
+  EXPECT_EQ(get("MPI_Reduce_scatter_block").op, r::collective_op::reduce_scatter_block);
+  EXPECT_EQ(get("MPI_Ireduce_scatter_block").op, r::collective_op::reduce_scatter_block);
+  // Neighbourhood collectives are collectives over a topology's neighbours.
+  const r::info& neighbor = get("MPI_Ineighbor_alltoallw");
+  EXPECT_TRUE(neighbor.is_collective());
+  EXPECT_TRUE(neighbor.nonblocking);
+  EXPECT_EQ(neighbor.op, r::collective_op::neighbor_alltoallw);
+  EXPECT_EQ(neighbor.shape(), r::collective_shape::neighbor);
+  EXPECT_EQ(get("MPI_Neighbor_allgather_init").op, r::collective_op::neighbor_allgather);
+  // MPI_Reduce_local is in the collective chapter but combines two local buffers.
+  const r::info& local = get("MPI_Reduce_local");
+  EXPECT_EQ(local.group, r::group::collective);
+  EXPECT_FALSE(local.is_collective());
+  EXPECT_TRUE(local.local);
+  EXPECT_FALSE(get("MPI_Iprobe").is_collective());
+}
+
+TEST(Routines, PartitionedAndPersistentPointToPoint) {
+  for (const char* name : {"MPI_Psend_init", "MPI_Precv_init", "MPI_Pready", "MPI_Parrived"}) {
+    EXPECT_TRUE(get(name).partitioned) << name;
+    EXPECT_EQ(get(name).group, r::group::persistent_p2p) << name;
+  }
+  EXPECT_TRUE(get("MPI_Send_init").persistent);
+  EXPECT_EQ(get("MPI_Send_init").kind, r::kind::p2p_other);
+  EXPECT_FALSE(get("MPI_Send").persistent);
+}
+
+TEST(Routines, HandleConversions) {
+  for (const char* name : {"MPI_Comm_f2c", "MPI_Type_f2c", "MPI_Request_c2f", "MPI_Request_f2c",
+                           "MPI_Status_c2f", "MPI_Status_f2c"})
+    EXPECT_TRUE(get(name).handle_conversion) << name;
+  EXPECT_FALSE(get("MPI_Comm_free").handle_conversion);
+}
+
+TEST(Routines, GroupsOfTheCounterProfilingPaper) {
+  EXPECT_EQ(get("MPI_Init").group, r::group::none);
+  EXPECT_EQ(get("MPI_Pack_size").group, r::group::pack_unpack);
+  EXPECT_EQ(get("MPI_Type_commit").group, r::group::derived_datatype);
+  EXPECT_EQ(get("MPI_Get_count").group, r::group::derived_datatype);
+  EXPECT_EQ(get("MPI_Comm_split").group, r::group::group_subcomm);
+  EXPECT_EQ(get("MPI_Comm_remote_size").group, r::group::intercomm);
+  EXPECT_EQ(get("MPI_Comm_get_name").group, r::group::attribute_inquiry);
+  EXPECT_EQ(get("MPI_Get_processor_name").group, r::group::attribute_inquiry);
+  EXPECT_EQ(get("MPI_Comm_set_errhandler").group, r::group::error_handler);
+  EXPECT_EQ(get("MPI_Cart_create").group, r::group::topology);
+  EXPECT_EQ(get("MPI_Wtime").group, r::group::wtime);
+  EXPECT_EQ(get("MPI_Win_fence").group, r::group::one_sided);
+  EXPECT_EQ(get("MPI_Get").group, r::group::one_sided);
+  EXPECT_EQ(get("MPI_File_open").group, r::group::io);
+  EXPECT_EQ(get("MPI_Neighbor_alltoall").group, r::group::collective);
+  EXPECT_EQ(get("MPI_Abort").group, r::group::other);
+  EXPECT_EQ(r::name_of(r::group::blocking_p2p), "blocking point to point");
+  EXPECT_EQ(r::name_of(r::group::none), "");
+  EXPECT_EQ(r::name_of(r::collective_op::allreduce), "allreduce");
+}

@@ -3,7 +3,7 @@
 // Waitall and an Allreduce, with a barrier every 16 iterations; 16 events per rank and
 // iteration (17 with the barrier's share). Rank skews vary deterministically, so wait states
 // appear. Usage: gen_trace DIR RANKS EVENTS
-#include "analyze/trace_builder.hpp"
+#include "analyzer/trace_builder.hpp"
 
 #include <otf2/OTF2_Events.h>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tracing overhead on the Lennard-Jones example (seed 003, Tables 5 and 9): run time of
+# Tracing overhead on the Lennard-Jones example (the HieraAnalyses paper, Tables 5 and 9): run time of
 # examples/ljmd with no Strata at all (plain mpirun), with the Strata core and no module, and
 # under a tool stack (default: the trace module), interleaved, repeated; medians and the overhead.
 #

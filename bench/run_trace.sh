@@ -11,11 +11,13 @@
 # and prints, per traced MPI_Comm_test_inter (one record, two OTF2 events: Enter with its call
 # site, Leave) and per region begin or end (one record, one OTF2 event), the time over the MPI
 # library's own entry in the same process; the instructions of the same loops under callgrind
-# (--toggle-collect on the loop functions, singleton); and the archive's bytes per event for the
-# benchmark and for a program of collectives inside regions (tests' traced_c).
+# (--toggle-collect on the loop functions, singleton), and of a loop of wrapped completions
+# (Irecv and Isend to self, Waitall, Wait on the null request); and the archive's bytes per
+# event for the benchmark and for a program of collectives inside regions (tests' traced_c).
 #
-# Knobs (environment): FLAVORS="openmpi mpich", ROUNDS=3 (best round kept), BATCH=10000,
-# CALLGRIND=0 to skip valgrind, CG_ITERS=100000, RAW=<file> to keep the raw lines.
+# Knobs (environment): FLAVORS="openmpi mpich", ROUNDS=3 (best round kept; 0: instructions and
+# archive sizes only), BATCH=10000, CALLGRIND=0 to skip valgrind, CG_ITERS=100000, RAW=<file> to
+# keep the raw lines.
 set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)
@@ -100,7 +102,7 @@ for flavor in $FLAVORS; do
   fi
   if [[ $CALLGRIND == 1 ]] && command -v valgrind >/dev/null; then
     echo "== $flavor: callgrind ($CG_ITERS iterations per loop, singleton)" >&2
-    for fn in loop_native loop_symbol loop_regions; do
+    for fn in loop_native loop_symbol loop_regions loop_completions; do
       for tools in "" trace; do
         echo "bench trace flavor=$flavor label=${tools:-0} call=callgrind fn=$fn ir=$(callgrind_ir "$flavor" "$tools" "$fn") n=$CG_ITERS" |
           tee -a "$raw" >&2
@@ -136,10 +138,12 @@ for line in open(sys.argv[1]):
         if key not in best or v < best[key]:
             best[key] = v
 
-for f in sorted({k[0] for k in best}, key=lambda x: x != "openmpi"):
+flavors = {k[0] for k in best} | {k[0] for k in ir} | {k[0] for k in archive}
+for f in sorted(flavors, key=lambda x: x != "openmpi"):
     print(f"\n### {f}\n")
-    print("| configuration | traced MPI call: symbol - direct, ns | per OTF2 event (/2), ns | region begin or end, ns |")
-    print("|---|---:|---:|---:|")
+    if any(k[0] == f for k in best):
+        print("| configuration | traced MPI call: symbol - direct, ns | per OTF2 event (/2), ns | region begin or end, ns |")
+        print("|---|---:|---:|---:|")
     names = {"native": "native (no Strata)", "0": "Strata, no module", "profile": "`profile` (reference)",
              "trace": "`trace`"}
     for label in ("native", "0", "profile", "trace"):
@@ -156,7 +160,9 @@ for f in sorted({k[0] for k in best}, key=lambda x: x != "openmpi"):
               f"{cgt['loop_symbol']:.1f} against {cgt['loop_native']:.1f} direct "
               f"(**+{call:.1f}**; no module: +{call0:.1f}); region begin+end pair "
               f"{cgt['loop_regions']:.1f} with `trace`, {cg0['loop_regions']:.1f} without "
-              f"(**{(cgt['loop_regions']) / 2:.1f} per region event**)\n")
+              f"(**{(cgt['loop_regions']) / 2:.1f} per region event**); Irecv, Isend to self, "
+              f"Waitall and Wait on the null request {cgt['loop_completions']:.1f} with `trace`, "
+              f"{cg0['loop_completions']:.1f} without (**+{cgt['loop_completions'] - cg0['loop_completions']:.1f}**)\n")
     for label in ("trace_cost", "traced_c"):
         if (f, label) in archive:
             e, b = archive[(f, label)]

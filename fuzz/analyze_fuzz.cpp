@@ -3,9 +3,9 @@
 // offset, truncates it, or replaces it whole — and the analysis and the XML export must then
 // either succeed or throw one trace_error with a one-line message; never crash, hang or throw
 // anything else.
-#include "analyze/analysis.hpp"
-#include "analyze/trace_builder.hpp"
-#include "analyze/xml_export.hpp"
+#include "analyzer/analysis.hpp"
+#include "analyzer/trace_builder.hpp"
+#include "analyzer/xml_export.hpp"
 
 #include <otf2/OTF2_Events.h>
 

@@ -1,8 +1,8 @@
 // libFuzzer target: the trace module's definitions as ranks send them to rank 0 (and the maps it
 // sends back) must never crash the reader, whatever the bytes; what is accepted must serialise
 // back to the same bytes and unify. The settings parser gets the same bytes as a size.
-#include "trace/options.hpp"
-#include "trace/unify.hpp"
+#include "tracer/options.hpp"
+#include "tracer/unify.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -19,10 +19,11 @@ clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp
   fuzz/rank_file_fuzz.cpp -lfmt -o "$out/rank_file_fuzz"
 clang++-14 "${flags[@]}" src/profiler/call_sites.cpp fuzz/callsite_lines_fuzz.cpp \
   -o "$out/callsite_lines_fuzz"
-clang++-14 "${flags[@]}" src/analyze/trace_reader.cpp src/analyze/analysis.cpp \
-  src/analyze/xml_export.cpp src/analyze/trace_builder.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
+clang++-14 "${flags[@]}" src/analyzer/trace_reader.cpp src/analyzer/analysis.cpp \
+  src/analyzer/wait_states.cpp src/analyzer/tables.cpp src/analyzer/xml_export.cpp \
+  src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
   -o "$out/analyze_fuzz"
-clang++-14 "${flags[@]}" src/trace/unify.cpp src/trace/options.cpp fuzz/trace_defs_fuzz.cpp \
+clang++-14 "${flags[@]}" src/tracer/unify.cpp src/tracer/options.cpp fuzz/trace_defs_fuzz.cpp \
   -o "$out/trace_defs_fuzz"
 clang++-14 "${flags[@]}" -I/usr/include src/overlay/profile_round.cpp src/overlay/filters.cpp \
   src/overlay/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
@@ -66,7 +67,7 @@ for target in config patch record rank_file callsite_lines model trace_defs anal
   # libotf2 reports it. libotf2 also leaks its archive when that open fails (suppressed).
   env=()
   if [[ $target == analyze ]]; then
-    env=(LSAN_OPTIONS=suppressions=$PWD/src/analyze/otf2_lsan.supp
+    env=(LSAN_OPTIONS=suppressions=$PWD/src/analyzer/otf2_lsan.supp
       ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=2048)
   fi
   env "${env[@]}" "$out/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \

@@ -12,6 +12,7 @@ packages=(
   chromium libssl-dev
   zlib1g-dev bc
   libsimdjson-dev libdeflate-dev
+  python3-mpi4py
 )
 
 missing=()

@@ -110,7 +110,9 @@ typedef struct strata_host {
    * match, e.g. publish(self, "profile.totals", "v1", &table). Returns 0, or -1 if taken. */
   int (*publish)(int self, const char* name, const char* signature, void* value);
   void* (*lookup)(const char* name, const char* signature);
-  /* Named string values shared between modules (last writer wins). */
+  /* Named string values shared between modules (last writer wins). The core sets
+   * "strata.init_language": "Fortran" when the program started MPI through a Fortran binding
+   * (mpif.h, use mpi, use mpi_f08), else "C". */
   void (*set_value)(const char* name, const char* value);
   const char* (*get_value)(const char* name);
   uint64_t (*now_ns)(void);

@@ -2,6 +2,7 @@
 
 #include "config/config.hpp"
 #include "core/probe.h"
+#include "launch/interpreter.hpp"
 #include "launch/launch.hpp"
 #include "overlay/tree.hpp"
 #include "profiler/record/render.hpp"
@@ -121,11 +122,11 @@ target find_target(const launch_options& o, bool allow_launcher_env) {
     return t;
   }
   std::string why;
-  t.flavor = launch::flavor_of_program(t.path, why);
+  t.flavor = launch::flavor_of_command(t.path, env("PATH"), why);
   if (t.flavor.empty() && allow_launcher_env)
     t.flavor = launch::flavor_of_launcher(env);
   if (t.flavor.empty())
-    t.error = why + "; say which MPI it uses with --mpi openmpi|mpich";
+    t.error = why;
   return t;
 }
 
@@ -179,6 +180,10 @@ int exec_command(const launch_options& o) {
       return rc;
   }
   ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
+  // A Python program finds the `strata` package (annotations) without being told where.
+  if (launch::runs_python(t.path, env("PATH")))
+    ::setenv("PYTHONPATH",
+             launch::python_path_value(layout.python_dir(), env("PYTHONPATH")).c_str(), 1);
   std::vector<std::string> args = o.program;
   std::vector<char*> argv = c_argv(args);
   ::execv(t.path.c_str(), argv.data());

@@ -1,5 +1,5 @@
 // The `strata` command: a thin dispatcher over the libraries.
-#include "analyze/command.hpp"
+#include "analyzer/command.hpp"
 #include "cli/commands.hpp"
 #include "cli/monitor_command.hpp"
 #include "model/bench_command.hpp"

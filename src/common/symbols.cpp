@@ -1,5 +1,7 @@
 #include "common/symbols.hpp"
 
+#include "python_sites/lookup.hpp"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -83,6 +85,9 @@ std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t
   }
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (addresses[i] == 0)
+      continue;
+    // A Python call site the core took (src/python_sites): the script's file, line, function.
+    if (python_sites::describe_key(addresses[i], out[i].file, out[i].line, out[i].function))
       continue;
     const Dwarf_Addr at = addresses[i] - 1; // inside the call instruction, not after it
     Dwfl_Module* module = dwfl_addrmodule(dwfl, at);

@@ -32,14 +32,7 @@ bool valid_key(std::string_view key) {
 }
 
 std::string quoted(std::string_view s) {
-  // Appended piece by piece: GCC 12 at -O3 reads "'" + std::string(s) + "'" as an overlapping
-  // copy (-Wrestrict, a known false positive).
-  std::string text;
-  text.reserve(s.size() + 2);
-  text.push_back('\'');
-  text.append(s);
-  text.push_back('\'');
-  return text;
+  return "'" + std::string(s) + "'";
 }
 
 // Splits one config line into words; a word may contain a "quoted value" with \" and \\.

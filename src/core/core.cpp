@@ -12,7 +12,8 @@
 
 namespace strata::core {
 
-__thread thread_state tls __attribute__((tls_model("initial-exec"))) = {-1, 0, nullptr, 1, 0};
+__thread thread_state tls
+    __attribute__((tls_model("initial-exec"))) = {-1, 0, nullptr, 1, 0, nullptr, -1};
 const chain* chains[gen::function_count];
 bool world_replaced = false;
 MPI_Comm world_replacement = MPI_COMM_WORLD;

@@ -9,6 +9,7 @@
 
 #include "core/clock.hpp"
 #include "core/decode.hpp"
+#include "python_sites/capture.hpp"
 #include "strata_functions.hpp"
 #include <strata/module.h>
 
@@ -79,6 +80,10 @@ struct thread_state {
   const void* call_site;
   uint32_t polls_until_timed; // sampled polls: polls up to and including the next timed one
   uint32_t poll_random;       // xorshift state for the gaps between timed polls
+  // Noted by a Fortran binding's entry point (fortran_entries.cpp) for the C call the binding
+  // makes next: the program's return address, and the routine (-1: none noted).
+  const void* fortran_site;
+  int fortran_fid;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
@@ -112,6 +117,9 @@ void* find_real(const char* name);
 void resolve_real_once();
 // A real function the MPI library does not have: one line, then the process ends.
 [[noreturn]] void missing_real(const char* name);
+// The return address lies in one of the MPI library's own objects (its Fortran bindings
+// included): the call is the library's, not the program's.
+bool called_from_mpi_library(const void* return_address);
 
 template <typename R> inline void set_result(strata_event& ev, const R& r) {
   if constexpr (std::is_same_v<R, int>)
@@ -336,7 +344,23 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
   if (__builtin_expect(ts.in_real != 0, 0))
     return real(args...);
   if (ts.layer < 0) {
-    ts.call_site = return_address;
+    ts.call_site = python_sites::call_site(return_address);
+    if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
+      // A Fortran call in progress. The call its binding makes for the program takes the
+      // program's line as its site; the binding's other calls before it (a communicator's size
+      // for an array's length) are the library's own, and pass straight to MPI.
+      if (ts.fortran_fid == Decoder::fortran_fid) {
+        ts.call_site = ts.fortran_site;
+        ts.fortran_fid = -1;
+      } else if (called_from_mpi_library(return_address)) {
+        ++ts.in_real;
+        R r = real(args...);
+        --ts.in_real;
+        return r;
+      } else {
+        ts.fortran_fid = -1; // a note no call took (a binding that calls no C function)
+      }
+    }
     if constexpr (Decoder::has_comm) {
       if (__builtin_expect(world_replaced, false))
         Decoder::remap_comms(world_replacement, args...);
@@ -419,7 +443,7 @@ template <typename... A> struct poll_frame {
 template <int F, typename Decoder, typename R, typename... A>
 __attribute__((noinline, cold)) R counted_poll_completed(const void* return_address, R r,
                                                          poll_frame<A...>& frame) {
-  tls.call_site = return_address;
+  tls.call_site = python_sites::call_site(return_address);
   const bool substituted = std::apply(
       [&](A&... args) { return Decoder::status_is(frame.stand_in, args...); }, frame.args);
   return std::apply(

@@ -317,6 +317,9 @@ void load_modules_once() {
   if (g_loaded.exchange(true))
     return;
   core_state& s = state();
+  // The language the program started MPI from: its first init came through a Fortran binding's
+  // entry point (fortran_entries.cpp), or not. A fact for the modules' records.
+  host_api.set_value("strata.init_language", tls.fortran_fid >= 0 ? "Fortran" : "C");
   config::stack stack = config::select_stack([](const char* n) { return std::getenv(n); },
                                              own_directory() + "/../../../etc/strata/strata.conf");
   if (!stack.ok()) {
@@ -383,6 +386,8 @@ void load_modules_once() {
   for (size_t i = 0; i < s.modules.size(); ++i)
     add_region_listener(s.modules[i].handle, s.modules[i].state, static_cast<int>(i),
                         own_calls_layer(s, i));
+  if (!s.modules.empty())
+    python_sites::start(); // before MPI_Init's own call site is taken
 }
 
 } // namespace strata::core

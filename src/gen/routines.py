@@ -6,14 +6,13 @@ routine is comes from routines.txt (groups, collective kinds, local and cheap ro
 conversions) and roles.txt (argument roles, polls, completions). No MPI is needed to read it.
 """
 import argparse
-import fnmatch
 import os
 import re
 import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from generate import parse_roles  # noqa: E402  (one reader of roles.txt)
+from tables import first_match, matches, parse_roles, read_sections  # noqa: E402
 
 GROUPS = ["blocking_p2p", "nonblocking_p2p", "persistent_p2p", "pack_unpack", "collective",
           "derived_datatype", "group_subcomm", "intercomm", "attribute_inquiry", "error_handler",
@@ -28,39 +27,6 @@ ROLES = ["send", "recv", "peer", "tag", "comm", "root", "request", "wait", "requ
 NONBLOCKING_WITHOUT_ROLES = {"imrecv", "isendrecv", "isendrecv_replace", "rput", "rget",
                              "raccumulate", "rget_accumulate", "comm_idup", "comm_idup_with_info"}
 COMPLETIONS = {"wait", "waitall", "waitany", "waitsome", "test", "testall", "testany", "testsome"}
-
-
-def read_sections(path):
-    """{section: [(value, [patterns])]} in file order."""
-    sections, current = {}, None
-    for lineno, raw in enumerate(open(path), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            current = sections.setdefault(line[1:-1], [])
-            continue
-        if current is None:
-            raise SystemExit(f"{path}:{lineno}: a line before the first [section]")
-        value, *patterns = line.split()
-        if not patterns:
-            raise SystemExit(f"{path}:{lineno}: '{value}' lists no patterns")
-        current.append((value, patterns))
-    for needed in ("group", "collective", "local", "cheap", "handle_conversion"):
-        if needed not in sections:
-            raise SystemExit(f"{path}: no [{needed}] section")
-    return sections
-
-
-def first_match(rules, stem):
-    for value, patterns in rules:
-        if any(fnmatch.fnmatchcase(stem, p) for p in patterns):
-            return value
-    return None
-
-
-def matches(rules, stem):
-    return any(fnmatch.fnmatchcase(stem, p) for _, patterns in rules for p in patterns)
 
 
 def header_routines(xml_path):

@@ -163,4 +163,10 @@ std::string preload_value(const std::string& library, const char* existing) {
   return library + ":" + existing;
 }
 
+std::string python_path_value(const std::string& dir, const char* existing) {
+  if (existing == nullptr || existing[0] == '\0')
+    return dir;
+  return std::string(existing) + ":" + dir;
+}
+
 } // namespace strata::launch

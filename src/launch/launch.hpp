@@ -41,6 +41,8 @@ struct layout {
   std::string module_dir(const std::string& flavor) const {
     return prefix + "/lib/strata/" + flavor + "/modules";
   }
+  // The `strata` Python package (annotations) lives in <this>/strata.
+  std::string python_dir() const { return prefix + "/lib/strata/python"; }
 };
 layout find_layout(const std::string& self_exe);
 
@@ -57,5 +59,8 @@ std::string self_executable();
 
 // LD_PRELOAD with `library` first, keeping what was there.
 std::string preload_value(const std::string& library, const char* existing);
+
+// PYTHONPATH with `dir` last, after what was there (the user's own packages come first).
+std::string python_path_value(const std::string& dir, const char* existing);
 
 } // namespace strata::launch

@@ -59,4 +59,8 @@ TEST(Paths, LayoutProgramAndPreload) {
   EXPECT_EQ(resolve_program("no-such-program-here", "/bin"), "");
   EXPECT_EQ(preload_value("/x/libstrata.so", nullptr), "/x/libstrata.so");
   EXPECT_EQ(preload_value("/x/libstrata.so", "/y/libz.so"), "/x/libstrata.so:/y/libz.so");
+  EXPECT_EQ(find_layout("/opt/strata/bin/strata").python_dir(), "/opt/strata/lib/strata/python");
+  EXPECT_EQ(python_path_value("/s/python", nullptr), "/s/python");
+  EXPECT_EQ(python_path_value("/s/python", ""), "/s/python");
+  EXPECT_EQ(python_path_value("/s/python", "/mine"), "/mine:/s/python");
 }

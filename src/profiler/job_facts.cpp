@@ -35,19 +35,10 @@ void copy_nul_list(char* field, size_t size, const std::string& nul_separated) {
   std::memset(field + n, 0, size - n);
 }
 
-int fortran_callback(dl_phdr_info* info, size_t, void* found) {
-  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  if (std::strstr(name, "libmpi_mpifh") != nullptr ||
-      std::strstr(name, "libmpichfort") != nullptr ||
-      std::strstr(name, "libmpi_usempif08") != nullptr ||
-      std::strstr(name, "libgfortran") != nullptr)
-    *static_cast<bool*>(found) = true;
-  return 0;
-}
-
 } // namespace
 
-void fill_process_facts(rank_header& h, const char* mpi_flavor, const std::string& mpi_library) {
+void fill_process_facts(rank_header& h, const char* mpi_flavor, const std::string& mpi_library,
+                        const char* init_language) {
   h.uid = static_cast<uint32_t>(::getuid());
   h.pid = static_cast<uint32_t>(::getpid());
   passwd pw{};
@@ -75,7 +66,7 @@ void fill_process_facts(rank_header& h, const char* mpi_flavor, const std::strin
   while (!v.empty() && (v.back() == '\n' || v.back() == '\0'))
     v.pop_back();
   copy_field(h.mpi_library, sizeof(h.mpi_library), v.substr(0, v.find('\n')));
-  h.fortran = fortran_loaded() ? 1 : 0;
+  h.fortran = language_code(init_language);
   h.pmpi_intercepted = application_intercepts_pmpi() ? 1 : 0;
 }
 
@@ -129,10 +120,13 @@ bool is_mpi_variable(const char* kv) {
   return false;
 }
 
-bool fortran_loaded() {
-  bool fortran = false;
-  ::dl_iterate_phdr(fortran_callback, &fortran);
-  return fortran;
+int32_t language_code(const char* init_language) {
+  using python_running_fn = int (*)();
+  const auto python_running =
+      reinterpret_cast<python_running_fn>(::dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  if (python_running != nullptr && python_running() != 0)
+    return 2;
+  return init_language != nullptr && std::strcmp(init_language, "Fortran") == 0 ? 1 : 0;
 }
 
 bool application_intercepts_pmpi() {

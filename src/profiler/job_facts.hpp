@@ -11,8 +11,17 @@ namespace strata::profiler {
 
 // This process's facts into the header: uid, pid, user, host, executable, argv, the MPI
 // settings of the environment, the language, whether the program defines MPI functions itself.
-// `mpi_library` is MPI_Get_library_version's text (its first line is kept).
-void fill_process_facts(rank_header& h, const char* mpi_flavor, const std::string& mpi_library);
+// `mpi_library` is MPI_Get_library_version's text (its first line is kept); `init_language` the
+// language the program started MPI from, as the core says it ("strata.init_language"; null when
+// it does not).
+void fill_process_facts(rank_header& h, const char* mpi_flavor, const std::string& mpi_library,
+                        const char* init_language);
+
+// The record's language, as rank_header::fortran holds it: 2 Python when a CPython interpreter
+// runs the program (mpi4py; whatever Fortran its modules load), 1 Fortran when the program
+// started MPI from Fortran, else 0 (C or C++: a C++ program that links a Fortran library is still
+// a C++ program).
+int32_t language_code(const char* init_language);
 
 // The resource manager's job (and step) id, "slurm:123.0", "pbs:...", "lsf:...", "flux:...";
 // empty when no resource manager started the job.
@@ -28,9 +37,6 @@ std::string job_key(const std::string& job_id);
 // launcher's own wiring (ranks, ports, session directories), which differs in every job and says
 // nothing about how MPI was configured. `kv` is one "NAME=VALUE" of the environment.
 bool is_mpi_variable(const char* kv);
-
-// Whether Fortran's MPI bindings or runtime are loaded (the record's "language").
-bool fortran_loaded();
 
 // Whether the program itself defines MPI functions (its own PMPI layer): the first definition of
 // MPI_Send in the global scope is in the main executable.

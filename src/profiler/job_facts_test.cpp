@@ -45,7 +45,8 @@ TEST(JobFacts, TheFactsOfThisProcess) {
   ::setenv("STRATA_JOB_FACTS_TEST", "yes", 1);
   ::setenv("OMPI_MCA_orte_job_facts_test", "wiring", 1);
   rank_header h{};
-  fill_process_facts(h, "openmpi", std::string("Open MPI v4.1.4, package: x\nsecond line\n\0", 42));
+  fill_process_facts(h, "openmpi", std::string("Open MPI v4.1.4, package: x\nsecond line\n\0", 42),
+                     "C");
   EXPECT_EQ(h.uid, static_cast<uint32_t>(::getuid()));
   EXPECT_EQ(h.pid, static_cast<uint32_t>(::getpid()));
   EXPECT_STRNE(h.user, "");
@@ -61,8 +62,15 @@ TEST(JobFacts, TheFactsOfThisProcess) {
   EXPECT_EQ(std::find(env.begin(), env.end(), "OMPI_MCA_orte_job_facts_test=wiring"), env.end());
   EXPECT_STREQ(h.mpi_flavor, "openmpi");
   EXPECT_STREQ(h.mpi_library, "Open MPI v4.1.4, package: x"); // the first line
-  EXPECT_EQ(h.fortran, 0);                                    // no Fortran runtime in this test
+  EXPECT_EQ(h.fortran, 0);                                    // C, and no Python interpreter
   EXPECT_EQ(h.pmpi_intercepted, 0);                           // and no MPI at all
   ::unsetenv("STRATA_JOB_FACTS_TEST");
   ::unsetenv("OMPI_MCA_orte_job_facts_test");
+}
+
+// The language the program started MPI from, as the core says it; no Python interpreter here.
+TEST(JobFacts, TheLanguageIsTheOneThatStartedMpi) {
+  EXPECT_EQ(language_code("Fortran"), 1);
+  EXPECT_EQ(language_code("C"), 0);
+  EXPECT_EQ(language_code(nullptr), 0); // the core did not say
 }

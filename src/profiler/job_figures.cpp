@@ -152,7 +152,7 @@ record::job_record to_record(const job_figures& job) {
   j.argv = split_nul(f.argv, sizeof(f.argv));
   j.mpi_flavor = f.mpi_flavor;
   j.mpi_library = f.mpi_library;
-  j.language = f.fortran != 0 ? "Fortran" : "C/C++";
+  j.language = f.fortran == 2 ? "Python" : f.fortran != 0 ? "Fortran" : "C/C++";
   j.thread_level =
       f.thread_level >= 0 && f.thread_level < 4 ? thread_levels[f.thread_level] : "unknown";
   j.pmpi_intercepted_by_application = f.pmpi_intercepted != 0;

@@ -63,7 +63,7 @@ struct rank_header {
   int32_t status;        // job_status
   int32_t status_detail; // abort code or signal number
   int32_t thread_level;
-  int32_t fortran;
+  int32_t fortran; // the language: 0 C/C++, 1 Fortran, 2 Python (a CPython interpreter ran it)
   int32_t pmpi_intercepted;
   int32_t counter_count;
   uint32_t uid;

@@ -428,3 +428,72 @@ class Spool(ProfileTestCase):
         env = dict(self.env, STRATA_DISABLE="1")
         self.assertRan(self.profile_run([program("ring_c"), "2"], env=env))
         self.assertEqual(self.records(), [])
+
+
+def call_lines(binary, routine):
+    """The source lines of the program's calls of ROUTINE's Fortran bindings, as its debug
+    information gives them for each call instruction (objdump and addr2line, binutils)."""
+    stem = routine[4:].lower()
+    dump = subprocess.run(["objdump", "-d", binary], capture_output=True, text=True).stdout
+    addresses = []
+    for line in dump.splitlines():
+        target = line.rsplit("<", 1)[-1] if "call" in line else ""
+        if target.rstrip(">").split("@")[0] in (f"mpi_{stem}_", f"mpi_{stem}_f08_",
+                                                f"mpi_{stem}_f08ts_"):
+            addresses.append(hex(int(line.split(":")[0], 16)))
+    if not addresses:
+        return []
+    out = subprocess.run(["addr2line", "-e", binary] + addresses, capture_output=True,
+                         text=True).stdout
+    return sorted({int(l.rsplit(":", 1)[1].split()[0]) for l in out.splitlines()})
+
+
+class FortranAndConversions(ProfileTestCase):
+    """Fortran programs (`use mpi`, `use mpi_f08`) on both MPIs: call sites name the program's
+    lines, not the MPI's Fortran bindings, and the bindings' own handle conversions are not
+    counted as the program's calls."""
+
+    def test_call_sites_name_the_fortran_lines(self):
+        env = dict(self.env, STRATA_PROFILE_CALLSITES="1")
+        for prog, source in (("ring_f90", "ring.f90"), ("ring_f08", "ring_f08.f90"),
+                             ("nonblocking_f90", "nonblocking.f90")):
+            with self.subTest(prog=prog):
+                self.assertRan(self.profile_run([program(prog), str(ITER)], env=env))
+                rec = self.only_record()
+                os.remove(self.records()[0])
+                self.assertEqual(rec["job"]["language"], "Fortran")
+                # The lines the program's debug information gives its call instructions (the
+                # source's call lines, but gfortran files some calls under a loop's or the
+                # program statement's line).
+                for routine in ("MPI_Send", "MPI_Irecv", "MPI_Waitall", "MPI_Wait", "MPI_Test",
+                                "MPI_Allreduce"):
+                    expected = call_lines(program(prog), routine)
+                    sites = [c for c in rec["callsites"] if c["function"] == routine]
+                    self.assertEqual(sorted({c["line"] for c in sites}), expected, routine)
+                    self.assertTrue(all(c["file"].endswith(source) for c in sites), sites)
+
+    def test_language_is_what_the_program_called(self):
+        # A C++ program that links a Fortran library (and libgfortran) calls MPI from C++.
+        self.assertRan(self.profile_run([program("cpp_with_fortran")]))
+        self.assertIn("libgfortran", subprocess.run(["ldd", program("cpp_with_fortran")],
+                                                    capture_output=True, text=True).stdout)
+        self.assertEqual(self.only_record()["job"]["language"], "C/C++")
+
+    def test_bindings_conversions_are_not_the_programs_calls(self):
+        self.assertRan(self.profile_run([program("nonblocking_f90"), str(ITER)]))
+        routines = self.only_record()["routines"]
+        os.remove(self.records()[0])
+        conversions = [r for r in routines if r.endswith(("_f2c", "_c2f", "_c2f08", "_f082c"))]
+        self.assertEqual(conversions, [])
+        self.assertEqual(routines["MPI_Irecv"]["calls"], 2 * (ITER + 2))
+        self.assertEqual(routines["MPI_Waitall"]["calls"], 2 * ITER)
+        # A C program's own conversions are its calls (under MPICH they are macros, no calls).
+        self.assertRan(self.profile_run([program("conversions_c")]))
+        routines = self.only_record()["routines"]
+        called = subprocess.run(["nm", "-D", "--undefined-only", program("conversions_c")],
+                                capture_output=True, text=True).stdout
+        for name in ("MPI_Comm_c2f", "MPI_Comm_f2c", "MPI_Type_c2f", "MPI_Type_f2c"):
+            if f" {name}\n" in called + "\n" or called.endswith(f" {name}"):
+                self.assertEqual(routines[name]["calls"], 6, name)
+            else:
+                self.assertNotIn(name, routines)

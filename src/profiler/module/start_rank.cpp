@@ -57,7 +57,8 @@ void start_rank(module_state& s) {
       s.host->log(s.self, problem.c_str());
 
   rank_header facts = s.header();
-  fill_process_facts(facts, STRATA_MPI_FLAVOR, mpi_library_version());
+  fill_process_facts(facts, STRATA_MPI_FLAVOR, mpi_library_version(),
+                     s.host->get_value("strata.init_language"));
   copy_field(facts.job_id, sizeof(facts.job_id), id);
   facts.rank = s.rank;
   facts.world_size = s.world_size;

@@ -1,0 +1,168 @@
+#include "analyzer/render.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+
+namespace strata::analyze {
+
+std::string render_text(const report& r) {
+  std::string out;
+  out += fmt::format("Trace {}: {} ranks, {} events, {} messages matched, {} collectives\n",
+                     r.archive, r.ranks, r.events, r.messages, r.collectives);
+  for (const std::string& w : r.warnings)
+    out += "warning: " + w + "\n";
+
+  // Tables 1 and 6: a column per level.
+  uint32_t levels = 0;
+  for (const level_row& l : r.levels)
+    levels = std::max(levels, l.level + 1);
+  out += "\nOperations per level and process\n";
+  out += fmt::format("{:>8}", "process");
+  for (uint32_t l = 0; l < levels; ++l)
+    out += fmt::format(" {:>12}", fmt::format("level {}", l));
+  out += "\n";
+  std::map<uint32_t, std::vector<uint64_t>> by_rank;
+  for (const level_row& l : r.levels) {
+    auto& row = by_rank[l.rank];
+    row.resize(levels);
+    row[l.level] = l.count;
+  }
+  for (const auto& [rank, counts] : by_rank) {
+    out += fmt::format("{:>8}", rank);
+    for (uint64_t c : counts)
+      out += fmt::format(" {:>12}", c);
+    out += "\n";
+  }
+
+  // Tables 2 and 7.
+  size_t op_width = 9, file_width = 4;
+  for (const operation_row& o : r.operations) {
+    op_width = std::max(op_width, o.operation.size());
+    file_width = std::max(file_width, o.file.size());
+  }
+  out += "\nOperations per process, operation and call site\n";
+  out += fmt::format("{:>8} {:<8} {:<{}} {:<{}} {:>6} {:>10} {:>12}\n", "process", "category",
+                     "operation", op_width, "file", file_width, "line", "count", "time (s)");
+  for (const operation_row& o : r.operations)
+    out += fmt::format("{:>8} {:<8} {:<{}} {:<{}} {:>6} {:>10} {:>12.6f}\n", o.rank, o.category,
+                       o.operation, op_width, o.file, file_width, o.line, o.count, o.time_s);
+
+  // Tables 3 and 8.
+  out += "\nOperations in total\n";
+  out += fmt::format("{:<8} {:<{}} {:>12} {:>12}\n", "category", "operation", op_width, "count",
+                     "time (s)");
+  for (const operation_total& t : r.totals)
+    out += fmt::format("{:<8} {:<{}} {:>12} {:>12.6f}\n", t.category, t.operation, op_width,
+                       t.count, t.time_s);
+
+  // Table 4.
+  out += "\nCommunication and total time per process (s)\n";
+  out += fmt::format("{:>8} {:>14} {:>14}\n", "process", "communication", "total");
+  for (const process_row& p : r.processes)
+    out += fmt::format("{:>8} {:>14.6f} {:>14.6f}\n", p.rank, p.communication_s, p.total_s);
+
+  out += "\nWait states by call site\n";
+  if (r.wait_states.empty()) {
+    out += "(none)\n";
+    return out;
+  }
+  size_t fn_width = 8;
+  for (const wait_state_row& w : r.wait_states) {
+    fn_width = std::max(fn_width, w.function.size());
+    file_width = std::max(file_width, w.file.size());
+  }
+  out += fmt::format("{:<16} {:<{}} {:<{}} {:>6} {:>8} {:>12} {:>8}\n", "pattern", "function",
+                     fn_width, "file", file_width, "line", "rank", "time (s)", "count");
+  for (const wait_state_row& w : r.wait_states)
+    out += fmt::format("{:<16} {:<{}} {:<{}} {:>6} {:>8} {:>12.6f} {:>8}\n", w.pattern, w.function,
+                       fn_width, w.file, file_width, w.line, w.rank, w.time_s, w.count);
+  return out;
+}
+
+std::string render_json(const report& r) {
+  using nlohmann::json;
+  json j;
+  j["format"] = "strata.analysis/1";
+  j["archive"] = r.archive;
+  j["ranks"] = r.ranks;
+  j["events"] = r.events;
+  j["messages"] = r.messages;
+  j["unmatched_sends"] = r.unmatched_sends;
+  j["unmatched_receives"] = r.unmatched_receives;
+  j["collectives"] = r.collectives;
+  j["incomplete_collectives"] = r.incomplete_collectives;
+  j["warnings"] = r.warnings;
+  j["levels"] = json::array();
+  for (const level_row& l : r.levels)
+    j["levels"].push_back({{"rank", l.rank}, {"level", l.level}, {"count", l.count}});
+  j["operations"] = json::array();
+  for (const operation_row& o : r.operations)
+    j["operations"].push_back({{"rank", o.rank},
+                               {"category", o.category},
+                               {"operation", o.operation},
+                               {"file", o.file},
+                               {"line", o.line},
+                               {"count", o.count},
+                               {"time_s", o.time_s}});
+  j["totals"] = json::array();
+  for (const operation_total& t : r.totals)
+    j["totals"].push_back({{"category", t.category},
+                           {"operation", t.operation},
+                           {"count", t.count},
+                           {"time_s", t.time_s}});
+  j["processes"] = json::array();
+  for (const process_row& p : r.processes)
+    j["processes"].push_back(
+        {{"rank", p.rank}, {"communication_s", p.communication_s}, {"total_s", p.total_s}});
+  j["wait_states"] = json::array();
+  for (const wait_state_row& w : r.wait_states)
+    j["wait_states"].push_back({{"pattern", w.pattern},
+                                {"function", w.function},
+                                {"file", w.file},
+                                {"line", w.line},
+                                {"rank", w.rank},
+                                {"time_s", w.time_s},
+                                {"count", w.count}});
+  return j.dump(2) + "\n";
+}
+
+namespace {
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos)
+    return s;
+  std::string quoted = "\"";
+  for (char c : s) {
+    if (c == '"')
+      quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+} // namespace
+
+std::string render_csv(const report& r) {
+  std::string out = "table,rank,level,count\n";
+  for (const level_row& l : r.levels)
+    out += fmt::format("levels,{},{},{}\n", l.rank, l.level, l.count);
+  out += "\ntable,rank,category,operation,file,line,count,time_s\n";
+  for (const operation_row& o : r.operations)
+    out += fmt::format("operations,{},{},{},{},{},{},{:.9f}\n", o.rank, o.category,
+                       csv_field(o.operation), csv_field(o.file), o.line, o.count, o.time_s);
+  out += "\ntable,category,operation,count,time_s\n";
+  for (const operation_total& t : r.totals)
+    out += fmt::format("totals,{},{},{},{:.9f}\n", t.category, csv_field(t.operation), t.count,
+                       t.time_s);
+  out += "\ntable,rank,communication_s,total_s\n";
+  for (const process_row& p : r.processes)
+    out += fmt::format("processes,{},{:.9f},{:.9f}\n", p.rank, p.communication_s, p.total_s);
+  out += "\ntable,pattern,function,file,line,rank,time_s,count\n";
+  for (const wait_state_row& w : r.wait_states)
+    out += fmt::format("wait_states,{},{},{},{},{},{:.9f},{}\n", w.pattern, csv_field(w.function),
+                       csv_field(w.file), w.line, w.rank, w.time_s, w.count);
+  return out;
+}
+
+} // namespace strata::analyze

@@ -1,0 +1,701 @@
+#include "analyzer/trace_reader.hpp"
+
+#include <otf2/otf2.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <unordered_map>
+
+namespace strata::analyze {
+namespace fs = std::filesystem;
+
+namespace {
+// A corrupt definition file can name any reference; beyond this many we refuse rather than
+// allocate tables for them.
+constexpr uint64_t max_reference = 1U << 24;
+
+// OTF2 reports errors through a process-wide callback that prints to stderr by default. We keep
+// the last message instead, so the caller prints one line of its own.
+thread_local std::string otf2_last_error;
+
+OTF2_ErrorCode capture_error(void*, const char*, uint64_t, const char*, OTF2_ErrorCode code,
+                             const char* format, va_list args) {
+  char text[512];
+  std::vsnprintf(text, sizeof text, format, args);
+  otf2_last_error = std::string(OTF2_Error_GetDescription(code)) + (text[0] ? ": " : "") + text;
+  return code;
+}
+
+void install_error_capture() {
+  static const bool installed = [] {
+    OTF2_Error_RegisterCallback(capture_error, nullptr);
+    return true;
+  }();
+  (void)installed;
+}
+
+std::string otf2_reason(OTF2_ErrorCode code) {
+  std::string reason = otf2_last_error.empty() ? OTF2_Error_GetDescription(code) : otf2_last_error;
+  otf2_last_error.clear();
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  return reason;
+}
+
+struct raw_group {
+  OTF2_GroupType type = OTF2_GROUP_TYPE_UNKNOWN;
+  OTF2_Paradigm paradigm = OTF2_PARADIGM_UNKNOWN;
+  std::vector<uint64_t> members;
+};
+
+struct raw_region {
+  uint32_t name = 0;
+  OTF2_Paradigm paradigm = OTF2_PARADIGM_UNKNOWN;
+  uint32_t file = 0;
+  uint32_t line = 0;
+  bool defined = false;
+};
+
+struct raw_location {
+  uint64_t id = 0;
+  uint64_t events = 0;
+  uint32_t group = 0;
+  OTF2_LocationType type = OTF2_LOCATION_TYPE_UNKNOWN;
+};
+
+struct raw_definitions {
+  std::vector<std::string> strings;
+  std::vector<bool> string_defined;
+  std::unordered_map<uint32_t, raw_group> groups;
+  std::vector<raw_region> regions;
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> comms; // ref -> (name, group)
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> sites; // ref -> (file, line)
+  std::vector<raw_location> locations;
+  uint32_t call_site_attr = UINT32_MAX;
+  std::unordered_map<uint32_t, std::string> attribute_names;
+  uint64_t resolution = 0, offset = 0, length = 0;
+  std::string error;
+};
+
+template <class T> void grow_to(std::vector<T>& v, uint64_t ref) {
+  if (ref >= v.size())
+    v.resize(ref + 1);
+}
+
+OTF2_CallbackCode on_string(void* data, OTF2_StringRef self, const char* text) {
+  auto* d = static_cast<raw_definitions*>(data);
+  if (self >= max_reference) {
+    d->error = "string definition " + std::to_string(self) + " is out of range";
+    return OTF2_CALLBACK_INTERRUPT;
+  }
+  grow_to(d->strings, self);
+  grow_to(d->string_defined, self);
+  d->strings[self] = text ? text : "";
+  d->string_defined[self] = true;
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_region(void* data, OTF2_RegionRef self, OTF2_StringRef name, OTF2_StringRef,
+                            OTF2_StringRef, OTF2_RegionRole, OTF2_Paradigm paradigm,
+                            OTF2_RegionFlag, OTF2_StringRef file, uint32_t line, uint32_t) {
+  auto* d = static_cast<raw_definitions*>(data);
+  if (self >= max_reference) {
+    d->error = "region definition " + std::to_string(self) + " is out of range";
+    return OTF2_CALLBACK_INTERRUPT;
+  }
+  grow_to(d->regions, self);
+  d->regions[self] = {name, paradigm, file, line, true};
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_group(void* data, OTF2_GroupRef self, OTF2_StringRef, OTF2_GroupType type,
+                           OTF2_Paradigm paradigm, OTF2_GroupFlag, uint32_t count,
+                           const uint64_t* members) {
+  auto* d = static_cast<raw_definitions*>(data);
+  d->groups[self] = {type, paradigm, std::vector<uint64_t>(members, members + count)};
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_comm(void* data, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group,
+                          OTF2_CommRef, OTF2_CommFlag) {
+  auto* d = static_cast<raw_definitions*>(data);
+  if (self >= max_reference) {
+    d->error = "communicator definition " + std::to_string(self) + " is out of range";
+    return OTF2_CALLBACK_INTERRUPT;
+  }
+  d->comms[self] = {name, group};
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_location(void* data, OTF2_LocationRef self, OTF2_StringRef,
+                              OTF2_LocationType type, uint64_t events,
+                              OTF2_LocationGroupRef group) {
+  auto* d = static_cast<raw_definitions*>(data);
+  d->locations.push_back({self, events, group, type});
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_source_location(void* data, OTF2_SourceCodeLocationRef self,
+                                     OTF2_StringRef file, uint32_t line) {
+  auto* d = static_cast<raw_definitions*>(data);
+  if (self >= max_reference) {
+    d->error = "source code location " + std::to_string(self) + " is out of range";
+    return OTF2_CALLBACK_INTERRUPT;
+  }
+  d->sites[self] = {file, line};
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_attribute(void* data, OTF2_AttributeRef self, OTF2_StringRef name,
+                               OTF2_StringRef, OTF2_Type type) {
+  auto* d = static_cast<raw_definitions*>(data);
+  // Names may be defined after the attribute; resolved once all definitions are in.
+  if (type == OTF2_TYPE_SOURCE_CODE_LOCATION)
+    d->attribute_names[self] = std::to_string(name);
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_clock(void* data, uint64_t resolution, uint64_t offset, uint64_t length,
+                           uint64_t) {
+  auto* d = static_cast<raw_definitions*>(data);
+  d->resolution = resolution;
+  d->offset = offset;
+  d->length = length;
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+} // namespace
+
+std::string anchor_path(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    const fs::path standard = fs::path(path) / "traces.otf2";
+    if (fs::exists(standard, ec))
+      return standard.string();
+    // Score-P and others name the anchor after the experiment; take the only one there is.
+    std::vector<fs::path> anchors;
+    for (const auto& entry : fs::directory_iterator(path, ec))
+      if (entry.path().extension() == ".otf2" && entry.is_regular_file(ec))
+        anchors.push_back(entry.path());
+    if (anchors.size() == 1)
+      return anchors.front().string();
+    if (anchors.empty())
+      throw trace_error(path + ": no OTF2 anchor file (traces.otf2) in this directory");
+    throw trace_error(path + ": several OTF2 anchor files here; name one of them");
+  }
+  if (!fs::exists(path, ec))
+    throw trace_error(path + ": no such trace archive");
+  return path;
+}
+
+struct trace_reader::state {
+  OTF2_Reader* reader = nullptr;
+  std::unordered_map<uint64_t, uint32_t> rank_of_location;
+  std::vector<uint32_t> rank_of_small_location; // for location ids below 2^20, the usual case
+  std::vector<uint8_t> comm_is_self;
+  std::vector<uint64_t> events_seen;
+  OTF2_AttributeRef call_site_attr = UINT32_MAX;
+  event_handler* handler = nullptr;
+  const definitions* defs = nullptr;
+  std::exception_ptr failure;
+  std::string bad;
+
+  uint32_t rank(uint64_t location) {
+    if (location < rank_of_small_location.size())
+      return rank_of_small_location[location];
+    auto it = rank_of_location.find(location);
+    return it == rank_of_location.end() ? UINT32_MAX : it->second;
+  }
+};
+
+namespace {
+using reader_state = trace_reader::state;
+
+// Every callback checks what the event refers to, so the analyzer never indexes out of bounds on
+// a corrupt archive.
+bool check_location(reader_state* s, uint32_t rank, uint64_t location) {
+  if (rank != UINT32_MAX) {
+    ++s->events_seen[rank];
+    return true;
+  }
+  s->bad = "event on undefined location " + std::to_string(location);
+  return false;
+}
+
+bool check_region(reader_state* s, uint32_t region) {
+  if (region < s->defs->regions.size() && !s->defs->regions[region].name.empty())
+    return true;
+  s->bad = "event refers to undefined region " + std::to_string(region);
+  return false;
+}
+
+bool check_comm(reader_state* s, uint32_t comm) {
+  if (comm < s->defs->comms.size() &&
+      (!s->defs->comms[comm].world_ranks.empty() || s->comm_is_self[comm]))
+    return true;
+  s->bad = "event refers to undefined communicator " + std::to_string(comm);
+  return false;
+}
+
+template <class F> OTF2_CallbackCode guarded(reader_state* s, F&& body) {
+  try {
+    if (!body())
+      return OTF2_CALLBACK_INTERRUPT;
+    return OTF2_CALLBACK_SUCCESS;
+  } catch (...) {
+    s->failure = std::current_exception();
+    return OTF2_CALLBACK_INTERRUPT;
+  }
+}
+
+// Peers arrive as ranks within the communicator; the analysis wants world ranks. In a self
+// communicator the peer is the calling rank, whatever OTF2 stores.
+bool to_world(reader_state* s, uint32_t comm, uint32_t rank, uint32_t& peer) {
+  if (s->comm_is_self[comm]) {
+    peer = rank;
+    return true;
+  }
+  const auto& members = s->defs->comms[comm].world_ranks;
+  if (peer < members.size()) {
+    peer = members[peer];
+    return true;
+  }
+  s->bad = "peer " + std::to_string(peer) + " outside communicator " + std::to_string(comm) +
+           " of " + std::to_string(members.size()) + " ranks";
+  return false;
+}
+
+OTF2_CallbackCode ev_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                           OTF2_AttributeList* attrs, OTF2_RegionRef region) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc) || !check_region(s, region))
+      return false;
+    uint32_t site = no_call_site;
+    OTF2_SourceCodeLocationRef ref;
+    if (attrs && s->call_site_attr != UINT32_MAX &&
+        OTF2_AttributeList_GetSourceCodeLocationRef(attrs, s->call_site_attr, &ref) ==
+            OTF2_SUCCESS) {
+      if (ref >= s->defs->call_sites.size()) {
+        s->bad = "call site refers to undefined source code location " + std::to_string(ref);
+        return false;
+      }
+      site = ref;
+    }
+    s->handler->enter(rank, t, region, site);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_leave(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
+                           OTF2_RegionRef region) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc) || !check_region(s, region))
+      return false;
+    s->handler->leave(rank, t, region);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
+                          uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc) || !check_comm(s, comm) || !to_world(s, comm, rank, receiver))
+      return false;
+    s->handler->send(rank, t, receiver, comm, tag, bytes);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
+                           uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes,
+                           uint64_t request) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc) || !check_comm(s, comm) || !to_world(s, comm, rank, receiver))
+      return false;
+    s->handler->isend(rank, t, receiver, comm, tag, bytes, request);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_isend_complete(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                    OTF2_AttributeList*, uint64_t request) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    s->handler->isend_complete(rank, t, request);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_irecv_request(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                   OTF2_AttributeList*, uint64_t request) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    s->handler->irecv_request(rank, t, request);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
+                          uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc) || !check_comm(s, comm) || !to_world(s, comm, rank, sender))
+      return false;
+    s->handler->recv(rank, t, sender, comm, tag, bytes);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
+                           uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t bytes,
+                           uint64_t request) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc) || !check_comm(s, comm) || !to_world(s, comm, rank, sender))
+      return false;
+    s->handler->irecv(rank, t, sender, comm, tag, bytes, request);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_cancelled(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                               OTF2_AttributeList*, uint64_t request) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    s->handler->request_cancelled(rank, t, request);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_collective_begin(OTF2_LocationRef loc, OTF2_TimeStamp, void* data,
+                                      OTF2_AttributeList*) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] { return check_location(s, s->rank(loc), loc); });
+}
+
+OTF2_CallbackCode ev_collective_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                    OTF2_AttributeList*, OTF2_CollectiveOp op, OTF2_CommRef comm,
+                                    uint32_t root, uint64_t sent, uint64_t received) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc) || !check_comm(s, comm))
+      return false;
+    if (root != OTF2_UNDEFINED_UINT32 && !to_world(s, comm, rank, root))
+      return false;
+    s->handler->collective_end(rank, t, op, comm, root, sent, received);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_program_begin(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                   OTF2_AttributeList*, OTF2_StringRef, uint32_t,
+                                   const OTF2_StringRef*) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    s->handler->program_event(rank, t);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_program_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                 OTF2_AttributeList*, int64_t) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    s->handler->program_event(rank, t);
+    return true;
+  });
+}
+
+// Events the analysis does not use still count, so the truncation check sees them.
+OTF2_CallbackCode ev_other(OTF2_LocationRef loc, OTF2_TimeStamp, void* data, OTF2_AttributeList*) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] { return check_location(s, s->rank(loc), loc); });
+}
+
+} // namespace
+
+trace_reader::trace_reader(const std::string& path) {
+  install_error_capture();
+  const std::string anchor = anchor_path(path);
+  defs_.archive = anchor;
+  auto fail = [&](const std::string& what) -> trace_error {
+    return trace_error(anchor + ": " + what);
+  };
+
+  state_ = new state;
+  state_->reader = OTF2_Reader_Open(anchor.c_str());
+  if (!state_->reader) {
+    const std::string reason = otf2_reason(OTF2_ERROR_FILE_CAN_NOT_OPEN);
+    delete state_;
+    state_ = nullptr;
+    throw fail("not a readable OTF2 archive (" + reason + ")");
+  }
+  OTF2_Reader* reader = state_->reader;
+  try {
+    OTF2_ErrorCode rc = OTF2_Reader_SetSerialCollectiveCallbacks(reader);
+    if (rc != OTF2_SUCCESS)
+      throw fail("cannot set up the OTF2 reader (" + otf2_reason(rc) + ")");
+
+    raw_definitions raw;
+    OTF2_GlobalDefReader* global = OTF2_Reader_GetGlobalDefReader(reader);
+    if (!global)
+      throw fail("cannot open the global definitions (" +
+                 otf2_reason(OTF2_ERROR_FILE_CAN_NOT_OPEN) + ")");
+    OTF2_GlobalDefReaderCallbacks* cb = OTF2_GlobalDefReaderCallbacks_New();
+    OTF2_GlobalDefReaderCallbacks_SetStringCallback(cb, on_string);
+    OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cb, on_region);
+    OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cb, on_group);
+    OTF2_GlobalDefReaderCallbacks_SetCommCallback(cb, on_comm);
+    OTF2_GlobalDefReaderCallbacks_SetLocationCallback(cb, on_location);
+    OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(cb, on_source_location);
+    OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(cb, on_attribute);
+    OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(cb, on_clock);
+    OTF2_Reader_RegisterGlobalDefCallbacks(reader, global, cb, &raw);
+    OTF2_GlobalDefReaderCallbacks_Delete(cb);
+    uint64_t read = 0;
+    rc = OTF2_Reader_ReadAllGlobalDefinitions(reader, global, &read);
+    OTF2_Reader_CloseGlobalDefReader(reader, global);
+    if (!raw.error.empty())
+      throw fail("corrupt global definitions: " + raw.error);
+    if (rc != OTF2_SUCCESS)
+      throw fail("corrupt or truncated global definitions (" + otf2_reason(rc) + ")");
+    // libotf2 3.0 reads a definitions file cut short past its end (uninitialised memory), and
+    // may then report success; the anchor file's count of definitions tells.
+    uint64_t expected = 0;
+    if (OTF2_Reader_GetNumberOfGlobalDefinitions(reader, &expected) == OTF2_SUCCESS &&
+        read != expected)
+      throw fail("corrupt or truncated global definitions (" + std::to_string(read) + " of the " +
+                 std::to_string(expected) + " definitions the anchor file declares)");
+    if (raw.locations.empty())
+      throw fail("the archive defines no locations");
+
+    auto string = [&](uint32_t ref) -> std::string {
+      if (ref == OTF2_UNDEFINED_STRING)
+        return {};
+      if (ref >= raw.strings.size() || !raw.string_defined[ref])
+        throw fail("corrupt global definitions: undefined string " + std::to_string(ref));
+      return raw.strings[ref];
+    };
+
+    // Ranks: the MPI location group lists locations in rank order (as Score-P writes it).
+    std::vector<uint64_t> order;
+    for (const auto& [ref, g] : raw.groups)
+      if (g.type == OTF2_GROUP_TYPE_COMM_LOCATIONS && g.paradigm == OTF2_PARADIGM_MPI) {
+        order = g.members;
+        break;
+      }
+    std::unordered_map<uint64_t, const raw_location*> by_id;
+    for (const auto& l : raw.locations)
+      by_id[l.id] = &l;
+    std::vector<uint64_t> ranks;
+    std::unordered_map<uint64_t, bool> placed;
+    for (uint64_t id : order)
+      if (by_id.count(id) && !placed[id]) {
+        ranks.push_back(id);
+        placed[id] = true;
+      }
+    // Locations outside the MPI group (or every location, if there is no such group) follow,
+    // by location group then id.
+    std::vector<const raw_location*> rest;
+    for (const auto& l : raw.locations)
+      if (!placed[l.id])
+        rest.push_back(&l);
+    std::sort(rest.begin(), rest.end(), [](const raw_location* a, const raw_location* b) {
+      return a->group != b->group ? a->group < b->group : a->id < b->id;
+    });
+    for (const auto* l : rest)
+      ranks.push_back(l->id);
+    for (uint32_t r = 0; r < ranks.size(); ++r) {
+      defs_.location_ids.push_back(ranks[r]);
+      defs_.declared_events.push_back(by_id[ranks[r]]->events);
+      if (ranks[r] < (1U << 20)) {
+        grow_to(state_->rank_of_small_location, ranks[r]);
+        state_->rank_of_small_location[ranks[r]] = r;
+      } else {
+        state_->rank_of_location[ranks[r]] = r;
+      }
+    }
+    for (size_t i = 0; i < state_->rank_of_small_location.size(); ++i)
+      if (std::find(ranks.begin(), ranks.end(), i) == ranks.end())
+        state_->rank_of_small_location[i] = UINT32_MAX;
+
+    defs_.regions.resize(raw.regions.size());
+    for (size_t i = 0; i < raw.regions.size(); ++i) {
+      const raw_region& r = raw.regions[i];
+      if (!r.defined)
+        continue;
+      defs_.regions[i].name = string(r.name);
+      if (defs_.regions[i].name.empty())
+        defs_.regions[i].name = "region" + std::to_string(i);
+      defs_.regions[i].cat = r.paradigm == OTF2_PARADIGM_MPI ? category::mpi : category::user;
+      defs_.regions[i].file = string(r.file);
+      defs_.regions[i].line = r.line;
+    }
+    uint32_t max_site = 0;
+    for (const auto& [ref, s] : raw.sites)
+      max_site = std::max(max_site, ref + 1);
+    defs_.call_sites.resize(max_site);
+    for (const auto& [ref, s] : raw.sites)
+      defs_.call_sites[ref] = {string(s.first), s.second};
+
+    uint32_t max_comm = 0;
+    for (const auto& [ref, c] : raw.comms)
+      max_comm = std::max(max_comm, ref + 1);
+    defs_.comms.resize(max_comm);
+    state_->comm_is_self.assign(max_comm, 0);
+    for (const auto& [ref, c] : raw.comms) {
+      auto g = raw.groups.find(c.second);
+      if (g == raw.groups.end())
+        throw fail("corrupt global definitions: communicator " + std::to_string(ref) +
+                   " refers to undefined group " + std::to_string(c.second));
+      defs_.comms[ref].name = string(c.first);
+      if (g->second.type == OTF2_GROUP_TYPE_COMM_SELF) {
+        state_->comm_is_self[ref] = 1;
+        continue;
+      }
+      for (uint64_t member : g->second.members) {
+        if (member >= ranks.size())
+          throw fail("corrupt global definitions: communicator " + std::to_string(ref) +
+                     " names rank " + std::to_string(member) + " of " +
+                     std::to_string(ranks.size()));
+        defs_.comms[ref].world_ranks.push_back(static_cast<uint32_t>(member));
+      }
+    }
+    for (const auto& [ref, name] : raw.attribute_names)
+      if (string(static_cast<uint32_t>(std::stoul(name))) == call_site_attribute)
+        state_->call_site_attr = ref;
+    if (raw.resolution)
+      defs_.timer_resolution = raw.resolution;
+    defs_.global_offset = raw.offset;
+    defs_.trace_length = raw.length;
+  } catch (...) {
+    OTF2_Reader_Close(reader);
+    delete state_;
+    state_ = nullptr;
+    throw;
+  }
+}
+
+trace_reader::~trace_reader() {
+  if (state_) {
+    OTF2_Reader_Close(state_->reader);
+    delete state_;
+  }
+}
+
+uint64_t trace_reader::read_events(event_handler& handler) {
+  OTF2_Reader* reader = state_->reader;
+  const std::string& anchor = defs_.archive;
+  auto fail = [&](const std::string& what) -> trace_error {
+    return trace_error(anchor + ": " + what);
+  };
+  for (uint64_t id : defs_.location_ids)
+    if (OTF2_Reader_SelectLocation(reader, id) != OTF2_SUCCESS)
+      throw fail("cannot select location " + std::to_string(id) + " (" +
+                 otf2_reason(OTF2_ERROR_INVALID) + ")");
+  // Local definitions carry the mappings from each location's references to the global ones
+  // (Score-P writes them); an archive without local definition files is fine.
+  const bool have_local_defs = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
+  otf2_last_error.clear();
+  OTF2_ErrorCode rc = OTF2_Reader_OpenEvtFiles(reader);
+  if (rc != OTF2_SUCCESS)
+    throw fail("cannot open the event files (" + otf2_reason(rc) + ")");
+  for (size_t r = 0; r < defs_.location_ids.size(); ++r) {
+    const uint64_t id = defs_.location_ids[r];
+    if (have_local_defs) {
+      if (OTF2_DefReader* local = OTF2_Reader_GetDefReader(reader, id)) {
+        uint64_t n = 0;
+        rc = OTF2_Reader_ReadAllLocalDefinitions(reader, local, &n);
+        OTF2_Reader_CloseDefReader(reader, local);
+        if (rc != OTF2_SUCCESS)
+          throw fail("corrupt local definitions of rank " + std::to_string(r) + " (" +
+                     otf2_reason(rc) + ")");
+      }
+      otf2_last_error.clear();
+    }
+    if (!OTF2_Reader_GetEvtReader(reader, id))
+      throw fail("cannot open the events of rank " + std::to_string(r) + " (" +
+                 otf2_reason(OTF2_ERROR_FILE_CAN_NOT_OPEN) + ")");
+  }
+  if (have_local_defs)
+    OTF2_Reader_CloseDefFiles(reader);
+
+  OTF2_GlobalEvtReader* global = OTF2_Reader_GetGlobalEvtReader(reader);
+  if (!global)
+    throw fail("cannot read the event files (" + otf2_reason(OTF2_ERROR_FILE_CAN_NOT_OPEN) + ")");
+  OTF2_GlobalEvtReaderCallbacks* cb = OTF2_GlobalEvtReaderCallbacks_New();
+  OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(cb, ev_enter);
+  OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(cb, ev_leave);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(cb, ev_send);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(cb, ev_isend);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, ev_isend_complete);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, ev_irecv_request);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(cb, ev_recv);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(cb, ev_irecv);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback(cb, ev_cancelled);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, ev_collective_begin);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, ev_collective_end);
+  OTF2_GlobalEvtReaderCallbacks_SetProgramBeginCallback(cb, ev_program_begin);
+  OTF2_GlobalEvtReaderCallbacks_SetProgramEndCallback(cb, ev_program_end);
+  OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback(cb, ev_other);
+  state_->handler = &handler;
+  state_->defs = &defs_;
+  state_->events_seen.assign(defs_.location_ids.size(), 0);
+  OTF2_Reader_RegisterGlobalEvtCallbacks(reader, global, cb, state_);
+  OTF2_GlobalEvtReaderCallbacks_Delete(cb);
+  uint64_t read = 0;
+  otf2_last_error.clear();
+  rc = OTF2_Reader_ReadAllGlobalEvents(reader, global, &read);
+  OTF2_Reader_CloseGlobalEvtReader(reader, global);
+  OTF2_Reader_CloseEvtFiles(reader);
+  if (state_->failure)
+    std::rethrow_exception(state_->failure);
+  if (!state_->bad.empty())
+    throw fail("corrupt events: " + state_->bad);
+  if (rc != OTF2_SUCCESS)
+    throw fail("corrupt or truncated event files (" + otf2_reason(rc) + ")");
+  // An archive cut at a chunk boundary reads without error; the event counts its definitions
+  // declare tell. (OTF2 counts every record read, also those without a callback here.)
+  uint64_t declared = 0;
+  for (uint64_t n : defs_.declared_events)
+    declared += n;
+  if (read < declared) {
+    std::string which;
+    for (size_t r = 0; r < state_->events_seen.size() && which.empty(); ++r)
+      if (state_->events_seen[r] < defs_.declared_events[r])
+        which = " (rank " + std::to_string(r) + " first)";
+    throw fail("truncated: " + std::to_string(read) + " of the " + std::to_string(declared) +
+               " events the definitions declare could be read" + which);
+  }
+  return read;
+}
+
+} // namespace strata::analyze

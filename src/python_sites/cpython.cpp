@@ -1,0 +1,406 @@
+#include "python_sites/cpython.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <sys/types.h>
+
+namespace strata::python_sites {
+
+namespace {
+
+// The public C API, as the interpreter exports it (all of it exists from 3.11 on).
+struct c_api {
+  int (*is_initialized)() = nullptr;                  // Py_IsInitialized
+  void* (*this_thread_state)() = nullptr;             // PyGILState_GetThisThreadState
+  int (*gil_check)() = nullptr;                       // PyGILState_Check
+  void* (*thread_frame)(void*) = nullptr;             // PyThreadState_GetFrame
+  void* (*frame_code)(void*) = nullptr;               // PyFrame_GetCode
+  int (*frame_lasti)(void*) = nullptr;                // PyFrame_GetLasti
+  void* (*frame_back)(void*) = nullptr;               // PyFrame_GetBack
+  void (*incref)(void*) = nullptr;                    // Py_IncRef
+  void (*decref)(void*) = nullptr;                    // Py_DecRef
+  void* (*get_attr)(void*, const char*) = nullptr;    // PyObject_GetAttrString
+  void (*clear_error)() = nullptr;                    // PyErr_Clear
+  int (*addr_to_line)(void*, int) = nullptr;          // PyCode_Addr2Line
+  ssize_t (*unicode_length)(void*) = nullptr;         // PyUnicode_GetLength
+  uint32_t (*unicode_char)(void*, ssize_t) = nullptr; // PyUnicode_ReadChar
+  const void* code_type = nullptr;                    // &PyCode_Type
+  const void* unicode_type = nullptr;                 // &PyUnicode_Type
+};
+
+// Where one minor version keeps a thread's innermost frame and what a frame and a code object
+// hold, in bytes (x86-64, the default build; offsetof in each version's own headers).
+struct layout {
+  unsigned minor;
+  uint16_t tstate_frame; // PyThreadState: the _PyCFrame pointer, or the frame itself (3.13)
+  int16_t cframe_frame;  // _PyCFrame: current_frame; -1 when the thread state holds the frame
+  uint16_t frame_code;   // _PyInterpreterFrame: f_code (3.13: f_executable)
+  uint16_t frame_ip;     // prev_instr (3.13: instr_ptr): the instruction running
+  uint16_t frame_previous;
+  uint16_t frame_owner;
+  int16_t owner_cstack;   // the owner value of C-stack shim frames (none before 3.12)
+  uint16_t code_filename; // PyCodeObject: co_filename
+  uint16_t code_qualname; // co_qualname
+  uint16_t code_bytecode; // co_code_adaptive: where instruction offsets count from
+  uint16_t code_firstlineno;
+};
+
+constexpr layout layouts[] = {
+    {11, 56, 8, 32, 56, 48, 69, -1, 112, 128, 184, 72},
+    {12, 56, 0, 0, 56, 8, 70, 3, 112, 128, 192, 68},
+    {13, 72, -1, 0, 56, 8, 70, 3, 112, 128, 200, 68},
+};
+
+#if defined(__x86_64__)
+constexpr bool x86_64 = true;
+#else
+constexpr bool x86_64 = false;
+#endif
+
+constexpr size_t object_type = 8; // PyObject: ob_refcnt, then ob_type
+constexpr int max_frames = 256;   // a walk stops here whatever the frames say
+
+c_api api;
+const layout* known = nullptr;
+std::atomic<frame_access> access{frame_access::none};
+
+template <typename T> T load(const void* base, size_t offset) {
+  T value;
+  std::memcpy(&value, static_cast<const char*>(base) + offset, sizeof(T));
+  return value;
+}
+
+const void* load_pointer(const void* base, size_t offset) {
+  return load<const void*>(base, offset);
+}
+
+// Reads that cannot fault, for the one comparison of the layout with the public API: the
+// kernel copies the bytes through a pipe and says EFAULT where plain loads would crash.
+class careful_reader {
+public:
+  careful_reader() {
+    if (::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0)
+      fds_[0] = fds_[1] = -1;
+  }
+  ~careful_reader() {
+    for (int fd : fds_)
+      if (fd >= 0)
+        ::close(fd);
+  }
+  careful_reader(const careful_reader&) = delete;
+  careful_reader& operator=(const careful_reader&) = delete;
+
+  bool pointer(const void* base, size_t offset, const void*& out) {
+    return base != nullptr && bytes(static_cast<const char*>(base) + offset, &out, sizeof out);
+  }
+  bool byte(const void* base, size_t offset, uint8_t& out) {
+    return base != nullptr && bytes(static_cast<const char*>(base) + offset, &out, 1);
+  }
+
+private:
+  bool bytes(const void* from, void* to, size_t n) {
+    if (fds_[0] < 0)
+      return false;
+    const ssize_t written = ::write(fds_[1], from, n);
+    if (written != static_cast<ssize_t>(n)) {
+      if (written > 0) {
+        char drain[16];
+        [[maybe_unused]] ssize_t r = ::read(fds_[0], drain, static_cast<size_t>(written));
+      }
+      return false;
+    }
+    return ::read(fds_[0], to, n) == static_cast<ssize_t>(n);
+  }
+  int fds_[2] = {-1, -1};
+};
+
+template <typename F> bool find_symbol(F& out, const char* name) {
+  out = reinterpret_cast<F>(::dlsym(RTLD_DEFAULT, name));
+  return out != nullptr;
+}
+
+bool find_api() {
+  c_api a;
+  bool ok = find_symbol(a.is_initialized, "Py_IsInitialized") &&
+            find_symbol(a.this_thread_state, "PyGILState_GetThisThreadState") &&
+            find_symbol(a.gil_check, "PyGILState_Check") &&
+            find_symbol(a.thread_frame, "PyThreadState_GetFrame") &&
+            find_symbol(a.frame_code, "PyFrame_GetCode") &&
+            find_symbol(a.frame_lasti, "PyFrame_GetLasti") &&
+            find_symbol(a.frame_back, "PyFrame_GetBack") && find_symbol(a.incref, "Py_IncRef") &&
+            find_symbol(a.decref, "Py_DecRef") &&
+            find_symbol(a.get_attr, "PyObject_GetAttrString") &&
+            find_symbol(a.clear_error, "PyErr_Clear") &&
+            find_symbol(a.addr_to_line, "PyCode_Addr2Line") &&
+            find_symbol(a.unicode_length, "PyUnicode_GetLength") &&
+            find_symbol(a.unicode_char, "PyUnicode_ReadChar");
+  a.code_type = ::dlsym(RTLD_DEFAULT, "PyCode_Type");
+  a.unicode_type = ::dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  if (!ok || a.code_type == nullptr || a.unicode_type == nullptr)
+    return false;
+  api = a;
+  return true;
+}
+
+// The innermost frame a thread state points to (direct reads).
+const void* innermost_frame(const void* tstate) {
+  const void* holder = load_pointer(tstate, known->tstate_frame);
+  if (known->cframe_frame < 0 || holder == nullptr)
+    return holder;
+  return load_pointer(holder, static_cast<size_t>(known->cframe_frame));
+}
+
+bool is_shim(const void* frame) {
+  return known->owner_cstack >= 0 &&
+         load<uint8_t>(frame, known->frame_owner) == static_cast<uint8_t>(known->owner_cstack);
+}
+
+// The byte offset of the running instruction in `code`, if the frame's pointer lies in it.
+bool offset_in(const void* code, const void* ip, uint32_t& offset) {
+  const auto start = reinterpret_cast<uintptr_t>(code) + known->code_bytecode;
+  const auto at = reinterpret_cast<uintptr_t>(ip);
+  if (at < start || at - start >= (uintptr_t{1} << 30))
+    return false;
+  offset = static_cast<uint32_t>(at - start);
+  return true;
+}
+
+// An attribute of an object as the object it is (the reference given back at once: the
+// object it was read from keeps it alive). GIL held.
+const void* attribute(void* object, const char* name) {
+  void* value = api.get_attr(object, name);
+  if (value == nullptr) {
+    api.clear_error();
+    return nullptr;
+  }
+  api.decref(value);
+  return value;
+}
+
+// The comparison itself; false on any disagreement.
+bool layout_agrees(void* public_frame) {
+  careful_reader read;
+  void* code = api.frame_code(public_frame);
+  const int lasti = api.frame_lasti(public_frame);
+  if (code == nullptr)
+    return false;
+  api.decref(code); // the frame keeps it
+  const void* holder = nullptr;
+  const void* frame = nullptr;
+  if (!read.pointer(api.this_thread_state(), known->tstate_frame, holder))
+    return false;
+  frame = holder;
+  if (known->cframe_frame >= 0 &&
+      !read.pointer(holder, static_cast<size_t>(known->cframe_frame), frame))
+    return false;
+  // The first frame that is no shim must be the one the public API gave.
+  for (int i = 0; i < 4 && frame != nullptr; ++i) {
+    uint8_t owner = 0;
+    if (!read.byte(frame, known->frame_owner, owner))
+      return false;
+    if (known->owner_cstack < 0 || owner != static_cast<uint8_t>(known->owner_cstack))
+      break;
+    if (!read.pointer(frame, known->frame_previous, frame))
+      return false;
+  }
+  const void* frame_code = nullptr;
+  const void* type = nullptr;
+  const void* ip = nullptr;
+  const void* filename = nullptr;
+  const void* qualname = nullptr;
+  uint32_t offset = 0;
+  return read.pointer(frame, known->frame_code, frame_code) && frame_code == code &&
+         read.pointer(code, object_type, type) && type == api.code_type &&
+         read.pointer(frame, known->frame_ip, ip) && offset_in(code, ip, offset) &&
+         static_cast<int>(offset) == lasti && read.pointer(code, known->code_filename, filename) &&
+         filename == attribute(code, "co_filename") &&
+         read.pointer(code, known->code_qualname, qualname) &&
+         qualname == attribute(code, "co_qualname");
+}
+
+} // namespace
+
+site_setting parse_site_setting(const char* value) {
+  if (value == nullptr || value[0] == '\0')
+    return site_setting::on;
+  if (std::strcmp(value, "0") == 0 || std::strcmp(value, "off") == 0)
+    return site_setting::off;
+  if (std::strcmp(value, "public") == 0)
+    return site_setting::public_only;
+  return site_setting::on;
+}
+
+frame_access find_interpreter(site_setting setting) {
+  if (setting == site_setting::off || !find_api())
+    return access = frame_access::none;
+  // Py_Version exists from 3.11 on, as does everything above.
+  const auto* version = static_cast<const unsigned long*>(::dlsym(RTLD_DEFAULT, "Py_Version"));
+  if (version == nullptr || (*version >> 24) != 3 || ((*version >> 16) & 0xff) < 11)
+    return access = frame_access::none;
+  const unsigned minor = (*version >> 16) & 0xff;
+  known = nullptr;
+  for (const layout& l : layouts)
+    if (l.minor == minor)
+      known = &l;
+  const bool direct_possible = known != nullptr && setting == site_setting::on && x86_64;
+  return access = direct_possible ? frame_access::unchecked : frame_access::public_api;
+}
+
+frame_access check_layout() {
+  if (access != frame_access::unchecked || !interpreter_running() || api.gil_check() != 1)
+    return access;
+  void* frame = api.thread_frame(api.this_thread_state());
+  if (frame == nullptr)
+    return access; // no Python on this thread's stack yet: another time
+  const bool agrees = layout_agrees(frame);
+  api.decref(frame);
+  return access = agrees ? frame_access::direct : frame_access::public_api;
+}
+
+frame_access current_access() {
+  return access.load(std::memory_order_relaxed);
+}
+
+bool interpreter_running() {
+  return api.is_initialized != nullptr && api.is_initialized() != 0;
+}
+
+namespace {
+
+uint64_t identity_of(const void* code) {
+  const auto filename = reinterpret_cast<uintptr_t>(load_pointer(code, known->code_filename));
+  const auto qualname = reinterpret_cast<uintptr_t>(load_pointer(code, known->code_qualname));
+  const auto line = static_cast<uint64_t>(load<int>(code, known->code_firstlineno));
+  return (filename ^ (qualname << 1) ^ (line * 0x9E3779B97F4A7C15ull)) | 1;
+}
+
+} // namespace
+
+bool innermost_place(frame_place& place, uint64_t& identity) {
+  if (access.load(std::memory_order_relaxed) != frame_access::direct || api.is_initialized() == 0)
+    return false;
+  const void* tstate = api.this_thread_state();
+  const void* frame = tstate != nullptr ? innermost_frame(tstate) : nullptr;
+  if (frame == nullptr || is_shim(frame))
+    return false;
+  const void* code = load_pointer(frame, known->frame_code);
+  if (code == nullptr || load_pointer(code, object_type) != api.code_type ||
+      !offset_in(code, load_pointer(frame, known->frame_ip), place.offset))
+    return false;
+  place.code = code;
+  identity = identity_of(code);
+  return true;
+}
+
+frame_cursor::frame_cursor() {
+  frame_access a = access.load(std::memory_order_relaxed);
+  if (a == frame_access::none || !interpreter_running())
+    return;
+  if (a == frame_access::unchecked)
+    a = check_layout();
+  void* tstate = api.this_thread_state();
+  if (tstate == nullptr)
+    return; // a thread the interpreter does not know
+  if (a == frame_access::direct) {
+    frame_ = innermost_frame(tstate);
+  } else if (a == frame_access::public_api && api.gil_check() == 1) {
+    frame_ = api.thread_frame(tstate);
+    public_ = true;
+  }
+}
+
+frame_cursor::~frame_cursor() {
+  if (public_ && frame_ != nullptr)
+    api.decref(const_cast<void*>(frame_));
+}
+
+bool frame_cursor::next(frame_place& place) {
+  while (frame_ != nullptr && steps_++ < max_frames) {
+    if (public_) {
+      auto* frame = const_cast<void*>(frame_);
+      void* code = api.frame_code(frame);
+      const int lasti = api.frame_lasti(frame);
+      frame_ = api.frame_back(frame);
+      api.decref(frame);
+      if (code == nullptr)
+        continue;
+      api.decref(code); // its frame, running, keeps it
+      place = {code, static_cast<uint32_t>(lasti < 0 ? 0 : lasti)};
+      return true;
+    }
+    const void* frame = frame_;
+    frame_ = load_pointer(frame, known->frame_previous);
+    if (is_shim(frame))
+      continue;
+    const void* code = load_pointer(frame, known->frame_code);
+    if (code == nullptr || load_pointer(code, object_type) != api.code_type)
+      continue;
+    if (offset_in(code, load_pointer(frame, known->frame_ip), place.offset)) {
+      place.code = code;
+      return true;
+    }
+  }
+  frame_ = nullptr;
+  return false;
+}
+
+bool frame_cursor::describe(const frame_place& place, place_text& text) const {
+  auto* code = const_cast<void*>(place.code);
+  const void* filename = nullptr;
+  const void* qualname = nullptr;
+  if (public_) {
+    api.incref(code);
+    filename = attribute(code, "co_filename");
+    qualname = attribute(code, "co_qualname");
+  } else {
+    filename = load_pointer(code, known->code_filename);
+    qualname = load_pointer(code, known->code_qualname);
+  }
+  if (filename == nullptr)
+    return false;
+  text.file = utf8_of(filename);
+  text.function = qualname != nullptr ? utf8_of(qualname) : std::string();
+  text.line = api.addr_to_line(code, static_cast<int>(place.offset));
+  if (text.line < 0)
+    text.line = 0;
+  return !text.file.empty();
+}
+
+uint64_t frame_cursor::identity(const frame_place& place) const {
+  return public_ ? 0 : identity_of(place.code);
+}
+
+std::string utf8_of(const void* unicode) {
+  std::string out;
+  if (unicode == nullptr || load_pointer(unicode, object_type) != api.unicode_type)
+    return out;
+  auto* object = const_cast<void*>(unicode);
+  const ssize_t length = api.unicode_length(object);
+  for (ssize_t i = 0; i < length && i < 4096; ++i) {
+    const uint32_t c = api.unicode_char(object, i);
+    if (c >= 0xD800 && c < 0xE000) {
+      out += '?'; // a lone surrogate (undecodable bytes in a path): not valid UTF-8
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (c < 0x800) {
+      out += static_cast<char>(0xC0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+      out += static_cast<char>(0xE0 | (c >> 12));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    } else if (c < 0x110000) {
+      out += static_cast<char>(0xF0 | (c >> 18));
+      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+    }
+  }
+  return out;
+}
+
+} // namespace strata::python_sites

@@ -1,0 +1,89 @@
+// The CPython interpreter already running in this process, reached without linking against it:
+// its C API found with dlsym, its threads' Python frames read from outside the interpreter. No
+// MPI, no libpython.
+//
+// Two ways to read a thread's frames. For the versions whose frame layout is known (3.11, 3.12,
+// 3.13; `layouts` in cpython.cpp) the frames are read directly: a few loads, no reference
+// counts, no allocation, so safe whether or not the calling thread holds the GIL (a thread's
+// own frames and the code objects they run cannot change or go away while it is in a call).
+// That layout is trusted only after it agreed with the public C API once, with the GIL held.
+// Otherwise only the public C API (PyThreadState_GetFrame, PyFrame_GetCode, PyFrame_GetLasti):
+// with the GIL held by the calling thread, never without it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace strata::python_sites {
+
+// One Python frame's place: its code object and the byte offset of the instruction it runs.
+struct frame_place {
+  const void* code = nullptr;
+  uint32_t offset = 0;
+};
+
+// What a place means to the person who wrote the script.
+struct place_text {
+  std::string file;     // the code object's co_filename, as Python shows it in tracebacks
+  int line = 0;         // 0 when the code has no line for the offset
+  std::string function; // co_qualname ("Solver.step", "<module>")
+};
+
+enum class frame_access : uint8_t {
+  none,      // no interpreter (or an unusable one): every place is unknown
+  unchecked, // a known layout, not yet compared with the public API
+  direct,    // the layout agreed with the public API: direct reads, with or without the GIL
+  public_api // only the public API, and only with the GIL held
+};
+
+// STRATA_PYTHON_SITES: "0" turns Python call sites off, "public" keeps to the public C API.
+enum class site_setting : uint8_t { on, off, public_only };
+site_setting parse_site_setting(const char* value);
+
+// Finds a running interpreter (Py_IsInitialized and the functions below, by dlsym in the whole
+// process) and its layout. Returns the access it starts with.
+frame_access find_interpreter(site_setting setting);
+
+// Compares the known layout with the public API on this thread's innermost frame; only with
+// the GIL held by this thread and a Python frame on its stack (else it stays unchecked, to be
+// tried again). Reads during the comparison cannot fault.
+frame_access check_layout();
+
+frame_access current_access();
+
+// Whether the interpreter is still running (after Py_Finalize its thread states are gone).
+bool interpreter_running();
+
+// The innermost frame's place and identity (frame_cursor::identity), read directly: the common
+// case in a few dozen instructions. False when frames are not read directly, or the innermost
+// frame needs a closer look (a shim, no code object): frame_cursor then.
+bool innermost_place(frame_place& place, uint64_t& identity);
+
+// This thread's Python frames, innermost first, C-stack shims and frames that run no code
+// object left out. Holds the references the public API hands out until it goes out of scope.
+class frame_cursor {
+public:
+  frame_cursor();
+  ~frame_cursor();
+  frame_cursor(const frame_cursor&) = delete;
+  frame_cursor& operator=(const frame_cursor&) = delete;
+  bool next(frame_place& place);
+  // The file, line and function of a place the cursor returned. On the public API's path
+  // the code object is also kept alive for good, so that its address names it for good.
+  bool describe(const frame_place& place, place_text& text) const;
+  // What tells a code object from another that later took its address (a freed one's: code
+  // compiled at run time): its file and name objects and first line, read directly; 0 on the
+  // public API's path, whose code objects are kept alive.
+  uint64_t identity(const frame_place& place) const;
+
+private:
+  const void* frame_ = nullptr; // next frame to look at
+  bool public_ = false;
+  int steps_ = 0;
+};
+
+// A Python str as UTF-8, read with PyUnicode_GetLength and PyUnicode_ReadChar only (no
+// allocation inside the interpreter, so safe without the GIL for a string that stays alive).
+std::string utf8_of(const void* unicode);
+
+} // namespace strata::python_sites

@@ -1,0 +1,82 @@
+// The Python call sites without MPI, for python_sites_test.py: the test's Python code calls
+// these through ctypes (CDLL: the GIL released around the call, as mpi4py does around blocking
+// calls; PyDLL: the GIL kept), so each capture reads the frames of a real interpreter.
+#include "python_sites/capture.hpp"
+#include "python_sites/cpython.hpp"
+#include "python_sites/extensions.hpp"
+#include "python_sites/lookup.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <string>
+
+namespace {
+
+namespace ps = strata::python_sites;
+
+// "file:line in function" for a Python site, "" for anything else.
+int describe(const void* key, char* out, int size) {
+  std::string file;
+  std::string function;
+  int line = 0;
+  if (key == nullptr || !ps::describe_key(reinterpret_cast<uintptr_t>(key), file, line, function)) {
+    if (size > 0)
+      out[0] = '\0';
+    return 0;
+  }
+  std::snprintf(out, static_cast<size_t>(size), "%s:%d in %s", file.c_str(), line,
+                function.c_str());
+  return 1;
+}
+
+const void* exit_address = nullptr;
+
+// After Py_Finalize (as mpi4py's MPI_Finalize runs, from Py_AtExit): no frames to read.
+void at_python_exit() {
+  const void* key = ps::python_call_site(exit_address);
+  std::printf("after exit: %s %s\n", key == exit_address ? "address" : "site",
+              ps::current_site(0) == nullptr ? "none" : "site");
+  std::fflush(stdout);
+}
+
+} // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int probe_start() {
+  ps::start();
+  return static_cast<int>(ps::current_access());
+}
+
+__attribute__((visibility("default"))) int probe_site(int skip, char* out, int size) {
+  return describe(ps::current_site(skip), out, size);
+}
+
+// The key of the innermost Python frame's site, whatever the argument (for sorted's key=).
+__attribute__((visibility("default"))) uint64_t probe_key(long /*item*/) {
+  return reinterpret_cast<uintptr_t>(ps::current_site(0));
+}
+
+// As the core does for a call that returns to `return_address`: 1 and the site's text when it
+// became a Python site, 0 when the address was kept.
+__attribute__((visibility("default"))) int probe_call_site(const void* return_address, char* out,
+                                                           int size) {
+  const void* key = ps::python_call_site(return_address);
+  return key == return_address ? 0 : describe(key, out, size);
+}
+
+__attribute__((visibility("default"))) int probe_in_extension(const void* address) {
+  return ps::in_extension_module(reinterpret_cast<uintptr_t>(address)) ? 1 : 0;
+}
+
+// Registers a check that runs after the interpreter has finalized, with an address in an
+// extension module as the call's return address.
+__attribute__((visibility("default"))) int probe_check_after_exit(const void* in_extension) {
+  exit_address = in_extension;
+  using at_exit_fn = int (*)(void (*)());
+  auto py_at_exit = reinterpret_cast<at_exit_fn>(::dlsym(RTLD_DEFAULT, "Py_AtExit"));
+  return py_at_exit != nullptr && py_at_exit(at_python_exit) == 0 ? 1 : 0;
+}
+
+} // extern "C"

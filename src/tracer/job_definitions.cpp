@@ -1,0 +1,46 @@
+#include "tracer/job_definitions.hpp"
+
+#include "tracer/routine_class.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace strata::trace {
+
+archive_definitions describe_job(const global_defs& g, const std::vector<rank_figures>& ranks,
+                                 const job_clock& clock) {
+  archive_definitions d;
+  uint64_t first = std::numeric_limits<uint64_t>::max();
+  uint64_t last = 0;
+  for (const rank_figures& r : ranks)
+    if (r.events > 0) {
+      first = std::min(first, r.first);
+      last = std::max(last, r.last);
+    }
+  if (first > last)
+    first = last = clock.init_corrected;
+  d.first_time = first;
+  d.length = last - first + 1;
+  d.realtime_ns = clock.init_real - (clock.init_mono - first); // rank 0 defines the clock
+  d.hosts = g.hosts;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    d.ranks.push_back({r < g.rank_host.size() ? g.rank_host[r] : 0, ranks[r].events,
+                       ranks[r].dropped, ranks[r].offset_init, ranks[r].offset_final});
+  for (const std::string& name : g.mpi_regions)
+    d.regions.push_back({name, role_of(classify(name)), OTF2_PARADIGM_MPI});
+  for (const std::string& name : g.user_regions)
+    d.regions.push_back({name, OTF2_REGION_ROLE_FUNCTION, OTF2_PARADIGM_USER});
+  for (const source_site& site : g.sites)
+    d.sites.push_back({site.file, site.line});
+  for (size_t c = 0; c < g.comms.size(); ++c) {
+    bool world = g.comms[c].size() == ranks.size();
+    for (size_t r = 0; world && r < g.comms[c].size(); ++r)
+      world = g.comms[c][r] == static_cast<int>(r);
+    d.comms.push_back({world && c == 0 ? "MPI_COMM_WORLD" : "comm " + std::to_string(c),
+                       std::vector<uint64_t>(g.comms[c].begin(), g.comms[c].end())});
+  }
+  return d;
+}
+
+} // namespace strata::trace

@@ -1,0 +1,255 @@
+// The wrapped completion functions (MPI_Wait/Test and their -all/-any/-some forms): by the time an
+// exit callback could run, the requests they complete are freed and the statuses may be ignored,
+// so the wrappers snapshot the handles, substitute statuses for MPI_STATUS(ES)_IGNORE, time the
+// call themselves and record it with one completion record per request it completed.
+#include "tracer/module/state.hpp"
+
+#include <strata/zmpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace strata::trace {
+namespace {
+
+uint64_t request_bits(MPI_Request request) {
+  uint64_t bits = 0;
+  // A pointer (Open MPI) or an integer (MPICH): its bits, either way.
+  static_assert(sizeof(MPI_Request) <= sizeof(bits)); // NOLINT(bugprone-sizeof-expression)
+  std::memcpy(&bits, &request, sizeof(MPI_Request));  // NOLINT(bugprone-sizeof-expression)
+  return bits;
+}
+
+struct completion_scratch {
+  std::vector<uint64_t> handles;
+  std::vector<MPI_Status> statuses;
+};
+
+completion_scratch& scratch(size_t n) {
+  static completion_scratch c; // the traced thread only
+  if (c.handles.size() < n) {
+    c.handles.resize(n);
+    c.statuses.resize(n);
+  }
+  return c;
+}
+
+bool tracing_now(trace_state* s) {
+  return s != nullptr && tracing(s);
+}
+
+// The call's record, then one record per request it completed.
+void record_completion_call(trace_state* s, int fid, uint64_t t0, uint64_t t1) {
+  if (!s->functions[static_cast<size_t>(fid)].wanted || !in_window(s, t0))
+    return;
+  record* r = s->buffer->append();
+  if (r == nullptr)
+    return;
+  *r = record{};
+  r->t_enter = t0;
+  r->t_leave = t1;
+  r->call_site = reinterpret_cast<uint64_t>(s->host->call_site());
+  r->id = record::make_id(record_kind::mpi_call, static_cast<uint32_t>(fid));
+  r->peer = STRATA_NO_RANK;
+  r->tag = STRATA_NO_TAG;
+  r->source = STRATA_NO_RANK;
+  r->recv_tag = STRATA_NO_TAG;
+  r->root = STRATA_NO_RANK;
+}
+
+void record_completed(trace_state* s, int fid, uint64_t t0, uint64_t t1, uint64_t handle,
+                      const MPI_Status* status) {
+  pending_request p;
+  if (!s->requests.take(handle, p))
+    return;
+  if (!s->functions[static_cast<size_t>(fid)].wanted || !in_window(s, t0))
+    return;
+  record* r = s->buffer->append();
+  if (r == nullptr)
+    return;
+  *r = record{};
+  r->t_enter = t1;
+  r->t_leave = t1;
+  r->request = p.id;
+  r->comm = p.comm;
+  r->id = record::make_id(p.recv ? record_kind::recv_complete : record_kind::send_complete, 0);
+  r->source = STRATA_NO_RANK;
+  r->recv_tag = STRATA_NO_TAG;
+  if (p.recv && status != nullptr) {
+    int count = 0;
+    if (PMPI_Get_count(status, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
+      r->bytes_received = count;
+    r->source = status->MPI_SOURCE;
+    r->recv_tag = status->MPI_TAG;
+  }
+}
+
+int fid_of(trace_state* s, const char* name) {
+  return s->host->function_id(name);
+}
+
+} // namespace
+} // namespace strata::trace
+
+using strata::trace::g_state;
+using strata::trace::tracing_now;
+
+#define STRATA_TRACE_FID(name) static const int fid = strata::trace::fid_of(g_state, name);
+
+extern "C" STRATA_MODULE_EXPORT int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  auto* s = g_state;
+  if (!tracing_now(s))
+    return ZMPI_Wait(request, status);
+  STRATA_TRACE_FID("MPI_Wait");
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  const uint64_t handle = strata::trace::request_bits(*request);
+  const uint64_t t0 = s->host->now_ns();
+  const int rc = ZMPI_Wait(request, st);
+  const uint64_t t1 = s->host->now_ns();
+  strata::trace::record_completion_call(s, fid, t0, t1);
+  if (rc == MPI_SUCCESS)
+    strata::trace::record_completed(s, fid, t0, t1, handle, st);
+  return rc;
+}
+
+extern "C" STRATA_MODULE_EXPORT int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  auto* s = g_state;
+  if (!tracing_now(s))
+    return ZMPI_Test(request, flag, status);
+  STRATA_TRACE_FID("MPI_Test");
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  const uint64_t handle = strata::trace::request_bits(*request);
+  const uint64_t t0 = s->host->now_ns();
+  const int rc = ZMPI_Test(request, flag, st);
+  const uint64_t t1 = s->host->now_ns();
+  strata::trace::record_completion_call(s, fid, t0, t1);
+  if (rc == MPI_SUCCESS && *flag)
+    strata::trace::record_completed(s, fid, t0, t1, handle, st);
+  return rc;
+}
+
+namespace {
+using strata::trace::scratch;
+
+// Snapshots the handles before MPI frees them, times the call, then records it and the requests
+// it completed: `completed(st)` returns how many, their indices and their statuses.
+template <typename Call, typename Completed>
+int traced_completion(int fid, int count, MPI_Request* requests, Call call, Completed completed) {
+  auto* s = g_state;
+  auto& sc = scratch(static_cast<size_t>(std::max(count, 0)));
+  for (int i = 0; i < count; ++i)
+    sc.handles[static_cast<size_t>(i)] = strata::trace::request_bits(requests[i]);
+  const uint64_t t0 = s->host->now_ns();
+  const int rc = call();
+  const uint64_t t1 = s->host->now_ns();
+  strata::trace::record_completion_call(s, fid, t0, t1);
+  if (rc == MPI_SUCCESS)
+    completed([&](int index, const MPI_Status* status) {
+      if (index >= 0 && index < count)
+        strata::trace::record_completed(s, fid, t0, t1, sc.handles[static_cast<size_t>(index)],
+                                        status);
+    });
+  return rc;
+}
+
+MPI_Status* statuses_or_scratch(MPI_Status* statuses, int count) {
+  return statuses == MPI_STATUSES_IGNORE
+             ? scratch(static_cast<size_t>(std::max(count, 0))).statuses.data()
+             : statuses;
+}
+} // namespace
+
+extern "C" STRATA_MODULE_EXPORT int MPI_Waitall(int count, MPI_Request requests[],
+                                                MPI_Status statuses[]) {
+  if (!tracing_now(g_state))
+    return ZMPI_Waitall(count, requests, statuses);
+  MPI_Status* st = statuses_or_scratch(statuses, count);
+  STRATA_TRACE_FID("MPI_Waitall");
+  return traced_completion(
+      fid, count, requests, [&] { return ZMPI_Waitall(count, requests, st); },
+      [&](auto each) {
+        for (int i = 0; i < count; ++i)
+          each(i, &st[i]);
+      });
+}
+
+extern "C" STRATA_MODULE_EXPORT int MPI_Testall(int count, MPI_Request requests[], int* flag,
+                                                MPI_Status statuses[]) {
+  if (!tracing_now(g_state))
+    return ZMPI_Testall(count, requests, flag, statuses);
+  MPI_Status* st = statuses_or_scratch(statuses, count);
+  STRATA_TRACE_FID("MPI_Testall");
+  return traced_completion(
+      fid, count, requests, [&] { return ZMPI_Testall(count, requests, flag, st); },
+      [&](auto each) {
+        for (int i = 0; *flag && i < count; ++i)
+          each(i, &st[i]);
+      });
+}
+
+// The parameter names differ between the two MPIs' headers.
+// NOLINTNEXTLINE(readability-inconsistent-declaration-parameter-name)
+extern "C" STRATA_MODULE_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int* index,
+                                                MPI_Status* status) {
+  if (!tracing_now(g_state))
+    return ZMPI_Waitany(count, requests, index, status);
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  STRATA_TRACE_FID("MPI_Waitany");
+  return traced_completion(
+      fid, count, requests, [&] { return ZMPI_Waitany(count, requests, index, st); },
+      [&](auto each) {
+        if (*index != MPI_UNDEFINED)
+          each(*index, st);
+      });
+}
+
+// The parameter names differ between the two MPIs' headers.
+// NOLINTNEXTLINE(readability-inconsistent-declaration-parameter-name)
+extern "C" STRATA_MODULE_EXPORT int MPI_Testany(int count, MPI_Request requests[], int* index,
+                                                int* flag, MPI_Status* status) {
+  if (!tracing_now(g_state))
+    return ZMPI_Testany(count, requests, index, flag, status);
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  STRATA_TRACE_FID("MPI_Testany");
+  return traced_completion(
+      fid, count, requests, [&] { return ZMPI_Testany(count, requests, index, flag, st); },
+      [&](auto each) {
+        if (*flag && *index != MPI_UNDEFINED)
+          each(*index, st);
+      });
+}
+
+extern "C" STRATA_MODULE_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount,
+                                                 int indices[], MPI_Status statuses[]) {
+  if (!tracing_now(g_state))
+    return ZMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  MPI_Status* st = statuses_or_scratch(statuses, incount);
+  STRATA_TRACE_FID("MPI_Waitsome");
+  return traced_completion(
+      fid, incount, requests,
+      [&] { return ZMPI_Waitsome(incount, requests, outcount, indices, st); },
+      [&](auto each) {
+        for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; ++k)
+          each(indices[k], &st[k]);
+      });
+}
+
+extern "C" STRATA_MODULE_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int* outcount,
+                                                 int indices[], MPI_Status statuses[]) {
+  if (!tracing_now(g_state))
+    return ZMPI_Testsome(incount, requests, outcount, indices, statuses);
+  MPI_Status* st = statuses_or_scratch(statuses, incount);
+  STRATA_TRACE_FID("MPI_Testsome");
+  return traced_completion(
+      fid, incount, requests,
+      [&] { return ZMPI_Testsome(incount, requests, outcount, indices, st); },
+      [&](auto each) {
+        for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; ++k)
+          each(indices[k], &st[k]);
+      });
+}

@@ -1,0 +1,46 @@
+#include "tracer/routine_class.hpp"
+
+#include <gtest/gtest.h>
+
+namespace strata::trace {
+namespace {
+
+TEST(RoutineClass, PointToPointCallsByTheRecordsTheyMake) {
+  EXPECT_EQ(classify("MPI_Send").cls, fn_class::send);
+  EXPECT_EQ(classify("MPI_Ssend").cls, fn_class::send);
+  EXPECT_EQ(classify("MPI_Issend").cls, fn_class::isend);
+  EXPECT_EQ(classify("MPI_Recv").cls, fn_class::recv);
+  EXPECT_EQ(classify("MPI_Irecv").cls, fn_class::irecv);
+  EXPECT_EQ(classify("MPI_Sendrecv_replace").cls, fn_class::sendrecv);
+  EXPECT_EQ(classify("MPI_Testsome").cls, fn_class::completion);
+  EXPECT_EQ(classify("MPI_Cancel").cls, fn_class::p2p_other);
+  EXPECT_EQ(role_of(classify("MPI_Iprobe")), OTF2_REGION_ROLE_POINT2POINT);
+  EXPECT_EQ(role_of(classify("MPI_Wait")), OTF2_REGION_ROLE_POINT2POINT);
+}
+
+TEST(RoutineClass, LargeCountTwinsAreTheRoutineTheyExtend) {
+  EXPECT_EQ(classify("MPI_Isend_c").cls, fn_class::isend);
+  const fn_info bcast = classify("MPI_Bcast_c");
+  EXPECT_EQ(bcast.cls, fn_class::collective);
+  EXPECT_EQ(bcast.op, OTF2_COLLECTIVE_OP_BCAST);
+}
+
+TEST(RoutineClass, CollectivesGetScorePsRoles) {
+  EXPECT_EQ(role_of(classify("MPI_Barrier")), OTF2_REGION_ROLE_BARRIER);
+  EXPECT_EQ(role_of(classify("MPI_Scatterv")), OTF2_REGION_ROLE_COLL_ONE2ALL);
+  EXPECT_EQ(role_of(classify("MPI_Reduce")), OTF2_REGION_ROLE_COLL_ALL2ONE);
+  EXPECT_EQ(role_of(classify("MPI_Exscan")), OTF2_REGION_ROLE_COLL_OTHER);
+  EXPECT_EQ(role_of(classify("MPI_Allreduce")), OTF2_REGION_ROLE_COLL_ALL2ALL);
+  EXPECT_EQ(classify("MPI_Reduce_scatter_block").op, OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK);
+}
+
+TEST(RoutineClass, EverythingElseIsAPlainFunction) {
+  for (const char* name : {"MPI_Comm_rank", "MPI_Init", "MPI_Wtime", "MPI_Ibarrier", "not MPI"}) {
+    EXPECT_EQ(classify(name).cls, fn_class::other) << name;
+    EXPECT_EQ(role_of(classify(name)), OTF2_REGION_ROLE_FUNCTION) << name;
+  }
+  EXPECT_FALSE(classify("MPI_Send").wanted);
+}
+
+} // namespace
+} // namespace strata::trace

@@ -4,8 +4,8 @@
 #include "core/probe.h"
 #include "launch/interpreter.hpp"
 #include "launch/launch.hpp"
-#include "profile/spool.hpp"
-#include "record/render.hpp"
+#include "profiler/record/render.hpp"
+#include "profiler/spool.hpp"
 #include "strata/patch/patch.hpp"
 
 #include <dirent.h>
@@ -365,7 +365,7 @@ int report_command(const std::string& record, const std::string& format, const s
 int recover_command(const std::vector<std::string>& spools) {
   int status = 0;
   for (const std::string& spool : spools) {
-    for (const profile::recovery& r : profile::recover_spool(spool)) {
+    for (const profiler::recovery& r : profiler::recover_spool(spool)) {
       for (const std::string& p : r.problems) {
         error_line(p);
         status = 1;

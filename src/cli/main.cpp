@@ -1,8 +1,8 @@
 // The `strata` command: a thin dispatcher over the libraries.
 #include "analyzer/command.hpp"
-#include "bench/bench_command.hpp"
 #include "cli/commands.hpp"
 #include "cli/monitor_command.hpp"
+#include "model/bench_command.hpp"
 #include "site/commands.hpp"
 #include "site/web/commands.hpp"
 

@@ -1,4 +1,4 @@
-// The `monitor` module: online monitoring (seed 001, TAU over MRNet). Every application rank
+// The `monitor` module: online monitoring (Nataraj et al., TAU over MRNet). Every application rank
 // keeps a compact per-function table (calls, time, bytes) and offloads it as one round every
 // `period` seconds, at strata_monitor_dump(), at MPI_Pcontrol(level) and at MPI_Finalize.
 //

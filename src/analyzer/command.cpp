@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -95,6 +97,54 @@ int export_xml_command(const std::string& trace, const std::string& out_dir) {
     std::fprintf(stderr, "strata trace export: %s\n", e.what());
     return 1;
   }
+}
+
+namespace {
+class analyzer_commands final : public cli::wing_commands {
+public:
+  explicit analyzer_commands(CLI::App& strata) {
+    analyze_ = strata.add_subcommand(
+        "analyze", "event graph of an OTF2 trace: operations per level and call site, wait states");
+    analyze_->add_option("TRACE", options_.trace, "OTF2 archive (directory or anchor file)")
+        ->required();
+    analyze_
+        ->add_option("-n,--np", options_.processes,
+                     "analysis processes, started with mpirun (default: one, no launcher)")
+        ->check(CLI::Range(1, 1 << 24));
+    analyze_->add_option("--mpi", options_.mpi, "MPI implementation of the analysis processes")
+        ->check(CLI::IsMember({"openmpi", "mpich"}));
+    auto* json_flag = analyze_->add_flag("--json", json_, "JSON instead of text tables");
+    analyze_->add_flag("--csv", csv_, "CSV instead of text tables")->excludes(json_flag);
+    CLI::App* trace = strata.add_subcommand("trace", "work with OTF2 traces");
+    trace->require_subcommand(1);
+    export_ = trace->add_subcommand("export", "convert a trace to another format");
+    export_->add_flag("--xml", as_xml_, "the HieraAnalyses XML (one file per rank)")->required();
+    export_->add_option("TRACE", export_trace_, "OTF2 archive")->required();
+    export_->add_option("--out", export_out_, "output directory (default: TRACE-xml)");
+  }
+
+  [[nodiscard]] std::optional<int> run() const override {
+    if (analyze_->parsed()) {
+      analyze_options o = options_;
+      o.format = json_ ? "json" : csv_ ? "csv" : "text";
+      return analyze_command(o);
+    }
+    if (export_->parsed())
+      return export_xml_command(export_trace_, export_out_);
+    return std::nullopt;
+  }
+
+private:
+  analyze_options options_;
+  std::string export_trace_, export_out_;
+  bool json_ = false, csv_ = false, as_xml_ = false;
+  CLI::App* analyze_ = nullptr;
+  CLI::App* export_ = nullptr;
+};
+} // namespace
+
+std::unique_ptr<cli::wing_commands> add_analyzer_commands(CLI::App& strata) {
+  return std::make_unique<analyzer_commands>(strata);
 }
 
 } // namespace strata::analyze

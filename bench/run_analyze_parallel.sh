@@ -74,16 +74,19 @@ reference, s_wall, s_cpu, s_rss = serial()
 report = json.loads(reference)
 events = report["events"]
 if mode == "wall":
-    walls = {"serial": [], "2 processes": []}
+    walls = {"serial": [], "2 processes": [], "inside": []}
     for _ in range(int(runs)):
         walls["serial"].append(serial()[1])
-        out, wall, _ = shared(2)
+        out, wall, stats = shared(2)
         assert json.loads(out) == report
         walls["2 processes"].append(wall)
+        walls["inside"].append(max(s["wall"] for s in stats))
     best = {k: min(v) for k, v in walls.items()}
     print(f"{locations} locations, {events} events: serial wall {best['serial']:.2f} s, "
-          f"2 processes {best['2 processes']:.2f} s (mpirun included), "
-          f"ratio {best['2 processes'] / best['serial']:.2f} (best of {runs})")
+          f"2 processes {best['2 processes']:.2f} s with mpirun's start and end "
+          f"(ratio {best['2 processes'] / best['serial']:.2f}), {best['inside']:.2f} s from "
+          f"MPI_Init's return to the report (ratio {best['inside'] / best['serial']:.2f}); "
+          f"best of {runs}")
     sys.exit(0)
 s_ns = s_cpu / events * 1e9
 print(f"{locations} locations, {events} events: serial {s_ns:.0f} ns CPU per event, "

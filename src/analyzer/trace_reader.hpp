@@ -98,13 +98,16 @@ public:
   [[nodiscard]] const definitions& defs() const { return defs_; }
 
   // Streams all events in global time order into `handler`; returns the number of events read.
-  // Throws trace_error when an event file is missing, truncated or corrupt.
+  // Throws trace_error when an event file is missing, truncated or corrupt. An event that refers
+  // to what the definitions do not hold is left out and counted in warnings().
   uint64_t read_events(event_handler& handler);
+  [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
 
   struct state;
 
 private:
   definitions defs_;
+  std::vector<std::string> warnings_;
   state* state_ = nullptr;
 };
 

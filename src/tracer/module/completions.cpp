@@ -1,7 +1,10 @@
-// The wrapped completion functions (MPI_Wait/Test and their -all/-any/-some forms): by the time an
-// exit callback could run, the requests they complete are freed and the statuses may be ignored,
-// so the wrappers snapshot the handles, substitute statuses for MPI_STATUS(ES)_IGNORE, time the
-// call themselves and record it with one completion record per request it completed.
+// The wrapped completion functions (MPI_Wait/Test and their -all/-any/-some forms) and probes
+// (MPI_Iprobe, MPI_Improbe): by the time an exit callback could run, the requests they complete
+// are freed and the statuses may be ignored, so the wrappers snapshot the handles, substitute
+// statuses for MPI_STATUS(ES)_IGNORE, time the call themselves and record it with one completion
+// record per request it completed. A poll (Test, Iprobe & co.) that completed nothing joins the
+// run of empty polls of its routine and call site when that run is the last record, so a
+// polling loop makes one record, not one per iteration.
 #include "tracer/module/state.hpp"
 
 #include <strata/zmpi.h>
@@ -58,6 +61,32 @@ void record_completion_call(trace_state* s, int fid, uint64_t t0, uint64_t t1) {
   r->root = STRATA_NO_RANK;
 }
 
+// A poll that completed nothing: one more poll of the last record when that is a run of the same
+// routine from the same call site, else a run of its own.
+void record_empty_poll(trace_state* s, int fid, uint64_t t0, uint64_t t1) {
+  if (!s->functions[static_cast<size_t>(fid)].wanted || !in_window(s, t0))
+    return;
+  const auto site = reinterpret_cast<uint64_t>(s->host->call_site());
+  const uint32_t id = record::make_id(record_kind::poll_run, static_cast<uint32_t>(fid));
+  record* r = s->buffer->last();
+  if (r != nullptr && r->id == id && r->call_site == site) {
+    r->t_leave = t1;
+    ++r->polls;
+    r->poll_ns += t1 - t0;
+    return;
+  }
+  r = s->buffer->append();
+  if (r == nullptr)
+    return;
+  *r = record{};
+  r->t_enter = t0;
+  r->t_leave = t1;
+  r->call_site = site;
+  r->id = id;
+  r->polls = 1;
+  r->poll_ns = t1 - t0;
+}
+
 void record_completed(trace_state* s, int fid, uint64_t t0, uint64_t t1, uint64_t handle,
                       const MPI_Status* status) {
   pending_request p;
@@ -76,6 +105,12 @@ void record_completed(trace_state* s, int fid, uint64_t t0, uint64_t t1, uint64_
   r->id = record::make_id(p.recv ? record_kind::recv_complete : record_kind::send_complete, 0);
   r->source = STRATA_NO_RANK;
   r->recv_tag = STRATA_NO_TAG;
+  // A cancelled request's status says nothing of a message (its source is undefined).
+  int cancelled = 0;
+  if (status != nullptr && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled) {
+    r->id = record::make_id(record_kind::cancelled, 0);
+    return;
+  }
   if (p.recv && status != nullptr) {
     int count = 0;
     if (PMPI_Get_count(status, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
@@ -125,8 +160,12 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Test(MPI_Request* request, int* flag, MP
   const uint64_t t0 = s->host->now_ns();
   const int rc = ZMPI_Test(request, flag, st);
   const uint64_t t1 = s->host->now_ns();
+  if (rc == MPI_SUCCESS && *flag == 0) {
+    strata::trace::record_empty_poll(s, fid, t0, t1);
+    return rc;
+  }
   strata::trace::record_completion_call(s, fid, t0, t1);
-  if (rc == MPI_SUCCESS && *flag)
+  if (rc == MPI_SUCCESS)
     strata::trace::record_completed(s, fid, t0, t1, handle, st);
   return rc;
 }
@@ -135,9 +174,11 @@ namespace {
 using strata::trace::scratch;
 
 // Snapshots the handles before MPI frees them, times the call, then records it and the requests
-// it completed: `completed(st)` returns how many, their indices and their statuses.
-template <typename Call, typename Completed>
-int traced_completion(int fid, int count, MPI_Request* requests, Call call, Completed completed) {
+// it completed: `completed(each)` calls each(index, status) for every one. A poll for which
+// `nothing()` says it completed nothing joins its run of empty polls instead.
+template <typename Call, typename Nothing, typename Completed>
+int traced_completion(int fid, int count, MPI_Request* requests, Call call, Nothing nothing,
+                      Completed completed) {
   auto* s = g_state;
   auto& sc = scratch(static_cast<size_t>(std::max(count, 0)));
   for (int i = 0; i < count; ++i)
@@ -145,6 +186,10 @@ int traced_completion(int fid, int count, MPI_Request* requests, Call call, Comp
   const uint64_t t0 = s->host->now_ns();
   const int rc = call();
   const uint64_t t1 = s->host->now_ns();
+  if (rc == MPI_SUCCESS && nothing()) {
+    strata::trace::record_empty_poll(s, fid, t0, t1);
+    return rc;
+  }
   strata::trace::record_completion_call(s, fid, t0, t1);
   if (rc == MPI_SUCCESS)
     completed([&](int index, const MPI_Status* status) {
@@ -169,7 +214,7 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Waitall(int count, MPI_Request requests[
   MPI_Status* st = statuses_or_scratch(statuses, count);
   STRATA_TRACE_FID("MPI_Waitall");
   return traced_completion(
-      fid, count, requests, [&] { return ZMPI_Waitall(count, requests, st); },
+      fid, count, requests, [&] { return ZMPI_Waitall(count, requests, st); }, [] { return false; },
       [&](auto each) {
         for (int i = 0; i < count; ++i)
           each(i, &st[i]);
@@ -184,6 +229,7 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Testall(int count, MPI_Request requests[
   STRATA_TRACE_FID("MPI_Testall");
   return traced_completion(
       fid, count, requests, [&] { return ZMPI_Testall(count, requests, flag, st); },
+      [&] { return *flag == 0; },
       [&](auto each) {
         for (int i = 0; *flag && i < count; ++i)
           each(i, &st[i]);
@@ -201,6 +247,7 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Waitany(int count, MPI_Request requests[
   STRATA_TRACE_FID("MPI_Waitany");
   return traced_completion(
       fid, count, requests, [&] { return ZMPI_Waitany(count, requests, index, st); },
+      [] { return false; },
       [&](auto each) {
         if (*index != MPI_UNDEFINED)
           each(*index, st);
@@ -218,6 +265,7 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Testany(int count, MPI_Request requests[
   STRATA_TRACE_FID("MPI_Testany");
   return traced_completion(
       fid, count, requests, [&] { return ZMPI_Testany(count, requests, index, flag, st); },
+      [&] { return *flag == 0 || *index == MPI_UNDEFINED; },
       [&](auto each) {
         if (*flag && *index != MPI_UNDEFINED)
           each(*index, st);
@@ -232,7 +280,7 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Waitsome(int incount, MPI_Request reques
   STRATA_TRACE_FID("MPI_Waitsome");
   return traced_completion(
       fid, incount, requests,
-      [&] { return ZMPI_Waitsome(incount, requests, outcount, indices, st); },
+      [&] { return ZMPI_Waitsome(incount, requests, outcount, indices, st); }, [] { return false; },
       [&](auto each) {
         for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; ++k)
           each(indices[k], &st[k]);
@@ -248,8 +296,41 @@ extern "C" STRATA_MODULE_EXPORT int MPI_Testsome(int incount, MPI_Request reques
   return traced_completion(
       fid, incount, requests,
       [&] { return ZMPI_Testsome(incount, requests, outcount, indices, st); },
+      [&] { return *outcount == 0 || *outcount == MPI_UNDEFINED; },
       [&](auto each) {
         for (int k = 0; *outcount != MPI_UNDEFINED && k < *outcount; ++k)
           each(indices[k], &st[k]);
       });
+}
+
+namespace {
+// A probe: a call of its own when it found a message, else one more empty poll.
+template <typename Call> int traced_probe(int fid, const int* flag, Call call) {
+  auto* s = g_state;
+  const uint64_t t0 = s->host->now_ns();
+  const int rc = call();
+  const uint64_t t1 = s->host->now_ns();
+  if (rc == MPI_SUCCESS && *flag == 0)
+    strata::trace::record_empty_poll(s, fid, t0, t1);
+  else
+    strata::trace::record_completion_call(s, fid, t0, t1);
+  return rc;
+}
+} // namespace
+
+extern "C" STRATA_MODULE_EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int* flag,
+                                               MPI_Status* status) {
+  if (!tracing_now(g_state))
+    return ZMPI_Iprobe(source, tag, comm, flag, status);
+  STRATA_TRACE_FID("MPI_Iprobe");
+  return traced_probe(fid, flag, [&] { return ZMPI_Iprobe(source, tag, comm, flag, status); });
+}
+
+extern "C" STRATA_MODULE_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int* flag,
+                                                MPI_Message* message, MPI_Status* status) {
+  if (!tracing_now(g_state))
+    return ZMPI_Improbe(source, tag, comm, flag, message, status);
+  STRATA_TRACE_FID("MPI_Improbe");
+  return traced_probe(fid, flag,
+                      [&] { return ZMPI_Improbe(source, tag, comm, flag, message, status); });
 }

@@ -30,6 +30,8 @@ mkdir -p "$out/corpus/config" "$out/corpus/patch" "$out/corpus/record" "$out/cor
   "$out/corpus/model" "$out/corpus/trace_defs" "$out/corpus/site_parse"
 printf 'strata-trace-defs/1;2:vm1:18:MPI_Send1:16:solver1:13:a.c2:101:11:21:01:1' \
   >"$out/corpus/trace_defs/seed"
+printf 'strata-trace-merged/1;1:11:h1:11:01:18:MPI_Send1:16:solver1:13:a.c2:101:11:11:01:21:01:0' \
+  >"$out/corpus/trace_defs/merged"
 printf 'sqlite:/var/lib/strata/site.db' >"$out/corpus/site_parse/url"
 printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
 printf '7d' >"$out/corpus/site_parse/since"

@@ -54,7 +54,7 @@ if [[ $parts == *offload* ]]; then
       for period in ${PERIODS:-0 100 1000 10000}; do
         iterations=$(( period >= 10000 ? 100 : 400 ))
         line=$(STRATA_MONITOR_OUT=$tmp/offload.jsonl "$strata" run -np "$np" \
-          --tools "monitor:filter=$filter:policy=block" --monitor-fanout "$fanout" \
+          --tools "monitor:filter=$filter:policy=block:fanout=$fanout" \
           -- "$build/bench/$flavor/monitor_offload" "$period" "$iterations" | grep '^offload:')
         worst=$(sed -E 's/.*worst_us_per_round=([0-9.]+).*/\1/' <<<"$line")
         barrier=$(sed -E 's/.*barrier_us=([0-9.]+).*/\1/' <<<"$line")
@@ -77,10 +77,10 @@ if [[ $parts == *perturb* ]]; then
     for c in "${configs[@]}"; do
       case $c in
       native) cmd=("$strata" run -np "$np" --tools "" -- "${sweep[@]}") ;;
-      tree_histogram) cmd=("$strata" run -np "$np" --tools "monitor:filter=histogram:period=0.01" \
-        --monitor-fanout 2 -- "${sweep[@]}") ;;
-      tree_raw) cmd=("$strata" run -np "$np" --tools "monitor:filter=raw:period=0.01" \
-        --monitor-fanout 2 -- "${sweep[@]}") ;;
+      tree_histogram) cmd=("$strata" run -np "$np" \
+        --tools "monitor:filter=histogram:period=0.01:fanout=2" -- "${sweep[@]}") ;;
+      tree_raw) cmd=("$strata" run -np "$np" --tools "monitor:filter=raw:period=0.01:fanout=2" \
+        -- "${sweep[@]}") ;;
       file) cmd=("$strata" run -np "$np" --tools "monitor:transport=file:dir=$tmp/files:period=0.01" \
         -- "${sweep[@]}") ;;
       esac
@@ -109,8 +109,8 @@ if [[ $parts == *reduction* ]]; then
   echo "|---:|---:|---:|---:|---:|"
   for p in 2 4; do
     for f in raw histogram; do
-      STRATA_MONITOR_OUT=$tmp/red_$f.jsonl "$strata" run -np "$p" --tools "monitor:filter=$f" \
-        --monitor-fanout 2 -- "$build/tests/$flavor/monitor_app" 20 >/dev/null
+      STRATA_MONITOR_OUT=$tmp/red_$f.jsonl "$strata" run -np "$p" \
+        --tools "monitor:filter=$f:fanout=2" -- "$build/tests/$flavor/monitor_app" 20 >/dev/null
     done
     raw=$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]['root_bytes'])" "$tmp/red_raw.jsonl")
     hist=$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]['root_bytes'])" "$tmp/red_histogram.jsonl")

@@ -10,10 +10,14 @@
 #         store. Prints records/s over the wall time of the ingest (parse, owner lookup,
 #         batched transactions, removal from the spool), on a line starting "RATE", with the
 #         CPU seconds and the load average (1 minute) just before the ingest.
+#         The same records are ingested a second time into another fresh store with
+#         --no-regressions: the line "SCORING" gives regression scoring's share of the ingest.
 # report  `strata site synth --db` fills a fresh store with REPORT_COUNT records (untimed);
 #         then the full site report (site part and every user's part, text) over the last 30
 #         days (--since 30d: whole days from the day tables, the partial days at both ends
-#         from the job rows) and one user's report are timed.
+#         from the job rows) and one user's report are timed, and the scaling models of the
+#         busiest user's programs and of the whole site (`strata site models`, with the peak
+#         memory of the process).
 #
 # Times are wall seconds of the strata process and its CPU seconds (user+sys); PostgreSQL's own
 # CPU is not in the latter (the ingest's RATE line gives it as "server cpu"). Knobs: STRATA (the binary), BACKENDS="sqlite postgresql",
@@ -36,16 +40,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-timed() { # label, command...: prints "label: wall W s, cpu C s", keeps W in $wall, C in $cpu
+timed() { # label, command...: prints "label: wall W s, cpu C s, peak M MB", keeps W in $wall,
+  # C in $cpu
   local out
-  out=$( { /usr/bin/time -f '%e %U %S' "${@:2}" >/dev/null 2>"$work/stderr"; } 2>&1 ) || {
+  out=$( { /usr/bin/time -f '%e %U %S %M' "${@:2}" >/dev/null 2>"$work/stderr"; } 2>&1 ) || {
     cat "$work/stderr" >&2
     return 1
   }
   out=$(tail -1 "$work/stderr")
-  read -r wall user sys <<<"$out"
+  read -r wall user sys rss <<<"$out"
   cpu=$(echo "$user + $sys" | bc -l)
-  printf '%s: wall %s s, cpu %.2f s\n' "$1" "$wall" "$cpu"
+  printf '%s: wall %s s, cpu %.2f s, peak %d MB\n' "$1" "$wall" "$cpu" "$((rss / 1024))"
 }
 
 server_cpu() { # CPU seconds of this script's PostgreSQL server: the postmaster with its reaped
@@ -79,8 +84,13 @@ echo "# strata site benchmarks: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loa
 echo "# synthetic records: $ingest_n for ingest, $report_n for reports"
 spool="$work/spool"
 for backend in $backends; do
-  rm -rf "$spool"
+  rm -rf "$spool" "$spool-unscored"
   "$strata" site synth --count "$ingest_n" --out "$spool" --seed 7 >/dev/null
+  cp -a "$spool" "$spool-unscored"
+  url=$(url_for "$backend" unscored)
+  timed "$backend ingest $ingest_n records, --no-regressions" \
+    "$strata" site ingest --db "$url" --no-regressions "$spool-unscored"
+  unscored=$wall
   url=$(url_for "$backend" ingest)
   load=$(cut -d' ' -f1 /proc/loadavg)
   [[ $backend == sqlite ]] || server_before=$(server_cpu)
@@ -90,6 +100,8 @@ for backend in $backends; do
     server=", server cpu $(echo "$(server_cpu) - $server_before" | bc) s"
   printf 'RATE %s ingest: %s records/s (%s records, wall %s s, cpu %.2f s%s, load %s before)\n' \
     "$backend" "$(echo "$ingest_n / $wall" | bc)" "$ingest_n" "$wall" "$cpu" "$server" "$load"
+  printf 'SCORING %s: regression scoring adds %s %% to the ingest (%s s against %s s)\n' \
+    "$backend" "$(echo "scale=1; 100 * ($wall - $unscored) / $unscored" | bc)" "$wall" "$unscored"
   left=$(find "$spool" -name '*.json' | wc -l)
   [[ $left == 0 ]] || { echo "ingest left $left records in the spool" >&2; exit 1; }
   [[ $report_n -gt 0 ]] || continue
@@ -101,6 +113,9 @@ for backend in $backends; do
     "$strata" site report --db "$url" --since 30d
   timed "$backend one user's report (--since 30d --user anna00)" \
     "$strata" site report --db "$url" --since 30d --user anna00
+  timed "$backend models of one user's programs (--user anna00)" \
+    "$strata" site models --db "$url" --user anna00
+  timed "$backend models of the whole site's programs" "$strata" site models --db "$url"
   timed "$backend weekly mail to every user (--week --format mail --outbox)" \
     "$strata" site report --db "$url" --week --format mail --outbox "$work/outbox-$backend"
   echo "$backend mails written: $(ls "$work/outbox-$backend" | wc -l)"

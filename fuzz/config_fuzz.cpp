@@ -1,6 +1,8 @@
-// libFuzzer target: the tool-list and config-file parsers must never crash, and an accepted
-// stack must only hold well-formed names.
+// libFuzzer target: the tool-list and config-file parsers and the option values' parsers must
+// never crash, an accepted stack must only hold well-formed names, and a resolved option must
+// pass its type's check.
 #include "config/config.hpp"
+#include "config/options.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -15,5 +17,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (m.name.empty())
           std::abort();
   }
+  namespace c = strata::config;
+  c::parse_int(text);
+  c::parse_uint(text);
+  c::parse_double(text);
+  c::parse_bool(text);
+  c::parse_size(text);
+  c::parse_duration(text);
+  const std::vector<c::option_decl> declared = {{"n", "uint", "1", "", {}},
+                                                {"size", "size", {}, "", {}},
+                                                {"t", "duration", {}, "", {}},
+                                                {"mode", "enum:a|b", "a", "", {}}};
+  const auto env = [&](const char*) -> const char* { return nullptr; };
+  const auto resolved = c::resolve_options(
+      "fuzz", declared, {{"size", std::string(text)}, {"t", std::string(text)}}, env);
+  for (const auto& [key, value] : resolved.values)
+    for (const c::option_decl& d : declared)
+      if (d.key == key && !c::type_problem(d.type, value).empty())
+        std::abort();
   return 0;
 }

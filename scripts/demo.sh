@@ -76,8 +76,8 @@ if [[ -e build/lib/strata/openmpi/modules/monitor.so && -x build/examples/openmp
   echo
   echo "== online monitoring: ljmd_mpi on 4 ranks, 3 tool ranks (fanout 2), a round every 0.2 s"
   rounds=$(mktemp -d)/rounds.jsonl
-  STRATA_MONITOR_OUT=$rounds "$strata" run -np 4 --tools monitor --monitor-fanout 2 \
-    --monitor-period 0.2 -- build/examples/openmpi/ljmd_mpi 4 200 100 >/dev/null
+  STRATA_MONITOR_OUT=$rounds "$strata" run -np 4 --tools monitor:fanout=2:period=0.2 \
+    -- build/examples/openmpi/ljmd_mpi 4 200 100 >/dev/null
   echo "$(wc -l <"$rounds") rounds in $rounds; the last one:"
   tail -1 "$rounds" | cut -c1-600
 fi

@@ -6,7 +6,8 @@ seconds=${1:-60}
 out=build-fuzz
 mkdir -p "$out"
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Isrc/patch/include)
-clang++-14 "${flags[@]}" src/config/config.cpp fuzz/config_fuzz.cpp -o "$out/config_fuzz"
+clang++-14 "${flags[@]}" src/config/config.cpp src/config/options.cpp fuzz/config_fuzz.cpp \
+  -o "$out/config_fuzz"
 clang++-14 "${flags[@]}" src/patch/patch.cpp fuzz/patch_fuzz.cpp -lelf -o "$out/patch_fuzz"
 clang++-14 "${flags[@]}" src/record/record.cpp src/record/render.cpp src/record/record_fast.cpp \
   fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
@@ -23,11 +24,14 @@ clang++-14 "${flags[@]}" src/tracer/unify.cpp src/tracer/options.cpp fuzz/trace_
 clang++-14 "${flags[@]}" -I/usr/include src/overlay/profile_round.cpp src/overlay/filters.cpp \
   src/overlay/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
 clang++-14 "${flags[@]}" src/site/parse.cpp fuzz/site_parse_fuzz.cpp -o "$out/site_parse_fuzz"
+clang++-14 "${flags[@]}" src/site/prometheus.cpp fuzz/prometheus_fuzz.cpp -o "$out/prometheus_fuzz"
 
 mkdir -p "$out/corpus/analyze"
 printf '\x02\x40\x00\x00\x00\x00\x00' >"$out/corpus/analyze/seed1"
 mkdir -p "$out/corpus/config" "$out/corpus/patch" "$out/corpus/record" "$out/corpus/rank_file" \
-  "$out/corpus/model" "$out/corpus/trace_defs" "$out/corpus/site_parse"
+  "$out/corpus/model" "$out/corpus/trace_defs" "$out/corpus/site_parse" "$out/corpus/prometheus"
+printf '# HELP a x\n# TYPE a histogram\na_bucket{le="1",j="x\\"y"} 1\na_bucket{le="+Inf"} 2\na_sum 3\na_count 2\n' \
+  >"$out/corpus/prometheus/seed"
 printf 'strata-trace-defs/1;2:vm1:18:MPI_Send1:16:solver1:13:a.c2:101:11:21:01:1' \
   >"$out/corpus/trace_defs/seed"
 printf 'strata-trace-merged/1;1:11:h1:11:01:18:MPI_Send1:16:solver1:13:a.c2:101:11:11:01:21:01:0' \
@@ -55,7 +59,7 @@ mkdir -p "$out/corpus/overlay"
 # Seeds: a packet holding a real profile (the rounds the monitor's tests write use this format).
 printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
   >"$out/corpus/overlay/seed1"
-for target in config patch record rank_file model trace_defs analyze overlay site_parse; do
+for target in config patch record rank_file model trace_defs analyze overlay site_parse prometheus; do
   echo "fuzz: $target for ${seconds}s"
   # analyze only: a damaged OTF2 anchor makes libotf2 calloc what its location count says
   # (gigabytes); with allocator_may_return_null that fails as it would for a real process, and

@@ -9,7 +9,7 @@ packages=(
   nlohmann-json3-dev libfmt-dev libpapi-dev libboost-math-dev
   valgrind clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev ccache
   libotf2-trace-dev otf2-tools libsqlite3-dev sqlite3 libpq-dev postgresql libcpp-httplib-dev
-  chromium libssl-dev
+  chromium libssl-dev python3-prometheus-client
   zlib1g-dev bc
   libsimdjson-dev libdeflate-dev
   python3-mpi4py

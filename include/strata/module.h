@@ -222,6 +222,36 @@ typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int 
 
 #define STRATA_MODULE_SYMBOL "strata_module_v1"
 
+/* Optional: declared options. A module that exports
+ *     const strata_module_options* strata_module_options_v1(void);
+ * has its arguments resolved by the core before `load` (and before strata_module_takes_ranks_v1):
+ * each option's value is the stack's argument (--tools name:key=value, a config file's
+ * key=value), else the environment variable STRATA_<MODULE>_<KEY> (upper case, '-' and other
+ * signs '_'), else one of the option's older variable names (`env`), else its default. A key the
+ * module does not declare, or a value not of its option's type, stops the job before it starts
+ * with one line naming the module, the option and the problem; `load` gets every option that has
+ * a value, in declaration order, as text already checked against its type. `strata modules NAME`
+ * lists them. Types: "int", "uint", "double", "bool" (1/0, true/false, yes/no, on/off), "size"
+ * (bytes; 512K, 64M, 2G), "duration" (seconds; 2.5, 250ms, 40us, 10s), "enum:a|b|c", "string",
+ * "list" (comma- or '+'-separated text). */
+typedef struct strata_option {
+  const char* key;           /* "usec" */
+  const char* type;          /* one of the types above */
+  const char* default_value; /* as text; NULL: no value unless given */
+  const char* help;          /* one line */
+  const char* env;           /* older environment names, comma-separated; NULL for none */
+} strata_option;
+
+typedef struct strata_module_options {
+  uint32_t size; /* sizeof(strata_module_options) */
+  int count;
+  const strata_option* options;
+} strata_module_options;
+
+typedef const strata_module_options* (*strata_module_options_entry)(void);
+
+#define STRATA_MODULE_OPTIONS_SYMBOL "strata_module_options_v1"
+
 /* Optional: the module's own MPI calls are seen by the layers below it (the default hides them).
  * A module that wants this exports a non-zero `const int strata_module_own_calls_seen_v1`. */
 #define STRATA_MODULE_OWN_CALLS_SEEN_SYMBOL "strata_module_own_calls_seen_v1"
@@ -235,6 +265,13 @@ typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int 
  * the whole world (strata_host::world) and calls strata_host::replace_world. */
 #define STRATA_MODULE_TAKES_RANKS_SYMBOL "strata_module_takes_ranks_v1"
 typedef int (*strata_module_takes_ranks_entry)(const struct strata_module_arg* args, int nargs);
+
+/* Optional, beside strata_module_takes_ranks_v1: how many processes the module takes beside
+ * `app_ranks` application ranks, with these (resolved) arguments. `strata run -np P` starts
+ * P + that many processes; the module finds P again from the size of the world. */
+#define STRATA_MODULE_EXTRA_RANKS_SYMBOL "strata_module_extra_ranks_v1"
+typedef int (*strata_module_extra_ranks_entry)(const struct strata_module_arg* args, int nargs,
+                                               int app_ranks);
 
 /* Optional extension: the application's regions (include/strata/annotate.h). A module that wants
  * them exports, besides strata_module_v1,

@@ -4,7 +4,6 @@
 #include "core/probe.h"
 #include "launch/interpreter.hpp"
 #include "launch/launch.hpp"
-#include "overlay/tree.hpp"
 #include "profile/spool.hpp"
 #include "record/render.hpp"
 #include "strata/patch/patch.hpp"
@@ -72,8 +71,8 @@ core_handle open_core(const std::string& library) {
   return core;
 }
 
-std::string probe_spec(const core_handle& core, const config::module_spec& spec,
-                       strata_probe& out) {
+std::string probe_spec(const core_handle& core, const config::module_spec& spec, strata_probe& out,
+                       int app_ranks = 0) {
   std::vector<const char*> keys;
   std::vector<const char*> values;
   for (const auto& [k, v] : spec.args) {
@@ -81,7 +80,7 @@ std::string probe_spec(const core_handle& core, const config::module_spec& spec,
     values.push_back(v.c_str());
   }
   core.probe(spec.name.c_str(), spec.origin.c_str(), static_cast<int>(keys.size()), keys.data(),
-             values.data(), &out);
+             values.data(), app_ranks, &out);
   return out.error;
 }
 
@@ -130,7 +129,11 @@ target find_target(const launch_options& o, bool allow_launcher_env) {
   return t;
 }
 
-int check_stack(const config::stack& stack, const std::string& core_library) {
+// Checks the stack with the core's own loading code; `extra_ranks` gets the processes a module
+// takes beside `app_ranks` application ranks (the monitor's tree).
+int check_stack(const config::stack& stack, const std::string& core_library, int app_ranks,
+                int& extra_ranks) {
+  extra_ranks = 0;
   if (!stack.ok()) {
     if (first_rank())
       error_line("error: " + stack.error);
@@ -144,12 +147,24 @@ int check_stack(const config::stack& stack, const std::string& core_library) {
       error_line("error: " + core.error);
     return 2;
   }
+  std::string taker;
   for (const config::module_spec& spec : stack.modules) {
     auto out = std::make_unique<strata_probe>();
-    if (std::string e = probe_spec(core, spec, *out); !e.empty()) {
+    if (std::string e = probe_spec(core, spec, *out, app_ranks); !e.empty()) {
       if (first_rank())
         error_line("error: " + e);
       return 2;
+    }
+    if (out->takes_ranks != 0) {
+      if (!taker.empty()) {
+        if (first_rank())
+          error_line("error: " + spec.origin + ": modules '" + taker + "' and '" + out->name +
+                     "' both take processes out of the application's world; a stack can have "
+                     "one");
+        return 2;
+      }
+      taker = out->name;
+      extra_ranks = out->extra_ranks;
     }
   }
   return 0;
@@ -176,7 +191,8 @@ int exec_command(const launch_options& o) {
   const std::string core = layout.core_library(t.flavor);
   const config::stack stack = apply_stack_options(o);
   if (!o.skip_check) {
-    if (int rc = check_stack(stack, core); rc != 0)
+    int extra_ranks = 0;
+    if (int rc = check_stack(stack, core, 0, extra_ranks); rc != 0)
       return rc;
   }
   ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
@@ -199,27 +215,12 @@ int run_command(const launch_options& o) {
   }
   const launch::layout layout = launch::find_layout(launch::self_executable());
   const config::stack stack = apply_stack_options(o);
-  if (int rc = check_stack(stack, layout.core_library(t.flavor)); rc != 0)
+  // -np is the application's ranks; a module that runs tools on processes of their own (the
+  // monitor's tree) says how many more to start.
+  int extra_ranks = 0;
+  if (int rc = check_stack(stack, layout.core_library(t.flavor), o.ranks, extra_ranks); rc != 0)
     return rc;
-  int processes = o.ranks;
-  if (o.monitor_fanout > 0) {
-    const bool has_monitor =
-        std::any_of(stack.modules.begin(), stack.modules.end(),
-                    [](const config::module_spec& m) { return m.name == "monitor"; });
-    if (!has_monitor) {
-      error_line("error: --monitor-fanout starts tool ranks for the monitor module, which is not "
-                 "in the stack (--tools monitor,...)");
-      return 2;
-    }
-    // The monitor's tree (issue 7): M tool ranks beside the P application ranks; the module
-    // splits them apart in MPI_Init and the application sees P.
-    processes += overlay::tool_ranks_for(o.ranks, o.monitor_fanout);
-    ::setenv("STRATA_MONITOR_TRANSPORT", "tree", 1);
-    ::setenv("STRATA_MONITOR_FANOUT", std::to_string(o.monitor_fanout).c_str(), 1);
-    ::setenv("STRATA_MONITOR_RANKS", std::to_string(o.ranks).c_str(), 1);
-  }
-  if (!o.monitor_period.empty())
-    ::setenv("STRATA_MONITOR_PERIOD", o.monitor_period.c_str(), 1);
+  const int processes = o.ranks + extra_ranks;
   std::vector<std::string> args = launch::local_launch(t.flavor, processes);
   // Each rank runs `strata exec`, which preloads the core; the stack was checked just now.
   for (const std::string& a :
@@ -233,7 +234,34 @@ int run_command(const launch_options& o) {
   return 127;
 }
 
-int modules_command(const std::string& only_flavor) {
+namespace {
+// A module's declared options as the probe lists them (key TAB type TAB default TAB variables TAB
+// help per line), as an indented table.
+void print_options(const std::string& listing) {
+  std::printf("    options (argument, else the variable, else the default):\n");
+  size_t begin = 0;
+  while (begin < listing.size()) {
+    size_t end = listing.find('\n', begin);
+    if (end == std::string::npos)
+      end = listing.size();
+    std::vector<std::string> fields;
+    size_t field = begin;
+    for (size_t tab = listing.find('\t', field); tab != std::string::npos && tab < end;
+         tab = listing.find('\t', field)) {
+      fields.push_back(listing.substr(field, tab - field));
+      field = tab + 1;
+    }
+    fields.push_back(listing.substr(field, end - field));
+    if (fields.size() == 5)
+      std::printf("      %-14s %-22s default %-14s %s\n%-16s %s\n", fields[0].c_str(),
+                  fields[1].c_str(), fields[2].empty() ? "(none)" : fields[2].c_str(),
+                  fields[3].c_str(), "", fields[4].c_str());
+    begin = end + 1;
+  }
+}
+} // namespace
+
+int modules_command(const std::string& only_flavor, const std::string& only_name) {
   const launch::layout layout = launch::find_layout(launch::self_executable());
   int status = 0;
   for (const std::string flavor : {"openmpi", "mpich"}) {
@@ -265,7 +293,7 @@ int modules_command(const std::string& only_flavor) {
         ::closedir(d);
         std::sort(files.begin(), files.end());
         for (const std::string& name : files) {
-          if (!seen.insert(name).second)
+          if (!seen.insert(name).second || (!only_name.empty() && name != only_name))
             continue;
           config::module_spec spec{dir + "/" + name + ".so", {}, dir};
           auto out = std::make_unique<strata_probe>();
@@ -286,6 +314,12 @@ int modules_command(const std::string& only_flavor) {
             list = list.substr(0, 97) + "...";
           std::printf("  %-12s %s\n  %-12s %s\n  %-12s %s\n", out->name, out->description, "",
                       what.c_str(), "", list.c_str());
+          if (out->takes_ranks != 0)
+            std::printf("  %-12s takes processes out of the application's world for its tools: "
+                        "placed first in any stack\n",
+                        "");
+          if (!only_name.empty() && out->options[0] != '\0')
+            print_options(out->options);
         }
       }
       std::fflush(stdout);

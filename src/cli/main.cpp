@@ -4,7 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/monitor_command.hpp"
 #include "site/commands.hpp"
-#include "web/commands.hpp"
+#include "site/web/commands.hpp"
 
 #include <strata/version.h>
 
@@ -99,13 +99,10 @@ int run_main(int argc, char** argv) {
   exec->add_flag("--no-check", launch.skip_check, "the stack was already checked")->group("");
   CLI::App* run = app.add_subcommand("run", "start an MPI job locally under the tool stack");
   add_stack_options(run);
-  run->add_option("-n,--np", launch.ranks, "number of ranks")
+  run->add_option("-n,--np", launch.ranks,
+                  "the application's ranks (a module's tool ranks, the monitor's, come on top)")
       ->required()
       ->check(CLI::Range(1, 1 << 20));
-  run->add_option("--monitor-fanout", launch.monitor_fanout,
-                  "start the monitor's tree of tool ranks beside the -np ranks (fanout K)")
-      ->check(CLI::Range(2, 65536));
-  run->add_option("--monitor-period", launch.monitor_period, "monitor: offload every S seconds");
   CLI::App* monitor = app.add_subcommand("monitor", "online monitoring: read rounds, plan a tree");
   monitor->require_subcommand(1);
   strata::cli::monitor_read_options monitor_read;
@@ -138,7 +135,10 @@ int run_main(int argc, char** argv) {
       ->required()
       ->check(CLI::Range(1, 1 << 24));
   monitor_plan->add_option("--fanout", plan_fanout, "fanout")->check(CLI::Range(2, 65536));
-  CLI::App* modules = app.add_subcommand("modules", "list the modules and what they wrap");
+  CLI::App* modules =
+      app.add_subcommand("modules", "list the modules and what they wrap; NAME: its options too");
+  std::string module_name;
+  modules->add_option("NAME", module_name, "one module, with its options");
   modules->add_option("--mpi", launch.mpi, "only this MPI implementation")
       ->check(CLI::IsMember({"openmpi", "mpich"}));
   CLI::App* patch = app.add_subcommand("patch", "turn a binary PMPI tool into a Strata module");
@@ -229,7 +229,7 @@ int run_main(int argc, char** argv) {
   if (monitor_plan->parsed())
     return strata::cli::monitor_plan_command(plan_ranks, plan_fanout);
   if (modules->parsed())
-    return strata::cli::modules_command(launch.mpi);
+    return strata::cli::modules_command(launch.mpi, module_name);
   if (patch->parsed())
     return strata::cli::patch_command(patch_in, patch_out);
   if (report->parsed())

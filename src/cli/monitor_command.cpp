@@ -1,5 +1,7 @@
 #include "cli/monitor_command.hpp"
 
+#include "cli/monitor_metrics.hpp"
+
 #include "launch/launch.hpp"
 #include "overlay/filter.hpp"
 #include "overlay/frontend.hpp"
@@ -94,6 +96,12 @@ int monitor_serve_command(const std::string& file, const std::string& bind, int 
     std::fprintf(stderr, "strata: error: cannot listen on %s:%d\n", bind.c_str(), port);
     return 2;
   }
+  server.Get("/metrics", [file](const httplib::Request&, httplib::Response& response) {
+    std::ifstream in(file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    response.set_content(monitor_metrics(text, job_of_rounds_file(file)),
+                         "text/plain; version=0.0.4; charset=utf-8");
+  });
   std::printf("serving http://%s:%d/ (rounds from %s)\n", bind.c_str(), bound, file.c_str());
   std::fflush(stdout);
   return server.listen_after_bind() ? 0 : 2;

@@ -22,7 +22,7 @@ int monitor_serve_command(const std::string& file, const std::string& bind, int 
                           const std::string& web_dir);
 // Where the built view lives: <prefix>/share/strata/web/monitor.
 std::string monitor_web_dir();
-// How many processes `strata run -np ranks --monitor-fanout fanout` starts.
+// How many processes `strata run -np ranks --tools monitor:fanout=K` starts.
 int monitor_plan_command(int ranks, int fanout);
 
 } // namespace strata::cli

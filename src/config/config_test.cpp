@@ -1,4 +1,5 @@
 #include "config/config.hpp"
+#include "config/options.hpp"
 
 #include <gtest/gtest.h>
 
@@ -123,4 +124,81 @@ TEST(ModuleSearch, PathThenBuiltin) {
   EXPECT_EQ(strata::config::find_module("n", dirs), (dir / "a" / "n.so").string());
   EXPECT_EQ(strata::config::find_module("zz", dirs), "");
   fs::remove_all(dir);
+}
+
+// ---- declared options (options.hpp) ----------------------------------------------------------
+
+namespace {
+using strata::config::option_decl;
+
+std::vector<option_decl> delay_like() {
+  return {{"usec", "uint", "0", "hold each send this long", {}},
+          {"every", "uint", {}, "", {"STRATA_OLD_EVERY"}},
+          {"mode", "enum:block|drop", "drop", "", {}},
+          {"limit", "size", "1M", "", {}}};
+}
+} // namespace
+
+TEST(Options, ArgumentThenEnvironmentThenOlderNameThenDefault) {
+  using strata::config::resolve_options;
+  fake_env env;
+  auto r = resolve_options("delay", delay_like(), {}, env.fn());
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.values, (std::vector<std::pair<std::string, std::string>>{
+                          {"usec", "0"}, {"mode", "drop"}, {"limit", "1M"}}));
+  env.vars["STRATA_OLD_EVERY"] = "3";
+  env.vars["STRATA_DELAY_USEC"] = "50";
+  r = resolve_options("delay", delay_like(), {}, env.fn());
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.values[0], (std::pair<std::string, std::string>{"usec", "50"}));
+  EXPECT_EQ(r.values[1], (std::pair<std::string, std::string>{"every", "3"}));
+  env.vars["STRATA_DELAY_EVERY"] = "4"; // the option's own variable before the older name
+  r = resolve_options("delay", delay_like(), {{"usec", "7"}}, env.fn());
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.values[0].second, "7");
+  EXPECT_EQ(r.values[1].second, "4");
+}
+
+TEST(Options, UnknownKeysAndBadValuesAreOneLineNamingThem) {
+  using strata::config::resolve_options;
+  fake_env env;
+  auto r = resolve_options("delay", delay_like(), {{"colour", "red"}}, env.fn());
+  EXPECT_EQ(r.error,
+            "module 'delay': unknown option 'colour' (its options: usec, every, mode, limit)");
+  r = resolve_options("empty", {}, {{"x", "1"}}, env.fn());
+  EXPECT_EQ(r.error, "module 'empty': unknown option 'x' (it takes none)");
+  r = resolve_options("delay", delay_like(), {{"usec", "-3"}}, env.fn());
+  EXPECT_EQ(r.error, "module 'delay': option 'usec': '-3' is not a whole number >= 0");
+  env.vars["STRATA_DELAY_MODE"] = "sometimes";
+  r = resolve_options("delay", delay_like(), {}, env.fn());
+  EXPECT_EQ(r.error, "module 'delay': STRATA_DELAY_MODE: 'sometimes' is not one of block,drop");
+}
+
+TEST(Options, VariableNames) {
+  EXPECT_EQ(strata::config::option_variable("monitor", "class-events"),
+            "STRATA_MONITOR_CLASS_EVENTS");
+  EXPECT_EQ(strata::config::option_variable("my.tool", "x"), "STRATA_MY_TOOL_X");
+}
+
+TEST(Options, Parsers) {
+  namespace c = strata::config;
+  EXPECT_EQ(c::parse_size("64K"), 65536u);
+  EXPECT_EQ(c::parse_size("2GiB"), 2ull << 30);
+  EXPECT_EQ(c::parse_size("12"), 12u);
+  EXPECT_FALSE(c::parse_size("12T"));
+  EXPECT_FALSE(c::parse_size("K"));
+  EXPECT_FALSE(c::parse_size("99999999999999999999G"));
+  EXPECT_DOUBLE_EQ(*c::parse_duration("250ms"), 0.25);
+  EXPECT_DOUBLE_EQ(*c::parse_duration("2.5"), 2.5);
+  EXPECT_DOUBLE_EQ(*c::parse_duration("1h"), 3600);
+  EXPECT_FALSE(c::parse_duration("-1s"));
+  EXPECT_FALSE(c::parse_duration("3 s"));
+  EXPECT_EQ(c::parse_bool("on"), true);
+  EXPECT_EQ(c::parse_bool("0"), false);
+  EXPECT_FALSE(c::parse_bool("maybe"));
+  EXPECT_EQ(c::parse_int("-5"), -5);
+  EXPECT_FALSE(c::parse_int(" 5"));
+  EXPECT_FALSE(c::parse_uint("-5"));
+  EXPECT_FALSE(c::parse_double("nan"));
+  EXPECT_EQ(c::type_problem("string", ""), "");
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "config/options.hpp"
 #include "core/dispatch.hpp"
 
 #include <mpi.h>
@@ -40,6 +41,7 @@ struct loaded_module {
   strata_module_counter_entry counter = nullptr; // strata_module_counter_v1, if it has it
   bool own_calls_seen = false; // strata_module_own_calls_seen_v1: its calls go to the layers below
   bool takes_ranks = false;    // strata_module_takes_ranks_v1 said yes for its arguments
+  std::vector<config::option_decl> options; // strata_module_options_v1, if it declares them
 };
 
 struct service {
@@ -100,6 +102,9 @@ void find_wrappers(loaded_module& m);
 void ask_poll_sampling(loaded_module& m);
 void find_counter_entry(loaded_module& m);
 void ask_takes_ranks(loaded_module& m, const config::module_spec& spec);
+// The module's declared options resolved into spec.args (argument, environment, default), or
+// the one-line error. A module that declares none keeps its arguments as given.
+std::string resolve_module_options(loaded_module& m, config::module_spec& spec);
 void build_chains(core_state& s);
 void enable_counting(core_state& s);
 // Every function taking a communicator gets a chain (an empty one if no module wraps it), so

@@ -288,6 +288,41 @@ void build_chains(core_state& s) {
   }
 }
 
+std::string resolve_module_options(loaded_module& m, config::module_spec& spec) {
+  if (m.handle == nullptr || m.desc == nullptr)
+    return {};
+  auto entry = reinterpret_cast<strata_module_options_entry>(
+      ::dlsym(m.handle, STRATA_MODULE_OPTIONS_SYMBOL));
+  const strata_module_options* declared = entry != nullptr ? entry() : nullptr;
+  // Fields are read only as far as the module's struct reaches.
+  if (declared == nullptr || declared->size < sizeof(uint32_t) + sizeof(int) ||
+      declared->count < 0 || (declared->count > 0 && declared->options == nullptr))
+    return {};
+  m.options.clear();
+  for (int i = 0; i < declared->count; ++i) {
+    const strata_option& o = declared->options[i];
+    config::option_decl d;
+    d.key = o.key != nullptr ? o.key : "";
+    d.type = o.type != nullptr ? o.type : "string";
+    if (o.default_value != nullptr)
+      d.default_value = o.default_value;
+    d.help = o.help != nullptr ? o.help : "";
+    for (std::string_view rest = o.env != nullptr ? o.env : ""; !rest.empty();) {
+      const size_t comma = rest.find(',');
+      if (comma != 0)
+        d.env.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+    m.options.push_back(std::move(d));
+  }
+  config::resolved_options resolved = config::resolve_options(
+      m.name, m.options, spec.args, [](const char* n) { return std::getenv(n); });
+  if (!resolved.ok())
+    return spec.origin + ": " + resolved.error;
+  spec.args = std::move(resolved.values);
+  return {};
+}
+
 // Whether the module takes processes out of the application's world with these arguments
 // (strata_module_takes_ranks_v1), asked before its `load`.
 void ask_takes_ranks(loaded_module& m, const config::module_spec& spec) {
@@ -342,7 +377,10 @@ void load_modules_once() {
   // processes only.
   std::vector<loaded_module> opened(stack.modules.size());
   for (size_t i = 0; i < stack.modules.size(); ++i) {
-    if (std::string error = load_module(stack.modules[i], dirs, opened[i]); !error.empty())
+    std::string error = load_module(stack.modules[i], dirs, opened[i]);
+    if (error.empty())
+      error = resolve_module_options(opened[i], stack.modules[i]);
+    if (!error.empty())
       return fail(error);
     ask_takes_ranks(opened[i], stack.modules[i]);
   }

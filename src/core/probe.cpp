@@ -5,10 +5,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <dlfcn.h>
 
 extern "C" STRATA_EXPORT int strata_core_probe(const char* name, const char* origin, int nargs,
                                                const char* const* keys, const char* const* values,
-                                               strata_probe* out) {
+                                               int app_ranks, strata_probe* out) {
   using namespace strata;
   *out = strata_probe{};
   config::module_spec spec;
@@ -21,9 +22,28 @@ extern "C" STRATA_EXPORT int strata_core_probe(const char* name, const char* ori
   core::loaded_module m;
   std::string error = core::load_module(spec, dirs, m);
   std::string functions;
+  if (error.empty())
+    error = core::resolve_module_options(m, spec);
   if (error.empty()) {
+    std::string options;
+    for (const config::option_decl& o : m.options) {
+      std::string variables = config::option_variable(m.name, o.key);
+      for (const std::string& older : o.env)
+        variables += "," + older;
+      options += o.key + "\t" + o.type + "\t" + o.default_value.value_or("") + "\t" + variables +
+                 "\t" + o.help + "\n";
+    }
+    std::snprintf(out->options, sizeof(out->options), "%s", options.c_str());
     core::ask_takes_ranks(m, spec);
     out->takes_ranks = m.takes_ranks ? 1 : 0;
+    if (auto extra = reinterpret_cast<strata_module_extra_ranks_entry>(
+            ::dlsym(m.handle, STRATA_MODULE_EXTRA_RANKS_SYMBOL));
+        extra != nullptr && m.takes_ranks && app_ranks > 0) {
+      std::vector<strata_module_arg> args;
+      for (const auto& [k, v] : spec.args)
+        args.push_back({k.c_str(), v.c_str()});
+      out->extra_ranks = extra(args.data(), static_cast<int>(args.size()), app_ranks);
+    }
     core::find_wrappers(m);
     m.subscribed.assign(gen::function_count, false);
     core::core_state& s = core::state();

@@ -1,5 +1,7 @@
 #include "overlay/monitor_options.hpp"
 
+#include "config/options.hpp"
+
 #include <cerrno>
 #include <cstdlib>
 
@@ -16,13 +18,11 @@ bool to_long(const char* text, long lo, long hi, long& out) {
   return true;
 }
 
-bool to_double(const char* text, double lo, double hi, double& out) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || errno != 0 || !(v >= lo) || !(v <= hi))
+bool to_seconds(const char* text, double most, double& out) {
+  const auto v = config::parse_duration(text);
+  if (!v || *v > most)
     return false;
-  out = v;
+  out = *v;
   return true;
 }
 } // namespace
@@ -45,9 +45,9 @@ std::string parse_options(const std::function<const char*(const char*)>& lookup,
     o.ranks = static_cast<int>(n);
   }
   if (const char* v = lookup("period")) {
-    if (!to_double(v, 0, 1e6, o.period_s))
+    if (!to_seconds(v, 1e6, o.period_s))
       return std::string("period: '") + v +
-             "' is not a number of seconds (0 = no periodic offload)";
+             "' is not a duration up to 1e6 s (0 = no periodic offload)";
   }
   if (const char* v = lookup("filter"))
     o.filter = v;
@@ -74,12 +74,12 @@ std::string parse_options(const std::function<const char*(const char*)>& lookup,
   if (const char* v = lookup("out"))
     o.out = v;
   if (const char* v = lookup("timeout")) {
-    if (!to_double(v, 0, 1e6, o.timeout_s))
-      return std::string("timeout: '") + v + "' is not a number of seconds";
+    if (!to_seconds(v, 1e6, o.timeout_s))
+      return std::string("timeout: '") + v + "' is not a duration up to 1e6 s";
   }
   if (const char* v = lookup("node-delay")) {
-    if (!to_double(v, 0, 60, o.node_delay_s))
-      return std::string("node-delay: '") + v + "' is not a number of seconds up to 60";
+    if (!to_seconds(v, 60, o.node_delay_s))
+      return std::string("node-delay: '") + v + "' is not a duration up to 60 s";
   }
   std::string error;
   if (overlay::make_filter(o.filter, o.filter_options, error) == nullptr)

@@ -2,6 +2,7 @@
 
 #include "site/ingest.hpp"
 #include "site/mail.hpp"
+#include "site/models.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
 #include "site/synth.hpp"
@@ -38,6 +39,8 @@ site_commands::site_commands(CLI::App& site) {
   ingest_->add_option("--quarantine", quarantine_,
                       "where unreadable records go (default: SPOOL/quarantine)");
   ingest_->add_option("--batch", batch_, "records per transaction")->check(CLI::Range(1, 1000000));
+  ingest_->add_flag("--no-regressions", no_regressions_,
+                    "do not score jobs against their programs' earlier runs (bulk loads)");
 
   report_ = site.add_subcommand("report", "weekly/monthly summaries for users and the site");
   add_db(report_);
@@ -61,6 +64,14 @@ site_commands::site_commands(CLI::App& site) {
   report_->add_option("--sendmail", sendmail_, "mail: the sendmail command (default: sendmail)");
   report_->add_option("--mail-from", mail_from_, "mail: From address (default: strata@HOST)");
   report_->add_option("--mail-domain", mail_domain_, "mail: send to USER@DOMAIN (default: USER)");
+
+  models_ = site.add_subcommand(
+      "models", "scaling models of each program run at three or more sizes, with predictions");
+  add_db(models_);
+  models_->add_option("--user", user_, "only this user's programs");
+  models_->add_option("--executable", executable_, "only this executable (its full path)");
+  models_->add_option("--since", since_, "only runs of the last DURATION: 30d, 12w");
+  models_->add_option("--format", format_, "text or json")->check(CLI::IsMember({"text", "json"}));
 
   synth_ = site.add_subcommand("synth", "write synthetic job records for scale tests");
   synth_->add_option("--count", count_, "records")->check(CLI::Range(0, 100000000));
@@ -147,10 +158,32 @@ int site_commands::run() const {
       o.spools = spools_;
       o.quarantine = quarantine_;
       o.batch = batch_;
+      o.score = !no_regressions_;
       const ingest_summary s = ingest(*db, o);
       for (const std::string& p : s.problems)
         std::fprintf(stderr, "strata site ingest: %s\n", p.c_str());
       std::printf("%s\n", s.summary_line().c_str());
+      return 0;
+    }
+    if (models_->parsed()) {
+      model_options o;
+      if (!user_.empty())
+        o.owner = user_;
+      if (!executable_.empty())
+        o.executable = executable_;
+      if (!since_.empty()) {
+        const duration_result d = parse_duration(since_);
+        if (!d.seconds) {
+          std::fprintf(stderr, "strata site models: --since: %s\n", d.error.c_str());
+          return 2;
+        }
+        o.since = static_cast<std::int64_t>(std::time(nullptr)) - *d.seconds;
+      }
+      auto db = store::open(url);
+      const std::vector<program_models> models = build_models(*db, o);
+      const std::string text =
+          format_ == "json" ? render_models_json(models) : render_models_text(models);
+      std::fwrite(text.data(), 1, text.size(), stdout);
       return 0;
     }
     if (report_->parsed()) {

@@ -1,4 +1,4 @@
-// `strata site ...`: the command-line side of the site library (ingest, report, synth). The
+// `strata site ...`: the command-line side of the site library (ingest, report, models, synth). The
 // dispatcher in src/cli/main.cpp adds the `site` subcommand and calls run() when it was given.
 #pragma once
 
@@ -23,11 +23,13 @@ private:
   CLI::App* ingest_ = nullptr;
   CLI::App* report_ = nullptr;
   CLI::App* synth_ = nullptr;
+  CLI::App* models_ = nullptr;
   std::string db_;
   // ingest
   std::vector<std::string> spools_;
   std::string quarantine_;
   std::size_t batch_ = 5000;
+  bool no_regressions_ = false;
   // report
   bool week_ = false, month_ = false;
   std::string since_, from_, to_, user_, format_ = "text", model_, outbox_, sendmail_;
@@ -35,6 +37,8 @@ private:
   double critical_ = 15;
   std::optional<double> cores_;
   bool users_only_ = false;
+  // models (and --user, --since, --format above)
+  std::string executable_;
   // synth
   std::int64_t count_ = 1000;
   std::uint64_t seed_ = 1;

@@ -1,4 +1,5 @@
-// MPI routine groups as the seed's Fig. 11 counts them (plus one-sided and I/O, which MPI-1
+// MPI routine groups as Fig. 11 of the automatic counter profiling paper (Rabenseifner,
+// "Automatic MPI Counter Profiling") counts them (plus one-sided and I/O, which MPI-1
 // did not have). MPI_Init, MPI_Finalize, MPI_Comm_size and MPI_Comm_rank belong to none.
 #pragma once
 

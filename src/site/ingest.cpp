@@ -3,11 +3,13 @@
 #include "profile/spool.hpp"
 #include "record/record.hpp"
 #include "record/record_fast.hpp"
+#include "site/health.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <dirent.h>
 #include <exception>
@@ -344,6 +346,8 @@ std::string ingest_summary::summary_line() const {
     line += fmt::format(", {} quarantined", quarantined);
   if (owner_mismatches > 0)
     line += fmt::format(", {} claiming another user than their file's owner", owner_mismatches);
+  if (flagged > 0)
+    line += fmt::format(", {} flagged as regressions", flagged);
   return line;
 }
 
@@ -354,6 +358,14 @@ ingest_summary ingest(store& db, const ingest_options& options) {
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20); // the largest glibc takes
   ingest_summary s;
+  const auto now = [] { return static_cast<std::int64_t>(std::time(nullptr)); };
+  const std::int64_t started = now();
+  std::vector<double> lags; // from each job's end to its ingest
+  // Scored on this thread, in each chunk's end time order, before the batches go to the
+  // writers; histories are read through a connection of the scorer's own.
+  std::unique_ptr<regression_scorer> scorer;
+  if (options.score)
+    scorer = std::make_unique<regression_scorer>(db.another_connection(), options.regressions);
   std::vector<pending> batch;
   spool_remover remover; // before the writers: they hand it their committed files
   batch_writers writers(db, options.writers, remover);
@@ -421,6 +433,14 @@ ingest_summary ingest(store& db, const ingest_options& options) {
       std::vector<parsed_file> files = ahead.front().get();
       ahead.pop_front();
       start_next();
+      if (scorer) {
+        std::vector<stored_job*> jobs;
+        for (parsed_file& f : files)
+          if (!f.gone && f.read_error.empty() && f.parse_error.empty())
+            jobs.push_back(&f.job);
+        scorer->score(jobs);
+      }
+      const std::int64_t arrived = now();
       for (parsed_file& f : files) {
         if (f.gone)
           continue;
@@ -440,6 +460,7 @@ ingest_summary ingest(store& db, const ingest_options& options) {
               f.path, f.job.job.claimed_user, f.job.job.claimed_uid, f.job.job.owner_uid,
               f.job.job.owner));
         }
+        lags.push_back(static_cast<double>(arrived - f.job.job.end_time));
         batch.push_back({std::move(f.path), std::move(f.job)});
         if (batch.size() >= options.batch)
           writers.submit(std::exchange(batch, {}));
@@ -451,6 +472,16 @@ ingest_summary ingest(store& db, const ingest_options& options) {
   writers.finish(s);
   for (std::string& problem : remover.finish())
     s.problems.push_back(std::move(problem));
+  s.flagged = scorer ? scorer->flagged() : 0;
+  ingest_record r{started,       now(),     s.records, s.stored, s.duplicates,
+                  s.quarantined, s.flagged, 0,         0};
+  if (!lags.empty()) {
+    std::nth_element(lags.begin(), lags.begin() + static_cast<std::ptrdiff_t>(lags.size() / 2),
+                     lags.end());
+    r.lag_median_s = lags[lags.size() / 2];
+    r.lag_max_s = *std::max_element(lags.begin(), lags.end());
+  }
+  record_ingest(db, r);
   return s;
 }
 

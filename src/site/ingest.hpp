@@ -5,6 +5,7 @@
 // the spool only after the transaction holding it has committed.
 #pragma once
 
+#include "site/regressions.hpp"
 #include "site/store.hpp"
 
 #include <string>
@@ -20,6 +21,10 @@ struct ingest_options {
   // Transactions at once, each on a connection of its own, where the backend gains from it
   // (store::another_writer: PostgreSQL); SQLite has one writer whatever this says.
   unsigned writers = 2;
+  // Score each job against its program's earlier runs (site/regressions.hpp) and keep the
+  // regressions; off only for bulk loads whose jobs need no flags.
+  bool score = true;
+  regression_options regressions;
 };
 
 struct ingest_summary {
@@ -29,6 +34,7 @@ struct ingest_summary {
   std::int64_t quarantined = 0;
   std::int64_t recovered = 0; // records merged from per-rank files
   std::int64_t owner_mismatches = 0;
+  std::int64_t flagged = 0;          // regressions found
   std::vector<std::string> problems; // one line each
   std::string summary_line() const;
 };
@@ -45,7 +51,8 @@ inline constexpr int parse_worker_niceness_step = 5;
 // Raises the calling thread's nice value (and only that thread's) by the step above.
 void lower_this_threads_priority();
 
-// Sets glibc's trim and mmap thresholds for the process (see ingest.cpp).
+// Sets glibc's trim and mmap thresholds for the process (see ingest.cpp). Leaves one row in
+// the store's `ingests` (site/health.hpp).
 // Throws store_error when the store fails; what was committed before stays committed and
 // its files are gone from the spool, the rest stays in the spool for the next run.
 ingest_summary ingest(store& db, const ingest_options& options);

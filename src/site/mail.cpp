@@ -94,6 +94,9 @@ std::string build_mail(const user_report& user, const report_options& report,
   if (user.critical_jobs > 0)
     subject +=
         fmt::format(", {} critical job{}", user.critical_jobs, user.critical_jobs == 1 ? "" : "s");
+  if (user.regression_count > 0)
+    subject += fmt::format(", {} regression{}", user.regression_count,
+                           user.regression_count == 1 ? "" : "s");
   subject = header_safe(subject);
   std::string m;
   m += "From: " + from + "\r\n";

@@ -1,6 +1,6 @@
-// The weekly user mail (the seed's section VI, with the text and HTML parts its users asked for
-// in section X): one MIME multipart/alternative message per user with jobs in the period,
-// handed to `sendmail -t` or written into an outbox directory.
+// The weekly user mail (section VI of the automatic counter profiling paper, with the text and
+// HTML parts its users asked for in section X): one MIME multipart/alternative message per user
+// with jobs in the period, handed to `sendmail -t` or written into an outbox directory.
 #pragma once
 
 #include "site/report.hpp"

@@ -1,6 +1,7 @@
 #include "site/report.hpp"
 
 #include "site/groups.hpp"
+#include "site/regressions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -69,7 +70,8 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The figures users are compared on (the seed's survey asked for reference values).
+// The figures users are compared on (the counter profiling paper's survey asked for
+// reference values).
 struct user_figures {
   double mpi_percent, mb_per_s, calls_per_cpu_s, us_per_call;
   std::optional<double> instructions_per_s;
@@ -137,12 +139,12 @@ report build_report(store& db, const report_options& o) {
   // both come from small day tables (day_shapes, day_owners) instead of day_classes.
   std::vector<job_class_row> classes;
   if (site_only) {
-    by_owner = db.owner_totals(o.when);
+    by_owner = owner_totals(db, o.when);
     for (const auto& [owner, t] : by_owner)
       add_totals(all, t);
-    classes = db.job_shapes(o.when);
+    classes = job_shapes(db, o.when);
   } else {
-    classes = db.job_classes(o.when, o.critical_mpi_percent, std::nullopt);
+    classes = job_classes(db, o.when, o.critical_mpi_percent, std::nullopt);
     for (const job_class_row& c : classes) {
       add_totals(by_owner[c.owner], c.totals);
       add_totals(all, c.totals);
@@ -166,7 +168,7 @@ report build_report(store& db, const report_options& o) {
       site_ips.push_back(*f.instructions_per_s);
   }
 
-  std::vector<owner_routine_row> owner_routines = db.routine_sums(o.when, o.user, !site_only);
+  std::vector<owner_routine_row> owner_routines = routine_sums(db, o.when, o.user, !site_only);
   std::map<std::string, std::vector<owner_routine_row>> routines_of_owner;
   std::map<std::string, owner_routine_row> site_routines;
   for (owner_routine_row& r : owner_routines) {
@@ -218,7 +220,13 @@ report build_report(store& db, const report_options& o) {
     critical.order = job_order::latest; // no sort: read backwards through (owner, end_time)
     critical.limit = o.critical_job_limit;
     if (u.critical_jobs > 0)
-      u.critical_job_list = db.jobs(critical);
+      u.critical_job_list = jobs(db, critical);
+    u.regression_count = count_regressions(db, o.when, owner);
+    if (u.regression_count > 0) {
+      u.regressions = regressions_in(db, o.when, owner, o.critical_job_limit);
+      for (regression_row& g : u.regressions)
+        g.sites = moved_call_sites(db, g);
+    }
     out.users.push_back(std::move(u));
   }
 
@@ -365,12 +373,15 @@ report build_report(store& db, const report_options& o) {
   critical.order = job_order::latest;
   critical.limit = o.critical_job_limit;
   if (site_only) {
-    s.critical_job_count = db.count_critical(o.when, o.critical_mpi_percent);
+    s.critical_job_count = count_critical(db, o.when, o.critical_mpi_percent);
   } else {
     for (const auto& [owner, n] : critical_of_owner)
       s.critical_job_count += n;
   }
-  s.critical_jobs = db.jobs(critical);
+  s.critical_jobs = jobs(db, critical);
+  s.regression_count = count_regressions(db, o.when, std::nullopt);
+  if (s.regression_count > 0)
+    s.regressions = regressions_in(db, o.when, std::nullopt, o.critical_job_limit);
   out.site = std::move(s);
   return out;
 }

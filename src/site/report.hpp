@@ -1,10 +1,12 @@
-// Site reports (the seed's section VI): per user the weekly summary of Fig. 4 with reference
-// values against the site, and for the site the overview of Fig. 5 with the breakdowns of
-// Figs. 6-11 and the critical jobs. Built from the store's grouped queries (the sums are done
-// in SQL); rendered as text, HTML or JSON, and per user as a MIME mail (site/mail.hpp).
+// Site reports (section VI of Rabenseifner's "Automatic MPI Counter Profiling"): per user the
+// weekly summary of Fig. 4 with reference values against the site, and for the site the
+// overview of Fig. 5 with the breakdowns of Figs. 6-11 and the critical jobs. Built from the
+// store's grouped queries (the sums are done in SQL); rendered as text, HTML or JSON, and per user
+// as a MIME mail (site/mail.hpp).
 #pragma once
 
 #include "record/record.hpp"
+#include "site/programs.hpp"
 #include "site/store.hpp"
 
 #include <optional>
@@ -61,6 +63,10 @@ struct user_report {
   std::vector<routine_line> routines; // by time, longest first
   std::vector<reference_value> references;
   std::vector<job_row> critical_job_list;
+  // Jobs slower than their program's earlier runs at the same size (site/regressions.hpp),
+  // newest first, with the call sites that moved where recorded.
+  std::vector<regression_row> regressions;
+  std::int64_t regression_count = 0;
 };
 
 struct breakdown_line {
@@ -99,6 +105,8 @@ struct site_report {
   std::vector<group_line> groups;      // Fig. 11
   std::vector<job_row> critical_jobs;
   std::int64_t critical_job_count = 0;
+  std::vector<regression_row> regressions; // newest first, up to critical_job_limit
+  std::int64_t regression_count = 0;
 };
 
 struct report {
@@ -114,7 +122,7 @@ std::string render_text(const report& r);
 std::string render_html(const report& r);
 std::string render_json(const report& r);
 
-// "1-4" style label of the seed's size classes: powers of two alone, the ranges between them.
+// "1-4" style label of the paper's size classes: powers of two alone, the ranges between them.
 std::string size_class_label(std::int64_t ranks);
 std::int64_t size_class_order(std::int64_t ranks);
 

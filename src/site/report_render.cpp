@@ -26,7 +26,7 @@ std::string html(std::string_view s) {
   return record::html_escape(s);
 }
 
-// The seed's compact number style for wide tables: 3 significant digits.
+// The counter profiling paper's compact number style for wide tables: 3 significant digits.
 std::string num(double v) {
   if (v == 0)
     return "0";
@@ -156,6 +156,50 @@ table jobs_table(const std::vector<job_row>& jobs, bool with_owner) {
   }
   return t;
 }
+
+// "MPI_Allreduce +2.01 s, MPI_Wait +0.3 s": the largest moves per rank first.
+std::string moved_text(const regression_row& g) {
+  std::string out;
+  for (const moved_routine& m : g.flag.moved)
+    out += (out.empty() ? "" : ", ") + m.routine + " +" + num(m.value_s - m.baseline_s) + " s";
+  for (const moved_site& c : g.sites)
+    out += (out.empty() ? "" : ", ") + c.function + " at " + c.file + ":" + std::to_string(c.line) +
+           " +" + num(c.value_s - c.baseline_s) + " s";
+  return out;
+}
+
+table regressions_table(const std::vector<regression_row>& rows, bool with_owner) {
+  table t;
+  t.head = {"job",       "end (UTC)", "PEs",
+            "program",   "slower",    "time/rank [s]",
+            "usual [s]", "runs",      "moved most (per rank)"};
+  if (with_owner)
+    t.head.insert(t.head.begin() + 1, "user");
+  for (const regression_row& g : rows) {
+    const double more =
+        g.flag.baseline_s > 0 ? 100 * (g.flag.value_s / g.flag.baseline_s - 1) : 0.0;
+    std::string program = g.prog.executable;
+    if (!g.prog.arguments.empty())
+      program += " " + g.prog.arguments;
+    std::vector<std::string> row = {safe_text(g.record_id),
+                                    format_utc_time(g.end_time),
+                                    std::to_string(g.ranks),
+                                    safe_text(program),
+                                    fmt::format("{} +{:.0f} %", safe_text(g.flag.metric), more),
+                                    num(g.flag.value_s),
+                                    num(g.flag.baseline_s),
+                                    std::to_string(g.flag.history_runs),
+                                    safe_text(moved_text(g))};
+    if (with_owner)
+      row.insert(row.begin() + 1, safe_text(g.prog.owner));
+    t.rows.push_back(std::move(row));
+    t.marked.push_back(true);
+  }
+  return t;
+}
+
+const char* const regressions_intro =
+    "slower than the same program's earlier runs at the same size, beyond their noise";
 
 table breakdown_table(const std::string& what, const std::vector<breakdown_line>& lines,
                       const std::string& cpu_head = "CPU time %") {
@@ -311,6 +355,10 @@ std::string user_text(const user_report& u, const report_options& o) {
     out += fmt::format("\nCritical jobs (latest {} of {}):\n", u.critical_job_list.size(),
                        u.critical_jobs) +
            text_table(jobs_table(u.critical_job_list, false));
+  if (!u.regressions.empty())
+    out += fmt::format("\nRegressions ({}; latest {} of {}):\n", regressions_intro,
+                       u.regressions.size(), u.regression_count) +
+           text_table(regressions_table(u.regressions, false));
   out += "\nLines marked * are critical: MPI time above the threshold, and the routines that take "
          "most of it.\n";
   return out;
@@ -327,6 +375,10 @@ std::string user_html(const user_report& u, const report_options& o) {
     out += fmt::format("<h3>Critical jobs (latest {} of {})</h3>\n", u.critical_job_list.size(),
                        u.critical_jobs) +
            html_table(jobs_table(u.critical_job_list, false));
+  if (!u.regressions.empty())
+    out += fmt::format("<h3>Regressions (latest {} of {})</h3>\n<p>{}</p>\n", u.regressions.size(),
+                       u.regression_count, html(regressions_intro)) +
+           html_table(regressions_table(u.regressions, false));
   out += "<p>Rows in bold are critical: MPI time above the threshold, and the routines that take "
          "most of it.</p>\n";
   return out;
@@ -363,6 +415,9 @@ std::string render_text(const report& r) {
     out += fmt::format("\nCritical jobs (MPI above {:g} %, latest {} of {}):\n",
                        o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
     out += text_table(jobs_table(s.critical_jobs, true));
+    out += fmt::format("\nRegressions ({}; latest {} of {}):\n", regressions_intro,
+                       s.regressions.size(), s.regression_count);
+    out += text_table(regressions_table(s.regressions, true));
   }
   for (const user_report& u : r.users)
     out += (out.empty() ? "" : "\n\n") + user_text(u, o);
@@ -396,6 +451,9 @@ std::string render_html(const report& r) {
     body += fmt::format("<h2>Critical jobs (MPI above {:g} %, latest {} of {})</h2>\n",
                         o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
     body += html_table(jobs_table(s.critical_jobs, true));
+    body += fmt::format("<h2>Regressions (latest {} of {})</h2>\n<p>{}</p>\n", s.regressions.size(),
+                        s.regression_count, html(regressions_intro));
+    body += html_table(regressions_table(s.regressions, true));
   }
   for (const user_report& u : r.users)
     body += user_html(u, o);
@@ -450,6 +508,36 @@ nlohmann::json breakdown_json(const std::vector<breakdown_line>& lines) {
                    {"mpi_percent", b.mpi_percent}});
   return out;
 }
+nlohmann::json regressions_json(const std::vector<regression_row>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const regression_row& g : rows) {
+    nlohmann::json moved = nlohmann::json::array(), sites = nlohmann::json::array();
+    for (const moved_routine& m : g.flag.moved)
+      moved.push_back(
+          {{"routine", m.routine}, {"value_s", m.value_s}, {"baseline_s", m.baseline_s}});
+    for (const moved_site& c : g.sites)
+      sites.push_back({{"function", c.function},
+                       {"file", c.file},
+                       {"line", c.line},
+                       {"value_s", c.value_s},
+                       {"baseline_s", c.baseline_s}});
+    out.push_back({{"job_id", g.job_id},
+                   {"record_id", g.record_id},
+                   {"owner", g.prog.owner},
+                   {"executable", g.prog.executable},
+                   {"arguments", g.prog.arguments},
+                   {"end", format_utc_time(g.end_time)},
+                   {"ranks", g.ranks},
+                   {"metric", g.flag.metric},
+                   {"value_s", g.flag.value_s},
+                   {"baseline_s", g.flag.baseline_s},
+                   {"noise_s", g.flag.noise_s},
+                   {"history_runs", g.flag.history_runs},
+                   {"moved", moved},
+                   {"call_sites", sites}});
+  }
+  return out;
+}
 nlohmann::json jobs_json(const std::vector<job_row>& jobs) {
   nlohmann::json out = nlohmann::json::array();
   for (const job_row& j : jobs)
@@ -487,7 +575,9 @@ std::string render_json(const report& r) {
                         {"by_user", breakdown_json(s.by_user)},
                         {"routines", routines_json(s.routines)},
                         {"critical_job_count", s.critical_job_count},
-                        {"critical_jobs", jobs_json(s.critical_jobs)}};
+                        {"critical_jobs", jobs_json(s.critical_jobs)},
+                        {"regression_count", s.regression_count},
+                        {"regressions", regressions_json(s.regressions)}};
     if (s.machine_share_percent)
       j["machine_share_percent"] = *s.machine_share_percent;
     if (s.split)
@@ -522,7 +612,9 @@ std::string render_json(const report& r) {
                         {"critical_jobs", u.critical_jobs},
                         {"routines_used", u.routines_used},
                         {"routines", routines_json(u.routines)},
-                        {"critical_job_list", jobs_json(u.critical_job_list)}};
+                        {"critical_job_list", jobs_json(u.critical_job_list)},
+                        {"regression_count", u.regression_count},
+                        {"regressions", regressions_json(u.regressions)}};
     if (u.machine_share_percent)
       j["machine_share_percent"] = *u.machine_share_percent;
     j["references"] = nlohmann::json::array();

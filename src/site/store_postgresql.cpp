@@ -229,6 +229,7 @@ protected:
             ids[it->second] = pr.i64(0);
         }
       }
+      result.job_ids = ids;
       copy_binary records, routines;
       for (size_t i = 0; i < jobs.size(); ++i) {
         if (ids[i] == 0) {
@@ -341,6 +342,28 @@ protected:
   }
   std::string byte_order_collation() const override { return "COLLATE \"C\""; }
   std::string row_id_column() const override { return ", job_id"; }
+  std::string clustered_table() const override { return ""; }
+  std::unique_ptr<store> another_connection() override {
+    return std::make_unique<pg_store>(conninfo_);
+  }
+
+  // Binary COPY straight into the table: no statement with thousands of parameters to parse.
+  void append(const std::string& table, const std::vector<std::string>& columns,
+              const std::vector<std::vector<param>>& rows) override {
+    if (rows.empty())
+      return;
+    std::string names;
+    for (const std::string& c : columns)
+      names += (names.empty() ? "" : ", ") + c;
+    const std::vector<Oid>& types = column_types(table, names);
+    copy_binary data;
+    for (const std::vector<param>& values : rows) {
+      data.tuple(static_cast<std::uint16_t>(values.size()));
+      for (size_t c = 0; c < values.size(); ++c)
+        put_param(data, values[c], types[c], table);
+    }
+    copy_in("COPY " + table + " (" + names + ") FROM STDIN (FORMAT binary)", data);
+  }
   void begin_migration() override {
     execute("BEGIN");
     execute("LOCK TABLE schema_version IN ACCESS EXCLUSIVE MODE");

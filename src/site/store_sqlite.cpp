@@ -117,6 +117,7 @@ protected:
   insert_result insert_rows(const std::vector<stored_job>& jobs) override {
     insert_result result;
     result.was_new.assign(jobs.size(), false);
+    result.job_ids.assign(jobs.size(), 0);
     {
       // No RETURNING here: SQLite runs a statement with RETURNING as a multi-write statement
       // and keeps a statement journal for it (every page it touches copied out before the
@@ -180,6 +181,7 @@ protected:
         }
         ++result.inserted;
         result.was_new[i] = true;
+        result.job_ids[i] = id;
         const std::string packed = jobs[i].record_packed.empty() ? pack_record(jobs[i].record_json)
                                                                  : jobs[i].record_packed;
         sqlite3_bind_int64(record, 1, id);
@@ -243,6 +245,10 @@ protected:
   std::string drop_foreign_keys_sql() const override { return "SELECT 1"; } // kept on SQLite
   std::string byte_order_collation() const override { return ""; }          // BINARY is the default
   std::string row_id_column() const override { return ""; } // every index ends with the rowid
+  std::string clustered_table() const override { return "WITHOUT ROWID"; }
+  std::unique_ptr<store> another_connection() override {
+    return std::make_unique<sqlite_store>(path_);
+  }
   void begin_migration() override { execute("BEGIN IMMEDIATE"); }
 
 private:

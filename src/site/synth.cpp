@@ -132,7 +132,9 @@ record::job_record synth_record(const synth_options& o, std::int64_t index) {
   const bool fortran = test_run ? uniform(rng) < 0.33 : fortran_user;
   j.executable =
       fmt::format("/home/{}/bin/app{}{}", j.user, user_rng() % 7, fortran ? ".f90x" : "");
-  j.argv = {j.executable, fmt::format("--steps={}", rng() % 10000)};
+  // Three inputs per program, as users run the same few inputs again and again (and models
+  // group runs by their arguments).
+  j.argv = {j.executable, fmt::format("--steps={}", 1000 * (1 + rng() % 3))};
   j.mpi_flavor = rng() % 3 == 0 ? "mpich" : "openmpi";
   j.mpi_library = j.mpi_flavor == "mpich" ? "MPICH Version: 4.0.2" : "Open MPI v4.1.4";
   j.language = fortran ? "Fortran" : "C/C++";

@@ -265,8 +265,29 @@ class Errors(StrataTestCase):
         self.assertOneErrorLine(proc, "--tools: unknown module 'nosuch' (searched ")
 
     def test_bad_module_argument(self):
-        proc = strata_run("delay:usec=soon", [program("ring_c"), "2"])
-        self.assertOneErrorLine(proc, "module 'delay' refused its arguments: bad argument usec=soon")
+        # Declared options are checked by the core, arguments and environment alike; what only
+        # the module can judge, it refuses itself.
+        for tools, env, fragment in (
+                ("delay:usec=soon", {}, "module 'delay': option 'usec': 'soon' is not a whole number"),
+                ("delay:colour=red", {}, "module 'delay': unknown option 'colour' (its options: usec"),
+                ("delay", {"STRATA_DELAY_EVERY": "x"}, "STRATA_DELAY_EVERY: 'x' is not a whole"),
+                ("delay:every=0", {}, "module 'delay' refused its arguments: every=0")):
+            with self.subTest(tools=tools):
+                proc = strata_run(tools, [program("ring_c"), "2"], env=base_env(**env))
+                self.assertOneErrorLine(proc, fragment)
+
+    def test_options_from_the_environment(self):
+        # STRATA_DELAY_USEC holds each send as delay:usec= would; the argument wins over it.
+        env = base_env(STRATA_DELAY_USEC="20000")
+        proc = strata_run(f"{probe(self.out, 'env')},delay", [program("ring_c"), "3"], env=env)
+        self.assertRan(proc)
+        counts, _ = read_counts(os.path.join(self.out, "env.0.counts"))
+        self.assertGreaterEqual(counts["MPI_Send"][3], 3 * 20_000_000)
+        proc = strata_run(f"{probe(self.out, 'arg')},delay:usec=0", [program("ring_c"), "3"],
+                          env=env)
+        self.assertRan(proc)
+        counts, _ = read_counts(os.path.join(self.out, "arg.0.counts"))
+        self.assertLess(counts["MPI_Send"][3], 3 * 20_000_000)
 
     def test_tool_list_syntax(self):
         proc = strata_run("delay:usec", [program("ring_c"), "2"])

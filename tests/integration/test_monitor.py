@@ -1,6 +1,6 @@
 """The monitor module (issue 7): rounds offloaded through a tree of tool ranks, reduced by filters.
 
-Real jobs under real mpirun: P application ranks plus the tool ranks `strata run --monitor-fanout`
+Real jobs under real mpirun: P application ranks plus the tool ranks `strata run -np P --tools monitor`
 adds. monitor_app: even ranks send 1000 bytes to the next odd rank, odd ranks receive, everyone
 reduces, for ITER iterations; it asks for a round every 5 iterations (strata_monitor_dump) and
 every 10 (MPI_Pcontrol(5)), and each rank offloads its final round at MPI_Finalize.
@@ -40,8 +40,9 @@ class MonitorTree(StrataTestCase):
 
     def monitored(self, tools, prog_args, fanout=2, **env):
         out = os.path.join(self.out, "rounds.jsonl")
-        proc = strata_run(tools, prog_args, ranks=P, extra=["--monitor-fanout", str(fanout)],
-                          env=base_env(STRATA_MONITOR_OUT=out, **env), timeout=120)
+        proc = strata_run(tools, prog_args, ranks=P,
+                          env=base_env(STRATA_MONITOR_OUT=out, STRATA_MONITOR_FANOUT=str(fanout),
+                                       **env), timeout=120)
         return proc, out
 
     def assertCleanEnd(self, proc):
@@ -124,8 +125,7 @@ class MonitorTree(StrataTestCase):
         # MPI_THREAD_MULTIPLE: two threads per rank call MPI at once; rounds at every call.
         out = os.path.join(self.out, "rounds.jsonl")
         proc = strata_run("monitor:period=0.0001:filter=stats", [program("threads_c"), "300"],
-                          ranks=2, extra=["--monitor-fanout", "2"],
-                          env=base_env(STRATA_MONITOR_OUT=out))
+                          ranks=2, env=base_env(STRATA_MONITOR_OUT=out))
         self.assertCleanEnd(proc)
         self.assertIn("threads: sum=90000", proc.stdout)
         final = final_round(read_rounds(out))
@@ -221,14 +221,27 @@ class MonitorSetup(StrataTestCase):
         for tools, fragment in (("monitor:policy=sometimes", "policy"),
                                 ("monitor:filter=median", "unknown filter 'median'"),
                                 ("monitor:bins=0", "bins"),
-                                ("monitor:colour=red", "unknown argument 'colour'")):
+                                ("monitor:colour=red", "unknown option 'colour'"),
+                                ("monitor:period=soon", "'soon' is not a duration"),
+                                ("monitor:transport=pigeon", "is not one of tree,file,inline")):
             proc = strata_run(tools, [program("monitor_app"), "2"], ranks=2)
             self.assertOneErrorLine(proc, fragment)
 
-    def test_fanout_without_the_module(self):
-        proc = strata_run("profile", [program("monitor_app"), "2"], ranks=2,
-                          extra=["--monitor-fanout", "2"])
-        self.assertOneErrorLine(proc, "--monitor-fanout")
+    def test_options_from_the_environment_and_strata_modules(self):
+        # STRATA_MONITOR_<KEY> sets what the argument does not; `strata modules monitor` lists
+        # the options, their defaults and variables, and says the monitor is placed first.
+        proc = strata_run("monitor", [program("monitor_app"), "2"], ranks=2,
+                          env=base_env(STRATA_MONITOR_FILTER="median"))
+        self.assertOneErrorLine(proc, "unknown filter 'median'")
+        listing = run([STRATA, "modules", "monitor", "--mpi", FLAVOR])
+        self.assertRan(listing)
+        self.assertIn("fanout", listing.stdout)
+        self.assertIn("STRATA_MONITOR_FANOUT", listing.stdout)
+        self.assertIn("placed first", listing.stdout)
+
+    def test_two_modules_that_take_ranks(self):
+        proc = strata_run("monitor,halfworld", [program("monitor_app"), "2"], ranks=2)
+        self.assertOneErrorLine(proc, "both take processes out of the application's world")
 
     def test_plan(self):
         proc = run([STRATA, "monitor", "plan", "-np", "64", "--fanout", "8"])
@@ -312,8 +325,9 @@ class MonitorWebView(StrataTestCase):
     def test_view_shows_the_rounds_as_they_come(self):
         self.assertIsNotNone(shutil.which("chromium"), "chromium is part of scripts/setup.sh")
         full = os.path.join(self.out, "job.jsonl")
-        proc = strata_run("monitor:bins=5", [program("monitor_app"), str(ITER)], ranks=P,
-                          extra=["--monitor-fanout", "2"], env=base_env(STRATA_MONITOR_OUT=full))
+        proc = strata_run("monitor:bins=5:fanout=2:policy=block", [program("monitor_app"), str(ITER)],
+                          ranks=P,
+                          env=base_env(STRATA_MONITOR_OUT=full))
         self.assertRan(proc)
         with open(full) as f:
             lines = f.readlines()

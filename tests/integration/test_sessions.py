@@ -99,7 +99,6 @@ class SessionsPrograms(StrataTestCase):
         for tools in ("monitor:filter=stats", "profile,monitor:filter=stats"):
             with self.subTest(tools=tools):
                 proc = strata_run(tools, [program("sessions"), "two", str(ITER)], ranks=RANKS,
-                                  extra=["--monitor-fanout", "2"],
                                   env=dict(self.env, STRATA_MONITOR_OUT=out))
                 self.assertRan(proc)
                 self.assertEqual(proc.stdout, self.native("two"))

@@ -6,7 +6,9 @@ import email
 import email.policy
 import glob
 import json
+import math
 import os
+import pwd
 import shutil
 import stat
 import subprocess
@@ -15,11 +17,14 @@ import time
 import unittest
 
 from site_postgres import PostgresServer, postgres_bindir
-from strata_testlib import (BUILD, STRATA, StrataTestCase, base_env, program, run, run_until_ranks_are_gone,
-                            strata_run)
+from strata_testlib import (BUILD, FLAVOR, STRATA, StrataTestCase, base_env, program, run,
+                            run_until_ranks_are_gone, strata_run)
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "../../src/record/testdata/sample.json")
 DAY = 86400
+# Extra-P's exponents of p in the normal form c0 + c1 * p^i * log2(p)^j.
+EXPONENTS_I = (0, 1 / 4, 1 / 3, 1 / 2, 2 / 3, 3 / 4, 1, 5 / 4, 4 / 3, 3 / 2, 5 / 3, 7 / 4, 2, 9 / 4,
+               7 / 3, 5 / 2, 8 / 3, 11 / 4, 3)
 
 # Owners are real accounts of the test machine so that uid -> name is the system's answer.
 ALICE, ALICE_UID = "daemon", 1
@@ -318,6 +323,165 @@ class SiteTests:
         self.assertEqual(glob.glob(os.path.join(self.spool, "*.prof")), [])
         rep = self.report_json()
         self.assertEqual(rep["site"]["totals"]["jobs"], 1)
+
+    # ---- scaling models and regressions ----
+
+    def models_json(self, *args):
+        proc = self.strata("site", "models", "--db", self.db, "--format", "json", *args)
+        self.assertRan(proc)
+        return json.loads(proc.stdout)
+
+    def law_records(self, executable, sizes, runs, start, partial=()):
+        """Records of a program whose time per rank follows known laws: MPI_Allreduce
+        0.004 + 0.0021 p log2 p, MPI_Send 0.5 s, the wall time 2 s more than the MPI time."""
+        n = 0
+        for p in sizes:
+            for r in range(runs):
+                allreduce = 0.004 + 0.0021 * p * math.log2(p)
+                mpi = allreduce + 0.5
+                rec = make_record(f"law:{executable}:{p}:{r}", ALICE, ALICE_UID, p, 2 + mpi,
+                                  {"MPI_Allreduce": (100 * p, allreduce * p, 800 * p),
+                                   "MPI_Send": (10 * p, 0.5 * p, 80 * p)},
+                                  start + n * 60, executable=executable)
+                if (p, r) in partial:
+                    rec["job"]["partial"] = True
+                    rec["job"]["ranks_reported"] = p - 1 if p > 1 else 1
+                self.put(f"law-{os.path.basename(executable)}-{p}-{r}.json", rec, ALICE_UID)
+                n += 1
+
+    def test_models_of_known_laws_too_few_sizes_and_partial_runs(self):
+        start = self.now - 5 * DAY
+        self.law_records("/home/law", [1, 2, 4, 8, 16, 32, 64], 3, start, partial={(8, 0)})
+        self.law_records("/home/small", [4, 8], 3, start)
+        self.ingest()
+        out = self.models_json("--user", ALICE)
+        programs = {p["executable"]: p for p in out["programs"]}
+        law = programs["/home/law"]
+        self.assertTrue(law["modelled"])
+        self.assertEqual(law["ranks"], [1, 2, 4, 8, 16, 32, 64])
+        self.assertEqual(law["runs"], 20)
+        self.assertEqual(law["left_out"], 1, "the partial run")
+        self.assertEqual([x["ranks"] for x in law["predictions"]], [128, 256])
+        self.assertEqual(law["predictions"][1]["dominant"], "MPI_Allreduce")
+        models = {m["routine"]: m for m in out["models"] if m["executable"] == "/home/law"}
+        self.assertEqual(set(models), {"wall", "MPI", "MPI_Allreduce", "MPI_Send"})
+        allreduce = models["MPI_Allreduce"]
+        self.assertEqual((allreduce["i"], allreduce["j"]), (1, 1))
+        self.assertAlmostEqual(allreduce["c0"], 0.004, places=9)
+        self.assertAlmostEqual(allreduce["c1"], 0.0021, places=12)
+        self.assertEqual(allreduce["formula"], "0.004 + 0.0021 * p * log2(p)")
+        self.assertEqual(allreduce["ranks"], [1, 2, 4, 8, 16, 32, 64])
+        self.assertEqual(allreduce["runs"], 20)
+        self.assertLess(allreduce["error"], 1e-9)
+        self.assertAlmostEqual(allreduce["predictions"][0]["seconds"], 0.004 + 0.0021 * 128 * 7)
+        send = models["MPI_Send"]
+        self.assertEqual((send["i"], send["j"], send["formula"]), (0, 0, "0.5"))
+        self.assertFalse(programs["/home/small"]["modelled"])
+        self.assertFalse([m for m in out["models"] if m["executable"] == "/home/small"])
+        text = self.strata("site", "models", "--db", self.db, "--user", ALICE).stdout
+        self.assertIn("MPI_Allreduce: 0.004 + 0.0021 * p * log2(p) s per rank, from 7 sizes, "
+                      "20 runs", text)
+        self.assertIn("1 partial or unfinished run left out", text)
+        self.assertIn("at 256 ranks:", text)
+        self.assertIn("MPI_Allreduce dominates", text)
+        small = [line for line in text.splitlines() if "/home/small" in line]
+        self.assertEqual(len(small), 1, text)
+        self.assertIn("no model: measured at 2 sizes (4, 8 ranks); a model needs 3 or more",
+                      small[0])
+        # Another user's view: nothing of ALICE's; one executable alone.
+        self.assertEqual(self.models_json("--user", BOB)["programs"], [])
+        only = self.models_json("--executable", "/home/small")["programs"]
+        self.assertEqual([p["executable"] for p in only], ["/home/small"])
+
+    def test_models_of_real_runs_of_an_example(self):
+        env = base_env(STRATA_SPOOL=self.spool, HOME=self.out)
+        sweep = os.path.join(BUILD, "examples", FLAVOR, "sweep")
+        for ranks in (1, 2, 4, 8):
+            for _ in range(2):
+                self.assertRan(strata_run("profile", [sweep, "4", "16", "50"], ranks=ranks,
+                                          env=env, extra=["--mpi", FLAVOR]))
+        self.ingest()
+        owner = pwd.getpwuid(os.getuid()).pw_name
+        out = self.models_json("--executable", sweep)
+        self.assertEqual(len(out["programs"]), 1, out)
+        prog = out["programs"][0]
+        self.assertEqual((prog["owner"], prog["arguments"]), (owner, "4 16 50"))
+        self.assertEqual(prog["ranks"], [1, 2, 4, 8])
+        self.assertEqual(prog["runs"], 8)
+        self.assertTrue(prog["modelled"])
+        models = {m["routine"]: m for m in out["models"]}
+        for name in ("wall", "MPI", "MPI_Send", "MPI_Recv"):
+            self.assertIn(name, models)
+            m = models[name]
+            self.assertIn(m["i"], EXPONENTS_I)
+            self.assertIn(m["j"], (0, 1, 2))
+            medians = m["medians"]
+            self.assertEqual([x["ranks"] for x in medians], [1, 2, 4, 8])
+            for x in medians:
+                self.assertLessEqual(x["low"], x["median"])
+                self.assertLessEqual(x["median"], x["high"])
+        self.assertEqual([x["ranks"] for x in prog["predictions"]], [16, 32])
+        text = self.strata("site", "models", "--db", self.db, "--executable", sweep).stdout
+        self.assertIn("4 sizes (1, 2, 4, 8 ranks), 8 runs", text)
+        self.assertRegex(text, r"MPI_Recv: .* s per rank, from 4 sizes, 8 runs")
+
+    def history_record(self, n, wall_scale=1.0, allreduce_scale=1.0, sites=True):
+        """Run n of a program at 4 ranks: 10 s of wall per rank, 1 % noise."""
+        noise = 1 + 0.01 * ((n * 7919) % 21 - 10) / 10
+        allreduce = 2.0 * noise * allreduce_scale
+        wall = (8.0 * noise + allreduce) * wall_scale
+        rec = make_record(f"hist:{n}", ALICE, ALICE_UID, 4, wall,
+                          {"MPI_Allreduce": (400, 4 * allreduce, 3200),
+                           "MPI_Send": (40, 4 * 0.5 * noise, 320)},
+                          self.now - 3 * DAY + n * 600, executable="/home/solver")
+        if sites:
+            rec["callsites"] = [
+                {"function": "MPI_Allreduce", "file": "/src/solve.c", "line": 42,
+                 "caller": "solve", "calls": 400, "time_s": 4 * allreduce, "bytes": 3200,
+                 "wasted_s": 0, "ranks": 4},
+                {"function": "MPI_Send", "file": "/src/halo.c", "line": 7, "caller": "halo",
+                 "calls": 40, "time_s": 4 * 0.5 * noise, "bytes": 320, "wasted_s": 0,
+                 "ranks": 4}]
+            rec["callsites_dropped"] = 0
+        return rec
+
+    def test_regression_flagged_in_report_mail_and_store(self):
+        # The history in one ingest, the new runs in the next: their history comes from the store.
+        for n in range(8):
+            self.put(f"hist{n}.json", self.history_record(n), ALICE_UID)
+        self.assertNotIn("flagged", self.ingest().stdout)
+        self.put("slow.json", self.history_record(8, allreduce_scale=2.0), ALICE_UID)
+        self.put("fine.json", self.history_record(9), ALICE_UID)
+        proc = self.ingest()
+        self.assertIn("2 records read, 2 stored", proc.stdout)
+        self.assertIn("1 flagged as regressions", proc.stdout)
+        rep = self.report_json()
+        alice = {u["user"]: u for u in rep["users"]}[ALICE]
+        self.assertEqual(alice["regression_count"], 1)
+        g = alice["regressions"][0]
+        self.assertEqual(g["record_id"], "hist:8")
+        self.assertEqual((g["executable"], g["ranks"]), ("/home/solver", 4))
+        self.assertIn(g["metric"], ("wall", "MPI", "MPI_Allreduce"))
+        self.assertGreaterEqual(g["history_runs"], 5)
+        self.assertEqual(g["moved"][0]["routine"], "MPI_Allreduce")
+        self.assertAlmostEqual(g["moved"][0]["value_s"], 4.0 * (1 + 0.01 * (((8 * 7919) % 21) - 10) / 10), places=6)
+        self.assertEqual(g["call_sites"][0]["file"], "/src/solve.c")
+        self.assertEqual(g["call_sites"][0]["line"], 42)
+        self.assertEqual(rep["site"]["regression_count"], 1)
+        self.assertEqual([x["record_id"] for x in rep["site"]["regressions"]], ["hist:8"])
+        text = self.strata("site", "report", "--db", self.db, "--since", "30d", "--user",
+                           ALICE).stdout
+        self.assertIn("Regressions (slower than the same program's earlier runs", text)
+        self.assertIn("MPI_Allreduce +", text)
+        self.assertIn("MPI_Allreduce at /src/solve.c:42 +", text)
+        outbox = os.path.join(self.out, "outbox")
+        self.assertRan(self.strata("site", "report", "--db", self.db, "--since", "30d",
+                                   "--format", "mail", "--outbox", outbox))
+        with open(os.path.join(outbox, f"{ALICE}.eml"), "rb") as f:
+            msg = email.message_from_binary_file(f, policy=email.policy.default)
+        self.assertIn("1 regression", msg["Subject"])
+        plain = [p.get_content() for p in msg.iter_parts() if p.get_content_type() == "text/plain"]
+        self.assertIn("hist:8", plain[0])
 
     def test_bad_arguments_say_what_is_wrong(self):
         for args, fragment in ((["--db", self.db, "--since", "7x"], "needs one unit"),

@@ -1,8 +1,9 @@
 """The web interface (`strata site token`, `strata site serve`) on a real store (SQLite, and a
 PostgreSQL server the test starts) filled by `strata site synth` + `ingest`, with records owned
 by two real Unix users the test creates, and an admin in a Unix group. Headless Chromium
-(Debian's, driven by playwright-core from web/node_modules) logs in as each; plain HTTP checks
-authentication, isolation, escaping and parameter errors. Needs root (useradd, runuser)."""
+(Debian's, driven by playwright-core from src/site/web/page/node_modules) logs in as each;
+plain HTTP checks authentication, isolation, escaping and parameter errors. Needs root
+(useradd, runuser)."""
 import glob
 import grp
 import json
@@ -20,11 +21,12 @@ import urllib.request
 
 from site_postgres import PostgresServer, postgres_bindir
 from strata_testlib import STRATA
+from test_site import make_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.abspath(os.path.join(HERE, "../.."))
 SAMPLE = os.path.join(SOURCE, "src/record/testdata/sample.json")
-NODE_MODULES = os.path.join(SOURCE, "web/node_modules")
+NODE_MODULES = os.path.join(SOURCE, "src/site/web/page/node_modules")
 USER_A, USER_B, ADMIN = "strata-wta", "strata-wtb", "strata-wtc"
 ADMIN_GROUP = "strata-wtadm"
 DAY = 86400
@@ -52,6 +54,18 @@ def tearDownModule():
         subprocess.run(["userdel", name], check=False)
     for name in created_groups:
         subprocess.run(["groupdel", name], check=False)
+
+
+def prometheus_parser():
+    """The Prometheus project's own reader of the text format (Debian's python3-prometheus-client,
+    which scripts/setup.sh installs; an interpreter of its own may not see Debian's packages)."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        import sys
+        sys.path.append("/usr/lib/python3/dist-packages")
+        from prometheus_client.parser import text_string_to_metric_families
+    return text_string_to_metric_families
 
 
 def free_port():
@@ -98,6 +112,24 @@ class WebTests:
             json.dump(record("test:hostile", now - DAY, "/home/a/<b>bold</b>",
                              ["./x", "<script>alert(1)</script>", "a&b"]), f)
         os.chown(hostile, uid[USER_A], -1)
+        # A's program run at 1, 2, 4 and 8 ranks, six times each; its last run at 4 ranks is
+        # 60 % slower in MPI_Allreduce: a model on the trends page and a flagged regression.
+        cls.scaling_ids = []
+        for ranks in (1, 2, 4, 8):
+            for n in range(6):
+                slow = 1.6 if (ranks, n) == (4, 5) else 1.0
+                jitter = 1 + 0.005 * ((n * 37 + ranks) % 5 - 2)
+                allreduce = (0.01 + 0.02 * ranks) * jitter * slow
+                rec = make_record(f"scale:{ranks}:{n}", USER_A, uid[USER_A], ranks,
+                                  2.0 * jitter + allreduce,
+                                  {"MPI_Allreduce": (50 * ranks, allreduce * ranks, 400 * ranks),
+                                   "MPI_Send": (10 * ranks, 0.05 * ranks * jitter, 80 * ranks)},
+                                  now - 3 * DAY + (n * 4 + ranks) * 600, executable="/home/a/solver")
+                rec["routines"]["MPI_Allreduce"]["size_histogram"] = [[8, 50 * ranks]]
+                path = os.path.join(spool, f"scale-{ranks}-{n}.json")
+                with open(path, "w") as f:
+                    json.dump(rec, f)
+                os.chown(path, uid[USER_A], -1)
         subprocess.run([STRATA, "site", "ingest", "--db", cls.url, spool], check=True,
                        capture_output=True)
         if cls.url.startswith("sqlite:"):
@@ -172,7 +204,7 @@ class WebTests:
     # ---- plain HTTP ----
 
     def test_store_holds_both_users_jobs_and_only_token_hashes(self):
-        self.assertEqual(len(self.jobs[USER_A]), 21)  # 20 synthetic + the hostile one
+        self.assertEqual(len(self.jobs[USER_A]), 45)  # 20 synthetic, the hostile one, 24 scaling
         self.assertEqual(len(self.jobs[USER_B]), 20)
         for token in self.tokens.values():
             self.assertRegex(token, r"^strata_[0-9a-f]{64}$")
@@ -270,7 +302,7 @@ class WebTests:
                               "--to", day(site["to"]), "--format", "json"],
                              check=True, capture_output=True, text=True)
         report = json.loads(out.stdout)["site"]
-        self.assertEqual(site["totals"]["jobs"], 41)  # 40 synthetic jobs and the hostile one
+        self.assertEqual(site["totals"]["jobs"], 65)  # 40 synthetic, the hostile one, 24 scaling
         for key in ("jobs", "mpi_calls", "mpi_bytes"):
             self.assertEqual(site["totals"][key], report["totals"][key], key)
         self.assertAlmostEqual(site["totals"]["cpu_time_s"], report["totals"]["cpu_time_s"], 3)
@@ -333,16 +365,70 @@ class WebTests:
         self.assertEqual(status, 200, body)
         return json.loads(body)
 
+    def test_trends_api_models_history_and_isolation(self):
+        models = self.api_as(USER_A, "/api/user/models")
+        prog = [p for p in models["programs"] if p["executable"] == "/home/a/solver"][0]
+        self.assertTrue(prog["modelled"])
+        self.assertEqual(prog["ranks"], [1, 2, 4, 8])
+        wall = [m for m in models["models"]
+                if m["program_id"] == prog["program_id"] and m["routine"] == "wall"][0]
+        self.assertEqual([m["ranks"] for m in wall["medians"]], [1, 2, 4, 8])
+        history = self.api_as(USER_A, f"/api/user/history?program={prog['program_id']}")
+        at4 = [s for s in history["sizes"] if s["ranks"] == 4][0]["runs"]
+        self.assertEqual(len(at4), 6)
+        self.assertEqual([r["flagged"] for r in at4], [False] * 5 + [True])
+        status, _, _ = self.request(f"/api/user/history?program={prog['program_id']}",
+                                    self.tokens[USER_B])
+        self.assertEqual(status, 404, "B cannot read A's program")
+        status, _, _ = self.request("/api/user/models?user=" + USER_A, self.tokens[USER_B])
+        self.assertEqual(status, 403)
+        # B sees the models of B's own programs only (the synthetic jobs make a few).
+        self.assertEqual({m["owner"] for m in self.api_as(USER_B, "/api/user/models")["models"]}
+                         - {USER_B}, set())
+        flagged = [j for j in self.jobs[USER_A] if j["record_id"] == "scale:4:5"][0]
+        detail = self.api_as(USER_A, f"/api/job/{flagged['id']}")
+        self.assertEqual(detail["regression"]["moved"][0]["routine"], "MPI_Allreduce")
+        self.assertEqual(detail["previous"]["job"]["record_id"], "scale:4:4")
+        rows = {r["name"]: r for r in detail["previous"]["routines"]}
+        self.assertAlmostEqual(rows["MPI_Allreduce"]["time_s"] / rows["MPI_Allreduce"]["previous_time_s"],
+                               1.6 * (1 + 0.005 * ((5 * 37 + 4) % 5 - 2)) / (1 + 0.005 * ((4 * 37 + 4) % 5 - 2)),
+                               places=6)
+
+    def test_metrics_are_the_prometheus_text_format(self):
+        text_string_to_metric_families = prometheus_parser()
+        status, body, headers = self.request("/metrics")
+        self.assertEqual(status, 200)
+        self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
+        families = {f.name: f for f in text_string_to_metric_families(body)}
+        value = lambda name: families[name].samples[0].value
+        self.assertEqual(value("strata_site_jobs"), 65)
+        # prometheus_client names counters without their _total.
+        self.assertEqual(families["strata_site_jobs_ingested"].type, "counter")
+        self.assertEqual(value("strata_site_jobs_ingested"), 65)
+        self.assertEqual(value("strata_site_records_quarantined"), 0)
+        self.assertGreaterEqual(value("strata_site_ingests"), 1)
+        self.assertEqual(value("strata_site_regressions"), 1)
+        self.assertGreater(value("strata_site_ingest_lag_max_seconds"), 0)
+        self.assertLessEqual(value("strata_site_seconds_since_last_ingest"), 3600)
+        # The format's own rules, strictly (names, escapes, one TYPE before the samples, ...).
+        check = subprocess.run([os.path.join(os.path.dirname(STRATA), "strata_site_test"),
+                                "--gtest_filter=Prometheus.*"], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout)
+        for line in body.splitlines():
+            self.assertRegex(line, r"^(# (HELP|TYPE) [a-z_:]+ .+|[a-z_:]+ [0-9.e+-]+)$")
+
     # ---- the browser ----
 
     def test_browser_two_users_and_an_admin(self):
         if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
-            self.skipTest("web/node_modules/playwright-core missing (npm ci in web/)")
+            self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
         users = []
         for me, other in ((USER_A, USER_B), (USER_B, USER_A), (ADMIN, None)):
             own = self.job_of(me if me != ADMIN else USER_A, None if me != USER_A else "/home/a/<b>bold</b>")
             users.append({"name": me, "token": self.tokens[me], "own_job": own["id"],
                           "other_job": self.job_of(other)["id"] if other else own["id"]})
+        flagged = [j for j in self.jobs[USER_A] if j["record_id"] == "scale:4:5"][0]
+        users[0]["flagged_job"] = flagged["id"]
         env = dict(os.environ, NODE_PATH=NODE_MODULES)
         out = subprocess.run(["node", os.path.join(HERE, "web_browser.js"),
                               json.dumps({"base": self.base, "users": users})],
@@ -364,8 +450,28 @@ class WebTests:
             self.assertEqual(s["other_job_api_status"], 404)
             self.assertEqual(s["site_status"], 403)
             self.assertEqual(s["user_status"], 200)
-            self.assert_charts(s["own_job_charts"], {"imbalance": 3, "sizes": 1})
-            self.assert_charts(s["user_charts"], {"weeks-jobs": 2, "weeks-mpi": 1})
+            # A comparison where the job has an earlier run of its program at its size.
+            own = self.api_as(me, f"/api/job/{users[[u['name'] for u in users].index(me)]['own_job']}")
+            self.assert_charts(s["own_job_charts"], {"imbalance": 3, "sizes": 1,
+                                                     **({"compare-chart": 2} if own["previous"] else {})})
+        models = self.api_as(USER_A, "/api/user/models")
+        solver = [p for p in models["programs"] if p["executable"] == "/home/a/solver"][0]["program_id"]
+        expected = self.trend_charts(USER_A)
+        self.assertEqual(expected[f"history-{solver}"], 5)  # 4 sizes and the flagged regressions
+        self.assert_charts_ids(seen[USER_A]["user_charts"], expected)
+        history = [c for c in seen[USER_A]["user_charts"] if c["id"] == f"history-{solver}"][0]
+        self.assertEqual(history["last_dataset_points"], 1, "one flagged regression")
+        # The program's name with the sample's hostile arguments, shown as text.
+        solver_names = [t for t in seen[USER_A]["trend_programs"] if t.startswith("/home/a/solver ")]
+        self.assertEqual(len(solver_names), 1)
+        self.assertIn("<script>alert(1)</script>", solver_names[0])
+        self.assert_charts_ids(seen[USER_B]["user_charts"], self.trend_charts(USER_B))
+        a = seen[USER_A]
+        self.assertEqual(a["flagged_job_status"], 200)
+        self.assertIn("Regression: ", a["flagged_job_regression"])
+        self.assertIn("MPI_Allreduce", a["flagged_job_regression"])
+        self.assert_charts(a["flagged_job_charts"], {"imbalance": 3, "sizes": 1, "compare-chart": 2})
+        self.assertIn("MPI_Allreduce", a["flagged_job_compare_rows"])
         self.assertEqual(seen[USER_A]["own_job_script_tags"], 0)  # the hostile argv stays text
         admin = seen[ADMIN]
         self.assertEqual(admin["errors"], [])
@@ -373,6 +479,27 @@ class WebTests:
         self.assertEqual(admin["site_status"], 200)
         self.assert_charts(admin["site_charts"], {"by-size": 3, "by-cpu-class": 3, "by-user": 3,
                                                   "languages": 2, "routines": 1, "groups": 2})
+
+    def trend_charts(self, user):
+        """The charts the trends page draws for `user`: the weeks, and a scaling and a history
+        chart (a dataset per size and one of flagged regressions) per modelled program, the
+        eight with the most runs."""
+        models = self.api_as(user, "/api/user/models")
+        charts = {"weeks-jobs": 2, "weeks-mpi": 1}
+        for p in sorted((p for p in models["programs"] if p["modelled"]),
+                        key=lambda p: -p["runs"])[:8]:
+            history = self.api_as(user, f"/api/user/history?program={p['program_id']}")
+            charts[f"scaling-{p['program_id']}"] = 5
+            charts[f"history-{p['program_id']}"] = len(history["sizes"]) + 1
+        return charts
+
+    def assert_charts_ids(self, charts, datasets):
+        """The charts and their datasets; points only where a dataset must have them."""
+        by_id = {c["id"]: c for c in charts}
+        self.assertEqual(sorted(by_id), sorted(datasets))
+        for cid, n in datasets.items():
+            self.assertEqual(by_id[cid]["datasets"], n, cid)
+            self.assertGreater(by_id[cid]["width"], 0, cid)
 
     def assert_charts(self, charts, datasets):
         by_id = {c["id"]: c for c in charts}

@@ -1,5 +1,6 @@
 // Drives headless Chromium (Debian's, through playwright-core) through the web interface for
-// test_web.py. Input (argv[2]): JSON {base, users: [{name, token, own_job, other_job}]}.
+// test_web.py. Input (argv[2]): JSON {base, users: [{name, token, own_job, other_job,
+// flagged_job (optional)}]}.
 // Output (stdout): JSON with what each user saw; test_web.py makes the assertions.
 const { chromium } = require("playwright-core");
 
@@ -11,6 +12,7 @@ async function charts(page) {
       type: c.config.type,
       datasets: c.data.datasets.length,
       points: c.data.datasets.reduce((n, d) => n + d.data.filter((v) => v !== null && v !== undefined).length, 0),
+      last_dataset_points: c.data.datasets.length ? c.data.datasets[c.data.datasets.length - 1].data.length : 0,
       width: c.canvas.getBoundingClientRect().width,
       height: c.canvas.getBoundingClientRect().height,
     })));
@@ -45,6 +47,15 @@ async function visit(user, browser, base) {
   r = await page.goto(`${base}/user`);
   seen.user_status = r.status();
   seen.user_charts = await charts(page);
+  seen.trend_programs = await page.$$eval("#trends h3.program", (hs) => hs.map((h) => h.textContent));
+
+  if (user.flagged_job) {
+    r = await page.goto(`${base}/job/${user.flagged_job}`);
+    seen.flagged_job_status = r.status();
+    seen.flagged_job_charts = await charts(page);
+    seen.flagged_job_regression = await page.textContent("#regression");
+    seen.flagged_job_compare_rows = await page.$$eval("#compare-table tr", (rows) => rows.map((t) => t.textContent).join("\n"));
+  }
 
   r = await page.goto(`${base}/site`);
   seen.site_status = r.status();

@@ -1,7 +1,7 @@
 // The `delay` module (PnMPI's test module): holds each send for a configured time before it
-// reaches MPI, to inject a known imbalance. Arguments: usec=N (default 0), functions=GLOB
-// (default the point-to-point sends: "MPI_*[sS]end,MPI_*[sS]end_c"), every=K (delay every K-th
-// matching call).
+// reaches MPI, to inject a known imbalance (options: delay_options below).
+#include "config/options.hpp"
+
 #include <mpi.h>
 #include <strata/module.h>
 
@@ -10,7 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <memory>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -20,18 +23,6 @@ struct delay_state {
   uint64_t every = 1;
   std::atomic<uint64_t> seen{0};
 };
-
-bool parse_count(const char* text, uint64_t& out) {
-  if (text == nullptr || *text == '\0')
-    return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || text[0] == '-')
-    return false;
-  out = v;
-  return true;
-}
 
 void delay_enter(strata_event*, void* raw) {
   auto* s = static_cast<delay_state*>(raw);
@@ -43,35 +34,42 @@ void delay_enter(strata_event*, void* raw) {
   }
 }
 
+const strata_option delay_options[] = {
+    {"usec", "uint", "0", "hold each matching call this many microseconds", nullptr},
+    {"every", "uint", "1", "hold every K-th matching call only (K > 0)", nullptr},
+    {"functions", "list", "MPI_*[sS]end,MPI_*[sS]end_c",
+     "the calls to hold: comma- or '+'-separated globs of MPI functions", nullptr},
+};
+const strata_module_options delay_option_list = {
+    sizeof(strata_module_options), static_cast<int>(std::size(delay_options)), delay_options};
+
+// The core gives every option its value, checked against its type (delay_options).
 int delay_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
                void** state, char* error, size_t error_size) {
-  auto* s = new delay_state();
+  auto s = std::make_unique<delay_state>();
   s->host = host;
-  std::string functions = "MPI_*[sS]end,MPI_*[sS]end_c";
+  std::string functions;
   for (int i = 0; i < nargs; ++i) {
-    uint64_t value = 0;
-    if (std::strcmp(args[i].key, "usec") == 0 && parse_count(args[i].value, value)) {
-      s->delay_ns = value * 1000;
-    } else if (std::strcmp(args[i].key, "every") == 0 && parse_count(args[i].value, value) &&
-               value > 0) {
-      s->every = value;
-    } else if (std::strcmp(args[i].key, "functions") == 0) {
+    const std::string_view key = args[i].key;
+    if (key == "usec")
+      s->delay_ns = strata::config::parse_uint(args[i].value).value_or(0) * 1000;
+    else if (key == "every")
+      s->every = strata::config::parse_uint(args[i].value).value_or(1);
+    else if (key == "functions")
       functions = args[i].value;
-    } else {
-      std::snprintf(error, error_size,
-                    "bad argument %s=%s (expected usec=N, every=N>0, "
-                    "functions=GLOB)",
-                    args[i].key, args[i].value);
-      delete s;
-      return 1;
-    }
   }
-  if (host->subscribe(self, functions.c_str()) == 0) {
-    std::snprintf(error, error_size, "functions=%s matches no MPI function", functions.c_str());
-    delete s;
+  if (s->every == 0) {
+    std::snprintf(error, error_size, "every=0: every K-th call needs K > 0");
     return 1;
   }
-  *state = s;
+  for (char& c : functions)
+    if (c == '+')
+      c = ','; // commas separate modules in --tools
+  if (host->subscribe(self, functions.c_str()) == 0) {
+    std::snprintf(error, error_size, "functions=%s matches no MPI function", functions.c_str());
+    return 1;
+  }
+  *state = s.release();
   return 0;
 }
 
@@ -97,4 +95,8 @@ const strata_module delay_module = {
 
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   return &delay_module;
+}
+
+extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_options_v1(void) {
+  return &delay_option_list;
 }

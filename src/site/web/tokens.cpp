@@ -1,4 +1,6 @@
-#include "web/tokens.hpp"
+#include "site/web/tokens.hpp"
+
+#include "site/web_tokens.hpp"
 
 #include <grp.h>
 #include <openssl/evp.h>
@@ -72,30 +74,22 @@ issued_token issue_token(site::store& db, const identity& who, int ttl_days, std
   issued_token t;
   t.token = "strata_" + hex(random.data(), random.size());
   t.expires = now + std::int64_t{ttl_days} * 86400;
-  db.query("INSERT INTO web_tokens (token_hash, uid, user_name, created, expires, revoked) "
-           "VALUES ($1, $2, $3, $4, $5, 0) RETURNING uid",
-           {sha256_hex(t.token), who.uid, who.user, now, t.expires}, [](const auto&) {});
+  site::add_web_token(db, sha256_hex(t.token), {who.uid, who.user}, now, t.expires);
   return t;
 }
 
 std::int64_t revoke_tokens(site::store& db, std::int64_t uid, std::int64_t now) {
-  std::int64_t n = 0;
-  db.query("UPDATE web_tokens SET revoked = 1 WHERE uid = $1 AND revoked = 0 AND expires > $2 "
-           "RETURNING uid",
-           {uid, now}, [&](const auto&) { ++n; });
-  return n;
+  return site::revoke_web_tokens(db, uid, now);
 }
 
 std::optional<identity> check_token(site::store& db, std::string_view token, std::int64_t now) {
   if (token.empty() || token.size() > 200)
     return std::nullopt;
-  std::optional<identity> who;
-  db.query("SELECT uid, user_name FROM web_tokens WHERE token_hash = $1 AND revoked = 0 AND "
-           "expires > $2",
-           {sha256_hex(token), now}, [&](const site::store::row& r) {
-             who = identity{r.i64(0), r.text(1)};
-           });
-  return who;
+  const std::optional<site::token_holder> holder =
+      site::web_token_holder(db, sha256_hex(token), now);
+  if (!holder)
+    return std::nullopt;
+  return identity{holder->uid, holder->user};
 }
 
 bool in_group(const std::string& user, const std::string& group) {

@@ -1,13 +1,24 @@
-#include "web/commands.hpp"
+#include "site/web/commands.hpp"
 
+#include "launch/launch.hpp"
 #include "site/commands.hpp"
-#include "web/tokens.hpp"
+#include "site/web/tokens.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 
 namespace strata::web {
+namespace {
+
+// The bundle beside the program: <prefix>/share/strata/web/site, where the build puts it in the
+// build tree and `cmake --install` in an installed tree.
+std::string default_asset_path() {
+  return launch::find_layout(launch::self_executable()).prefix +
+         "/share/strata/web/site/strata-web.js";
+}
+
+} // namespace
 
 web_commands::web_commands(CLI::App& site) {
   token_ = site.add_subcommand("token", "issue a login token for the web interface to you");
@@ -23,7 +34,7 @@ web_commands::web_commands(CLI::App& site) {
   serve_->add_option("--admin-group", serve_options_.admin_group,
                      "Unix group whose members see every job");
   serve_->add_option("--assets", serve_options_.asset_path,
-                     "the bundled strata-web.js (default: the build's)");
+                     "the bundled strata-web.js (default: PREFIX/share/strata/web/site)");
   serve_
       ->add_option("--site-cache", serve_options_.site_cache_seconds,
                    "seconds the site page's figures stay fresh")
@@ -43,7 +54,7 @@ int web_commands::run() const {
       o.db_url = site::default_db_url();
     if (o.asset_path.empty()) {
       const char* env = std::getenv("STRATA_WEB_ASSET");
-      o.asset_path = env != nullptr && *env != '\0' ? env : STRATA_WEB_ASSET;
+      o.asset_path = env != nullptr && *env != '\0' ? env : default_asset_path();
     }
     return serve(o);
   }

@@ -1,4 +1,4 @@
-#include "web/tokens.hpp"
+#include "site/web/tokens.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // `strata site serve`: the web interface over the site store. cpp-httplib serves a few HTML
-// shells, one bundled script (web/: Chart.js and the page code, built by esbuild) and the JSON
+// shells, one bundled script (page/: Chart.js and the page code, built by esbuild) and the JSON
 // API the pages fetch; every string from a job reaches the browser either HTML-escaped by the
 // server or as JSON that the page inserts as text. Who may see what is decided here, in the
 // queries: a user's requests are restricted to their own jobs, admins (a Unix group) see all.

@@ -2,7 +2,7 @@
 // dispatcher in src/cli/main.cpp adds them to `strata site` and calls run() when one was given.
 #pragma once
 
-#include "web/server.hpp"
+#include "site/web/server.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -2,11 +2,12 @@
 // HTML strings: job strings stay inert) and charts (Chart.js). Every chart is kept in
 // window.strataCharts so that the browser tests can ask what it draws.
 import { Chart, registerables } from "chart.js";
+import { comparePart, trendsPart } from "./trends.js";
 
 Chart.register(...registerables);
 window.strataCharts = [];
 
-function el(tag, attrs = {}, ...children) {
+export function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (k === "class") e.className = v;
@@ -16,18 +17,18 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-async function api(path) {
+export async function api(path) {
   const res = await fetch(path, { credentials: "same-origin" });
   const body = await res.json();
   if (!res.ok) throw new Error(body.error || res.statusText);
   return body;
 }
 
-function showError(where, err) {
+export function showError(where, err) {
   where.append(el("p", { class: "error" }, String(err.message || err)));
 }
 
-function chart(id, config) {
+export function chart(id, config) {
   const canvas = document.getElementById(id);
   if (!canvas) return null;
   config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false },
@@ -37,8 +38,8 @@ function chart(id, config) {
   return c;
 }
 
-const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));
-const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16);
+export const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));
+export const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16);
 
 function jobsTable(jobs, showOwner) {
   const head = ["Job", "End (UTC)", showOwner ? "User" : null, "Executable", "Language", "Ranks",
@@ -129,6 +130,7 @@ async function jobPage() {
       data: { labels: keys.map((k) => `${k} B`), datasets: [{ label: "messages", data: keys.map((k) => sizes.get(k)) }] },
       options: { plugins: { title: { display: true, text: "Message sizes (all routines)" } } },
     });
+    comparePart(main, r);
   } catch (e) {
     showError(main, e);
   }
@@ -156,6 +158,7 @@ async function userPage(app) {
       options: { plugins: { title: { display: true, text: "MPI share per week" } } },
     });
     if (r.weeks.length === 0) app.append(el("p", {}, "No jobs in the last 26 weeks."));
+    await trendsPart(app, user);
   } catch (e) {
     showError(app, e);
   }

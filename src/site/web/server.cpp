@@ -1,10 +1,12 @@
-#include "web/server.hpp"
+#include "site/web/server.hpp"
 
 #include "record/record.hpp"
 #include "record/render.hpp"
+#include "site/health.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
-#include "web/tokens.hpp"
+#include "site/web/tokens.hpp"
+#include "site/web/views.hpp"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -164,149 +166,6 @@ std::optional<std::string> text_param(const httplib::Request& req, const std::st
   if (v.size() > 256)
     throw bad_request("parameter " + name + " is longer than 256 characters");
   return v;
-}
-
-json job_json(const site::job_row& j) {
-  json o = {{"id", j.job_id},
-            {"record_id", j.record_id},
-            {"owner", j.owner},
-            {"owner_uid", j.owner_uid},
-            {"start", j.start_time},
-            {"end", j.end_time},
-            {"ranks", j.ranks},
-            {"hosts", j.hosts},
-            {"executable", j.executable},
-            {"language", j.language},
-            {"mpi_flavor", j.mpi_flavor},
-            {"status", j.status},
-            {"partial", j.partial},
-            {"wall_time_s", j.wall_time_s},
-            {"cpu_time_s", j.cpu_time_s},
-            {"mpi_time_s", j.mpi_time_s},
-            {"mpi_percent", j.mpi_percent},
-            {"mpi_calls", j.mpi_calls},
-            {"mpi_bytes", j.mpi_bytes}};
-  return o;
-}
-
-json totals_json(const site::job_totals& t) {
-  return {{"jobs", t.jobs},
-          {"cpu_time_s", t.cpu_time_s},
-          {"mpi_time_s", t.mpi_time_s},
-          {"mpi_percent", t.cpu_time_s > 0 ? 100 * t.mpi_time_s / t.cpu_time_s : 0.0},
-          {"mpi_calls", t.mpi_calls},
-          {"mpi_bytes", t.mpi_bytes}};
-}
-
-json breakdown_json(const std::vector<site::breakdown_line>& lines) {
-  json a = json::array();
-  for (const auto& l : lines)
-    a.push_back({{"label", l.label},
-                 {"jobs", l.jobs},
-                 {"cpu_time_s", l.cpu_time_s},
-                 {"mpi_time_s", l.mpi_time_s},
-                 {"cpu_percent", l.cpu_percent},
-                 {"jobs_percent", l.jobs_percent},
-                 {"mpi_percent", l.mpi_percent}});
-  return a;
-}
-
-// The site page's figures (the seed's Figs. 5-11) from the site report.
-json site_json(const site::report& r, int days) {
-  json o = {{"days", days}, {"from", r.options.when.from}, {"to", r.options.when.to}};
-  if (!r.site)
-    return o;
-  const site::site_report& s = *r.site;
-  o["totals"] = totals_json(s.totals);
-  o["users"] = s.users;
-  o["routines_used"] = s.routines_used;
-  o["by_size"] = breakdown_json(s.by_size);
-  o["by_cpu_class"] = breakdown_json(s.by_cpu_class);
-  o["by_cpu_class_c"] = breakdown_json(s.by_cpu_class_c);
-  o["by_cpu_class_fortran"] = breakdown_json(s.by_cpu_class_fortran);
-  o["by_user"] = breakdown_json(s.by_user);
-  json langs = json::array();
-  for (const auto& l : s.languages)
-    langs.push_back({{"language", l.language},
-                     {"totals", totals_json(l.totals)},
-                     {"cpu_percent", l.cpu_percent},
-                     {"jobs_percent", l.jobs_percent}});
-  o["languages"] = langs;
-  json routines = json::array();
-  for (const auto& rl : s.routines) {
-    json x = {{"name", rl.name},
-              {"calls", rl.calls},
-              {"time_s", rl.time_s},
-              {"bytes", rl.bytes},
-              {"share_of_mpi", rl.share_of_mpi}};
-    if (rl.split)
-      x["split"] = {{"latency_s", rl.split->latency_s},
-                    {"transfer_s", rl.split->transfer_s},
-                    {"sync_s", rl.split->sync_s}};
-    routines.push_back(x);
-  }
-  o["routines"] = routines;
-  json groups = json::array();
-  for (const auto& g : s.groups)
-    groups.push_back({{"name", g.name},
-                      {"jobs_percent", g.jobs_percent},
-                      {"cpu_weighted_percent", g.cpu_weighted_percent}});
-  o["groups"] = groups;
-  json critical = json::array();
-  for (const auto& j : s.critical_jobs)
-    critical.push_back(job_json(j));
-  o["critical_jobs"] = critical;
-  o["critical_job_count"] = s.critical_job_count;
-  return o;
-}
-
-// The job's own report (src/record's HTML renderer, which escapes every string of the record):
-// the body of its document, to sit inside our page.
-std::string job_report_html(const std::string& record_json) {
-  const record::parse_result parsed = record::parse_record(record_json);
-  if (!parsed.ok())
-    return "<p class=\"error\">The stored record does not parse: " + escape(parsed.error) + "</p>";
-  std::string doc = record::render(*parsed.record, record::report_format::html);
-  const std::size_t body = doc.find("<body>");
-  const std::size_t end = doc.rfind("</body>");
-  if (body == std::string::npos || end == std::string::npos || end < body)
-    return doc;
-  const std::size_t head_style = doc.find("<style>");
-  const std::size_t head_style_end = doc.find("</style>");
-  std::string style;
-  if (head_style != std::string::npos && head_style_end != std::string::npos && head_style < body)
-    style = doc.substr(head_style, head_style_end + 8 - head_style);
-  // The report's style is for a document of its own: keep it off our page's body.
-  for (std::size_t at = style.find("body{"); at != std::string::npos; at = style.find("body{", at))
-    style.replace(at, 4, ".report");
-  return style + doc.substr(body + 6, end - body - 6);
-}
-
-// What the job page's charts need, from the record's JSON: per-routine time across ranks
-// (min/mean/max: the imbalance) and the message-size histograms.
-json job_detail_json(const site::stored_job& sj) {
-  json o = {{"job", job_json(sj.job)}};
-  json rec = json::parse(sj.record_json, nullptr, false);
-  if (rec.is_discarded() || !rec.is_object())
-    return o;
-  const json& job = rec.value("job", json::object());
-  o["argv"] = job.value("argv", json::array());
-  o["mpi_percent_by_rank"] = job.value("mpi_percent_by_rank", json::object());
-  json routines = json::array();
-  if (rec.contains("routines") && rec["routines"].is_object())
-    for (const auto& [name, r] : rec["routines"].items()) {
-      if (!r.is_object())
-        continue;
-      json x = {{"name", name},
-                {"calls", r.value("calls", json(0))},
-                {"time_s", r.value("time_s", json(0))},
-                {"size_histogram", r.value("size_histogram", json::array())}};
-      if (r.contains("per_rank") && r["per_rank"].is_object())
-        x["per_rank_time_s"] = r["per_rank"].value("time_s", json::object());
-      routines.push_back(x);
-    }
-  o["routines"] = routines;
-  return o;
 }
 
 std::string page(const std::string& title, const std::string& page_name, const viewer* v,
@@ -473,14 +332,13 @@ public:
               [this](const httplib::Request& req, const viewer& v) { return jobs_json(req, v); });
     api_route(http, R"(/api/job/(\d+))", [this](const httplib::Request& req, const viewer& v) {
       const auto id = parse_id(req.matches[1]);
+      auto db = pool_.take();
       std::optional<site::stored_job> sj;
-      if (id) {
-        auto db = pool_.take();
+      if (id)
         sj = visible_job(*db, v, *id);
-      }
       if (!sj)
         throw not_found("no job " + std::string(req.matches[1]) + " that you may see");
-      return job_detail_json(*sj);
+      return job_detail_json(*db, *sj);
     });
     api_route(http, "/api/user/weeks", [this](const httplib::Request& req, const viewer& v) {
       const std::string user = user_of(req, v);
@@ -490,7 +348,7 @@ public:
       std::vector<site::owner_week_row> rows;
       {
         auto db = pool_.take();
-        rows = db->owner_weeks(when, user);
+        rows = site::owner_weeks(*db, when, user);
       }
       json a = json::array();
       for (const auto& r : rows) {
@@ -499,6 +357,30 @@ public:
         a.push_back(t);
       }
       return json{{"user", user}, {"weeks", a}};
+    });
+    api_route(http, "/api/user/models", [this](const httplib::Request& req, const viewer& v) {
+      const std::string user = user_of(req, v);
+      auto db = pool_.take();
+      return models_json(*db, user);
+    });
+    api_route(http, "/api/user/history", [this](const httplib::Request& req, const viewer& v) {
+      const std::string user = user_of(req, v);
+      const std::int64_t program = int_param(req, "program", 1, INT64_MAX).value_or(0);
+      auto db = pool_.take();
+      std::optional<json> h = history_json(*db, program, user);
+      if (!h)
+        throw not_found("no program " + std::to_string(program) + " of " + user);
+      return *h;
+    });
+    // The store's health for Prometheus (aggregates only: no login, as scrapers have none).
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      site::store_health h;
+      {
+        auto db = pool_.take();
+        h = site::read_health(*db);
+      }
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(site::health_metrics(h, now()), "text/plain; version=0.0.4; charset=utf-8");
     });
     api_route(http, "/api/site", [this](const httplib::Request& req, const viewer& v) {
       if (!v.admin)
@@ -650,7 +532,7 @@ private:
     {
       auto db = pool_.take();
       // Counting every match of a million jobs costs more than the page: count up to a bound.
-      site::job_page found = db->jobs_and_count(f, count_bound);
+      site::job_page found = site::jobs_and_count(*db, f, count_bound);
       rows = std::move(found.rows);
       total = found.matches;
     }

@@ -1,0 +1,407 @@
+#include "record/record.hpp"
+#include "site/groups.hpp"
+#include "site/ingest.hpp"
+#include "site/mail.hpp"
+#include "site/parse.hpp"
+#include "site/report.hpp"
+#include "site/store.hpp"
+#include "site/store_test_fixture.hpp"
+#include "site/synth.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <map>
+#include <set>
+#include <sstream>
+#include <sys/resource.h>
+#include <thread>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace strata::site {
+namespace {
+
+using namespace store_testing;
+
+TEST_F(StoreBackend, PostgresqlStoresHaveNoForeignKeys) {
+  const auto s = store::open(url_);
+  if (s->kind() != backend::postgresql)
+    GTEST_SKIP() << "SQLite keeps its foreign keys";
+  std::int64_t n = -1;
+  s->query("SELECT COUNT(*) FROM information_schema.table_constraints WHERE constraint_type = "
+           "'FOREIGN KEY' AND table_name IN ('job_routines', 'job_records')",
+           {}, [&](const store::row& r) { n = r.i64(0); });
+  EXPECT_EQ(n, 0); // migration 3: checking them per row cost more than the inserts
+}
+
+TEST_F(StoreBackend, MigratesInsertsOnceAndQueries) {
+  auto s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+  stored_job a = make_stored_job(sample_, sample_text_, 1000, "alice");
+  EXPECT_FALSE(a.job.owner_mismatch);
+  EXPECT_EQ(a.job.job_key, "slurm:81234@2026-11-22T01:27:18Z");
+  EXPECT_DOUBLE_EQ(a.job.cpu_time_s, 12.91 * 4);
+  record::job_record other = sample_;
+  other.job.id = "slurm:81235";
+  other.job.end = "2026-11-23T00:00:00Z";
+  other.job.mpi_percent = 40;
+  stored_job b = make_stored_job(other, record::to_json(other), 2000, "bob");
+  EXPECT_TRUE(b.job.owner_mismatch); // the record claims uid 1000
+  auto r = s->insert({a, b, a});
+  EXPECT_EQ(r.inserted, 2);
+  EXPECT_EQ(r.duplicates, 1);
+  EXPECT_EQ(r.was_new, (std::vector<bool>{true, true, false}));
+  r = s->insert({a});
+  EXPECT_EQ(r.inserted, 0);
+
+  // A reopened store keeps its version and does not migrate again.
+  s.reset();
+  s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+
+  job_filter all;
+  EXPECT_EQ(count_jobs(*s, all), 2);
+  auto rows = jobs(*s, all);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].owner, "bob"); // latest end first
+  EXPECT_EQ(rows[0].claimed_user, "alice");
+  job_filter bobs;
+  bobs.owner = "bob";
+  EXPECT_EQ(count_jobs(*s, bobs), 1);
+  job_filter text;
+  text.text = "stencil";
+  EXPECT_EQ(count_jobs(*s, text), 2);
+  text.text = "nothing-like-this";
+  EXPECT_EQ(count_jobs(*s, text), 0);
+  job_filter critical;
+  critical.min_mpi_percent = 15;
+  EXPECT_EQ(jobs(*s, critical).at(0).record_id, "slurm:81235");
+
+  auto one = s->job(rows[1].job_id);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->record_json, sample_text_);
+  EXPECT_EQ(one->routines.size(), sample_.routines.size());
+  EXPECT_TRUE(s->job_by_key(a.job.job_key));
+  EXPECT_FALSE(s->job(999999));
+
+  const period all_time{0, std::int64_t{1} << 40};
+  EXPECT_EQ(owners(*s, all_time), (std::vector<std::string>{"alice", "bob"}));
+  const job_totals t = totals(*s, all_time, std::nullopt);
+  EXPECT_EQ(t.jobs, 2);
+  EXPECT_EQ(t.pes, 8);
+  EXPECT_DOUBLE_EQ(t.mpi_time_s, 2 * 6.110008);
+  EXPECT_EQ(totals(*s, all_time, std::string("alice")).jobs, 1);
+
+  auto sums = routine_sums(*s, all_time, std::nullopt, false);
+  ASSERT_EQ(sums.size(), sample_.routines.size());
+  EXPECT_EQ(sums[0].routine, "MPI_Allreduce");
+  EXPECT_EQ(sums[0].calls, 1600);
+  EXPECT_EQ(sums[0].jobs, 2);
+  auto by_owner = routine_sums(*s, all_time, std::nullopt, true);
+  EXPECT_EQ(by_owner.size(), 2 * sample_.routines.size());
+
+  auto classes = job_classes(*s, all_time, 15, std::nullopt);
+  ASSERT_EQ(classes.size(), 2u);
+  EXPECT_EQ(classes[1].critical_jobs, 1);
+  EXPECT_EQ(classes[0].group_jobs[static_cast<int>(routine_group::collective)], 1);
+  EXPECT_EQ(classes[0].group_jobs[static_cast<int>(routine_group::topology)], 0);
+
+  auto weeks = owner_weeks(*s, all_time, std::nullopt);
+  ASSERT_EQ(weeks.size(), 2u);
+  EXPECT_EQ(weeks[0].week_start, *parse_utc_time("2026-11-16"));
+  EXPECT_EQ(weeks[1].week_start, *parse_utc_time("2026-11-23"));
+}
+
+// The day tables and the job rows must give the same sums, whichever way a period falls on
+// day boundaries.
+TEST_F(StoreBackend, DayTablesAgreeWithJobRows) {
+  auto s = store::open(url_);
+  std::vector<stored_job> jobs;
+  const std::int64_t base = *parse_utc_time("2026-11-10");
+  for (int i = 0; i < 40; ++i) {
+    record::job_record r = sample_;
+    r.job.id = "t:" + std::to_string(i);
+    r.job.end = format_utc_time(base + i * 20000 + 7); // spread over about 9 days
+    r.job.ranks = r.job.ranks_reported = static_cast<std::uint64_t>(1 + i % 5);
+    r.job.wall_time_s = 10.0 + i;
+    r.job.language = i % 3 == 0 ? "Fortran" : "C/C++";
+    r.job.mpi_percent = i;
+    for (auto& routine : r.routines)
+      routine.per_rank.calls.max_rank = routine.per_rank.time_s.max_rank = 0;
+    r.job.mpi_percent_by_rank.min_rank = r.job.mpi_percent_by_rank.max_rank = 0;
+    jobs.push_back(
+        make_stored_job(r, record::to_json(r), 1000 + i % 3, "u" + std::to_string(i % 3)));
+  }
+  // In two batches, so that the second adds to day rows the first created.
+  s->insert(std::vector<stored_job>(jobs.begin(), jobs.begin() + 25));
+  s->insert(std::vector<stored_job>(jobs.begin() + 20, jobs.end()));
+  for (const period p : {period{base, base + 9 * 86400},            // whole days only
+                         period{base + 3600, base + 8 * 86400 + 5}, // partial ends
+                         period{base + 100, base + 50000}}) {       // within one day... and a bit
+    job_totals from_rows;
+    int expected_jobs = 0;
+    for (const stored_job& j : jobs) {
+      if (j.job.end_time < p.from || j.job.end_time >= p.to)
+        continue;
+      ++expected_jobs;
+      from_rows.cpu_time_s += j.job.cpu_time_s;
+      from_rows.mpi_calls += j.job.mpi_calls;
+      from_rows.pes += j.job.ranks;
+    }
+    const job_totals t = totals(*s, p, std::nullopt);
+    EXPECT_EQ(t.jobs, expected_jobs);
+    EXPECT_EQ(t.pes, from_rows.pes);
+    EXPECT_NEAR(t.cpu_time_s, from_rows.cpu_time_s, 1e-6);
+    EXPECT_EQ(t.mpi_calls, from_rows.mpi_calls);
+    std::int64_t class_jobs = 0, critical = 0;
+    for (const job_class_row& c : job_classes(*s, p, 20, std::nullopt)) {
+      class_jobs += c.totals.jobs;
+      critical += c.critical_jobs;
+    }
+    EXPECT_EQ(class_jobs, expected_jobs);
+    job_filter over20;
+    over20.when = p;
+    over20.min_mpi_percent = 20;
+    EXPECT_EQ(critical, count_jobs(*s, over20));
+    std::int64_t send_calls = 0;
+    for (const owner_routine_row& r : routine_sums(*s, p, std::nullopt, true))
+      if (r.routine == "MPI_Send")
+        send_calls += r.calls;
+    EXPECT_EQ(send_calls, 4000 * expected_jobs);
+    std::int64_t week_jobs = 0;
+    for (const owner_week_row& w : owner_weeks(*s, p, std::string("u1")))
+      week_jobs += w.totals.jobs;
+    EXPECT_EQ(week_jobs, totals(*s, p, std::string("u1")).jobs);
+  }
+}
+
+void expect_same_lines(const std::vector<breakdown_line>& a, const std::vector<breakdown_line>& b,
+                       const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].label, b[i].label) << what;
+    EXPECT_EQ(a[i].jobs, b[i].jobs) << what << " " << a[i].label;
+    EXPECT_NEAR(a[i].cpu_time_s, b[i].cpu_time_s, 1e-9 * (1 + b[i].cpu_time_s)) << what;
+    EXPECT_NEAR(a[i].mpi_time_s, b[i].mpi_time_s, 1e-9 * (1 + b[i].mpi_time_s)) << what;
+    EXPECT_NEAR(a[i].cpu_percent, b[i].cpu_percent, 1e-9) << what;
+    EXPECT_NEAR(a[i].jobs_percent, b[i].jobs_percent, 1e-9) << what;
+    EXPECT_NEAR(a[i].mpi_percent, b[i].mpi_percent, 1e-9) << what;
+  }
+}
+
+void expect_same_site(const site_report& f, const site_report& o) {
+  EXPECT_EQ(f.totals.jobs, o.totals.jobs);
+  EXPECT_EQ(f.totals.pes, o.totals.pes);
+  EXPECT_EQ(f.totals.mpi_calls, o.totals.mpi_calls);
+  EXPECT_NEAR(static_cast<double>(f.totals.mpi_bytes), static_cast<double>(o.totals.mpi_bytes),
+              1e-12 * static_cast<double>(o.totals.mpi_bytes));
+  EXPECT_NEAR(f.totals.cpu_time_s, o.totals.cpu_time_s, 1e-9 * o.totals.cpu_time_s);
+  EXPECT_NEAR(f.totals.mpi_time_s, o.totals.mpi_time_s, 1e-9 * o.totals.mpi_time_s);
+  EXPECT_EQ(f.users, o.users);
+  EXPECT_EQ(f.routines_used, o.routines_used);
+  EXPECT_EQ(f.critical_job_count, o.critical_job_count);
+  // The same latest critical jobs (jobs that end in the same second may come in any order).
+  std::vector<std::int64_t> mine = ids_of(f.critical_jobs), theirs = ids_of(o.critical_jobs);
+  std::sort(mine.begin(), mine.end());
+  std::sort(theirs.begin(), theirs.end());
+  EXPECT_EQ(mine, theirs);
+  expect_same_lines(f.by_size, o.by_size, "by_size");
+  expect_same_lines(f.by_cpu_class, o.by_cpu_class, "by_cpu_class");
+  expect_same_lines(f.by_cpu_class_c, o.by_cpu_class_c, "by_cpu_class_c");
+  expect_same_lines(f.by_cpu_class_fortran, o.by_cpu_class_fortran, "by_cpu_class_fortran");
+  expect_same_lines(f.by_user, o.by_user, "by_user");
+  ASSERT_EQ(f.routines.size(), o.routines.size());
+  for (size_t i = 0; i < f.routines.size(); ++i) {
+    EXPECT_EQ(f.routines[i].name, o.routines[i].name);
+    EXPECT_EQ(f.routines[i].jobs, o.routines[i].jobs);
+    EXPECT_EQ(f.routines[i].calls, o.routines[i].calls);
+    // Sums past 2^53 are done in double precision: equal to the last bits of their order.
+    EXPECT_NEAR(static_cast<double>(f.routines[i].bytes), static_cast<double>(o.routines[i].bytes),
+                1e-12 * static_cast<double>(o.routines[i].bytes));
+    EXPECT_NEAR(f.routines[i].time_s, o.routines[i].time_s, 1e-9 * (1 + o.routines[i].time_s));
+  }
+  ASSERT_EQ(f.languages.size(), o.languages.size());
+  for (size_t i = 0; i < f.languages.size(); ++i) {
+    EXPECT_EQ(f.languages[i].language, o.languages[i].language);
+    EXPECT_EQ(f.languages[i].totals.jobs, o.languages[i].totals.jobs);
+  }
+  ASSERT_EQ(f.groups.size(), o.groups.size());
+  for (size_t i = 0; i < f.groups.size(); ++i) {
+    EXPECT_NEAR(f.groups[i].jobs_percent, o.groups[i].jobs_percent, 1e-9) << f.groups[i].name;
+    EXPECT_NEAR(f.groups[i].cpu_weighted_percent, o.groups[i].cpu_weighted_percent, 1e-9);
+  }
+}
+
+// The web's site page (the site part alone, whole days: day tables and day_mpi) gives the full
+// report's figures, and those of a period with partial days read from the job rows.
+TEST_F(StoreBackend, SitePageFromDayTablesEqualsFullReport) {
+  auto s = store::open(url_);
+  // Days of their own: on PostgreSQL the tests share one database.
+  const std::int64_t base = *parse_utc_time("2025-03-10");
+  std::vector<stored_job> jobs = synth_jobs(240, base + 1, base + 3 * 86400 - 1);
+  s->insert(std::vector<stored_job>(jobs.begin(), jobs.begin() + 150));
+  s->insert(std::vector<stored_job>(jobs.begin() + 100, jobs.end())); // overlap: duplicates
+
+  report_options page;
+  page.when = {base, base + 3 * 86400};
+  page.user_parts = false;
+  const report fast = build_report(*s, page);
+  report_options full = page;
+  full.user_parts = true;
+  const report slow = build_report(*s, full);
+  report_options partial = full; // the same jobs, read from job rows at both ends
+  partial.when = {base + 1, base + 3 * 86400 - 1};
+  const report rows = build_report(*s, partial);
+  ASSERT_TRUE(fast.site && slow.site && rows.site);
+  EXPECT_TRUE(fast.users.empty());
+  EXPECT_EQ(slow.users.size(), 5u);
+
+  // Known figures, from the jobs themselves.
+  std::int64_t critical = 0;
+  std::map<std::string, std::int64_t> per_owner;
+  std::vector<std::pair<std::int64_t, std::string>> critical_ends;
+  for (const stored_job& j : jobs) {
+    ++per_owner[j.job.owner];
+    if (j.job.mpi_percent > 15) {
+      ++critical;
+      critical_ends.emplace_back(j.job.end_time, j.job.job_key);
+    }
+  }
+  const site_report& f = *fast.site;
+  EXPECT_EQ(f.totals.jobs, 240);
+  EXPECT_EQ(f.users, 5);
+  EXPECT_EQ(f.critical_job_count, critical);
+  EXPECT_GT(critical, 50); // the list is bounded, the count is not
+  ASSERT_EQ(f.critical_jobs.size(), 50u);
+  std::sort(critical_ends.rbegin(), critical_ends.rend());
+  EXPECT_EQ(f.critical_jobs[0].end_time, critical_ends[0].first);
+  EXPECT_EQ(f.critical_jobs[49].end_time, critical_ends[49].first);
+  for (const breakdown_line& l : f.by_user)
+    EXPECT_EQ(l.jobs, per_owner[l.label]) << l.label;
+
+  for (const report* other : {&slow, &rows})
+    expect_same_site(f, *other->site);
+}
+
+// count_critical from day_mpi (whole days, whole-number thresholds) and from job rows (the
+// rest) against counting the rows; and a store made by schema version 3 gets the day tables of
+// version 4 filled, giving the same site page.
+TEST_F(StoreBackend, CriticalCountsFromDayBucketsAndAfterMigration) {
+  auto s = store::open(url_);
+  const std::int64_t base = *parse_utc_time("2025-04-14");
+  const std::vector<stored_job> jobs = synth_jobs(180, base, base + 4 * 86400);
+  s->insert(jobs);
+  auto check = [&](store& db) {
+    for (const period p : {period{base, base + 4 * 86400}, period{base + 86400, base + 2 * 86400},
+                           period{base + 5000, base + 3 * 86400 + 7}, period{base, base + 100}})
+      for (const double threshold : {0.0, 15.0, 15.5, 16.0, 20.0, 99.0, 100.0, -1.0, 150.0}) {
+        std::int64_t expected = 0;
+        for (const stored_job& j : jobs)
+          expected +=
+              j.job.end_time >= p.from && j.job.end_time < p.to && j.job.mpi_percent > threshold;
+        EXPECT_EQ(count_critical(db, p, threshold), expected)
+            << "threshold " << threshold << " from " << p.from - base;
+      }
+  };
+  check(*s);
+  EXPECT_EQ(mpi_bucket(15), 15);
+  EXPECT_EQ(mpi_bucket(15.000001), 16);
+  EXPECT_EQ(mpi_bucket(0), 0);
+  EXPECT_EQ(mpi_bucket(-3), 0);
+  EXPECT_EQ(mpi_bucket(100), 100);
+  EXPECT_EQ(mpi_bucket(100.5), 101);
+
+  report_options page;
+  page.when = {base, base + 4 * 86400};
+  page.user_parts = false;
+  const report before = build_report(*s, page);
+  ASSERT_TRUE(before.site);
+  EXPECT_EQ(before.site->totals.jobs, 180);
+
+  // Back to what version 3 had, then open: migration 4 runs and fills the new day tables from
+  // the jobs and day_classes, migration 5 adds the per-owner list indexes, 6 drops them again
+  // and adds the search's table and indexes.
+  s->execute("DROP TABLE day_mpi; DROP TABLE day_owners; DROP TABLE day_shapes; "
+             "DROP INDEX jobs_owner_list; DROP INDEX jobs_by_mpi; "
+             "DROP INDEX jobs_by_cpu; DROP INDEX jobs_by_ranks; "
+             "CREATE INDEX jobs_owner_end_time ON jobs (owner, end_time); DROP INDEX jobs_period; "
+             "CREATE INDEX jobs_period ON jobs (end_time, mpi_percent, owner, language, ranks, "
+             "cpu_class); "
+             "DROP TABLE executables; DROP INDEX jobs_by_executable; DROP INDEX jobs_record_id; " +
+             std::string(drop_version_8) + "DELETE FROM schema_version WHERE version >= 4");
+  s.reset();
+  s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+  check(*s);
+  const report after = build_report(*s, page);
+  ASSERT_TRUE(after.site);
+  expect_same_site(*after.site, *before.site);
+}
+
+// A store of version 5 (per-owner sort indexes, no `executables`) is migrated to 6: searches
+// find the jobs stored before and after it by a substring of their executable or a prefix of
+// their record id, in every way of reading a page, and the count agrees.
+TEST_F(StoreBackend, RoutineSumsOfPartialDaysAfterMigrationFromVersion6) {
+  auto s = store::open(url_);
+  const std::int64_t base = *parse_utc_time("2025-08-04");
+  const std::vector<stored_job> jobs = synth_jobs(150, base, base + 3 * 86400);
+  s->insert(jobs);
+  const period p{base + 3600, base + 2 * 86400 + 7200}; // partial days at both ends
+  using sums = std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, std::int64_t>>;
+  auto expected = [&](const std::optional<std::string>& owner) {
+    sums out; // (owner, routine) -> (jobs, calls)
+    for (const stored_job& j : jobs) {
+      if (j.job.end_time < p.from || j.job.end_time >= p.to || (owner && j.job.owner != *owner))
+        continue;
+      for (const routine_row& r : j.routines) {
+        auto& [n, calls] = out[{j.job.owner, r.routine}];
+        ++n;
+        calls += r.calls;
+      }
+    }
+    return out;
+  };
+  auto stored = [&](store& db, const std::optional<std::string>& owner) {
+    sums out;
+    for (const owner_routine_row& r : routine_sums(db, p, owner, true))
+      out[{r.owner, r.routine}] = {r.jobs, r.calls};
+    return out;
+  };
+  const std::string one = jobs.front().job.owner;
+  ASSERT_FALSE(expected(std::nullopt).empty());
+  s->execute("CREATE INDEX job_routines_end_time ON job_routines (end_time); " +
+             std::string(drop_version_8) + "DELETE FROM schema_version WHERE version >= 7");
+  EXPECT_EQ(stored(*s, std::nullopt), expected(std::nullopt));
+  s.reset();
+  s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+  std::int64_t indexes = -1;
+  s->query(s->kind() == backend::sqlite
+               ? "SELECT COUNT(*) FROM sqlite_master WHERE name = 'job_routines_end_time'"
+               : "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'job_routines_end_time'",
+           {}, [&](const store::row& r) { indexes = r.i64(0); });
+  EXPECT_EQ(indexes, 0);
+  EXPECT_EQ(stored(*s, std::nullopt), expected(std::nullopt));
+  EXPECT_EQ(stored(*s, one), expected(one));
+}
+
+// What a store holds for the jobs that ended in [from, to), times relative to `from`: the jobs,
+// their routines and records (there and not empty: their JSON holds the times), and the day
+// tables' rows, one line each. Sums rounded to 12
+// digits: two writers add a day row's parts in the order their transactions commit.
+TEST_F(StoreBackend, BadUrlsAndFilesSayWhy) {
+  EXPECT_THROW(store::open("nosuch://x"), store_error);
+  try {
+    store::open("sqlite:/proc/no/such/dir/site.db");
+    FAIL();
+  } catch (const store_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/no/such/dir/site.db"), std::string::npos);
+  }
+}
+
+} // namespace
+} // namespace strata::site

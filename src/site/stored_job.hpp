@@ -1,0 +1,110 @@
+// One job as the site store keeps it: the figures it keeps in columns (job_row, routine_row),
+// built from a parsed record (make_stored_job), and the record's own text, kept deflated
+// (pack_record / unpack_record: the one writer and the one reader of that encoding).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace strata::record {
+struct job_record;
+}
+
+namespace strata::site {
+
+// The per-job figures the store keeps in columns (everything else is in the record).
+// A job belongs to the owner of its spool file (`owner`, `owner_uid`); what the record claims
+// is kept beside it (`claimed_user`, `claimed_uid`) and `owner_mismatch` flags a difference.
+struct job_row {
+  std::int64_t job_id = 0; // assigned by the store
+  std::string job_key;     // identity: record id and start time; unique in the store
+  std::string record_id;   // job.id of the record ("slurm:81234", "local:...")
+  std::string owner;       // user name of the spool file's owner
+  std::int64_t owner_uid = 0;
+  std::string claimed_user; // job.user of the record
+  std::int64_t claimed_uid = 0;
+  bool owner_mismatch = false;
+  std::int64_t start_time = 0, end_time = 0; // seconds since the epoch
+  std::int64_t ranks = 0, ranks_reported = 0, hosts = 0;
+  std::string executable, language, mpi_flavor, status;
+  bool partial = false;
+  double wall_time_s = 0;
+  double cpu_time_s = 0; // wall time * ranks reported: the job's "application CPU time"
+  double mpi_time_s = 0, mpi_percent = 0, overhead_s = 0;
+  std::int64_t mpi_calls = 0, mpi_bytes = 0;
+  std::int64_t routine_groups = 0;    // bit set of routine_group (site/groups.hpp)
+  int cpu_class = 0;                  // floor(log10(cpu_time_s)), at least 0
+  std::optional<double> instructions; // outside MPI, when the job counted them
+  std::int64_t ingested_at = 0;
+};
+
+struct routine_row {
+  std::string routine;
+  std::int64_t calls = 0;
+  double time_s = 0;
+  std::int64_t bytes = 0; // sent + received
+  std::int64_t count_sum = 0;
+};
+
+// A routine whose time per rank moved most in a flagged job, against the history's median.
+struct moved_routine {
+  std::string routine;
+  double value_s = 0, baseline_s = 0;
+};
+
+// A call site (one source line calling one MPI routine) whose time per rank moved most in a
+// flagged job, against the median of the earlier runs that recorded call sites.
+struct moved_site {
+  std::string function, file;
+  std::uint64_t line = 0;
+  double value_s = 0, baseline_s = 0;
+};
+
+// Why a job was flagged as a regression (site/regressions.hpp): the metric beyond the noise of
+// the same program's earlier runs at the same size that moved most ("wall", "MPI" or a
+// routine), its time per rank, the history's centre and noise, and the routines that moved.
+struct regression_flag {
+  std::string metric;
+  double value_s = 0, baseline_s = 0, noise_s = 0;
+  int history_runs = 0;
+  std::vector<moved_routine> moved;
+};
+
+// One job as stored: the row, its routines and the record's JSON text as it was spooled
+// (kept deflated in the store, see pack_record).
+struct stored_job {
+  job_row job;
+  std::vector<routine_row> routines;
+  std::string record_json;
+  std::string record_packed; // pack_record(record_json) when done ahead (ingest's workers)
+  // The record's arguments after the program (argument_line): with owner and executable, the
+  // program the job is a run of (site/programs.hpp).
+  std::string arguments;
+  std::optional<regression_flag> regression; // set before the insert by the regression scorer
+};
+
+// Whether a job's figures may stand for its program: it finalized on every rank and was not
+// rebuilt from per-rank files. Partial jobs are left out of models and histories.
+bool complete_run(const job_row& j);
+
+// argv after the program name as one line: arguments separated by one space, an argument with
+// a space, quote or backslash (or an empty one) in single quotes, as a shell would take it.
+std::string argument_line(const std::vector<std::string>& argv);
+
+// argument_line of a stored record's job.argv, read without parsing the rest (migration 8
+// fills the programs of jobs stored before it); empty when the text holds none.
+std::string arguments_of_record(const std::string& json);
+
+// Builds what the store keeps from a parsed record, its text and the spool file's owner.
+// `owner_name` empty: looked up from the uid (the record's user when it claims the same uid,
+// else "uid<N>").
+stored_job make_stored_job(const record::job_record& record, std::string record_json,
+                           std::int64_t owner_uid, std::string owner_name = {});
+
+// The record column's encoding (deflated JSON) and back. unpack throws store_error.
+std::string pack_record(const std::string& json);
+std::string unpack_record(const std::string& stored);
+
+} // namespace strata::site

@@ -1,0 +1,39 @@
+// What the web's pages read, as JSON (and the job's own report as HTML): jobs, totals, the site
+// page's figures, a job's details with its comparison to the previous run of its program at
+// its size, and a user's programs' scaling models and histories (site/models.hpp). Every
+// string from a job travels as JSON data that the page inserts as text.
+#pragma once
+
+#include "site/models.hpp"
+#include "site/report.hpp"
+#include "site/store.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::web {
+
+nlohmann::json job_json(const site::job_row& j);
+nlohmann::json totals_json(const site::job_totals& t);
+// The site page's figures (Figs. 5-11 of the automatic counter profiling paper) from the site
+// report.
+nlohmann::json site_json(const site::report& r, int days);
+// The job's own report (src/record's HTML renderer, which escapes every string of the record):
+// the body of its document, to sit inside our page.
+std::string job_report_html(const std::string& record_json);
+// What the job page needs: the job, per-routine time across ranks (min/mean/max: the
+// imbalance), the message-size histograms; whether it was flagged as a regression; and, routine
+// by routine, the previous complete run of its program at its size.
+nlohmann::json job_detail_json(site::store& db, const site::stored_job& sj);
+
+// A user's programs with their models (render_models_json's form) for the trends page.
+nlohmann::json models_json(site::store& db, const std::string& user);
+// One program's runs at each size over time, flagged regressions marked; nothing when the
+// program is not `user`'s.
+std::optional<nlohmann::json> history_json(site::store& db, std::int64_t program_id,
+                                           const std::string& user);
+
+} // namespace strata::web

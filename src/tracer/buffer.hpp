@@ -76,6 +76,12 @@ public:
   // and once the stop policy has dropped a record (what came after it is unknown).
   record* last() { return next_ != current_ && !stopped_ ? next_ - 1 : nullptr; }
 
+  // The record appended `back` records before the last one (0: the last), on the same terms and
+  // only within the current chunk.
+  record* recent(size_t back) {
+    return static_cast<size_t>(next_ - current_) > back && !stopped_ ? next_ - 1 - back : nullptr;
+  }
+
   uint64_t recorded() const; // records held now
   uint64_t dropped() const { return dropped_; }
   uint64_t capacity_records() const { return max_chunks_ * chunk_records; }

@@ -393,6 +393,36 @@ class TraceTest(StrataTestCase):
         self.assertEqual(report["warnings"], [])
         self.assertEqual(report["messages"], 24)
 
+    def test_polls_that_alternate_fold_into_one_run_each(self):
+        # poll_c alternate: while a message is awaited, rank 0 tests it (MPI_Test or MPI_Testany)
+        # and probes for a message that never comes, in turn, for 2 ms: thousands of polls, one
+        # run per routine and call site for each message, laid back to back.
+        proc, anchor = self.trace([program("poll_c"), "12", "alternate"], ranks=2)
+        made = dict(re.findall(r"(tests|testanys|nevers)=(\d+)",
+                               [l for l in proc.stdout.splitlines() if l.startswith("rank 0")][0]))
+        loc = read_events(anchor)[0]
+        enters = [i for i, e in enumerate(loc) if e.kind == "ENTER"]
+        never = [i for i in enters if loc[i].region == "MPI_Iprobe"
+                 and loc[i].call_site == ("poll.c", marked_line("poll.c", "never"))]
+        self.assertEqual(sum(polls(loc[i]) for i in never), int(made["nevers"]))
+        for function, key in (("MPI_Test", "tests"), ("MPI_Testany", "testanys")):
+            entries = [i for i in enters if loc[i].region == function]
+            self.assertEqual(sum(polls(loc[i]) for i in entries), int(made[key]), function)
+        # Per message at most one run of the never-found probe (one per message and loop).
+        self.assertLessEqual(len(never), 12)
+        self.assertGreater(sum(polls(loc[i]) for i in never), 12 * 10)
+        # Nested and in time order, each run at least as long as the time inside its polls.
+        times = [e.time for e in loc]
+        self.assertEqual(times, sorted(times))
+        for i in never:
+            self.assertEqual(inside(loc, i), [])
+            leave = loc[i + 1]
+            self.assertLessEqual(poll_time_ns(loc[i]) if polls(loc[i]) > 1 else 0,
+                                 leave.time - loc[i].time)
+        report = analyze(anchor)
+        self.assertEqual(report["warnings"], [])
+        self.assertEqual(report["messages"], 24)
+
     def test_cancelled_requests_proc_null_and_any_source(self):
         delay_ms = 100
         proc, anchor = self.trace([program("requests_c"), str(delay_ms)], ranks=4)

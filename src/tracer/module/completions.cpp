@@ -3,13 +3,15 @@
 // are freed and the statuses may be ignored, so the wrappers snapshot the handles, substitute
 // statuses for MPI_STATUS(ES)_IGNORE, time the call themselves and record it with one completion
 // record per request it completed. A poll (Test, Iprobe & co.) that completed nothing joins the
-// run of empty polls of its routine and call site when that run is the last record, so a
-// polling loop makes one record, not one per iteration.
+// run of empty polls of its routine and call site when that run is among the last few records
+// and only such runs follow it, so a polling loop makes one record per routine and call site it
+// polls, not one per iteration.
 #include "tracer/module/state.hpp"
 
 #include <strata/zmpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -61,21 +63,42 @@ void record_completion_call(trace_state* s, int fid, uint64_t t0, uint64_t t1) {
   r->root = STRATA_NO_RANK;
 }
 
-// A poll that completed nothing: one more poll of the last record when that is a run of the same
-// routine from the same call site, else a run of its own.
+// A poll that completed nothing joins a run of empty polls of the same routine and call site
+// among the last few records when all of them are such runs: a polling loop that alternates
+// between a few polls (HPCC's RandomAccess tests two requests in turn; a loop may test and
+// probe) makes one record per routine and call site, not one per iteration. Each run keeps its
+// own count and time inside its polls; the group's runs, in order of their first poll, are laid
+// back to back from the first one's enter, each as long as the time inside its polls, the last
+// one to the latest leave (the time between the polls), so the location still nests.
+constexpr size_t poll_group_runs = 4;
+
 void record_empty_poll(trace_state* s, int fid, uint64_t t0, uint64_t t1) {
   if (!s->functions[static_cast<size_t>(fid)].wanted || !in_window(s, t0))
     return;
   const auto site = reinterpret_cast<uint64_t>(s->host->call_site());
   const uint32_t id = record::make_id(record_kind::poll_run, static_cast<uint32_t>(fid));
-  record* r = s->buffer->last();
-  if (r != nullptr && r->id == id && r->call_site == site) {
-    r->t_leave = t1;
-    ++r->polls;
-    r->poll_ns += t1 - t0;
+  std::array<record*, poll_group_runs> group{}; // group[0] the last record
+  size_t runs = 0;
+  record* same = nullptr;
+  for (; runs < poll_group_runs; ++runs) {
+    record* r = s->buffer->recent(runs);
+    if (r == nullptr || r->kind() != record_kind::poll_run)
+      break;
+    group[runs] = r;
+    if (r->id == id && r->call_site == site)
+      same = r;
+  }
+  if (same != nullptr) {
+    ++same->polls;
+    same->poll_ns += t1 - t0;
+    for (size_t k = runs - 1; k > 0; --k) {
+      group[k]->t_leave = group[k]->t_enter + group[k]->poll_ns;
+      group[k - 1]->t_enter = group[k]->t_leave;
+    }
+    group[0]->t_leave = t1;
     return;
   }
-  r = s->buffer->append();
+  record* r = s->buffer->append();
   if (r == nullptr)
     return;
   *r = record{};

@@ -13,12 +13,19 @@
 # (rank 0's line), the archive's bytes, and whether `strata analyze` reads it (its time and
 # warnings). The report gives medians and the ratio to native.
 #
-# Knobs (environment): APPS="hpcc lammps", RUNS=3, HPCC_N=5000, LMP_BOX=16, LMP_STEPS=1000,
-# LIMIT= (trace:limit=, default the module's 256M), BEFORE=, RAW=<file> to keep the raw lines.
+# CONFIGS="native monitor monitor-yielding" measures the monitor's tool rank on the full machine
+# instead: `--tools monitor` as `strata run` sets it up, and with every rank yielding when idle
+# (OMPI_MCA_mpi_yield_when_idle=1, what Open MPI does by itself once oversubscribed, and what
+# `strata run` did before it kept the application's ranks polling).
+#
+# Knobs (environment): APPS="hpcc lammps", CONFIGS="native trace", RUNS=3, HPCC_N=5000,
+# LMP_BOX=16, LMP_STEPS=1000, LIMIT= (trace:limit=, default the module's 256M), BEFORE=,
+# RAW=<file> to keep the raw lines.
 set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)
 APPS=${APPS:-"hpcc lammps"}
+CONFIGS=${CONFIGS:-"native trace"}
 RUNS=${RUNS:-3}
 HPCC_N=${HPCC_N:-5000}
 LMP_BOX=${LMP_BOX:-16}
@@ -84,20 +91,25 @@ ensure_package() {
 run_app() {
   local name=$1 config=$2 dir=$3 prog=$4
   shift 4
-  local flavor tools trace=$dir/trace
+  local flavor tools="" trace=$dir/trace
   flavor=$(flavor_of "$prog")
-  local -a cmd
+  local -a cmd setting=()
   case $config in
     native) cmd=("mpirun.$flavor" -np 2) ;;
     trace) tools=trace ;;
     before) tools=$BEFORE ;;
+    monitor) tools=monitor ;;
+    monitor-yielding) tools=monitor setting=(OMPI_MCA_mpi_yield_when_idle=1) ;;
   esac
+  [[ $tools == monitor ]] && setting+=("STRATA_MONITOR_OUT=$dir/rounds.jsonl")
   [[ -n ${tools:-} && -n $LIMIT ]] && tools+=":limit=$LIMIT"
   [[ -n ${tools:-} ]] && cmd=("$STRATA" run -np 2 --tools "$tools" --)
   rm -rf "$trace" "$dir/hpccoutf.txt"
   local t0 t1 rc=0
   t0=$(now)
-  (cd "$dir" && STRATA_TRACE_DIR=$trace "${cmd[@]}" "$prog" "$@") >"$dir/out.$config" 2>&1 || rc=$?
+  local TIMEFORMAT='user_s=%U sys_s=%S' # the job's processes, mpirun's and the ranks'
+  { time { (cd "$dir" && env STRATA_TRACE_DIR="$trace" "${setting[@]}" "${cmd[@]}" "$prog" "$@") \
+    >"$dir/out.$config" 2>&1; }; } 2>"$dir/time.$config" || rc=$?
   t1=$(now)
   local ok=1 extra=""
   ((rc == 0)) || ok=0
@@ -109,7 +121,8 @@ run_app() {
       ;;
     lammps) grep -q 'Total wall time' "$dir/out.$config" || ok=0 ;;
   esac
-  if [[ $config != native ]]; then
+  extra+=" $(tail -1 "$dir/time.$config")"
+  if [[ $config != native && $config != monitor* ]]; then
     local line events dropped bytes a0 a1 arc=0
     line=$(grep 'strata: trace: .* events of' "$dir/out.$config" | tail -1)
     events=$(sed -n 's/.*trace: \([0-9]*\) events of.*/\1/p' <<<"$line")
@@ -148,7 +161,7 @@ for app in $APPS; do
       ;;
     *) echo "unknown app $app" >&2; continue ;;
   esac
-  configs=(native trace)
+  read -r -a configs <<<"$CONFIGS"
   [[ -n $BEFORE ]] && configs+=(before)
   for ((i = 1; i <= RUNS; i++)); do
     for c in "${configs[@]}"; do
@@ -169,23 +182,25 @@ for line in open(sys.argv[1]):
 def med(rows, key):
     vals = [float(r[key]) for r in rows if r.get(key) not in (None, "", "-")]
     return statistics.median(vals) if vals else float("nan")
-print("| program | configuration | wall, s | / native | HPCC RandomAccess / HPL, s | events | dropped | archive, MB | strata analyze |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+print("| program | configuration | wall, s | / native | user / system CPU, s | HPCC RandomAccess / HPL, s | events | dropped | archive, MB | strata analyze |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
 for app in ("hpcc", "lammps"):
     native = med(runs[(app, "native")], "wall_s")
-    for config in ("native", "trace", "before"):
+    for config in ("native", "trace", "before", "monitor", "monitor-yielding"):
         rows = runs[(app, config)]
         if not rows:
             continue
         wall = med(rows, "wall_s")
         inner = f"{med(rows, 'ra_s'):.2f} / {med(rows, 'hpl_s'):.2f}" if app == "hpcc" else ""
-        if config == "native":
-            print(f"| {app} | native | {wall:.1f} | 1 | {inner} | | | | |")
+        cpu = f"{med(rows, 'user_s'):.1f} / {med(rows, 'sys_s'):.1f}"
+        if config == "native" or config.startswith("monitor"):
+            ratio = f"{wall / native:.2f}" if config != "native" else "1"
+            print(f"| {app} | {config} | {wall:.1f} | {ratio} | {cpu} | {inner} | | | | |")
             continue
         ok = all(r.get("analyze_rc") == "0" for r in rows)
         analysis = (f"reads it in {med(rows, 'analyze_s'):.1f} s, {rows[-1].get('warnings')} warnings"
                     if ok else "refuses it")
-        print(f"| {app} | {config} | {wall:.1f} | {wall / native:.2f} | {inner} | "
+        print(f"| {app} | {config} | {wall:.1f} | {wall / native:.2f} | {cpu} | {inner} | "
               f"{int(med(rows, 'events')):,} | {int(med(rows, 'dropped')):,} | "
               f"{med(rows, 'bytes') / 1e6:.1f} | {analysis} |")
 PY

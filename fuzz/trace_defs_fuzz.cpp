@@ -39,7 +39,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   strata::trace::rank_map map;
   if (strata::trace::unflatten(flat, map) && strata::trace::flatten(map) != flat)
     std::abort();
-  uint64_t value = 0;
-  strata::trace::parse_size(bytes, value);
   return 0;
 }

@@ -3,9 +3,12 @@
 #include "tracer/options.hpp"
 #include "tracer/unify.hpp"
 
+#include "config/options.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace strata::trace {
@@ -78,41 +81,71 @@ TEST(EventBuffer, RecordsPackTheirKindAndIndex) {
   EXPECT_EQ(r.index(), 77u);
 }
 
-TEST(Options, EnvironmentThenArguments) {
-  std::map<std::string, std::string> env = {{"STRATA_TRACE_LIMIT", "1M"},
-                                            {"STRATA_TRACE_POLICY", "ring"},
-                                            {"STRATA_TRACE_REGIONS", "solver,io*"}};
-  auto getenv = [&](const char* n) -> const char* {
+// The values as the core resolves them for the trace module: its declarations, the arguments,
+// then STRATA_TRACE_<KEY>, then the defaults.
+config::resolved_options resolved(const std::vector<std::pair<std::string, std::string>>& given,
+                                  const std::map<std::string, std::string>& env = {}) {
+  std::vector<config::option_decl> declared;
+  for (int i = 0; i < trace_option_list.count; ++i) {
+    const strata_option& o = trace_option_list.options[i];
+    declared.push_back(
+        {o.key,
+         o.type,
+         o.default_value != nullptr ? std::optional<std::string>(o.default_value) : std::nullopt,
+         o.help,
+         {}});
+  }
+  return config::resolve_options("trace", declared, given, [&](const char* n) -> const char* {
     auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
-  };
+  });
+}
+
+TEST(Options, ArgumentsThenEnvironmentThenDefaults) {
+  const config::resolved_options r = resolved(
+      {{"limit", "2G"}, {"start", "0.5"}, {"stop", "2s"}, {"functions", "MPI_Send+MPI_Recv"}},
+      {{"STRATA_TRACE_LIMIT", "1M"},
+       {"STRATA_TRACE_POLICY", "ring"},
+       {"STRATA_TRACE_REGIONS", "solver,io*"}});
+  ASSERT_TRUE(r.ok()) << r.error;
   options o;
-  ASSERT_EQ(parse_options({{"limit", "2G"}, {"start", "0.5"}, {"stop", "2"}}, getenv, o), "");
+  ASSERT_EQ(parse_options(r.values, o), "");
   EXPECT_EQ(o.limit_bytes, 2ull << 30);
+  EXPECT_EQ(o.prefault_bytes, 16ull << 20); // the default
   EXPECT_EQ(o.policy, limit_policy::ring);
+  EXPECT_EQ(o.functions, "MPI_Send,MPI_Recv");
   EXPECT_DOUBLE_EQ(o.start_s, 0.5);
   EXPECT_DOUBLE_EQ(o.stop_s, 2);
   EXPECT_TRUE(o.region_wanted("solver"));
   EXPECT_TRUE(o.region_wanted("io_write"));
   EXPECT_FALSE(o.region_wanted("halo"));
+  options defaults;
+  ASSERT_EQ(parse_options(resolved({}).values, defaults), "");
+  EXPECT_EQ(defaults.limit_bytes, options{}.limit_bytes);
+  EXPECT_EQ(defaults.functions, "*");
+  EXPECT_LT(defaults.stop_s, 0);
 }
 
-TEST(Options, EachBadSettingIsNamed) {
-  auto none = [](const char*) -> const char* { return nullptr; };
-  options o;
-  EXPECT_NE(parse_options({{"limit", "lots"}}, none, o).find("limit=lots"), std::string::npos);
-  EXPECT_NE(parse_options({{"policy", "drop"}}, none, o).find("policy=drop"), std::string::npos);
-  EXPECT_NE(parse_options({{"start", "-1"}}, none, o).find("start=-1"), std::string::npos);
-  EXPECT_NE(parse_options({{"colour", "red"}}, none, o).find("unknown argument 'colour'"),
-            std::string::npos);
+TEST(Options, EachBadSettingIsOneLineNamingModuleOptionAndSource) {
+  EXPECT_EQ(resolved({{"limit", "lots"}}).error,
+            "module 'trace': option 'limit': 'lots' is not a size such as 4096, 512K, 64M or 2G");
+  EXPECT_EQ(resolved({{"policy", "drop"}}).error,
+            "module 'trace': option 'policy': 'drop' is not one of stop,ring");
+  EXPECT_EQ(resolved({}, {{"STRATA_TRACE_POLICY", "sometimes"}}).error,
+            "module 'trace': STRATA_TRACE_POLICY: 'sometimes' is not one of stop,ring");
+  EXPECT_NE(resolved({{"colour", "red"}}).error.find("unknown option 'colour'"), std::string::npos);
+  EXPECT_EQ(
+      resolved({{"start", "-1"}}).error,
+      "module 'trace': option 'start': '-1' is not a duration such as 2.5, 10s, 250ms or 40us");
+  // What a type cannot say: the module's own check, one line naming the option.
   options w;
-  EXPECT_NE(parse_options({{"start", "3"}, {"stop", "1"}}, none, w).find("later"),
-            std::string::npos);
-  auto bad_env = [](const char* n) -> const char* {
-    return std::string(n) == "STRATA_TRACE_POLICY" ? "sometimes" : nullptr;
-  };
-  options e;
-  EXPECT_NE(parse_options({}, bad_env, e).find("STRATA_TRACE_POLICY"), std::string::npos);
+  EXPECT_EQ(parse_options(resolved({{"start", "3"}, {"stop", "1"}}).values, w),
+            "stop= must be later than start=");
+  options z;
+  EXPECT_EQ(parse_options(resolved({{"limit", "0"}}).values, z), "limit=0 is not a size above 0");
+  options f;
+  EXPECT_EQ(parse_options(resolved({{"functions", "+,"}}).values, f),
+            "functions= needs at least one glob");
 }
 
 TEST(Options, JobDirectoryFromTheResourceManager) {

@@ -459,11 +459,24 @@ class TraceTest(StrataTestCase):
         self.assertGreater(late[0]["time_s"], 0.5 * delay_ms / 1000, late)
 
     def test_bad_settings_stop_the_job_with_one_line(self):
+        # The core's option mechanism: one line naming the module, the option (or the variable
+        # it came from) and the problem, before the program starts.
         proc = strata_run("trace:policy=drop", [program("traced_c")], ranks=2, env=base_env())
-        self.assertOneErrorLine(proc, "policy=drop is neither stop nor ring")
+        self.assertOneErrorLine(proc, "module 'trace': option 'policy': 'drop' is not one of stop,ring")
         proc = strata_run("trace", [program("traced_c")], ranks=2,
                           env=base_env(STRATA_TRACE_LIMIT="lots"))
-        self.assertOneErrorLine(proc, "STRATA_TRACE_LIMIT: limit=lots")
+        self.assertOneErrorLine(proc, "module 'trace': STRATA_TRACE_LIMIT: 'lots' is not a size")
+        proc = strata_run("trace:colour=red", [program("traced_c")], ranks=2, env=base_env())
+        self.assertOneErrorLine(proc, "module 'trace': unknown option 'colour' (its options: dir,")
+        # What a type cannot say is the module's own line, naming the option.
+        proc = strata_run("trace:start=3:stop=1", [program("traced_c")], ranks=2, env=base_env())
+        self.assertOneErrorLine(proc, "stop= must be later than start=")
+        self.assertNotIn("traced: done", proc.stdout)
+        # The options are listed with their variables.
+        listing = run([STRATA, "modules", "trace"], env=base_env())
+        self.assertRan(listing)
+        for key in ("dir", "functions", "regions", "start", "stop", "limit", "policy", "prefault"):
+            self.assertRegex(listing.stdout, rf"\n\s+{key}\s.*STRATA_TRACE_{key.upper()}")
 
     def test_unusable_directory_is_reported_and_the_job_ends_normally(self):
         blocker = os.path.join(self.out, "a-file")

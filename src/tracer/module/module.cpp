@@ -38,9 +38,8 @@ int trace_load(const strata_host* host, int self, const strata_module_arg* args,
   arg_list.reserve(static_cast<size_t>(std::max(nargs, 0)));
   for (int i = 0; i < nargs; ++i)
     arg_list.emplace_back(args[i].key, args[i].value != nullptr ? args[i].value : "");
-  if (std::string why = parse_options(
-          arg_list, [](const char* n) { return std::getenv(n); }, s->opt);
-      !why.empty()) {
+  // The core resolved every declared option (trace_option_list) and checked its type.
+  if (std::string why = parse_options(arg_list, s->opt); !why.empty()) {
     std::snprintf(error, error_size, "%s", why.c_str());
     return 1;
   }
@@ -143,6 +142,10 @@ const strata_module_regions trace_regions = {sizeof(strata_module_regions), on_r
 
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   return &strata::trace::trace_module;
+}
+
+extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_options_v1(void) {
+  return &strata::trace::trace_option_list;
 }
 
 extern "C" STRATA_MODULE_EXPORT const strata_module_regions* strata_module_regions_v1(void) {

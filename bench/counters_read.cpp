@@ -1,10 +1,10 @@
 // Cost of the profiler's per-boundary counter read (one read() of a perf_event group) next to
 // clock_gettime, which every boundary pays anyway. Not built by CMake; from the repository root:
 //   g++-12 -O2 -std=c++20 -Isrc -DSTRATA_HAVE_PAPI bench/counters_read.cpp
-//     src/counters/counters.cpp -lbenchmark -lpapi -lpthread -o /tmp/counters_read
+//     src/profiler/counters/counters.cpp -lbenchmark -lpapi -lpthread -o /tmp/counters_read
 //   /tmp/counters_read
 // (one command line; drop -DSTRATA_HAVE_PAPI and -lpapi to build without PAPI).
-#include "counters/counters.hpp"
+#include "profiler/counters/counters.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Statistical bottleneck detection (seed 002): the figures behind docs/PERFORMANCE.md
+# Statistical bottleneck detection (Kluge, Knuepfer and Nagel, "Statistical Methods for Automatic
+# Performance Bottleneck Detection in MPI Based Programs"): the figures behind docs/PERFORMANCE.md
 # ("Overhead"). Needs a build with tests and examples.
 #
 #   bash bench/run_overhead.sh [BUILD_DIR]      (default ./build; a few minutes)
@@ -8,7 +9,7 @@
 # 2. a program with a known injected delay (tests/programs/injected_delay.c) under the overhead
 #    module: the call site that comes first and its wasted time against the injected total;
 # 3. a program without injected delay (the ring): charged waste as a fraction of MPI time;
-# 4. the seed's Tables 1-2 on the Sweep3D-like example: communication time and the waste of
+# 4. the paper's Tables 1-2 on the Sweep3D-like example: communication time and the waste of
 #    its send and receive lines for 2, 4 and 8 ranks, blocking and non-blocking.
 # Knobs: FLAVOR=openmpi|mpich (default openmpi), RUNS=3, MODEL_PS="2 4" (the model of the last
 # one is used for parts 2-4; MPICH with 4 ranks polling on 2 cores takes over 15 minutes).
@@ -86,7 +87,7 @@ for run in $(seq "$RUNS"); do
 done
 
 echo
-echo "### Sweep3D-like wavefront (examples/sweep.c): the seed's Tables 1 and 2"
+echo "### Sweep3D-like wavefront (examples/sweep.c): the paper's Tables 1 and 2"
 echo
 echo "| ranks | variant | communication s | wasted at receive lines s | wasted at send lines s |"
 echo "|---:|---|---:|---:|---:|"

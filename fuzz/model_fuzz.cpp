@@ -1,7 +1,8 @@
 // libFuzzer target: the machine model reader must never crash or throw on any input and must
 // explain every refusal in one line; an accepted model must write and read back as itself, and
 // each operation's table, when it builds, must be exact at its base points.
-#include "stats/model_file.hpp"
+#include "model/grid.hpp"
+#include "model/model_file.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace strata::stats;
+  using namespace strata::model;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const model_read_result parsed = read_model(text);
   if (!parsed.ok()) {

@@ -1,9 +1,9 @@
 // libFuzzer target: the record reader must never crash or throw on any input, an accepted
 // record must render in every format, and what it writes must read back as the same record.
 // The bulk reader of site ingest (parse_record_fast, simdjson) must give the same result.
-#include "record/record.hpp"
-#include "record/record_fast.hpp"
-#include "record/render.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/record_fast.hpp"
+#include "profiler/record/render.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -12,8 +12,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata::record;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  // A model is a small JSON document too; the same bytes exercise its reader.
-  const auto parsed_model = parse_model(text);
+  // A model is a small JSON document too; the same bytes exercise its reader as reports use it.
+  const auto parsed_model = strata::model::read_model(text, strata::model::model_parts::routines);
   if (!parsed_model.ok() && parsed_model.error.empty())
     std::abort();
   const auto parsed = parse_record(text);
@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // The model makes the estimate columns run too; its figures are fixed, the record varies.
-  machine_model model;
+  strata::model::machine_model model;
   for (const routine& r : parsed.record->routines)
     model.routines[r.name] = {1e-6, 1e9};
   for (const auto format :

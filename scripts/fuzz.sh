@@ -9,27 +9,33 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -Isrc/patch/i
 clang++-14 "${flags[@]}" src/config/config.cpp src/config/options.cpp fuzz/config_fuzz.cpp \
   -o "$out/config_fuzz"
 clang++-14 "${flags[@]}" src/patch/patch.cpp fuzz/patch_fuzz.cpp -lelf -o "$out/patch_fuzz"
-clang++-14 "${flags[@]}" src/record/record.cpp src/record/render.cpp src/record/record_fast.cpp \
+clang++-14 "${flags[@]}" src/profiler/record/record.cpp src/profiler/record/render.cpp \
+  src/profiler/record/record_fast.cpp src/model/model_file.cpp src/common/json_document.cpp \
   fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
-clang++-14 "${flags[@]}" src/stats/stats.cpp src/stats/model_file.cpp fuzz/model_fuzz.cpp \
-  -o "$out/model_fuzz"
-clang++-14 "${flags[@]}" src/profile/rank_file.cpp src/profile/aggregate.cpp \
-  src/profile/packed_totals.cpp fuzz/rank_file_fuzz.cpp -o "$out/rank_file_fuzz"
+clang++-14 "${flags[@]}" src/model/stats.cpp src/model/grid.cpp src/model/model_file.cpp \
+  src/common/json_document.cpp fuzz/model_fuzz.cpp -o "$out/model_fuzz"
+clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp \
+  src/profiler/packed_totals.cpp src/profiler/call_sites.cpp src/profiler/routine_classes.cpp \
+  src/profiler/record/record.cpp src/model/model_file.cpp src/common/json_document.cpp \
+  fuzz/rank_file_fuzz.cpp -lfmt -o "$out/rank_file_fuzz"
+clang++-14 "${flags[@]}" src/profiler/call_sites.cpp fuzz/callsite_lines_fuzz.cpp \
+  -o "$out/callsite_lines_fuzz"
 clang++-14 "${flags[@]}" src/analyzer/trace_reader.cpp src/analyzer/analysis.cpp \
   src/analyzer/wait_states.cpp src/analyzer/tables.cpp src/analyzer/xml_export.cpp \
   src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
   -o "$out/analyze_fuzz"
 clang++-14 "${flags[@]}" src/tracer/unify.cpp src/tracer/options.cpp fuzz/trace_defs_fuzz.cpp \
   -o "$out/trace_defs_fuzz"
-clang++-14 "${flags[@]}" -I/usr/include src/overlay/profile_round.cpp src/overlay/filters.cpp \
-  src/overlay/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
+clang++-14 "${flags[@]}" -I/usr/include src/monitor/profile_round.cpp src/monitor/filters.cpp \
+  src/monitor/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
 clang++-14 "${flags[@]}" src/site/parse.cpp fuzz/site_parse_fuzz.cpp -o "$out/site_parse_fuzz"
 clang++-14 "${flags[@]}" src/site/prometheus.cpp fuzz/prometheus_fuzz.cpp -o "$out/prometheus_fuzz"
 
 mkdir -p "$out/corpus/analyze"
 printf '\x02\x40\x00\x00\x00\x00\x00' >"$out/corpus/analyze/seed1"
 mkdir -p "$out/corpus/config" "$out/corpus/patch" "$out/corpus/record" "$out/corpus/rank_file" \
-  "$out/corpus/model" "$out/corpus/trace_defs" "$out/corpus/site_parse" "$out/corpus/prometheus"
+  "$out/corpus/callsite_lines" "$out/corpus/model" "$out/corpus/trace_defs" "$out/corpus/site_parse" \
+  "$out/corpus/prometheus"
 printf '# HELP a x\n# TYPE a histogram\na_bucket{le="1",j="x\\"y"} 1\na_bucket{le="+Inf"} 2\na_sum 3\na_count 2\n' \
   >"$out/corpus/prometheus/seed"
 printf 'strata-trace-defs/1;2:vm1:18:MPI_Send1:16:solver1:13:a.c2:101:11:21:01:1' \
@@ -40,17 +46,19 @@ printf 'sqlite:/var/lib/strata/site.db' >"$out/corpus/site_parse/url"
 printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
 printf '7d' >"$out/corpus/site_parse/since"
 printf '2026-11-22T01:27:18Z' >"$out/corpus/site_parse/time"
-cp src/record/testdata/sample.json "$out/corpus/record/"
+cp src/profiler/record/testdata/sample.json "$out/corpus/record/"
+printf 'MPI_Send\ta.c\t12\tmain\t3\t900\t64\t0\nMPI_Recv\tb.f90\t7\tsolve\t1\t5\t8\t2\n' \
+  >"$out/corpus/callsite_lines/seed"
 # A real rank file, as a killed job leaves it.
 cat >"$out/rank_file_seed.cpp" <<'EOS'
-#include "profile/rank_file.hpp"
+#include "profiler/rank_file.hpp"
 int main(int, char** argv) {
-  auto m = strata::profile::create_rank_file(argv[1], {"MPI_Init", "MPI_Send"});
+  auto m = strata::profiler::create_rank_file(argv[1], {"MPI_Init", "MPI_Send"});
   m.slots[1].calls = 3;
   m.unmap();
 }
 EOS
-clang++-14 -std=c++20 -Isrc "$out/rank_file_seed.cpp" src/profile/rank_file.cpp -o "$out/rank_file_seed"
+clang++-14 -std=c++20 -Isrc "$out/rank_file_seed.cpp" src/profiler/rank_file.cpp -o "$out/rank_file_seed"
 "$out/rank_file_seed" "$out/corpus/rank_file/seed.prof"
 printf 'profile out="a b" x=1\n# c\ndelay usec=5\n' >"$out/corpus/config/seed1"
 printf 'a,b:k=v:k2=v2,c' >"$out/corpus/config/seed2"
@@ -59,7 +67,8 @@ mkdir -p "$out/corpus/overlay"
 # Seeds: a packet holding a real profile (the rounds the monitor's tests write use this format).
 printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
   >"$out/corpus/overlay/seed1"
-for target in config patch record rank_file model trace_defs analyze overlay site_parse prometheus; do
+for target in config patch record rank_file callsite_lines model trace_defs analyze overlay site_parse \
+  prometheus; do
   echo "fuzz: $target for ${seconds}s"
   # analyze only: a damaged OTF2 anchor makes libotf2 calloc what its location count says
   # (gigabytes); with allocator_may_return_null that fails as it would for a real process, and

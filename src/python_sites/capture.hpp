@@ -1,7 +1,7 @@
 // Python call sites for the core: when MPI is called from a Python extension module (mpi4py) in
 // a process running CPython, the call site is the innermost Python frame's place ("app.py:42 in
 // solve") instead of an address in the extension. The core captures a key at call time
-// (call_site below); the one call-site resolver (src/profile/symbols.cpp, through
+// (call_site below); the one call-site resolver (src/common/symbols.cpp, through
 // lookup.hpp) turns keys into file, line and function.
 //
 // A key is the address of one entry of a table of distinct sites (code object and instruction),

@@ -227,7 +227,7 @@ int site_commands::run() const {
       if (!model_.empty()) {
         bool ok = false;
         const std::string text = read_file(model_, ok);
-        auto parsed = record::parse_model(text);
+        auto parsed = model::read_model(text, model::model_parts::routines);
         if (!ok || !parsed.ok()) {
           std::fprintf(stderr, "strata site report: %s: %s\n", model_.c_str(),
                        ok ? parsed.error.c_str() : "cannot read");

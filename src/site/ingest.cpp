@@ -1,8 +1,9 @@
 #include "site/ingest.hpp"
 
-#include "profile/spool.hpp"
-#include "record/record.hpp"
-#include "record/record_fast.hpp"
+#include "common/atomic_file.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/record_fast.hpp"
+#include "profiler/spool.hpp"
 #include "site/health.hpp"
 
 #include <algorithm>
@@ -131,7 +132,7 @@ void quarantine(const std::string& dir, const std::string& path, const std::stri
                 ingest_summary& s) {
   ++s.quarantined;
   const std::string base = path.substr(path.rfind('/') + 1);
-  if (!profile::make_writable_dir(dir)) {
+  if (!common::make_writable_dir(dir)) {
     s.problems.push_back(path + ": " + reason + "; left in the spool (cannot write " + dir + ")");
     return;
   }
@@ -141,7 +142,7 @@ void quarantine(const std::string& dir, const std::string& path, const std::stri
                          ")");
     return;
   }
-  profile::write_atomically(target + ".reason", reason + "\n");
+  common::write_atomically(target + ".reason", reason + "\n");
   s.problems.push_back(path + ": " + reason + " (moved to " + dir + ")");
 }
 
@@ -376,7 +377,7 @@ ingest_summary ingest(store& db, const ingest_options& options) {
         options.quarantine.empty() ? spool + "/quarantine" : options.quarantine;
     if (options.recover) {
       const auto owners = rank_file_owners(spool);
-      for (const profile::recovery& r : profile::recover_spool(spool)) {
+      for (const profiler::recovery& r : profiler::recover_spool(spool)) {
         for (const std::string& p : r.problems)
           s.problems.push_back(p);
         if (r.record_path.empty())

@@ -1,5 +1,5 @@
 // `strata site ingest`: moves the job records of spool directories into the store. Per-rank
-// files of jobs that never finalized are merged first (profile::recover_spool). A record
+// files of jobs that never finalized are merged first (profiler::recover_spool). A record
 // belongs to the owner of its spool file; a record that cannot be read is moved to the
 // quarantine directory with a `.reason` file beside it and the ingest goes on. A record leaves
 // the spool only after the transaction holding it has committed.

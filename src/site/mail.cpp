@@ -1,6 +1,6 @@
 #include "site/mail.hpp"
 
-#include "profile/spool.hpp"
+#include "common/atomic_file.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -186,7 +186,7 @@ std::string file_safe(std::string_view name) {
 
 mail_result send_mails(const report& r, const mail_options& options) {
   mail_result result;
-  if (!options.outbox.empty() && !profile::make_writable_dir(options.outbox)) {
+  if (!options.outbox.empty() && !common::make_writable_dir(options.outbox)) {
     result.problems.push_back(options.outbox + ": cannot create or write the outbox");
     return result;
   }
@@ -197,8 +197,7 @@ mail_result send_mails(const report& r, const mail_options& options) {
     const std::string message = build_mail(u, r.options, options);
     std::string error;
     if (!options.outbox.empty())
-      error =
-          profile::write_atomically(options.outbox + "/" + file_safe(u.owner) + ".eml", message);
+      error = common::write_atomically(options.outbox + "/" + file_safe(u.owner) + ".eml", message);
     else
       error = pipe_to_sendmail(sendmail, message);
     if (error.empty())

@@ -1,6 +1,6 @@
 #include "site/regressions.hpp"
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 #include "site/programs.hpp"
 #include "site/store.hpp"
 

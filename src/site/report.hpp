@@ -5,7 +5,7 @@
 // as a MIME mail (site/mail.hpp).
 #pragma once
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 #include "site/programs.hpp"
 #include "site/store.hpp"
 
@@ -23,10 +23,10 @@ struct report_options {
   // false: the site part alone (the web's site page), without the users' parts and from the
   // day tables only when the period is whole UTC days (see store::count_critical).
   bool user_parts = true;
-  double critical_mpi_percent = 15;           // jobs and users above it are marked
-  double critical_routine_share = 10;         // % of a user's MPI time that marks a routine
-  std::optional<record::machine_model> model; // latency/transfer/sync estimate
-  std::optional<double> machine_cores;        // for the share of the machine
+  double critical_mpi_percent = 15;                  // jobs and users above it are marked
+  double critical_routine_share = 10;                // % of a user's MPI time that marks a routine
+  std::optional<strata::model::machine_model> model; // latency/transfer/sync estimate
+  std::optional<double> machine_cores;               // for the share of the machine
   std::int64_t critical_job_limit = 50;
 };
 

@@ -2,7 +2,7 @@
 // record ids) are escaped for the format: control characters in text, markup in HTML.
 #include "site/report.hpp"
 
-#include "record/render.hpp"
+#include "profiler/record/render.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

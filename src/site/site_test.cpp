@@ -1,4 +1,4 @@
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 #include "site/groups.hpp"
 #include "site/ingest.hpp"
 #include "site/mail.hpp"

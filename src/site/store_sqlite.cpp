@@ -1,7 +1,7 @@
 // The SQLite store: one file, WAL journal, one prepared statement per distinct SQL text.
 #include "site/store_backends.hpp"
 
-#include "profile/spool.hpp"
+#include "common/atomic_file.hpp"
 
 #include <cstring>
 #include <ctime>
@@ -75,7 +75,7 @@ class sqlite_store final : public store {
 public:
   explicit sqlite_store(const std::string& path) : path_(path) {
     if (const size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0)
-      profile::make_writable_dir(path.substr(0, slash));
+      common::make_writable_dir(path.substr(0, slash));
     // NOMUTEX: a store is one connection used by one thread at a time (store.hpp), so
     // SQLite need not lock it around every call (a few percent of an ingest).
     if (sqlite3_open_v2(path.c_str(), &db_,

@@ -3,7 +3,7 @@
 // one and runs the StoreBackend tests on it), and the helpers several test files share.
 #pragma once
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 #include "site/store.hpp"
 #include "site/synth.hpp"
 

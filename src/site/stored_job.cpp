@@ -1,6 +1,6 @@
 #include "site/stored_job.hpp"
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 #include "site/groups.hpp"
 #include "site/parse.hpp"
 #include "site/store.hpp"

@@ -1,6 +1,6 @@
 #include "site/synth.hpp"
 
-#include "profile/spool.hpp"
+#include "common/atomic_file.hpp"
 #include "site/parse.hpp"
 #include "site/store.hpp"
 
@@ -222,7 +222,7 @@ record::job_record synth_record(const synth_options& o, std::int64_t index) {
 
 synth_result write_synth(const synth_options& options, const std::string& dir, bool chown) {
   synth_result result;
-  if (!profile::make_writable_dir(dir)) {
+  if (!common::make_writable_dir(dir)) {
     result.error = dir + ": cannot create or write the directory";
     return result;
   }
@@ -234,7 +234,7 @@ synth_result write_synth(const synth_options& options, const std::string& dir, b
     std::string name = r.job.id;
     std::replace(name.begin(), name.end(), ':', '_');
     const std::string path = dir + "/" + name + ".json";
-    if (std::string error = profile::write_atomically(path, text); !error.empty()) {
+    if (std::string error = common::write_atomically(path, text); !error.empty()) {
       result.error = error;
       return result;
     }

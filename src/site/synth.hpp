@@ -5,7 +5,7 @@
 // seed gives the same records.
 #pragma once
 
-#include "record/record.hpp"
+#include "profiler/record/record.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,6 @@
-"""The overhead module (seed 002): time over the machine model's T_f(p, b), per call site."""
+"""The overhead module (after Kluge, Knuepfer and Nagel, "Statistical Methods for Automatic
+Performance Bottleneck Detection in MPI Based Programs"): time over the machine model's T_f(p, b),
+per call site."""
 import glob
 import json
 import os

@@ -242,7 +242,7 @@ class Figures(ProfileTestCase):
 
 
 class ReductionOverRanks(ProfileTestCase):
-    """The record at finalize comes from one packed MPI_Reduce (src/profile/packed_totals.hpp):
+    """The record at finalize comes from one packed MPI_Reduce (src/profiler/packed_totals.hpp):
     ranks with different sets of routines, and per-rank maxima on ranks other than 0, must come
     out attributed to the right routine and the right rank."""
 

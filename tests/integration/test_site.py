@@ -20,7 +20,7 @@ from site_postgres import PostgresServer, postgres_bindir
 from strata_testlib import (BUILD, FLAVOR, STRATA, StrataTestCase, base_env, program, run,
                             run_until_ranks_are_gone, strata_run)
 
-SAMPLE = os.path.join(os.path.dirname(__file__), "../../src/record/testdata/sample.json")
+SAMPLE = os.path.join(os.path.dirname(__file__), "../../src/profiler/record/testdata/sample.json")
 DAY = 86400
 # Extra-P's exponents of p in the normal form c0 + c1 * p^i * log2(p)^j.
 EXPONENTS_I = (0, 1 / 4, 1 / 3, 1 / 2, 2 / 3, 3 / 4, 1, 5 / 4, 4 / 3, 3 / 2, 5 / 3, 7 / 4, 2, 9 / 4,

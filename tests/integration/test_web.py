@@ -25,7 +25,7 @@ from test_site import make_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.abspath(os.path.join(HERE, "../.."))
-SAMPLE = os.path.join(SOURCE, "src/record/testdata/sample.json")
+SAMPLE = os.path.join(SOURCE, "src/profiler/record/testdata/sample.json")
 NODE_MODULES = os.path.join(SOURCE, "src/site/web/page/node_modules")
 USER_A, USER_B, ADMIN = "strata-wta", "strata-wtb", "strata-wtc"
 ADMIN_GROUP = "strata-wtadm"

@@ -1,7 +1,7 @@
 #include "site/web/server.hpp"
 
-#include "record/record.hpp"
-#include "record/render.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/render.hpp"
 #include "site/health.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"

@@ -1,7 +1,7 @@
 #include "site/web/views.hpp"
 
-#include "record/record.hpp"
-#include "record/render.hpp"
+#include "profiler/record/record.hpp"
+#include "profiler/record/render.hpp"
 #include "site/programs.hpp"
 
 #include <algorithm>

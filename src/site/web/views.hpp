@@ -21,8 +21,8 @@ nlohmann::json totals_json(const site::job_totals& t);
 // The site page's figures (Figs. 5-11 of the automatic counter profiling paper) from the site
 // report.
 nlohmann::json site_json(const site::report& r, int days);
-// The job's own report (src/record's HTML renderer, which escapes every string of the record):
-// the body of its document, to sit inside our page.
+// The job's own report (src/profiler/record's HTML renderer, which escapes every string of the
+// record): the body of its document, to sit inside our page.
 std::string job_report_html(const std::string& record_json);
 // What the job page needs: the job, per-routine time across ranks (min/mean/max: the
 // imbalance), the message-size histograms; whether it was flagged as a regression; and, routine

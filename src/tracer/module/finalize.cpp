@@ -9,7 +9,7 @@
 
 #include <otf2/OTF2_MPI_Collectives.h>
 
-#include "profile/symbols.hpp"
+#include "common/symbols.hpp"
 #include "tracer/job_definitions.hpp"
 #include "tracer/otf2_writer.hpp"
 #include "tracer/rank_records.hpp"
@@ -100,8 +100,8 @@ rank_context context_of(const trace_state* s) {
   c.comm_members = s->comm_members;
   c.resolve = [](const std::vector<uint64_t>& addresses) {
     std::vector<source_site> sites;
-    for (const profile::source_location& place :
-         profile::resolve_return_addresses(addresses, "strata/annotate.h"))
+    for (const common::source_location& place :
+         common::resolve_return_addresses(addresses, "strata/annotate.h"))
       sites.push_back({place.file, place.line > 0 ? static_cast<uint32_t>(place.line) : 0});
     return sites;
   };

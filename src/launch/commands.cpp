@@ -1,0 +1,420 @@
+#include "launch/commands.hpp"
+
+#include "config/config.hpp"
+#include "core/probe.h"
+#include "launch/interpreter.hpp"
+#include "launch/launch.hpp"
+#include "strata/patch/patch.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+
+namespace strata::launch {
+namespace {
+
+const char* env(const char* name) {
+  return std::getenv(name);
+}
+
+void error_line(const std::string& message) {
+  std::fprintf(stderr, "strata: %s\n", message.c_str());
+}
+
+// Under a launcher every rank runs `strata exec`; only the first one reports.
+bool first_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* v = env(var))
+      return std::string(v) == "0";
+  return true;
+}
+
+std::string absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/')
+    return path;
+  char cwd[PATH_MAX];
+  return ::getcwd(cwd, sizeof(cwd)) != nullptr ? std::string(cwd) + "/" + path : path;
+}
+
+// The loaded core of one flavor, for probing modules with the code MPI_Init uses.
+struct core_handle {
+  void* handle = nullptr;
+  strata_probe_fn probe = nullptr;
+  std::string error;
+};
+
+core_handle open_core(const std::string& library) {
+  core_handle core;
+  if (::access(library.c_str(), R_OK) != 0) {
+    core.error = "no Strata core at " + library + " (was Strata built for this MPI?)";
+    return core;
+  }
+  // Global: a patched PMPI tool imports the core's ZMPI_ functions by name, as in the program.
+  core.handle = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (core.handle != nullptr)
+    core.probe = reinterpret_cast<strata_probe_fn>(::dlsym(core.handle, "strata_core_probe"));
+  if (core.probe == nullptr) {
+    const char* why = ::dlerror();
+    core.error = "cannot load " + library + ": " + (why != nullptr ? why : "no probe entry");
+  }
+  return core;
+}
+
+std::string probe_spec(const core_handle& core, const config::module_spec& spec, strata_probe& out,
+                       int app_ranks = 0) {
+  std::vector<const char*> keys;
+  std::vector<const char*> values;
+  for (const auto& [k, v] : spec.args) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
+  core.probe(spec.name.c_str(), spec.origin.c_str(), static_cast<int>(keys.size()), keys.data(),
+             values.data(), app_ranks, &out);
+  return out.error;
+}
+
+// The stack this launch asks for, with --tools / --config applied to the environment that the
+// program will inherit.
+config::stack apply_stack_options(const launch_options& o) {
+  if (!o.config.empty()) {
+    ::setenv("STRATA_CONFIG", absolute(o.config).c_str(), 1);
+    ::unsetenv("STRATA_TOOLS");
+  }
+  if (!o.tools.empty()) {
+    ::setenv("STRATA_TOOLS", o.tools.c_str(), 1);
+    return config::parse_tool_list(o.tools, "--tools");
+  }
+  return config::select_stack(env, launch::find_layout(launch::self_executable()).prefix +
+                                       "/etc/strata/strata.conf");
+}
+
+struct target {
+  std::string path;
+  std::string flavor;
+  std::string error;
+};
+
+target find_target(const launch_options& o, bool allow_launcher_env) {
+  target t;
+  if (o.program.empty()) {
+    t.error = "no program given: strata exec|run [options] -- PROG [ARGS]";
+    return t;
+  }
+  t.path = launch::resolve_program(o.program[0], env("PATH"));
+  if (t.path.empty()) {
+    t.error = o.program[0] + ": program not found";
+    return t;
+  }
+  if (!o.mpi.empty()) {
+    t.flavor = o.mpi;
+    return t;
+  }
+  std::string why;
+  t.flavor = launch::flavor_of_command(t.path, env("PATH"), why);
+  if (t.flavor.empty() && allow_launcher_env)
+    t.flavor = launch::flavor_of_launcher(env);
+  if (t.flavor.empty())
+    t.error = why;
+  return t;
+}
+
+// Checks the stack with the core's own loading code; `extra_ranks` gets the processes a module
+// takes beside `app_ranks` application ranks (the monitor's tree).
+int check_stack(const config::stack& stack, const std::string& core_library, int app_ranks,
+                int& extra_ranks) {
+  extra_ranks = 0;
+  if (!stack.ok()) {
+    if (first_rank())
+      error_line("error: " + stack.error);
+    return 2;
+  }
+  if (stack.modules.empty())
+    return 0;
+  core_handle core = open_core(core_library);
+  if (!core.error.empty()) {
+    if (first_rank())
+      error_line("error: " + core.error);
+    return 2;
+  }
+  std::string taker;
+  for (const config::module_spec& spec : stack.modules) {
+    auto out = std::make_unique<strata_probe>();
+    if (std::string e = probe_spec(core, spec, *out, app_ranks); !e.empty()) {
+      if (first_rank())
+        error_line("error: " + e);
+      return 2;
+    }
+    if (out->takes_ranks != 0) {
+      if (!taker.empty()) {
+        if (first_rank())
+          error_line("error: " + spec.origin + ": modules '" + taker + "' and '" + out->name +
+                     "' both take processes out of the application's world; a stack can have "
+                     "one");
+        return 2;
+      }
+      taker = out->name;
+      extra_ranks = out->extra_ranks;
+    }
+  }
+  return 0;
+}
+
+std::vector<char*> c_argv(std::vector<std::string>& args) {
+  std::vector<char*> out;
+  out.reserve(args.size() + 1);
+  for (std::string& a : args)
+    out.push_back(a.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+} // namespace
+
+int exec_command(const launch_options& o) {
+  const target t = find_target(o, true);
+  if (!t.error.empty()) {
+    error_line("error: " + t.error);
+    return 2;
+  }
+  const launch::layout layout = launch::find_layout(launch::self_executable());
+  const std::string core = layout.core_library(t.flavor);
+  const config::stack stack = apply_stack_options(o);
+  if (!o.skip_check) {
+    int extra_ranks = 0;
+    if (int rc = check_stack(stack, core, 0, extra_ranks); rc != 0)
+      return rc;
+  }
+  ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
+  for (const auto& [name, value] : launch::tool_rank_environment(env))
+    ::setenv(name.c_str(), value.c_str(), 1);
+  // A Python program finds the `strata` package (annotations) without being told where.
+  if (launch::runs_python(t.path, env("PATH")))
+    ::setenv("PYTHONPATH",
+             launch::python_path_value(layout.python_dir(), env("PYTHONPATH")).c_str(), 1);
+  std::vector<std::string> args = o.program;
+  std::vector<char*> argv = c_argv(args);
+  ::execv(t.path.c_str(), argv.data());
+  error_line("error: cannot execute " + t.path);
+  return 127;
+}
+
+int run_command(const launch_options& o) {
+  const target t = find_target(o, false);
+  if (!t.error.empty()) {
+    error_line("error: " + t.error);
+    return 2;
+  }
+  const launch::layout layout = launch::find_layout(launch::self_executable());
+  const config::stack stack = apply_stack_options(o);
+  // -np is the application's ranks; a module that runs tools on processes of their own (the
+  // monitor's tree) says how many more to start.
+  int extra_ranks = 0;
+  if (int rc = check_stack(stack, layout.core_library(t.flavor), o.ranks, extra_ranks); rc != 0)
+    return rc;
+  const int processes = o.ranks + extra_ranks;
+  // Tool ranks on a full machine must not change how the application's ranks wait.
+  const launch::wait_plan waits = launch::plan_waits(
+      t.flavor, o.ranks, extra_ranks, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)),
+      env("OMPI_MCA_mpi_yield_when_idle"));
+  for (const auto& [name, value] : waits.environment)
+    ::setenv(name.c_str(), value.c_str(), 1);
+  if (!waits.announcement.empty())
+    error_line("run: " + waits.announcement);
+  std::vector<std::string> args = launch::local_launch(t.flavor, processes);
+  // Each rank runs `strata exec`, which preloads the core; the stack was checked just now.
+  for (const std::string& a :
+       {launch::self_executable(), std::string("exec"), std::string("--no-check"),
+        std::string("--mpi"), t.flavor, std::string("--"), t.path})
+    args.push_back(a);
+  args.insert(args.end(), o.program.begin() + 1, o.program.end());
+  std::vector<char*> argv = c_argv(args);
+  ::execvp(argv[0], argv.data());
+  error_line("error: cannot execute " + args.front() + " (is " + t.flavor + " installed?)");
+  return 127;
+}
+
+namespace {
+// A module's declared options as the probe lists them (key TAB type TAB default TAB variables TAB
+// help per line), as an indented table.
+void print_options(const std::string& listing) {
+  std::printf("    options (argument, else the variable, else the default):\n");
+  size_t begin = 0;
+  while (begin < listing.size()) {
+    size_t end = listing.find('\n', begin);
+    if (end == std::string::npos)
+      end = listing.size();
+    std::vector<std::string> fields;
+    size_t field = begin;
+    for (size_t tab = listing.find('\t', field); tab != std::string::npos && tab < end;
+         tab = listing.find('\t', field)) {
+      fields.push_back(listing.substr(field, tab - field));
+      field = tab + 1;
+    }
+    fields.push_back(listing.substr(field, end - field));
+    if (fields.size() == 5)
+      std::printf("      %-14s %-22s default %-14s %s\n%-16s %s\n", fields[0].c_str(),
+                  fields[1].c_str(), fields[2].empty() ? "(none)" : fields[2].c_str(),
+                  fields[3].c_str(), "", fields[4].c_str());
+    begin = end + 1;
+  }
+}
+} // namespace
+
+int modules_command(const std::string& only_flavor, const std::string& only_name) {
+  const launch::layout layout = launch::find_layout(launch::self_executable());
+  int status = 0;
+  for (const std::string flavor : {"openmpi", "mpich"}) {
+    if (!only_flavor.empty() && flavor != only_flavor)
+      continue;
+    if (::access(layout.core_library(flavor).c_str(), R_OK) != 0)
+      continue;
+    std::fflush(stdout);
+    // One child per flavor: the two cores (and their MPI libraries) never share a process.
+    const pid_t child = ::fork();
+    if (child == 0) {
+      core_handle core = open_core(layout.core_library(flavor));
+      if (!core.error.empty()) {
+        error_line("error: " + core.error);
+        std::_Exit(2);
+      }
+      std::printf("%s modules:\n", flavor.c_str());
+      std::set<std::string> seen;
+      for (const std::string& dir : config::module_dirs(env, layout.module_dir(flavor))) {
+        DIR* d = ::opendir(dir.c_str());
+        if (d == nullptr)
+          continue;
+        std::vector<std::string> files;
+        while (dirent* e = ::readdir(d)) {
+          std::string name = e->d_name;
+          if (name.size() > 3 && name.ends_with(".so"))
+            files.push_back(name.substr(0, name.size() - 3));
+        }
+        ::closedir(d);
+        std::sort(files.begin(), files.end());
+        for (const std::string& name : files) {
+          if (!seen.insert(name).second || (!only_name.empty() && name != only_name))
+            continue;
+          config::module_spec spec{dir + "/" + name + ".so", {}, dir};
+          auto out = std::make_unique<strata_probe>();
+          if (std::string e = probe_spec(core, spec, *out); !e.empty()) {
+            std::printf("  %-12s (cannot load: %s)\n", name.c_str(), e.c_str());
+            continue;
+          }
+          std::string what;
+          if (out->wrapped_count > 0)
+            what = "wraps " + std::to_string(out->wrapped_count) + " functions";
+          if (out->event_count > 0)
+            what += (what.empty() ? "" : ", ") + std::string("events for ") +
+                    std::to_string(out->event_count) + " functions";
+          if (what.empty())
+            what = "no functions without arguments";
+          std::string list = out->functions;
+          if (list.size() > 100)
+            list = list.substr(0, 97) + "...";
+          std::printf("  %-12s %s\n  %-12s %s\n  %-12s %s\n", out->name, out->description, "",
+                      what.c_str(), "", list.c_str());
+          if (out->takes_ranks != 0)
+            std::printf("  %-12s takes processes out of the application's world for its tools: "
+                        "placed first in any stack\n",
+                        "");
+          if (!only_name.empty() && out->options[0] != '\0')
+            print_options(out->options);
+        }
+      }
+      std::fflush(stdout);
+      std::_Exit(0);
+    }
+    int wstatus = 0;
+    ::waitpid(child, &wstatus, 0);
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
+      status = 2;
+  }
+  return status;
+}
+
+int patch_command(const std::string& in, const std::string& out) {
+  const patch::patch_result r = patch::patch_file(in, out);
+  if (!r.ok) {
+    error_line("error: " + r.error);
+    return 2;
+  }
+  for (const patch::renamed_symbol& s : r.renamed)
+    std::printf("%s -> %s%s\n", s.from.c_str(), s.to.c_str(),
+                s.version_cleared ? " (version requirement dropped)" : "");
+  for (const std::string& name : r.fortran_kept)
+    std::printf("%s kept (Fortran binding: it calls the C entry point, the next Strata layer)\n",
+                name.c_str());
+  std::printf("wrote %s: %zu imported PMPI references now call the next Strata layer\n",
+              out.c_str(), r.renamed.size() + r.fortran_kept.size());
+  return 0;
+}
+
+namespace {
+class stack_commands final : public cli::wing_commands {
+public:
+  stack_commands(CLI::App& strata, const std::vector<std::string>& program) {
+    options_.program = program;
+    auto add_stack_options = [this](CLI::App* sub) {
+      sub->add_option("--tools", options_.tools, "modules in order: a,b:key=value,c");
+      sub->add_option("--config", options_.config, "config file listing the modules");
+      sub->add_option("--mpi", options_.mpi, "MPI implementation (default: detected from PROG)")
+          ->check(CLI::IsMember({"openmpi", "mpich"}));
+    };
+    exec_ = strata.add_subcommand("exec", "run PROG under the tool stack (inside mpirun)");
+    add_stack_options(exec_);
+    exec_->add_flag("--no-check", options_.skip_check, "the stack was already checked")->group("");
+    run_ = strata.add_subcommand("run", "start an MPI job locally under the tool stack");
+    add_stack_options(run_);
+    run_->add_option("-n,--np", options_.ranks,
+                     "the application's ranks (a module's tool ranks, the monitor's, come on top)")
+        ->required()
+        ->check(CLI::Range(1, 1 << 20));
+    modules_ = strata.add_subcommand("modules",
+                                     "list the modules and what they wrap; NAME: its options too");
+    modules_->add_option("NAME", module_name_, "one module, with its options");
+    modules_->add_option("--mpi", modules_flavor_, "only this MPI implementation")
+        ->check(CLI::IsMember({"openmpi", "mpich"}));
+    patch_ = strata.add_subcommand("patch", "turn a binary PMPI tool into a Strata module");
+    patch_->add_option("IN", patch_in_, "the tool's shared object")->required();
+    patch_->add_option("OUT", patch_out_, "the module to write")->required();
+  }
+
+  [[nodiscard]] std::optional<int> run() const override {
+    if (exec_->parsed())
+      return exec_command(options_);
+    if (run_->parsed())
+      return run_command(options_);
+    if (modules_->parsed())
+      return modules_command(modules_flavor_, module_name_);
+    if (patch_->parsed())
+      return patch_command(patch_in_, patch_out_);
+    return std::nullopt;
+  }
+
+private:
+  launch_options options_;
+  std::string module_name_, modules_flavor_, patch_in_, patch_out_;
+  CLI::App* exec_ = nullptr;
+  CLI::App* run_ = nullptr;
+  CLI::App* modules_ = nullptr;
+  CLI::App* patch_ = nullptr;
+};
+} // namespace
+
+std::unique_ptr<cli::wing_commands> add_stack_commands(CLI::App& strata,
+                                                       const std::vector<std::string>& program) {
+  return std::make_unique<stack_commands>(strata, program);
+}
+
+} // namespace strata::launch

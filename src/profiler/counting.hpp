@@ -1,0 +1,130 @@
+// Counting one rank's MPI calls on the call path: a timed call into its routine's slot (calls,
+// time, minimum and maximum, bytes, size and communicator-size histograms), the timed polls of
+// sampled routines, and with call sites its (function, return address) slot. One code for plain
+// adds and for relaxed atomics (figure_adds.hpp). No MPI here: the figures come as a strata_event
+// (include/strata/module.h, plain C).
+#pragma once
+
+#include "profiler/call_site_table.hpp"
+#include "profiler/figure_adds.hpp"
+#include "profiler/rank_file.hpp"
+#include "profiler/time_over_model.hpp"
+
+#include <strata/module.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace strata::profiler {
+
+// What is known of a routine on this rank, one byte per function id.
+namespace routine_trait {
+inline constexpr uint8_t collective = 1;   // gets a communicator-size histogram
+inline constexpr uint8_t sampled_poll = 2; // the core times one poll in N, counts the others
+inline constexpr uint8_t lean_poll = 4;    // ... without a look at what they completed
+inline constexpr uint8_t counted_only = 8; // every call counted by the core, never an event
+} // namespace routine_trait
+
+// A sampled poll routine's timed polls, which set what its untimed polls are charged
+// (poll_charging.hpp).
+struct poll_figures {
+  uint64_t timed_polls = 0;      // every timed poll
+  uint64_t timed_poll_bytes = 0; // what they received
+  uint64_t sample_calls = 0;     // timed polls short enough to set the mean (max_sample_ns)
+  uint64_t sample_ns = 0;        // their time
+  uint64_t untimed_moved = 0;    // untimed polls moved into the routine's slot so far
+};
+
+// A timed poll longer than this was, in all likelihood, descheduled: it keeps its own time in
+// the slot but does not set the mean charged to the untimed polls, which would multiply it by
+// the sampling interval (one 40 ms preemption among 1-in-64 samples charged 2.5 s to a 0.8 s
+// run on a loaded machine).
+inline constexpr uint64_t max_sample_ns = 250'000;
+
+// Where one rank's calls are counted: its rank file, or memory before the file exists.
+struct call_counting {
+  routine_slot* slots = nullptr;   // by function id
+  rank_header* header = nullptr;   // the latest call's exit, dropped call sites, clamped calls
+  const uint8_t* traits = nullptr; // by function id: routine_trait bits
+  poll_figures* polls = nullptr;   // by function id
+  callsite_table callsites;        // slots null: call sites not counted
+  const time_over_model* model = nullptr; // the overhead module's model, else null
+  bool threaded = false;                  // MPI_THREAD_MULTIPLE: relaxed atomics
+};
+
+template <typename Adds>
+inline void count_call_with(const call_counting& c, const strata_event& ev) {
+  const auto f = static_cast<size_t>(ev.function);
+  routine_slot& slot = c.slots[f];
+  const uint64_t t = ev.t_exit_ns - ev.t_enter_ns;
+  const uint64_t received = ev.bytes_received > 0 ? static_cast<uint64_t>(ev.bytes_received) : 0;
+  const uint64_t sent = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
+  const uint64_t count = ev.count > 0 ? static_cast<uint64_t>(ev.count) : 0;
+  const bool p2p = ev.peer != STRATA_NO_RANK;
+  const uint8_t traits = c.traits[f];
+  const bool collective = (traits & routine_trait::collective) != 0;
+  // The message size of a call: what it sends, else what arrived, else what it posted.
+  const uint64_t size =
+      sent != 0       ? sent
+      : received != 0 ? received
+                      : (ev.bytes_expected > 0 ? static_cast<uint64_t>(ev.bytes_expected) : 0);
+  Adds::add(slot.calls, uint64_t{1});
+  Adds::add(slot.time_ns, t);
+  Adds::keep_min(slot.min_ns, t);
+  Adds::keep_max(slot.max_ns, t);
+  Adds::add(slot.count_sum, count);
+  Adds::add(slot.bytes_sent, sent);
+  Adds::add(slot.bytes_received, received);
+  if (p2p || collective)
+    Adds::add(slot.size_hist[size_bin(size)], uint64_t{1});
+  if (collective)
+    Adds::add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], uint64_t{1});
+  Adds::set_latest(c.header->last_mono_ns, ev.t_exit_ns);
+  if ((traits & routine_trait::sampled_poll) != 0) {
+    poll_figures& poll = c.polls[f];
+    Adds::add(poll.timed_polls, uint64_t{1});
+    Adds::add(poll.timed_poll_bytes, received);
+    if (t <= max_sample_ns) {
+      Adds::add(poll.sample_calls, uint64_t{1});
+      Adds::add(poll.sample_ns, t);
+    }
+  }
+  if (c.callsites.slots != nullptr) {
+    const uint64_t wasted = c.model != nullptr ? c.model->wasted_ns(ev.function, ev.comm_size, t,
+                                                                    size, c.header->model_clamped)
+                                               : 0;
+    count_callsite<Adds>(c.callsites, c.header->callsites_dropped,
+                         callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function), t,
+                         sent + received, wasted);
+  }
+}
+
+// The profile's exit callback, once the event has both times.
+inline void count_call(const call_counting& c, const strata_event& ev) {
+  if (c.threaded)
+    count_call_with<atomic_adds>(c, ev);
+  else
+    count_call_with<plain_adds>(c, ev);
+}
+
+// An untimed poll that completed something (most complete nothing and are only counted by the
+// core): one more uncharged poll, and the bytes it received.
+inline void count_completed_untimed_poll(const call_counting& c, uint64_t* uncharged,
+                                         const strata_event& ev) {
+  const auto f = static_cast<size_t>(ev.function);
+  const uint64_t received = ev.bytes_received > 0 ? static_cast<uint64_t>(ev.bytes_received) : 0;
+  if (!c.threaded) {
+    plain_adds::add(uncharged[f], uint64_t{1});
+    plain_adds::add(c.slots[f].bytes_received, received);
+    return;
+  }
+  atomic_adds::add(uncharged[f], uint64_t{1});
+  atomic_adds::add(c.slots[f].bytes_received, received);
+}
+
+// What one call costs the profiler: count_call on scratch slots, timed in a loop, for routines
+// with these traits (only `collective` matters) and with or without call sites.
+uint64_t calibrate_call_cost(const std::vector<uint8_t>& traits, bool with_callsites);
+
+} // namespace strata::profiler

@@ -1,0 +1,220 @@
+// The call path without MPI: events as the core delivers them, counted into slots the way the
+// profile module counts them, with plain adds and with relaxed atomics.
+#include "profiler/counting.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+using namespace strata::profiler;
+
+namespace {
+
+constexpr int send = 0, bcast = 1, test = 2;
+
+// A rank's counting state in memory, as before its rank file exists.
+struct rank_in_memory {
+  std::vector<routine_slot> slots = std::vector<routine_slot>(3);
+  rank_header header{};
+  std::vector<uint8_t> traits = {0, routine_trait::collective, routine_trait::sampled_poll};
+  std::vector<poll_figures> polls = std::vector<poll_figures>(3);
+  std::vector<callsite_slot> sites;
+  call_counting counting;
+
+  explicit rank_in_memory(bool threaded, bool with_callsites = false) {
+    for (routine_slot& s : slots)
+      s.min_ns = UINT64_MAX;
+    counting.slots = slots.data();
+    counting.header = &header;
+    counting.traits = traits.data();
+    counting.polls = polls.data();
+    counting.threaded = threaded;
+    if (with_callsites) {
+      sites.assign(callsite_table::capacity, callsite_slot{});
+      counting.callsites.slots = sites.data();
+    }
+  }
+};
+
+strata_event event(int function, uint64_t enter, uint64_t exit) {
+  strata_event ev{};
+  ev.function = function;
+  ev.t_enter_ns = enter;
+  ev.t_exit_ns = exit;
+  ev.peer = STRATA_NO_RANK;
+  ev.bytes_received = -1; // unknown
+  return ev;
+}
+
+std::vector<strata_event> some_calls() {
+  std::vector<strata_event> calls;
+  strata_event s = event(send, 100, 350);
+  s.peer = 1;
+  s.count = 8;
+  s.bytes_sent = 64;
+  calls.push_back(s);
+  s.t_exit_ns = 1100; // 1000 ns
+  calls.push_back(s);
+  strata_event b = event(bcast, 2000, 2040);
+  b.comm_size = 6;
+  b.bytes_received = 4096;
+  calls.push_back(b);
+  strata_event t = event(test, 3000, 3010);
+  t.bytes_received = 16;
+  calls.push_back(t);
+  calls.push_back(event(test, 4000, 4000 + max_sample_ns + 1)); // descheduled, most likely
+  return calls;
+}
+
+} // namespace
+
+TEST(Counting, ATimedCallFillsItsRoutinesSlot) {
+  rank_in_memory rank(false);
+  for (const strata_event& ev : some_calls())
+    count_call(rank.counting, ev);
+  const routine_slot& s = rank.slots[send];
+  EXPECT_EQ(s.calls, 2u);
+  EXPECT_EQ(s.time_ns, 250u + 1000u);
+  EXPECT_EQ(s.min_ns, 250u);
+  EXPECT_EQ(s.max_ns, 1000u);
+  EXPECT_EQ(s.count_sum, 16u);
+  EXPECT_EQ(s.bytes_sent, 128u);
+  EXPECT_EQ(s.bytes_received, 0u);          // -1: unknown, not a huge count
+  EXPECT_EQ(s.size_hist[size_bin(64)], 2u); // point to point: a message size
+  EXPECT_EQ(s.comm_hist[0] + s.comm_hist[1] + s.comm_hist[2], 0u);
+  const routine_slot& b = rank.slots[bcast];
+  EXPECT_EQ(b.bytes_received, 4096u);
+  EXPECT_EQ(b.size_hist[size_bin(4096)], 1u); // a collective: what arrived
+  EXPECT_EQ(b.comm_hist[comm_bin(6)], 1u);
+  EXPECT_EQ(rank.slots[test].size_hist[size_bin(16)], 0u); // neither: no size histogram
+  EXPECT_EQ(rank.header.last_mono_ns, 4000 + max_sample_ns + 1);
+  // The timed polls of a sampled routine: all of them, and the short ones for the mean.
+  const poll_figures& p = rank.polls[test];
+  EXPECT_EQ(p.timed_polls, 2u);
+  EXPECT_EQ(p.timed_poll_bytes, 16u);
+  EXPECT_EQ(p.sample_calls, 1u);
+  EXPECT_EQ(p.sample_ns, 10u);
+  EXPECT_EQ(rank.polls[send].timed_polls, 0u); // not a sampled poll
+}
+
+TEST(Counting, PlainAndAtomicAddsGiveTheSameFigures) {
+  rank_in_memory plain(false, true);
+  rank_in_memory atomic(true, true);
+  for (const strata_event& ev : some_calls()) {
+    count_call(plain.counting, ev);
+    count_call(atomic.counting, ev);
+  }
+  for (size_t f = 0; f < 3; ++f) {
+    EXPECT_EQ(std::memcmp(&plain.slots[f], &atomic.slots[f], sizeof(routine_slot)), 0) << f;
+    EXPECT_EQ(plain.polls[f].sample_ns, atomic.polls[f].sample_ns) << f;
+    EXPECT_EQ(plain.polls[f].timed_poll_bytes, atomic.polls[f].timed_poll_bytes) << f;
+  }
+  EXPECT_EQ(plain.header.last_mono_ns, atomic.header.last_mono_ns);
+  EXPECT_EQ(std::memcmp(plain.sites.data(), atomic.sites.data(),
+                        plain.sites.size() * sizeof(callsite_slot)),
+            0);
+}
+
+// MPI_THREAD_MULTIPLE: threads count into the same slots at once, and no call is lost.
+TEST(Counting, ThreadsLoseNoCall) {
+  rank_in_memory rank(true, true);
+  constexpr int threads = 4, calls = 20000;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&rank, t] {
+      strata_event ev = event(bcast, 0, 0);
+      ev.comm_size = 4;
+      ev.call_site = reinterpret_cast<const void*>(uintptr_t{0x4000} + static_cast<uintptr_t>(t));
+      for (int i = 0; i < calls; ++i) {
+        ev.t_enter_ns = static_cast<uint64_t>(i);
+        ev.t_exit_ns = static_cast<uint64_t>(i) + 1 + static_cast<uint64_t>(t);
+        count_call(rank.counting, ev);
+      }
+    });
+  for (std::thread& w : workers)
+    w.join();
+  const routine_slot& b = rank.slots[bcast];
+  EXPECT_EQ(b.calls, uint64_t{threads} * calls);
+  EXPECT_EQ(b.min_ns, 1u);
+  EXPECT_EQ(b.max_ns, uint64_t{threads});
+  EXPECT_EQ(b.comm_hist[comm_bin(4)], uint64_t{threads} * calls);
+  EXPECT_EQ(rank.header.last_mono_ns, uint64_t{calls} - 1 + threads);
+  uint64_t site_calls = 0;
+  int used = 0;
+  for (const callsite_slot& s : rank.sites) {
+    site_calls += s.calls;
+    used += s.key != 0 ? 1 : 0;
+  }
+  EXPECT_EQ(site_calls, uint64_t{threads} * calls);
+  EXPECT_EQ(used, threads); // one slot per (function, call site)
+  EXPECT_EQ(rank.header.callsites_dropped, 0u);
+}
+
+TEST(Counting, CallSitesAreKeyedByFunctionAndReturnAddress) {
+  rank_in_memory rank(false, true);
+  strata_event ev = event(send, 10, 30);
+  ev.peer = 1;
+  ev.bytes_sent = 5;
+  ev.call_site = reinterpret_cast<const void*>(uintptr_t{0x401234});
+  count_call(rank.counting, ev);
+  count_call(rank.counting, ev);
+  ev.function = bcast; // the same line, another function: another slot
+  count_call(rank.counting, ev);
+  const uint64_t send_key = callsite_key(0x401234, send);
+  const callsite_slot* found = nullptr;
+  int used = 0;
+  for (const callsite_slot& s : rank.sites) {
+    used += s.key != 0 ? 1 : 0;
+    if (s.key == send_key)
+      found = &s;
+  }
+  EXPECT_EQ(used, 2);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->calls, 2u);
+  EXPECT_EQ(found->time_ns, 40u);
+  EXPECT_EQ(found->bytes, 10u);
+  EXPECT_EQ(found->wasted_ns, 0u); // no model
+  EXPECT_EQ(callsite_function(send_key), send);
+  EXPECT_EQ(callsite_address(send_key), 0x401234u);
+}
+
+// A full neighbourhood drops the call rather than slowing it down.
+TEST(Counting, AFullCallSiteTableDropsTheCall) {
+  rank_in_memory rank(false, true);
+  for (callsite_slot& s : rank.sites)
+    s.key = 1; // every slot claimed by some other site
+  strata_event ev = event(send, 0, 1);
+  ev.call_site = reinterpret_cast<const void*>(uintptr_t{0x1000});
+  count_call(rank.counting, ev);
+  count_call(rank.counting, ev);
+  EXPECT_EQ(rank.header.callsites_dropped, 2u);
+  EXPECT_EQ(rank.slots[send].calls, 2u); // the routine's figures are kept
+}
+
+TEST(Counting, UntimedPollsThatCompletedSomethingBringTheirBytes) {
+  for (const bool threaded : {false, true}) {
+    rank_in_memory rank(threaded);
+    std::vector<uint64_t> uncharged(3, 0);
+    strata_event ev = event(test, 0, 0);
+    ev.bytes_received = 48;
+    count_completed_untimed_poll(rank.counting, uncharged.data(), ev);
+    ev.bytes_received = -1;
+    count_completed_untimed_poll(rank.counting, uncharged.data(), ev);
+    EXPECT_EQ(uncharged[test], 2u);
+    EXPECT_EQ(rank.slots[test].bytes_received, 48u);
+    EXPECT_EQ(rank.slots[test].calls, 0u); // charged later (poll_charging.hpp)
+  }
+}
+
+TEST(Counting, CalibrationTimesTheCallPathOnScratchSlots) {
+  const std::vector<uint8_t> traits = {0, routine_trait::collective,
+                                       routine_trait::sampled_poll | routine_trait::lean_poll};
+  const uint64_t plain = calibrate_call_cost(traits, false);
+  const uint64_t with_sites = calibrate_call_cost(traits, true);
+  // Two clock readings and a count: more than nothing, far less than a microsecond.
+  EXPECT_GT(plain, 0u);
+  EXPECT_LT(plain, 100'000u);
+  EXPECT_GT(with_sites, 0u);
+}

@@ -1,0 +1,216 @@
+// The `profile` module: always-on per-routine counters for every job (after Rabenseifner,
+// "Automatic MPI Counter Profiling"), one job record per job, written at MPI_Finalize with MPI
+// collectives. Each rank counts straight into a file mapping (profiler/rank_file.hpp), so a rank
+// that aborts, dies of a signal or is killed still leaves what it counted for `strata recover`.
+// Built twice: as `profile`, and as `overhead` (STRATA_OVERHEAD_MODULE), which adds per call
+// site the time over the machine model (profiler/time_over_model.hpp).
+//
+// This file is the module's face to the core: its descriptor, its callbacks and the optional
+// symbols of include/strata/module.h; the work is in the files state.hpp lists.
+#include "state.hpp"
+
+#include "options.hpp"
+#include "profiler/clock.hpp"
+#include "profiler/routine_classes.hpp"
+
+#include <strata/zmpi.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+
+// The core refuses a module built for another MPI than its own (state.hpp includes mpi.h first).
+static_assert(std::string_view(STRATA_MPI_FLAVOR) != "none", "mpi.h must come before module.h");
+
+namespace strata::profiler {
+
+// Every call that reaches the profile as an event, once it has both times.
+void on_exit(strata_event* ev, void* raw) {
+  auto* s = static_cast<module_state*>(raw);
+  if (!s->paused.load(std::memory_order_relaxed))
+    count_call(s->counting, *ev);
+}
+
+namespace {
+
+// Nothing the profiler does may take the application down: an exception stops at the module.
+template <typename Fn> void guarded(module_state* s, const char* what, Fn fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    s->host->log(s->self, (std::string(what) + ": " + e.what()).c_str());
+  } catch (...) {
+    s->host->log(s->self, (std::string(what) + ": unknown error").c_str());
+  }
+}
+
+#ifdef STRATA_OVERHEAD_MODULE
+constexpr bool is_overhead_module = true;
+#else
+constexpr bool is_overhead_module = false;
+#endif
+
+int on_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
+            void** state, char* error, size_t error_size) {
+  if (nargs > 0) {
+    std::snprintf(error, error_size,
+                  "takes no arguments (got %s); it is configured by STRATA_SPOOL, "
+                  "STRATA_PROFILE_OUT and STRATA_PROFILE_JSON",
+                  args[0].key);
+    return 1;
+  }
+  auto* s = new module_state();
+  s->host = host;
+  s->self = self;
+  const int n = host->function_count();
+  for (int f = 0; f < n; ++f) {
+    s->names.emplace_back(host->function_name(f));
+    s->traits.push_back(is_collective_name(s->names.back()) ? routine_trait::collective : 0);
+  }
+  s->polls.assign(static_cast<size_t>(n), poll_figures{});
+  s->early_slots.assign(static_cast<size_t>(n), routine_slot{});
+  for (routine_slot& slot : s->early_slots)
+    slot.min_ns = UINT64_MAX;
+  s->uncharged_in_memory.assign(static_cast<size_t>(n), 0);
+  s->uncharged = s->uncharged_in_memory.data();
+  s->counting.slots = s->early_slots.data();
+  s->counting.header = &s->early_header;
+  s->counting.traits = s->traits.data();
+  s->counting.polls = s->polls.data();
+  s->header().start_unix_ns = unix_ns();
+  s->want_callsites = options::callsites();
+  s->counting_allowed = !s->want_callsites && options::counters() == nullptr;
+  s->lean_polls = options::lean_polls(s->setting_problems);
+  if (is_overhead_module) {
+    s->want_callsites = true;
+    s->counting_allowed = false;
+    const char* path = options::machine_model();
+    const std::string problem =
+        path == nullptr ? "needs a machine model: STRATA_MODEL=model.json (made by strata bench)"
+                        : s->model.load(path, s->names);
+    if (!problem.empty()) {
+      std::snprintf(error, error_size, "%s",
+                    (path == nullptr ? problem : "STRATA_MODEL: " + problem).c_str());
+      delete s;
+      return 1;
+    }
+    s->counting.model = &s->model;
+  }
+  host->subscribe(self, "*");
+  *state = s;
+  keep_for_abnormal_ends(s);
+  return 0;
+}
+
+void on_mpi_ready(void* raw) {
+  auto* s = static_cast<module_state*>(raw);
+  guarded(s, "profiling this rank without a file", [&] { start_rank(*s); });
+}
+
+void on_pcontrol(int level, void* raw) {
+  auto* s = static_cast<module_state*>(raw);
+  guarded(s, "MPI_Pcontrol", [&] { pcontrol_level(*s, level); });
+}
+
+void on_finalize(void* raw) {
+  auto* s = static_cast<module_state*>(raw);
+  guarded(s, "job record not written", [&] { finalize_job(*s); });
+}
+
+// Most untimed polls complete nothing: the core only adds 1 to the routine's uncharged polls for
+// those (strata_module_counter_v1). The others reach this callback, decoded, for their bytes.
+void count_untimed_poll(strata_event* ev, void* raw) {
+  auto* s = static_cast<module_state*>(raw);
+  if (!s->paused.load(std::memory_order_relaxed))
+    count_completed_untimed_poll(s->counting, s->uncharged, *ev);
+}
+
+#ifdef STRATA_OVERHEAD_MODULE
+constexpr const char* module_name = "overhead";
+constexpr const char* module_description =
+    "the profile, and per call site the time over the machine model (STRATA_MODEL)";
+#else
+constexpr const char* module_name = "profile";
+constexpr const char* module_description = "always-on per-routine counters; one job record per job";
+#endif
+
+const strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
+                                      module_name,
+                                      STRATA_MPI_FLAVOR,
+                                      module_description,
+                                      on_load,
+                                      on_mpi_ready,
+                                      nullptr,
+                                      on_exit,
+                                      on_pcontrol,
+                                      on_finalize,
+                                      nullptr};
+
+// Counting hardware or software events needs an enter callback too.
+const strata_module counting_profile_module = {STRATA_MODULE_ABI_VERSION,
+                                               module_name,
+                                               STRATA_MPI_FLAVOR,
+                                               module_description,
+                                               on_load,
+                                               on_mpi_ready,
+                                               on_enter_counting,
+                                               on_exit_counting,
+                                               on_pcontrol,
+                                               on_finalize,
+                                               nullptr};
+
+} // namespace
+} // namespace strata::profiler
+
+// MPI_Abort is wrapped (not only observed) so the end is recorded before MPI kills the job.
+extern "C" STRATA_MODULE_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
+  strata::profiler::mark_end(strata::profiler::job_status::aborted, errorcode);
+  return ZMPI_Abort(comm, errorcode);
+}
+
+// Sampled polls: the core times one poll in about STRATA_PROFILE_POLL_SAMPLE (default 64); 1
+// times every poll. Off with call sites (and so in the overhead module) and with counters,
+// which charge each call its own time and its own counter readings.
+extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
+                                                                strata_event_fn* untimed) {
+  auto* s = static_cast<strata::profiler::module_state*>(state);
+  if (s == nullptr || !s->counting_allowed)
+    return 1;
+  const uint32_t interval = strata::profiler::options::poll_sample_interval(s->setting_problems);
+  *untimed = strata::profiler::count_untimed_poll;
+  return interval;
+}
+
+// Counting without events (module.h): every call of a routine that cannot wait, and the untimed
+// polls. Counted straight into the rank file: a killed rank keeps them.
+extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, int function,
+                                                                   int what) {
+  using namespace strata::profiler;
+  auto* s = static_cast<module_state*>(state);
+  if (s == nullptr || !s->counting_allowed || function < 0 ||
+      function >= static_cast<int>(s->names.size()))
+    return nullptr;
+  const auto f = static_cast<size_t>(function);
+  uint64_t* counter = nullptr;
+  if (what == STRATA_COUNT_CALLS && counted_without_time(s->names[f])) {
+    counter = &s->counting.slots[f].calls;
+    s->traits[f] |= routine_trait::counted_only;
+  } else if (what == STRATA_COUNT_UNTIMED_POLLS && s->lean_polls) {
+    counter = &s->uncharged[f];
+    s->traits[f] |= routine_trait::sampled_poll | routine_trait::lean_poll;
+  } else if (what == STRATA_COUNT_EMPTY_POLLS) {
+    counter = &s->uncharged[f];
+    s->traits[f] |= routine_trait::sampled_poll;
+  }
+  if (counter != nullptr)
+    s->lent_counters.lend(counter);
+  return counter;
+}
+
+// Without STRATA_COUNTERS the module has no enter callback, so it costs no call at MPI entry.
+extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
+  return strata::profiler::options::counters() != nullptr
+             ? &strata::profiler::counting_profile_module
+             : &strata::profiler::profile_module;
+}

@@ -1,0 +1,93 @@
+// The start of a rank, in mpi_ready once MPI works: the tools' world, one job id for all
+// ranks, the spool, the rank file (with what MPI_Init itself counted moved in), the facts, the
+// cost of one call, the counters, the handlers of abnormal ends.
+#include "state.hpp"
+
+#include "options.hpp"
+#include "profiler/clock.hpp"
+#include "profiler/job_facts.hpp"
+#include "profiler/spool.hpp"
+
+#include <unistd.h>
+
+namespace strata::profiler {
+
+namespace {
+
+std::string mpi_library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  return std::string(version, static_cast<size_t>(len > 0 ? len : 0));
+}
+
+} // namespace
+
+void start_rank(module_state& s) {
+  // The application's processes, private to the tools (without the monitor's tool ranks; from
+  // the core's own session in a Sessions program).
+  if (const void* world = s.host->world())
+    s.world = *static_cast<const MPI_Comm*>(world);
+  MPI_Comm_rank(s.world, &s.rank);
+  MPI_Comm_size(s.world, &s.world_size);
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  s.counting.threaded = level == MPI_THREAD_MULTIPLE;
+  // One job id for all ranks: the resource manager's, else rank 0's host, pid and start.
+  char id[128] = {0};
+  long long start_pid[2] = {s.header().start_unix_ns / 1000000000, ::getpid()};
+  if (s.rank == 0) {
+    std::string job = job_id_from_environment();
+    char host[64] = {0};
+    ::gethostname(host, sizeof(host) - 1);
+    if (job.empty())
+      job = local_job_id(host, start_pid[1], start_pid[0]);
+    copy_field(id, sizeof(id), job);
+  }
+  MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, s.world);
+  MPI_Bcast(start_pid, 2, MPI_LONG_LONG, 0, s.world);
+  s.key = job_key(id) + "-" + std::to_string(start_pid[1]);
+  const spool_choice spool =
+      choose_spool(options::spool(), STRATA_DEFAULT_SPOOL, std::getenv("HOME"), ::getuid());
+  s.spool = spool.dir;
+  if (!spool.message.empty() && s.rank == 0)
+    s.host->log(s.self, spool.message.c_str());
+  if (s.rank == 0)
+    for (const std::string& problem : s.setting_problems)
+      s.host->log(s.self, problem.c_str());
+
+  rank_header facts = s.header();
+  fill_process_facts(facts, STRATA_MPI_FLAVOR, mpi_library_version(),
+                     s.host->get_value("strata.init_language"));
+  copy_field(facts.job_id, sizeof(facts.job_id), id);
+  facts.rank = s.rank;
+  facts.world_size = s.world_size;
+  facts.thread_level = level;
+  facts.init_mono_ns = mono_ns();
+  if (!s.spool.empty()) {
+    s.mapping = create_rank_file(s.spool + "/" + s.key + ".rank" + std::to_string(s.rank) + ".prof",
+                                 s.names, s.want_callsites ? callsite_table::capacity : 0);
+    if (!s.mapping.ok() && s.rank == 0)
+      s.host->log(s.self, ("cannot keep per-rank counters on disk: " + s.mapping.error +
+                           "; an abnormal end will lose them")
+                              .c_str());
+  }
+  if (s.mapping.ok()) {
+    move_into_rank_file(s.mapping, facts, s.early_slots, s.uncharged_in_memory);
+    s.counting.header = s.mapping.header;
+    s.counting.slots = s.mapping.slots;
+    s.counting.callsites.slots = s.mapping.callsites;
+    s.uncharged = s.mapping.uncharged_polls;
+  } else {
+    s.early_header = facts;
+    if (s.want_callsites) {
+      s.callsites_in_memory.assign(callsite_table::capacity, callsite_slot{});
+      s.counting.callsites.slots = s.callsites_in_memory.data();
+    }
+  }
+  s.per_call_overhead_ns = calibrate_call_cost(s.traits, s.want_callsites);
+  open_counters(s);
+  watch_abnormal_ends();
+}
+
+} // namespace strata::profiler

@@ -1,0 +1,94 @@
+// The profile module's state on one rank, and the module's parts (one file each): settings,
+// the start of a rank (start_rank.cpp), hardware counters, abnormal ends, the job's figures at
+// MPI_Finalize and MPI_Pcontrol (finalize.cpp), the user's report. Internal to the module.
+#pragma once
+
+// mpi.h before anything that includes strata/module.h, which tells the MPI flavor from it.
+#include <mpi.h>
+
+#include "profiler/counters/counters.hpp"
+#include "profiler/counting.hpp"
+#include "profiler/job_figures.hpp"
+#include "profiler/poll_charging.hpp"
+#include "profiler/rank_file.hpp"
+#include "profiler/time_over_model.hpp"
+
+#include <strata/module.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::profiler {
+
+struct module_state {
+  const strata_host* host = nullptr;
+  int self = 0;
+  std::vector<std::string> names;  // by function id
+  std::vector<uint8_t> traits;     // by function id: routine_trait bits
+  std::vector<poll_figures> polls; // by function id
+  // Where calls are counted (the call path's view): the rank file once it exists; before it
+  // (MPI_Init itself) or without one, the memory below.
+  call_counting counting;
+  uint64_t* uncharged = nullptr; // by function id: untimed polls not yet in the routine's slot
+  std::vector<routine_slot> early_slots;
+  rank_header early_header{};
+  std::vector<uint64_t> uncharged_in_memory;
+  std::vector<callsite_slot> callsites_in_memory;
+  rank_mapping mapping;
+  std::atomic<bool> paused{false}; // MPI_Pcontrol(0)
+  counters_lent_to_core lent_counters;
+  time_over_model model; // the overhead module
+  // Settings (options.hpp) and what was made of them.
+  bool want_callsites = false;
+  bool lean_polls = true;
+  // Sampling and counting without events are off with call sites and with STRATA_COUNTERS,
+  // which charge each call its own time and its own counter readings.
+  bool counting_allowed = false;
+  // Settings the module could not use, read before MPI_Init (and in the launcher, which loads
+  // the module too): said once per job, by rank 0, when it knows it is rank 0 (start_rank).
+  std::vector<std::string> setting_problems;
+  // The job.
+  int rank = 0;
+  int world_size = 1;
+  // The application's processes for the module's own traffic (strata_host::world).
+  MPI_Comm world = MPI_COMM_WORLD;
+  std::string spool;
+  std::string key;
+  uint64_t per_call_overhead_ns = 0;
+  // STRATA_COUNTERS: counted for the thread that called MPI_Init, split in and out of MPI.
+  counters::counter_set counters;
+  counters::split_accumulator split;
+  std::vector<uint64_t> counter_values;
+
+  rank_header& header() { return *counting.header; }
+};
+
+// Moves the untimed polls into their routines' slots wherever the figures are read; while the
+// profile is paused, first puts back what the core counted since the pause.
+void charge_untimed_polls(module_state& s);
+
+// start_rank.cpp: in mpi_ready, once MPI works: the job id, the rank file, the facts.
+void start_rank(module_state& s);
+
+// The exit callback of every call (profile_module.cpp).
+void on_exit(strata_event* ev, void* raw);
+
+// hardware_counters.cpp: STRATA_COUNTERS, and the callbacks that read them around each call.
+void open_counters(module_state& s);
+void store_counter_totals(module_state& s);
+void on_enter_counting(strata_event* ev, void* raw);
+void on_exit_counting(strata_event* ev, void* raw);
+
+// abnormal_end.cpp: the state whose end the handlers mark (from load on), the signal and atexit
+// handlers (once the rank file exists), and the mark itself (MPI_Abort's wrapper calls it too).
+void keep_for_abnormal_ends(module_state* s);
+void watch_abnormal_ends();
+void mark_end(job_status status, int detail);
+
+// finalize.cpp
+void finalize_job(module_state& s);
+void pcontrol_level(module_state& s, int level);
+
+} // namespace strata::profiler

@@ -1,0 +1,52 @@
+// Untimed polls: the core times about one poll in N of a sampled routine (MPI_Test, MPI_Testany,
+// MPI_Iprobe) and only counts the others, into a per-routine counter of uncharged polls in the
+// rank file. Whenever the figures are read (finalize, MPI_Pcontrol 0, 3 and 4; the rank-file
+// reader for `strata recover`), those polls move into the routine's slot, each charged the mean
+// time of the routine's timed polls. No MPI here.
+#pragma once
+
+#include "profiler/counting.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace strata::profiler {
+
+// The mean time of a routine's timed polls (0 while it has none), charged to each of its
+// untimed polls: from the timed calls alone, never from what was charged before (a running mean
+// over charged calls kept a cold first call of 35 us for ever).
+uint64_t sample_mean_ns(const poll_figures& poll);
+
+// Lean polls: what `pending` untimed polls received, estimated as the bytes per timed poll of
+// the routine so far (0 while none was timed). The timed polls are a random sample, so the
+// estimate is unbiased; it is exact when every poll completes the same size or none.
+uint64_t estimated_poll_bytes(const poll_figures& poll, uint64_t pending);
+
+// Moves every routine's uncharged polls into its slot (calls, time at the sample mean, and for
+// lean polls the estimated bytes). Safe against the call path adding at the same time.
+void charge_untimed_polls(routine_slot* slots, uint64_t* uncharged, poll_figures* polls,
+                          const std::vector<uint8_t>& traits);
+
+// The calls that reached the profile as events (whose cost calibrate_call_cost measures): the
+// profiler's own overhead estimate leaves out those the core only counted (a few ns each).
+uint64_t calls_with_events(const routine_slot* slots, const poll_figures* polls,
+                           const std::vector<uint8_t>& traits);
+
+// Whether the core counts some routine's untimed polls lean (their bytes estimated).
+bool any_lean_poll(const std::vector<uint8_t>& traits);
+
+// Counters handed to the core (strata_module_counter_v1), which goes on adding to them while
+// MPI_Pcontrol(0) pauses the profile: their values at the pause, put back on resume.
+class counters_lent_to_core {
+public:
+  void lend(uint64_t* counter) { counters_.emplace_back(counter, *counter); }
+  void remember_values(); // at the pause
+  void put_back_values(); // at the resume, and before the figures are read while paused
+
+private:
+  std::vector<std::pair<uint64_t*, uint64_t>> counters_;
+};
+
+} // namespace strata::profiler

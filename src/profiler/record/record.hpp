@@ -1,0 +1,166 @@
+// The job record (schema strata.job/1, docs/job-record.md) as typed data, with a reader that
+// never throws and a writer that round-trips with it; and the split of a routine's time by the
+// machine model (model/model_file.hpp) into latency, transfer and synchronisation parts
+// (Rabenseifner's estimate: latency from calls, transfer from bytes, synchronisation is what is
+// left of the time). No MPI here: `strata report` reads records long after the job is gone.
+#pragma once
+
+#include "model/model_file.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata::record {
+
+inline constexpr std::string_view record_schema = "strata.job/1";
+
+enum class job_status { finalized, aborted, signal, exit };
+
+// A figure over the ranks that reported, and the rank holding the largest value.
+struct rank_spread {
+  double min = 0, mean = 0, max = 0;
+  std::uint64_t max_rank = 0;
+  bool operator==(const rank_spread&) const = default;
+};
+
+struct percent_spread {
+  double min = 0, mean = 0, max = 0;
+  std::uint64_t min_rank = 0, max_rank = 0;
+  bool operator==(const percent_spread&) const = default;
+};
+
+// Events of one hardware or software counter, split at the MPI boundary so that MPI's busy
+// waiting does not inflate the application's figures.
+struct counter {
+  std::string unit;
+  std::uint64_t in_mpi = 0, outside_mpi = 0;
+  bool operator==(const counter&) const = default;
+};
+
+// `key` is the lower bound in bytes of a log2 size bin (0, 1, 2, 4, ...) in a size histogram,
+// and the communicator size in a communicator-size histogram.
+struct histogram_bin {
+  std::uint64_t key = 0, calls = 0;
+  bool operator==(const histogram_bin&) const = default;
+};
+
+// A value the record leaves out when it is `when_absent`, which is what its absence means.
+template <typename T, T when_absent> struct defaulted {
+  T value = when_absent;
+  bool operator==(const defaulted&) const = default;
+};
+
+// Whether a routine's calls were timed. The profile only counts calls that cannot wait
+// (MPI_Comm_rank, MPI_Type_size, MPI_Wtime, ...): "timed": false, time_s, min_s and max_s 0.
+// Absent in the record: true (records written before the key existed timed every routine).
+using timed_flag = defaulted<bool, true>;
+
+struct per_rank_figures {
+  rank_spread calls, time_s;
+  bool operator==(const per_rank_figures&) const = default;
+};
+
+// Figures summed over all ranks.
+struct routine {
+  std::string name;
+  std::uint64_t calls = 0;
+  double time_s = 0, min_s = 0, max_s = 0;
+  std::uint64_t count_sum = 0, bytes_sent = 0, bytes_received = 0;
+  std::vector<histogram_bin> size_histogram;      // absent in the record: empty
+  std::vector<histogram_bin> comm_size_histogram; // absent in the record: empty
+  per_rank_figures per_rank;
+  timed_flag timed; // absent in the record: timed
+
+  // What reports and machine models call a routine's bytes: sent plus received, so that a
+  // receive, a send and a collective all count the data they move. A model's bytes_per_s is
+  // calibrated against this figure.
+  std::uint64_t bytes() const { return bytes_sent + bytes_received; }
+  bool operator==(const routine&) const = default;
+};
+
+struct job_facts {
+  std::string id;
+  std::string resource_manager;
+  std::uint64_t ranks = 0, ranks_reported = 0, hosts = 0;
+  std::vector<std::string> host_names;
+  std::string user;
+  std::uint64_t uid = 0;
+  std::string executable;
+  std::vector<std::string> argv;
+  std::string mpi_flavor;
+  std::string mpi_library;
+  std::string language;
+  std::string thread_level;
+  bool pmpi_intercepted_by_application = false;
+  std::map<std::string, std::string> environment;
+  std::string start, end;
+  job_status status = job_status::finalized;
+  std::optional<std::int64_t> abort_code; // null or absent in the record: none
+  std::optional<std::int64_t> signal;     // null or absent in the record: none
+  bool partial = false;
+  double wall_time_s = 0, mpi_time_s = 0, mpi_percent = 0;
+  percent_spread mpi_percent_by_rank;
+  double profiler_overhead_s = 0;
+  std::optional<double> profiler_finalize_s; // absent: not measured (a rebuilt record)
+  // Whether the bytes received by untimed polls were estimated from the timed ones (the
+  // profile's lean polls, docs/profile.md). Absent: not known (records rebuilt by strata
+  // recover, and those written before the key existed, which counted every poll's bytes or
+  // none): reports take it as not estimated.
+  std::optional<bool> poll_bytes_estimated;
+  // The overhead module: calls whose (processes, bytes) lay outside the machine model's grid,
+  // compared with its edge. Absent: not compared with a model.
+  std::optional<std::uint64_t> model_clamped_calls;
+  std::map<std::string, counter> counters; // absent in the record: empty
+  bool operator==(const job_facts&) const = default;
+};
+
+// One source line calling one MPI function, summed over ranks (STRATA_PROFILE_CALLSITES=1).
+struct callsite {
+  std::string function, file, caller;
+  std::uint64_t line = 0, calls = 0, bytes = 0, ranks = 0;
+  double time_s = 0;
+  double wasted_s = 0; // time over the machine model's t_max, with the overhead module
+  bool operator==(const callsite&) const = default;
+};
+
+struct job_record {
+  job_facts job;
+  std::vector<routine> routines;   // in name order
+  std::vector<callsite> callsites; // longest first; absent in the record: empty
+  // Calls whose call site was not kept because the rank's table was full; written together
+  // with "callsites". Absent in the record: 0.
+  defaulted<std::uint64_t, 0> callsites_dropped;
+  bool operator==(const job_record&) const = default;
+};
+
+struct parse_result {
+  std::optional<job_record> record;
+  std::string error; // one line, "PATH: what is wrong"; empty when `record` is set
+  bool ok() const { return record.has_value(); }
+};
+
+// Never throws. Every field the model holds is checked for type and range; unknown keys are
+// ignored so that newer writers stay readable.
+parse_result parse_record(std::string_view json_text);
+
+// The record as the profiler writes it, the one writer of strata.job/1: keys in name order,
+// indented by one space, no newline at the end; figures left out where their absence says the
+// same (see the comments above). parse_record reads it back to an equal record.
+std::string to_json(const job_record& record);
+
+std::string_view status_name(job_status status);
+
+struct time_split {
+  double latency_s = 0, transfer_s = 0, sync_s = 0;
+};
+
+// Latency = calls * latency_s and transfer = bytes / bytes_per_s, clipped (latency first, as
+// every call pays it) so that the parts never exceed the measured time; synchronisation is
+// the rest. The three always sum to routine::time_s.
+time_split split_time(const routine& measured, const model::routine_cost& model);
+
+} // namespace strata::record

@@ -1,0 +1,356 @@
+// Internal to the record readers: the key list of each struct (shared with the writer in
+// record.cpp) and one reader over any JSON DOM, so that parse_record (nlohmann) and
+// parse_record_fast (simdjson) accept the same documents and build the same values.
+#pragma once
+
+#include "common/json_document.hpp"
+#include "profiler/record/record.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <fmt/format.h>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace strata::record::detail {
+
+inline constexpr std::array<std::string_view, 4> status_names = {"finalized", "aborted", "signal",
+                                                                 "exit"};
+
+// ---- One key list per struct, shared by the readers and the writer so they cannot drift ----
+
+template <typename S, typename T>
+concept either_const = std::same_as<std::remove_const_t<S>, T>;
+
+template <either_const<rank_spread> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("min", s.min);
+  visit("mean", s.mean);
+  visit("max", s.max);
+  visit("max_rank", s.max_rank);
+}
+
+template <either_const<percent_spread> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("min", s.min);
+  visit("mean", s.mean);
+  visit("max", s.max);
+  visit("min_rank", s.min_rank);
+  visit("max_rank", s.max_rank);
+}
+
+template <either_const<counter> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("unit", s.unit);
+  visit("in_mpi", s.in_mpi);
+  visit("outside_mpi", s.outside_mpi);
+}
+
+template <either_const<per_rank_figures> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("calls", s.calls);
+  visit("time_s", s.time_s);
+}
+
+// The name is the routine's key in "routines", not a field.
+template <either_const<routine> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("calls", s.calls);
+  visit("time_s", s.time_s);
+  visit("min_s", s.min_s);
+  visit("max_s", s.max_s);
+  visit("count_sum", s.count_sum);
+  visit("bytes_sent", s.bytes_sent);
+  visit("bytes_received", s.bytes_received);
+  visit("size_histogram", s.size_histogram);
+  visit("comm_size_histogram", s.comm_size_histogram);
+  visit("per_rank", s.per_rank);
+  visit("timed", s.timed);
+}
+
+template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("id", s.id);
+  visit("resource_manager", s.resource_manager);
+  visit("ranks", s.ranks);
+  visit("ranks_reported", s.ranks_reported);
+  visit("hosts", s.hosts);
+  visit("host_names", s.host_names);
+  visit("user", s.user);
+  visit("uid", s.uid);
+  visit("executable", s.executable);
+  visit("argv", s.argv);
+  visit("mpi_flavor", s.mpi_flavor);
+  visit("mpi_library", s.mpi_library);
+  visit("language", s.language);
+  visit("thread_level", s.thread_level);
+  visit("pmpi_intercepted_by_application", s.pmpi_intercepted_by_application);
+  visit("environment", s.environment);
+  visit("start", s.start);
+  visit("end", s.end);
+  visit("status", s.status);
+  visit("abort_code", s.abort_code);
+  visit("signal", s.signal);
+  visit("partial", s.partial);
+  visit("wall_time_s", s.wall_time_s);
+  visit("mpi_time_s", s.mpi_time_s);
+  visit("mpi_percent", s.mpi_percent);
+  visit("mpi_percent_by_rank", s.mpi_percent_by_rank);
+  visit("profiler_overhead_s", s.profiler_overhead_s);
+  visit("profiler_finalize_s", s.profiler_finalize_s);
+  visit("poll_bytes_estimated", s.poll_bytes_estimated);
+  visit("model_clamped_calls", s.model_clamped_calls);
+  visit("counters", s.counters);
+}
+
+template <either_const<callsite> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("function", s.function);
+  visit("file", s.file);
+  visit("line", s.line);
+  visit("caller", s.caller);
+  visit("calls", s.calls);
+  visit("time_s", s.time_s);
+  visit("bytes", s.bytes);
+  visit("wasted_s", s.wasted_s);
+  visit("ranks", s.ranks);
+}
+
+template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("job", s.job);
+  visit("routines", s.routines);
+  visit("callsites", s.callsites);
+  visit("callsites_dropped", s.callsites_dropped);
+}
+
+struct ignore_fields {
+  template <typename T> void operator()(std::string_view, T&) const {}
+};
+template <typename S>
+concept has_fields = requires(S& s, ignore_fields& visit) {
+  fields(s, visit);
+};
+
+template <typename T> inline constexpr bool is_defaulted = false;
+template <typename T, T when_absent>
+inline constexpr bool is_defaulted<defaulted<T, when_absent>> = true;
+template <typename T> inline constexpr bool is_optional = false;
+template <typename T> inline constexpr bool is_optional<std::optional<T>> = true;
+
+// Keys a record may leave out; every other key is required.
+template <typename T>
+constexpr bool may_be_absent =
+    is_optional<T> || is_defaulted<T> || std::same_as<T, std::vector<histogram_bin>> ||
+    std::same_as<T, std::vector<callsite>> || std::same_as<T, std::map<std::string, counter>>;
+
+// Record text can hold anything; messages must stay one printable line of bounded length.
+using common::printable;
+
+// Ranges that depend on other fields, checked once the types are known to be right; "" when
+// all is well.
+std::string range_error(const job_record& record);
+
+// Writers that print integers through a double ("4e+06") stay readable while exact.
+inline std::optional<std::uint64_t> count_of_double(double v) {
+  if (v >= 0 && v <= 9007199254740992.0 && std::floor(v) == v)
+    return static_cast<std::uint64_t>(v);
+  return std::nullopt;
+}
+
+// Reads a document into the structs above through V, a cheap handle on one JSON value:
+//   is_object() is_array() is_null()             the value's kind
+//   string() boolean()                           optional<string_view>, optional<bool>
+//   count()                                      a non-negative integer (or integral double)
+//   number()                                     any number as a double
+//   integer()                                    an integer literal that fits int64
+//   member(key, out)                             false when absent; the last of a repeated key
+//   members(f) elements(f)                       f(key, V) / f(V) until f returns false
+//   describe()                                   the value for a message
+// Collects the first problem only: later problems are usually consequences of it. Paths of
+// messages are built only when there is a problem.
+template <typename V> class reader {
+public:
+  std::string error;
+
+  reader() { path_.reserve(8); } // deeper than any record goes
+
+  template <has_fields S> void read_root(const V& doc, S& out) { read(doc, out); }
+
+  template <typename T> void operator()(std::string_view key, T& out) {
+    if (!error.empty())
+      return;
+    V found;
+    const bool present = object_.member(key, found);
+    path_.push_back({key, 0, false});
+    if (present)
+      read(found, out);
+    else if (!may_be_absent<T>)
+      error = path() + " is missing";
+    path_.pop_back();
+  }
+
+private:
+  struct segment {
+    std::string_view key;
+    size_t index;
+    bool is_index;
+  };
+  V object_{};
+  std::vector<segment> path_;
+
+  std::string path() const {
+    std::string out;
+    for (const segment& s : path_) {
+      if (s.is_index) {
+        out += fmt::format("[{}]", s.index);
+      } else {
+        if (!out.empty())
+          out += '.';
+        out += printable(s.key);
+      }
+    }
+    return out;
+  }
+
+  void fail(std::string_view expected, const V& got) {
+    if (error.empty())
+      error = fmt::format("{}: expected {}, got {}", path(), expected, got.describe());
+  }
+
+  // `value` by value and swapped in and out: GCC 12 takes an exchange through a reference for
+  // a dangling pointer (-Wdangling-pointer).
+  template <has_fields S> void read(V value, S& out) {
+    if (!value.is_object())
+      return fail("an object", value);
+    std::swap(object_, value);
+    fields(out, *this);
+    std::swap(object_, value);
+  }
+
+  void read(const V& value, std::uint64_t& out) {
+    if (const auto count = value.count())
+      out = *count;
+    else
+      fail("a non-negative integer", value);
+  }
+
+  // Times, percentages and averages. JSON cannot say inf or nan, and an overflowing literal
+  // such as 1e999 is refused by the parsers already.
+  void read(const V& value, double& out) {
+    if (const auto number = value.number(); number && *number >= 0)
+      out = *number;
+    else
+      fail("a non-negative number", value);
+  }
+
+  void read(const V& value, std::string& out) {
+    if (const auto text = value.string())
+      out.assign(text->data(), text->size());
+    else
+      fail("a string", value);
+  }
+
+  void read(const V& value, bool& out) {
+    if (const auto flag = value.boolean())
+      out = *flag;
+    else
+      fail("true or false", value);
+  }
+
+  // Null and absent both mean "none": the writer emits null, a rebuilt record may omit it.
+  void read(const V& value, std::optional<std::int64_t>& out) {
+    if (const auto whole = value.integer())
+      out = *whole;
+    else if (!value.is_null())
+      fail("an integer or null", value);
+  }
+
+  void read(const V& value, std::optional<double>& out) {
+    if (value.is_null())
+      return;
+    double seconds = 0;
+    read(value, seconds);
+    out = seconds;
+  }
+
+  // Absent means unknown; null is no value for these.
+  void read(const V& value, std::optional<bool>& out) {
+    bool flag = false;
+    read(value, flag);
+    out = flag;
+  }
+
+  void read(const V& value, std::optional<std::uint64_t>& out) {
+    std::uint64_t count = 0;
+    read(value, count);
+    out = count;
+  }
+
+  template <typename T, T when_absent> void read(const V& value, defaulted<T, when_absent>& out) {
+    read(value, out.value);
+  }
+
+  void read(const V& value, job_status& out) {
+    const auto text = value.string();
+    const auto found =
+        text ? std::find(status_names.begin(), status_names.end(), *text) : status_names.end();
+    if (found == status_names.end())
+      return fail("one of finalized, aborted, signal, exit", value);
+    out = static_cast<job_status>(found - status_names.begin());
+  }
+
+  void read(const V& value, histogram_bin& out) {
+    std::optional<std::uint64_t> parts[2];
+    size_t n = 0;
+    if (value.is_array())
+      value.elements([&](const V& item) {
+        if (n < 2)
+          parts[n] = item.count();
+        return ++n <= 2;
+      });
+    if (n != 2 || !parts[0] || !parts[1])
+      return fail("a [bin, calls] pair of non-negative integers", value);
+    out = {*parts[0], *parts[1]};
+  }
+
+  template <typename T> void read(const V& value, std::vector<T>& out) {
+    if (!value.is_array())
+      return fail("an array", value);
+    size_t i = 0;
+    value.elements([&](const V& item) {
+      path_.push_back({{}, i++, true});
+      read(item, out.emplace_back());
+      path_.pop_back();
+      return error.empty();
+    });
+  }
+
+  template <typename T> void read(const V& value, std::map<std::string, T>& out) {
+    if (!value.is_object())
+      return fail("an object", value);
+    value.members([&](std::string_view key, const V& item) {
+      const auto [it, fresh] = out.try_emplace(std::string(key));
+      path_.push_back({key, 0, false});
+      if (fresh)
+        read(item, it->second);
+      else // nlohmann keeps the last, simdjson both: refuse rather than differ
+        error = path() + ": the key appears twice";
+      path_.pop_back();
+      return error.empty();
+    });
+  }
+
+  // "routines" is an object keyed by name; the model keeps the name in the routine.
+  void read(const V& value, std::vector<routine>& out) {
+    std::map<std::string, routine> by_name;
+    read(value, by_name);
+    for (auto& [name, r] : by_name) {
+      if (name.empty() && error.empty())
+        error = path() + ": a routine has an empty name";
+      r.name = name;
+      out.push_back(std::move(r));
+    }
+  }
+};
+
+} // namespace strata::record::detail

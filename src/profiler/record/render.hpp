@@ -1,0 +1,38 @@
+// `strata report`: a job record rendered for people (text, html) or for other tools (json, csv).
+// The text report follows the levels of Rabenseifner's per-job report: the MPI share of the
+// run first, then counter rates, then per-routine figures and, with a machine model, the
+// latency/transfer/synchronisation estimate.
+#pragma once
+
+#include "profiler/record/record.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace strata::record {
+
+enum class report_format { text, json, csv, html };
+
+// "text", "json", "csv" or "html"; anything else is nullopt.
+std::optional<report_format> parse_format(std::string_view name);
+
+// `model` may be null: the estimate columns are then left out. Strings from the record are
+// made safe for the format: control characters escaped in text, HTML-escaped in html,
+// RFC 4180 quoting in csv.
+std::string render(const job_record& record, report_format format,
+                   const model::machine_model* model = nullptr);
+
+// Text made safe inside HTML elements and quoted attributes: & < > " ' as entities, control
+// characters other than newline and tab as numeric references. Shared by every HTML page Strata
+// writes (reports, site reports, the web interface).
+std::string html_escape(std::string_view text);
+
+// The whole subcommand without the command line: reads the record (and the model when
+// `model_path` is not empty) and renders it. Returns 0 with `output` set, or 2 with `error`
+// set to one line that names the file at fault, e.g. "job.json: routines.MPI_Send.calls is
+// missing".
+int report_main(const std::string& record_path, const std::string& format,
+                const std::string& model_path, std::string& output, std::string& error);
+
+} // namespace strata::record

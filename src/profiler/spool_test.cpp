@@ -1,0 +1,64 @@
+#include "profiler/spool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace strata::profiler;
+using namespace std::chrono_literals;
+
+namespace {
+std::string temp_path(const std::string& name) {
+  return testing::TempDir() + "/" + name + "." + std::to_string(::getpid());
+}
+} // namespace
+
+TEST(Spool, ARecordIsWrittenWithinTheDeadline) {
+  const std::string path = temp_path("record.json");
+  EXPECT_EQ(write_with_deadline(path, "{}", 10s), "");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), "{}");
+  std::remove(path.c_str());
+}
+
+// A file system that does not answer must not hang the job: the write gives up, with a line.
+TEST(Spool, AFileSystemThatDoesNotAnswerCostsTheDeadlineOnly) {
+  const std::string path = temp_path("stuck.json");
+  // The temporary file the write opens is a FIFO no one reads: open() blocks.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(tmp.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(write_with_deadline(path, "{}", 50ms),
+            path + ": no answer from the file system after 50 ms");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  // Let the writer left behind finish, so that it does not outlive the test.
+  const int reader = ::open(tmp.c_str(), O_RDONLY);
+  char buf[8];
+  while (reader >= 0 && ::read(reader, buf, sizeof buf) > 0) {
+  }
+  if (reader >= 0)
+    ::close(reader);
+  for (int i = 0; i < 200 && ::access(path.c_str(), F_OK) != 0; ++i)
+    ::usleep(10'000);
+  std::remove(path.c_str());
+  std::remove(tmp.c_str());
+}
+
+TEST(Spool, AnUnwritableSpoolFallsBackToHome) {
+  const std::string home = temp_path("home");
+  const spool_choice fine = choose_spool((home + "/spool").c_str(), "/nonexistent", nullptr, 0);
+  EXPECT_EQ(fine.dir, home + "/spool");
+  EXPECT_EQ(fine.message, "");
+  const spool_choice fallback = choose_spool("/proc/no-spool-here", "/x", home.c_str(), 0);
+  EXPECT_EQ(fallback.dir, home + "/.strata/spool");
+  EXPECT_NE(fallback.message.find("spool /proc/no-spool-here is not writable"), std::string::npos);
+  EXPECT_NE(fallback.message.find("records go to " + home + "/.strata/spool"), std::string::npos);
+}

@@ -52,10 +52,10 @@ static_assert(sizeof(rank_figures) == 6 * sizeof(uint64_t));
 // Writes one rank's records as OTF2 events with the job's ids, timestamps corrected onto rank 0's
 // clock and never decreasing. A run of empty polls is one Enter/Leave pair (from the first poll's
 // enter to the last one's leave; runs of a loop that alternates between polls are laid back to
-// back), its Enter carrying the number of polls and the time inside them (when more than one); a cancelled request's completion is MpiRequestCancelled. Records whose
-// partner fell out of a ring buffer (a completion without its call or start, a region leave without
-// its enter) are left out, and regions still open at the end close at the last event, so the
-// location nests.
+// back), its Enter carrying the number of polls and the time inside them (when more than one); a
+// cancelled request's completion is MpiRequestCancelled. Records whose partner fell out of a ring
+// buffer (a completion without its call or start, a region leave without its enter) are left out,
+// and regions still open at the end close at the last event, so the location nests.
 class record_writer {
 public:
   record_writer(location_writer& out, const std::vector<fn_info>& functions,

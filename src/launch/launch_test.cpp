@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 using namespace strata::launch;
@@ -115,4 +116,21 @@ TEST(Waits, OnlyTheToolRanksYield) {
   world_rank = "3";
   from = "two"; // not a number: nothing planned
   EXPECT_TRUE(tool_rank_environment(env).empty());
+}
+
+TEST(Paths, AnInstallationMissingAFlavorSaysWhichItHas) {
+  const std::string prefix = testing::TempDir() + "/strata-prefix-openmpi-only";
+  std::filesystem::create_directories(prefix + "/bin");
+  const layout l = find_layout(prefix + "/bin/strata");
+  EXPECT_TRUE(l.flavors().empty());
+  EXPECT_NE(l.missing_flavor("openmpi").find("(it has no MPI flavor)"), std::string::npos);
+  std::filesystem::create_directories(prefix + "/lib/strata/openmpi");
+  std::ofstream(l.core_library("openmpi")) << "";
+  EXPECT_EQ(l.flavors(), std::vector<std::string>{"openmpi"});
+  EXPECT_EQ(l.missing_flavor("openmpi"), "");
+  EXPECT_EQ(l.missing_flavor("mpich"),
+            "this Strata (" + prefix +
+                ") was built without mpich (it has openmpi): build Strata "
+                "where mpicc.mpich is found, or install its mpich part");
+  std::filesystem::remove_all(prefix);
 }

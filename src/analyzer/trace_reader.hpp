@@ -102,6 +102,17 @@ public:
   // to what the definitions do not hold is left out and counted in warnings().
   uint64_t read_events(event_handler& handler);
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+  // The same for the ranks [first, last) only: OTF2 opens just their event files, so memory is
+  // their share's (one chunk per location).
+  uint64_t read_events(event_handler& handler, uint32_t first, uint32_t last);
+
+  // The same in steps: open_events, then read_some until it returns 0 (at most `count` records
+  // each time; every record counts, also those the handler has no callback for), then
+  // close_events, which checks what was read against the definitions and returns the number of
+  // records. Each throws trace_error as read_events does.
+  void open_events(event_handler& handler, uint32_t first, uint32_t last);
+  uint64_t read_some(uint64_t count);
+  uint64_t close_events();
 
   struct state;
 

@@ -24,6 +24,11 @@ const strata_option trace_options[] = {
     {"policy", "enum:stop|ring", "stop", "at the limit: stop keeps the beginning, ring the end",
      nullptr},
     {"prefault", "size", "16M", "of the limit, allocated and touched at MPI_Init", nullptr},
+    {"analyze", "bool", "0",
+     "1: analyse the archive at MPI_Finalize on the job's ranks (analysis.json and .txt in it)",
+     nullptr},
+    {"analyze_limit", "duration", "60", "skip that analysis when its estimated time exceeds this",
+     nullptr},
 };
 } // namespace
 
@@ -93,6 +98,13 @@ std::string parse_options(const std::vector<std::pair<std::string, std::string>>
       if (value != "stop" && value != "ring")
         return "policy=" + value + " is neither stop nor ring";
       out.policy = value == "ring" ? limit_policy::ring : limit_policy::stop;
+    } else if (key == "analyze") {
+      out.analyze = config::parse_bool(value).value_or(false);
+    } else if (key == "analyze_limit") {
+      const std::optional<double> seconds = config::parse_duration(value);
+      if (!seconds || *seconds < 0)
+        return "analyze_limit=" + value + " is not a duration >= 0";
+      out.analyze_limit_s = *seconds;
     } else {
       return "unknown option '" + key + "'";
     }

@@ -143,6 +143,13 @@ TEST(Options, EachBadSettingIsOneLineNamingModuleOptionAndSource) {
             "stop= must be later than start=");
   options z;
   EXPECT_EQ(parse_options(resolved({{"limit", "0"}}).values, z), "limit=0 is not a size above 0");
+  EXPECT_EQ(resolved({{"analyze", "maybe"}}).error,
+            "module 'trace': option 'analyze': 'maybe' is not one of 1, 0, true, false, yes, no, "
+            "on, off");
+  options a;
+  ASSERT_EQ(parse_options(resolved({{"analyze", "yes"}, {"analyze_limit", "2.5"}}).values, a), "");
+  EXPECT_TRUE(a.analyze);
+  EXPECT_EQ(a.analyze_limit_s, 2.5);
   options f;
   EXPECT_EQ(parse_options(resolved({{"functions", "+,"}}).values, f),
             "functions= needs at least one glob");

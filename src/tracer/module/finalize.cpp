@@ -234,6 +234,8 @@ void trace_finalize(void* raw) {
   archive.close();
   took.writing = s->host->now_ns() - t;
   log_figures(s, mine, ranks, took);
+  if (s->opt.analyze)
+    analyze_at_finalize(s, mine.events);
 }
 
 } // namespace strata::trace

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fnmatch.h>
+#include <iterator>
 #include <string_view>
 #include <unistd.h>
 

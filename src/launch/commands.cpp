@@ -208,6 +208,8 @@ int exec_command(const launch_options& o) {
       return rc;
   }
   ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
+  for (const auto& [name, value] : launch::tool_rank_environment(env))
+    ::setenv(name.c_str(), value.c_str(), 1);
   // A Python program finds the `strata` package (annotations) without being told where.
   if (launch::runs_python(t.path, env("PATH")))
     ::setenv("PYTHONPATH",
@@ -235,6 +237,14 @@ int run_command(const launch_options& o) {
   if (int rc = check_stack(stack, layout.core_library(t.flavor), o.ranks, extra_ranks); rc != 0)
     return rc;
   const int processes = o.ranks + extra_ranks;
+  // Tool ranks on a full machine must not change how the application's ranks wait.
+  const launch::wait_plan waits = launch::plan_waits(
+      t.flavor, o.ranks, extra_ranks, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)),
+      env("OMPI_MCA_mpi_yield_when_idle"));
+  for (const auto& [name, value] : waits.environment)
+    ::setenv(name.c_str(), value.c_str(), 1);
+  if (!waits.announcement.empty())
+    error_line("run: " + waits.announcement);
   std::vector<std::string> args = launch::local_launch(t.flavor, processes);
   // Each rank runs `strata exec`, which preloads the core; the stack was checked just now.
   for (const std::string& a :

@@ -520,6 +520,7 @@ report analyzer::finish(uint64_t events) {
   const definitions& defs = s.defs;
   report out;
   out.archive = defs.archive;
+  out.creator = defs.creator;
   out.ranks = static_cast<uint32_t>(defs.ranks());
   out.events = events;
   uint64_t open_at_end = 0;

@@ -199,6 +199,11 @@ void stop_tools() {
   });
   g_active.store(false);
   free_tool_world();
+  // The module that replaced the world has freed its communicator in its finalize: the calls
+  // still to come (a PMPI tool's own in its MPI_Finalize wrapper) name the real world again,
+  // whose first ranks are the application's.
+  world_replaced = false;
+  world_replacement = MPI_COMM_WORLD;
 }
 
 void unload_tools() {

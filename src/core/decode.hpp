@@ -36,6 +36,8 @@ extern mpi_api api __attribute__((visibility("hidden")));
 void resolve_api();
 
 const comm_info* lookup_comm(MPI_Comm comm);
+// The application's world changed (strata_host::replace_world): world ranks are asked again.
+void forget_world_ranks();
 
 template <typename H> inline uint64_t handle_bits(H h) {
   uint64_t bits = 0;

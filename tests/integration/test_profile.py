@@ -137,19 +137,40 @@ class Figures(ProfileTestCase):
         self.assertEqual(routines["MPI_Test"]["bytes_received"], 200 * 1000)
         self.assertIn(routines["MPI_Testany"]["bytes_received"], (0, testanys * 1000))
 
-    def test_unusable_poll_settings_are_said_once_and_the_defaults_kept(self):
-        env = dict(self.env, STRATA_PROFILE_POLLS="fast", STRATA_PROFILE_POLL_SAMPLE="0")
-        proc = self.profile_run([program("poll_c"), "10"], env=env)
+    def test_a_bad_setting_is_one_line_naming_module_option_and_source(self):
+        proc = self.profile_run([program("poll_c"), "10"],
+                                env=dict(self.env, STRATA_PROFILE_POLLS="fast"))
+        self.assertOneErrorLine(proc, "module 'profile': STRATA_PROFILE_POLLS: 'fast'")
+        proc = self.profile_run([program("poll_c"), "10"], tools="profile:poll_sample=0")
+        self.assertOneErrorLine(proc, "option poll_sample: '0' is not from 1 to 1000000")
+        proc = self.profile_run([program("ring_c"), "2"], tools="profile:no_such=1")
+        self.assertOneErrorLine(proc, "module 'profile': unknown option 'no_such'")
+        self.assertEqual(self.records(), [])
+
+    def test_options_from_the_stack_and_their_older_variables(self):
+        out = os.path.join(self.out, "report.txt")
+        proc = self.profile_run([program("poll_c"), "10"],
+                                tools=f"profile:callsites=1:polls=exact:out={out}")
         self.assertRan(proc)
-        for message in ("STRATA_PROFILE_POLLS is neither 'lean' nor 'exact'; counting polls lean",
-                        "STRATA_PROFILE_POLL_SAMPLE is not a number from 1 to 1000000; "
-                        "timing one poll in 64"):
-            self.assertEqual(proc.stderr.count(message), 1, proc.stderr)
-        line = next(l for l in proc.stdout.splitlines() if l.startswith("rank 0 "))
-        made = dict(kv.split("=") for kv in line.split()[2:])
         record = self.only_record()
-        self.assertIs(record["job"]["poll_bytes_estimated"], True)  # lean, the default
-        self.assertEqual(record["routines"]["MPI_Test"]["calls"], int(made["tests"]))
+        self.assertTrue(record["callsites"], "callsites=1 keeps call sites")
+        self.assertIs(record["job"]["poll_bytes_estimated"], False)  # polls=exact
+        with open(out) as f:
+            self.assertIn("by the profile module of Strata", f.read())
+        for f in self.records():
+            os.unlink(f)
+        # The older names still work, and the stack's argument wins over them.
+        env = dict(self.env, STRATA_PROFILE_CALLSITES="1", STRATA_PROFILE_POLLS="exact")
+        self.assertRan(self.profile_run([program("poll_c"), "10"], env=env,
+                                        tools="profile:callsites=0"))
+        record = self.only_record()
+        self.assertNotIn("callsites", record)
+        self.assertIs(record["job"]["poll_bytes_estimated"], False)
+        listed = run([STRATA, "modules", "profile"], env=self.env)
+        self.assertRan(listed)
+        for text in ("callsites", "poll_sample", "write_timeout_ms", "STRATA_SPOOL",
+                     "STRATA_COUNTERS", "STRATA_WRITE_TIMEOUT_MS"):
+            self.assertIn(text, listed.stdout)
 
     def test_arguments_that_are_not_utf8(self):
         args = [STRATA.encode(), b"run", b"-np", b"2", b"--tools", b"profile", b"--",

@@ -22,6 +22,16 @@
 
 namespace strata::profiler {
 
+// One source, two modules (CMakeLists.txt): each leaves its own rank files and record, named
+// after it, so that both can run in one job.
+#ifdef STRATA_OVERHEAD_MODULE
+inline constexpr bool is_overhead_module = true;
+inline constexpr const char* module_name = "overhead";
+#else
+inline constexpr bool is_overhead_module = false;
+inline constexpr const char* module_name = "profile";
+#endif
+
 struct module_state {
   const strata_host* host = nullptr;
   int self = 0;

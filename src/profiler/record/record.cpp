@@ -180,6 +180,8 @@ std::string detail::range_error(const job_record& record) {
   if (job.ranks_reported == 0 || job.ranks_reported > job.ranks)
     return fmt::format("job.ranks_reported: expected an integer from 1 to job.ranks ({}), got {}",
                        job.ranks, job.ranks_reported);
+  if (job.module && *job.module != profile_module && *job.module != overhead_module)
+    return fmt::format("job.module: expected profile or overhead, got {}", printable(*job.module));
   if (job.signal && *job.signal <= 0)
     return fmt::format("job.signal: expected a positive signal number or null, got {}",
                        *job.signal);

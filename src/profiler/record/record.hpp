@@ -82,8 +82,18 @@ struct routine {
   bool operator==(const routine&) const = default;
 };
 
+// The modules that write job records.
+inline constexpr std::string_view profile_module = "profile";
+inline constexpr std::string_view overhead_module = "overhead";
+
 struct job_facts {
   std::string id;
+  // Which module wrote it: "profile" or "overhead" (each leaves its own record of a job).
+  // Absent: the profile (records written before the key existed).
+  std::optional<std::string> module;
+  // The Strata release that wrote it (include/strata/version.h). Absent: not known (written
+  // before the key existed).
+  std::optional<std::string> strata_version;
   std::string resource_manager;
   std::uint64_t ranks = 0, ranks_reported = 0, hosts = 0;
   std::vector<std::string> host_names;

@@ -72,6 +72,8 @@ template <either_const<routine> S, typename Visit> void fields(S& s, Visit& visi
 
 template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("id", s.id);
+  visit("module", s.module);
+  visit("strata_version", s.strata_version);
   visit("resource_manager", s.resource_manager);
   visit("ranks", s.ranks);
   visit("ranks_reported", s.ranks_reported);
@@ -271,6 +273,12 @@ private:
     double seconds = 0;
     read(value, seconds);
     out = seconds;
+  }
+
+  void read(const V& value, std::optional<std::string>& out) {
+    std::string text;
+    read(value, text);
+    out = std::move(text);
   }
 
   // Absent means unknown; null is no value for these.

@@ -201,6 +201,9 @@ table headline(const job_facts& job) {
       {"MPI library", fmt::format("{} ({}, {}, {})", job.mpi_library, job.mpi_flavor, job.language,
                                   job.thread_level)},
       {"Job", fmt::format("{} ({}), {} to {}", job.id, job.resource_manager, job.start, job.end)},
+      {"Record", fmt::format("by the {} module of Strata {}",
+                             job.module.value_or(std::string(profile_module)),
+                             job.strata_version.value_or("(release not recorded)"))},
   };
   if (!variables.empty())
     facts.push_back({"Environment", fmt::format("{}", fmt::join(variables, " "))});

@@ -45,7 +45,7 @@ printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
 printf '7d' >"$out/corpus/site_parse/since"
 printf '2026-11-22T01:27:18Z' >"$out/corpus/site_parse/time"
 cp src/profiler/record/testdata/sample.json "$out/corpus/record/"
-printf 'MPI_Send\ta.c\t12\tmain\t3\t900\t64\t0\nMPI_Recv\tb.f90\t7\tsolve\t1\t5\t8\t2\n' \
+printf 'node1\tnode2\nMPI_Send\ta.c\t12\tmain\t3\t900\t64\t0\t2\nMPI_Recv\tb.f90\t7\tsolve\t1\t5\t8\t2\t1\n' \
   >"$out/corpus/callsite_lines/seed"
 # A real rank file, as a killed job leaves it.
 cat >"$out/rank_file_seed.cpp" <<'EOS'

@@ -1,10 +1,11 @@
 // The job's figures over all ranks, at MPI_Finalize (the record) and MPI_Pcontrol(4) (a
-// subtotal): a few KB on rank 0 whatever the job's size, in three collectives (four when one
-// rank's call-site lines are over twice as long as another's): which routines any rank called
-// and how long the ranks' texts are (MPI_Allreduce), every figure in one MPI_Reduce with a
-// user-defined operation (profiler/packed_totals.hpp), and the host names and call-site lines
-// (MPI_Gather); then the MPI_Bcast of whether the record was written. With oversubscribed ranks
-// each collective needs every rank scheduled: their number is the cost.
+// subtotal): a few KB on rank 0 whatever the job's size. Two collectives: which routines any
+// rank called (MPI_Allreduce) and every figure in one MPI_Reduce with a user-defined operation
+// (profiler/packed_totals.hpp); then the host names and call sites, merged on the way up a tree
+// of point-to-point messages (profiler/site_reduction.hpp), so that rank 0 receives the job's
+// distinct call sites rather than every rank's; then the MPI_Bcast of whether the record was
+// written. With oversubscribed ranks each collective needs every rank scheduled: their number
+// is the cost.
 #include "state.hpp"
 
 #include "options.hpp"
@@ -12,12 +13,15 @@
 #include "profiler/clock.hpp"
 #include "profiler/packed_totals.hpp"
 #include "profiler/record/record.hpp"
+#include "profiler/site_reduction.hpp"
 #include "profiler/spool.hpp"
 #include "user_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <string_view>
+#include <ctime>
+#include <sched.h>
 #include <unistd.h>
 
 namespace strata::profiler {
@@ -36,54 +40,95 @@ void combine_packed_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) 
   }
 }
 
-// Every rank's text (host name, call-site lines) to rank 0, handed to `take` in rank order.
-// One MPI_Gather of blocks as long as the longest text when that wastes little; otherwise the
-// lengths, then MPI_Gatherv.
-template <typename Take>
-void gather_rank_texts(module_state& s, std::string text, uint32_t longest, uint32_t shortest,
-                       Take take) {
-  const bool root = s.rank == 0;
-  std::string all;
-  if (gather_in_fixed_blocks(longest, shortest)) {
-    const int block = static_cast<int>(longest);
-    text.resize(longest, '\0');
-    all.resize(root ? longest * static_cast<size_t>(s.world_size) : 0);
-    MPI_Gather(text.data(), block, MPI_CHAR, all.data(), block, MPI_CHAR, 0, s.world);
-    if (root)
-      for (int r = 0; r < s.world_size; ++r)
-        take(std::string_view(all).substr(static_cast<size_t>(r) * longest, longest));
-    return;
-  }
-  int length = static_cast<int>(text.size());
-  std::vector<int> lengths(static_cast<size_t>(root ? s.world_size : 1));
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.world);
-  std::vector<int> offsets(lengths.size());
-  if (root) {
-    size_t total = 0;
-    for (size_t r = 0; r < lengths.size(); ++r) {
-      offsets[r] = static_cast<int>(total);
-      total += static_cast<size_t>(lengths[r]);
+constexpr int summary_tag = 1;
+
+// Waits, polling, until `done` says yes or the deadline (mono_ns) passes: yielding at first, then
+// sleeping a little longer each time, so that oversubscribed ranks get the cores they wait for.
+template <typename Done> bool wait_until(uint64_t deadline, Done done) {
+  const uint64_t start = mono_ns();
+  for (;;) {
+    if (done())
+      return true;
+    const uint64_t now = mono_ns();
+    if (now >= deadline)
+      return false;
+    const uint64_t waited = now - start;
+    if (waited < 1'000'000) {
+      sched_yield();
+    } else {
+      const timespec pause{0, static_cast<long>(std::min<uint64_t>(waited / 8, 1'000'000))};
+      ::nanosleep(&pause, nullptr);
     }
-    all.resize(total);
   }
-  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-              0, s.world);
-  if (root)
-    for (size_t r = 0; r < lengths.size(); ++r)
-      take(std::string_view(all).substr(static_cast<size_t>(offsets[r]),
-                                        static_cast<size_t>(lengths[r])));
+}
+
+// The host names and call sites of this rank's subtree (all ranks' at rank 0), merged along the
+// tree of site_reduction.hpp. A rank waits for each child until a deadline that grows with the
+// child's subtree, STRATA_WRITE_TIMEOUT_MS per round, and goes on without a child that has not
+// sent by then: a rank that does not answer costs the record its ranks' host names and call
+// sites, never the job its end.
+ranks_summary reduce_texts(module_state& s, const std::string& own) {
+  const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
+  const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
+  const MPI_Comm comm = s.finalize_comm != MPI_COMM_NULL ? s.finalize_comm : s.world;
+  const uint64_t start = mono_ns();
+  ranks_summary here;
+  here.add_text(own);
+  for (const int child : place.children) {
+    const site_tree_place below = site_tree_place_of(child, s.world_size);
+    MPI_Status status{};
+    int arrived = 0;
+    const bool in_time =
+        wait_until(start + (static_cast<uint64_t>(below.height) + 1) * round_ns, [&] {
+          MPI_Iprobe(child, summary_tag, comm, &arrived, &status);
+          return arrived != 0;
+        });
+    if (!in_time) {
+      s.host->log(s.self, ("the host names and call sites of ranks " + std::to_string(child) + "-" +
+                           std::to_string(below.last_rank) +
+                           " did not arrive in time; the job's figures go on without them")
+                              .c_str());
+      continue;
+    }
+    int length = 0;
+    MPI_Get_count(&status, MPI_CHAR, &length);
+    std::string text(static_cast<size_t>(std::max(length, 0)), '\0');
+    MPI_Recv(text.data(), length, MPI_CHAR, child, summary_tag, comm, MPI_STATUS_IGNORE);
+    here.add_text(text);
+  }
+  if (place.parent >= 0) {
+    // Kept alive past a send that does not complete in time, which MPI may still read.
+    auto* text = new std::string(summary_text(here));
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Isend(text->data(), static_cast<int>(text->size()), MPI_CHAR, place.parent, summary_tag,
+              comm, &request);
+    const bool sent = wait_until(start + (static_cast<uint64_t>(place.height) + 2) * round_ns, [&] {
+      int done = 0;
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    if (sent) {
+      delete text;
+    } else {
+      MPI_Request_free(&request);
+      s.host->log(s.self, ("rank " + std::to_string(place.parent) +
+                           " did not take this rank's host names and call sites in time")
+                              .c_str());
+    }
+  }
+  return here;
 }
 
 // The job's figures on rank 0 (empty on the other ranks).
 job_figures reduce_over_ranks(module_state& s) {
   const size_t n = s.names.size();
   const rank_header& h = s.header();
-  std::string lines;
+  std::vector<callsite_total> sites;
   if (s.counting.callsites.slots != nullptr)
-    lines = callsite_lines(
-        resolve_callsites(s.counting.callsites.slots, callsite_table::capacity, s.names));
-  const std::string text = rank_text(std::string(h.host, ::strnlen(h.host, sizeof(h.host))), lines);
-  std::vector<uint32_t> layout = reduction_layout(s.counting.slots, n, text.size());
+    sites = resolve_callsites(s.counting.callsites.slots, callsite_table::capacity, s.names);
+  const std::string text =
+      summary_text({std::string(h.host, ::strnlen(h.host, sizeof(h.host)))}, sites);
+  std::vector<uint32_t> layout = reduction_layout(s.counting.slots, n);
   MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(layout.size()), MPI_UINT32_T, MPI_MAX,
                 s.world);
   const reduction_plan plan = plan_reduction(layout, n);
@@ -99,13 +144,10 @@ job_figures reduce_over_ranks(module_state& s) {
   MPI_Op_free(&combine);
   MPI_Type_free(&packed_type);
 
+  const ranks_summary texts = reduce_texts(s, text);
   job_figures job;
-  std::string all_lines;
-  gather_rank_texts(s, text, plan.longest_text, plan.shortest_text,
-                    [&](std::string_view rank) { add_rank_text(rank, job, all_lines); });
   if (s.rank == 0)
-    complete_at_root(job, all, s.names, plan.functions, all_lines, h, s.world_size,
-                     s.model.loaded());
+    complete_at_root(job, all, s.names, plan.functions, texts, h, s.world_size, s.model.loaded());
   return job;
 }
 
@@ -229,6 +271,8 @@ void finalize_job(module_state& s) {
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
   job_figures job = reduce_over_ranks(s);
+  if (s.finalize_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&s.finalize_comm);
   if (s.rank == 0) {
     // Measured before the record is rendered, so the record can hold it; rendering, writing and
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).

@@ -1,0 +1,94 @@
+#include "profiler/site_reduction.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace strata::profiler {
+
+site_tree_place site_tree_place_of(int rank, int size, int fan_in) {
+  fan_in = std::max(fan_in, 1);
+  site_tree_place place;
+  int first = 0;
+  int last = size - 1;
+  // Down from rank 0 to the subtree that starts at `rank`.
+  for (;;) {
+    const int below = last - first; // ranks under `first`
+    const int parts = std::min(fan_in, below);
+    std::vector<int> starts;
+    for (int i = 0, at = first + 1; i < parts; ++i) {
+      starts.push_back(at);
+      at += below / parts + (i < below % parts ? 1 : 0);
+    }
+    if (first == rank) {
+      place.children = starts;
+      place.last_rank = last;
+      break;
+    }
+    const auto child = std::upper_bound(starts.begin(), starts.end(), rank) - 1;
+    place.parent = first;
+    const auto next = child + 1;
+    last = next == starts.end() ? last : *next - 1;
+    first = *child;
+  }
+  for (int n = place.last_rank - rank; n > 0;) { // the longest chain below: ranks shrink by fan_in
+    ++place.height;
+    n = (n - 1) / fan_in;
+  }
+  return place;
+}
+
+ranks_summary reduce_texts_over_tree(int size, const std::function<std::string(int)>& text_of,
+                                     int fan_in, site_tree_costs* costs) {
+  std::vector<std::string> sent(static_cast<size_t>(std::max(size, 0)));
+  if (costs != nullptr) {
+    costs->received_bytes.assign(sent.size(), 0);
+    costs->work_ns.assign(sent.size(), 0);
+  }
+  ranks_summary root;
+  // Children have higher ranks than their parent: from the last rank down, every child's
+  // summary is ready before its parent needs it, and few wait at once.
+  for (int rank = size - 1; rank >= 0; --rank) {
+    const std::string own = text_of(rank);
+    const auto start = std::chrono::steady_clock::now();
+    ranks_summary here;
+    here.add_text(own);
+    for (const int child : site_tree_place_of(rank, size, fan_in).children) {
+      std::string& text = sent[static_cast<size_t>(child)];
+      here.add_text(text);
+      if (costs != nullptr)
+        costs->received_bytes[static_cast<size_t>(rank)] += text.size();
+      std::string().swap(text);
+    }
+    if (rank == 0)
+      root = std::move(here);
+    else
+      sent[static_cast<size_t>(rank)] = summary_text(here);
+    if (costs != nullptr)
+      costs->work_ns[static_cast<size_t>(rank)] =
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count());
+  }
+  return root;
+}
+
+ranks_summary reduce_texts_over_tree(const std::vector<std::string>& texts, int fan_in,
+                                     site_tree_costs* costs) {
+  return reduce_texts_over_tree(
+      static_cast<int>(texts.size()),
+      [&texts](int rank) { return texts[static_cast<size_t>(rank)]; }, fan_in, costs);
+}
+
+ranks_summary merge_texts_in_rank_order(int size, const std::function<std::string(int)>& text_of) {
+  ranks_summary all;
+  for (int rank = 0; rank < size; ++rank)
+    all.add_text(text_of(rank));
+  return all;
+}
+
+ranks_summary merge_texts_in_rank_order(const std::vector<std::string>& texts) {
+  return merge_texts_in_rank_order(static_cast<int>(texts.size()),
+                                   [&texts](int rank) { return texts[static_cast<size_t>(rank)]; });
+}
+
+} // namespace strata::profiler

@@ -283,7 +283,7 @@ class ReductionOverRanks(ProfileTestCase):
         self.assertIn("record built at finalize in", report.stdout)
 
     def test_call_sites_of_ranks_with_texts_of_different_lengths(self):
-        # Rank 3's call-site lines are over twice as long as rank 0's: gathered by length.
+        # Rank 3's call-site text is over twice as long as rank 0's; merged up the finalize tree.
         source = os.path.join(os.path.dirname(__file__), "..", "programs", "uneven.c")
         with open(source) as f:
             text = f.readlines()

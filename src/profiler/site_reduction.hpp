@@ -31,7 +31,7 @@ struct site_tree_place {
 site_tree_place site_tree_place_of(int rank, int size, int fan_in = site_tree_fan_in);
 
 // What the tree cost each rank (indexed by rank): the bytes it received from its children and
-// the time it spent merging and writing its summary.
+// the CPU time it spent merging and writing its summary.
 struct site_tree_costs {
   std::vector<uint64_t> received_bytes;
   std::vector<uint64_t> work_ns;

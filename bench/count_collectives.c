@@ -49,8 +49,8 @@ static long long now_ns(void) {
 /* The next definition of an MPI function (the MPI library's), with the function's own type. */
 #define NEXT(name) ((__typeof__(name)*)dlsym(RTLD_NEXT, #name))
 
-/* What the root of a gather receives: counts[i] elements of type from each rank i (one count
- * for all when `each` is null). */
+/* What the root of a gather receives from the other ranks: each[i] elements of type from rank i
+ * (count from each when `each` is null). */
 static long long root_bytes(int count, const int* each, MPI_Datatype type, int root,
                             MPI_Comm comm) {
   int rank = -1, size = 0, type_size = 0;
@@ -61,7 +61,8 @@ static long long root_bytes(int count, const int* each, MPI_Datatype type, int r
   NEXT(PMPI_Type_size)(type, &type_size);
   long long elements = 0;
   for (int i = 0; i < size; ++i)
-    elements += each != NULL ? each[i] : count;
+    if (i != root)
+      elements += each != NULL ? each[i] : count;
   return elements * type_size;
 }
 

@@ -13,7 +13,8 @@
 # rank, ms), the record's own profiler_finalize_s (ms), and whether the record's call sites
 # (function, file, line, caller, calls, bytes, ranks) equal those of the other build's run.
 # Environment: RANKS="2 4 8 16 32 64", REPS=3, FLAVORS="openmpi mpich",
-# SIM_RANKS="2,8,64,1024,16384,100000", SIM_SITES=30 (call sites per rank in the simulation).
+# SIM_RANKS="2,8,64,1024,16384,100000" (empty: no simulation), SIM_SITES=30 (call sites per
+# rank in the simulation; it runs once with no call site of a rank's own, once with one each).
 set -euo pipefail
 
 NEW=$(cd "${1:?usage: run_site_reduction.sh NEW_BUILD [OLD_BUILD]}" && pwd)
@@ -22,7 +23,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 RANKS=${RANKS:-"2 4 8 16 32 64"}
 REPS=${REPS:-3}
 FLAVORS=${FLAVORS:-"openmpi mpich"}
-SIM_RANKS=${SIM_RANKS:-"2,8,64,1024,16384,100000"}
+SIM_RANKS=${SIM_RANKS-"2,8,64,1024,16384,100000"}
 SIM_SITES=${SIM_SITES:-30}
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -81,8 +82,10 @@ PY
   done
 done
 
-"$NEW/bench/site_reduction_sim" --ranks "$SIM_RANKS" --sites "$SIM_SITES" | tee -a "$raw" >&2
-"$NEW/bench/site_reduction_sim" --ranks "$SIM_RANKS" --sites "$SIM_SITES" --own 1 | tee -a "$raw" >&2
+if [[ -n $SIM_RANKS ]]; then
+  "$NEW/bench/site_reduction_sim" --ranks "$SIM_RANKS" --sites "$SIM_SITES" | tee -a "$raw" >&2
+  "$NEW/bench/site_reduction_sim" --ranks "$SIM_RANKS" --sites "$SIM_SITES" --own 1 | tee -a "$raw" >&2
+fi
 
 python3 - "$raw" <<'PY'
 import re, statistics, sys

@@ -11,7 +11,7 @@
 // loaded by path; built-in filters are found by name (raw, stats, histogram, classes).
 #pragma once
 
-#include "overlay/profile_round.hpp"
+#include "monitor/profile_round.hpp"
 
 #include <map>
 #include <memory>

@@ -7,10 +7,11 @@
 // Prints per job size the bytes rank 0 receives, the largest any rank receives, the rounds, the
 // merge CPU time at rank 0 (gather) and along the tree's slowest path (each rank's own work plus
 // its slowest child's), and a projection of the finalize time with a network of L seconds per
-// message and B bytes per second (the tree's rounds in sequence; the gather's log2(P) rounds and
-// all its bytes through rank 0's link).
+// message and B bytes per second: the tree's rounds in sequence, each message carrying the packed
+// figures of R routines too; before, an MPI_Reduce of those figures (log2(P) rounds) and then the
+// gather (log2(P) rounds, all its bytes through rank 0's link).
 //
-//   site_reduction_sim [--ranks N,N,...] [--sites S] [--own U] [--fan-in K]
+//   site_reduction_sim [--ranks N,N,...] [--sites S] [--own U] [--fan-in K] [--routines R]
 //                      [--latency-us L] [--bandwidth-gbs B]
 #include "profiler/site_reduction.hpp"
 
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   int sites = 30;
   int own = 0;
   int fan_in = site_tree_fan_in;
+  int routines = 20;
   double latency = 2e-6;
   double bandwidth = 5e9;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -83,16 +85,20 @@ int main(int argc, char** argv) {
       own = std::atoi(argv[i + 1]);
     else if (std::strcmp(argv[i], "--fan-in") == 0)
       fan_in = std::atoi(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--routines") == 0)
+      routines = std::atoi(argv[i + 1]);
     else if (std::strcmp(argv[i], "--latency-us") == 0)
       latency = std::atof(argv[i + 1]) * 1e-6;
     else if (std::strcmp(argv[i], "--bandwidth-gbs") == 0)
       bandwidth = std::atof(argv[i + 1]) * 1e9;
     else {
       std::fprintf(stderr, "usage: site_reduction_sim [--ranks N,N,...] [--sites S] [--own U] "
-                           "[--fan-in K] [--latency-us L] [--bandwidth-gbs B]\n");
+                           "[--fan-in K] [--routines R] [--latency-us L] [--bandwidth-gbs B]\n");
       return 2;
     }
   }
+  const double figures = static_cast<double>(
+      packed_words(static_cast<uint64_t>(std::max(routines, 0))) * sizeof(uint64_t));
   for (const int size : sizes) {
     const auto text_of = [&](int rank) { return rank_text(rank, sites, own); };
     // The gather: every text at rank 0, merged there.
@@ -122,7 +128,8 @@ int main(int argc, char** argv) {
       double slowest_path = 0;
       for (const int c : site_tree_place_of(r, size, fan_in).children) {
         slowest_work = std::max(slowest_work, work[static_cast<size_t>(c)]);
-        slowest_path = std::max(slowest_path, path[static_cast<size_t>(c)] + latency);
+        slowest_path =
+            std::max(slowest_path, path[static_cast<size_t>(c)] + latency + figures / bandwidth);
       }
       const double own_work = static_cast<double>(costs.work_ns[at]) / 1e9;
       work[at] = slowest_work + own_work;
@@ -133,8 +140,8 @@ int main(int argc, char** argv) {
     int rounds = 0;
     while ((1 << rounds) < size)
       ++rounds;
-    const double gather_s =
-        latency * rounds + static_cast<double>(gathered) / bandwidth + flat_merge_s;
+    const double gather_s = (latency + figures / bandwidth) * rounds + latency * rounds +
+                            static_cast<double>(gathered) / bandwidth + flat_merge_s;
     std::printf("bench sitesim ranks=%d sites=%d own=%d fan_in=%d distinct_sites=%zu "
                 "gather_root_bytes=%llu tree_root_bytes=%llu tree_max_rank_bytes=%llu "
                 "tree_rounds=%d gather_merge_ms=%.3f tree_path_ms=%.3f gather_projected_ms=%.3f "

@@ -1,7 +1,9 @@
-// libFuzzer target: the reader of the texts that ranks send up the tree at finalize (host names
-// and call sites, profiler/call_sites.hpp) must take any text without crashing, and what it
-// merged must write and read back as itself.
+// libFuzzer target: the readers of what ranks send up the tree at finalize (the message,
+// profiler/site_reduction.hpp, and its text of host names and call sites, profiler/call_sites.hpp)
+// must take any bytes without crashing; a message read must write back as itself, and a merged
+// text must write and read back as itself.
 #include "profiler/call_sites.hpp"
+#include "profiler/site_reduction.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +19,12 @@ auto key(const strata::profiler::callsite_total& c) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata::profiler;
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  tree_message message;
+  const size_t words = size > 0 ? data[0] % 8 : 0;
+  if (read_tree_message(bytes, words, message) &&
+      write_tree_message(message.ranks, message.figures, message.text) != bytes)
+    std::abort();
   ranks_summary merged;
   merged.add_text(std::string_view(reinterpret_cast<const char*>(data), size));
   ranks_summary again;

@@ -18,8 +18,8 @@ clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp
   src/profiler/packed_totals.cpp src/profiler/call_sites.cpp src/profiler/routine_classes.cpp \
   src/profiler/record/record.cpp src/model/model_file.cpp src/common/json_document.cpp \
   fuzz/rank_file_fuzz.cpp -lfmt -o "$out/rank_file_fuzz"
-clang++-14 "${flags[@]}" src/profiler/call_sites.cpp fuzz/callsite_lines_fuzz.cpp \
-  -o "$out/callsite_lines_fuzz"
+clang++-14 "${flags[@]}" src/profiler/call_sites.cpp src/profiler/site_reduction.cpp \
+  fuzz/callsite_lines_fuzz.cpp -o "$out/callsite_lines_fuzz"
 clang++-14 "${flags[@]}" src/analyzer/trace_reader.cpp src/analyzer/analysis.cpp \
   src/analyzer/wait_states.cpp src/analyzer/tables.cpp src/analyzer/xml_export.cpp \
   src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \

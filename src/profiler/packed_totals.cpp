@@ -174,7 +174,7 @@ reduction_plan plan_reduction(const std::vector<uint32_t>& layout, size_t functi
 void complete_at_root(job_figures& job, const packed_totals& all,
                       const std::vector<std::string>& names, const std::vector<int>& functions,
                       const ranks_summary& texts, const rank_header& facts, int world_size,
-                      bool compared_with_model) {
+                      int ranks_reported, bool compared_with_model) {
   const uint64_t clamped = unpack_totals(all, names, functions, job);
   job.host_names = texts.hosts();
   job.callsites = texts.ordered_callsites();
@@ -182,7 +182,8 @@ void complete_at_root(job_figures& job, const packed_totals& all,
     job.model_clamped_calls = static_cast<int64_t>(clamped);
   job.facts = facts;
   job.ranks = world_size;
-  job.ranks_reported = world_size;
+  job.ranks_reported = ranks_reported;
+  job.partial = ranks_reported < world_size;
   job.status = job_status::finalized;
 }
 

@@ -1,9 +1,10 @@
-// The figures MPI_Finalize reduces over the ranks, packed into one flat buffer so that a single
-// MPI_Reduce with a user-defined operation replaces one reduction per kind of figure (sums,
-// minima, maxima, minima and maxima with their rank): with oversubscribed ranks every
-// collective needs every rank scheduled, so their number sets the record's write time. No MPI
-// here: the profile module wraps `combine_packed` in an MPI_Op; the unit tests check that the
-// packed path and `add_rank` (strata recover) give the same job totals.
+// The figures MPI_Finalize reduces over the ranks, packed into one flat buffer so that one
+// message per rank up the finalize tree (site_reduction.hpp), combined with `combine_packed` at
+// every rank, replaces one reduction per kind of figure (sums, minima, maxima, minima and maxima
+// with their rank): with oversubscribed ranks every collective or round needs ranks scheduled,
+// so their number sets the record's write time. No MPI here; the unit tests check that the
+// packed path and `add_rank` (strata recover) give the same job totals, in any order of
+// combining.
 #pragma once
 
 #include "profiler/job_figures.hpp"
@@ -87,13 +88,13 @@ struct reduction_plan {
 // The plan from the layout combined over ranks.
 reduction_plan plan_reduction(const std::vector<uint32_t>& layout, size_t functions);
 
-// Rank 0's job figures once the reduction (`all`) and the ranks' host names and call sites
-// (merged over the ranks, site_reduction.hpp) are in: the figures, the host names, the call
-// sites in the record's order, rank 0's facts, and the calls outside the model's grid when the
-// calls were compared with a model.
+// Rank 0's job figures once the figures (`all`, combined over `ranks_reported` ranks) and their
+// host names and call sites (merged, site_reduction.hpp) are in: the figures, the host names,
+// the call sites in the record's order, rank 0's facts, and the calls outside the model's grid
+// when the calls were compared with a model. Fewer ranks than the job's make a partial record.
 void complete_at_root(job_figures& job, const packed_totals& all,
                       const std::vector<std::string>& names, const std::vector<int>& functions,
                       const ranks_summary& texts, const rank_header& facts, int world_size,
-                      bool compared_with_model);
+                      int ranks_reported, bool compared_with_model);
 
 } // namespace strata::profiler

@@ -272,7 +272,7 @@ TEST(PackedTotals, TheFinalizeReductionWithoutMpi) {
 
   job_figures job;
   complete_at_root(job, reduce_as_a_tree(ranks, plan.functions), names, plan.functions,
-                   reduce_texts_over_tree(texts), ranks[0].header, world, true);
+                   reduce_texts_over_tree(texts), ranks[0].header, world, world, true);
   EXPECT_EQ(job.ranks, world);
   EXPECT_EQ(job.ranks_reported, world);
   EXPECT_EQ(job.model_clamped_calls, 2 * world);

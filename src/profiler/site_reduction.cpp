@@ -1,6 +1,7 @@
 #include "profiler/site_reduction.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <ctime>
 
 namespace strata::profiler {
@@ -46,6 +47,29 @@ site_tree_place site_tree_place_of(int rank, int size, int fan_in) {
     n = (n - 1) / fan_in;
   }
   return place;
+}
+
+std::string write_tree_message(uint64_t ranks, const packed_totals& figures,
+                               const std::string& text) {
+  std::string bytes(sizeof(ranks) + figures.size() * sizeof(uint64_t), '\0');
+  std::memcpy(bytes.data(), &ranks, sizeof(ranks));
+  if (!figures.empty())
+    std::memcpy(bytes.data() + sizeof(ranks), figures.data(), figures.size() * sizeof(uint64_t));
+  return bytes + text;
+}
+
+bool read_tree_message(std::string_view bytes, size_t words, tree_message& out) {
+  const size_t head = sizeof(out.ranks) + words * sizeof(uint64_t);
+  if (bytes.size() < head)
+    return false;
+  std::memcpy(&out.ranks, bytes.data(), sizeof(out.ranks));
+  if (out.ranks == 0)
+    return false;
+  out.figures.assign(words, 0);
+  if (words != 0)
+    std::memcpy(out.figures.data(), bytes.data() + sizeof(out.ranks), words * sizeof(uint64_t));
+  out.text.assign(bytes.substr(head));
+  return true;
 }
 
 ranks_summary reduce_texts_over_tree(int size, const std::function<std::string(int)>& text_of,

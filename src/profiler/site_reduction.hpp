@@ -1,14 +1,15 @@
-// The tree that carries the ranks' texts (host names and call sites, call_sites.hpp) to rank 0
-// at finalize, merging them on the way: each rank's subtree is a run of consecutive ranks with
-// that rank first, the rest split into at most `fan_in` runs of nearly equal length, one per
-// child. Merged child after child, a rank's summary lists hosts and call sites in the order of
-// first appearance by rank, as merging every rank's text at rank 0 in rank order would; rank 0
-// receives `fan_in` summaries of at most the job's distinct call sites each, after about
-// log_fan_in(P) rounds. No MPI here: the profile module sends the texts along this tree, and
-// the unit tests and bench/site_reduction_sim run the same merge without MPI.
+// The tree that carries the ranks' figures (packed_totals.hpp) and texts (host names and call
+// sites, call_sites.hpp) to rank 0 at finalize, combining them on the way: each rank's subtree is a
+// run of consecutive ranks with that rank first, the rest split into at most `fan_in` runs of
+// nearly equal length, one per child. Merged child after child, a rank's summary lists hosts and
+// call sites in the order of first appearance by rank, as merging every rank's text at rank 0 in
+// rank order would; rank 0 receives `fan_in` summaries of at most the job's distinct call sites
+// each, after about log_fan_in(P) rounds. No MPI here: the profile module sends the texts along
+// this tree, and the unit tests and bench/site_reduction_sim run the same merge without MPI.
 #pragma once
 
 #include "profiler/call_sites.hpp"
+#include "profiler/packed_totals.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,19 @@ struct site_tree_place {
 
 // Where `rank` of `size` ranks sits in the tree.
 site_tree_place site_tree_place_of(int rank, int size, int fan_in = site_tree_fan_in);
+
+// What a rank sends its parent: how many ranks of its subtree answered, their figures combined
+// (a packed buffer, as long on every rank), and their summary_text. One writer, one reader.
+struct tree_message {
+  uint64_t ranks = 0;
+  packed_totals figures;
+  std::string text;
+};
+std::string write_tree_message(uint64_t ranks, const packed_totals& figures,
+                               const std::string& text);
+// False when `bytes` is too short for the count and `words` words of figures, or holds a count
+// of no rank.
+bool read_tree_message(std::string_view bytes, size_t words, tree_message& out);
 
 // What the tree cost each rank (indexed by rank): the bytes it received from its children and
 // the CPU time it spent merging and writing its summary.

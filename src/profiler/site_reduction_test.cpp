@@ -119,3 +119,20 @@ TEST(SiteReduction, OneRankReceivesNothing) {
   EXPECT_EQ(one.hosts(), std::vector<std::string>{"node0"});
   EXPECT_TRUE(site_tree_place_of(0, 1).children.empty());
 }
+
+TEST(SiteReduction, AMessageReadsBackAsWritten) {
+  const packed_totals figures = {3, 1, 4, 1, 5, 9, 2, 6};
+  const std::string text = summary_text({"node0"}, {{"MPI_Send", "a.c", 3, "f", 1, 2, 3, 4, 5}});
+  const std::string bytes = write_tree_message(7, figures, text);
+  tree_message back;
+  ASSERT_TRUE(read_tree_message(bytes, figures.size(), back));
+  EXPECT_EQ(back.ranks, 7u);
+  EXPECT_EQ(back.figures, figures);
+  EXPECT_EQ(back.text, text);
+  // Shorter than its figures, or of no rank: refused.
+  EXPECT_FALSE(read_tree_message(std::string_view(bytes).substr(0, 8 * 8), figures.size(), back));
+  EXPECT_FALSE(read_tree_message(write_tree_message(0, figures, text), figures.size(), back));
+  ASSERT_TRUE(read_tree_message(write_tree_message(1, {}, ""), 0, back));
+  EXPECT_TRUE(back.figures.empty());
+  EXPECT_TRUE(back.text.empty());
+}

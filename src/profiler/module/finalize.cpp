@@ -1,11 +1,11 @@
 // The job's figures over all ranks, at MPI_Finalize (the record) and MPI_Pcontrol(4) (a
-// subtotal): a few KB on rank 0 whatever the job's size. Two collectives: which routines any
-// rank called (MPI_Allreduce) and every figure in one MPI_Reduce with a user-defined operation
-// (profiler/packed_totals.hpp); then the host names and call sites, merged on the way up a tree
-// of point-to-point messages (profiler/site_reduction.hpp), so that rank 0 receives the job's
-// distinct call sites rather than every rank's; then the MPI_Bcast of whether the record was
-// written. With oversubscribed ranks each collective needs every rank scheduled: their number
-// is the cost.
+// subtotal): a few KB on rank 0 whatever the job's size. One collective (MPI_Allreduce) agrees
+// on which routines any rank called; then every rank's figures (packed, combined with
+// profiler/packed_totals.hpp) and host names and call sites (merged per source line) go up a
+// tree of point-to-point messages (profiler/site_reduction.hpp), combined at every rank, so that
+// rank 0 receives two messages of the job's size, not one per rank; then the MPI_Bcast of
+// whether the record was written. With oversubscribed ranks each collective, and each round of
+// the tree, needs ranks scheduled: their number is the cost.
 #include "state.hpp"
 
 #include "options.hpp"
@@ -27,18 +27,6 @@
 namespace strata::profiler {
 
 namespace {
-
-// The reduction's MPI_Op: each element is a whole packed buffer.
-void combine_packed_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
-  const auto* a = static_cast<const uint64_t*>(in);
-  auto* b = static_cast<uint64_t*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const size_t words = packed_words(a[0]); // a[0]: the routine count, as in every buffer
-    combine_packed(a, b);
-    a += words;
-    b += words;
-  }
-}
 
 constexpr int summary_tag = 1;
 
@@ -62,18 +50,26 @@ template <typename Done> bool wait_until(uint64_t deadline, Done done) {
   }
 }
 
-// The host names and call sites of this rank's subtree (all ranks' at rank 0), merged along the
-// tree of site_reduction.hpp. A rank waits for each child until a deadline that grows with the
-// child's subtree, STRATA_WRITE_TIMEOUT_MS per round, and goes on without a child that has not
-// sent by then: a rank that does not answer costs the record its ranks' host names and call
-// sites, never the job its end.
-ranks_summary reduce_texts(module_state& s, const std::string& own) {
+// What the ranks of a subtree send up the tree (site_reduction.hpp), combined at every rank on
+// the way: how many answered, their packed figures and their host names and call sites.
+struct subtree {
+  uint64_t ranks = 1;
+  packed_totals figures;
+  ranks_summary texts;
+};
+
+// This rank's subtree combined (the whole job at rank 0) and sent to its parent. A rank waits
+// for each child until a deadline that grows with the child's subtree, STRATA_WRITE_TIMEOUT_MS
+// per round, and goes on without a child that has not sent by then: a rank that does not answer
+// makes the record partial, never the job hang.
+subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::string& own_text) {
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
-  const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
   const MPI_Comm comm = s.finalize_comm != MPI_COMM_NULL ? s.finalize_comm : s.world;
+  const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
   const uint64_t start = mono_ns();
-  ranks_summary here;
-  here.add_text(own);
+  subtree here;
+  here.figures = std::move(figures);
+  here.texts.add_text(own_text);
   for (const int child : place.children) {
     const site_tree_place below = site_tree_place_of(child, s.world_size);
     MPI_Status status{};
@@ -83,24 +79,31 @@ ranks_summary reduce_texts(module_state& s, const std::string& own) {
           MPI_Iprobe(child, summary_tag, comm, &arrived, &status);
           return arrived != 0;
         });
-    if (!in_time) {
-      s.host->log(s.self, ("the host names and call sites of ranks " + std::to_string(child) + "-" +
-                           std::to_string(below.last_rank) +
-                           " did not arrive in time; the job's figures go on without them")
-                              .c_str());
-      continue;
+    tree_message message;
+    if (in_time) {
+      int length = 0;
+      MPI_Get_count(&status, MPI_BYTE, &length);
+      std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
+      MPI_Recv(bytes.data(), length, MPI_BYTE, child, summary_tag, comm, MPI_STATUS_IGNORE);
+      if (read_tree_message(bytes, here.figures.size(), message) &&
+          combine_packed(message.figures.data(), here.figures.data())) {
+        here.ranks += message.ranks;
+        here.texts.add_text(message.text);
+        continue;
+      }
     }
-    int length = 0;
-    MPI_Get_count(&status, MPI_CHAR, &length);
-    std::string text(static_cast<size_t>(std::max(length, 0)), '\0');
-    MPI_Recv(text.data(), length, MPI_CHAR, child, summary_tag, comm, MPI_STATUS_IGNORE);
-    here.add_text(text);
+    s.host->log(s.self, ("the figures of ranks " + std::to_string(child) + "-" +
+                         std::to_string(below.last_rank) +
+                         (in_time ? " came malformed" : " did not arrive in time") +
+                         "; the record goes on without them")
+                            .c_str());
   }
   if (place.parent >= 0) {
     // Kept alive past a send that does not complete in time, which MPI may still read.
-    auto* text = new std::string(summary_text(here));
+    auto* bytes =
+        new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts)));
     MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Isend(text->data(), static_cast<int>(text->size()), MPI_CHAR, place.parent, summary_tag,
+    MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, place.parent, summary_tag,
               comm, &request);
     const bool sent = wait_until(start + (static_cast<uint64_t>(place.height) + 2) * round_ns, [&] {
       int done = 0;
@@ -108,11 +111,11 @@ ranks_summary reduce_texts(module_state& s, const std::string& own) {
       return done != 0;
     });
     if (sent) {
-      delete text;
+      delete bytes;
     } else {
       MPI_Request_free(&request);
       s.host->log(s.self, ("rank " + std::to_string(place.parent) +
-                           " did not take this rank's host names and call sites in time")
+                           " did not take this rank's figures in time")
                               .c_str());
     }
   }
@@ -132,22 +135,12 @@ job_figures reduce_over_ranks(module_state& s) {
   MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(layout.size()), MPI_UINT32_T, MPI_MAX,
                 s.world);
   const reduction_plan plan = plan_reduction(layout, n);
-
-  const packed_totals mine = pack_rank(h, s.rank, s.names, s.counting.slots, plan.functions);
-  packed_totals all(s.rank == 0 ? mine.size() : 1);
-  MPI_Datatype packed_type = MPI_DATATYPE_NULL;
-  MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed_type);
-  MPI_Type_commit(&packed_type);
-  MPI_Op combine = MPI_OP_NULL;
-  MPI_Op_create(combine_packed_op, 1, &combine);
-  MPI_Reduce(mine.data(), all.data(), 1, packed_type, combine, 0, s.world);
-  MPI_Op_free(&combine);
-  MPI_Type_free(&packed_type);
-
-  const ranks_summary texts = reduce_texts(s, text);
+  subtree all =
+      combine_up_the_tree(s, pack_rank(h, s.rank, s.names, s.counting.slots, plan.functions), text);
   job_figures job;
   if (s.rank == 0)
-    complete_at_root(job, all, s.names, plan.functions, texts, h, s.world_size, s.model.loaded());
+    complete_at_root(job, all.figures, s.names, plan.functions, all.texts, h, s.world_size,
+                     static_cast<int>(all.ranks), s.model.loaded());
   return job;
 }
 

@@ -7,8 +7,9 @@
  * return of the last barrier to the real PMPI_Finalize (CLOCK_MONOTONIC), i.e. the modules' own
  * finalize work, measured inside one run rather than as the difference of two runs. It also
  * counts the bytes each rank receives after that barrier as the root of MPI_Gather/MPI_Gatherv
- * or by MPI_Recv (the profile's texts of host names and call sites). At PMPI_Finalize each rank
- * prints
+ * (from the other ranks), as the root of MPI_Reduce (one buffer: a lower bound, since a tree
+ * reduction brings the root one per round) or by MPI_Recv: the profile's figures, host names and
+ * call sites. At PMPI_Finalize each rank prints
  *   bench collectives rank=R after_barrier=N modules_ns=T recv_bytes=B Allreduce=a Reduce=b ...
  * Build: mpicc.openmpi -O2 -shared -fPIC -o count_collectives.so count_collectives.c -ldl */
 #define _GNU_SOURCE
@@ -95,6 +96,11 @@ int PMPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI
 
 int PMPI_Reduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c) {
   ++counts[REDUCE];
+  int rank = -1, type_size = 0;
+  NEXT(PMPI_Comm_rank)(c, &rank);
+  NEXT(PMPI_Type_size)(t, &type_size);
+  if (rank == root)
+    received_bytes += (long long)n * type_size;
   __typeof__(PMPI_Reduce)* real = NEXT(PMPI_Reduce);
   return real(s, r, n, t, op, root, c);
 }

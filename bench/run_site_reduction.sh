@@ -8,7 +8,9 @@
 #
 # Real runs: bench/finalize_time.c under `strata run --tools profile`, with bench/count_collectives.c
 # preloaded after libstrata (it counts what each rank receives after the program's last barrier:
-# gather roots and MPI_Recv, and times the modules' part of MPI_Finalize). Per flavor, job size
+# gather and reduce roots, MPI_Recv; and times the modules' part of MPI_Finalize). Before the
+# tree, rank 0 received every rank's text through MPI_Gather and the figures through MPI_Reduce
+# (counted as one buffer, a lower bound); with it, two messages of figures and texts. Per flavor, job size
 # and build, REPS runs: rank 0's received bytes, the profile's part of MPI_Finalize (slowest
 # rank, ms), the record's own profiler_finalize_s (ms), and whether the record's call sites
 # (function, file, line, caller, calls, bytes, ranks) equal those of the other build's run.

@@ -30,8 +30,10 @@ namespace {
 
 constexpr int summary_tag = 1;
 
-// Waits, polling, until `done` says yes or the deadline (mono_ns) passes: yielding at first, then
-// sleeping a little longer each time, so that oversubscribed ranks get the cores they wait for.
+// Waits, polling, until `done` says yes or the deadline (mono_ns) passes, yielding the core
+// between polls as MPI does when ranks outnumber cores (a rank that sleeps instead delays the
+// rendezvous of a long message by its sleep at every round); after a second, it sleeps 1 ms
+// between polls, so that a rank that does not answer costs the others no core.
 template <typename Done> bool wait_until(uint64_t deadline, Done done) {
   const uint64_t start = mono_ns();
   for (;;) {
@@ -40,11 +42,10 @@ template <typename Done> bool wait_until(uint64_t deadline, Done done) {
     const uint64_t now = mono_ns();
     if (now >= deadline)
       return false;
-    const uint64_t waited = now - start;
-    if (waited < 1'000'000) {
+    if (now - start < 1'000'000'000) {
       sched_yield();
     } else {
-      const timespec pause{0, static_cast<long>(std::min<uint64_t>(waited / 8, 1'000'000))};
+      const timespec pause{0, 1'000'000};
       ::nanosleep(&pause, nullptr);
     }
   }

@@ -49,26 +49,66 @@ site_tree_place site_tree_place_of(int rank, int size, int fan_in) {
   return place;
 }
 
+namespace {
+
+void append_word(std::string& bytes, uint64_t word) {
+  char raw[sizeof(word)];
+  std::memcpy(raw, &word, sizeof(word));
+  bytes.append(raw, sizeof(word));
+}
+
+bool take_word(std::string_view& bytes, uint64_t& word) {
+  if (bytes.size() < sizeof(word))
+    return false;
+  std::memcpy(&word, bytes.data(), sizeof(word));
+  bytes.remove_prefix(sizeof(word));
+  return true;
+}
+
+} // namespace
+
 std::string write_tree_message(uint64_t ranks, const packed_totals& figures,
                                const std::string& text) {
-  std::string bytes(sizeof(ranks) + figures.size() * sizeof(uint64_t), '\0');
-  std::memcpy(bytes.data(), &ranks, sizeof(ranks));
-  if (!figures.empty())
-    std::memcpy(bytes.data() + sizeof(ranks), figures.data(), figures.size() * sizeof(uint64_t));
+  std::string bytes;
+  bytes.reserve(sizeof(uint64_t) * (1 + figures.size()) + text.size());
+  append_word(bytes, ranks);
+  // Most figures are zero (histogram bins, routines a subtree never called): a run of zero words
+  // is one zero word and the run's length, which keeps most messages short enough for MPI to
+  // send them eagerly, without waiting for the parent.
+  for (size_t i = 0; i < figures.size();) {
+    append_word(bytes, figures[i]);
+    if (figures[i] != 0) {
+      ++i;
+      continue;
+    }
+    size_t run = 0;
+    while (i < figures.size() && figures[i] == 0) {
+      ++run;
+      ++i;
+    }
+    append_word(bytes, run);
+  }
   return bytes + text;
 }
 
 bool read_tree_message(std::string_view bytes, size_t words, tree_message& out) {
-  const size_t head = sizeof(out.ranks) + words * sizeof(uint64_t);
-  if (bytes.size() < head)
-    return false;
-  std::memcpy(&out.ranks, bytes.data(), sizeof(out.ranks));
-  if (out.ranks == 0)
+  if (!take_word(bytes, out.ranks) || out.ranks == 0)
     return false;
   out.figures.assign(words, 0);
-  if (words != 0)
-    std::memcpy(out.figures.data(), bytes.data() + sizeof(out.ranks), words * sizeof(uint64_t));
-  out.text.assign(bytes.substr(head));
+  for (size_t i = 0; i < words;) {
+    uint64_t word = 0;
+    if (!take_word(bytes, word))
+      return false;
+    if (word != 0) {
+      out.figures[i++] = word;
+      continue;
+    }
+    uint64_t run = 0;
+    if (!take_word(bytes, run) || run == 0 || run > words - i)
+      return false;
+    i += static_cast<size_t>(run); // already zero
+  }
+  out.text.assign(bytes);
   return true;
 }
 

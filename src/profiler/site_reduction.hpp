@@ -32,7 +32,8 @@ struct site_tree_place {
 site_tree_place site_tree_place_of(int rank, int size, int fan_in = site_tree_fan_in);
 
 // What a rank sends its parent: how many ranks of its subtree answered, their figures combined
-// (a packed buffer, as long on every rank), and their summary_text. One writer, one reader.
+// (a packed buffer, as long on every rank; runs of zero words as a zero and the run's length),
+// and their summary_text. One writer, one reader.
 struct tree_message {
   uint64_t ranks = 0;
   packed_totals figures;
@@ -40,8 +41,8 @@ struct tree_message {
 };
 std::string write_tree_message(uint64_t ranks, const packed_totals& figures,
                                const std::string& text);
-// False when `bytes` is too short for the count and `words` words of figures, or holds a count
-// of no rank.
+// False when `bytes` is too short for the count and `words` words of figures, holds a run past
+// them or of no word, or a count of no rank.
 bool read_tree_message(std::string_view bytes, size_t words, tree_message& out);
 
 // What the tree cost each rank (indexed by rank): the bytes it received from its children and

@@ -304,7 +304,7 @@ class ReductionOverRanks(ProfileTestCase):
         self.assertIn("record built at finalize in", report.stdout)
 
     def test_call_sites_of_ranks_with_texts_of_different_lengths(self):
-        # Rank 3's call-site lines are over twice as long as rank 0's: gathered by length.
+        # Rank 3's call-site text is over twice as long as rank 0's; merged up the finalize tree.
         source = os.path.join(os.path.dirname(__file__), "..", "programs", "uneven.c")
         with open(source) as f:
             text = f.readlines()
@@ -320,6 +320,54 @@ class ReductionOverRanks(ProfileTestCase):
         barrier = [c for c in sites if c["function"] == "MPI_Barrier"]
         self.assertEqual([(c["calls"], c["ranks"]) for c in barrier], [(4, 4)])
         self.assertEqual(rec["callsites_dropped"], 0)
+
+
+
+class CallSitesOverRanks(ProfileTestCase):
+    """Call sites merged per source line on the way up the finalize tree, 2 to 8 ranks: shared
+    lines sum every rank, a rank's own lines stay its own, the counts exact."""
+
+    def test_exact_counts_from_2_to_8_ranks(self):
+        source = os.path.join(os.path.dirname(__file__), "..", "programs", "sites.c")
+        with open(source) as f:
+            text = f.readlines()
+        line_of = lambda mark: next(i + 1 for i, l in enumerate(text) if f"/* {mark} */" in l)
+        env = dict(self.env, STRATA_PROFILE_CALLSITES="1")
+        for ranks in range(2, 9):
+            with self.subTest(ranks=ranks):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run([program("sites_c")], ranks=ranks, env=env)
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout.count(" done"), ranks, proc.stdout)
+                rec = self.only_record()
+                self.assertEqual(rec["job"]["ranks"], ranks)
+                self.assertEqual(rec["job"]["host_names"], [socket.gethostname()[:63]])
+                self.assertEqual(rec["callsites_dropped"], 0)
+                sites = {(c["function"], c["line"]): c for c in rec["callsites"]
+                         if c["file"].endswith("sites.c")}
+                figures = lambda function, mark: (
+                    (sites[(function, line_of(mark))]["calls"], sites[(function, line_of(mark))]["ranks"])
+                    if (function, line_of(mark)) in sites else None)
+                self.assertEqual(figures("MPI_Comm_rank", "rank"), (ranks * (ranks + 1) // 2, ranks))
+                self.assertEqual(figures("MPI_Barrier", "barrier"), (ranks, ranks))
+                for k in range(3):
+                    mine = [r for r in range(ranks) if r % 3 == k]
+                    self.assertEqual(figures("MPI_Comm_size", f"size {k}"),
+                                     (sum(r + 1 for r in mine), len(mine)) if mine else None)
+                self.assertEqual(figures("MPI_Isend", "isend"), (ranks, ranks))
+                isend = sites[("MPI_Isend", line_of("isend"))]
+                self.assertEqual(isend["bytes"], 4 * sum(r + 1 for r in range(ranks)))
+                for r in range(8):
+                    self.assertEqual(figures("MPI_Get_processor_name", f"name {r}"),
+                                     (1, 1) if r < ranks else None)
+                # No site twice: merged per function, file and line.
+                keys = [(c["function"], c["file"], c["line"]) for c in rec["callsites"]]
+                self.assertEqual(len(keys), len(set(keys)))
+                # Every rank's own call sites, summed, are the routine's calls.
+                for routine in ("MPI_Comm_rank", "MPI_Barrier", "MPI_Comm_size", "MPI_Isend", "MPI_Get_processor_name"):
+                    self.assertEqual(sum(c["calls"] for c in rec["callsites"] if c["function"] == routine),
+                                     rec["routines"][routine]["calls"], routine)
 
 
 class Pcontrol(ProfileTestCase):

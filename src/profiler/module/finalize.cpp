@@ -1,10 +1,11 @@
 // The job's figures over all ranks, at MPI_Finalize (the record) and MPI_Pcontrol(4) (a
-// subtotal): a few KB on rank 0 whatever the job's size, in three collectives (four when one
-// rank's call-site lines are over twice as long as another's): which routines any rank called
-// and how long the ranks' texts are (MPI_Allreduce), every figure in one MPI_Reduce with a
-// user-defined operation (profiler/packed_totals.hpp), and the host names and call-site lines
-// (MPI_Gather); then the MPI_Bcast of whether the record was written. With oversubscribed ranks
-// each collective needs every rank scheduled: their number is the cost.
+// subtotal): a few KB on rank 0 whatever the job's size. One collective (MPI_Allreduce) agrees
+// on which routines any rank called; then every rank's figures (packed, combined with
+// profiler/packed_totals.hpp) and host names and call sites (merged per source line) go up a
+// tree of point-to-point messages (profiler/site_reduction.hpp), combined at every rank, so that
+// rank 0 receives two messages of the job's size, not one per rank; then the MPI_Bcast of
+// whether the record was written. With oversubscribed ranks each collective, and each round of
+// the tree, needs ranks scheduled: their number is the cost.
 #include "state.hpp"
 
 #include "options.hpp"
@@ -12,100 +13,135 @@
 #include "profiler/clock.hpp"
 #include "profiler/packed_totals.hpp"
 #include "profiler/record/record.hpp"
+#include "profiler/site_reduction.hpp"
 #include "profiler/spool.hpp"
 #include "user_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <string_view>
+#include <ctime>
+#include <sched.h>
 #include <unistd.h>
 
 namespace strata::profiler {
 
 namespace {
 
-// The reduction's MPI_Op: each element is a whole packed buffer.
-void combine_packed_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
-  const auto* a = static_cast<const uint64_t*>(in);
-  auto* b = static_cast<uint64_t*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const size_t words = packed_words(a[0]); // a[0]: the routine count, as in every buffer
-    combine_packed(a, b);
-    a += words;
-    b += words;
+constexpr int summary_tag = 1;
+
+// Waits, polling, until `done` says yes or the deadline (mono_ns) passes, yielding the core
+// between polls as MPI does when ranks outnumber cores (a rank that sleeps instead delays the
+// rendezvous of a long message by its sleep at every round); after a second, it sleeps 1 ms
+// between polls, so that a rank that does not answer costs the others no core.
+template <typename Done> bool wait_until(uint64_t deadline, Done done) {
+  const uint64_t start = mono_ns();
+  for (;;) {
+    if (done())
+      return true;
+    const uint64_t now = mono_ns();
+    if (now >= deadline)
+      return false;
+    if (now - start < 1'000'000'000) {
+      sched_yield();
+    } else {
+      const timespec pause{0, 1'000'000};
+      ::nanosleep(&pause, nullptr);
+    }
   }
 }
 
-// Every rank's text (host name, call-site lines) to rank 0, handed to `take` in rank order.
-// One MPI_Gather of blocks as long as the longest text when that wastes little; otherwise the
-// lengths, then MPI_Gatherv.
-template <typename Take>
-void gather_rank_texts(module_state& s, std::string text, uint32_t longest, uint32_t shortest,
-                       Take take) {
-  const bool root = s.rank == 0;
-  std::string all;
-  if (gather_in_fixed_blocks(longest, shortest)) {
-    const int block = static_cast<int>(longest);
-    text.resize(longest, '\0');
-    all.resize(root ? longest * static_cast<size_t>(s.world_size) : 0);
-    MPI_Gather(text.data(), block, MPI_CHAR, all.data(), block, MPI_CHAR, 0, s.world);
-    if (root)
-      for (int r = 0; r < s.world_size; ++r)
-        take(std::string_view(all).substr(static_cast<size_t>(r) * longest, longest));
-    return;
-  }
-  int length = static_cast<int>(text.size());
-  std::vector<int> lengths(static_cast<size_t>(root ? s.world_size : 1));
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.world);
-  std::vector<int> offsets(lengths.size());
-  if (root) {
-    size_t total = 0;
-    for (size_t r = 0; r < lengths.size(); ++r) {
-      offsets[r] = static_cast<int>(total);
-      total += static_cast<size_t>(lengths[r]);
+// What the ranks of a subtree send up the tree (site_reduction.hpp), combined at every rank on
+// the way: how many answered, their packed figures and their host names and call sites.
+struct subtree {
+  uint64_t ranks = 1;
+  packed_totals figures;
+  ranks_summary texts;
+};
+
+// This rank's subtree combined (the whole job at rank 0) and sent to its parent. A rank waits
+// for each child until a deadline that grows with the child's subtree, STRATA_WRITE_TIMEOUT_MS
+// per round, and goes on without a child that has not sent by then: a rank that does not answer
+// makes the record partial, never the job hang.
+subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::string& own_text) {
+  const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
+  const MPI_Comm comm = s.finalize_comm != MPI_COMM_NULL ? s.finalize_comm : s.world;
+  const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
+  const uint64_t start = mono_ns();
+  subtree here;
+  here.figures = std::move(figures);
+  here.texts.add_text(own_text);
+  for (const int child : place.children) {
+    const site_tree_place below = site_tree_place_of(child, s.world_size);
+    MPI_Status status{};
+    int arrived = 0;
+    const bool in_time =
+        wait_until(start + (static_cast<uint64_t>(below.height) + 1) * round_ns, [&] {
+          MPI_Iprobe(child, summary_tag, comm, &arrived, &status);
+          return arrived != 0;
+        });
+    tree_message message;
+    if (in_time) {
+      int length = 0;
+      MPI_Get_count(&status, MPI_BYTE, &length);
+      std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
+      MPI_Recv(bytes.data(), length, MPI_BYTE, child, summary_tag, comm, MPI_STATUS_IGNORE);
+      if (read_tree_message(bytes, here.figures.size(), message) &&
+          combine_packed(message.figures.data(), here.figures.data())) {
+        here.ranks += message.ranks;
+        here.texts.add_text(message.text);
+        continue;
+      }
     }
-    all.resize(total);
+    s.host->log(s.self, ("the figures of ranks " + std::to_string(child) + "-" +
+                         std::to_string(below.last_rank) +
+                         (in_time ? " came malformed" : " did not arrive in time") +
+                         "; the record goes on without them")
+                            .c_str());
   }
-  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-              0, s.world);
-  if (root)
-    for (size_t r = 0; r < lengths.size(); ++r)
-      take(std::string_view(all).substr(static_cast<size_t>(offsets[r]),
-                                        static_cast<size_t>(lengths[r])));
+  if (place.parent >= 0) {
+    // Kept alive past a send that does not complete in time, which MPI may still read.
+    auto* bytes =
+        new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts)));
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, place.parent, summary_tag,
+              comm, &request);
+    const bool sent = wait_until(start + (static_cast<uint64_t>(place.height) + 2) * round_ns, [&] {
+      int done = 0;
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    if (sent) {
+      delete bytes;
+    } else {
+      MPI_Request_free(&request);
+      s.host->log(s.self, ("rank " + std::to_string(place.parent) +
+                           " did not take this rank's figures in time")
+                              .c_str());
+    }
+  }
+  return here;
 }
 
 // The job's figures on rank 0 (empty on the other ranks).
 job_figures reduce_over_ranks(module_state& s) {
   const size_t n = s.names.size();
   const rank_header& h = s.header();
-  std::string lines;
+  std::vector<callsite_total> sites;
   if (s.counting.callsites.slots != nullptr)
-    lines = callsite_lines(
-        resolve_callsites(s.counting.callsites.slots, callsite_table::capacity, s.names));
-  const std::string text = rank_text(std::string(h.host, ::strnlen(h.host, sizeof(h.host))), lines);
-  std::vector<uint32_t> layout = reduction_layout(s.counting.slots, n, text.size());
+    sites = resolve_callsites(s.counting.callsites.slots, callsite_table::capacity, s.names);
+  const std::string text =
+      summary_text({std::string(h.host, ::strnlen(h.host, sizeof(h.host)))}, sites);
+  std::vector<uint32_t> layout = reduction_layout(s.counting.slots, n);
   MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(layout.size()), MPI_UINT32_T, MPI_MAX,
                 s.world);
   const reduction_plan plan = plan_reduction(layout, n);
-
-  const packed_totals mine = pack_rank(h, s.rank, s.names, s.counting.slots, plan.functions);
-  packed_totals all(s.rank == 0 ? mine.size() : 1);
-  MPI_Datatype packed_type = MPI_DATATYPE_NULL;
-  MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed_type);
-  MPI_Type_commit(&packed_type);
-  MPI_Op combine = MPI_OP_NULL;
-  MPI_Op_create(combine_packed_op, 1, &combine);
-  MPI_Reduce(mine.data(), all.data(), 1, packed_type, combine, 0, s.world);
-  MPI_Op_free(&combine);
-  MPI_Type_free(&packed_type);
-
+  subtree all =
+      combine_up_the_tree(s, pack_rank(h, s.rank, s.names, s.counting.slots, plan.functions), text);
   job_figures job;
-  std::string all_lines;
-  gather_rank_texts(s, text, plan.longest_text, plan.shortest_text,
-                    [&](std::string_view rank) { add_rank_text(rank, job, all_lines); });
   if (s.rank == 0)
-    complete_at_root(job, all, s.names, plan.functions, all_lines, h, s.world_size,
-                     s.model.loaded());
+    complete_at_root(job, all.figures, s.names, plan.functions, all.texts, h, s.world_size,
+                     static_cast<int>(all.ranks), s.model.loaded());
   return job;
 }
 
@@ -229,6 +265,8 @@ void finalize_job(module_state& s) {
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
   job_figures job = reduce_over_ranks(s);
+  if (s.finalize_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&s.finalize_comm);
   if (s.rank == 0) {
     // Measured before the record is rendered, so the record can hold it; rendering, writing and
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).

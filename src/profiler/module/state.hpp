@@ -64,6 +64,9 @@ struct module_state {
   int world_size = 1;
   // The application's processes for the module's own traffic (strata_host::world).
   MPI_Comm world = MPI_COMM_WORLD;
+  // A duplicate of it for the point-to-point messages of the finalize reduction, which no other
+  // module's traffic on the tools' world can match.
+  MPI_Comm finalize_comm = MPI_COMM_NULL;
   std::string spool;
   std::string key;
   uint64_t per_call_overhead_ns = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstring>
 #include <string_view>
 
 namespace strata::profiler::mpi_t {
@@ -37,6 +38,16 @@ struct packed_pvar {
   uint64_t kind, ranks, sum, min, min_rank, max, max_rank;
 };
 static_assert(sizeof(packed_pvar) == words_per_pvar * sizeof(uint64_t));
+
+// The i-th variable of a buffer (copied: the buffer is 64-bit words).
+packed_pvar packed_at(const uint64_t* buffer, size_t i) {
+  packed_pvar p{};
+  std::memcpy(&p, buffer + 1 + i * words_per_pvar, sizeof(p));
+  return p;
+}
+void store_at(uint64_t* buffer, size_t i, const packed_pvar& p) {
+  std::memcpy(buffer + 1 + i * words_per_pvar, &p, sizeof(p));
+}
 
 } // namespace
 
@@ -122,30 +133,28 @@ std::vector<uint64_t> pack_rank(const std::vector<pvar_description>& pvars,
                                 const std::vector<rank_value>& values, uint64_t rank) {
   std::vector<uint64_t> out(packed_words(pvars.size()), 0);
   out[0] = pvars.size();
-  auto* packed = reinterpret_cast<packed_pvar*>(out.data() + 1);
   for (size_t i = 0; i < pvars.size(); ++i) {
-    packed_pvar& p = packed[i];
+    packed_pvar p{};
     p.kind = static_cast<uint64_t>(pvars[i].kind);
-    if (i >= values.size() || !values[i].read)
-      continue;
-    p.ranks = 1;
-    p.sum = p.min = p.max = values[i].bits;
-    p.min_rank = p.max_rank = rank;
+    if (i < values.size() && values[i].read) {
+      p.ranks = 1;
+      p.sum = p.min = p.max = values[i].bits;
+      p.min_rank = p.max_rank = rank;
+    }
+    store_at(out.data(), i, p);
   }
   return out;
 }
 
 void combine_packed(const uint64_t* in, uint64_t* inout) {
   const uint64_t count = std::min(in[0], inout[0]);
-  const auto* a = reinterpret_cast<const packed_pvar*>(in + 1);
-  auto* b = reinterpret_cast<packed_pvar*>(inout + 1);
-  for (uint64_t i = 0; i < count; ++i) {
-    const packed_pvar& x = a[i];
-    packed_pvar& y = b[i];
+  for (size_t i = 0; i < count; ++i) {
+    const packed_pvar x = packed_at(in, i);
+    packed_pvar y = packed_at(inout, i);
     if (x.ranks == 0)
       continue;
     if (y.ranks == 0) {
-      y = x;
+      store_at(inout, i, x);
       continue;
     }
     const auto kind = static_cast<value_kind>(y.kind);
@@ -159,6 +168,7 @@ void combine_packed(const uint64_t* in, uint64_t* inout) {
       y.max = x.max;
       y.max_rank = x.max_rank;
     }
+    store_at(inout, i, y);
   }
 }
 
@@ -185,11 +195,10 @@ std::vector<record::mpi_t_pvar> unpack_pvars(const std::vector<pvar_description>
   std::vector<record::mpi_t_pvar> out;
   if (combined.empty() || combined.size() < packed_words(combined[0]))
     return out;
-  const auto* packed = reinterpret_cast<const packed_pvar*>(combined.data() + 1);
   const size_t count = std::min<size_t>(pvars.size(), combined[0]);
   for (size_t i = 0; i < count; ++i) {
     const pvar_description& d = pvars[i];
-    const packed_pvar& p = packed[i];
+    const packed_pvar p = packed_at(combined.data(), i);
     record::mpi_t_pvar r;
     r.name = d.name;
     r.description = d.description;

@@ -5,6 +5,7 @@
 #include "state.hpp"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <cstring>
 #include <fmt/format.h>
 #include <set>
@@ -92,6 +93,21 @@ std::string binding_name(int bind) {
   return "object " + std::to_string(bind);
 }
 
+// Why a variable must not be bound, or "". Open MPI 4.1 registers the variables of every MTL
+// component it opened, selected or not, and binding one of an MTL that is not in use crashes
+// in the component (mtl_psm2: psm2_mq_get_stats on a queue never opened). An MTL is in use only
+// when its pointer, ompi_mtl, is set.
+std::string unsafe_to_bind([[maybe_unused]] const std::string& name) {
+#if defined(OPEN_MPI)
+  if (name.starts_with("mtl_")) {
+    void* const* mtl = static_cast<void* const*>(::dlsym(RTLD_DEFAULT, "ompi_mtl"));
+    if (mtl == nullptr || *mtl == nullptr)
+      return "its component (an MTL) is not in use: Open MPI would crash binding it";
+  }
+#endif
+  return "";
+}
+
 bool read_once(mpi_t_state& t, size_t i, std::vector<unsigned char>& buffer, uint64_t& out) {
   const mpi_t::pvar_description& d = t.pvars[i];
   const datatype_facts type = facts_of(t.types[i]);
@@ -158,6 +174,8 @@ void describe_pvars(mpi_t_state& t) {
     void* object = nullptr;
     if (facts.bytes == 0)
       d.unread = "its datatype (" + facts.name + ") is not a number";
+    else if (std::string unsafe = unsafe_to_bind(d.name); !unsafe.empty())
+      d.unread = std::move(unsafe);
     else if (bind == MPI_T_BIND_MPI_COMM && (initialized == 0 || finalized != 0))
       d.unread = "bound to a communicator, and the program has no MPI_COMM_WORLD";
     else if (bind == MPI_T_BIND_MPI_COMM)
@@ -234,7 +252,16 @@ std::string cvar_text(MPI_Datatype type, MPI_T_enum enumtype, const std::vector<
   return out;
 }
 
-// Rank 0's control variables without a binding, as text, and those the environment set.
+bool set_by_environment(const char* name) {
+  for (const std::string& variable : mpi_t::environment_names(STRATA_MPI_FLAVOR, name))
+    if (std::getenv(variable.c_str()) != nullptr)
+      return true;
+  return false;
+}
+
+// Rank 0's control variables without a binding, as text: those meant for users and tuners (the
+// verbosity levels up to MPI_T_VERBOSITY_TUNER_ALL; Open MPI lists some 800 more for its own
+// developers), and whatever the environment set.
 void read_cvars(module_state& s, record::mpi_t_section& out) {
   for (int i = 0; i < static_cast<int>(s.mpi_t.cvars_exposed); ++i) {
     char name[256] = {0}, description[8] = {0};
@@ -245,6 +272,11 @@ void read_cvars(module_state& s, record::mpi_t_section& out) {
     if (MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &enumtype, description,
                             &description_len, &bind, &scope) != MPI_SUCCESS ||
         bind != MPI_T_BIND_NO_OBJECT || out.cvars.count(name) != 0)
+      continue;
+    const bool set = set_by_environment(name);
+    if (set)
+      out.cvars_set.emplace_back(name);
+    else if (verbosity > MPI_T_VERBOSITY_TUNER_ALL)
       continue;
     MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
     int count = 0;
@@ -257,11 +289,6 @@ void read_cvars(module_state& s, record::mpi_t_section& out) {
         out.cvars[name] = cvar_text(type, enumtype, buffer, count);
     }
     MPI_T_cvar_handle_free(&handle);
-    for (const std::string& variable : mpi_t::environment_names(STRATA_MPI_FLAVOR, name))
-      if (std::getenv(variable.c_str()) != nullptr) {
-        out.cvars_set.emplace_back(name);
-        break;
-      }
   }
 }
 
@@ -342,7 +369,7 @@ std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_f
   const bool listing = !t.pvars.empty();
   uint64_t layout[3] = {t.pvars.size(), listing ? fingerprint : 0, listing ? ~fingerprint : 0};
   MPI_Allreduce(MPI_IN_PLACE, layout, 3, MPI_UINT64_T, MPI_MAX, s.world);
-  const bool agree = layout[1] == ~layout[2];
+  const bool agree = layout[0] == 0 || layout[1] == ~layout[2];
   std::vector<uint64_t> combined;
   if (layout[0] > 0 && agree) {
     // A rank that lists none (MPI_T failed there) takes part with nothing read.

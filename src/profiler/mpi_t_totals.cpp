@@ -12,8 +12,8 @@ namespace {
 
 // The classes in the order of the MPI standard (MPI_T_PVAR_CLASS_STATE first).
 constexpr std::array<std::string_view, 10> class_names = {
-    "state",         "level",   "size",      "percentage", "highwatermark",
-    "lowwatermark",  "counter", "aggregate", "timer",      "generic"};
+    "state",        "level",   "size",      "percentage", "highwatermark",
+    "lowwatermark", "counter", "aggregate", "timer",      "generic"};
 
 // Less-than of two values of one kind.
 bool less(value_kind kind, uint64_t a, uint64_t b) {

@@ -220,7 +220,7 @@ class WebTests:
     # ---- plain HTTP ----
 
     def test_store_holds_both_users_jobs_and_only_token_hashes(self):
-        self.assertEqual(len(self.jobs[USER_A]), 45)  # 20 synthetic, the hostile one, 24 scaling
+        self.assertEqual(len(self.jobs[USER_A]), 46)  # 20 synthetic, the hostile one, the MPI_T one, 24 scaling
         self.assertEqual(len(self.jobs[USER_B]), 20)
         for token in self.tokens.values():
             self.assertRegex(token, r"^strata_[0-9a-f]{64}$")
@@ -318,7 +318,7 @@ class WebTests:
                               "--to", day(site["to"]), "--format", "json"],
                              check=True, capture_output=True, text=True)
         report = json.loads(out.stdout)["site"]
-        self.assertEqual(site["totals"]["jobs"], 65)  # 40 synthetic, the hostile one, 24 scaling
+        self.assertEqual(site["totals"]["jobs"], 66)  # 40 synthetic, the hostile one, the MPI_T one, 24 scaling
         for key in ("jobs", "mpi_calls", "mpi_bytes"):
             self.assertEqual(site["totals"][key], report["totals"][key], key)
         self.assertAlmostEqual(site["totals"]["cpu_time_s"], report["totals"]["cpu_time_s"], 3)
@@ -427,10 +427,10 @@ class WebTests:
         self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
         families = {f.name: f for f in text_string_to_metric_families(body)}
         value = lambda name: families[name].samples[0].value
-        self.assertEqual(value("strata_site_jobs"), 65)
+        self.assertEqual(value("strata_site_jobs"), 66)
         # prometheus_client names counters without their _total.
         self.assertEqual(families["strata_site_jobs_ingested"].type, "counter")
-        self.assertEqual(value("strata_site_jobs_ingested"), 65)
+        self.assertEqual(value("strata_site_jobs_ingested"), 66)
         self.assertEqual(value("strata_site_records_quarantined"), 0)
         self.assertGreaterEqual(value("strata_site_ingests"), 1)
         self.assertEqual(value("strata_site_regressions"), 1)

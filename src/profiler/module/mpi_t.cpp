@@ -5,8 +5,8 @@
 #include "state.hpp"
 
 #include <cstdlib>
-#include <dlfcn.h>
 #include <cstring>
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <set>
 #include <utility>
@@ -81,7 +81,7 @@ uint64_t element_bits(const datatype_facts& t, const unsigned char* at) {
 
 std::string binding_name(int bind) {
   const std::pair<int, const char*> names[] = {
-      {MPI_T_BIND_NO_OBJECT, "none"},       {MPI_T_BIND_MPI_COMM, "communicator"},
+      {MPI_T_BIND_NO_OBJECT, "none"},        {MPI_T_BIND_MPI_COMM, "communicator"},
       {MPI_T_BIND_MPI_DATATYPE, "datatype"}, {MPI_T_BIND_MPI_ERRHANDLER, "error handler"},
       {MPI_T_BIND_MPI_FILE, "file"},         {MPI_T_BIND_MPI_GROUP, "group"},
       {MPI_T_BIND_MPI_OP, "operation"},      {MPI_T_BIND_MPI_REQUEST, "request"},
@@ -304,20 +304,27 @@ void stop(mpi_t_state& t) {
   t.started = false;
 }
 
-} // namespace
-
-void mpi_t_start(module_state& s) {
-  mpi_t_state& t = s.mpi_t;
+bool reading_wanted() {
   const char* setting = std::getenv("STRATA_PROFILE_MPI_T");
-  t.wanted = setting == nullptr || std::strcmp(setting, "0") != 0;
-  if (!t.wanted)
+  return setting == nullptr || std::strcmp(setting, "0") != 0;
+}
+
+std::string init_problem(int error) {
+  return fmt::format("MPI_T_init_thread failed (error {}): the MPI library's own variables are "
+                     "not recorded",
+                     error);
+}
+
+// MPI_T, its session and handles, once, at the first need.
+void ensure_started(module_state& s) {
+  mpi_t_state& t = s.mpi_t;
+  if (!t.wanted || t.tried)
     return;
+  t.tried = true;
   int level = MPI_THREAD_SINGLE, provided = 0;
   MPI_Query_thread(&level);
   if (const int error = MPI_T_init_thread(level, &provided); error != MPI_SUCCESS) {
-    t.problem = fmt::format("MPI_T_init_thread failed (error {}): the MPI library's own "
-                            "variables are not recorded",
-                            error);
+    t.problem = init_problem(error);
     if (s.rank == 0)
       s.host->log(s.self, t.problem.c_str());
     return;
@@ -346,7 +353,17 @@ void mpi_t_start(module_state& s) {
     describe_pvars(t);
 }
 
+} // namespace
+
+void mpi_t_start(module_state& s) {
+  s.mpi_t.wanted = reading_wanted();
+#if !defined(OPEN_MPI)
+  ensure_started(s);
+#endif
+}
+
 void mpi_t_reset(module_state& s) {
+  ensure_started(s);
   mpi_t_state& t = s.mpi_t;
   if (!t.started)
     return;
@@ -363,6 +380,7 @@ std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_f
   mpi_t_state& t = s.mpi_t;
   if (!t.wanted) // the same setting on every rank: no collective
     return std::nullopt;
+  ensure_started(s);
   // Agree on the layout: the most variables any rank lists, and whether all that list some
   // list the same (the largest fingerprint and the complement of the smallest).
   const uint64_t fingerprint = mpi_t::layout_fingerprint(t.pvars);
@@ -374,8 +392,8 @@ std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_f
   if (layout[0] > 0 && agree) {
     // A rank that lists none (MPI_T failed there) takes part with nothing read.
     std::vector<mpi_t::pvar_description> none(listing ? 0 : layout[0]);
-    std::vector<uint64_t> mine = mpi_t::pack_rank(listing ? t.pvars : none, read_values(t),
-                                                  static_cast<uint64_t>(s.rank));
+    std::vector<uint64_t> mine =
+        mpi_t::pack_rank(listing ? t.pvars : none, read_values(t), static_cast<uint64_t>(s.rank));
     combined.assign(s.rank == 0 ? mine.size() : 1, 0);
     MPI_Datatype packed = MPI_DATATYPE_NULL;
     MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed);

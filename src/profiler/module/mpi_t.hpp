@@ -21,8 +21,9 @@ namespace strata::profiler {
 struct module_state;
 
 struct mpi_t_state {
-  bool wanted = true;  // STRATA_PROFILE_MPI_T=0 turns the reading off
+  bool wanted = true;   // STRATA_PROFILE_MPI_T=0 turns the reading off
   bool started = false; // MPI_T_init_thread succeeded
+  bool tried = false;   // MPI_T_init_thread was called (once)
   std::string problem;  // one line when MPI_T could not be used on this rank
   MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
   std::vector<mpi_t::pvar_description> pvars;
@@ -34,6 +35,11 @@ struct mpi_t_state {
 };
 
 // In mpi_ready, after the profile's own start: MPI_T, the session, one handle per variable.
+// Under Open MPI only at the first reading (MPI_Pcontrol 2 or 4, MPI_Finalize): its
+// MPI_T_init_thread opens every component of every framework to list their variables, about
+// 200 ms, which the run itself should not see; its variables are all kept continuously, so
+// nothing is lost. (Before MPI_Init it would cost nothing, but MPI_Init then closes the
+// components it does not select and reading their control variables crashes.)
 void mpi_t_start(module_state& s);
 
 // MPI_Pcontrol(2): what accumulated so far is left out of later readings.

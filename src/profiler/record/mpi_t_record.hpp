@@ -24,13 +24,13 @@ struct pvar_number {
 // lowest) and states and percentages (the highest).
 struct mpi_t_pvar {
   std::string name, description;
-  std::string var_class; // "counter", "size", "level", "highwatermark", ... ("class")
-  std::string binding;   // "none", "communicator", "window", ...
-  std::string datatype;  // "unsigned long long", "double", ...
-  std::uint64_t elements = 0;  // values per rank (of rank 0)
-  std::uint64_t ranks = 0;     // ranks that read it; 0: not read (see `unread`)
-  std::string unread;          // why no rank read it; empty when read
-  pvar_number sum, min, max;   // over the ranks that read it
+  std::string var_class;      // "counter", "size", "level", "highwatermark", ... ("class")
+  std::string binding;        // "none", "communicator", "window", ...
+  std::string datatype;       // "unsigned long long", "double", ...
+  std::uint64_t elements = 0; // values per rank (of rank 0)
+  std::uint64_t ranks = 0;    // ranks that read it; 0: not read (see `unread`)
+  std::string unread;         // why no rank read it; empty when read
+  pvar_number sum, min, max;  // over the ranks that read it
   std::uint64_t min_rank = 0, max_rank = 0; // the lowest rank on ties
   bool operator==(const mpi_t_pvar&) const = default;
 };

@@ -110,8 +110,7 @@ TEST(RecordMpiT, ReportShowsVariablesWithDescriptionsAndWhatWasNotRead) {
   EXPECT_NE(text.find("18446744073709551615"), std::string::npos);
   EXPECT_NE(text.find("bound to a window, of which the profile holds none"), std::string::npos);
   EXPECT_NE(text.find("btl_vader_eager_limit"), std::string::npos);
-  EXPECT_NE(text.find("2 control variables and their values are in the record"),
-            std::string::npos);
+  EXPECT_NE(text.find("2 control variables and their values are in the record"), std::string::npos);
   EXPECT_NE(text.find("none (no MPI_T events before MPI 4.0)"), std::string::npos);
   const std::string html = render(with_mpi_t(), report_format::html);
   EXPECT_NE(html.find("<td>pml_ob1_unexpected_msgq_length</td>"), std::string::npos);

@@ -51,8 +51,8 @@ std::vector<mpi_t_table> mpi_t_tables(const mpi_t_section& section) {
     const auto it = section.cvars.find(name);
     set.rows.push_back({name, it != section.cvars.end() ? it->second : "-"});
   }
-  set.note = fmt::format("{} control variables and their values are in the record",
-                         section.cvars.size());
+  set.note =
+      fmt::format("{} control variables and their values are in the record", section.cvars.size());
   if (set.rows.size() > 1)
     out.push_back(std::move(set));
   else if (!section.cvars.empty())

@@ -165,8 +165,10 @@ void print_rank_subtotal(module_state& s) {
 
 // Rank 0: the record to the spool and where the user asked for it; then whether it was spooled,
 // to every rank.
-void write_outputs(module_state& s, const job_figures& job) {
-  const record::job_record job_record = to_record(job);
+void write_outputs(module_state& s, const job_figures& job,
+                   std::optional<record::mpi_t_section> mpi_t) {
+  record::job_record job_record = to_record(job);
+  job_record.mpi_t = std::move(mpi_t);
   const std::string json = record::to_json(job_record);
   const auto timeout = options::write_timeout();
   bool spooled = false;
@@ -229,6 +231,7 @@ void pcontrol_level(module_state& s, int level) {
       s.uncharged[f] = 0;
       s.polls[f] = poll_figures{};
     }
+    mpi_t_reset(s);
     if (s.paused)
       s.lent_counters.remember_values();
     break;
@@ -242,9 +245,12 @@ void pcontrol_level(module_state& s, int level) {
     s.header().final_mono_ns = mono_ns();
     store_counter_totals(s);
     const job_figures job = reduce_over_ranks(s);
+    auto mpi_t = mpi_t_over_ranks(s, false);
     s.header().final_mono_ns = 0;
     if (s.rank == 0) {
-      const std::string report = render_user_report(to_record(job));
+      record::job_record subtotal = to_record(job);
+      subtotal.mpi_t = std::move(mpi_t);
+      const std::string report = render_user_report(subtotal);
       [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, report.data(), report.size());
     }
     break;
@@ -265,6 +271,7 @@ void finalize_job(module_state& s) {
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
   job_figures job = reduce_over_ranks(s);
+  auto mpi_t = mpi_t_over_ranks(s, true);
   if (s.finalize_comm != MPI_COMM_NULL)
     MPI_Comm_free(&s.finalize_comm);
   if (s.rank == 0) {
@@ -272,7 +279,7 @@ void finalize_job(module_state& s) {
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).
     job.finalize_s = static_cast<double>(mono_ns() - start) / 1e9;
     job.poll_bytes_estimated = any_lean_poll(s.traits) ? 1 : 0;
-    write_outputs(s, job);
+    write_outputs(s, job, std::move(mpi_t));
   } else {
     int ok = 0;
     MPI_Bcast(&ok, 1, MPI_INT, 0, s.world);

@@ -103,6 +103,7 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
 void on_mpi_ready(void* raw) {
   auto* s = static_cast<module_state*>(raw);
   guarded(s, "profiling this rank without a file", [&] { start_rank(*s); });
+  guarded(s, "the MPI library's own variables are not recorded", [&] { mpi_t_start(*s); });
 }
 
 void on_pcontrol(int level, void* raw) {

@@ -6,6 +6,7 @@
 // mpi.h before anything that includes strata/module.h, which tells the MPI flavor from it.
 #include <mpi.h>
 
+#include "mpi_t.hpp"
 #include "profiler/counters/counters.hpp"
 #include "profiler/counting.hpp"
 #include "profiler/job_figures.hpp"
@@ -74,6 +75,8 @@ struct module_state {
   counters::counter_set counters;
   counters::split_accumulator split;
   std::vector<uint64_t> counter_values;
+  // The MPI library's own variables (mpi_t.hpp).
+  mpi_t_state mpi_t;
 
   rank_header& header() { return *counting.header; }
 };

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "model/model_file.hpp"
+#include "profiler/record/mpi_t_record.hpp"
 
 #include <cstdint>
 #include <map>
@@ -144,6 +145,7 @@ struct job_record {
   // Calls whose call site was not kept because the rank's table was full; written together
   // with "callsites". Absent in the record: 0.
   defaulted<std::uint64_t, 0> callsites_dropped;
+  std::optional<mpi_t_section> mpi_t; // the library's own variables; absent: not read
   bool operator==(const job_record&) const = default;
 };
 

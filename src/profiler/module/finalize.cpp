@@ -10,6 +10,7 @@
 #include "options.hpp"
 #include "profiler/call_sites.hpp"
 #include "profiler/clock.hpp"
+#include "profiler/clock_check.hpp"
 #include "profiler/packed_totals.hpp"
 #include "profiler/record/record.hpp"
 #include "profiler/spool.hpp"
@@ -74,21 +75,56 @@ void gather_rank_texts(module_state& s, std::string text, uint32_t longest, uint
                                         static_cast<size_t>(lengths[r])));
 }
 
-// The job's figures on rank 0 (empty on the other ranks).
+// The core's check of the event clock on this rank, now (module.h).
+rank_clock check_event_clock(module_state& s, std::string& kernel_clocksource) {
+  strata_clock_check c{};
+  c.size = sizeof c;
+  rank_clock clock;
+  if (s.host->check_clock == nullptr || s.host->check_clock(&c) != 0)
+    return clock;
+  clock.tsc = c.tsc != 0;
+  clock.tsc_hz = c.tsc_hz;
+  clock.offset_ns = c.offset_ns;
+  clock.drift_ppm = c.drift_ppm;
+  clock.migrated = c.anchor_cpu >= 0 && c.check_cpu >= 0 && c.anchor_cpu != c.check_cpu;
+  clock.trusted = c.trusted != 0;
+  clock.correctable = c.correctable != 0;
+  clock.correction = c.correction;
+  kernel_clocksource = c.kernel_clocksource != nullptr ? c.kernel_clocksource : "";
+  return clock;
+}
+
+// The job's figures on rank 0 (empty on the other ranks). Times go out corrected when the
+// clock's check found a rate error (clock_check.hpp); the rank file keeps what was counted.
 job_figures reduce_over_ranks(module_state& s) {
   const size_t n = s.names.size();
   const rank_header& h = s.header();
+  std::string kernel_clocksource;
+  const rank_clock clock = check_event_clock(s, kernel_clocksource);
+  const double factor = duration_factor(clock);
+  std::vector<routine_slot> corrected;
+  const routine_slot* slots = s.counting.slots;
+  if (factor != 1.0) {
+    corrected = scaled_slots(slots, n, factor);
+    slots = corrected.data();
+  }
   std::string lines;
-  if (s.counting.callsites.slots != nullptr)
-    lines = callsite_lines(
-        resolve_callsites(s.counting.callsites.slots, callsite_table::capacity, s.names));
+  if (const callsite_slot* sites = s.counting.callsites.slots; sites != nullptr) {
+    std::vector<callsite_slot> corrected_sites;
+    if (factor != 1.0) {
+      corrected_sites = scaled_callsites(sites, callsite_table::capacity, factor);
+      sites = corrected_sites.data();
+    }
+    lines = callsite_lines(resolve_callsites(sites, callsite_table::capacity, s.names));
+  }
   const std::string text = rank_text(std::string(h.host, ::strnlen(h.host, sizeof(h.host))), lines);
-  std::vector<uint32_t> layout = reduction_layout(s.counting.slots, n, text.size());
+  std::vector<uint32_t> layout = reduction_layout(slots, n, text.size());
+  append_clock_layout(layout, clock);
   MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(layout.size()), MPI_UINT32_T, MPI_MAX,
                 s.world);
   const reduction_plan plan = plan_reduction(layout, n);
 
-  const packed_totals mine = pack_rank(h, s.rank, s.names, s.counting.slots, plan.functions);
+  const packed_totals mine = pack_rank(h, s.rank, s.names, slots, plan.functions);
   packed_totals all(s.rank == 0 ? mine.size() : 1);
   MPI_Datatype packed_type = MPI_DATATYPE_NULL;
   MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed_type);
@@ -103,9 +139,12 @@ job_figures reduce_over_ranks(module_state& s) {
   std::string all_lines;
   gather_rank_texts(s, text, plan.longest_text, plan.shortest_text,
                     [&](std::string_view rank) { add_rank_text(rank, job, all_lines); });
-  if (s.rank == 0)
+  if (s.rank == 0) {
     complete_at_root(job, all, s.names, plan.functions, all_lines, h, s.world_size,
                      s.model.loaded());
+    job.clock =
+        clock_from_layout(layout.data() + layout.size() - clock_layout_words, kernel_clocksource);
+  }
   return job;
 }
 

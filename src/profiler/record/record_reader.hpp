@@ -70,6 +70,20 @@ template <either_const<routine> S, typename Visit> void fields(S& s, Visit& visi
   visit("timed", s.timed);
 }
 
+template <either_const<clock_facts> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("source", s.source);
+  visit("kernel_clocksource", s.kernel_clocksource);
+  visit("tsc_hz", s.tsc_hz);
+  visit("rate_spread_ppm", s.rate_spread_ppm);
+  visit("drift_ppm", s.drift_ppm);
+  visit("offset_ns", s.offset_ns);
+  visit("migrated", s.migrated);
+  visit("status", s.status);
+}
+
+inline constexpr std::array<std::string_view, 3> clock_sources = {"tsc", "monotonic", "mixed"};
+inline constexpr std::array<std::string_view, 3> clock_statuses = {"ok", "corrected", "flagged"};
+
 template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("id", s.id);
   visit("resource_manager", s.resource_manager);
@@ -102,6 +116,7 @@ template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& vi
   visit("poll_bytes_estimated", s.poll_bytes_estimated);
   visit("model_clamped_calls", s.model_clamped_calls);
   visit("counters", s.counters);
+  visit("clock", s.clock);
 }
 
 template <either_const<callsite> S, typename Visit> void fields(S& s, Visit& visit) {
@@ -284,6 +299,13 @@ private:
     std::uint64_t count = 0;
     read(value, count);
     out = count;
+  }
+
+  template <has_fields S> void read(const V& value, std::optional<S>& out) {
+    S figures;
+    read(value, figures);
+    if (error.empty())
+      out = std::move(figures);
   }
 
   template <typename T, T when_absent> void read(const V& value, defaulted<T, when_absent>& out) {

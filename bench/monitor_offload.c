@@ -1,7 +1,7 @@
-/* The offload benchmark of seed 001 (Fig. 8): each iteration works for PERIOD microseconds,
- * offloads this rank's profile (strata_monitor_dump) and meets the others at a barrier. The
- * time beyond the work, per iteration, is the cost of an offload plus the barrier; its maximum
- * over the ranks is the mean worst offload time per round.
+/* The offload benchmark of the TAU over MRNet paper (Nataraj et al., Fig. 8): each iteration works
+ * for PERIOD microseconds, offloads this rank's profile (strata_monitor_dump) and meets the others
+ * at a barrier. The time beyond the work, per iteration, is the cost of an offload plus the
+ * barrier; its maximum over the ranks is the mean worst offload time per round.
  *
  *   monitor_offload PERIOD_US ITERATIONS
  * Prints: "offload: ranks=P period_us=... iterations=... worst_us_per_round=... barrier_us=...

@@ -5,9 +5,9 @@
 // every node's work summed, and the slowest node per level summed (the tree's latency).
 //
 //   monitor_sim [--ranks N,N,...] [--fanout K,K,...] [--events E] [--filters a,b,...]
-#include "overlay/filter.hpp"
-#include "overlay/frontend.hpp"
-#include "overlay/profile_round.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/frontend.hpp"
+#include "monitor/profile_round.hpp"
 
 #include <cstdio>
 #include <cstdlib>

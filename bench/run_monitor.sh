@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Monitoring (issue 7, seed 001): the figures behind docs/PERFORMANCE.md ("Monitoring").
+# Monitoring (the TAU over MRNet paper, Nataraj et al.): the figures behind docs/PERFORMANCE.md ("Monitoring").
 #
 #   bash bench/run_monitor.sh [BUILD_DIR]          (default ./build; about 5 minutes)
 #
@@ -9,11 +9,11 @@
 #            overlay in one process (the tool ranks' filter and node code), N = 64 ... 100,000
 #            ranks, fanouts SIM_FANOUTS; root bytes per round, reduction factor against raw,
 #            all nodes' work and the critical path (slowest node per level, summed).
-# offload    The seed's Fig. 8 benchmark (bench/monitor_offload.c): work PERIOD us, offload,
+# offload    The paper's Fig. 8 benchmark (bench/monitor_offload.c): work PERIOD us, offload,
 #            barrier; mean worst time per round beyond the work, minus the same loop without
 #            offloads. OFFLOAD_CASES="P:fanout ..." (default 4:2 4:4 16:8 32:16: fanouts 2 to 16,
 #            oversubscribed past 2 processes), filters raw (no reduction) and histogram.
-# perturb    The seed's Table 1: examples/sweep on PERTURB_NP ranks (default 4; 2 leaves a core
+# perturb    The paper's Table 1: examples/sweep on PERTURB_NP ranks (default 4; 2 leaves a core
 #            per application rank, the tool ranks idle in back-off), RUNS runs each interleaved: native,
 #            monitor tree (histogram, fanout 2), monitor tree (raw), monitor file transport; a
 #            round every 10 ms on every rank.

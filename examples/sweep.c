@@ -1,12 +1,14 @@
-/* A Sweep3D-like wavefront (seed 002, section 10): a px x py process grid sweeps a block grid
- * from each of the four corners. For every block a rank receives the inflow faces from its two
- * upstream neighbours, computes, and sends the outflow faces downstream, so a rank waits for
- * the ranks before it in the wave: late senders at the receives, late receivers at the sends.
+/* A Sweep3D-like wavefront (Kluge, Knuepfer and Nagel, "Statistical Methods for Automatic
+ * Performance Bottleneck Detection in MPI Based Programs", section 10): a px x py process grid
+ * sweeps a block grid from each of the four corners. For every block a rank receives the inflow
+ * faces from its two upstream neighbours, computes, and sends the outflow faces downstream, so a
+ * rank waits for the ranks before it in the wave: late senders at the receives, late receivers at
+ * the sends.
  *
  *   sweep [--nonblocking] [ITERATIONS] [BLOCKS] [WORK]
  *
  * --nonblocking posts the receives early and completes everything with one MPI_Waitall per
- * block, the seed's remedy. Prints the checksum and the time. */
+ * block, the paper's remedy. Prints the checksum and the time. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

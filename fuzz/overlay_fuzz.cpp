@@ -1,10 +1,10 @@
 // The overlay's decoders (profiles, packets, filter parts) and the file transport's reader take
 // bytes from other processes and from files: they must reject anything malformed cleanly.
-#include "overlay/engine.hpp"
-#include "overlay/filter.hpp"
-#include "overlay/filters.hpp"
-#include "overlay/profile_round.hpp"
-#include "overlay/wire.hpp"
+#include "monitor/engine.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/filters.hpp"
+#include "monitor/profile_round.hpp"
+#include "monitor/wire.hpp"
 
 #include <cstdint>
 #include <string>

@@ -35,7 +35,7 @@ for flavor in openmpi mpich; do
   "$strata" report "$spool"/*.json --format csv | head -4
 done
 
-# The Lennard-Jones force-decomposition example (seed 003, docs/example-ljmd.md): both versions
+# The Lennard-Jones force-decomposition example (the HieraAnalyses paper, docs/example-ljmd.md): both versions
 # under the profiler and, once the trace module is built, under the tracer (and the analyzer).
 for flavor in openmpi mpich; do
   oo=build/examples/$flavor/ljmd_oo

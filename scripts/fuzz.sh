@@ -26,8 +26,8 @@ clang++-14 "${flags[@]}" src/analyzer/trace_reader.cpp src/analyzer/analysis.cpp
   -o "$out/analyze_fuzz"
 clang++-14 "${flags[@]}" src/tracer/unify.cpp src/tracer/options.cpp fuzz/trace_defs_fuzz.cpp \
   -o "$out/trace_defs_fuzz"
-clang++-14 "${flags[@]}" -I/usr/include src/overlay/profile_round.cpp src/overlay/filters.cpp \
-  src/overlay/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
+clang++-14 "${flags[@]}" -I/usr/include src/monitor/profile_round.cpp src/monitor/filters.cpp \
+  src/monitor/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
 clang++-14 "${flags[@]}" src/site/parse.cpp fuzz/site_parse_fuzz.cpp -o "$out/site_parse_fuzz"
 clang++-14 "${flags[@]}" src/site/prometheus.cpp fuzz/prometheus_fuzz.cpp -o "$out/prometheus_fuzz"
 

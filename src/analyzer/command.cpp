@@ -4,6 +4,8 @@
 #include "analyzer/render.hpp"
 #include "analyzer/xml_export.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -42,6 +44,43 @@ int export_xml_command(const std::string& trace, const std::string& out_dir) {
     std::fprintf(stderr, "strata trace export: %s\n", e.what());
     return 1;
   }
+}
+
+namespace {
+class analyzer_commands final : public cli::wing_commands {
+public:
+  explicit analyzer_commands(CLI::App& strata) {
+    analyze_ = strata.add_subcommand(
+        "analyze", "event graph of an OTF2 trace: operations per level and call site, wait states");
+    analyze_->add_option("TRACE", trace_, "OTF2 archive (directory or anchor file)")->required();
+    auto* json_flag = analyze_->add_flag("--json", json_, "JSON instead of text tables");
+    analyze_->add_flag("--csv", csv_, "CSV instead of text tables")->excludes(json_flag);
+    CLI::App* trace = strata.add_subcommand("trace", "work with OTF2 traces");
+    trace->require_subcommand(1);
+    export_ = trace->add_subcommand("export", "convert a trace to another format");
+    export_->add_flag("--xml", as_xml_, "the HieraAnalyses XML (one file per rank)")->required();
+    export_->add_option("TRACE", export_trace_, "OTF2 archive")->required();
+    export_->add_option("--out", export_out_, "output directory (default: TRACE-xml)");
+  }
+
+  [[nodiscard]] std::optional<int> run() const override {
+    if (analyze_->parsed())
+      return analyze_command(trace_, json_ ? "json" : csv_ ? "csv" : "text");
+    if (export_->parsed())
+      return export_xml_command(export_trace_, export_out_);
+    return std::nullopt;
+  }
+
+private:
+  std::string trace_, export_trace_, export_out_;
+  bool json_ = false, csv_ = false, as_xml_ = false;
+  CLI::App* analyze_ = nullptr;
+  CLI::App* export_ = nullptr;
+};
+} // namespace
+
+std::unique_ptr<cli::wing_commands> add_analyzer_commands(CLI::App& strata) {
+  return std::make_unique<analyzer_commands>(strata);
 }
 
 } // namespace strata::analyze

@@ -3,6 +3,8 @@
 #include "launch/launch.hpp"
 #include "model/model_file.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,6 +158,42 @@ int bench_command(const bench_options& o) {
   if (rc == 0 && o.study.empty() && model_is_partial(o.output))
     rc = 130;
   return rc;
+}
+
+namespace {
+class model_commands final : public cli::wing_commands {
+public:
+  explicit model_commands(CLI::App& strata) {
+    bench_ = strata.add_subcommand(
+        "bench", "measure what each MPI operation should cost here: the machine model");
+    bench_->add_option("-n,--np", o_.ranks, "ranks (base points up to this size)")
+        ->check(CLI::Range(2, 1 << 16));
+    bench_->add_option("-o,--output", o_.output, "model file to write");
+    bench_->add_option("--mpi", o_.mpi, "MPI implementation")
+        ->check(CLI::IsMember({"openmpi", "mpich"}));
+    bench_->add_option("--samples", o_.samples, "sample size per base point");
+    bench_->add_option("--max-bytes", o_.max_bytes, "largest message size");
+    bench_->add_option("--quantile", o_.quantile, "quantile of t_max");
+    bench_->add_option("--ops", o_.ops, "operations (default: all)");
+    bench_->add_option("--window-s", o_.window_s,
+                       "fit window in seconds (default: the timer's resolution)");
+    bench_->add_option("--study", o_.study, "t_max against sample size for one operation");
+  }
+
+  [[nodiscard]] std::optional<int> run() const override {
+    if (bench_->parsed())
+      return bench_command(o_);
+    return std::nullopt;
+  }
+
+private:
+  bench_options o_;
+  CLI::App* bench_ = nullptr;
+};
+} // namespace
+
+std::unique_ptr<cli::wing_commands> add_model_commands(CLI::App& strata) {
+  return std::make_unique<model_commands>(strata);
 }
 
 } // namespace strata::bench

@@ -2,6 +2,11 @@
 // No MPI here; the benchmark itself is bench_main.cpp.
 #pragma once
 
+#include "common/wing_commands.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <string>
 
 namespace strata::bench {
@@ -28,5 +33,8 @@ std::string check_options(const bench_options& o);
 // Runs the launcher and returns its status: 2 for bad options (nothing started), 127 when the
 // launcher cannot be started, non-zero (130 when the launcher said 0) for an interrupted run.
 int bench_command(const bench_options& o);
+
+// Registers `bench` on `strata`.
+std::unique_ptr<cli::wing_commands> add_model_commands(CLI::App& strata);
 
 } // namespace strata::bench

@@ -1,5 +1,5 @@
-// `strata site ...`: the command-line side of the site library (ingest, report, models, synth). The
-// dispatcher in src/cli/main.cpp adds the `site` subcommand and calls run() when it was given.
+// `strata site ...`: the command-line side of the site library (ingest, report, models, synth).
+// site_commands.cpp adds them, with the web interface's, under `strata site`.
 #pragma once
 
 #include <CLI/CLI.hpp>

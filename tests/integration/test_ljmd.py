@@ -1,4 +1,4 @@
-"""The Lennard-Jones force-decomposition example (examples/ljmd, seed 003): the plain-MPI and the
+"""The Lennard-Jones force-decomposition example (examples/ljmd, from the HieraAnalyses paper): the plain-MPI and the
 object-oriented versions agree, conserve energy, give the same result under Strata, and refuse a
 non-square number of ranks."""
 import glob
@@ -228,7 +228,7 @@ def has_analyzer():
 
 @unittest.skipUnless(has_analyzer(), "strata analyze is not in this build")
 class LJMDAnalyze(StrataTestCase):
-    """The seed's tables from a real trace of the example: `strata analyze --json` counts what the
+    """The paper's tables from a real trace of the example: `strata analyze --json` counts what the
     force decomposition does, per level, per operation and per call site."""
 
     STEPS = 6

@@ -313,7 +313,7 @@ class MonitorWithoutToolRanks(StrataTestCase):
 
 
 class MonitorWebView(StrataTestCase):
-    """The live view (web/monitor, uPlot bundled at build time) in real headless Chromium."""
+    """The live view (src/monitor/web, uPlot bundled at build time) in real headless Chromium."""
 
     def dump_dom(self, url):
         proc = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",

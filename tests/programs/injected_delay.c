@@ -1,4 +1,5 @@
-/* A known injected delay (seed 002's validation): in every 4th of ITER iterations rank 1
+/* A known injected delay (the validation of Kluge, Knuepfer and Nagel's statistical
+ * bottleneck detection): in every 4th of ITER iterations rank 1
  * computes DELAY ms before its send, so rank 0 waits that long in MPI_Recv at the line marked
  * below. The other calls are balanced. Prints the injected total. */
 #include "busy_wait.h"

@@ -1,6 +1,6 @@
-// Three abstraction levels, as in the seed's OOPS example: TopologyGrid::bcast (level 0, called
-// by main) calls Group::bcast (level 1), which calls MPI_Bcast (level 2). ITER times, then one
-// MPI_Barrier called directly (level 0).
+// Three abstraction levels, as in the HieraAnalyses paper's OOPS example: TopologyGrid::bcast
+// (level 0, called by main) calls Group::bcast (level 1), which calls MPI_Bcast (level 2). ITER
+// times, then one MPI_Barrier called directly (level 0).
 #include <strata/annotate.h>
 
 #include <mpi.h>

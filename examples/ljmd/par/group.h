@@ -1,5 +1,5 @@
 /* par: a small object-oriented parallel layer over MPI, in the spirit of the OOPS framework the
- * HieraAnalyses paper traced (seed 003). Three classes, each a level of abstraction:
+ * HieraAnalyses paper traced (Seraphim et al.). Three classes, each a level of abstraction:
  *   Group         a set of processes and the collective operations on it (this file)
  *   GridTopology  processes arranged as a q x q grid, with row and column groups (topology.h)
  *   DistVector    an array of N small vectors split over the grid's processes (dist_vector.h)

@@ -2,9 +2,9 @@
 // tree (the same filter and engine code as the tool ranks), and the file transport's reader.
 #pragma once
 
-#include "overlay/engine.hpp"
-#include "overlay/filter.hpp"
-#include "overlay/tree.hpp"
+#include "monitor/engine.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/tree.hpp"
 
 #include <string>
 #include <vector>

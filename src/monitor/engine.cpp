@@ -1,6 +1,6 @@
-#include "overlay/engine.hpp"
+#include "monitor/engine.hpp"
 
-#include "overlay/wire.hpp"
+#include "monitor/wire.hpp"
 
 #include <algorithm>
 

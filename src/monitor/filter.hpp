@@ -1,4 +1,5 @@
-// Filters: what inner nodes of the overlay do to the data on its way up (seed 001, section 4).
+// Filters: what inner nodes of the overlay do to the data on its way up (the TAU over MRNet paper,
+// section 4).
 //
 // A filter turns one rank's profile into a partial result (a byte string of its own encoding),
 // merges the partial results of a node's children into one, and renders the root's result as a
@@ -10,7 +11,7 @@
 // loaded by path; built-in filters are found by name (raw, stats, histogram, classes).
 #pragma once
 
-#include "overlay/profile_round.hpp"
+#include "monitor/profile_round.hpp"
 
 #include <map>
 #include <memory>

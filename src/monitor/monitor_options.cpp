@@ -1,4 +1,4 @@
-#include "overlay/monitor_options.hpp"
+#include "monitor/monitor_options.hpp"
 
 #include "config/options.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace strata::cli {
+namespace strata::monitor {
 
 // The metrics of the rounds in `text` (JSON lines; an unfinished last line is left out) for
 // job `job`. Lines that do not parse are skipped; no round gives the round count alone.
@@ -16,4 +16,4 @@ std::string monitor_metrics(const std::string& text, const std::string& job);
 // The job label of a rounds file: its name without directory and extension.
 std::string job_of_rounds_file(const std::string& path);
 
-} // namespace strata::cli
+} // namespace strata::monitor

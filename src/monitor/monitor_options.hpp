@@ -2,7 +2,7 @@
 // variables (STRATA_MONITOR_<KEY>), checked once in `load` with one message per problem.
 #pragma once
 
-#include "overlay/filter.hpp"
+#include "monitor/filter.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "overlay/tree.hpp"
+#include "monitor/tree.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
-#include "overlay/frontend.hpp"
+#include "monitor/frontend.hpp"
 
-#include "overlay/wire.hpp"
+#include "monitor/wire.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,12 +1,12 @@
-#include "cli/commands.hpp"
+#include "launch/commands.hpp"
 
 #include "config/config.hpp"
 #include "core/probe.h"
 #include "launch/interpreter.hpp"
 #include "launch/launch.hpp"
-#include "profiler/record/render.hpp"
-#include "profiler/spool.hpp"
 #include "strata/patch/patch.hpp"
+
+#include <CLI/CLI.hpp>
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -21,7 +21,7 @@
 #include <memory>
 #include <set>
 
-namespace strata::cli {
+namespace strata::launch {
 namespace {
 
 const char* env(const char* name) {
@@ -350,32 +350,61 @@ int patch_command(const std::string& in, const std::string& out) {
   return 0;
 }
 
-int report_command(const std::string& record, const std::string& format, const std::string& model) {
-  std::string output;
-  std::string error;
-  const int rc = record::report_main(record, format, model, output, error);
-  if (rc != 0) {
-    error_line("error: " + error);
-    return rc;
+namespace {
+class stack_commands final : public cli::wing_commands {
+public:
+  stack_commands(CLI::App& strata, const std::vector<std::string>& program) {
+    options_.program = program;
+    auto add_stack_options = [this](CLI::App* sub) {
+      sub->add_option("--tools", options_.tools, "modules in order: a,b:key=value,c");
+      sub->add_option("--config", options_.config, "config file listing the modules");
+      sub->add_option("--mpi", options_.mpi, "MPI implementation (default: detected from PROG)")
+          ->check(CLI::IsMember({"openmpi", "mpich"}));
+    };
+    exec_ = strata.add_subcommand("exec", "run PROG under the tool stack (inside mpirun)");
+    add_stack_options(exec_);
+    exec_->add_flag("--no-check", options_.skip_check, "the stack was already checked")->group("");
+    run_ = strata.add_subcommand("run", "start an MPI job locally under the tool stack");
+    add_stack_options(run_);
+    run_->add_option("-n,--np", options_.ranks,
+                     "the application's ranks (a module's tool ranks, the monitor's, come on top)")
+        ->required()
+        ->check(CLI::Range(1, 1 << 20));
+    modules_ = strata.add_subcommand("modules",
+                                     "list the modules and what they wrap; NAME: its options too");
+    modules_->add_option("NAME", module_name_, "one module, with its options");
+    modules_->add_option("--mpi", modules_flavor_, "only this MPI implementation")
+        ->check(CLI::IsMember({"openmpi", "mpich"}));
+    patch_ = strata.add_subcommand("patch", "turn a binary PMPI tool into a Strata module");
+    patch_->add_option("IN", patch_in_, "the tool's shared object")->required();
+    patch_->add_option("OUT", patch_out_, "the module to write")->required();
   }
-  std::fwrite(output.data(), 1, output.size(), stdout);
-  return 0;
+
+  [[nodiscard]] std::optional<int> run() const override {
+    if (exec_->parsed())
+      return exec_command(options_);
+    if (run_->parsed())
+      return run_command(options_);
+    if (modules_->parsed())
+      return modules_command(modules_flavor_, module_name_);
+    if (patch_->parsed())
+      return patch_command(patch_in_, patch_out_);
+    return std::nullopt;
+  }
+
+private:
+  launch_options options_;
+  std::string module_name_, modules_flavor_, patch_in_, patch_out_;
+  CLI::App* exec_ = nullptr;
+  CLI::App* run_ = nullptr;
+  CLI::App* modules_ = nullptr;
+  CLI::App* patch_ = nullptr;
+};
+} // namespace
+
+std::unique_ptr<cli::wing_commands> add_stack_commands(CLI::App& strata,
+                                                       const std::vector<std::string>& program) {
+  return std::make_unique<stack_commands>(strata, program);
 }
 
-int recover_command(const std::vector<std::string>& spools) {
-  int status = 0;
-  for (const std::string& spool : spools) {
-    for (const profiler::recovery& r : profiler::recover_spool(spool)) {
-      for (const std::string& p : r.problems) {
-        error_line(p);
-        status = 1;
-      }
-      if (!r.record_path.empty())
-        std::printf("%s: partial record from %d rank files -> %s\n", r.job_key.c_str(),
-                    r.ranks_read, r.record_path.c_str());
-    }
-  }
-  return status;
-}
-
-} // namespace strata::cli
+} // namespace strata::launch

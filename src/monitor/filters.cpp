@@ -1,8 +1,8 @@
-// The built-in filters (seed 001, section 4): raw (no reduction), stats (phase A only),
-// histogram (three phases) and classes (histograms per functional class), and the registry.
-#include "overlay/filters.hpp"
-#include "overlay/filter.hpp"
-#include "overlay/wire.hpp"
+// The built-in filters (the TAU over MRNet paper, section 4): raw (no reduction), stats (phase A
+// only), histogram (three phases) and classes (histograms per functional class), and the registry.
+#include "monitor/filters.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/wire.hpp"
 
 #include <nlohmann/json.hpp>
 

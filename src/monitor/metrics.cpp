@@ -1,4 +1,4 @@
-#include "cli/monitor_metrics.hpp"
+#include "monitor/metrics.hpp"
 
 #include "site/prometheus.hpp"
 
@@ -7,7 +7,7 @@
 #include <map>
 #include <vector>
 
-namespace strata::cli {
+namespace strata::monitor {
 namespace {
 
 using nlohmann::json;
@@ -179,4 +179,4 @@ std::string monitor_metrics(const std::string& text, const std::string& job) {
   return prometheus::write_text(out);
 }
 
-} // namespace strata::cli
+} // namespace strata::monitor

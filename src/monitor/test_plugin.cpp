@@ -1,6 +1,6 @@
 // A filter plug-in for the tests: counts the ranks of each round (one phase).
-#include "overlay/filter.hpp"
-#include "overlay/wire.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/wire.hpp"
 
 #include <string>
 

@@ -1,9 +1,15 @@
+// `strata exec`, `run`, `modules` and `patch`: the tool stack around a program.
 #pragma once
 
+#include "common/wing_commands.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <string>
 #include <vector>
 
-namespace strata::cli {
+namespace strata::launch {
 
 struct launch_options {
   std::string tools;
@@ -19,7 +25,9 @@ int run_command(const launch_options& options);
 // Every module found, or the one named (with its options).
 int modules_command(const std::string& only_flavor, const std::string& only_name);
 int patch_command(const std::string& in, const std::string& out);
-int report_command(const std::string& record, const std::string& format, const std::string& model);
-int recover_command(const std::vector<std::string>& spools);
 
-} // namespace strata::cli
+// Registers exec, run, modules and patch on `strata`; `program` is what follows "--".
+std::unique_ptr<cli::wing_commands> add_stack_commands(CLI::App& strata,
+                                                       const std::vector<std::string>& program);
+
+} // namespace strata::launch

@@ -1,19 +1,20 @@
-#include "cli/monitor_command.hpp"
+#include "monitor/command.hpp"
 
-#include "cli/monitor_metrics.hpp"
+#include "monitor/metrics.hpp"
 
 #include "launch/launch.hpp"
-#include "overlay/filter.hpp"
-#include "overlay/frontend.hpp"
-#include "overlay/tree.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/frontend.hpp"
+#include "monitor/tree.hpp"
 
+#include <CLI/CLI.hpp>
 #include <httplib.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
 
-namespace strata::cli {
+namespace strata::monitor {
 
 int monitor_read_command(const monitor_read_options& o) {
   overlay::filter_options options;
@@ -114,4 +115,60 @@ int monitor_plan_command(int ranks, int fanout) {
   return 0;
 }
 
-} // namespace strata::cli
+namespace {
+class monitor_commands final : public cli::wing_commands {
+public:
+  explicit monitor_commands(CLI::App& strata) {
+    CLI::App* monitor =
+        strata.add_subcommand("monitor", "online monitoring: read rounds, serve, plan a tree");
+    monitor->require_subcommand(1);
+    read_ = monitor->add_subcommand("read", "reduce the rounds a transport=file job left in DIR");
+    read_->add_option("DIR", read_options_.dir, "the job's monitor directory")->required();
+    read_->add_option("--filter", read_options_.filter,
+                      "raw, stats, histogram, classes or a plug-in .so");
+    read_->add_option("--filter-arg", read_options_.filter_args,
+                      "bins=N, metric=calls|time|bytes, class-events=mpi|GLOB");
+    read_->add_option("--fanout", read_options_.fanout, "tree to reduce through")
+        ->check(CLI::Range(2, 65536));
+    read_->add_option("-o,--output", read_options_.output, "JSON lines file (default: stdout)");
+    serve_ =
+        monitor->add_subcommand("serve", "live web view of a job's rounds (STRATA_MONITOR_OUT)");
+    serve_->add_option("FILE", serve_file_, "the front end's JSON lines")->required();
+    serve_->add_option("--bind", serve_bind_, "address to listen on");
+    serve_->add_option("--port", serve_port_, "port (0: any free one)")
+        ->check(CLI::Range(0, 65535));
+    serve_->add_option("--web", serve_web_, "the view's files (default: installed ones)");
+    plan_ = monitor->add_subcommand("plan", "tool ranks for P ranks and fanout K");
+    plan_->add_option("-n,--np", plan_ranks_, "application ranks")
+        ->required()
+        ->check(CLI::Range(1, 1 << 24));
+    plan_->add_option("--fanout", plan_fanout_, "fanout")->check(CLI::Range(2, 65536));
+  }
+
+  [[nodiscard]] std::optional<int> run() const override {
+    if (read_->parsed())
+      return monitor_read_command(read_options_);
+    if (serve_->parsed())
+      return monitor_serve_command(serve_file_, serve_bind_, serve_port_,
+                                   serve_web_.empty() ? monitor_web_dir() : serve_web_);
+    if (plan_->parsed())
+      return monitor_plan_command(plan_ranks_, plan_fanout_);
+    return std::nullopt;
+  }
+
+private:
+  monitor_read_options read_options_;
+  std::string serve_file_, serve_bind_ = "127.0.0.1", serve_web_;
+  int serve_port_ = 8087;
+  int plan_ranks_ = 0, plan_fanout_ = 2;
+  CLI::App* read_ = nullptr;
+  CLI::App* serve_ = nullptr;
+  CLI::App* plan_ = nullptr;
+};
+} // namespace
+
+std::unique_ptr<cli::wing_commands> add_monitor_commands(CLI::App& strata) {
+  return std::make_unique<monitor_commands>(strata);
+}
+
+} // namespace strata::monitor

@@ -1,11 +1,11 @@
-#include "overlay/engine.hpp"
-#include "overlay/filter.hpp"
-#include "overlay/filters.hpp"
-#include "overlay/frontend.hpp"
-#include "overlay/monitor_options.hpp"
-#include "overlay/profile_round.hpp"
-#include "overlay/tree.hpp"
-#include "overlay/wire.hpp"
+#include "monitor/engine.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/filters.hpp"
+#include "monitor/frontend.hpp"
+#include "monitor/monitor_options.hpp"
+#include "monitor/profile_round.hpp"
+#include "monitor/tree.hpp"
+#include "monitor/wire.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

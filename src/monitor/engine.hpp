@@ -1,5 +1,6 @@
 // What one overlay node does with the packets it receives, without MPI: the same code runs in
-// the tool ranks (src/modules/monitor moves the bytes) and in the one-process simulation.
+// the tool ranks (the module, module/monitor_module.cpp, moves the bytes) and in the one-process
+// simulation.
 //
 // Rounds are pipelined: a node keeps any number of rounds open. Each child delivers its rounds
 // in increasing order (MPI keeps the order of messages between two ranks on one tag), so a round
@@ -7,7 +8,7 @@
 // was dropped) or finished. The final round (offloaded at MPI_Finalize) sorts after all others.
 #pragma once
 
-#include "overlay/filter.hpp"
+#include "monitor/filter.hpp"
 
 #include <cstdint>
 #include <map>

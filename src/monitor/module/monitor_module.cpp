@@ -1,11 +1,11 @@
-// The `monitor` module: online monitoring (seed 001, TAU over MRNet). Every application rank
+// The `monitor` module: online monitoring (Nataraj et al., TAU over MRNet). Every application rank
 // keeps a compact per-function table (calls, time, bytes) and offloads it as one round every
 // `period` seconds, at strata_monitor_dump(), at MPI_Pcontrol(level) and at MPI_Finalize.
 //
 // Transports:
 //  - tree: the job has P + M processes. In MPI_Init the world is split: the first P are the
 //    application (its MPI_COMM_WORLD is replaced by their communicator), the last M are tool
-//    ranks forming a K-ary tree whose nodes reduce the rounds with a filter (src/overlay). Tool
+//    ranks forming a K-ary tree whose nodes reduce the rounds with a filter (src/monitor). Tool
 //    ranks never return from MPI_Init: they run the overlay, sleeping with back-off between
 //    probes, finalize when the root tells them the application has, and exit.
 //  - file: each rank appends its rounds to DIR/rank.<r>.rounds; `strata monitor DIR` (or rank 0
@@ -17,12 +17,12 @@
 // policy applies: `drop` skips the round, `block` waits for the oldest. Both are counted and
 // travel with the profile as the events strata.monitor.dropped and strata.monitor.blocked.
 #include "config/options.hpp"
-#include "overlay/engine.hpp"
-#include "overlay/filter.hpp"
-#include "overlay/frontend.hpp"
-#include "overlay/monitor_options.hpp"
-#include "overlay/profile_round.hpp"
-#include "overlay/tree.hpp"
+#include "monitor/engine.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/frontend.hpp"
+#include "monitor/monitor_options.hpp"
+#include "monitor/profile_round.hpp"
+#include "monitor/tree.hpp"
 
 #include <mpi.h>
 #include <strata/module.h>

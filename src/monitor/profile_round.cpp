@@ -1,6 +1,6 @@
-#include "overlay/profile_round.hpp"
+#include "monitor/profile_round.hpp"
 
-#include "overlay/wire.hpp"
+#include "monitor/wire.hpp"
 
 namespace strata::overlay {
 

@@ -1,7 +1,7 @@
 // The built-in filters' data, exposed for tests and for the one-process simulation.
 #pragma once
 
-#include "overlay/filter.hpp"
+#include "monitor/filter.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -1,0 +1,33 @@
+// `strata site ...`: the store's commands (site_commands) and the web interface's (web_commands)
+// under one `site` command.
+#include "site/site_commands.hpp"
+
+#include "site/commands.hpp"
+#include "site/web/commands.hpp"
+
+namespace strata::site {
+namespace {
+class site_wing final : public cli::wing_commands {
+public:
+  explicit site_wing(CLI::App& strata)
+      : site_(strata.add_subcommand("site", "site store: ingest job records, reports, mail")),
+        store_(*site_), web_(*site_) {}
+
+  [[nodiscard]] std::optional<int> run() const override {
+    if (!site_->parsed())
+      return std::nullopt;
+    return web_.chosen() ? web_.run() : store_.run();
+  }
+
+private:
+  CLI::App* site_;
+  site_commands store_;
+  web::web_commands web_;
+};
+} // namespace
+
+std::unique_ptr<cli::wing_commands> add_site_commands(CLI::App& strata) {
+  return std::make_unique<site_wing>(strata);
+}
+
+} // namespace strata::site

@@ -1,0 +1,159 @@
+"""Every module alone, every ordered pair and the whole stack, on a C, a Fortran and (MPICH) a
+Sessions program: the application's output unchanged, each module's output exact (counts against
+what the program did), and an end within a bound. A hang fails with a message naming the stack.
+It is a correctness matrix, not a benchmark: small programs, two runs at a time."""
+import glob
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+
+from strata_testlib import (FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run)
+from test_overhead import synthetic_model
+
+ITER = 3
+RANKS = 2
+BOUND_S = 90  # a run that takes longer has hung (a normal one takes a second or two)
+
+# Module name -> its stack entry. The monitor takes a tool rank beside the two application
+# ranks (tree transport); the patched PMPI tool counts what it wraps.
+MODULES = {
+    "profile": "profile",
+    "overhead": "overhead",
+    "trace": "trace",
+    "monitor": "monitor:filter=stats:fanout=2",
+    "delay": "delay:usec=200",
+    "empty": "empty",
+    "pmpi": "count_a",
+}
+
+# Program -> (path, arguments, what each rank calls: sends, receives, allreduces, barriers).
+PROGRAMS = {
+    "c": ("ring_c", [str(ITER)]),
+    "fortran": ("ring_f90", [str(ITER)]),
+    "sessions": ("sessions", ["one", str(ITER)]),
+}
+
+
+def stacks():
+    names = list(MODULES)
+    yield from ((n,) for n in names)
+    yield from itertools.permutations(names, 2)
+    yield tuple(names)
+
+
+def run_bounded(args, env, cwd):
+    """Runs a job in its own process group; on the bound, the whole group is killed."""
+    proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=BOUND_S)
+        return proc.returncode, out, err, False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return None, out, err, True
+
+
+class Combinations(StrataTestCase):
+    def check_program(self, kind):
+        name, args = PROGRAMS[kind]
+        path = program(name)
+        if not os.path.exists(path):
+            self.skipTest(f"{name} is not built for {FLAVOR} (no MPI-4 Sessions)")
+        native = run(mpirun(RANKS) + [path] + args)
+        self.assertRan(native)
+        model = os.path.join(self.out, "model.json")
+        with open(model, "w") as f:
+            json.dump(synthetic_model(1e-3), f)
+        all_stacks = list(stacks())
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            problems = list(pool.map(lambda s: self.one_run(kind, path, args, s, native.stdout,
+                                                             model), all_stacks))
+        problems = [p for p in problems if p]
+        self.assertEqual(problems, [], f"{len(problems)} of {len(all_stacks)} stacks:\n" +
+                         "\n".join(problems))
+
+    def one_run(self, kind, path, args, stack, native_out, model):
+        """Returns "" or one line saying what went wrong with this stack."""
+        tools = ",".join(MODULES[m] for m in stack)
+        label = f"{kind} --tools {tools}"
+        with tempfile.TemporaryDirectory(prefix="strata-combo-") as work:
+            spool = os.path.join(work, "spool")
+            env = base_env(STRATA_SPOOL=spool, STRATA_TRACE_DIR=os.path.join(work, "trace"),
+                           STRATA_MONITOR_OUT=os.path.join(work, "rounds.jsonl"),
+                           STRATA_MODEL=model, PMPI_TOOL_OUT=work, HOME=work)
+            rc, out, err, hung = run_bounded(
+                [STRATA, "run", "-np", str(RANKS), "--tools", tools, "--", path] + args, env, work)
+            if hung:
+                return f"{label}: no end within {BOUND_S} s (killed)"
+            if rc != 0:
+                return f"{label}: exit {rc}: {err.strip().splitlines()[-1:] if err else ''}"
+            if out != native_out:
+                return f"{label}: the application's output changed: {out!r}"
+            return "; ".join(p for p in (self.check_outputs(kind, stack, work, err)) if p)
+
+    def check_outputs(self, kind, stack, work, err):
+        sends = ITER * RANKS
+        if "profile" in stack or "overhead" in stack:
+            records = sorted(glob.glob(os.path.join(work, "spool", "*.json")))
+            wanted = ("profile" in stack) + ("overhead" in stack)
+            if len(records) != wanted:
+                yield f"{wanted} job records wanted, {len(records)} written"
+            for path in records:
+                with open(path) as f:
+                    routines = json.load(f)["routines"]
+                for name, calls in (("MPI_Send", sends), ("MPI_Recv", sends),
+                                    ("MPI_Allreduce", RANKS), ("MPI_Barrier", RANKS)):
+                    got = routines.get(name, {}).get("calls")
+                    if got != calls:
+                        yield f"{os.path.basename(path)}: {name} {got} calls, not {calls}"
+        if "trace" in stack:
+            found = re.search(r"in (\S+/traces\.otf2)", err)
+            if found is None:
+                yield "no trace archive announced"
+            else:
+                analysis = run([STRATA, "analyze", "--json", found.group(1)])
+                summary = json.loads(analysis.stdout) if analysis.returncode == 0 else {}
+                if summary.get("messages") != sends or summary.get("ranks") != RANKS:
+                    yield f"trace: {summary.get('messages')} messages of {summary.get('ranks')} " \
+                          f"ranks, not {sends} of {RANKS} ({analysis.stderr.strip()})"
+        if "monitor" in stack:
+            try:
+                with open(os.path.join(work, "rounds.jsonl")) as f:
+                    final = [json.loads(line) for line in f][-1]
+                got = final["events"]["MPI_Send"]["calls"]["sum"]
+                if final["ranks"] != RANKS or got != sends:
+                    yield f"monitor: {got} sends over {final['ranks']} ranks, not {sends}"
+            except (OSError, IndexError, KeyError, ValueError) as e:
+                yield f"monitor: no final round ({e})"
+        if "pmpi" in stack and kind != "sessions":  # the tool writes at MPI_Finalize
+            for rank in range(RANKS):
+                try:
+                    with open(os.path.join(work, f"count_a.{rank}.counts")) as f:
+                        counts = dict(line.split() for line in f)
+                except OSError as e:
+                    yield f"PMPI tool: no counts ({e})"
+                    continue
+                for name, calls in (("MPI_Send", ITER), ("MPI_Allreduce", 1),
+                                    ("MPI_Barrier", 1)):
+                    if int(counts.get(name, -1)) != calls:
+                        yield f"PMPI tool rank {rank}: {name} {counts.get(name)}, not {calls}"
+
+    def test_c_program(self):
+        self.check_program("c")
+
+    def test_fortran_program(self):
+        self.check_program("fortran")
+
+    def test_sessions_program(self):
+        self.check_program("sessions")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -151,6 +151,13 @@ std::vector<std::string> local_launch(const std::string& flavor, int ranks) {
   return launcher_command(flavor, ranks, ::geteuid() == 0, static_cast<int>(cores));
 }
 
+std::vector<std::string> rank_environment(const std::string& flavor, const std::string& name,
+                                          const std::string& value) {
+  if (flavor == "openmpi")
+    return {"-x", name + "=" + value};
+  return {"-genv", name, value};
+}
+
 std::string self_executable() {
   char buf[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);

@@ -54,6 +54,11 @@ std::vector<std::string> launcher_command(const std::string& flavor, int ranks, 
 // environment the launch needs set in this process.
 std::vector<std::string> local_launch(const std::string& flavor, int ranks);
 
+// The launcher's arguments that give the ranks, and not the launcher itself, NAME=VALUE in
+// their environment: Open MPI's `-x NAME=VALUE`, MPICH's `-genv NAME VALUE`.
+std::vector<std::string> rank_environment(const std::string& flavor, const std::string& name,
+                                          const std::string& value);
+
 // The running executable (/proc/self/exe), or "strata" when it cannot be read.
 std::string self_executable();
 

@@ -83,8 +83,8 @@ function(strata_add_module name flavor)
   strata_flavor_dirs(${flavor} libdir moddir)
   set_target_properties(${target} PROPERTIES OUTPUT_NAME ${name} PREFIX ""
     LIBRARY_OUTPUT_DIRECTORY "${moddir}" C_VISIBILITY_PRESET hidden
-    CXX_VISIBILITY_PRESET hidden)
+    CXX_VISIBILITY_PRESET hidden INSTALL_RPATH "$ORIGIN/..")
   target_link_libraries(${target} PRIVATE strata_core_${flavor} strata::mpi_c_${flavor})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/include)
-  install(TARGETS ${target} LIBRARY DESTINATION lib/strata/${flavor}/modules)
+  install(TARGETS ${target} LIBRARY DESTINATION lib/strata/${flavor}/modules COMPONENT ${flavor})
 endfunction()

@@ -21,9 +21,11 @@ clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp
 clang++-14 "${flags[@]}" src/profiler/call_sites.cpp fuzz/callsite_lines_fuzz.cpp \
   -o "$out/callsite_lines_fuzz"
 clang++-14 "${flags[@]}" src/analyzer/trace_reader.cpp src/analyzer/analysis.cpp \
-  src/analyzer/wait_states.cpp src/analyzer/tables.cpp src/analyzer/xml_export.cpp \
-  src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
-  -o "$out/analyze_fuzz"
+  src/analyzer/partial.cpp src/analyzer/wait_states.cpp src/analyzer/tables.cpp \
+  src/analyzer/xml_export.cpp src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp \
+  fuzz/analyze_fuzz.cpp -lotf2 -lfmt -o "$out/analyze_fuzz"
+clang++-14 "${flags[@]}" src/analyzer/partial.cpp src/analyzer/tables.cpp \
+  src/analyzer/wait_states.cpp fuzz/partial_fuzz.cpp -o "$out/partial_fuzz"
 clang++-14 "${flags[@]}" src/tracer/unify.cpp src/tracer/options.cpp fuzz/trace_defs_fuzz.cpp \
   -o "$out/trace_defs_fuzz"
 clang++-14 "${flags[@]}" -I/usr/include src/monitor/profile_round.cpp src/monitor/filters.cpp \
@@ -65,7 +67,7 @@ mkdir -p "$out/corpus/overlay"
 # Seeds: a packet holding a real profile (the rounds the monitor's tests write use this format).
 printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
   >"$out/corpus/overlay/seed1"
-for target in config patch record rank_file callsite_lines model trace_defs analyze overlay site_parse \
+for target in config patch record rank_file callsite_lines model trace_defs analyze partial overlay site_parse \
   prometheus; do
   echo "fuzz: $target for ${seconds}s"
   # analyze only: a damaged OTF2 anchor makes libotf2 calloc what its location count says

@@ -1,11 +1,13 @@
 #include "analyzer/analysis.hpp"
 
+#include "analyzer/partial.hpp"
 #include "analyzer/tables.hpp"
 #include "analyzer/wait_states.hpp"
 
 #include <algorithm>
 #include <deque>
 #include <unordered_map>
+#include <utility>
 
 namespace strata::analyze {
 namespace {
@@ -37,7 +39,8 @@ private:
 
 struct send_end {
   uint64_t enter, leave, op;
-  uint32_t slot; // late-receiver accounting of a blocking send, or no_slot
+  uint32_t slot;    // late-receiver accounting of a blocking send, or no_slot
+  uint32_t process; // the analysis process holding the slot
 };
 
 struct recv_end {
@@ -152,6 +155,8 @@ bool is_blocking_send(const std::string& name) {
 struct analyzer::impl {
   const definitions& defs;
   graph_observer* observer;
+  partition part;
+  uint32_t first_rank = 0; // locs[i] is rank first_rank + i
   std::vector<location_state> locs;
   std::vector<uint8_t> region_is_mpi, region_blocking_send;
   std::unordered_map<channel_key, channel, channel_hash> channels;
@@ -162,10 +167,17 @@ struct analyzer::impl {
   uint64_t matched = 0, collectives = 0;
   uint64_t foreign_collectives = 0;
   uint64_t abandoned_receives = 0;
-  static constexpr size_t max_reorder = 1U << 16;
+  uint64_t open_at_end = 0;
   std::vector<uint64_t> scratch_ids;
+  // Records for the other analysis processes, by process.
+  std::vector<std::vector<remote_send>> out_sends;
+  std::vector<std::vector<remote_member>> out_members;
+  std::vector<std::vector<remote_wait>> out_waits;
 
-  impl(const definitions& d, graph_observer* o) : defs(d), observer(o), locs(d.ranks()) {
+  impl(const definitions& d, graph_observer* o, const partition& p)
+      : defs(d), observer(o), part(p), first_rank(p.first(p.self)),
+        locs(p.first(p.self + 1) - p.first(p.self)), out_sends(p.processes),
+        out_members(p.processes), out_waits(p.processes) {
     region_is_mpi.resize(d.regions.size());
     region_blocking_send.resize(d.regions.size());
     for (size_t i = 0; i < d.regions.size(); ++i) {
@@ -200,6 +212,11 @@ struct analyzer::impl {
     free_slots.push_back(i);
   }
 
+  location_state& loc(uint32_t rank) { return locs[rank - first_rank]; }
+  [[nodiscard]] uint32_t owner(uint32_t rank) const {
+    return rank < part.ranks ? part.owner(rank) : part.self;
+  }
+
   void match(const send_end& s, const recv_end& r) {
     ++matched;
     if (observer)
@@ -210,7 +227,9 @@ struct analyzer::impl {
       if (--w.pending == 0)
         settle(r.slot);
     }
-    if (s.slot != no_slot) {
+    if (s.slot != no_slot && s.process != part.self) {
+      out_waits[s.process].push_back({s.slot, 0, late_receiver_wait(s.enter, s.leave, r.post)});
+    } else if (s.slot != no_slot) {
       wait_slot& w = slots[s.slot];
       w.worst = std::max(w.worst, late_receiver_wait(s.enter, s.leave, r.post));
       if (--w.pending == 0)
@@ -264,7 +283,7 @@ struct analyzer::impl {
   }
 
   void enter(uint32_t rank, uint64_t t, uint32_t region, uint32_t site) {
-    location_state& ls = locs[rank];
+    location_state& ls = loc(rank);
     ls.tables.first = std::min(ls.tables.first, t);
     ls.tables.last = std::max(ls.tables.last, t);
     const uint64_t id = (uint64_t{rank} << 40) | ls.next_seq++;
@@ -275,7 +294,7 @@ struct analyzer::impl {
   }
 
   void leave(uint32_t rank, uint64_t t, uint32_t region) {
-    location_state& ls = locs[rank];
+    location_state& ls = loc(rank);
     ls.tables.last = std::max(ls.tables.last, t);
     if (ls.stack.empty()) {
       ++ls.unbalanced;
@@ -302,7 +321,12 @@ struct analyzer::impl {
     for (size_t i = op.msg_begin; i < ls.msgs.size(); ++i) {
       const pending_msg m = ls.msgs[i];
       if (m.kind == msg_kind::send) {
-        deliver_send({m.comm, rank, m.peer, m.tag}, {op.enter, t, op.id, send_slot});
+        const uint32_t to = owner(m.peer);
+        if (to == part.self)
+          deliver_send({m.comm, rank, m.peer, m.tag}, {op.enter, t, op.id, send_slot, part.self});
+        else
+          out_sends[to].push_back(
+              {m.comm, rank, m.peer, m.tag, op.enter, t, op.id, send_slot, part.self});
         continue;
       }
       const channel_key key{m.comm, m.peer, rank, m.tag};
@@ -340,43 +364,65 @@ struct analyzer::impl {
     ls.stack.pop_back();
   }
 
-  comm_state& comm_of(uint32_t comm, uint32_t rank) {
+  comm_state& comm_of(uint32_t comm) {
     comm_state& c = comms[comm];
     if (!c.ready) {
       c.ready = true;
       const auto& members = defs.comms[comm].world_ranks;
       c.local_of_world.assign(defs.ranks(), UINT32_MAX);
-      if (members.empty()) { // self communicator
-        c.size = 1;
-        c.local_of_world[rank] = 0;
-      } else {
-        c.size = static_cast<uint32_t>(members.size());
-        for (uint32_t i = 0; i < members.size(); ++i)
+      c.size = static_cast<uint32_t>(members.size());
+      for (uint32_t i = 0; i < members.size(); ++i)
+        if (members[i] < c.local_of_world.size())
           c.local_of_world[members[i]] = i;
-      }
       c.done.assign(c.size, 0);
     }
     return c;
   }
 
   void collective(uint32_t rank, const open_op& op, uint64_t t) {
-    comm_state& c = comm_of(op.coll_comm, rank);
+    if (defs.comms[op.coll_comm].world_ranks.empty()) {
+      // A self communicator: every rank has its own, an instance of one member.
+      ++collectives;
+      if (observer) {
+        scratch_ids.assign(1, op.id);
+        observer->on_collective(scratch_ids);
+      }
+      return;
+    }
+    comm_state& c = comm_of(op.coll_comm);
     const uint32_t local = c.local_of_world[rank];
     if (local == UINT32_MAX) {
       ++foreign_collectives;
       return;
     }
     const uint64_t n = c.done[local]++;
+    const remote_member m{op.coll_comm, local,     n,       op.enter,   t,
+                          op.id,        op.region, op.site, op.coll_op, op.coll_root};
+    const uint32_t to = owner(defs.comms[op.coll_comm].world_ranks[0]);
+    if (to == part.self)
+      add_member(m);
+    else
+      out_members[to].push_back(m);
+  }
+
+  // The instance is completed by the process reading the communicator's first member.
+  void add_member(const remote_member& rm) {
+    comm_state& c = comm_of(rm.comm);
+    if (rm.local >= c.size || rm.instance < c.base)
+      return;
+    const uint64_t n = rm.instance;
     while (c.base + c.open.size() <= n) {
       c.open.emplace_back();
       c.open.back().members.resize(c.size);
     }
     coll_instance& inst = c.open[n - c.base];
-    coll_member& m = inst.members[local];
-    m = {op.enter, t, op.id, op.region, op.site, true};
-    inst.op = op.coll_op;
-    if (op.coll_root != no_root)
-      inst.root = op.coll_root;
+    coll_member& m = inst.members[rm.local];
+    if (m.present)
+      return;
+    m = {rm.enter, rm.leave, rm.op, rm.region, rm.site, true};
+    inst.op = rm.coll_op;
+    if (rm.root != no_root)
+      inst.root = rm.root;
     if (++inst.arrived == c.size)
       complete(c, inst);
     while (!c.open.empty() && c.open.front().arrived == c.size) {
@@ -410,7 +456,7 @@ struct analyzer::impl {
   }
 
   void add_msg(uint32_t rank, uint64_t t, const pending_msg& m) {
-    location_state& ls = locs[rank];
+    location_state& ls = loc(rank);
     ls.tables.last = std::max(ls.tables.last, t);
     if (ls.stack.empty()) {
       // A message event outside any operation: give it a zero-length operation of its own, so
@@ -434,7 +480,10 @@ struct analyzer::impl {
 };
 
 analyzer::analyzer(const definitions& defs, graph_observer* observer)
-    : impl_(std::make_unique<impl>(defs, observer)) {}
+    : impl_(std::make_unique<impl>(defs, observer,
+                                   partition{1, 0, static_cast<uint32_t>(defs.ranks())})) {}
+analyzer::analyzer(const definitions& defs, const partition& part)
+    : impl_(std::make_unique<impl>(defs, nullptr, part)) {}
 analyzer::~analyzer() = default;
 
 void analyzer::enter(uint32_t rank, uint64_t time, uint32_t region, uint32_t site) {
@@ -452,24 +501,24 @@ void analyzer::isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t c
   impl_->add_msg(rank, time, {msg_kind::send, receiver, comm, tag, 0, direct});
 }
 void analyzer::isend_complete(uint32_t rank, uint64_t time, uint64_t) {
-  location_state& ls = impl_->locs[rank];
+  location_state& ls = impl_->loc(rank);
   ls.tables.last = std::max(ls.tables.last, time);
 }
 void analyzer::irecv_request(uint32_t rank, uint64_t time, uint64_t request) {
-  location_state& ls = impl_->locs[rank];
+  location_state& ls = impl_->loc(rank);
   ls.tables.last = std::max(ls.tables.last, time);
   const uint64_t seq = impl_->post_receive(ls);
   ls.requests[request] = {seq, impl_->top_enter(ls, time)};
 }
 void analyzer::recv(uint32_t rank, uint64_t time, uint32_t sender, uint32_t comm, uint32_t tag,
                     uint64_t) {
-  location_state& ls = impl_->locs[rank];
+  location_state& ls = impl_->loc(rank);
   const uint64_t seq = ls.reorder.empty() ? direct : impl_->post_receive(ls);
   impl_->add_msg(rank, time, {msg_kind::recv, sender, comm, tag, impl_->top_enter(ls, time), seq});
 }
 void analyzer::irecv(uint32_t rank, uint64_t time, uint32_t sender, uint32_t comm, uint32_t tag,
                      uint64_t, uint64_t request) {
-  location_state& ls = impl_->locs[rank];
+  location_state& ls = impl_->loc(rank);
   auto it = ls.requests.find(request);
   pending_msg m{msg_kind::recv, sender, comm, tag, impl_->top_enter(ls, time), direct};
   if (it != ls.requests.end()) {
@@ -482,7 +531,7 @@ void analyzer::irecv(uint32_t rank, uint64_t time, uint32_t sender, uint32_t com
   impl_->add_msg(rank, time, m);
 }
 void analyzer::request_cancelled(uint32_t rank, uint64_t time, uint64_t request) {
-  location_state& ls = impl_->locs[rank];
+  location_state& ls = impl_->loc(rank);
   ls.tables.last = std::max(ls.tables.last, time);
   auto it = ls.requests.find(request);
   if (it == ls.requests.end())
@@ -496,7 +545,7 @@ void analyzer::request_cancelled(uint32_t rank, uint64_t time, uint64_t request)
 }
 void analyzer::collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_t comm,
                               uint32_t root, uint64_t, uint64_t) {
-  location_state& ls = impl_->locs[rank];
+  location_state& ls = impl_->loc(rank);
   ls.tables.last = std::max(ls.tables.last, time);
   if (ls.stack.empty()) {
     ++ls.unbalanced;
@@ -510,27 +559,69 @@ void analyzer::collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_
 }
 
 void analyzer::program_event(uint32_t rank, uint64_t time) {
-  location_state& ls = impl_->locs[rank];
+  location_state& ls = impl_->loc(rank);
   ls.tables.first = std::min(ls.tables.first, time);
   ls.tables.last = std::max(ls.tables.last, time);
 }
 
-report analyzer::finish(uint64_t events) {
+void analyzer::close_ranks() {
   impl& s = *impl_;
-  const definitions& defs = s.defs;
-  report out;
-  out.archive = defs.archive;
-  out.ranks = static_cast<uint32_t>(defs.ranks());
-  out.events = events;
-  uint64_t open_at_end = 0;
-  for (uint32_t r = 0; r < s.locs.size(); ++r) {
-    open_at_end += s.locs[r].stack.size();
-    s.finish_rank(r, s.locs[r]);
+  for (uint32_t i = 0; i < s.locs.size(); ++i) {
+    s.open_at_end += s.locs[i].stack.size();
+    s.finish_rank(s.first_rank + i, s.locs[i]);
   }
-  if (open_at_end)
-    out.warnings.push_back(std::to_string(open_at_end) +
-                           " operations were still open at the end of the trace; closed at each "
-                           "rank's last event");
+}
+
+std::vector<std::vector<remote_send>> analyzer::take_sends() {
+  return std::exchange(impl_->out_sends,
+                       std::vector<std::vector<remote_send>>(impl_->part.processes));
+}
+std::vector<std::vector<remote_member>> analyzer::take_members() {
+  return std::exchange(impl_->out_members,
+                       std::vector<std::vector<remote_member>>(impl_->part.processes));
+}
+std::vector<std::vector<remote_wait>> analyzer::take_waits() {
+  return std::exchange(impl_->out_waits,
+                       std::vector<std::vector<remote_wait>>(impl_->part.processes));
+}
+
+void analyzer::receive_sends(const remote_send* sends, size_t count) {
+  impl& s = *impl_;
+  for (size_t i = 0; i < count; ++i) {
+    const remote_send& r = sends[i];
+    if (r.process >= s.part.processes || s.owner(r.dest) != s.part.self)
+      throw trace_error("a send from another analysis process is not for this one");
+    s.deliver_send({r.comm, r.source, r.dest, r.tag}, {r.enter, r.leave, r.op, r.slot, r.process});
+  }
+}
+
+void analyzer::receive_members(const remote_member* members, size_t count) {
+  impl& s = *impl_;
+  for (size_t i = 0; i < count; ++i) {
+    if (members[i].comm >= s.comms.size())
+      throw trace_error("a collective from another analysis process names no communicator");
+    s.add_member(members[i]);
+  }
+}
+
+void analyzer::receive_waits(const remote_wait* waits, size_t count) {
+  impl& s = *impl_;
+  for (size_t i = 0; i < count; ++i) {
+    const remote_wait& r = waits[i];
+    if (r.slot >= s.slots.size() || s.slots[r.slot].pending == 0)
+      throw trace_error("a late-receiver time from another analysis process has no send");
+    wait_slot& w = s.slots[r.slot];
+    w.worst = std::max(w.worst, r.ticks);
+    if (--w.pending == 0)
+      s.settle(r.slot);
+  }
+}
+
+partial_result analyzer::take_partial(uint64_t events) {
+  impl& s = *impl_;
+  partial_result out;
+  out.events = events;
+  out.open_at_end = s.open_at_end;
   // Operations whose messages never found a partner still report what they waited for.
   for (uint32_t i = 0; i < s.slots.size(); ++i)
     if (s.slots[i].pending > 0)
@@ -543,33 +634,23 @@ report analyzer::finish(uint64_t events) {
   out.collectives = s.collectives;
   for (const comm_state& c : s.comms)
     out.incomplete_collectives += c.open.size();
-  uint64_t unbalanced = 0;
   for (const location_state& ls : s.locs)
-    unbalanced += ls.unbalanced;
-  if (unbalanced)
-    out.warnings.push_back(std::to_string(unbalanced) +
-                           " events did not nest (a leave without its enter, or a message or "
-                           "collective outside any operation)");
-  if (s.abandoned_receives)
-    out.warnings.push_back(std::to_string(s.abandoned_receives) +
-                           " receive requests were posted but not completed within the next " +
-                           std::to_string(impl::max_reorder) + " receives of their rank");
-  if (s.foreign_collectives)
-    out.warnings.push_back(std::to_string(s.foreign_collectives) +
-                           " collectives on a communicator their rank is not a member of");
-  if (out.unmatched_sends || out.unmatched_receives)
-    out.warnings.push_back(std::to_string(out.unmatched_sends) + " sends and " +
-                           std::to_string(out.unmatched_receives) +
-                           " receives have no partner in the trace");
-  if (out.incomplete_collectives)
-    out.warnings.push_back(std::to_string(out.incomplete_collectives) +
-                           " collective instances were not entered by every member");
-
-  std::vector<const rank_tables*> tables;
-  for (const location_state& ls : s.locs)
-    tables.push_back(&ls.tables);
-  fill_tables(defs, tables, s.waits, out);
+    out.unbalanced += ls.unbalanced;
+  out.abandoned_receives = s.abandoned_receives;
+  out.foreign_collectives = s.foreign_collectives;
+  for (uint32_t i = 0; i < s.locs.size(); ++i) {
+    out.ranks.push_back(s.first_rank + i);
+    out.tables.push_back(std::move(s.locs[i].tables));
+  }
+  out.waits = std::move(s.waits);
   return out;
+}
+
+report analyzer::finish(uint64_t events) {
+  close_ranks();
+  std::vector<partial_result> parts;
+  parts.push_back(take_partial(events));
+  return assemble_report(impl_->defs, parts);
 }
 
 report analyze_trace(const std::string& path, graph_observer* observer) {

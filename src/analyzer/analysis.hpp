@@ -100,9 +100,51 @@ struct report {
   std::vector<std::string> warnings; // inconsistencies the analysis worked around
 };
 
+// Several analysis processes share a trace: process `self` of `processes` reads the ranks
+// [first(self), first(self + 1)), blocks of nearly equal size, any count from 1 to `ranks`.
+struct partition {
+  uint32_t processes = 1;
+  uint32_t self = 0;
+  uint32_t ranks = 0;
+  [[nodiscard]] uint32_t first(uint32_t process) const {
+    return static_cast<uint32_t>(uint64_t{ranks} * process / processes);
+  }
+  [[nodiscard]] uint32_t owner(uint32_t rank) const {
+    return ranks == 0 ? 0 : static_cast<uint32_t>(((uint64_t{rank} + 1) * processes - 1) / ranks);
+  }
+};
+
+// What one analysis process hands another (analyzer/replay.hpp moves them over MPI; nothing here
+// uses MPI). A send whose receiver another process reads travels to that process, in the order
+// of its channel (communicator, source, destination, tag), which is the order MPI matches in.
+struct remote_send {
+  uint32_t comm, source, dest, tag;
+  uint64_t enter, leave, op;
+  uint32_t slot;    // the sender's late-receiver slot, or UINT32_MAX
+  uint32_t process; // the sender's analysis process
+};
+// The late-receiver time of one message, back to the process of its blocking send.
+struct remote_wait {
+  uint32_t slot;
+  uint32_t unused;
+  uint64_t ticks;
+};
+// One member's part of a collective instance, to the process reading the communicator's first
+// member, which completes the instance.
+struct remote_member {
+  uint32_t comm, local;
+  uint64_t instance;
+  uint64_t enter, leave, op;
+  uint32_t region, site, coll_op, root;
+};
+
+struct partial_result; // analyzer/partial.hpp
+
 class analyzer final : public event_handler {
 public:
   explicit analyzer(const definitions& defs, graph_observer* observer = nullptr);
+  // One process's part of an analysis shared by several (no observer).
+  analyzer(const definitions& defs, const partition& part);
   ~analyzer() override;
   analyzer(const analyzer&) = delete;
   analyzer& operator=(const analyzer&) = delete;
@@ -126,6 +168,20 @@ public:
 
   // Ends the stream: closes what is still open, flushes pending matches, builds the tables.
   report finish(uint64_t events);
+
+  // The steps of finish() for one process of several, with the exchanges between them:
+  // close_ranks(); take_sends() and take_members() to their processes, which receive_sends() and
+  // receive_members() (every source's records in its own order); then take_waits() back to the
+  // senders' processes, receive_waits(); then take_partial(); analyzer/partial.hpp assembles the
+  // report from every process's partial result.
+  void close_ranks();
+  std::vector<std::vector<remote_send>> take_sends();
+  std::vector<std::vector<remote_member>> take_members();
+  void receive_sends(const remote_send* sends, size_t count);
+  void receive_members(const remote_member* members, size_t count);
+  std::vector<std::vector<remote_wait>> take_waits();
+  void receive_waits(const remote_wait* waits, size_t count);
+  partial_result take_partial(uint64_t events);
 
   struct impl;
 

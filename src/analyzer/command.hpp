@@ -10,9 +10,17 @@
 
 namespace strata::analyze {
 
-// Prints the report (format "text", "json" or "csv") on stdout; errors as one line on stderr.
-// Returns the exit status.
-int analyze_command(const std::string& trace, const std::string& format);
+struct analyze_options {
+  std::string trace;
+  std::string format = "text"; // "text", "json" or "csv"
+  int processes = 0;           // --np: start this many analysis processes with mpirun
+  std::string mpi;             // --mpi: their MPI flavor (default: the first one installed)
+};
+
+// Prints the report on stdout; errors as one line on stderr. Returns the exit status. Started by
+// an MPI launcher, or with processes > 0, it runs the flavor's analysis worker (strata-analyze)
+// instead, which does the same over several processes.
+int analyze_command(const analyze_options& o);
 
 // Writes the HieraAnalyses XML files into out_dir (default: TRACE-xml next to the archive).
 int export_xml_command(const std::string& trace, const std::string& out_dir);

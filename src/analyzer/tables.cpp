@@ -23,8 +23,13 @@ void fill_tables(const definitions& defs, const std::vector<const rank_tables*>&
     for (uint32_t level = 0; level < counts.level_counts.size(); ++level)
       if (counts.level_counts[level])
         out.levels.push_back({r, level, counts.level_counts[level]});
+    // In key order, so that sums of floating-point times come out the same whichever process
+    // counted the rank (a hash map's order depends on its history).
+    std::vector<std::pair<uint64_t, op_stat>> stats(counts.ops.begin(), counts.ops.end());
+    std::sort(stats.begin(), stats.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<operation_row> rows;
-    for (const auto& [key, stat] : counts.ops) {
+    for (const auto& [key, stat] : stats) {
       const auto region = static_cast<uint32_t>(key >> 32);
       const auto site = static_cast<uint32_t>(key & 0xffffffffU);
       auto [file, line] = where(region, site);
@@ -38,7 +43,7 @@ void fill_tables(const definitions& defs, const std::vector<const rank_tables*>&
     }
     // Call sites with the same file and line (the same place reached through several sites)
     // are one row.
-    std::sort(rows.begin(), rows.end(), [](const operation_row& a, const operation_row& b) {
+    std::stable_sort(rows.begin(), rows.end(), [](const operation_row& a, const operation_row& b) {
       return std::tie(a.category, a.operation, a.file, a.line) <
              std::tie(b.category, b.operation, b.file, b.line);
     });

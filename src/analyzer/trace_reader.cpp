@@ -201,6 +201,9 @@ struct trace_reader::state {
   const definitions* defs = nullptr;
   std::exception_ptr failure;
   std::string bad;
+  OTF2_GlobalEvtReader* global = nullptr; // while events are being read
+  uint32_t first = 0, last = 0;           // the ranks being read
+  uint64_t read = 0;                      // records read so far
 
   uint32_t rank(uint64_t location) {
     if (location < rank_of_small_location.size())
@@ -612,13 +615,30 @@ trace_reader::~trace_reader() {
 }
 
 uint64_t trace_reader::read_events(event_handler& handler) {
+  return read_events(handler, 0, static_cast<uint32_t>(defs_.location_ids.size()));
+}
+
+uint64_t trace_reader::read_events(event_handler& handler, uint32_t first, uint32_t last) {
+  open_events(handler, first, last);
+  while (read_some(UINT64_MAX) > 0) {
+  }
+  return close_events();
+}
+
+void trace_reader::open_events(event_handler& handler, uint32_t first, uint32_t last) {
   OTF2_Reader* reader = state_->reader;
+  last = std::min(last, static_cast<uint32_t>(defs_.location_ids.size()));
+  first = std::min(first, last);
+  state_->first = first;
+  state_->last = last;
+  state_->read = 0;
   const std::string& anchor = defs_.archive;
   auto fail = [&](const std::string& what) -> trace_error {
     return trace_error(anchor + ": " + what);
   };
-  for (uint64_t id : defs_.location_ids)
-    if (OTF2_Reader_SelectLocation(reader, id) != OTF2_SUCCESS)
+  for (uint32_t r = first; r < last; ++r)
+    if (const uint64_t id = defs_.location_ids[r];
+        OTF2_Reader_SelectLocation(reader, id) != OTF2_SUCCESS)
       throw fail("cannot select location " + std::to_string(id) + " (" +
                  otf2_reason(OTF2_ERROR_INVALID) + ")");
   // Local definitions carry the mappings from each location's references to the global ones
@@ -628,7 +648,7 @@ uint64_t trace_reader::read_events(event_handler& handler) {
   OTF2_ErrorCode rc = OTF2_Reader_OpenEvtFiles(reader);
   if (rc != OTF2_SUCCESS)
     throw fail("cannot open the event files (" + otf2_reason(rc) + ")");
-  for (size_t r = 0; r < defs_.location_ids.size(); ++r) {
+  for (size_t r = first; r < last; ++r) {
     const uint64_t id = defs_.location_ids[r];
     if (have_local_defs) {
       if (OTF2_DefReader* local = OTF2_Reader_GetDefReader(reader, id)) {
@@ -649,6 +669,7 @@ uint64_t trace_reader::read_events(event_handler& handler) {
     OTF2_Reader_CloseDefFiles(reader);
 
   OTF2_GlobalEvtReader* global = OTF2_Reader_GetGlobalEvtReader(reader);
+  state_->global = global;
   if (!global)
     throw fail("cannot read the event files (" + otf2_reason(OTF2_ERROR_FILE_CAN_NOT_OPEN) + ")");
   OTF2_GlobalEvtReaderCallbacks* cb = OTF2_GlobalEvtReaderCallbacks_New();
@@ -671,25 +692,49 @@ uint64_t trace_reader::read_events(event_handler& handler) {
   state_->events_seen.assign(defs_.location_ids.size(), 0);
   OTF2_Reader_RegisterGlobalEvtCallbacks(reader, global, cb, state_);
   OTF2_GlobalEvtReaderCallbacks_Delete(cb);
+}
+
+uint64_t trace_reader::read_some(uint64_t count) {
+  auto fail = [&](const std::string& what) -> trace_error {
+    return trace_error(defs_.archive + ": " + what);
+  };
+  if (state_->global == nullptr || count == 0)
+    return 0;
   uint64_t read = 0;
   otf2_last_error.clear();
-  rc = OTF2_Reader_ReadAllGlobalEvents(reader, global, &read);
-  OTF2_Reader_CloseGlobalEvtReader(reader, global);
-  OTF2_Reader_CloseEvtFiles(reader);
+  const OTF2_ErrorCode rc =
+      OTF2_Reader_ReadGlobalEvents(state_->reader, state_->global, count, &read);
+  state_->read += read;
   if (state_->failure)
     std::rethrow_exception(state_->failure);
   if (!state_->bad.empty())
     throw fail("corrupt events: " + state_->bad);
   if (rc != OTF2_SUCCESS)
     throw fail("corrupt or truncated event files (" + otf2_reason(rc) + ")");
+  return read;
+}
+
+uint64_t trace_reader::close_events() {
+  OTF2_Reader* reader = state_->reader;
+  if (state_->global != nullptr) {
+    OTF2_Reader_CloseGlobalEvtReader(reader, state_->global);
+    OTF2_Reader_CloseEvtFiles(reader);
+    state_->global = nullptr;
+  }
+  const uint32_t first = state_->first;
+  const uint32_t last = state_->last;
+  const uint64_t read = state_->read;
+  auto fail = [&](const std::string& what) -> trace_error {
+    return trace_error(defs_.archive + ": " + what);
+  };
   // An archive cut at a chunk boundary reads without error; the event counts its definitions
   // declare tell. (OTF2 counts every record read, also those without a callback here.)
   uint64_t declared = 0;
-  for (uint64_t n : defs_.declared_events)
-    declared += n;
+  for (uint32_t r = first; r < last; ++r)
+    declared += defs_.declared_events[r];
   if (read < declared) {
     std::string which;
-    for (size_t r = 0; r < state_->events_seen.size() && which.empty(); ++r)
+    for (size_t r = first; r < last && which.empty(); ++r)
       if (state_->events_seen[r] < defs_.declared_events[r])
         which = " (rank " + std::to_string(r) + " first)";
     throw fail("truncated: " + std::to_string(read) + " of the " + std::to_string(declared) +

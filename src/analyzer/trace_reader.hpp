@@ -100,6 +100,17 @@ public:
   // Streams all events in global time order into `handler`; returns the number of events read.
   // Throws trace_error when an event file is missing, truncated or corrupt.
   uint64_t read_events(event_handler& handler);
+  // The same for the ranks [first, last) only: OTF2 opens just their event files, so memory is
+  // their share's (one chunk per location).
+  uint64_t read_events(event_handler& handler, uint32_t first, uint32_t last);
+
+  // The same in steps: open_events, then read_some until it returns 0 (at most `count` records
+  // each time; every record counts, also those the handler has no callback for), then
+  // close_events, which checks what was read against the definitions and returns the number of
+  // records. Each throws trace_error as read_events does.
+  void open_events(event_handler& handler, uint32_t first, uint32_t last);
+  uint64_t read_some(uint64_t count);
+  uint64_t close_events();
 
   struct state;
 

@@ -179,6 +179,16 @@ std::vector<char*> c_argv(std::vector<std::string>& args) {
   return out;
 }
 
+// The program's MPI has no core in this installation: one line, naming what it has.
+bool lacks_flavor(const launch::layout& layout, const target& t) {
+  const std::string why = layout.missing_flavor(t.flavor);
+  if (why.empty())
+    return false;
+  if (first_rank())
+    error_line("error: " + t.path + " uses " + t.flavor + ", but " + why);
+  return true;
+}
+
 } // namespace
 
 int exec_command(const launch_options& o) {
@@ -188,6 +198,8 @@ int exec_command(const launch_options& o) {
     return 2;
   }
   const launch::layout layout = launch::find_layout(launch::self_executable());
+  if (lacks_flavor(layout, t))
+    return 2;
   const std::string core = layout.core_library(t.flavor);
   const config::stack stack = apply_stack_options(o);
   if (!o.skip_check) {
@@ -214,6 +226,8 @@ int run_command(const launch_options& o) {
     return 2;
   }
   const launch::layout layout = launch::find_layout(launch::self_executable());
+  if (lacks_flavor(layout, t))
+    return 2;
   const config::stack stack = apply_stack_options(o);
   // -np is the application's ranks; a module that runs tools on processes of their own (the
   // monitor's tree) says how many more to start.
@@ -271,6 +285,12 @@ void print_options(const std::string& listing) {
 
 int modules_command(const std::string& only_flavor, const std::string& only_name) {
   const launch::layout layout = launch::find_layout(launch::self_executable());
+  if (!only_flavor.empty()) {
+    if (const std::string why = layout.missing_flavor(only_flavor); !why.empty()) {
+      error_line("error: --mpi " + only_flavor + ": " + why);
+      return 2;
+    }
+  }
   int status = 0;
   for (const std::string flavor : {"openmpi", "mpich"}) {
     if (!only_flavor.empty() && flavor != only_flavor)

@@ -5,6 +5,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <sstream>
@@ -126,6 +127,26 @@ layout find_layout(const std::string& self_exe) {
   if (l.prefix.empty())
     l.prefix = "/";
   return l;
+}
+
+std::vector<std::string> layout::flavors() const {
+  std::vector<std::string> found;
+  for (const char* flavor : {"openmpi", "mpich"})
+    if (::access(core_library(flavor).c_str(), R_OK) == 0)
+      found.emplace_back(flavor);
+  return found;
+}
+
+std::string layout::missing_flavor(const std::string& flavor) const {
+  const std::vector<std::string> have = flavors();
+  if (std::find(have.begin(), have.end(), flavor) != have.end())
+    return {};
+  std::string listed;
+  for (const std::string& f : have)
+    listed += (listed.empty() ? "" : " and ") + f;
+  return "this Strata (" + prefix + ") was built without " + flavor + " (it has " +
+         (listed.empty() ? std::string("no MPI flavor") : listed) + "): build Strata where mpicc." +
+         flavor + " is found, or install its " + flavor + " part";
 }
 
 std::vector<std::string> launcher_command(const std::string& flavor, int ranks, bool as_root,

@@ -43,6 +43,11 @@ struct layout {
   }
   // The `strata` Python package (annotations) lives in <this>/strata.
   std::string python_dir() const { return prefix + "/lib/strata/python"; }
+  // The MPI flavors this installation has a core for, of "openmpi" and "mpich".
+  std::vector<std::string> flavors() const;
+  // "" when it has a core for `flavor`; else why not, as the end of a sentence ("this Strata
+  // (PREFIX) was built without mpich (it has openmpi): ...").
+  std::string missing_flavor(const std::string& flavor) const;
 };
 layout find_layout(const std::string& self_exe);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 using namespace strata::launch;
@@ -70,4 +71,21 @@ TEST(Paths, LayoutProgramAndPreload) {
   EXPECT_EQ(python_path_value("/s/python", nullptr), "/s/python");
   EXPECT_EQ(python_path_value("/s/python", ""), "/s/python");
   EXPECT_EQ(python_path_value("/s/python", "/mine"), "/mine:/s/python");
+}
+
+TEST(Paths, AnInstallationMissingAFlavorSaysWhichItHas) {
+  const std::string prefix = testing::TempDir() + "/strata-prefix-openmpi-only";
+  std::filesystem::create_directories(prefix + "/bin");
+  const layout l = find_layout(prefix + "/bin/strata");
+  EXPECT_TRUE(l.flavors().empty());
+  EXPECT_NE(l.missing_flavor("openmpi").find("(it has no MPI flavor)"), std::string::npos);
+  std::filesystem::create_directories(prefix + "/lib/strata/openmpi");
+  std::ofstream(l.core_library("openmpi")) << "";
+  EXPECT_EQ(l.flavors(), std::vector<std::string>{"openmpi"});
+  EXPECT_EQ(l.missing_flavor("openmpi"), "");
+  EXPECT_EQ(l.missing_flavor("mpich"),
+            "this Strata (" + prefix +
+                ") was built without mpich (it has openmpi): build Strata "
+                "where mpicc.mpich is found, or install its mpich part");
+  std::filesystem::remove_all(prefix);
 }

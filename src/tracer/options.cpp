@@ -67,9 +67,20 @@ std::string apply(const std::string& key, const std::string& value, options& out
       out.policy = limit_policy::ring;
     else
       return "policy=" + value + " is neither stop nor ring";
+  } else if (key == "analyze") {
+    if (value == "1" || value == "true" || value == "yes" || value == "on")
+      out.analyze = true;
+    else if (value == "0" || value == "false" || value == "no" || value == "off")
+      out.analyze = false;
+    else
+      return "analyze=" + value + " is neither 1 nor 0";
+  } else if (key == "analyze_limit") {
+    if (!parse_seconds(value, out.analyze_limit_s) || out.analyze_limit_s < 0)
+      return "analyze_limit=" + value + " is not a number of seconds >= 0";
   } else {
     return "unknown argument '" + key +
-           "' (expected dir, functions, regions, start, stop, limit, policy, prefault)";
+           "' (expected dir, functions, regions, start, stop, limit, policy, prefault, analyze, "
+           "analyze_limit)";
   }
   return {};
 }
@@ -115,7 +126,8 @@ std::string parse_options(const std::vector<std::pair<std::string, std::string>>
       {"STRATA_TRACE_DIR", "dir"},         {"STRATA_TRACE_FUNCTIONS", "functions"},
       {"STRATA_TRACE_REGIONS", "regions"}, {"STRATA_TRACE_START", "start"},
       {"STRATA_TRACE_STOP", "stop"},       {"STRATA_TRACE_LIMIT", "limit"},
-      {"STRATA_TRACE_POLICY", "policy"},   {"STRATA_TRACE_PREFAULT", "prefault"}};
+      {"STRATA_TRACE_POLICY", "policy"},   {"STRATA_TRACE_PREFAULT", "prefault"},
+      {"STRATA_TRACE_ANALYZE", "analyze"}, {"STRATA_TRACE_ANALYZE_LIMIT", "analyze_limit"}};
   for (const auto& [variable, key] : env_keys) {
     const char* value = getenv(variable);
     if (value == nullptr || value[0] == '\0')

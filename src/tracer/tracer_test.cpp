@@ -105,6 +105,14 @@ TEST(Options, EachBadSettingIsNamed) {
   EXPECT_NE(parse_options({{"start", "-1"}}, none, o).find("start=-1"), std::string::npos);
   EXPECT_NE(parse_options({{"colour", "red"}}, none, o).find("unknown argument 'colour'"),
             std::string::npos);
+  EXPECT_NE(parse_options({{"analyze", "maybe"}}, none, o).find("analyze=maybe"),
+            std::string::npos);
+  EXPECT_NE(parse_options({{"analyze_limit", "soon"}}, none, o).find("analyze_limit=soon"),
+            std::string::npos);
+  options a;
+  EXPECT_EQ(parse_options({{"analyze", "yes"}, {"analyze_limit", "2.5"}}, none, a), "");
+  EXPECT_TRUE(a.analyze);
+  EXPECT_EQ(a.analyze_limit_s, 2.5);
   options w;
   EXPECT_NE(parse_options({{"start", "3"}, {"stop", "1"}}, none, w).find("later"),
             std::string::npos);

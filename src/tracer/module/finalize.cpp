@@ -214,6 +214,8 @@ void trace_finalize(void* raw) {
         describe_job(g, ranks, {s->clock.correct(s->init_mono), s->init_mono, s->init_real}));
   archive.close();
   log_figures(s, mine, ranks);
+  if (s->opt.analyze)
+    analyze_at_finalize(s, mine.events);
 }
 
 } // namespace strata::trace

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fnmatch.h>
+#include <iterator>
 #include <string_view>
 #include <unistd.h>
 
@@ -138,6 +139,30 @@ const strata_module trace_module = {
 const strata_module_regions trace_regions = {sizeof(strata_module_regions), on_region_begin,
                                              on_region_end};
 
+// Declared so that `strata modules trace` lists them and the core resolves STRATA_TRACE_<KEY>;
+// the values are checked by parse_options (tracer/options.cpp), whose messages name them.
+const strata_option trace_options[] = {
+    {"dir", "string", nullptr, "archive directory (default ./strata-trace-<job id>)", nullptr},
+    {"functions", "string", nullptr, "MPI functions recorded: comma-separated globs (default *)",
+     nullptr},
+    {"regions", "string", nullptr, "user regions recorded: comma-separated globs (default all)",
+     nullptr},
+    {"start", "string", nullptr, "record from this many seconds after MPI_Init", nullptr},
+    {"stop", "string", nullptr, "record until this many seconds after MPI_Init", nullptr},
+    {"limit", "string", nullptr, "events kept in memory per rank, in bytes (default 256M)",
+     nullptr},
+    {"prefault", "string", nullptr, "of it allocated and touched at MPI_Init (default 16M)",
+     nullptr},
+    {"policy", "string", nullptr, "at the limit: stop recording, or ring (keep the last)", nullptr},
+    {"analyze", "string", nullptr,
+     "1: analyse the archive at MPI_Finalize on the job's ranks (analysis.json and .txt in it)",
+     nullptr},
+    {"analyze_limit", "string", nullptr,
+     "skip that analysis when its estimated time exceeds this many seconds (default 60)", nullptr},
+};
+const strata_module_options trace_option_list = {
+    sizeof(strata_module_options), static_cast<int>(std::size(trace_options)), trace_options};
+
 } // namespace
 } // namespace strata::trace
 
@@ -147,4 +172,8 @@ extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
 
 extern "C" STRATA_MODULE_EXPORT const strata_module_regions* strata_module_regions_v1(void) {
   return &strata::trace::trace_regions;
+}
+
+extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_options_v1(void) {
+  return &strata::trace::trace_option_list;
 }

@@ -87,6 +87,9 @@ int64_t measure_offset(trace_state* s, double& uncertainty);
 
 // finalize.cpp: definitions unified over the ranks, the archive written.
 void trace_finalize(void* raw);
+// With analyze=1, after the archive is closed: the analysis of it on the job's own ranks
+// (analysis_at_finalize.cpp). `events` are this rank's.
+void analyze_at_finalize(trace_state* s, uint64_t events);
 
 } // namespace strata::trace
 #pragma GCC visibility pop

@@ -1,6 +1,7 @@
-// libFuzzer target: the trace module's definitions as ranks send them to rank 0 (and the maps it
-// sends back) must never crash the reader, whatever the bytes; what is accepted must serialise
-// back to the same bytes and unify. The settings parser gets the same bytes as a size.
+// libFuzzer target: the trace module's definitions as ranks send them up the tree (a rank's own,
+// and a subtree's merged ones) and the maps sent back down must never crash the reader, whatever
+// the bytes; what is accepted must serialise back to the same bytes and merge. The settings
+// parser gets the same bytes as a size.
 #include "tracer/options.hpp"
 #include "tracer/unify.hpp"
 
@@ -22,13 +23,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (maps.size() != 2 || maps[0].comm != maps[1].comm)
       std::abort();
   }
+  strata::trace::merged_defs merged;
+  if (strata::trace::deserialize(bytes, merged, 64)) {
+    if (strata::trace::serialize(merged) != bytes)
+      std::abort();
+    strata::trace::merged_defs twice = merged;
+    const strata::trace::rank_map map = strata::trace::merge_into(twice, merged);
+    if (twice.comms.size() != merged.comms.size() || map.comm.size() != merged.comms.size() ||
+        twice.rank_host.size() != 2 * merged.rank_host.size())
+      std::abort();
+  }
   std::vector<uint32_t> flat(size / sizeof(uint32_t));
   if (!flat.empty())
     std::memcpy(flat.data(), data, flat.size() * sizeof(uint32_t));
   strata::trace::rank_map map;
   if (strata::trace::unflatten(flat, map) && strata::trace::flatten(map) != flat)
     std::abort();
-  uint64_t value = 0;
-  strata::trace::parse_size(bytes, value);
   return 0;
 }

@@ -42,6 +42,8 @@ printf '# HELP a x\n# TYPE a histogram\na_bucket{le="1",j="x\\"y"} 1\na_bucket{l
   >"$out/corpus/prometheus/seed"
 printf 'strata-trace-defs/1;2:vm1:18:MPI_Send1:16:solver1:13:a.c2:101:11:21:01:1' \
   >"$out/corpus/trace_defs/seed"
+printf 'strata-trace-merged/1;1:11:h1:11:01:18:MPI_Send1:16:solver1:13:a.c2:101:11:11:01:21:01:0' \
+  >"$out/corpus/trace_defs/merged"
 printf 'sqlite:/var/lib/strata/site.db' >"$out/corpus/site_parse/url"
 printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
 printf '7d' >"$out/corpus/site_parse/since"

@@ -657,7 +657,9 @@ report analyze_trace(const std::string& path, graph_observer* observer) {
   trace_reader reader(path);
   analyzer a(reader.defs(), observer);
   const uint64_t events = reader.read_events(a);
-  return a.finish(events);
+  report r = a.finish(events);
+  r.warnings.insert(r.warnings.begin(), reader.warnings().begin(), reader.warnings().end());
+  return r;
 }
 
 } // namespace strata::analyze

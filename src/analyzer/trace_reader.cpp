@@ -201,6 +201,9 @@ struct trace_reader::state {
   const definitions* defs = nullptr;
   std::exception_ptr failure;
   std::string bad;
+  // Events skipped for what they refer to: how many, and the first one's description.
+  uint64_t odd_events = 0;
+  std::string first_odd;
   OTF2_GlobalEvtReader* global = nullptr; // while events are being read
   uint32_t first = 0, last = 0;           // the ranks being read
   uint64_t read = 0;                      // records read so far
@@ -227,24 +230,33 @@ bool check_location(reader_state* s, uint32_t rank, uint64_t location) {
   return false;
 }
 
-bool check_region(reader_state* s, uint32_t region) {
-  if (region < s->defs->regions.size() && !s->defs->regions[region].name.empty())
-    return true;
-  s->bad = "event refers to undefined region " + std::to_string(region);
+// An event whose references do not hold (an undefined region or communicator, a peer outside its
+// communicator) is left out with a warning: one odd event does not make the archive unreadable.
+bool odd_event(reader_state* s, uint32_t rank, const std::string& what) {
+  if (s->odd_events++ == 0)
+    s->first_odd = "rank " + std::to_string(rank) + ": " + what;
   return false;
 }
 
-bool check_comm(reader_state* s, uint32_t comm) {
+bool check_region(reader_state* s, uint32_t rank, uint32_t region) {
+  if (region < s->defs->regions.size() && !s->defs->regions[region].name.empty())
+    return true;
+  return odd_event(s, rank, "event refers to undefined region " + std::to_string(region));
+}
+
+bool check_comm(reader_state* s, uint32_t rank, uint32_t comm) {
   if (comm < s->defs->comms.size() &&
       (!s->defs->comms[comm].world_ranks.empty() || s->comm_is_self[comm]))
     return true;
-  s->bad = "event refers to undefined communicator " + std::to_string(comm);
-  return false;
+  return odd_event(s, rank, "event refers to undefined communicator " + std::to_string(comm));
 }
 
+// The body returns false to leave the event out; a location the definitions do not have, or an
+// exception, stops the reading.
 template <class F> OTF2_CallbackCode guarded(reader_state* s, F&& body) {
   try {
-    if (!body())
+    body();
+    if (!s->bad.empty())
       return OTF2_CALLBACK_INTERRUPT;
     return OTF2_CALLBACK_SUCCESS;
   } catch (...) {
@@ -265,9 +277,9 @@ bool to_world(reader_state* s, uint32_t comm, uint32_t rank, uint32_t& peer) {
     peer = members[peer];
     return true;
   }
-  s->bad = "peer " + std::to_string(peer) + " outside communicator " + std::to_string(comm) +
-           " of " + std::to_string(members.size()) + " ranks";
-  return false;
+  return odd_event(s, rank,
+                   "peer " + std::to_string(peer) + " outside communicator " +
+                       std::to_string(comm) + " of " + std::to_string(members.size()) + " ranks");
 }
 
 OTF2_CallbackCode ev_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
@@ -275,18 +287,18 @@ OTF2_CallbackCode ev_enter(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_region(s, region))
+    if (!check_location(s, rank, loc) || !check_region(s, rank, region))
       return false;
     uint32_t site = no_call_site;
     OTF2_SourceCodeLocationRef ref;
     if (attrs && s->call_site_attr != UINT32_MAX &&
         OTF2_AttributeList_GetSourceCodeLocationRef(attrs, s->call_site_attr, &ref) ==
             OTF2_SUCCESS) {
-      if (ref >= s->defs->call_sites.size()) {
-        s->bad = "call site refers to undefined source code location " + std::to_string(ref);
-        return false;
-      }
-      site = ref;
+      if (ref < s->defs->call_sites.size())
+        site = ref;
+      else
+        odd_event(s, rank,
+                  "call site refers to undefined source code location " + std::to_string(ref));
     }
     s->handler->enter(rank, t, region, site);
     return true;
@@ -298,7 +310,7 @@ OTF2_CallbackCode ev_leave(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, O
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_region(s, region))
+    if (!check_location(s, rank, loc) || !check_region(s, rank, region))
       return false;
     s->handler->leave(rank, t, region);
     return true;
@@ -310,7 +322,8 @@ OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OT
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, comm) || !to_world(s, comm, rank, receiver))
+    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
+        !to_world(s, comm, rank, receiver))
       return false;
     s->handler->send(rank, t, receiver, comm, tag, bytes);
     return true;
@@ -323,7 +336,8 @@ OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, O
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, comm) || !to_world(s, comm, rank, receiver))
+    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
+        !to_world(s, comm, rank, receiver))
       return false;
     s->handler->isend(rank, t, receiver, comm, tag, bytes, request);
     return true;
@@ -359,7 +373,8 @@ OTF2_CallbackCode ev_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OT
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, comm) || !to_world(s, comm, rank, sender))
+    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
+        !to_world(s, comm, rank, sender))
       return false;
     s->handler->recv(rank, t, sender, comm, tag, bytes);
     return true;
@@ -372,7 +387,8 @@ OTF2_CallbackCode ev_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, O
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, comm) || !to_world(s, comm, rank, sender))
+    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
+        !to_world(s, comm, rank, sender))
       return false;
     s->handler->irecv(rank, t, sender, comm, tag, bytes, request);
     return true;
@@ -403,7 +419,7 @@ OTF2_CallbackCode ev_collective_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, comm))
+    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm))
       return false;
     if (root != OTF2_UNDEFINED_UINT32 && !to_world(s, comm, rank, root))
       return false;
@@ -709,6 +725,10 @@ uint64_t trace_reader::read_some(uint64_t count) {
     std::rethrow_exception(state_->failure);
   if (!state_->bad.empty())
     throw fail("corrupt events: " + state_->bad);
+  if (state_->odd_events > 0)
+    warnings_.push_back(std::to_string(state_->odd_events) +
+                        " events left out for what they refer to (first: " + state_->first_odd +
+                        ")");
   if (rc != OTF2_SUCCESS)
     throw fail("corrupt or truncated event files (" + otf2_reason(rc) + ")");
   return read;

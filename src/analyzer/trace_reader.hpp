@@ -98,8 +98,10 @@ public:
   [[nodiscard]] const definitions& defs() const { return defs_; }
 
   // Streams all events in global time order into `handler`; returns the number of events read.
-  // Throws trace_error when an event file is missing, truncated or corrupt.
+  // Throws trace_error when an event file is missing, truncated or corrupt. An event that refers
+  // to what the definitions do not hold is left out and counted in warnings().
   uint64_t read_events(event_handler& handler);
+  [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
   // The same for the ranks [first, last) only: OTF2 opens just their event files, so memory is
   // their share's (one chunk per location).
   uint64_t read_events(event_handler& handler, uint32_t first, uint32_t last);
@@ -116,6 +118,7 @@ public:
 
 private:
   definitions defs_;
+  std::vector<std::string> warnings_;
   state* state_ = nullptr;
 };
 

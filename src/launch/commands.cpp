@@ -208,6 +208,8 @@ int exec_command(const launch_options& o) {
       return rc;
   }
   ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
+  for (const auto& [name, value] : launch::tool_rank_environment(env))
+    ::setenv(name.c_str(), value.c_str(), 1);
   // A Python program finds the `strata` package (annotations) without being told where.
   if (launch::runs_python(t.path, env("PATH")))
     ::setenv("PYTHONPATH",
@@ -235,20 +237,34 @@ int run_command(const launch_options& o) {
   if (int rc = check_stack(stack, layout.core_library(t.flavor), o.ranks, extra_ranks); rc != 0)
     return rc;
   const int processes = o.ranks + extra_ranks;
+  // Tool ranks on a full machine must not change how the application's ranks wait.
+  const launch::wait_plan waits = launch::plan_waits(
+      t.flavor, o.ranks, extra_ranks, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)),
+      env("OMPI_MCA_mpi_yield_when_idle"));
+  for (const auto& [name, value] : waits.environment)
+    ::setenv(name.c_str(), value.c_str(), 1);
+  if (!waits.announcement.empty())
+    error_line("run: " + waits.announcement);
   std::vector<std::string> args = launch::local_launch(t.flavor, processes);
-  // The launcher hands the ranks the core to preload (the stack was checked just now) and
-  // starts the program itself: a `strata exec` per rank loaded this command and its libraries
-  // once per rank before the program started (15-30 ms each here).
   const auto add = [&args](const std::vector<std::string>& more) {
     args.insert(args.end(), more.begin(), more.end());
   };
-  add(launch::rank_environment(
-      t.flavor, "LD_PRELOAD",
-      launch::preload_value(layout.core_library(t.flavor), env("LD_PRELOAD"))));
-  if (launch::runs_python(t.path, env("PATH")))
+  if (!waits.environment.empty()) {
+    // Each rank runs `strata exec`, which preloads the core and tells a tool rank how to wait.
+    add({launch::self_executable(), "exec", "--no-check", "--mpi", t.flavor, "--", t.path});
+  } else {
+    // The launcher hands the ranks the core to preload (the stack was checked just now) and
+    // starts the program itself: a `strata exec` per rank loaded this command and its
+    // libraries once per rank before the program started (15-30 ms each here).
     add(launch::rank_environment(
-        t.flavor, "PYTHONPATH", launch::python_path_value(layout.python_dir(), env("PYTHONPATH"))));
-  args.push_back(t.path);
+        t.flavor, "LD_PRELOAD",
+        launch::preload_value(layout.core_library(t.flavor), env("LD_PRELOAD"))));
+    if (launch::runs_python(t.path, env("PATH")))
+      add(launch::rank_environment(
+          t.flavor, "PYTHONPATH",
+          launch::python_path_value(layout.python_dir(), env("PYTHONPATH"))));
+    args.push_back(t.path);
+  }
   args.insert(args.end(), o.program.begin() + 1, o.program.end());
   std::vector<char*> argv = c_argv(args);
   ::execvp(argv[0], argv.data());

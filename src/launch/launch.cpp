@@ -179,6 +179,59 @@ std::vector<std::string> rank_environment(const std::string& flavor, const std::
   return {"-genv", name, value};
 }
 
+namespace {
+constexpr const char* ompi_yield = "OMPI_MCA_mpi_yield_when_idle";
+
+std::string ranks_text(int n, const char* what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+} // namespace
+
+wait_plan plan_waits(const std::string& flavor, int app_ranks, int tool_ranks, int cores,
+                     const char* user_yield_setting) {
+  wait_plan plan;
+  if (tool_ranks <= 0)
+    return plan;
+  const std::string job = ranks_text(app_ranks, "application rank") + " + " +
+                          ranks_text(tool_ranks, "tool rank") + " on " + ranks_text(cores, "core") +
+                          ": ";
+  const std::string sleepers = "the tool ranks sleep between probes";
+  if (flavor != "openmpi") {
+    plan.announcement = job + "MPICH's ranks wait as they would without Strata; " + sleepers;
+  } else if (app_ranks + tool_ranks <= cores) {
+    plan.announcement = job + "no core shared; " + sleepers;
+  } else if (user_yield_setting != nullptr) {
+    plan.announcement = job + ompi_yield + "=" + user_yield_setting + " left as set; " + sleepers;
+  } else if (app_ranks > cores) {
+    plan.announcement =
+        job +
+        "the application alone oversubscribes the cores, so its ranks yield when idle as "
+        "they would without Strata; " +
+        sleepers;
+  } else {
+    plan.environment = {{ompi_yield, "0"}, {tool_ranks_variable, std::to_string(app_ranks)}};
+    plan.announcement = job + "the application's ranks keep Open MPI's busy polling (" +
+                        ompi_yield + "=0), only the tool ranks yield when idle; " + sleepers;
+  }
+  return plan;
+}
+
+std::vector<std::pair<std::string, std::string>>
+tool_rank_environment(const char* (*getenv)(const char*)) {
+  const char* from = getenv(tool_ranks_variable);
+  const char* rank = getenv("OMPI_COMM_WORLD_RANK");
+  if (from == nullptr || rank == nullptr)
+    return {};
+  char* end = nullptr;
+  const long first_tool = std::strtol(from, &end, 10);
+  if (end == from || *end != '\0')
+    return {};
+  const long world_rank = std::strtol(rank, &end, 10);
+  if (end == rank || *end != '\0' || world_rank < first_tool)
+    return {};
+  return {{ompi_yield, "1"}};
+}
+
 std::string self_executable() {
   char buf[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::launch {
@@ -63,6 +64,29 @@ std::vector<std::string> local_launch(const std::string& flavor, int ranks);
 // their environment: Open MPI's `-x NAME=VALUE`, MPICH's `-genv NAME VALUE`.
 std::vector<std::string> rank_environment(const std::string& flavor, const std::string& name,
                                           const std::string& value);
+
+// How a job's processes wait when a module's tool ranks come on top of the application's:
+// what to set in the launcher's environment and one line that says what was done.
+//
+// Open MPI makes every process yield the core whenever it waits (mpi_yield_when_idle) once the
+// job has more processes than the node has cores; with the application's ranks on a full machine
+// the tool ranks alone would cause that, and yielding ranks spend most of a wait in the kernel
+// (HPCC: 3.6x native, most of it system time). So when the application alone fits the cores,
+// the application's ranks keep the busy polling they would have without Strata, and only the
+// tool ranks (world ranks from `tool_ranks_from` on, which `strata exec` recognises) yield; they
+// sleep between probes in any case. MPICH's ranks wait the same way oversubscribed or not.
+struct wait_plan {
+  std::vector<std::pair<std::string, std::string>> environment; // to set for the launcher
+  std::string announcement;                                     // "" when there are no tool ranks
+};
+wait_plan plan_waits(const std::string& flavor, int app_ranks, int tool_ranks, int cores,
+                     const char* user_yield_setting);
+
+// The variable that tells `strata exec` which world ranks are tool ranks, and the setting
+// a tool rank then gets ("" when the rank is the application's or nothing was planned).
+inline constexpr const char* tool_ranks_variable = "STRATA_TOOL_RANKS_FROM";
+std::vector<std::pair<std::string, std::string>>
+tool_rank_environment(const char* (*getenv)(const char*));
 
 // The running executable (/proc/self/exe), or "strata" when it cannot be read.
 std::string self_executable();

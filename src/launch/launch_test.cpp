@@ -73,6 +73,58 @@ TEST(Paths, LayoutProgramAndPreload) {
   EXPECT_EQ(python_path_value("/s/python", "/mine"), "/mine:/s/python");
 }
 
+TEST(Waits, ToolRanksOnAFullMachineLeaveTheApplicationPolling) {
+  // 2 application ranks + 1 tool rank on 2 cores: Open MPI would make every rank yield.
+  const wait_plan full = plan_waits("openmpi", 2, 1, 2, nullptr);
+  EXPECT_EQ(full.environment,
+            (std::vector<std::pair<std::string, std::string>>{{"OMPI_MCA_mpi_yield_when_idle", "0"},
+                                                              {"STRATA_TOOL_RANKS_FROM", "2"}}));
+  EXPECT_EQ(full.announcement,
+            "2 application ranks + 1 tool rank on 2 cores: the application's ranks keep Open "
+            "MPI's busy polling (OMPI_MCA_mpi_yield_when_idle=0), only the tool ranks yield when "
+            "idle; the tool ranks sleep between probes");
+  // Nothing to change: no tool ranks, room for all, the application alone oversubscribes, the
+  // user's own setting, MPICH.
+  EXPECT_EQ(plan_waits("openmpi", 2, 0, 2, nullptr).announcement, "");
+  for (const wait_plan& p :
+       {plan_waits("openmpi", 2, 1, 4, nullptr), plan_waits("openmpi", 4, 3, 2, nullptr),
+        plan_waits("openmpi", 2, 1, 2, "1"), plan_waits("mpich", 2, 1, 2, nullptr)})
+    EXPECT_TRUE(p.environment.empty()) << p.announcement;
+  EXPECT_NE(plan_waits("openmpi", 2, 1, 4, nullptr).announcement.find("no core shared"),
+            std::string::npos);
+  EXPECT_NE(plan_waits("openmpi", 4, 3, 2, nullptr).announcement.find("alone oversubscribes"),
+            std::string::npos);
+  EXPECT_NE(plan_waits("openmpi", 2, 1, 2, "1").announcement.find("=1 left as set"),
+            std::string::npos);
+  EXPECT_NE(plan_waits("mpich", 2, 1, 2, nullptr).announcement.find("MPICH"), std::string::npos);
+}
+
+TEST(Waits, OnlyTheToolRanksYield) {
+  static const char* world_rank = nullptr;
+  static const char* from = "2";
+  auto env = [](const char* n) -> const char* {
+    const std::string name(n);
+    return name == "OMPI_COMM_WORLD_RANK"     ? world_rank
+           : name == "STRATA_TOOL_RANKS_FROM" ? from
+                                              : nullptr;
+  };
+  const std::vector<std::pair<std::string, std::string>> yields{
+      {"OMPI_MCA_mpi_yield_when_idle", "1"}};
+  for (const char* r : {"0", "1"}) {
+    world_rank = r;
+    EXPECT_TRUE(tool_rank_environment(env).empty()) << r;
+  }
+  for (const char* r : {"2", "7"}) {
+    world_rank = r;
+    EXPECT_EQ(tool_rank_environment(env), yields) << r;
+  }
+  world_rank = nullptr; // not under Open MPI's launcher
+  EXPECT_TRUE(tool_rank_environment(env).empty());
+  world_rank = "3";
+  from = "two"; // not a number: nothing planned
+  EXPECT_TRUE(tool_rank_environment(env).empty());
+}
+
 TEST(Paths, AnInstallationMissingAFlavorSaysWhichItHas) {
   const std::string prefix = testing::TempDir() + "/strata-prefix-openmpi-only";
   std::filesystem::create_directories(prefix + "/bin");

@@ -7,20 +7,22 @@
 #include <algorithm>
 #include <boost/math/distributions/students_t.hpp>
 #include <cmath>
-#include <numeric>
-#include <set>
 #include <tuple>
 
 namespace strata::site {
-namespace {
-
-double median_of(std::vector<double> v) {
+double median_in_place(std::span<double> v) {
   const size_t n = v.size();
   const auto middle = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(v.begin(), middle, v.end());
   if (n % 2 == 1)
     return *middle;
   return 0.5 * (*std::max_element(v.begin(), middle) + *middle);
+}
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  return median_in_place(v);
 }
 
 // Student's t quantile 1 - alpha with `dof` degrees of freedom. The few (alpha, dof) pairs a
@@ -34,44 +36,51 @@ double t_quantile(double alpha, double dof) {
   return it->second;
 }
 
-// Runs kept per program and size: the window and room for jobs that arrive out of order.
-constexpr size_t kept_runs = 40;
-// Programs and sizes kept at once; past this the scorer starts again from the store.
-constexpr size_t kept_histories = 50000;
-
 } // namespace
 
-noise_test test_against_history(double value, const std::vector<double>& history, double alpha,
-                                const regression_options& o) {
+noise_test test_against_history(double value, std::span<const double> history, double alpha,
+                                const regression_options& o, std::vector<double>& work) {
   noise_test t;
   if (static_cast<int>(history.size()) < o.min_history)
     return t;
-  const double median = median_of(history);
-  std::vector<double> deviations;
-  deviations.reserve(history.size());
-  for (const double v : history)
-    deviations.push_back(std::abs(v - median));
+  work.assign(history.begin(), history.end());
+  const double median = median_in_place(work);
+  for (size_t k = 0; k < history.size(); ++k)
+    work[k] = std::abs(history[k] - median);
   const double floor = o.noise_floor * std::abs(median) + 1e-12;
-  const double robust_sd = std::max(1.4826 * median_of(deviations), floor);
-  std::vector<double> kept;
+  const double robust_sd = std::max(1.4826 * median_in_place(work), floor);
+  // The runs within 3.5 robust standard deviations, or all when fewer than min_history are;
+  // summed in the history's order.
+  const auto kept = [&, limit = 3.5 * robust_sd](double v) {
+    return std::abs(v - median) <= limit;
+  };
+  const auto kept_count = std::count_if(history.begin(), history.end(), kept);
+  const bool all = kept_count < o.min_history;
+  const double n =
+      static_cast<double>(all ? static_cast<std::ptrdiff_t>(history.size()) : kept_count);
+  double sum = 0;
   for (const double v : history)
-    if (std::abs(v - median) <= 3.5 * robust_sd)
-      kept.push_back(v);
-  if (static_cast<int>(kept.size()) < o.min_history)
-    kept = history;
-  const double n = static_cast<double>(kept.size());
-  const double mean = std::accumulate(kept.begin(), kept.end(), 0.0) / n;
+    if (all || kept(v))
+      sum += v;
+  const double mean = sum / n;
   double squares = 0;
-  for (const double v : kept)
-    squares += (v - mean) * (v - mean);
+  for (const double v : history)
+    if (all || kept(v))
+      squares += (v - mean) * (v - mean);
   t.tested = true;
-  t.runs = static_cast<int>(kept.size());
+  t.runs = static_cast<int>(n);
   t.centre = mean;
   t.noise = std::max(std::sqrt(squares / (n - 1)), o.noise_floor * std::abs(mean) + 1e-12);
   t.threshold = mean + t_quantile(alpha, n - 1) * t.noise * std::sqrt(1 + 1 / n);
   t.flagged = value > t.threshold;
   t.score = (value - mean) / t.noise;
   return t;
+}
+
+noise_test test_against_history(double value, const std::vector<double>& history, double alpha,
+                                const regression_options& o) {
+  std::vector<double> work;
+  return test_against_history(value, std::span<const double>(history), alpha, o, work);
 }
 
 namespace {
@@ -194,101 +203,6 @@ scored_run scored_run_of(const stored_job& job) {
   for (const routine_row& x : job.routines)
     r.routines[x.routine] = x.time_s / ranks;
   return r;
-}
-
-regression_scorer::regression_scorer(std::unique_ptr<store> reader, regression_options o)
-    : reader_(std::move(reader)), options_(o) {}
-
-regression_scorer::~regression_scorer() = default;
-
-std::string regression_scorer::key_of(const stored_job& job) {
-  const job_row& j = job.job;
-  std::string key = j.owner;
-  for (const std::string* part : {&j.executable, &job.arguments}) {
-    key += '\0';
-    key += *part;
-  }
-  return key + '\0' + std::to_string(j.ranks);
-}
-
-void regression_scorer::load(const std::vector<stored_job*>& jobs) {
-  using program_key = std::tuple<std::string, std::string, std::string>;
-  std::map<std::string, const stored_job*> missing;
-  for (const stored_job* job : jobs)
-    if (complete_run(job->job) && histories_.count(key_of(*job)) == 0)
-      missing.emplace(key_of(*job), job);
-  if (missing.empty())
-    return;
-  if (histories_.size() + missing.size() > kept_histories)
-    histories_.clear();
-  std::set<program_key> programs;
-  for (const auto& [key, job] : missing)
-    programs.insert({job->job.owner, job->job.executable, job->arguments});
-  const auto ids = program_ids_of(*reader_, {programs.begin(), programs.end()});
-  std::vector<std::pair<std::int64_t, std::int64_t>> sizes;
-  for (const auto& [key, job] : missing) {
-    histories_[key]; // known now, empty unless the store has runs
-    const auto id = ids.find({job->job.owner, job->job.executable, job->arguments});
-    if (id != ids.end())
-      sizes.emplace_back(id->second, job->job.ranks);
-  }
-  if (sizes.empty())
-    return;
-  const auto runs = newest_runs(*reader_, sizes, static_cast<int>(kept_runs));
-  std::vector<std::int64_t> job_ids;
-  for (const auto& [size, list] : runs)
-    for (const program_run& r : list)
-      job_ids.push_back(r.job_id);
-  const auto routines = routine_times(*reader_, job_ids);
-  for (const auto& [key, job] : missing) {
-    const auto id = ids.find({job->job.owner, job->job.executable, job->arguments});
-    if (id == ids.end())
-      continue;
-    const auto list = runs.find({id->second, job->job.ranks});
-    if (list == runs.end())
-      continue;
-    std::vector<scored_run>& h = histories_[key];
-    for (const program_run& r : list->second) {
-      scored_run s{r.end_time, r.wall_s, r.mpi_s, {}};
-      if (const auto it = routines.find(r.job_id); it != routines.end())
-        for (const auto& [name, t] : it->second)
-          s.routines[name] = t / static_cast<double>(std::max<std::int64_t>(r.ranks, 1));
-      h.push_back(std::move(s));
-    }
-  }
-}
-
-void regression_scorer::score(std::vector<stored_job*>& jobs) {
-  std::stable_sort(jobs.begin(), jobs.end(), [](const stored_job* a, const stored_job* b) {
-    return a->job.end_time < b->job.end_time;
-  });
-  load(jobs);
-  for (stored_job* job : jobs) {
-    if (!complete_run(job->job))
-      continue;
-    std::vector<scored_run>& h = histories_[key_of(*job)];
-    scored_run run = scored_run_of(*job);
-    // The same run again (a record spooled twice, or already stored): not new, no history.
-    if (std::any_of(h.begin(), h.end(), [&](const scored_run& e) {
-          return e.end_time == run.end_time && e.wall == run.wall && e.mpi == run.mpi;
-        }))
-      continue;
-    std::vector<const scored_run*> earlier;
-    for (const scored_run& e : h)
-      if (e.end_time < run.end_time)
-        earlier.push_back(&e);
-    job->regression = score_against(run, std::move(earlier), options_);
-    flagged_ += job->regression.has_value() ? 1 : 0;
-    h.push_back(std::move(run));
-    // The newest runs only: drop the oldest beyond what the window and late arrivals need.
-    if (h.size() > kept_runs) {
-      const auto oldest =
-          std::min_element(h.begin(), h.end(), [](const scored_run& a, const scored_run& b) {
-            return a.end_time < b.end_time;
-          });
-      h.erase(oldest);
-    }
-  }
 }
 
 } // namespace strata::site

@@ -19,8 +19,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace strata::site {
@@ -35,6 +36,9 @@ struct regression_options {
   double noise_floor = 0.005; // of the history's mean
 };
 
+// The median of the values, which it reorders (the mean of the middle two of an even count).
+double median_in_place(std::span<double> v);
+
 // One quantity's test against its history.
 struct noise_test {
   bool tested = false, flagged = false;
@@ -46,6 +50,9 @@ struct noise_test {
 };
 noise_test test_against_history(double value, const std::vector<double>& history, double alpha,
                                 const regression_options& o = {});
+// The same, with a buffer of the caller's for the medians (reused: no allocation per test).
+noise_test test_against_history(double value, std::span<const double> history, double alpha,
+                                const regression_options& o, std::vector<double>& work);
 
 // One earlier run as the scorer keeps it: time per rank, whole job and per routine.
 struct scored_run {
@@ -55,7 +62,8 @@ struct scored_run {
 };
 
 // The flag of a job against the earlier runs given (any order; the newest `window` are used),
-// or nothing when it is within the noise or the history is too short.
+// or nothing when it is within the noise or the history is too short. The plain statement of
+// the test, by routine name; regression_scorer computes the same on interned, flat histories.
 std::optional<regression_flag> score_run(const scored_run& run,
                                          const std::vector<scored_run>& history,
                                          const regression_options& o = {});
@@ -63,7 +71,11 @@ std::optional<regression_flag> score_run(const scored_run& run,
 // Scores ingested jobs as they arrive: keeps each program's and size's newest runs, loaded
 // once from the store (through a connection of its own, beside the writers) and extended with
 // every job it scores, so that jobs of one ingest are each other's history without waiting
-// for their commits. Not shared between threads.
+// for their commits. It flags exactly the jobs score_run flags against all their program's
+// earlier runs at their size (up to ties in end time). Routine names are interned to small
+// ids, each history is kept in end time order as flat rows, and the statistics run on buffers
+// reused from job to job: scoring stays a small share of the ingest (docs/site-models.md,
+// "Cost"). Not shared between threads.
 class regression_scorer {
 public:
   regression_scorer(std::unique_ptr<store> reader, regression_options o = {});
@@ -74,17 +86,11 @@ public:
   // Sets `regression` of the jobs that are regressions, taking them in end time order; each
   // complete job then joins its program's history. Throws store_error.
   void score(std::vector<stored_job*>& jobs);
-  std::int64_t flagged() const { return flagged_; }
+  std::int64_t flagged() const;
 
 private:
-  static std::string key_of(const stored_job& job);
-  // The histories of the jobs' programs and sizes not kept yet, read in a few statements.
-  void load(const std::vector<stored_job*>& jobs);
-
-  std::unique_ptr<store> reader_;
-  regression_options options_;
-  std::unordered_map<std::string, std::vector<scored_run>> histories_; // by program and size
-  std::int64_t flagged_ = 0;
+  struct state;
+  std::unique_ptr<state> state_;
 };
 
 // The call sites that moved most in a flagged job (its record's call sites against the median

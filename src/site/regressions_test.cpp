@@ -1,5 +1,7 @@
 #include "site/regressions.hpp"
+#include "site/store_test_fixture.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -9,6 +11,8 @@
 
 namespace strata::site {
 namespace {
+
+using store_testing::StoreBackend;
 
 // Normal deviates from mt19937_64 by Box-Muller: the same on every standard library.
 class noise_source {
@@ -113,6 +117,85 @@ TEST(Regressions, FalseAlarmAndDetectionRates) {
         EXPECT_GT(det, 95.0) << "noise " << noise << ", " << n << " runs";
       }
     }
+}
+
+// The ingest's scorer flags exactly the jobs score_run flags against all the earlier runs of
+// their program and size, with the same metric, figures and moved routines: 400 jobs of four
+// programs at two sizes (50 runs each, more than the scorer keeps), the first 160 stored
+// before (the scorer reads them back), the rest scored in batches of 60 shuffled within the
+// batch; 5 % noise, every 23rd job 20 % slower, every 31st with one routine 50 % longer, every
+// 17th partial (neither scored nor history).
+TEST_F(StoreBackend, ScorerFlagsWhatTheReferenceFlags) {
+  synth_options so;
+  so.seed = 5;
+  so.users = 1;
+  so.from = 1'700'000'000;
+  so.to = so.from + 86400;
+  noise_source rng(17);
+  std::vector<stored_job> jobs;
+  std::vector<routine_row> routines; // the first job's, in every job
+  for (int i = 0; i < 400; ++i) {
+    const record::job_record r = synth_record(so, i);
+    stored_job j =
+        make_stored_job(r, record::to_json(r), static_cast<std::int64_t>(r.job.uid), r.job.user);
+    j.job.executable = "/apps/solver" + std::to_string(i % 4);
+    j.arguments = "--n=1";
+    j.job.ranks = j.job.ranks_reported = (i / 4) % 2 == 0 ? 8 : 16;
+    j.job.status = "finalized";
+    j.job.partial = i % 17 == 5;
+    j.job.end_time = so.from + 100 * i;
+    const double slower = i % 23 == 0 ? 1.2 : 1.0;
+    j.job.wall_time_s = 10.0 * slower * (1 + 0.05 * rng.normal());
+    j.job.mpi_time_s = 4.0 * static_cast<double>(j.job.ranks) * slower * (1 + 0.05 * rng.normal());
+    if (i == 0)
+      routines = j.routines;
+    j.routines = routines;
+    for (size_t k = 0; k < j.routines.size(); ++k)
+      j.routines[k].time_s *=
+          slower * (1 + 0.05 * rng.normal()) * (i % 31 == 0 && k == 0 ? 1.5 : 1);
+    jobs.push_back(std::move(j));
+  }
+  const auto db = store::open(url_);
+  db->insert({jobs.begin(), jobs.begin() + 160});
+  regression_scorer scorer(store::open(url_));
+  std::mt19937_64 shuffle(3);
+  for (size_t from = 160; from < jobs.size(); from += 60) {
+    std::vector<stored_job*> batch;
+    for (size_t k = from; k < std::min(jobs.size(), from + 60); ++k)
+      batch.push_back(&jobs[k]);
+    std::shuffle(batch.begin(), batch.end(), shuffle);
+    scorer.score(batch);
+  }
+  int flagged = 0, scored = 0;
+  for (size_t k = 160; k < jobs.size(); ++k) {
+    const stored_job& job = jobs[k];
+    if (!complete_run(job.job)) {
+      EXPECT_FALSE(job.regression) << "partial job " << k;
+      continue;
+    }
+    std::vector<scored_run> history;
+    for (size_t e = 0; e < k; ++e)
+      if (complete_run(jobs[e].job) && jobs[e].job.executable == job.job.executable &&
+          jobs[e].job.ranks == job.job.ranks)
+        history.push_back(scored_run_of(jobs[e]));
+    const std::optional<regression_flag> expected = score_run(scored_run_of(job), history);
+    ++scored;
+    flagged += expected ? 1 : 0;
+    ASSERT_EQ(job.regression.has_value(), expected.has_value()) << "job " << k;
+    if (!expected)
+      continue;
+    EXPECT_EQ(job.regression->metric, expected->metric) << "job " << k;
+    EXPECT_DOUBLE_EQ(job.regression->value_s, expected->value_s) << "job " << k;
+    EXPECT_DOUBLE_EQ(job.regression->baseline_s, expected->baseline_s) << "job " << k;
+    EXPECT_DOUBLE_EQ(job.regression->noise_s, expected->noise_s) << "job " << k;
+    EXPECT_EQ(job.regression->history_runs, expected->history_runs) << "job " << k;
+    ASSERT_EQ(job.regression->moved.size(), expected->moved.size()) << "job " << k;
+    for (size_t m = 0; m < expected->moved.size(); ++m)
+      EXPECT_EQ(job.regression->moved[m].routine, expected->moved[m].routine) << "job " << k;
+  }
+  EXPECT_EQ(scorer.flagged(), flagged);
+  EXPECT_GE(flagged, 8) << "the slower jobs are flagged";
+  EXPECT_LT(flagged, scored / 4) << "and not everything";
 }
 
 } // namespace

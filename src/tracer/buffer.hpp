@@ -17,15 +17,25 @@ enum class record_kind : uint8_t {
   region_leave = 3,  // a user region ends (t_enter)
   send_complete = 4, // follows the Wait/Test call that completed a send request
   recv_complete = 5, // follows the Wait/Test call that completed a receive request
+  poll_run = 6,      // polls of one routine from one call site that completed nothing, in a row
+  cancelled = 7,     // follows the Wait/Test call that completed a cancelled request
 };
 
 // 72 bytes. Ranks are world ranks except `source` (as in the status, a rank in the communicator).
+// A poll run spans the first poll's enter to the last one's leave and counts its polls and the
+// time spent inside them where a call keeps its bytes.
 struct record {
   uint64_t t_enter;
   uint64_t t_leave;
   uint64_t call_site; // return address into the application, 0 = unknown
-  int64_t bytes_sent;
-  int64_t bytes_received;
+  union {
+    int64_t bytes_sent;
+    uint64_t polls; // poll_run
+  };
+  union {
+    int64_t bytes_received;
+    uint64_t poll_ns; // poll_run: time inside the polls
+  };
   uint32_t request; // the trace's own request id (Isend/Irecv and their completions), 0 = none
   uint32_t id;      // kind << 24 | MPI function id or user region index
   uint32_t comm;    // the trace's communicator index, 0 = none
@@ -60,6 +70,16 @@ public:
     if (__builtin_expect(next_ != end_, 1))
       return next_++;
     return next_chunk();
+  }
+
+  // The record appended last, while it can still be changed: nullptr at the start of a chunk
+  // and once the stop policy has dropped a record (what came after it is unknown).
+  record* last() { return next_ != current_ && !stopped_ ? next_ - 1 : nullptr; }
+
+  // The record appended `back` records before the last one (0: the last), on the same terms and
+  // only within the current chunk.
+  record* recent(size_t back) {
+    return static_cast<size_t>(next_ - current_) > back && !stopped_ ? next_ - 1 - back : nullptr;
   }
 
   uint64_t recorded() const; // records held now

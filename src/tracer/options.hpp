@@ -1,8 +1,11 @@
-// The trace module's settings: module arguments (`trace:functions=MPI_Send*:limit=64M`) over
-// STRATA_TRACE_* environment variables over defaults. No MPI.
+// The trace module's settings. The core finds each value (the module's argument, else
+// STRATA_TRACE_<KEY>, else the declared default: trace_option_declarations) and checks its type;
+// parse_options turns the values into `options` and checks what a type cannot say. No MPI.
 #pragma once
 
 #include "tracer/buffer.hpp"
+
+#include <strata/module.h>
 
 #include <cstdint>
 #include <functional>
@@ -29,12 +32,14 @@ struct options {
 
 using getenv_fn = std::function<const char*(const char*)>;
 
-// Fills `out`; returns an error line naming the bad setting, empty when all is well.
-std::string parse_options(const std::vector<std::pair<std::string, std::string>>& args,
-                          const getenv_fn& getenv, options& out);
+// The options the module declares (strata_module_options_v1), as the core's option mechanism
+// takes them: the environment names are STRATA_TRACE_<KEY>, as they always were.
+extern const strata_module_options trace_option_list;
 
-// "64M", "1G", "4096", "512k" -> bytes; false on anything else.
-bool parse_size(const std::string& text, uint64_t& bytes);
+// Fills `out` from the values the core resolved (key, text of the declared type); returns one
+// line naming the option and the problem, empty when all is well.
+std::string parse_options(const std::vector<std::pair<std::string, std::string>>& values,
+                          options& out);
 
 // The job's id from the resource manager (Slurm, PBS, LSF, Flux), empty when there is none, and
 // the directory name made of it: only [A-Za-z0-9._-].

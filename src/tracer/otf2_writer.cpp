@@ -126,6 +126,13 @@ OTF2_ErrorCode archive_writer::write_global_definitions(const archive_definition
   const OTF2_StringRef user_name = str("user");
   const OTF2_StringRef site_name = str("strata:call_site");
   const OTF2_StringRef site_doc = str("where the program entered the region (file, line)");
+  const OTF2_StringRef polls_name = str("strata:polls");
+  const OTF2_StringRef polls_doc =
+      str("calls this Enter/Leave pair stands for: polls in a row that completed nothing, from "
+          "the first one's enter to the last one's leave");
+  const OTF2_StringRef poll_time_name = str("strata:poll_time_ns");
+  const OTF2_StringRef poll_time_doc =
+      str("time inside those calls (ns); the rest of the pair's span is the program's own");
   std::vector<OTF2_StringRef> rank_names;
   for (size_t r = 0; r < d.ranks.size(); ++r)
     rank_names.push_back(str("rank " + std::to_string(r)));
@@ -156,6 +163,10 @@ OTF2_ErrorCode archive_writer::write_global_definitions(const archive_definition
                                         OTF2_PARADIGM_CLASS_PROCESS));
   ok(OTF2_GlobalDefWriter_WriteAttribute(w, location_writer::call_site_attribute, site_name,
                                          site_doc, OTF2_TYPE_SOURCE_CODE_LOCATION));
+  ok(OTF2_GlobalDefWriter_WriteAttribute(w, location_writer::polls_attribute, polls_name, polls_doc,
+                                         OTF2_TYPE_UINT64));
+  ok(OTF2_GlobalDefWriter_WriteAttribute(w, location_writer::poll_time_attribute, poll_time_name,
+                                         poll_time_doc, OTF2_TYPE_UINT64));
   ok(OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, machine, machine,
                                               OTF2_UNDEFINED_SYSTEM_TREE_NODE));
   for (size_t h = 0; h < d.hosts.size(); ++h)

@@ -33,6 +33,17 @@ public:
       OTF2_AttributeList_AddSourceCodeLocationRef(attributes_, call_site_attribute, site);
     return counted(OTF2_EvtWriter_Enter(w_, attributes_, t, region));
   }
+  // A run of `polls` calls of one polling routine that completed nothing (the run's first
+  // enter; its Leave is the last call's): the Enter carries the count and the time inside them.
+  OTF2_ErrorCode enter_polls(uint64_t t, uint32_t region, uint32_t site, uint64_t polls,
+                             uint64_t inside_ns) {
+    OTF2_AttributeValue v;
+    v.uint64 = polls;
+    OTF2_AttributeList_AddAttribute(attributes_, polls_attribute, OTF2_TYPE_UINT64, v);
+    v.uint64 = inside_ns;
+    OTF2_AttributeList_AddAttribute(attributes_, poll_time_attribute, OTF2_TYPE_UINT64, v);
+    return enter(t, region, site);
+  }
   OTF2_ErrorCode leave(uint64_t t, uint32_t region) {
     return counted(OTF2_EvtWriter_Leave(w_, nullptr, t, region));
   }
@@ -56,6 +67,10 @@ public:
                        uint64_t request) {
     return counted(OTF2_EvtWriter_MpiIrecv(w_, nullptr, t, source, comm, tag, bytes, request));
   }
+  // The Wait/Test call that completed `request` found it cancelled.
+  OTF2_ErrorCode request_cancelled(uint64_t t, uint64_t request) {
+    return counted(OTF2_EvtWriter_MpiRequestCancelled(w_, nullptr, t, request));
+  }
   // An unsuccessful test of a request (Score-P writes one per MPI_Test that completed nothing).
   OTF2_ErrorCode request_test(uint64_t t, uint64_t request) {
     return counted(OTF2_EvtWriter_MpiRequestTest(w_, nullptr, t, request));
@@ -73,8 +88,11 @@ public:
   uint64_t events() const { return events_; }
   OTF2_EvtWriter* handle() const { return w_; }
 
-  // The attribute id of `strata:call_site` in the global definitions.
+  // The attribute ids of `strata:call_site`, `strata:polls` and `strata:poll_time_ns` in the
+  // global definitions.
   static constexpr OTF2_AttributeRef call_site_attribute = 0;
+  static constexpr OTF2_AttributeRef polls_attribute = 1;
+  static constexpr OTF2_AttributeRef poll_time_attribute = 2;
 
 private:
   OTF2_ErrorCode counted(OTF2_ErrorCode rc) {

@@ -13,7 +13,8 @@ local_index collect_local(const event_buffer& records, const rank_context& rank)
   li.mpi_region_of_fid.assign(rank.function_names.size(), -1);
   std::vector<uint64_t> addresses;
   records.for_each([&](const record& r) {
-    if (r.kind() == record_kind::mpi_call && li.mpi_region_of_fid[r.index()] < 0) {
+    if ((r.kind() == record_kind::mpi_call || r.kind() == record_kind::poll_run) &&
+        li.mpi_region_of_fid[r.index()] < 0) {
       li.mpi_region_of_fid[r.index()] = static_cast<int32_t>(li.defs.mpi_regions.size());
       li.defs.mpi_regions.push_back(rank.function_names[r.index()]);
     }
@@ -65,6 +66,11 @@ uint32_t record_writer::comm_rank(uint32_t comm, int world) {
   return it == table.end() ? OTF2_UNDEFINED_UINT32 : it->second;
 }
 
+bool record_writer::is_rank_of(uint32_t comm, int32_t rank) const {
+  return comm != 0 && comm < comm_members_.size() && rank >= 0 &&
+         static_cast<size_t>(rank) < comm_members_[comm].size();
+}
+
 uint32_t record_writer::global_comm(uint32_t comm) const {
   return comm == 0 || comm > map_.comm.size() ? OTF2_UNDEFINED_COMM : map_.comm[comm - 1];
 }
@@ -99,11 +105,14 @@ void record_writer::write(const record& r) {
   switch (r.kind()) {
   case record_kind::send_complete:
   case record_kind::recv_complete:
+  case record_kind::cancelled:
     if (!pending_leave_ || !started(r.request))
       return; // its call or its start fell out of a ring buffer
     if (r.kind() == record_kind::send_complete)
       out_.isend_complete(at(r.t_enter), r.request);
-    else
+    else if (r.kind() == record_kind::cancelled)
+      out_.request_cancelled(at(r.t_enter), r.request);
+    else if (is_rank_of(r.comm, r.source))
       out_.irecv(at(r.t_enter), static_cast<uint32_t>(r.source), global_comm(r.comm),
                  static_cast<uint32_t>(r.recv_tag),
                  static_cast<uint64_t>(std::max<int64_t>(r.bytes_received, 0)), r.request);
@@ -128,6 +137,20 @@ void record_writer::write(const record& r) {
   case record_kind::mpi_call:
     write_call(r);
     return;
+  case record_kind::poll_run: {
+    flush_leave();
+    const uint32_t region =
+        map_.mpi_region[static_cast<size_t>(local_.mpi_region_of_fid[r.index()])];
+    const uint64_t enter = at(r.t_enter);
+    if (r.polls > 1)
+      out_.enter_polls(enter, region, site_of(r.call_site), r.polls, r.poll_ns);
+    else
+      out_.enter(enter, region, site_of(r.call_site));
+    pending_leave_ = true;
+    pending_time_ = r.t_leave;
+    pending_region_ = region;
+    return;
+  }
   default:
     return;
   }
@@ -143,7 +166,7 @@ void record_writer::write_call(const record& r) {
   const bool has_comm = comm != OTF2_UNDEFINED_COMM;
   const uint32_t peer = comm_rank(r.comm, r.peer);
   const bool sends = has_comm && peer != OTF2_UNDEFINED_UINT32;
-  const bool receives = has_comm && r.source >= 0;
+  const bool receives = has_comm && is_rank_of(r.comm, r.source);
   const auto sent = static_cast<uint64_t>(r.bytes_sent);
   const auto received = static_cast<uint64_t>(std::max<int64_t>(r.bytes_received, 0));
   switch (f.cls) {
@@ -204,7 +227,8 @@ void record_writer::write_all(const event_buffer& records, uint64_t window_begin
                               rank_figures& figures) {
   bool first = true;
   records.for_each([&](const record& r) {
-    if (r.kind() == record_kind::mpi_call && r.t_enter < window_begin)
+    if ((r.kind() == record_kind::mpi_call || r.kind() == record_kind::poll_run) &&
+        r.t_enter < window_begin)
       return;
     const uint64_t before = out_.events();
     write(r);

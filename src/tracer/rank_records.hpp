@@ -50,9 +50,12 @@ struct rank_figures {
 static_assert(sizeof(rank_figures) == 6 * sizeof(uint64_t));
 
 // Writes one rank's records as OTF2 events with the job's ids, timestamps corrected onto rank 0's
-// clock and never decreasing. Records whose partner fell out of a ring buffer (a completion
-// without its call or start, a region leave without its enter) are left out, and regions still
-// open at the end close at the last event, so the location nests.
+// clock and never decreasing. A run of empty polls is one Enter/Leave pair (from the first poll's
+// enter to the last one's leave; runs of a loop that alternates between polls are laid back to
+// back), its Enter carrying the number of polls and the time inside them (when more than one); a
+// cancelled request's completion is MpiRequestCancelled. Records whose partner fell out of a ring
+// buffer (a completion without its call or start, a region leave without its enter) are left out,
+// and regions still open at the end close at the last event, so the location nests.
 class record_writer {
 public:
   record_writer(location_writer& out, const std::vector<fn_info>& functions,
@@ -73,6 +76,7 @@ private:
   uint64_t at(uint64_t t);
   uint32_t comm_rank(uint32_t comm, int world);
   [[nodiscard]] uint32_t global_comm(uint32_t comm) const;
+  [[nodiscard]] bool is_rank_of(uint32_t comm, int32_t rank) const;
   [[nodiscard]] uint32_t site_of(uint64_t address) const;
   void flush_leave();
   [[nodiscard]] bool started(uint32_t request) const;

@@ -1,6 +1,6 @@
-// The tracer's classification of MPI routines: which records a call makes (a message, a request,
-// a collective) and which OTF2 region role its region gets. The only place the tracer knows MPI
-// routines by name. No MPI.
+// The tracer's view of MPI routines, from the one generated table (gen/routines.hpp): which
+// records a call makes (a message, a request, a collective) and which OTF2 region role its region
+// gets. No MPI.
 #pragma once
 
 #include <otf2/OTF2_Definitions.h>
@@ -26,14 +26,20 @@ enum class fn_class : uint8_t {
 
 struct fn_info {
   fn_class cls = fn_class::other;
-  OTF2_CollectiveOp op = OTF2_COLLECTIVE_OP_BARRIER;
+  OTF2_CollectiveOp op = OTF2_COLLECTIVE_OP_BARRIER; // fn_class::collective only
+  OTF2_RegionRole role = OTF2_REGION_ROLE_FUNCTION;
   bool wanted = false; // selected by the module's function filter (not set by classify)
 };
 
-// By name; large-count twins (`_c`) are classified as the routine they extend.
-fn_info classify(const std::string& full_name);
+// By name ("MPI_Send", "MPI_Send_c"); a name the table does not know is a plain function.
+// Collective records (fn_class::collective) are made for the blocking collectives OTF2 has an
+// operation for; nonblocking, persistent and neighbourhood collectives are calls with their
+// collective's role.
+fn_info classify(const std::string& name);
 
-// The region role Score-P gives such a routine.
+// The region role Score-P gives such a routine: point to point for the point-to-point and request
+// routines, the collective's role (barrier, one to all, all to one, all to all, other), RMA for
+// one-sided and file I/O for MPI-IO routines, function for the rest.
 OTF2_RegionRole role_of(const fn_info& f);
 
 } // namespace strata::trace

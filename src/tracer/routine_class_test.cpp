@@ -34,8 +34,37 @@ TEST(RoutineClass, CollectivesGetScorePsRoles) {
   EXPECT_EQ(classify("MPI_Reduce_scatter_block").op, OTF2_COLLECTIVE_OP_REDUCE_SCATTER_BLOCK);
 }
 
+TEST(RoutineClass, OtherCollectivesAreCallsWithTheirCollectivesRole) {
+  // OTF2 has no operation for neighbourhood collectives; nonblocking and persistent collectives
+  // are not one call with both ends in it.
+  for (const char* name : {"MPI_Neighbor_alltoallv", "MPI_Ineighbor_allgather"}) {
+    EXPECT_EQ(classify(name).cls, fn_class::other) << name;
+    EXPECT_EQ(role_of(classify(name)), OTF2_REGION_ROLE_COLL_OTHER) << name;
+  }
+  EXPECT_EQ(classify("MPI_Ibarrier").cls, fn_class::other);
+  EXPECT_EQ(role_of(classify("MPI_Ibarrier")), OTF2_REGION_ROLE_BARRIER);
+  EXPECT_EQ(classify("MPI_Bcast_init").cls, fn_class::other);
+  EXPECT_EQ(role_of(classify("MPI_Bcast_init")), OTF2_REGION_ROLE_COLL_ONE2ALL);
+  EXPECT_EQ(role_of(classify("MPI_Iallreduce")), OTF2_REGION_ROLE_COLL_ALL2ALL);
+}
+
+TEST(RoutineClass, OneSidedAndIoHaveTheirRoles) {
+  EXPECT_EQ(role_of(classify("MPI_Put")), OTF2_REGION_ROLE_RMA);
+  EXPECT_EQ(role_of(classify("MPI_Win_fence")), OTF2_REGION_ROLE_RMA);
+  EXPECT_EQ(role_of(classify("MPI_File_write_all")), OTF2_REGION_ROLE_FILE_IO);
+  EXPECT_EQ(classify("MPI_Put").cls, fn_class::other);
+}
+
+TEST(RoutineClass, MoreRequestRoutinesArePointToPoint) {
+  for (const char* name : {"MPI_Bsend_init", "MPI_Improbe", "MPI_Mrecv", "MPI_Test_cancelled"}) {
+    EXPECT_EQ(classify(name).cls, fn_class::p2p_other) << name;
+    EXPECT_EQ(role_of(classify(name)), OTF2_REGION_ROLE_POINT2POINT) << name;
+  }
+}
+
 TEST(RoutineClass, EverythingElseIsAPlainFunction) {
-  for (const char* name : {"MPI_Comm_rank", "MPI_Init", "MPI_Wtime", "MPI_Ibarrier", "not MPI"}) {
+  for (const char* name :
+       {"MPI_Comm_rank", "MPI_Init", "MPI_Wtime", "MPI_Reduce_local", "not MPI"}) {
     EXPECT_EQ(classify(name).cls, fn_class::other) << name;
     EXPECT_EQ(role_of(classify(name)), OTF2_REGION_ROLE_FUNCTION) << name;
   }

@@ -3,9 +3,12 @@
 #include "tracer/options.hpp"
 #include "tracer/unify.hpp"
 
+#include "config/options.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace strata::trace {
@@ -78,49 +81,78 @@ TEST(EventBuffer, RecordsPackTheirKindAndIndex) {
   EXPECT_EQ(r.index(), 77u);
 }
 
-TEST(Options, EnvironmentThenArguments) {
-  std::map<std::string, std::string> env = {{"STRATA_TRACE_LIMIT", "1M"},
-                                            {"STRATA_TRACE_POLICY", "ring"},
-                                            {"STRATA_TRACE_REGIONS", "solver,io*"}};
-  auto getenv = [&](const char* n) -> const char* {
+// The values as the core resolves them for the trace module: its declarations, the arguments,
+// then STRATA_TRACE_<KEY>, then the defaults.
+config::resolved_options resolved(const std::vector<std::pair<std::string, std::string>>& given,
+                                  const std::map<std::string, std::string>& env = {}) {
+  std::vector<config::option_decl> declared;
+  for (int i = 0; i < trace_option_list.count; ++i) {
+    const strata_option& o = trace_option_list.options[i];
+    declared.push_back(
+        {o.key,
+         o.type,
+         o.default_value != nullptr ? std::optional<std::string>(o.default_value) : std::nullopt,
+         o.help,
+         {}});
+  }
+  return config::resolve_options("trace", declared, given, [&](const char* n) -> const char* {
     auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
-  };
+  });
+}
+
+TEST(Options, ArgumentsThenEnvironmentThenDefaults) {
+  const config::resolved_options r = resolved(
+      {{"limit", "2G"}, {"start", "0.5"}, {"stop", "2s"}, {"functions", "MPI_Send+MPI_Recv"}},
+      {{"STRATA_TRACE_LIMIT", "1M"},
+       {"STRATA_TRACE_POLICY", "ring"},
+       {"STRATA_TRACE_REGIONS", "solver,io*"}});
+  ASSERT_TRUE(r.ok()) << r.error;
   options o;
-  ASSERT_EQ(parse_options({{"limit", "2G"}, {"start", "0.5"}, {"stop", "2"}}, getenv, o), "");
+  ASSERT_EQ(parse_options(r.values, o), "");
   EXPECT_EQ(o.limit_bytes, 2ull << 30);
+  EXPECT_EQ(o.prefault_bytes, 16ull << 20); // the default
   EXPECT_EQ(o.policy, limit_policy::ring);
+  EXPECT_EQ(o.functions, "MPI_Send,MPI_Recv");
   EXPECT_DOUBLE_EQ(o.start_s, 0.5);
   EXPECT_DOUBLE_EQ(o.stop_s, 2);
   EXPECT_TRUE(o.region_wanted("solver"));
   EXPECT_TRUE(o.region_wanted("io_write"));
   EXPECT_FALSE(o.region_wanted("halo"));
+  options defaults;
+  ASSERT_EQ(parse_options(resolved({}).values, defaults), "");
+  EXPECT_EQ(defaults.limit_bytes, options{}.limit_bytes);
+  EXPECT_EQ(defaults.functions, "*");
+  EXPECT_LT(defaults.stop_s, 0);
 }
 
-TEST(Options, EachBadSettingIsNamed) {
-  auto none = [](const char*) -> const char* { return nullptr; };
-  options o;
-  EXPECT_NE(parse_options({{"limit", "lots"}}, none, o).find("limit=lots"), std::string::npos);
-  EXPECT_NE(parse_options({{"policy", "drop"}}, none, o).find("policy=drop"), std::string::npos);
-  EXPECT_NE(parse_options({{"start", "-1"}}, none, o).find("start=-1"), std::string::npos);
-  EXPECT_NE(parse_options({{"colour", "red"}}, none, o).find("unknown argument 'colour'"),
-            std::string::npos);
-  EXPECT_NE(parse_options({{"analyze", "maybe"}}, none, o).find("analyze=maybe"),
-            std::string::npos);
-  EXPECT_NE(parse_options({{"analyze_limit", "soon"}}, none, o).find("analyze_limit=soon"),
-            std::string::npos);
+TEST(Options, EachBadSettingIsOneLineNamingModuleOptionAndSource) {
+  EXPECT_EQ(resolved({{"limit", "lots"}}).error,
+            "module 'trace': option 'limit': 'lots' is not a size such as 4096, 512K, 64M or 2G");
+  EXPECT_EQ(resolved({{"policy", "drop"}}).error,
+            "module 'trace': option 'policy': 'drop' is not one of stop,ring");
+  EXPECT_EQ(resolved({}, {{"STRATA_TRACE_POLICY", "sometimes"}}).error,
+            "module 'trace': STRATA_TRACE_POLICY: 'sometimes' is not one of stop,ring");
+  EXPECT_NE(resolved({{"colour", "red"}}).error.find("unknown option 'colour'"), std::string::npos);
+  EXPECT_EQ(
+      resolved({{"start", "-1"}}).error,
+      "module 'trace': option 'start': '-1' is not a duration such as 2.5, 10s, 250ms or 40us");
+  // What a type cannot say: the module's own check, one line naming the option.
+  options w;
+  EXPECT_EQ(parse_options(resolved({{"start", "3"}, {"stop", "1"}}).values, w),
+            "stop= must be later than start=");
+  options z;
+  EXPECT_EQ(parse_options(resolved({{"limit", "0"}}).values, z), "limit=0 is not a size above 0");
+  EXPECT_EQ(resolved({{"analyze", "maybe"}}).error,
+            "module 'trace': option 'analyze': 'maybe' is not one of 1, 0, true, false, yes, no, "
+            "on, off");
   options a;
-  EXPECT_EQ(parse_options({{"analyze", "yes"}, {"analyze_limit", "2.5"}}, none, a), "");
+  ASSERT_EQ(parse_options(resolved({{"analyze", "yes"}, {"analyze_limit", "2.5"}}).values, a), "");
   EXPECT_TRUE(a.analyze);
   EXPECT_EQ(a.analyze_limit_s, 2.5);
-  options w;
-  EXPECT_NE(parse_options({{"start", "3"}, {"stop", "1"}}, none, w).find("later"),
-            std::string::npos);
-  auto bad_env = [](const char* n) -> const char* {
-    return std::string(n) == "STRATA_TRACE_POLICY" ? "sometimes" : nullptr;
-  };
-  options e;
-  EXPECT_NE(parse_options({}, bad_env, e).find("STRATA_TRACE_POLICY"), std::string::npos);
+  options f;
+  EXPECT_EQ(parse_options(resolved({{"functions", "+,"}}).values, f),
+            "functions= needs at least one glob");
 }
 
 TEST(Options, JobDirectoryFromTheResourceManager) {
@@ -191,6 +223,129 @@ TEST(Unify, SameNamesSameIdsOnEveryRank) {
   ASSERT_TRUE(unflatten(flatten(maps[1]), back));
   EXPECT_EQ(back.user_region, maps[1].user_region);
   EXPECT_FALSE(unflatten({5, 1}, back));
+}
+
+TEST(Unify, MergedDefinitionsSurviveTheRoundTrip) {
+  merged_defs d;
+  d.hosts = {"a", "b"};
+  d.rank_host = {0, 1, 1};
+  d.mpi_regions = {"MPI_Send"};
+  d.user_regions = {"solver"};
+  d.sites = {{"a.c", 10}};
+  d.comms = {{{0, 1, 2, 3, 4, 5}, 0}, {{0, 1, 2, 3, 4, 5}, 1}, {{4, 2, 3, 0}, 0}, {{}, 0}};
+  const std::string bytes = serialize(d);
+  merged_defs back;
+  ASSERT_TRUE(deserialize(bytes, back, 6));
+  EXPECT_EQ(back.hosts, d.hosts);
+  EXPECT_EQ(back.rank_host, d.rank_host);
+  EXPECT_EQ(back.comms, d.comms);
+  EXPECT_EQ(serialize(back), bytes);
+  EXPECT_FALSE(deserialize(bytes, back, 5)); // rank 5 in a job of 5 ranks
+  std::string cut = bytes;
+  cut.pop_back();
+  EXPECT_FALSE(deserialize(cut, back, 6));
+  // A world-sized communicator is one run of ranks, whatever the number of ranks.
+  merged_defs world;
+  world.comms = {{std::vector<int>(100000), 0}};
+  for (int r = 0; r < 100000; ++r)
+    world.comms[0].first[static_cast<size_t>(r)] = r;
+  EXPECT_LT(serialize(world).size(), 80u);
+}
+
+TEST(Unify, BinomialTreeInLogRounds) {
+  for (const int size : {1, 2, 3, 7, 8, 9, 64, 100}) {
+    int rounds = 0;
+    while ((1 << rounds) < size)
+      ++rounds;
+    std::vector<int> seen_as_child(static_cast<size_t>(size), 0);
+    for (int r = 0; r < size; ++r) {
+      const tree_links l = binomial_links(r, size);
+      EXPECT_EQ(l.parent < 0, r == 0);
+      EXPECT_LE(static_cast<int>(l.children.size()), rounds);
+      for (const int c : l.children) {
+        EXPECT_EQ(binomial_links(c, size).parent, r);
+        ++seen_as_child[static_cast<size_t>(c)];
+      }
+      int depth = 0;
+      for (int at = r; at != 0; at = binomial_links(at, size).parent)
+        ++depth;
+      EXPECT_LE(depth, rounds);
+    }
+    for (int r = 1; r < size; ++r)
+      EXPECT_EQ(seen_as_child[static_cast<size_t>(r)], 1);
+  }
+}
+
+// Rank r's definitions for the tree test: shared and own names, sites and communicators.
+local_defs synthetic_rank(int r, int size) {
+  local_defs d;
+  d.host = "node" + std::to_string(r / 3);
+  d.mpi_regions = {"MPI_Init", r % 2 == 0 ? "MPI_Send" : "MPI_Recv", "MPI_Barrier"};
+  if (r % 5 == 4)
+    d.mpi_regions.push_back("MPI_Rank" + std::to_string(r));
+  d.user_regions = {"solver", "step" + std::to_string(r % 4)};
+  d.sites = {{"main.c", 10}, {"main.c", static_cast<uint32_t>(20 + r % 3)}};
+  std::vector<int> world(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i)
+    world[static_cast<size_t>(i)] = i;
+  d.comms = {world, world, {r - r % 2, std::min(r - r % 2 + 1, size - 1)}};
+  return d;
+}
+
+TEST(Unify, TheTreeGivesWhatMergingRankAfterRankGives) {
+  for (const int size : {1, 2, 3, 5, 8, 13, 64}) {
+    std::vector<local_defs> ranks;
+    for (int r = 0; r < size; ++r)
+      ranks.push_back(synthetic_rank(r, size));
+    // One rank after the other, in rank order: the reference.
+    merged_defs flat = from_local(ranks[0]);
+    std::vector<rank_map> flat_maps(1, prefix(global_ids(flat), ranks[0]));
+    for (int r = 1; r < size; ++r)
+      flat_maps.push_back(merge_into(flat, from_local(ranks[static_cast<size_t>(r)])));
+    // The tree, as finalize runs it: up (children before parents), then down.
+    std::vector<merged_defs> sets(static_cast<size_t>(size));
+    std::vector<std::vector<rank_map>> child_maps(static_cast<size_t>(size));
+    for (int r = size - 1; r >= 0; --r) {
+      sets[static_cast<size_t>(r)] = from_local(ranks[static_cast<size_t>(r)]);
+      for (const int c : binomial_links(r, size).children)
+        child_maps[static_cast<size_t>(r)].push_back(
+            merge_into(sets[static_cast<size_t>(r)], sets[static_cast<size_t>(c)]));
+    }
+    std::vector<rank_map> ids(static_cast<size_t>(size));
+    ids[0] = global_ids(sets[0]);
+    for (int r = 0; r < size; ++r) {
+      const tree_links l = binomial_links(r, size);
+      for (size_t c = 0; c < l.children.size(); ++c) {
+        ASSERT_TRUE(compose(child_maps[static_cast<size_t>(r)][c], ids[static_cast<size_t>(r)],
+                            ids[static_cast<size_t>(l.children[c])]));
+      }
+    }
+    const global_defs tree = to_global(sets[0]);
+    global_defs reference;
+    std::vector<rank_map> maps;
+    unify(ranks, reference, maps);
+    EXPECT_EQ(tree.hosts, reference.hosts) << size;
+    EXPECT_EQ(tree.rank_host, reference.rank_host) << size;
+    EXPECT_EQ(tree.mpi_regions, reference.mpi_regions) << size;
+    EXPECT_EQ(tree.user_regions, reference.user_regions) << size;
+    EXPECT_EQ(tree.sites, reference.sites) << size;
+    EXPECT_EQ(tree.comms, reference.comms) << size;
+    EXPECT_EQ(to_global(flat).comms, reference.comms) << size;
+    EXPECT_EQ(tree.comms.size(), 2u + static_cast<size_t>((size + 1) / 2)) << size;
+    for (int r = 0; r < size; ++r) {
+      const rank_map mine = prefix(ids[static_cast<size_t>(r)], ranks[static_cast<size_t>(r)]);
+      EXPECT_EQ(mine.mpi_region, maps[static_cast<size_t>(r)].mpi_region) << r;
+      EXPECT_EQ(mine.user_region, maps[static_cast<size_t>(r)].user_region) << r;
+      EXPECT_EQ(mine.site, maps[static_cast<size_t>(r)].site) << r;
+      EXPECT_EQ(mine.comm, maps[static_cast<size_t>(r)].comm) << r;
+      // Every id names what the rank meant.
+      for (size_t i = 0; i < mine.user_region.size(); ++i)
+        EXPECT_EQ(tree.user_regions[mine.user_region[i] - tree.mpi_regions.size()],
+                  ranks[static_cast<size_t>(r)].user_regions[i]);
+      for (size_t i = 0; i < mine.comm.size(); ++i)
+        EXPECT_EQ(tree.comms[mine.comm[i]], ranks[static_cast<size_t>(r)].comms[i]);
+    }
+  }
 }
 
 } // namespace

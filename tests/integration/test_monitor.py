@@ -363,3 +363,53 @@ class MonitorWebView(StrataTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ToolRanksOnAFullMachine(StrataTestCase):
+    """The tool ranks must not change how the application's ranks wait: with one application
+    rank per core and the tool ranks on top, Open MPI would make every process yield the core
+    when idle (its rule for oversubscribed nodes); `strata run` keeps the application's ranks
+    polling, has only the tool ranks yield, and says so. wait_mode prints what each application
+    rank's MPI library uses and what every process of the job was started with."""
+
+    def setUp(self):
+        super().setUp()
+        self.cores = os.cpu_count() or 1
+        if self.cores > 8:
+            self.skipTest(f"{self.cores} cores: the job that fills them is too large for a test")
+
+    def waits(self, **env):
+        proc = strata_run("monitor", [program("wait_mode")], ranks=self.cores,
+                          env=base_env(STRATA_MONITOR_OUT=os.path.join(self.out, "r.jsonl"), **env))
+        self.assertRan(proc)
+        said = [l for l in proc.stderr.splitlines() if l.startswith("strata: run: ")]
+        self.assertEqual(len(said), 1, proc.stderr)
+        seen = dict(re.findall(r"rank (\d+) yield_when_idle=(\S+)", proc.stdout))
+        started = dict(re.findall(r"process world_rank=(\d+) started_with_yield=(\S+)", proc.stdout))
+        self.assertEqual(sorted(map(int, seen)), list(range(self.cores)))
+        return said[0], seen, started
+
+    def test_application_ranks_keep_polling_and_only_tool_ranks_yield(self):
+        said, seen, started = self.waits()
+        self.assertIn(f"{self.cores} application rank", said)
+        self.assertIn("tool rank", said)
+        if FLAVOR == "mpich":
+            self.assertIn("MPICH's ranks wait as they would without Strata", said)
+            self.assertEqual(set(seen.values()), {"none"})
+            return
+        self.assertIn("keep Open MPI's busy polling (OMPI_MCA_mpi_yield_when_idle=0)", said)
+        self.assertEqual(set(seen.values()), {"0"})  # without the setting: 1, as oversubscribed
+        tools = {r: y for r, y in started.items() if int(r) >= self.cores}
+        apps = {r: y for r, y in started.items() if int(r) < self.cores}
+        self.assertEqual(len(apps), self.cores, started)
+        self.assertGreater(len(tools), 0, started)
+        self.assertEqual(set(apps.values()), {"0"})
+        self.assertEqual(set(tools.values()), {"1"})
+
+    def test_a_setting_of_the_users_own_is_kept(self):
+        if FLAVOR == "mpich":
+            self.skipTest("Open MPI's setting")
+        said, seen, started = self.waits(OMPI_MCA_mpi_yield_when_idle="1")
+        self.assertIn("OMPI_MCA_mpi_yield_when_idle=1 left as set", said)
+        self.assertEqual(set(seen.values()), {"1"})
+        self.assertEqual(set(started.values()), {"1"})

@@ -1,5 +1,6 @@
 """The trace module: real programs under real mpirun, archives read back with otf2-print (the OTF2
 reader library, not our writer's code). Conventions checked here are those of docs/tracing.md."""
+import json
 import os
 import re
 import subprocess
@@ -29,6 +30,7 @@ class Event:
         self.time = time
         self.fields = fields
         self.call_site = None  # (basename, line)
+        self.attributes = ""  # otf2-print's attribute lines after the event
 
     def field(self, name):
         m = re.search(name + r': ("[^"]*"|[^,]+)', self.fields)
@@ -72,6 +74,8 @@ def read_events(anchor):
             last = Event(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4))
             events.setdefault(last.location, []).append(last)
             continue
+        if last is not None:
+            last.attributes += line + "\n"
         site = re.search(r'"strata:call_site".*SOURCE_CODE_LOCATION; "([^"]*):(\d+)"', line)
         if site and last is not None:
             last.call_site = (os.path.basename(site.group(1)), int(site.group(2)))
@@ -100,6 +104,36 @@ def enclosing(events, index):
 
 def calls(events, function):
     return [e for e in events if e.kind == "ENTER" and e.region == function]
+
+
+def polls(event):
+    """The number of calls an Enter stands for: its strata:polls attribute, else 1."""
+    m = re.search(r'"strata:polls" <\d+>; UINT64; (\d+)', event.attributes)
+    return int(m.group(1)) if m else 1
+
+
+def poll_time_ns(event):
+    m = re.search(r'"strata:poll_time_ns" <\d+>; UINT64; (\d+)', event.attributes)
+    return int(m.group(1)) if m else None
+
+
+def inside(events, index):
+    """The events between events[index] (an Enter) and its Leave."""
+    depth = 0
+    for j in range(index, len(events)):
+        depth += {"ENTER": 1, "LEAVE": -1}.get(events[j].kind, 0)
+        if depth == 0:
+            return events[index + 1:j]
+    raise AssertionError(f"no leave for {events[index]}")
+
+
+def analyze(anchor):
+    """strata analyze --json of the archive: it must read it."""
+    proc = subprocess.run([STRATA, "analyze", "--json", anchor], capture_output=True, text=True,
+                          timeout=180)
+    if proc.returncode != 0:
+        raise AssertionError(f"strata analyze failed:\n{proc.stderr}")
+    return json.loads(proc.stdout)
 
 
 class TraceTest(StrataTestCase):
@@ -299,6 +333,7 @@ class TraceTest(StrataTestCase):
         for loc in events.values():
             self.assertEqual(loc[0].region, "MPI_Init")  # stop keeps the beginning
             self.assertLess(len(calls(loc, "MPI_Allreduce")), 8192)
+        self.assertGreater(analyze(anchor)["events"], 0)  # truncated, and readable
 
         proc, anchor = self.trace([program("traced_c"), iterations], ranks=2,
                                   tools="trace:limit=1M:policy=ring")
@@ -308,13 +343,140 @@ class TraceTest(StrataTestCase):
             self.assertNotIn("MPI_Init", regions)  # ring keeps the end
             self.assertEqual(regions[-2:], ["loop", "MPI_Allreduce"])
             self.assertEqual(enclosing(loc, len(loc)), [])  # every region closed
+        self.assertGreater(analyze(anchor)["events"], 0)
+
+        # Requests and polls cut at the limit, both ways: still analysed (the ring keeps the end,
+        # 14,000 calls that cannot wait; stop keeps the beginning, with its messages).
+        for policy in ("stop", "ring"):
+            proc, anchor = self.trace([program("poll_c"), "2000", "ready"], ranks=2,
+                                      tools=f"trace:limit=1M:policy={policy}")
+            self.assertIn("dropped", proc.stderr)
+            report = analyze(anchor)
+            self.assertGreater(report["events"], 10000, policy)
+            if policy == "stop":
+                self.assertGreater(report["messages"], 100)
+
+    def test_empty_polls_fold_into_runs_with_exact_counts(self):
+        # poll_c: rank 0 polls with MPI_Test / MPI_Testany until each of 12 messages is there
+        # (rank 1 sends them 2 ms apart), then with MPI_Iprobe; at the end 50 MPI_Iprobe, each
+        # after an MPI_Comm_size. Rank 0 prints how many calls it made.
+        proc, anchor = self.trace([program("poll_c"), "12"], ranks=2)
+        made = dict(re.findall(r"(tests|testanys|iprobes)=(\d+)",
+                               [l for l in proc.stdout.splitlines() if l.startswith("rank 0")][0]))
+        loc = read_events(anchor)[0]
+        for function, key, completing in (("MPI_Test", "tests", 6), ("MPI_Testany", "testanys", 6),
+                                          ("MPI_Iprobe", "iprobes", 12)):
+            entries = [i for i, e in enumerate(loc) if e.kind == "ENTER" and e.region == function]
+            expected = int(made[key]) + (50 if function == "MPI_Iprobe" else 0)
+            self.assertEqual(sum(polls(loc[i]) for i in entries), expected, function)
+            # Each message: at most one run of empty polls, then the poll that completed it.
+            found = [i for i in entries if any(e.kind == "MPI_IRECV" for e in inside(loc, i))]
+            if function != "MPI_Iprobe":
+                self.assertEqual(len(found), completing, function)
+            runs = [i for i in entries if polls(loc[i]) > 1]
+            self.assertLessEqual(len(runs), completing, function)
+            self.assertGreater(len(runs), 0, function)  # 2 ms of polling is more than one poll
+            for i in runs:
+                leave = loc[i + 1 + len(inside(loc, i))]
+                self.assertEqual(inside(loc, i), [])  # completed nothing
+                span = leave.time - loc[i].time
+                self.assertLessEqual(poll_time_ns(loc[i]), span)
+                self.assertGreater(poll_time_ns(loc[i]), 0)
+        # The last 50 Iprobes each follow an MPI_Comm_size: runs of one, no attribute.
+        tail = [e for e in loc if e.kind == "ENTER" and e.region in ("MPI_Iprobe", "MPI_Comm_size")]
+        self.assertEqual([(e.region, polls(e)) for e in tail[-100:]],
+                         [("MPI_Comm_size", 1), ("MPI_Iprobe", 1)] * 50)
+        defs = read_definitions(anchor)
+        self.assertRegex(defs, r'ATTRIBUTE\s+\d+\s+Name: "strata:polls".*Type: UINT64')
+        # The analyzer reads the folded runs as calls.
+        report = analyze(anchor)
+        self.assertEqual(report["warnings"], [])
+        self.assertEqual(report["messages"], 24)
+
+    def test_polls_that_alternate_fold_into_one_run_each(self):
+        # poll_c alternate: while a message is awaited, rank 0 tests it (MPI_Test or MPI_Testany)
+        # and probes for a message that never comes, in turn, for 2 ms: thousands of polls, one
+        # run per routine and call site for each message, laid back to back.
+        proc, anchor = self.trace([program("poll_c"), "12", "alternate"], ranks=2)
+        made = dict(re.findall(r"(tests|testanys|nevers)=(\d+)",
+                               [l for l in proc.stdout.splitlines() if l.startswith("rank 0")][0]))
+        loc = read_events(anchor)[0]
+        enters = [i for i, e in enumerate(loc) if e.kind == "ENTER"]
+        never = [i for i in enters if loc[i].region == "MPI_Iprobe"
+                 and loc[i].call_site == ("poll.c", marked_line("poll.c", "never"))]
+        self.assertEqual(sum(polls(loc[i]) for i in never), int(made["nevers"]))
+        for function, key in (("MPI_Test", "tests"), ("MPI_Testany", "testanys")):
+            entries = [i for i in enters if loc[i].region == function]
+            self.assertEqual(sum(polls(loc[i]) for i in entries), int(made[key]), function)
+        # Per message at most one run of the never-found probe (one per message and loop).
+        self.assertLessEqual(len(never), 12)
+        self.assertGreater(sum(polls(loc[i]) for i in never), 12 * 10)
+        # Nested and in time order, each run at least as long as the time inside its polls.
+        times = [e.time for e in loc]
+        self.assertEqual(times, sorted(times))
+        for i in never:
+            self.assertEqual(inside(loc, i), [])
+            leave = loc[i + 1]
+            self.assertLessEqual(poll_time_ns(loc[i]) if polls(loc[i]) > 1 else 0,
+                                 leave.time - loc[i].time)
+        report = analyze(anchor)
+        self.assertEqual(report["warnings"], [])
+        self.assertEqual(report["messages"], 24)
+
+    def test_cancelled_requests_proc_null_and_any_source(self):
+        delay_ms = 100
+        proc, anchor = self.trace([program("requests_c"), str(delay_ms)], ranks=4)
+        self.assertEqual(sorted(re.findall(r"rank \d cancelled=(\d)", proc.stdout)), ["2"] * 4)
+        events = read_events(anchor)
+        for rank, loc in events.items():
+            # Two cancelled receives: MpiIrecvRequest, then MpiRequestCancelled in the Wait and
+            # the Waitall that completed them; no receive with an undefined sender.
+            posted = [e.number("Request") for e in loc if e.kind == "MPI_IRECV_REQUEST"]
+            cancelled = [e.number("Request") for e in loc if e.kind == "MPI_REQUEST_CANCELLED"]
+            self.assertEqual(len(cancelled), 2, loc)
+            self.assertEqual(cancelled, posted[:2])
+            wait = loc.index(calls(loc, "MPI_Wait")[0])
+            self.assertEqual([e.kind for e in inside(loc, wait)], ["MPI_REQUEST_CANCELLED"])
+            self.assertEqual(loc[wait].call_site,
+                             ("requests.c", marked_line("requests.c", "cancel_wait")))
+            receives = [e for e in loc if e.kind in ("MPI_RECV", "MPI_IRECV")]
+            self.assertTrue(all(e.number("Sender") < 4 for e in receives), receives)
+            # MPI_PROC_NULL: the calls are there, without messages or requests.
+            for function in ("MPI_Send", "MPI_Recv", "MPI_Sendrecv"):
+                self.assertEqual(inside(loc, loc.index(calls(loc, function)[0])), [], function)
+            self.assertEqual(len(calls(loc, "MPI_Waitall")), 2)
+            self.assertEqual(inside(loc, loc.index(calls(loc, "MPI_Waitall")[1])), [])
+            self.assertEqual(len([e for e in loc if e.kind == "MPI_ISEND"]), 0)
+            # MPI_ANY_SOURCE: rank 0's receives name their real senders.
+            if rank == 0:
+                self.assertEqual(sorted(e.number("Sender") for e in receives), [1, 1, 2, 2, 3, 3])
+        report = analyze(anchor)
+        self.assertEqual(report["warnings"], [])
+        self.assertEqual(report["messages"], 6)
+        late = [w for w in report["wait_states"] if w["pattern"] == "late_sender" and
+                w["rank"] == 0 and w["line"] == marked_line("requests.c", "late")]
+        self.assertEqual(len(late), 1, report["wait_states"])
+        self.assertGreater(late[0]["time_s"], 0.5 * delay_ms / 1000, late)
 
     def test_bad_settings_stop_the_job_with_one_line(self):
+        # The core's option mechanism: one line naming the module, the option (or the variable
+        # it came from) and the problem, before the program starts.
         proc = strata_run("trace:policy=drop", [program("traced_c")], ranks=2, env=base_env())
-        self.assertOneErrorLine(proc, "policy=drop is neither stop nor ring")
+        self.assertOneErrorLine(proc, "module 'trace': option 'policy': 'drop' is not one of stop,ring")
         proc = strata_run("trace", [program("traced_c")], ranks=2,
                           env=base_env(STRATA_TRACE_LIMIT="lots"))
-        self.assertOneErrorLine(proc, "STRATA_TRACE_LIMIT: limit=lots")
+        self.assertOneErrorLine(proc, "module 'trace': STRATA_TRACE_LIMIT: 'lots' is not a size")
+        proc = strata_run("trace:colour=red", [program("traced_c")], ranks=2, env=base_env())
+        self.assertOneErrorLine(proc, "module 'trace': unknown option 'colour' (its options: dir,")
+        # What a type cannot say is the module's own line, naming the option.
+        proc = strata_run("trace:start=3:stop=1", [program("traced_c")], ranks=2, env=base_env())
+        self.assertOneErrorLine(proc, "stop= must be later than start=")
+        self.assertNotIn("traced: done", proc.stdout)
+        # The options are listed with their variables.
+        listing = run([STRATA, "modules", "trace"], env=base_env())
+        self.assertRan(listing)
+        for key in ("dir", "functions", "regions", "start", "stop", "limit", "policy", "prefault"):
+            self.assertRegex(listing.stdout, rf"\n\s+{key}\s.*STRATA_TRACE_{key.upper()}")
 
     def test_unusable_directory_is_reported_and_the_job_ends_normally(self):
         blocker = os.path.join(self.out, "a-file")

@@ -7,7 +7,10 @@
  * those and 50 empty MPI_Iprobe polls, which must not be counted. Each rank prints how many
  * calls of each kind it made, for the profile to match. With `ready`, rank 0 sends each message
  * to itself (MPI_Isend) before it posts the receive, so that it is there and most polls
- * complete one (the profile's lean polls then estimate their bytes exactly). */
+ * complete one (the profile's lean polls then estimate their bytes exactly). With `alternate`,
+ * rank 0's MPI_Test / MPI_Testany loop also probes, each time round, for a message that never
+ * comes (MPI_Iprobe with tag 999998, counted in `nevers`), as a loop that tests two things in
+ * turn does. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +19,13 @@
 
 int main(int argc, char** argv) {
   int messages = argc > 1 ? atoi(argv[1]) : 10;
-  long tests = 0, testanys = 0, iprobes = 0;
+  long tests = 0, testanys = 0, iprobes = 0, nevers = 0;
   int rank = 0;
   char buf[1000] = {0};
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const int ready = argc > 2 && strcmp(argv[2], "ready") == 0;
+  const int alternate = argc > 2 && strcmp(argv[2], "alternate") == 0;
   const int sender = ready ? 0 : 1;
   char out[1000] = {0};
   MPI_Request sent = MPI_REQUEST_NULL;
@@ -46,6 +50,11 @@ int main(int argc, char** argv) {
           int index = -1;
           MPI_Testany(1, &request, &index, &flag, MPI_STATUS_IGNORE);
           ++testanys;
+        }
+        if (alternate && !flag) {
+          int never = 0;
+          MPI_Iprobe(sender, 999998, MPI_COMM_WORLD, &never, MPI_STATUS_IGNORE); /* MARK:never */
+          ++nevers;
         }
       }
       MPI_Wait(&sent, MPI_STATUS_IGNORE);
@@ -83,8 +92,8 @@ int main(int argc, char** argv) {
     MPI_Iprobe(MPI_ANY_SOURCE, 999999, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
   }
   MPI_Pcontrol(1);
-  printf("rank %d tests=%ld testanys=%ld iprobes=%ld cheap_each=%ld clock_positive=%d\n", rank,
-         tests, testanys, iprobes, cheap / 7, clock > 0);
+  printf("rank %d tests=%ld testanys=%ld iprobes=%ld nevers=%ld cheap_each=%ld clock_positive=%d\n",
+         rank, tests, testanys, iprobes, nevers, cheap / 7, clock > 0);
   MPI_Finalize();
   return 0;
 }

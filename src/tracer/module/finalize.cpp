@@ -1,7 +1,8 @@
 // The trace module at finalize: the clock offset measured again, each rank's definitions (MPI
-// functions used, region names, call sites, communicators) unified on rank 0 and mapped back,
-// then every rank writes its own event file through OTF2's MPI collectives, timestamps on rank
-// 0's clock, and rank 0 writes the global definitions. What is not MPI here lives in the tracer's
+// functions used, region names, call sites, communicators) unified up a binomial tree of the
+// ranks and mapped back down it (O(log P) rounds, no loop over the ranks on rank 0), then every
+// rank writes its own event file through OTF2's MPI collectives, timestamps on rank 0's clock,
+// and rank 0 writes the global definitions. What is not MPI here lives in the tracer's
 // library (tracer/rank_records.hpp, tracer/unify.hpp, tracer/job_definitions.hpp) and its one OTF2
 // writer (tracer/otf2_writer.hpp).
 #include "tracer/module/state.hpp"
@@ -20,47 +21,69 @@
 namespace strata::trace {
 namespace {
 
-// Bytes moved between ranks with MPI, as a vector of strings (rank 0 gets all, others none).
-std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine, int rank,
-                                        int size) {
-  int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(static_cast<size_t>(size));
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm);
-  std::vector<int> displs(static_cast<size_t>(size), 0);
-  size_t total = 0;
-  for (int r = 0; r < size; ++r) {
-    displs[static_cast<size_t>(r)] = static_cast<int>(total);
-    total += static_cast<size_t>(lengths[static_cast<size_t>(r)]);
-  }
-  std::string all(rank == 0 ? total : 0, '\0');
-  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), displs.data(), MPI_CHAR, 0,
-              comm);
-  std::vector<std::string> out;
-  if (rank == 0)
-    for (int r = 0; r < size; ++r)
-      out.push_back(all.substr(static_cast<size_t>(displs[static_cast<size_t>(r)]),
-                               static_cast<size_t>(lengths[static_cast<size_t>(r)])));
-  return out;
+constexpr int defs_tag = 11;
+constexpr int map_tag = 12;
+
+std::string receive_bytes(MPI_Comm comm, int from, int tag) {
+  MPI_Status status;
+  MPI_Probe(from, tag, comm, &status);
+  int length = 0;
+  MPI_Get_count(&status, MPI_CHAR, &length);
+  std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
+  MPI_Recv(bytes.data(), length, MPI_CHAR, from, tag, comm, MPI_STATUS_IGNORE);
+  return bytes;
 }
 
-std::vector<uint32_t> scatter_maps(MPI_Comm comm, const std::vector<std::vector<uint32_t>>& flat,
-                                   int rank, int size) {
-  std::vector<int> lengths(static_cast<size_t>(size), 0);
-  std::vector<int> displs(static_cast<size_t>(size), 0);
-  std::vector<uint32_t> all;
-  if (rank == 0)
-    for (int r = 0; r < size; ++r) {
-      lengths[static_cast<size_t>(r)] = static_cast<int>(flat[static_cast<size_t>(r)].size());
-      displs[static_cast<size_t>(r)] = static_cast<int>(all.size());
-      all.insert(all.end(), flat[static_cast<size_t>(r)].begin(),
-                 flat[static_cast<size_t>(r)].end());
+void send_bytes(MPI_Comm comm, int to, int tag, const std::string& bytes) {
+  MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_CHAR, to, tag, comm);
+}
+
+std::vector<uint32_t> receive_words(MPI_Comm comm, int from, int tag) {
+  MPI_Status status;
+  MPI_Probe(from, tag, comm, &status);
+  int length = 0;
+  MPI_Get_count(&status, MPI_UINT32_T, &length);
+  std::vector<uint32_t> words(static_cast<size_t>(std::max(length, 0)));
+  MPI_Recv(words.data(), length, MPI_UINT32_T, from, tag, comm, MPI_STATUS_IGNORE);
+  return words;
+}
+
+// The definitions unified up the binomial tree (tracer/unify.hpp) in ceil(log2 P) rounds, and
+// each rank's map to the global ids composed on the way down: this rank's map, and on rank 0
+// the job's definitions. A child's unreadable definitions are left out with a message (its
+// events then are too).
+rank_map unify_over_tree(const trace_state* s, const local_defs& local, global_defs& global) {
+  const MPI_Comm comm = s->world;
+  const tree_links links = binomial_links(s->rank, s->world_size);
+  merged_defs mine = from_local(local);
+  std::vector<rank_map> child_maps;
+  for (const int child : links.children) {
+    merged_defs theirs;
+    if (!deserialize(receive_bytes(comm, child, defs_tag), theirs, s->world_size)) {
+      s->host->log(s->self, ("the definitions of ranks " + std::to_string(child) +
+                             " and up were unreadable; their events are left out")
+                                .c_str());
+      theirs = merged_defs{};
     }
-  int mine = 0;
-  MPI_Scatter(lengths.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, comm);
-  std::vector<uint32_t> out(static_cast<size_t>(mine));
-  MPI_Scatterv(all.data(), lengths.data(), displs.data(), MPI_UINT32_T, out.data(), mine,
-               MPI_UINT32_T, 0, comm);
-  return out;
+    child_maps.push_back(merge_into(mine, theirs));
+  }
+  rank_map ids;
+  bool ok = true;
+  if (links.parent >= 0) {
+    send_bytes(comm, links.parent, defs_tag, serialize(mine));
+    ok = unflatten(receive_words(comm, links.parent, map_tag), ids);
+  } else {
+    global = to_global(mine);
+    ids = global_ids(mine);
+  }
+  for (size_t c = 0; c < links.children.size(); ++c) {
+    rank_map theirs;
+    ok = compose(child_maps[c], ids, theirs) && ok;
+    const std::vector<uint32_t> flat = flatten(theirs);
+    MPI_Send(flat.data(), static_cast<int>(flat.size()), MPI_UINT32_T, links.children[c], map_tag,
+             comm);
+  }
+  return ok ? prefix(ids, local) : rank_map{};
 }
 
 // What this rank knows besides its records: its host, the names, and the call sites resolved
@@ -85,8 +108,23 @@ rank_context context_of(const trace_state* s) {
   return c;
 }
 
+// Where rank 0's finalize went, in ns: the clock offsets, this rank's call sites resolved, the
+// definitions unified over the tree (waiting for the subtrees included), the archive written.
+struct finalize_times {
+  uint64_t clock = 0;
+  uint64_t sites = 0;
+  uint64_t definitions = 0;
+  uint64_t writing = 0;
+};
+
+std::string milliseconds(uint64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(ns) / 1e6);
+  return text;
+}
+
 void log_figures(const trace_state* s, const rank_figures& mine,
-                 const std::vector<rank_figures>& ranks) {
+                 const std::vector<rank_figures>& ranks, const finalize_times& took) {
   const int rank = s->rank;
   if (s->unbalanced_ends > 0)
     s->host->log(s->self,
@@ -111,6 +149,11 @@ void log_figures(const trace_state* s, const rank_figures& mine,
                        " ranks in " + s->dir + "/traces.otf2";
     if (dropped > 0)
       line += " (" + std::to_string(dropped) + " dropped at the size limit)";
+    line += "; finalize " +
+            milliseconds(took.clock + took.sites + took.definitions + took.writing) +
+            " ms (clock offsets " + milliseconds(took.clock) + ", call sites " +
+            milliseconds(took.sites) + ", definitions " + milliseconds(took.definitions) +
+            ", writing " + milliseconds(took.writing) + ")";
     s->host->log(s->self, line.c_str());
   }
 }
@@ -136,32 +179,24 @@ void trace_finalize(void* raw) {
   auto* s = static_cast<trace_state*>(raw);
   s->traced_thread = 0;
   say_if_the_clock_failed(s);
+  finalize_times took;
   s->clock.t2 = s->host->now_ns();
   s->clock.o2 = measure_offset(s, s->stddev_final);
   MPI_Comm_free(&s->clock_comm);
   const int rank = s->rank;
   const int size = s->world_size;
+  uint64_t t = s->host->now_ns();
+  took.clock = t - s->clock.t2;
 
-  // Definitions: local -> rank 0 -> unified -> each rank's map back.
+  // Definitions: unified up the tree, each rank's map composed on the way down.
   const local_index li = collect_local(*s->buffer, context_of(s));
-  const std::vector<std::string> all = gather_strings(s->world, serialize(li.defs), rank, size);
+  took.sites = s->host->now_ns() - t;
+  t += took.sites;
   global_defs g;
-  std::vector<std::vector<uint32_t>> flat;
-  if (rank == 0) {
-    std::vector<local_defs> defs(static_cast<size_t>(size));
-    for (int r = 0; r < size; ++r)
-      if (!deserialize(all[static_cast<size_t>(r)], defs[static_cast<size_t>(r)]))
-        s->host->log(s->self, ("rank " + std::to_string(r) +
-                               " sent unreadable definitions; its events are left out")
-                                  .c_str());
-    std::vector<rank_map> maps;
-    unify(defs, g, maps);
-    for (const rank_map& m : maps)
-      flat.push_back(flatten(m));
-  }
-  rank_map map;
-  const bool mapped = unflatten(scatter_maps(s->world, flat, rank, size), map) &&
-                      map.mpi_region.size() == li.defs.mpi_regions.size() &&
+  const rank_map map = unify_over_tree(s, li.defs, g);
+  took.definitions = s->host->now_ns() - t;
+  t += took.definitions;
+  const bool mapped = map.mpi_region.size() == li.defs.mpi_regions.size() &&
                       map.user_region.size() == li.defs.user_regions.size() &&
                       map.site.size() == li.defs.sites.size() &&
                       map.comm.size() == li.defs.comms.size();
@@ -213,7 +248,8 @@ void trace_finalize(void* raw) {
     archive.write_global_definitions(
         describe_job(g, ranks, {s->clock.correct(s->init_mono), s->init_mono, s->init_real}));
   archive.close();
-  log_figures(s, mine, ranks);
+  took.writing = s->host->now_ns() - t;
+  log_figures(s, mine, ranks, took);
   if (s->opt.analyze)
     analyze_at_finalize(s, mine.events);
 }

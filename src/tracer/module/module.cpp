@@ -39,9 +39,8 @@ int trace_load(const strata_host* host, int self, const strata_module_arg* args,
   arg_list.reserve(static_cast<size_t>(std::max(nargs, 0)));
   for (int i = 0; i < nargs; ++i)
     arg_list.emplace_back(args[i].key, args[i].value != nullptr ? args[i].value : "");
-  if (std::string why = parse_options(
-          arg_list, [](const char* n) { return std::getenv(n); }, s->opt);
-      !why.empty()) {
+  // The core resolved every declared option (trace_option_list) and checked its type.
+  if (std::string why = parse_options(arg_list, s->opt); !why.empty()) {
     std::snprintf(error, error_size, "%s", why.c_str());
     return 1;
   }
@@ -139,30 +138,6 @@ const strata_module trace_module = {
 const strata_module_regions trace_regions = {sizeof(strata_module_regions), on_region_begin,
                                              on_region_end};
 
-// Declared so that `strata modules trace` lists them and the core resolves STRATA_TRACE_<KEY>;
-// the values are checked by parse_options (tracer/options.cpp), whose messages name them.
-const strata_option trace_options[] = {
-    {"dir", "string", nullptr, "archive directory (default ./strata-trace-<job id>)", nullptr},
-    {"functions", "string", nullptr, "MPI functions recorded: comma-separated globs (default *)",
-     nullptr},
-    {"regions", "string", nullptr, "user regions recorded: comma-separated globs (default all)",
-     nullptr},
-    {"start", "string", nullptr, "record from this many seconds after MPI_Init", nullptr},
-    {"stop", "string", nullptr, "record until this many seconds after MPI_Init", nullptr},
-    {"limit", "string", nullptr, "events kept in memory per rank, in bytes (default 256M)",
-     nullptr},
-    {"prefault", "string", nullptr, "of it allocated and touched at MPI_Init (default 16M)",
-     nullptr},
-    {"policy", "string", nullptr, "at the limit: stop recording, or ring (keep the last)", nullptr},
-    {"analyze", "string", nullptr,
-     "1: analyse the archive at MPI_Finalize on the job's ranks (analysis.json and .txt in it)",
-     nullptr},
-    {"analyze_limit", "string", nullptr,
-     "skip that analysis when its estimated time exceeds this many seconds (default 60)", nullptr},
-};
-const strata_module_options trace_option_list = {
-    sizeof(strata_module_options), static_cast<int>(std::size(trace_options)), trace_options};
-
 } // namespace
 } // namespace strata::trace
 
@@ -170,10 +145,10 @@ extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   return &strata::trace::trace_module;
 }
 
-extern "C" STRATA_MODULE_EXPORT const strata_module_regions* strata_module_regions_v1(void) {
-  return &strata::trace::trace_regions;
-}
-
 extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_options_v1(void) {
   return &strata::trace::trace_option_list;
+}
+
+extern "C" STRATA_MODULE_EXPORT const strata_module_regions* strata_module_regions_v1(void) {
+  return &strata::trace::trace_regions;
 }

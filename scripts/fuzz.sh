@@ -10,16 +10,16 @@ clang++-14 "${flags[@]}" src/config/config.cpp src/config/options.cpp fuzz/confi
   -o "$out/config_fuzz"
 clang++-14 "${flags[@]}" src/patch/patch.cpp fuzz/patch_fuzz.cpp -lelf -o "$out/patch_fuzz"
 clang++-14 "${flags[@]}" src/profiler/record/record.cpp src/profiler/record/render.cpp \
-  src/profiler/record/record_fast.cpp src/model/model_file.cpp src/common/json_document.cpp \
-  fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
+  src/profiler/record/render_mpi_t.cpp src/profiler/record/record_fast.cpp \
+  src/model/model_file.cpp src/common/json_document.cpp fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
 clang++-14 "${flags[@]}" src/model/stats.cpp src/model/grid.cpp src/model/model_file.cpp \
   src/common/json_document.cpp fuzz/model_fuzz.cpp -o "$out/model_fuzz"
 clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp \
   src/profiler/packed_totals.cpp src/profiler/call_sites.cpp src/profiler/routine_classes.cpp \
   src/profiler/record/record.cpp src/model/model_file.cpp src/common/json_document.cpp \
   fuzz/rank_file_fuzz.cpp -lfmt -o "$out/rank_file_fuzz"
-clang++-14 "${flags[@]}" src/profiler/call_sites.cpp fuzz/callsite_lines_fuzz.cpp \
-  -o "$out/callsite_lines_fuzz"
+clang++-14 "${flags[@]}" src/profiler/call_sites.cpp src/profiler/site_reduction.cpp \
+  fuzz/callsite_lines_fuzz.cpp -o "$out/callsite_lines_fuzz"
 clang++-14 "${flags[@]}" src/analyzer/trace_reader.cpp src/analyzer/analysis.cpp \
   src/analyzer/partial.cpp src/analyzer/wait_states.cpp src/analyzer/tables.cpp \
   src/analyzer/xml_export.cpp src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp \
@@ -48,8 +48,9 @@ printf 'sqlite:/var/lib/strata/site.db' >"$out/corpus/site_parse/url"
 printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
 printf '7d' >"$out/corpus/site_parse/since"
 printf '2026-11-22T01:27:18Z' >"$out/corpus/site_parse/time"
-cp src/profiler/record/testdata/sample.json "$out/corpus/record/"
-printf 'MPI_Send\ta.c\t12\tmain\t3\t900\t64\t0\nMPI_Recv\tb.f90\t7\tsolve\t1\t5\t8\t2\n' \
+cp src/profiler/record/testdata/sample.json src/profiler/record/testdata/mpi_t.json \
+  "$out/corpus/record/"
+printf 'node1\tnode2\nMPI_Send\ta.c\t12\tmain\t3\t900\t64\t0\t2\nMPI_Recv\tb.f90\t7\tsolve\t1\t5\t8\t2\t1\n' \
   >"$out/corpus/callsite_lines/seed"
 # A real rank file, as a killed job leaves it.
 cat >"$out/rank_file_seed.cpp" <<'EOS'

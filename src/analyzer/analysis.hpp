@@ -85,6 +85,7 @@ struct wait_state_row {
 
 struct report {
   std::string archive;
+  std::string creator; // what wrote the archive; empty when it does not say
   uint32_t ranks = 0;
   uint64_t events = 0;
   std::vector<level_row> levels;           // Tables 1 and 6

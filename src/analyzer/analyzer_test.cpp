@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <otf2/otf2.h>
+#include <strata/version.h>
 
 #include <filesystem>
 #include <fstream>
@@ -354,6 +355,13 @@ TEST_F(AnalyzeTest, TablesCountLevelsCallSitesAndTimes) {
   // The text, JSON and CSV forms carry the same figures.
   const auto j = nlohmann::json::parse(render_json(r));
   EXPECT_EQ(j["ranks"], 2);
+  // The release that analysed it, and the one that wrote the archive (the archive's creator).
+  EXPECT_EQ(j["strata_version"], STRATA_VERSION);
+  EXPECT_EQ(j["written_by"], "Strata " STRATA_VERSION);
+  EXPECT_EQ(render_text(r).rfind("Strata " STRATA_VERSION
+                                 " analysis of a trace written by Strata " STRATA_VERSION "\n",
+                                 0),
+            0U);
   bool found = false;
   for (const auto& w : j["wait_states"])
     found |= w["pattern"] == "late_sender" && w["line"] == 91 && w["rank"] == 1 &&

@@ -150,6 +150,7 @@ report assemble_report(const definitions& defs, std::vector<partial_result>& par
 
   report out;
   out.archive = defs.archive;
+  out.creator = defs.creator;
   out.ranks = static_cast<uint32_t>(defs.ranks());
   out.events = sum.events;
   out.messages = sum.messages;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <strata/version.h>
 
 #include <algorithm>
 #include <map>
@@ -9,7 +10,8 @@
 namespace strata::analyze {
 
 std::string render_text(const report& r) {
-  std::string out;
+  std::string out = "Strata " STRATA_VERSION " analysis";
+  out += r.creator.empty() ? std::string("\n") : " of a trace written by " + r.creator + "\n";
   out += fmt::format("Trace {}: {} ranks, {} events, {} messages matched, {} collectives\n",
                      r.archive, r.ranks, r.events, r.messages, r.collectives);
   for (const std::string& w : r.warnings)
@@ -86,7 +88,10 @@ std::string render_json(const report& r) {
   using nlohmann::json;
   json j;
   j["format"] = "strata.analysis/1";
+  j["strata_version"] = STRATA_VERSION;
   j["archive"] = r.archive;
+  if (!r.creator.empty())
+    j["written_by"] = r.creator;
   j["ranks"] = r.ranks;
   j["events"] = r.events;
   j["messages"] = r.messages;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <unordered_map>
@@ -482,6 +483,11 @@ trace_reader::trace_reader(const std::string& path) {
     OTF2_ErrorCode rc = OTF2_Reader_SetSerialCollectiveCallbacks(reader);
     if (rc != OTF2_SUCCESS)
       throw fail("cannot set up the OTF2 reader (" + otf2_reason(rc) + ")");
+    char* creator = nullptr;
+    if (OTF2_Reader_GetCreator(reader, &creator) == OTF2_SUCCESS && creator != nullptr) {
+      defs_.creator = creator;
+      free(creator); // NOLINT(cppcoreguidelines-no-malloc): OTF2 allocates it with malloc
+    }
 
     raw_definitions raw;
     OTF2_GlobalDefReader* global = OTF2_Reader_GetGlobalDefReader(reader);

@@ -51,6 +51,7 @@ struct definitions {
   uint64_t global_offset = 0;
   uint64_t trace_length = 0;
   std::string archive; // path of the anchor file
+  std::string creator; // what wrote it ("Strata 0.1.0"); empty when the archive does not say
 
   [[nodiscard]] double seconds(uint64_t timestamp) const {
     return static_cast<double>(timestamp - global_offset) / static_cast<double>(timer_resolution);

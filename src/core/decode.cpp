@@ -76,12 +76,20 @@ bool mpi_usable() {
   return core::mpi_active() || world_model_up();
 }
 
-// The group whose ranks events call world ranks: MPI_COMM_WORLD's, or, in a program that uses
-// only Sessions, the tools' communicator of every process (strata_host::world).
+// The application's world: MPI_COMM_WORLD, or what a module put in its place (the monitor's
+// world without its tool ranks), whose ranks are the world ranks every layer sees.
+MPI_Comm application_world() {
+  return core::world_replaced ? core::world_replacement : MPI_COMM_WORLD;
+}
+
+// The group whose ranks events call world ranks: the application's world's, or, in a program
+// that uses only Sessions, the tools' communicator of every process (strata_host::world).
 MPI_Group world_ranks_group() {
   MPI_Group group = MPI_GROUP_NULL;
   const void* tools = core::host_world();
-  if (world_model_up() || tools == nullptr)
+  if (core::world_replaced)
+    real_comm.comm_group(core::world_replacement, &group);
+  else if (world_model_up() || tools == nullptr)
     real_comm.comm_group(MPI_COMM_WORLD, &group);
   else
     real_comm.comm_group(*static_cast<const MPI_Comm*>(tools), &group);
@@ -111,7 +119,7 @@ slot* insert(MPI_Comm comm, uint64_t key) {
     if (info.inter) {
       real_comm.comm_remote_size(comm, &peers);
       real_comm.comm_remote_group(comm, &group);
-    } else if (comm != MPI_COMM_WORLD) {
+    } else if (comm != application_world()) {
       real_comm.comm_group(comm, &group);
     }
     if (group != MPI_GROUP_NULL) {
@@ -156,6 +164,13 @@ void resolve_api() {
   resolve(real_comm.comm_set_attr, "PMPI_Comm_set_attr");
   resolve(real_comm.initialized, "PMPI_Initialized");
   resolve(real_comm.finalized, "PMPI_Finalized");
+}
+
+void forget_world_ranks() {
+  std::lock_guard<std::mutex> guard(insert_lock);
+  if (world_group != MPI_GROUP_NULL && real_comm.group_free != nullptr)
+    real_comm.group_free(&world_group);
+  world_group = MPI_GROUP_NULL;
 }
 
 __thread last_comm_lookup last_comm __attribute__((tls_model("initial-exec")));

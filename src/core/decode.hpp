@@ -36,6 +36,9 @@ struct mpi_api {
 extern mpi_api api __attribute__((visibility("hidden")));
 void resolve_api();
 
+// The application's world changed (strata_host::replace_world): world ranks are asked again.
+void forget_world_ranks();
+
 template <typename H> inline uint64_t handle_bits(H h) {
   uint64_t bits = 0;
   // H is a pointer (Open MPI) or an integer (MPICH): its bits, either way.

@@ -5,6 +5,7 @@
 // library has Sessions, one made from the core's own session over "mpi://WORLD", which lives
 // whatever the application does with its models; elsewhere a duplicate of MPI_COMM_WORLD.
 #include "core/core_internal.hpp"
+#include "core/decode.hpp"
 #include "core/regions.hpp"
 
 #include <cstdio>
@@ -198,6 +199,11 @@ void stop_tools() {
   });
   g_active.store(false);
   free_tool_world();
+  // The module that replaced the world has freed its communicator in its finalize: the calls
+  // still to come (a PMPI tool's own in its MPI_Finalize wrapper) name the real world again,
+  // whose first ranks are the application's.
+  world_replaced = false;
+  world_replacement = MPI_COMM_WORLD;
 }
 
 void unload_tools() {
@@ -243,6 +249,7 @@ int host_replace_world(int self, const void* comm) {
   world_replacing_layer = self;
   world_replacement = app;
   world_replaced = world_replacement != MPI_COMM_WORLD;
+  decode::forget_world_ranks();
   chain_every_communicator_function(s);
   return 0;
 }

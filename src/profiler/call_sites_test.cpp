@@ -15,13 +15,23 @@ callsite_total site(const std::string& function, const std::string& file, int li
 
 } // namespace
 
-TEST(CallSites, TheLinesReadBackAsTheSites) {
+// Rank 0's merge, in the record's order.
+std::vector<callsite_total> merged(std::string_view text) {
+  ranks_summary all;
+  all.add_text(text);
+  return all.ordered_callsites();
+}
+
+TEST(CallSites, TheTextReadsBackAsTheHostAndSites) {
   const std::vector<callsite_total> mine = {site("MPI_Send", "a.c", 12, 500, 0),
                                             site("MPI_Recv", "b.f90", 7, 900, 40)};
-  const std::string lines = callsite_lines(mine);
-  EXPECT_EQ(lines,
-            "MPI_Send\ta.c\t12\tmain\t1\t500\t8\t0\nMPI_Recv\tb.f90\t7\tmain\t1\t900\t8\t40\n");
-  const std::vector<callsite_total> back = merge_callsite_lines(lines);
+  const std::string text = summary_text({"node1"}, mine);
+  EXPECT_EQ(text, "node1\nMPI_Send\ta.c\t12\tmain\t1\t500\t8\t0\t1\n"
+                  "MPI_Recv\tb.f90\t7\tmain\t1\t900\t8\t40\t1\n");
+  ranks_summary all;
+  all.add_text(text);
+  EXPECT_EQ(all.hosts(), std::vector<std::string>{"node1"});
+  const std::vector<callsite_total> back = all.ordered_callsites();
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].function, "MPI_Recv"); // the longest wasted time first
   EXPECT_EQ(back[0].wasted_ns, 40u);
@@ -29,45 +39,68 @@ TEST(CallSites, TheLinesReadBackAsTheSites) {
   EXPECT_EQ(back[1].line, 12);
   EXPECT_EQ(back[1].caller, "main");
   EXPECT_EQ(back[1].ranks, 1);
+  EXPECT_EQ(summary_text(all), text); // first seen first, as written
 }
 
 TEST(CallSites, TabsAndNewlinesInNamesCannotBreakALine) {
-  const std::string lines =
-      callsite_lines({{"MPI_Send", "odd\tdir/x\n.c", 3, "f\tg", 1, 2, 3, 4, 1}});
-  EXPECT_EQ(lines, "MPI_Send\todd dir/x .c\t3\tf g\t1\t2\t3\t4\n");
-  const auto back = merge_callsite_lines(lines);
+  const std::string text =
+      summary_text({"n\t1"}, {{"MPI_Send", "odd\tdir/x\n.c", 3, "f\tg", 1, 2, 3, 4, 1}});
+  EXPECT_EQ(text, "n 1\nMPI_Send\todd dir/x .c\t3\tf g\t1\t2\t3\t4\t1\n");
+  const auto back = merged(text);
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].file, "odd dir/x .c");
 }
 
-// Rank 0 merges every rank's lines per source line; ranks count the ranks that made the call.
+// Texts merge per source line, hosts once each, in the order first seen; ranks add up.
 TEST(CallSites, RanksMergePerSourceLine) {
-  std::string all;
+  ranks_summary all;
   for (int rank = 0; rank < 3; ++rank)
-    all += callsite_lines({site("MPI_Send", "a.c", 12, 100, 10),
-                           site("MPI_Send", "a.c", 13, 1000 + static_cast<uint64_t>(rank), 0)});
-  all += callsite_lines({site("MPI_Recv", "a.c", 12, 5, 0)}); // same line, another function
-  const std::vector<callsite_total> merged = merge_callsite_lines(all);
-  ASSERT_EQ(merged.size(), 3u);
-  EXPECT_EQ(merged[0].line, 12); // wasted time first
-  EXPECT_EQ(merged[0].function, "MPI_Send");
-  EXPECT_EQ(merged[0].ranks, 3);
-  EXPECT_EQ(merged[0].time_ns, 300u);
-  EXPECT_EQ(merged[0].wasted_ns, 30u);
-  EXPECT_EQ(merged[0].bytes, 24u);
-  EXPECT_EQ(merged[1].line, 13); // then time
-  EXPECT_EQ(merged[1].time_ns, 3003u);
-  EXPECT_EQ(merged[2].function, "MPI_Recv");
+    all.add_text(
+        summary_text({rank == 1 ? "node2" : "node1"},
+                     {site("MPI_Send", "a.c", 12, 100, 10),
+                      site("MPI_Send", "a.c", 13, 1000 + static_cast<uint64_t>(rank), 0)}));
+  all.add_text(summary_text({"node3", "node1"}, {site("MPI_Recv", "a.c", 12, 5, 0)}));
+  EXPECT_EQ(all.hosts(), (std::vector<std::string>{"node1", "node2", "node3"}));
+  const std::vector<callsite_total> sites = all.ordered_callsites();
+  ASSERT_EQ(sites.size(), 3u);
+  EXPECT_EQ(sites[0].line, 12); // wasted time first
+  EXPECT_EQ(sites[0].function, "MPI_Send");
+  EXPECT_EQ(sites[0].ranks, 3);
+  EXPECT_EQ(sites[0].time_ns, 300u);
+  EXPECT_EQ(sites[0].wasted_ns, 30u);
+  EXPECT_EQ(sites[0].bytes, 24u);
+  EXPECT_EQ(sites[1].line, 13); // then time
+  EXPECT_EQ(sites[1].time_ns, 3003u);
+  EXPECT_EQ(sites[2].function, "MPI_Recv"); // same line, another function
+}
+
+// A merged text (of a set of ranks) keeps its ranks count when read again.
+TEST(CallSites, AMergedTextKeepsItsRanks) {
+  ranks_summary two;
+  two.add_text(summary_text({"a"}, {site("MPI_Send", "a.c", 1, 10, 0)}));
+  two.add_text(summary_text({"b"}, {site("MPI_Send", "a.c", 1, 20, 0)}));
+  ranks_summary three;
+  three.add_text(summary_text(two));
+  three.add_text(summary_text({"a"}, {site("MPI_Send", "a.c", 1, 30, 0)}));
+  ASSERT_EQ(three.callsites().size(), 1u);
+  EXPECT_EQ(three.callsites()[0].ranks, 3);
+  EXPECT_EQ(three.callsites()[0].time_ns, 60u);
+  EXPECT_EQ(three.hosts(), (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(CallSites, MalformedLinesAreSkipped) {
-  const auto merged = merge_callsite_lines("MPI_Send\ta.c\t12\tmain\t1\t2\t3\n"     // 7 fields
-                                           "MPI_Send\ta.c\tx\tmain\t1\t2\t3\t4\n"   // line
-                                           "MPI_Send\ta.c\t12\tmain\t-1\t2\t3\t4\n" // calls
-                                           "\n"                                     // empty
-                                           "MPI_Bcast\tb.c\t9\tf\t1\t2\t3\t4");     // no \n
-  ASSERT_EQ(merged.size(), 1u);
-  EXPECT_EQ(merged[0].function, "MPI_Bcast");
+  std::string padded = "node\n"
+                       "MPI_Send\ta.c\t12\tmain\t1\t2\t3\t4\n"     // 8 fields
+                       "MPI_Send\ta.c\tx\tmain\t1\t2\t3\t4\t1\n"   // line
+                       "MPI_Send\ta.c\t12\tmain\t-1\t2\t3\t4\t1\n" // calls
+                       "MPI_Send\ta.c\t12\tmain\t1\t2\t3\t4\t-1\n" // ranks
+                       "\n"                                        // empty
+                       "MPI_Bcast\tb.c\t9\tf\t1\t2\t3\t4\t1";      // no \n
+  padded.resize(padded.size() + 16, '\0');                         // the padding of a fixed block
+  const auto sites = merged(padded);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].function, "MPI_Bcast");
+  EXPECT_TRUE(merged("").empty());
 }
 
 // The return address of the call below, in this test's own code.

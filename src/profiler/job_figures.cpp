@@ -161,6 +161,10 @@ record::job_record to_record(const job_figures& job) {
     if (eq != std::string::npos) // a repeated name: the last one counts
       j.environment[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
+  if (f.module[0] != '\0')
+    j.module = f.module;
+  if (f.strata_version[0] != '\0')
+    j.strata_version = f.strata_version;
   j.start = iso_time(f.start_unix_ns);
   j.end = iso_time(f.end_unix_ns);
   j.status = record_status(job.status);

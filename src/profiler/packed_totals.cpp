@@ -156,57 +156,35 @@ uint64_t unpack_totals(const packed_totals& all, const std::vector<std::string>&
   return j.model_clamped;
 }
 
-std::vector<uint32_t> reduction_layout(const routine_slot* slots, size_t functions,
-                                       size_t text_length) {
-  std::vector<uint32_t> layout(functions + 2);
+std::vector<uint32_t> reduction_layout(const routine_slot* slots, size_t functions) {
+  std::vector<uint32_t> layout(functions);
   for (size_t f = 0; f < functions; ++f)
     layout[f] = slots[f].calls != 0 ? 1u : 0u;
-  layout[functions] = static_cast<uint32_t>(text_length);
-  layout[functions + 1] = UINT32_MAX - static_cast<uint32_t>(text_length);
   return layout;
 }
 
 reduction_plan plan_reduction(const std::vector<uint32_t>& layout, size_t functions) {
   reduction_plan plan;
-  for (size_t f = 0; f < functions; ++f)
+  for (size_t f = 0; f < functions && f < layout.size(); ++f)
     if (layout[f] != 0)
       plan.functions.push_back(static_cast<int>(f));
-  plan.longest_text = layout[functions];
-  plan.shortest_text = UINT32_MAX - layout[functions + 1];
   return plan;
-}
-
-std::string rank_text(const std::string& host, const std::string& callsite_lines) {
-  return host + "\n" + callsite_lines;
-}
-
-bool gather_in_fixed_blocks(uint64_t longest, uint64_t shortest) {
-  constexpr uint64_t host_block = sizeof(rank_header::host) + 1; // the name and its newline
-  return longest <= host_block || longest <= 2 * shortest;
 }
 
 void complete_at_root(job_figures& job, const packed_totals& all,
                       const std::vector<std::string>& names, const std::vector<int>& functions,
-                      std::string_view lines, const rank_header& facts, int world_size,
-                      bool compared_with_model) {
+                      const ranks_summary& texts, const rank_header& facts, int world_size,
+                      int ranks_reported, bool compared_with_model) {
   const uint64_t clamped = unpack_totals(all, names, functions, job);
-  job.callsites = merge_callsite_lines(lines);
+  job.host_names = texts.hosts();
+  job.callsites = texts.ordered_callsites();
   if (compared_with_model)
     job.model_clamped_calls = static_cast<int64_t>(clamped);
   job.facts = facts;
   job.ranks = world_size;
-  job.ranks_reported = world_size;
+  job.ranks_reported = ranks_reported;
+  job.partial = ranks_reported < world_size;
   job.status = job_status::finalized;
-}
-
-void add_rank_text(std::string_view text, job_figures& job, std::string& lines) {
-  text = text.substr(0, text.find('\0')); // a fixed block's padding
-  const size_t newline = text.find('\n');
-  const std::string host(text.substr(0, newline));
-  if (std::find(job.host_names.begin(), job.host_names.end(), host) == job.host_names.end())
-    job.host_names.push_back(host);
-  if (newline != std::string_view::npos)
-    lines.append(text.substr(newline + 1));
 }
 
 } // namespace strata::profiler

@@ -1,9 +1,10 @@
-// The figures MPI_Finalize reduces over the ranks, packed into one flat buffer so that a single
-// MPI_Reduce with a user-defined operation replaces one reduction per kind of figure (sums,
-// minima, maxima, minima and maxima with their rank): with oversubscribed ranks every
-// collective needs every rank scheduled, so their number sets the record's write time. No MPI
-// here: the profile module wraps `combine_packed` in an MPI_Op; the unit tests check that the
-// packed path and `add_rank` (strata recover) give the same job totals.
+// The figures MPI_Finalize reduces over the ranks, packed into one flat buffer so that one
+// message per rank up the finalize tree (site_reduction.hpp), combined with `combine_packed` at
+// every rank, replaces one reduction per kind of figure (sums, minima, maxima, minima and maxima
+// with their rank): with oversubscribed ranks every collective or round needs ranks scheduled,
+// so their number sets the record's write time. No MPI here; the unit tests check that the
+// packed path and `add_rank` (strata recover) give the same job totals, in any order of
+// combining.
 #pragma once
 
 #include "profiler/job_figures.hpp"
@@ -78,34 +79,22 @@ uint64_t unpack_totals(const packed_totals& all, const std::vector<std::string>&
                        const std::vector<int>& functions, job_figures& job);
 
 // The first collective at finalize (MPI_Allreduce with MPI_MAX) agrees on the layout of the
-// reduction: per function, whether this rank called it; then the length of this rank's text and
-// its complement, so that the maximum over ranks gives the longest and the shortest text.
-std::vector<uint32_t> reduction_layout(const routine_slot* slots, size_t functions,
-                                       size_t text_length);
+// reduction: per function, whether this rank called it.
+std::vector<uint32_t> reduction_layout(const routine_slot* slots, size_t functions);
 
 struct reduction_plan {
   std::vector<int> functions; // called on some rank: the rows of every rank's packed buffer
-  uint32_t longest_text = 0;
-  uint32_t shortest_text = 0;
 };
 // The plan from the layout combined over ranks.
 reduction_plan plan_reduction(const std::vector<uint32_t>& layout, size_t functions);
 
-// What each rank sends to rank 0 besides the reduction: its host name, then its call-site lines.
-// Gathered in fixed blocks of the longest rank's length when that wastes little, else by length.
-std::string rank_text(const std::string& host, const std::string& callsite_lines);
-// Blocks as long as the longest text cost rank 0 at most twice what the texts hold, or no more
-// than blocks of a host name (what the record gathered before call sites were added).
-bool gather_in_fixed_blocks(uint64_t longest, uint64_t shortest);
-// The host names into job.host_names (first seen first), the call-site lines appended to `lines`.
-void add_rank_text(std::string_view text, job_figures& job, std::string& lines);
-
-// Rank 0's job figures once the reduction (`all`) and every rank's text (host names in `job`,
-// call-site lines in `lines`) are in: the figures, the merged call sites, rank 0's facts, and
-// the calls outside the model's grid when the calls were compared with a model.
+// Rank 0's job figures once the figures (`all`, combined over `ranks_reported` ranks) and their
+// host names and call sites (merged, site_reduction.hpp) are in: the figures, the host names,
+// the call sites in the record's order, rank 0's facts, and the calls outside the model's grid
+// when the calls were compared with a model. Fewer ranks than the job's make a partial record.
 void complete_at_root(job_figures& job, const packed_totals& all,
                       const std::vector<std::string>& names, const std::vector<int>& functions,
-                      std::string_view lines, const rank_header& facts, int world_size,
-                      bool compared_with_model);
+                      const ranks_summary& texts, const rank_header& facts, int world_size,
+                      int ranks_reported, bool compared_with_model);
 
 } // namespace strata::profiler

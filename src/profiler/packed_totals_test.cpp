@@ -5,6 +5,7 @@
 
 #include "profiler/call_sites.hpp"
 #include "profiler/job_figures.hpp"
+#include "profiler/site_reduction.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -247,36 +248,20 @@ TEST(PackedTotals, BuffersOfDifferentLayoutsAreNotCombined) {
   EXPECT_EQ(two.size(), packed_words(2));
 }
 
-TEST(PackedTotals, HostNamesAndCallSiteLinesFromEachRanksText) {
-  job_figures job;
-  std::string lines;
-  std::string padded = rank_text("node2", "MPI_Send\ta.c\t3\tmain\t1\t2\t3\t0\n");
-  padded.resize(64, '\0'); // a fixed block of the gather
-  add_rank_text(rank_text("node1", ""), job, lines);
-  add_rank_text(padded, job, lines);
-  add_rank_text(rank_text("node1", "MPI_Recv\tb.c\t9\tf\t1\t2\t3\t0\n"), job, lines);
-  EXPECT_EQ(job.host_names, (std::vector<std::string>{"node1", "node2"}));
-  EXPECT_EQ(lines, "MPI_Send\ta.c\t3\tmain\t1\t2\t3\t0\nMPI_Recv\tb.c\t9\tf\t1\t2\t3\t0\n");
-
-  EXPECT_TRUE(gather_in_fixed_blocks(64, 3));            // host names alone
-  EXPECT_TRUE(gather_in_fixed_blocks(200'000, 100'000)); // padding at most doubles it
-  EXPECT_FALSE(gather_in_fixed_blocks(400'000, 70));     // one long rank: by length
-}
-
 // The reduction at finalize as the module runs it, without MPI: the layout agreed with MPI_MAX,
-// every rank's figures packed and combined, every rank's text gathered; rank 0's figures then
-// equal what strata recover builds from the same ranks' files, plus the merged call sites.
+// every rank's figures packed and combined, every rank's text merged up the tree; rank 0's
+// figures then equal what strata recover builds from the same ranks' files, plus the merged call
+// sites.
 TEST(PackedTotals, TheFinalizeReductionWithoutMpi) {
   const std::vector<rank_data> ranks = make_job();
   std::vector<std::string> texts;
   for (const rank_data& r : ranks)
     texts.push_back(
-        rank_text(r.header.host, callsite_lines({{"MPI_Bcast", "solver.c", 40, "step", 2, 1000, 128,
-                                                  static_cast<uint64_t>(r.header.rank), 1}})));
+        summary_text({r.header.host}, {{"MPI_Bcast", "solver.c", 40, "step", 2, 1000, 128,
+                                        static_cast<uint64_t>(r.header.rank), 1}}));
   std::vector<uint32_t> layout;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    const std::vector<uint32_t> mine =
-        reduction_layout(ranks[r].slots.data(), names.size(), texts[r].size());
+  for (const rank_data& r : ranks) {
+    const std::vector<uint32_t> mine = reduction_layout(r.slots.data(), names.size());
     if (layout.empty())
       layout = mine;
     for (size_t i = 0; i < layout.size(); ++i) // MPI_MAX
@@ -284,18 +269,10 @@ TEST(PackedTotals, TheFinalizeReductionWithoutMpi) {
   }
   const reduction_plan plan = plan_reduction(layout, names.size());
   EXPECT_EQ(plan.functions, used_functions(ranks));
-  EXPECT_EQ(plan.longest_text, texts[0].size()); // "even", and a two-digit wasted time
-  EXPECT_EQ(plan.shortest_text, texts[1].size());
-  ASSERT_TRUE(gather_in_fixed_blocks(plan.longest_text, plan.shortest_text));
 
   job_figures job;
-  std::string lines;
-  for (std::string text : texts) {
-    text.resize(plan.longest_text, '\0'); // a fixed block of the gather
-    add_rank_text(text, job, lines);
-  }
-  complete_at_root(job, reduce_as_a_tree(ranks, plan.functions), names, plan.functions, lines,
-                   ranks[0].header, world, true);
+  complete_at_root(job, reduce_as_a_tree(ranks, plan.functions), names, plan.functions,
+                   reduce_texts_over_tree(texts), ranks[0].header, world, world, true);
   EXPECT_EQ(job.ranks, world);
   EXPECT_EQ(job.ranks_reported, world);
   EXPECT_EQ(job.model_clamped_calls, 2 * world);

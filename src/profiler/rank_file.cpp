@@ -141,6 +141,8 @@ read_result parse_rank_image(const unsigned char* bytes, size_t size, const std:
   }
   // Strings from the file are bounded here, whatever the file holds.
   auto terminate = [](char* field, size_t n) { field[n - 1] = '\0'; };
+  terminate(h.module, sizeof(h.module));
+  terminate(h.strata_version, sizeof(h.strata_version));
   terminate(h.job_id, sizeof(h.job_id));
   terminate(h.host, sizeof(h.host));
   terminate(h.user, sizeof(h.user));

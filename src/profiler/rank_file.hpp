@@ -10,7 +10,7 @@
 namespace strata::profiler {
 
 inline constexpr char rank_file_magic[8] = {'S', 'T', 'R', 'P', 'R', 'O', 'F', '1'};
-inline constexpr uint32_t rank_file_version = 5;
+inline constexpr uint32_t rank_file_version = 6;
 inline constexpr int size_bins = 40; // bin 0: 0 bytes; bin k: [2^(k-1), 2^k)
 inline constexpr int comm_bins = 32; // bin k: communicator sizes in [2^k, 2^(k+1))
 inline constexpr int max_counters = 8;
@@ -80,6 +80,8 @@ struct rank_header {
   uint64_t counters_in_mpi[max_counters];
   uint64_t counters_outside_mpi[max_counters];
   char counter_names[max_counters][32];
+  char module[16];         // the module counting: "profile" or "overhead"
+  char strata_version[32]; // the Strata release counting
   char job_id[128];
   char host[64];
   char user[64];

@@ -8,7 +8,12 @@ TEST(RoutineClasses, Collectives) {
   for (const char* name :
        {"MPI_Barrier", "MPI_Allreduce", "MPI_Bcast_c", "MPI_Reduce_scatter_block", "MPI_Exscan"})
     EXPECT_TRUE(is_collective_name(name)) << name;
-  for (const char* name : {"MPI_Init", "MPI_Send", "MPI_Isend", "MPI_Wait", "MPI_Comm_split"})
+  // From the routine table: neighbourhood and persistent collectives are collectives too.
+  for (const char* name : {"MPI_Neighbor_alltoall", "MPI_Ineighbor_allgather", "MPI_Bcast_init"})
+    EXPECT_TRUE(is_collective_name(name)) << name;
+  // MPI_Reduce_local combines two local buffers: no communicator, no other process.
+  for (const char* name : {"MPI_Init", "MPI_Send", "MPI_Isend", "MPI_Wait", "MPI_Comm_split",
+                           "MPI_Reduce_local", "MPI_No_such_routine"})
     EXPECT_FALSE(is_collective_name(name)) << name;
 }
 

@@ -65,6 +65,14 @@ spool_choice choose_spool(const char* configured, const std::string& install_def
               "; no record is kept"};
 }
 
+std::string profile_twin(const std::string& record_name) {
+  const std::string suffix = std::string(overhead_key_suffix) + ".json";
+  if (record_name.size() <= suffix.size() ||
+      record_name.compare(record_name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return {};
+  return record_name.substr(0, record_name.size() - suffix.size()) + ".json";
+}
+
 namespace {
 
 // "<key>.rank<R>.prof" -> key; empty for other files.

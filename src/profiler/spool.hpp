@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata::profiler {
@@ -14,6 +15,13 @@ namespace strata::profiler {
 // process. Returns an error message, empty on success.
 std::string write_with_deadline(const std::string& path, const std::string& text,
                                 std::chrono::milliseconds timeout);
+
+// A job's files in the spool: the profile's "<key>.json" and "<key>.rankR.prof"; the overhead
+// module's (which can run beside it) "<key>.overhead.json" and "<key>.overhead.rankR.prof".
+inline constexpr std::string_view overhead_key_suffix = ".overhead";
+// For the overhead module's record "<key>.overhead.json": "<key>.json", the profile's record of
+// the same job run; else empty.
+std::string profile_twin(const std::string& record_name);
 
 struct spool_choice {
   std::string dir;     // empty when nothing at all can be written

@@ -1,5 +1,7 @@
 #include "profiler/spool.hpp"
 
+#include "profiler/rank_file.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -61,4 +63,47 @@ TEST(Spool, AnUnwritableSpoolFallsBackToHome) {
   EXPECT_EQ(fallback.dir, home + "/.strata/spool");
   EXPECT_NE(fallback.message.find("spool /proc/no-spool-here is not writable"), std::string::npos);
   EXPECT_NE(fallback.message.find("records go to " + home + "/.strata/spool"), std::string::npos);
+}
+
+TEST(Spool, TheOverheadRecordNamesItsProfileTwin) {
+  EXPECT_EQ(profile_twin("local-h-1-42.overhead.json"), "local-h-1-42.json");
+  EXPECT_EQ(profile_twin("local-h-1-42.json"), "");
+  EXPECT_EQ(profile_twin(".overhead.json"), "");
+  EXPECT_EQ(profile_twin("local-h-1-42.overhead.rank0.prof"), "");
+}
+
+// A job run with the profile and the overhead module that never finalized: each module's rank
+// files become a record of their own, named after the module, with its counts only.
+TEST(Spool, RecoverKeepsEachModulesRecordApart) {
+  const std::string spool = temp_path("both-spool");
+  ASSERT_EQ(::mkdir(spool.c_str(), 0700), 0);
+  const auto leave = [&](const std::string& key, const char* module, uint64_t sends) {
+    rank_mapping m = create_rank_file(spool + "/" + key + ".rank0.prof", {"MPI_Init", "MPI_Send"});
+    ASSERT_TRUE(m.ok()) << m.error;
+    copy_field(m.header->module, sizeof(m.header->module), module);
+    copy_field(m.header->strata_version, sizeof(m.header->strata_version), "9.8.7");
+    copy_field(m.header->job_id, sizeof(m.header->job_id), "local:h:1:42");
+    m.header->world_size = 1;
+    m.header->pid = 0; // gone
+    m.slots[1].calls = sends;
+    m.unmap();
+  };
+  leave("job-42", "profile", 3);
+  leave("job-42.overhead", "overhead", 3);
+  const std::vector<recovery> out = recover_spool(spool);
+  ASSERT_EQ(out.size(), 2u);
+  for (const recovery& r : out) {
+    ASSERT_FALSE(r.record_path.empty()) << r.job_key;
+    std::ifstream in(r.record_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const bool overhead = r.job_key == "job-42.overhead";
+    EXPECT_EQ(r.record_path, spool + "/" + r.job_key + ".json");
+    EXPECT_NE(text.str().find(overhead ? R"("module": "overhead")" : R"("module": "profile")"),
+              std::string::npos);
+    EXPECT_NE(text.str().find(R"("strata_version": "9.8.7")"), std::string::npos);
+    EXPECT_NE(text.str().find(R"("calls": 3)"), std::string::npos) << text.str();
+    std::remove(r.record_path.c_str());
+  }
+  ::rmdir(spool.c_str());
 }

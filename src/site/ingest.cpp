@@ -401,6 +401,15 @@ ingest_summary ingest(store& db, const ingest_options& options) {
         names.push_back(std::move(name));
     }
     ::closedir(d);
+    // A job run with both the profile and the overhead module leaves two records of one job:
+    // the profile's is the job's (it is measured as every other job is); the overhead
+    // module's waits for the next ingest, where it is already stored. Alone, it is the job's.
+    std::sort(names.begin(), names.end());
+    const std::vector<std::string> listed = names;
+    std::erase_if(names, [&](const std::string& name) {
+      const std::string twin = profiler::profile_twin(name);
+      return !twin.empty() && std::binary_search(listed.begin(), listed.end(), twin);
+    });
     // Reading, parsing and compressing (most of the work) run on worker threads, up to two
     // chunks ahead of the inserts, so that the cores never wait for the store's thread;
     // quarantine, counting and the store stay on this thread, in file order.

@@ -8,12 +8,14 @@
 #include "site/store_test_fixture.hpp"
 #include "site/synth.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -164,6 +166,44 @@ TEST_F(StoreBackend, IngestWithTwoWritersStoresWhatOneDoes) {
   ASSERT_EQ(by_two.size(), by_one.size());
   for (size_t i = 0; i < by_one.size(); ++i)
     EXPECT_EQ(by_two[i], by_one[i]);
+}
+
+// A job run with the profile and the overhead module leaves two records of one job: the
+// profile's is stored, the overhead module's waits for the next ingest, where the job is
+// already stored; an overhead record alone is its job's.
+TEST_F(StoreBackend, IngestStoresOneJobOfAProfileAndOverheadPair) {
+  auto s = store::open(url_);
+  const std::filesystem::path spool = dir_ / "pair";
+  std::filesystem::create_directories(spool);
+  spool_synth(spool, *parse_utc_time("2025-10-01"), 3, 0);
+  std::vector<std::filesystem::path> records;
+  for (const auto& e : std::filesystem::directory_iterator(spool))
+    records.push_back(e.path());
+  std::sort(records.begin(), records.end());
+  ASSERT_EQ(records.size(), 3u);
+  const auto overhead_copy = [](const std::filesystem::path& from, const std::string& to) {
+    std::ifstream in(from);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t job = text.find('{', text.find("\"job\""));
+    ASSERT_NE(job, std::string::npos);
+    text.insert(job + 1, "\"module\": \"overhead\", ");
+    std::ofstream(from.parent_path() / to) << text;
+  };
+  const std::string stem = records[0].stem().string();
+  overhead_copy(records[0], stem + ".overhead.json"); // a pair
+  overhead_copy(records[1], records[1].stem().string() + ".overhead.json");
+  std::filesystem::remove(records[1]); // an overhead record alone
+  ingest_options o;
+  o.spools = {spool.string()};
+  ingest_summary r = ingest(*s, o);
+  EXPECT_EQ(r.records, 3);
+  EXPECT_EQ(r.stored, 3);
+  EXPECT_TRUE(std::filesystem::exists(spool / (stem + ".overhead.json")));
+  r = ingest(*s, o);
+  EXPECT_EQ(r.records, 1);
+  EXPECT_EQ(r.stored, 0);
+  EXPECT_EQ(r.duplicates, 1);
+  EXPECT_TRUE(std::filesystem::is_empty(spool));
 }
 
 // A store failure in the middle of an ingest (a trigger rejects one job's routine in

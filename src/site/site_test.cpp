@@ -1,3 +1,4 @@
+#include "gen/routines.hpp"
 #include "profiler/record/record.hpp"
 #include "site/groups.hpp"
 #include "site/ingest.hpp"
@@ -88,6 +89,17 @@ TEST(SiteGroups, GroupsOfThePaper) {
   EXPECT_EQ(group_of("MPI_Pack"), routine_group::pack_unpack);
   EXPECT_FALSE(group_of("MPI_Init"));
   EXPECT_FALSE(group_of("MPI_Comm_rank"));
+  // From the routine table, where the site's own list had them as "other" or left them out.
+  EXPECT_FALSE(group_of("MPI_Session_init"));
+  EXPECT_EQ(group_of("MPI_Isendrecv"), routine_group::nonblocking_p2p);
+  EXPECT_EQ(group_of("MPI_Psend_init"), routine_group::persistent_p2p);
+  EXPECT_EQ(group_of("MPI_Neighbor_alltoall"), routine_group::collective);
+  EXPECT_EQ(group_of("MPI_Reduce_local"), routine_group::collective);
+  EXPECT_EQ(group_of("MPI_Send_c"), routine_group::blocking_p2p);
+  EXPECT_EQ(group_of("MPI_Not_in_any_header"), routine_group::other);
+  for (int g = 0; g < routine_group_count; ++g)
+    EXPECT_EQ(routine_group_names[static_cast<size_t>(g)],
+              strata::routines::name_of(static_cast<strata::routines::group>(g)));
 }
 
 TEST(SiteReport, SizeClassesOfThePaper) {

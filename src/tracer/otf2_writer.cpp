@@ -1,5 +1,7 @@
 #include "tracer/otf2_writer.hpp"
 
+#include <strata/version.h>
+
 #include <filesystem>
 #include <map>
 #include <unistd.h>
@@ -49,6 +51,10 @@ archive_writer::archive_writer(const std::string& dir) {
     return;
   }
   check(OTF2_Archive_SetFlushCallbacks(archive_, &flush_callbacks, nullptr), "flush callbacks");
+  // Which release wrote it, for the analyzer's header (and OTF2's own tools).
+  check(OTF2_Archive_SetCreator(archive_, "Strata " STRATA_VERSION), "creator");
+  check(OTF2_Archive_SetProperty(archive_, "STRATA::VERSION", STRATA_VERSION, true),
+        "version property");
 }
 
 archive_writer::~archive_writer() {

@@ -96,7 +96,8 @@ class Combinations(StrataTestCase):
                 return f"{label}: exit {rc}: {err.strip().splitlines()[-1:] if err else ''}"
             if out != native_out:
                 return f"{label}: the application's output changed: {out!r}"
-            return "; ".join(p for p in (self.check_outputs(kind, stack, work, err)) if p)
+            found = "; ".join(p for p in self.check_outputs(kind, stack, work, err) if p)
+            return f"{label}: {found}" if found else ""
 
     def check_outputs(self, kind, stack, work, err):
         sends = ITER * RANKS

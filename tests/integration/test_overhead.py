@@ -76,8 +76,9 @@ class Overhead(StrataTestCase):
         env = dict(self.env)
         env.pop("STRATA_MODEL")
         proc = strata_run("overhead", [program("ring_c"), "2"], env=env)
-        self.assertOneErrorLine(proc, "needs a machine model: STRATA_MODEL=model.json")
+        self.assertOneErrorLine(proc, "needs a machine model: overhead:model=model.json or "
+                                      "STRATA_MODEL=model.json")
         with open(self.model, "w") as f:
             f.write('{"schema": "strata.model/1", "machine": 3}')
         proc = strata_run("overhead", [program("ring_c"), "2"], env=self.env)
-        self.assertOneErrorLine(proc, "STRATA_MODEL: " + self.model + ": machine")
+        self.assertOneErrorLine(proc, "option model: " + self.model + ": machine")

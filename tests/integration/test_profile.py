@@ -137,19 +137,40 @@ class Figures(ProfileTestCase):
         self.assertEqual(routines["MPI_Test"]["bytes_received"], 200 * 1000)
         self.assertIn(routines["MPI_Testany"]["bytes_received"], (0, testanys * 1000))
 
-    def test_unusable_poll_settings_are_said_once_and_the_defaults_kept(self):
-        env = dict(self.env, STRATA_PROFILE_POLLS="fast", STRATA_PROFILE_POLL_SAMPLE="0")
-        proc = self.profile_run([program("poll_c"), "10"], env=env)
+    def test_a_bad_setting_is_one_line_naming_module_option_and_source(self):
+        proc = self.profile_run([program("poll_c"), "10"],
+                                env=dict(self.env, STRATA_PROFILE_POLLS="fast"))
+        self.assertOneErrorLine(proc, "module 'profile': STRATA_PROFILE_POLLS: 'fast'")
+        proc = self.profile_run([program("poll_c"), "10"], tools="profile:poll_sample=0")
+        self.assertOneErrorLine(proc, "option poll_sample: '0' is not from 1 to 1000000")
+        proc = self.profile_run([program("ring_c"), "2"], tools="profile:no_such=1")
+        self.assertOneErrorLine(proc, "module 'profile': unknown option 'no_such'")
+        self.assertEqual(self.records(), [])
+
+    def test_options_from_the_stack_and_their_older_variables(self):
+        out = os.path.join(self.out, "report.txt")
+        proc = self.profile_run([program("poll_c"), "10"],
+                                tools=f"profile:callsites=1:polls=exact:out={out}")
         self.assertRan(proc)
-        for message in ("STRATA_PROFILE_POLLS is neither 'lean' nor 'exact'; counting polls lean",
-                        "STRATA_PROFILE_POLL_SAMPLE is not a number from 1 to 1000000; "
-                        "timing one poll in 64"):
-            self.assertEqual(proc.stderr.count(message), 1, proc.stderr)
-        line = next(l for l in proc.stdout.splitlines() if l.startswith("rank 0 "))
-        made = dict(kv.split("=") for kv in line.split()[2:])
         record = self.only_record()
-        self.assertIs(record["job"]["poll_bytes_estimated"], True)  # lean, the default
-        self.assertEqual(record["routines"]["MPI_Test"]["calls"], int(made["tests"]))
+        self.assertTrue(record["callsites"], "callsites=1 keeps call sites")
+        self.assertIs(record["job"]["poll_bytes_estimated"], False)  # polls=exact
+        with open(out) as f:
+            self.assertIn("by the profile module of Strata", f.read())
+        for f in self.records():
+            os.unlink(f)
+        # The older names still work, and the stack's argument wins over them.
+        env = dict(self.env, STRATA_PROFILE_CALLSITES="1", STRATA_PROFILE_POLLS="exact")
+        self.assertRan(self.profile_run([program("poll_c"), "10"], env=env,
+                                        tools="profile:callsites=0"))
+        record = self.only_record()
+        self.assertNotIn("callsites", record)
+        self.assertIs(record["job"]["poll_bytes_estimated"], False)
+        listed = run([STRATA, "modules", "profile"], env=self.env)
+        self.assertRan(listed)
+        for text in ("callsites", "poll_sample", "write_timeout_ms", "STRATA_SPOOL",
+                     "STRATA_COUNTERS", "STRATA_WRITE_TIMEOUT_MS"):
+            self.assertIn(text, listed.stdout)
 
     def test_arguments_that_are_not_utf8(self):
         args = [STRATA.encode(), b"run", b"-np", b"2", b"--tools", b"profile", b"--",
@@ -283,7 +304,7 @@ class ReductionOverRanks(ProfileTestCase):
         self.assertIn("record built at finalize in", report.stdout)
 
     def test_call_sites_of_ranks_with_texts_of_different_lengths(self):
-        # Rank 3's call-site lines are over twice as long as rank 0's: gathered by length.
+        # Rank 3's call-site text is over twice as long as rank 0's; merged up the finalize tree.
         source = os.path.join(os.path.dirname(__file__), "..", "programs", "uneven.c")
         with open(source) as f:
             text = f.readlines()
@@ -299,6 +320,54 @@ class ReductionOverRanks(ProfileTestCase):
         barrier = [c for c in sites if c["function"] == "MPI_Barrier"]
         self.assertEqual([(c["calls"], c["ranks"]) for c in barrier], [(4, 4)])
         self.assertEqual(rec["callsites_dropped"], 0)
+
+
+
+class CallSitesOverRanks(ProfileTestCase):
+    """Call sites merged per source line on the way up the finalize tree, 2 to 8 ranks: shared
+    lines sum every rank, a rank's own lines stay its own, the counts exact."""
+
+    def test_exact_counts_from_2_to_8_ranks(self):
+        source = os.path.join(os.path.dirname(__file__), "..", "programs", "sites.c")
+        with open(source) as f:
+            text = f.readlines()
+        line_of = lambda mark: next(i + 1 for i, l in enumerate(text) if f"/* {mark} */" in l)
+        env = dict(self.env, STRATA_PROFILE_CALLSITES="1")
+        for ranks in range(2, 9):
+            with self.subTest(ranks=ranks):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run([program("sites_c")], ranks=ranks, env=env)
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout.count(" done"), ranks, proc.stdout)
+                rec = self.only_record()
+                self.assertEqual(rec["job"]["ranks"], ranks)
+                self.assertEqual(rec["job"]["host_names"], [socket.gethostname()[:63]])
+                self.assertEqual(rec["callsites_dropped"], 0)
+                sites = {(c["function"], c["line"]): c for c in rec["callsites"]
+                         if c["file"].endswith("sites.c")}
+                figures = lambda function, mark: (
+                    (sites[(function, line_of(mark))]["calls"], sites[(function, line_of(mark))]["ranks"])
+                    if (function, line_of(mark)) in sites else None)
+                self.assertEqual(figures("MPI_Comm_rank", "rank"), (ranks * (ranks + 1) // 2, ranks))
+                self.assertEqual(figures("MPI_Barrier", "barrier"), (ranks, ranks))
+                for k in range(3):
+                    mine = [r for r in range(ranks) if r % 3 == k]
+                    self.assertEqual(figures("MPI_Comm_size", f"size {k}"),
+                                     (sum(r + 1 for r in mine), len(mine)) if mine else None)
+                self.assertEqual(figures("MPI_Isend", "isend"), (ranks, ranks))
+                isend = sites[("MPI_Isend", line_of("isend"))]
+                self.assertEqual(isend["bytes"], 4 * sum(r + 1 for r in range(ranks)))
+                for r in range(8):
+                    self.assertEqual(figures("MPI_Get_processor_name", f"name {r}"),
+                                     (1, 1) if r < ranks else None)
+                # No site twice: merged per function, file and line.
+                keys = [(c["function"], c["file"], c["line"]) for c in rec["callsites"]]
+                self.assertEqual(len(keys), len(set(keys)))
+                # Every rank's own call sites, summed, are the routine's calls.
+                for routine in ("MPI_Comm_rank", "MPI_Barrier", "MPI_Comm_size", "MPI_Isend", "MPI_Get_processor_name"):
+                    self.assertEqual(sum(c["calls"] for c in rec["callsites"] if c["function"] == routine),
+                                     rec["routines"][routine]["calls"], routine)
 
 
 class Pcontrol(ProfileTestCase):

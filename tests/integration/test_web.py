@@ -68,6 +68,17 @@ def prometheus_parser():
     return text_string_to_metric_families
 
 
+# The record's "mpi_t" section (docs/job-record.md) as the profile writes it under Open MPI.
+MPI_T = {
+    "problem": "", "pvars_exposed": 46, "cvars_exposed": 1116,
+    "pvars": [{"name": "pml_ob1_unexpected_msgq_length",
+               "description": "Unexpected messages <img src=x onerror=alert(2)> per peer",
+               "class": "size", "binding": "communicator", "datatype": "unsigned", "elements": 4,
+               "ranks": 4, "unread": "", "sum": 7, "min": 0, "min_rank": 0, "max": 7, "max_rank": 1}],
+    "cvars": {"btl_vader_eager_limit": "4096"}, "cvars_set": ["btl_vader_eager_limit"],
+}
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -112,6 +123,11 @@ class WebTests:
             json.dump(record("test:hostile", now - DAY, "/home/a/<b>bold</b>",
                              ["./x", "<script>alert(1)</script>", "a&b"]), f)
         os.chown(hostile, uid[USER_A], -1)
+        # A's job with the MPI library's own variables (MPI_T), one description hostile.
+        with_mpi_t = os.path.join(spool, "mpi_t.json")
+        with open(with_mpi_t, "w") as f:
+            json.dump(dict(record("test:mpi_t", now - DAY + 60, "/home/a/mpi_t"), mpi_t=MPI_T), f)
+        os.chown(with_mpi_t, uid[USER_A], -1)
         # A's program run at 1, 2, 4 and 8 ranks, six times each; its last run at 4 ranks is
         # 60 % slower in MPI_Allreduce: a model on the trends page and a flagged regression.
         cls.scaling_ids = []
@@ -204,7 +220,7 @@ class WebTests:
     # ---- plain HTTP ----
 
     def test_store_holds_both_users_jobs_and_only_token_hashes(self):
-        self.assertEqual(len(self.jobs[USER_A]), 45)  # 20 synthetic, the hostile one, 24 scaling
+        self.assertEqual(len(self.jobs[USER_A]), 46)  # 20 synthetic, the hostile one, the MPI_T one, 24 scaling
         self.assertEqual(len(self.jobs[USER_B]), 20)
         for token in self.tokens.values():
             self.assertRegex(token, r"^strata_[0-9a-f]{64}$")
@@ -302,7 +318,7 @@ class WebTests:
                               "--to", day(site["to"]), "--format", "json"],
                              check=True, capture_output=True, text=True)
         report = json.loads(out.stdout)["site"]
-        self.assertEqual(site["totals"]["jobs"], 65)  # 40 synthetic, the hostile one, 24 scaling
+        self.assertEqual(site["totals"]["jobs"], 66)  # 40 synthetic, the hostile one, the MPI_T one, 24 scaling
         for key in ("jobs", "mpi_calls", "mpi_bytes"):
             self.assertEqual(site["totals"][key], report["totals"][key], key)
         self.assertAlmostEqual(site["totals"]["cpu_time_s"], report["totals"]["cpu_time_s"], 3)
@@ -342,6 +358,16 @@ class WebTests:
         # The API hands the string over as JSON data, exactly.
         detail = self.api_as(USER_A, f"/api/job/{job['id']}")
         self.assertIn("<script>alert(1)</script>", detail["argv"])
+
+    def test_job_page_shows_the_mpi_libraries_own_variables(self):
+        job = self.job_of(USER_A, "/home/a/mpi_t")
+        status, body, _ = self.request(f"/job/{job['id']}", self.tokens[USER_A])
+        self.assertEqual(status, 200)
+        self.assertIn("MPI library variables (MPI_T)", body)
+        self.assertIn("<td>pml_ob1_unexpected_msgq_length</td>", body)
+        self.assertIn("&lt;img src=x onerror=alert(2)&gt;", body)
+        self.assertNotIn("<img src=x", body)
+        self.assertIn("<td>btl_vader_eager_limit</td><td>4096</td>", body)
 
     def test_revoked_token_no_longer_logs_in(self):
         token = self.token_of("root")
@@ -401,10 +427,10 @@ class WebTests:
         self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
         families = {f.name: f for f in text_string_to_metric_families(body)}
         value = lambda name: families[name].samples[0].value
-        self.assertEqual(value("strata_site_jobs"), 65)
+        self.assertEqual(value("strata_site_jobs"), 66)
         # prometheus_client names counters without their _total.
         self.assertEqual(families["strata_site_jobs_ingested"].type, "counter")
-        self.assertEqual(value("strata_site_jobs_ingested"), 65)
+        self.assertEqual(value("strata_site_jobs_ingested"), 66)
         self.assertEqual(value("strata_site_records_quarantined"), 0)
         self.assertGreaterEqual(value("strata_site_ingests"), 1)
         self.assertEqual(value("strata_site_regressions"), 1)
@@ -429,6 +455,7 @@ class WebTests:
                           "other_job": self.job_of(other)["id"] if other else own["id"]})
         flagged = [j for j in self.jobs[USER_A] if j["record_id"] == "scale:4:5"][0]
         users[0]["flagged_job"] = flagged["id"]
+        users[0]["mpi_t_job"] = self.job_of(USER_A, "/home/a/mpi_t")["id"]
         env = dict(os.environ, NODE_PATH=NODE_MODULES)
         out = subprocess.run(["node", os.path.join(HERE, "web_browser.js"),
                               json.dumps({"base": self.base, "users": users})],
@@ -472,6 +499,11 @@ class WebTests:
         self.assertIn("MPI_Allreduce", a["flagged_job_regression"])
         self.assert_charts(a["flagged_job_charts"], {"imbalance": 3, "sizes": 1, "compare-chart": 2})
         self.assertIn("MPI_Allreduce", a["flagged_job_compare_rows"])
+        # The MPI library's variables as the browser shows them, the hostile description as text.
+        self.assertEqual(a["mpi_t_job_status"], 200)
+        self.assertRegex(a["mpi_t_job_text"], r"pml_ob1_unexpected_msgq_length\s+size\s+communicator\s+7\s+0\s+0\s+7\s+1\s+4")
+        self.assertIn("Unexpected messages <img src=x onerror=alert(2)> per peer", a["mpi_t_job_text"])
+        self.assertEqual(a["mpi_t_job_images"], 0)
         self.assertEqual(seen[USER_A]["own_job_script_tags"], 0)  # the hostile argv stays text
         admin = seen[ADMIN]
         self.assertEqual(admin["errors"], [])

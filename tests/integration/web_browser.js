@@ -1,6 +1,6 @@
 // Drives headless Chromium (Debian's, through playwright-core) through the web interface for
 // test_web.py. Input (argv[2]): JSON {base, users: [{name, token, own_job, other_job,
-// flagged_job (optional)}]}.
+// flagged_job, mpi_t_job (optional)}]}.
 // Output (stdout): JSON with what each user saw; test_web.py makes the assertions.
 const { chromium } = require("playwright-core");
 
@@ -55,6 +55,14 @@ async function visit(user, browser, base) {
     seen.flagged_job_charts = await charts(page);
     seen.flagged_job_regression = await page.textContent("#regression");
     seen.flagged_job_compare_rows = await page.$$eval("#compare-table tr", (rows) => rows.map((t) => t.textContent).join("\n"));
+  }
+
+  if (user.mpi_t_job) {
+    r = await page.goto(`${base}/job/${user.mpi_t_job}`);
+    seen.mpi_t_job_status = r.status();
+    await page.waitForSelector("body[data-ready]", { timeout: 30000 });
+    seen.mpi_t_job_text = await page.evaluate(() => document.body.innerText);
+    seen.mpi_t_job_images = await page.$$eval("main img", (i) => i.length);
   }
 
   r = await page.goto(`${base}/site`);

@@ -1,10 +1,11 @@
 // The job's figures over all ranks, at MPI_Finalize (the record) and MPI_Pcontrol(4) (a
-// subtotal): a few KB on rank 0 whatever the job's size, in three collectives (four when one
-// rank's call-site lines are over twice as long as another's): which routines any rank called
-// and how long the ranks' texts are (MPI_Allreduce), every figure in one MPI_Reduce with a
-// user-defined operation (profiler/packed_totals.hpp), and the host names and call-site lines
-// (MPI_Gather); then the MPI_Bcast of whether the record was written. With oversubscribed ranks
-// each collective needs every rank scheduled: their number is the cost.
+// subtotal): a few KB on rank 0 whatever the job's size. One collective (MPI_Allreduce) agrees
+// on which routines any rank called; then every rank's figures (packed, combined with
+// profiler/packed_totals.hpp) and host names and call sites (merged per source line) go up a
+// tree of point-to-point messages (profiler/site_reduction.hpp), combined at every rank, so that
+// rank 0 receives two messages of the job's size, not one per rank; then the MPI_Bcast of
+// whether the record was written. With oversubscribed ranks each collective, and each round of
+// the tree, needs ranks scheduled: their number is the cost.
 #include "state.hpp"
 
 #include "options.hpp"
@@ -13,66 +14,114 @@
 #include "profiler/clock_check.hpp"
 #include "profiler/packed_totals.hpp"
 #include "profiler/record/record.hpp"
+#include "profiler/site_reduction.hpp"
 #include "profiler/spool.hpp"
 #include "user_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <string_view>
+#include <ctime>
+#include <sched.h>
 #include <unistd.h>
 
 namespace strata::profiler {
 
 namespace {
 
-// The reduction's MPI_Op: each element is a whole packed buffer.
-void combine_packed_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
-  const auto* a = static_cast<const uint64_t*>(in);
-  auto* b = static_cast<uint64_t*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const size_t words = packed_words(a[0]); // a[0]: the routine count, as in every buffer
-    combine_packed(a, b);
-    a += words;
-    b += words;
+constexpr int summary_tag = 1;
+
+// Waits, polling, until `done` says yes or the deadline (mono_ns) passes, yielding the core
+// between polls as MPI does when ranks outnumber cores (a rank that sleeps instead delays the
+// rendezvous of a long message by its sleep at every round); after a second, it sleeps 1 ms
+// between polls, so that a rank that does not answer costs the others no core.
+template <typename Done> bool wait_until(uint64_t deadline, Done done) {
+  const uint64_t start = mono_ns();
+  for (;;) {
+    if (done())
+      return true;
+    const uint64_t now = mono_ns();
+    if (now >= deadline)
+      return false;
+    if (now - start < 1'000'000'000) {
+      sched_yield();
+    } else {
+      const timespec pause{0, 1'000'000};
+      ::nanosleep(&pause, nullptr);
+    }
   }
 }
 
-// Every rank's text (host name, call-site lines) to rank 0, handed to `take` in rank order.
-// One MPI_Gather of blocks as long as the longest text when that wastes little; otherwise the
-// lengths, then MPI_Gatherv.
-template <typename Take>
-void gather_rank_texts(module_state& s, std::string text, uint32_t longest, uint32_t shortest,
-                       Take take) {
-  const bool root = s.rank == 0;
-  std::string all;
-  if (gather_in_fixed_blocks(longest, shortest)) {
-    const int block = static_cast<int>(longest);
-    text.resize(longest, '\0');
-    all.resize(root ? longest * static_cast<size_t>(s.world_size) : 0);
-    MPI_Gather(text.data(), block, MPI_CHAR, all.data(), block, MPI_CHAR, 0, s.world);
-    if (root)
-      for (int r = 0; r < s.world_size; ++r)
-        take(std::string_view(all).substr(static_cast<size_t>(r) * longest, longest));
-    return;
-  }
-  int length = static_cast<int>(text.size());
-  std::vector<int> lengths(static_cast<size_t>(root ? s.world_size : 1));
-  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, s.world);
-  std::vector<int> offsets(lengths.size());
-  if (root) {
-    size_t total = 0;
-    for (size_t r = 0; r < lengths.size(); ++r) {
-      offsets[r] = static_cast<int>(total);
-      total += static_cast<size_t>(lengths[r]);
+// What the ranks of a subtree send up the tree (site_reduction.hpp), combined at every rank on
+// the way: how many answered, their packed figures and their host names and call sites.
+struct subtree {
+  uint64_t ranks = 1;
+  packed_totals figures;
+  ranks_summary texts;
+};
+
+// This rank's subtree combined (the whole job at rank 0) and sent to its parent. A rank waits
+// for each child until a deadline that grows with the child's subtree, STRATA_WRITE_TIMEOUT_MS
+// per round, and goes on without a child that has not sent by then: a rank that does not answer
+// makes the record partial, never the job hang.
+subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::string& own_text) {
+  const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
+  const MPI_Comm comm = s.finalize_comm != MPI_COMM_NULL ? s.finalize_comm : s.world;
+  const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
+  const uint64_t start = mono_ns();
+  subtree here;
+  here.figures = std::move(figures);
+  here.texts.add_text(own_text);
+  for (const int child : place.children) {
+    const site_tree_place below = site_tree_place_of(child, s.world_size);
+    MPI_Status status{};
+    int arrived = 0;
+    const bool in_time =
+        wait_until(start + (static_cast<uint64_t>(below.height) + 1) * round_ns, [&] {
+          MPI_Iprobe(child, summary_tag, comm, &arrived, &status);
+          return arrived != 0;
+        });
+    tree_message message;
+    if (in_time) {
+      int length = 0;
+      MPI_Get_count(&status, MPI_BYTE, &length);
+      std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
+      MPI_Recv(bytes.data(), length, MPI_BYTE, child, summary_tag, comm, MPI_STATUS_IGNORE);
+      if (read_tree_message(bytes, here.figures.size(), message) &&
+          combine_packed(message.figures.data(), here.figures.data())) {
+        here.ranks += message.ranks;
+        here.texts.add_text(message.text);
+        continue;
+      }
     }
-    all.resize(total);
+    s.host->log(s.self, ("the figures of ranks " + std::to_string(child) + "-" +
+                         std::to_string(below.last_rank) +
+                         (in_time ? " came malformed" : " did not arrive in time") +
+                         "; the record goes on without them")
+                            .c_str());
   }
-  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-              0, s.world);
-  if (root)
-    for (size_t r = 0; r < lengths.size(); ++r)
-      take(std::string_view(all).substr(static_cast<size_t>(offsets[r]),
-                                        static_cast<size_t>(lengths[r])));
+  if (place.parent >= 0) {
+    // Kept alive past a send that does not complete in time, which MPI may still read.
+    auto* bytes =
+        new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts)));
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, place.parent, summary_tag,
+              comm, &request);
+    const bool sent = wait_until(start + (static_cast<uint64_t>(place.height) + 2) * round_ns, [&] {
+      int done = 0;
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    if (sent) {
+      delete bytes;
+    } else {
+      MPI_Request_free(&request);
+      s.host->log(s.self, ("rank " + std::to_string(place.parent) +
+                           " did not take this rank's figures in time")
+                              .c_str());
+    }
+  }
+  return here;
 }
 
 // The core's check of the event clock on this rank, now (module.h).
@@ -108,40 +157,27 @@ job_figures reduce_over_ranks(module_state& s) {
     corrected = scaled_slots(slots, n, factor);
     slots = corrected.data();
   }
-  std::string lines;
-  if (const callsite_slot* sites = s.counting.callsites.slots; sites != nullptr) {
+  std::vector<callsite_total> sites;
+  if (const callsite_slot* site_slots = s.counting.callsites.slots; site_slots != nullptr) {
     std::vector<callsite_slot> corrected_sites;
     if (factor != 1.0) {
-      corrected_sites = scaled_callsites(sites, callsite_table::capacity, factor);
-      sites = corrected_sites.data();
+      corrected_sites = scaled_callsites(site_slots, callsite_table::capacity, factor);
+      site_slots = corrected_sites.data();
     }
-    lines = callsite_lines(resolve_callsites(sites, callsite_table::capacity, s.names));
+    sites = resolve_callsites(site_slots, callsite_table::capacity, s.names);
   }
-  const std::string text = rank_text(std::string(h.host, ::strnlen(h.host, sizeof(h.host))), lines);
-  std::vector<uint32_t> layout = reduction_layout(slots, n, text.size());
+  const std::string text =
+      summary_text({std::string(h.host, ::strnlen(h.host, sizeof(h.host)))}, sites);
+  std::vector<uint32_t> layout = reduction_layout(slots, n);
   append_clock_layout(layout, clock);
   MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(layout.size()), MPI_UINT32_T, MPI_MAX,
                 s.world);
   const reduction_plan plan = plan_reduction(layout, n);
-
-  const packed_totals mine = pack_rank(h, s.rank, s.names, slots, plan.functions);
-  packed_totals all(s.rank == 0 ? mine.size() : 1);
-  MPI_Datatype packed_type = MPI_DATATYPE_NULL;
-  MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed_type);
-  MPI_Type_commit(&packed_type);
-  MPI_Op combine = MPI_OP_NULL;
-  MPI_Op_create(combine_packed_op, 1, &combine);
-  MPI_Reduce(mine.data(), all.data(), 1, packed_type, combine, 0, s.world);
-  MPI_Op_free(&combine);
-  MPI_Type_free(&packed_type);
-
+  subtree all = combine_up_the_tree(s, pack_rank(h, s.rank, s.names, slots, plan.functions), text);
   job_figures job;
-  std::string all_lines;
-  gather_rank_texts(s, text, plan.longest_text, plan.shortest_text,
-                    [&](std::string_view rank) { add_rank_text(rank, job, all_lines); });
   if (s.rank == 0) {
-    complete_at_root(job, all, s.names, plan.functions, all_lines, h, s.world_size,
-                     s.model.loaded());
+    complete_at_root(job, all.figures, s.names, plan.functions, all.texts, h, s.world_size,
+                     static_cast<int>(all.ranks), s.model.loaded());
     job.clock =
         clock_from_layout(layout.data() + layout.size() - clock_layout_words, kernel_clocksource);
   }
@@ -168,8 +204,10 @@ void print_rank_subtotal(module_state& s) {
 
 // Rank 0: the record to the spool and where the user asked for it; then whether it was spooled,
 // to every rank.
-void write_outputs(module_state& s, const job_figures& job) {
-  const record::job_record job_record = to_record(job);
+void write_outputs(module_state& s, const job_figures& job,
+                   std::optional<record::mpi_t_section> mpi_t) {
+  record::job_record job_record = to_record(job);
+  job_record.mpi_t = std::move(mpi_t);
   const std::string json = record::to_json(job_record);
   const auto timeout = options::write_timeout();
   bool spooled = false;
@@ -232,6 +270,7 @@ void pcontrol_level(module_state& s, int level) {
       s.uncharged[f] = 0;
       s.polls[f] = poll_figures{};
     }
+    mpi_t_reset(s);
     if (s.paused)
       s.lent_counters.remember_values();
     break;
@@ -245,9 +284,12 @@ void pcontrol_level(module_state& s, int level) {
     s.header().final_mono_ns = mono_ns();
     store_counter_totals(s);
     const job_figures job = reduce_over_ranks(s);
+    auto mpi_t = mpi_t_over_ranks(s, false);
     s.header().final_mono_ns = 0;
     if (s.rank == 0) {
-      const std::string report = render_user_report(to_record(job));
+      record::job_record subtotal = to_record(job);
+      subtotal.mpi_t = std::move(mpi_t);
+      const std::string report = render_user_report(subtotal);
       [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, report.data(), report.size());
     }
     break;
@@ -268,12 +310,15 @@ void finalize_job(module_state& s) {
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
   job_figures job = reduce_over_ranks(s);
+  auto mpi_t = mpi_t_over_ranks(s, true);
+  if (s.finalize_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&s.finalize_comm);
   if (s.rank == 0) {
     // Measured before the record is rendered, so the record can hold it; rendering, writing and
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).
     job.finalize_s = static_cast<double>(mono_ns() - start) / 1e9;
     job.poll_bytes_estimated = any_lean_poll(s.traits) ? 1 : 0;
-    write_outputs(s, job);
+    write_outputs(s, job, std::move(mpi_t));
   } else {
     int ok = 0;
     MPI_Bcast(&ok, 1, MPI_INT, 0, s.world);

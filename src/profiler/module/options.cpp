@@ -1,69 +1,139 @@
 #include "options.hpp"
 
-#include <cstdlib>
-#include <cstring>
+#include "config/options.hpp"
+
+#include <iterator>
+#include <optional>
+#include <string_view>
 
 namespace strata::profiler::options {
 
 namespace {
-const char* set_and_not_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && v[0] != '\0' ? v : nullptr;
+
+// The older variable names each option had before the stack could give it; the overhead
+// module, the same code, answered to them too.
+#ifdef STRATA_OVERHEAD_MODULE
+#define STRATA_PROFILE_ONLY(profile_variable) profile_variable
+#else
+#define STRATA_PROFILE_ONLY(profile_variable) nullptr // STRATA_PROFILE_<KEY> already
+#endif
+
+const strata_option declarations[] = {
+#ifndef STRATA_OVERHEAD_MODULE
+    {"callsites", "bool", "0", "keep call sites (source lines) per routine", nullptr},
+#endif
+    {"spool", "string", nullptr, "the spool directory of job records (default: the install's)",
+     "STRATA_SPOOL"},
+    {"json", "string", nullptr, "also write the job record to this file",
+     STRATA_PROFILE_ONLY("STRATA_PROFILE_JSON")},
+    {"out", "string", nullptr, "write the user's report to this file ('-': standard output)",
+     STRATA_PROFILE_ONLY("STRATA_PROFILE_OUT")},
+    {"model", "string", nullptr,
+#ifdef STRATA_OVERHEAD_MODULE
+     "the machine model (strata bench), required",
+#else
+     "a machine model (strata bench) for the report's latency/transfer/sync split",
+#endif
+     "STRATA_MODEL"},
+    {"counters", "list", nullptr, "hardware or software events to count (PAPI, perf_event)",
+     "STRATA_COUNTERS"},
+    {"polls", "enum:lean|exact", "lean",
+     "lean: count untimed polls only, estimating their bytes; exact: read every poll",
+     STRATA_PROFILE_ONLY("STRATA_PROFILE_POLLS")},
+    {"poll_sample", "uint", "64", "time one poll in about N (1 to 1000000)",
+     STRATA_PROFILE_ONLY("STRATA_PROFILE_POLL_SAMPLE")},
+    {"write_timeout_ms", "uint", "10000", "how long writing the job record may take (ms)",
+     "STRATA_WRITE_TIMEOUT_MS"},
+};
+const strata_module_options declared_list = {
+    sizeof(strata_module_options), static_cast<int>(std::size(declarations)), declarations};
+
+struct settings {
+  bool callsites = false;
+  std::optional<std::string> counters, spool, json, out, model;
+  bool lean_polls = true;
+  uint32_t poll_sample = 64;
+  uint64_t write_timeout_ms = 10000;
+};
+settings values;
+
+const char* or_null(const std::optional<std::string>& v) {
+  return v && !v->empty() ? v->c_str() : nullptr;
 }
+
 } // namespace
 
+const strata_module_options* declared() {
+  return &declared_list;
+}
+
+std::string take(const strata_module_arg* args, int nargs) {
+  settings s;
+#ifdef STRATA_OVERHEAD_MODULE
+  s.callsites = true; // the overhead module keeps call sites always
+#endif
+  for (int i = 0; i < nargs; ++i) {
+    const std::string_view key = args[i].key;
+    const std::string value = args[i].value;
+    if (key == "callsites") {
+      s.callsites = config::parse_bool(value).value_or(false);
+    } else if (key == "spool") {
+      s.spool = value;
+    } else if (key == "json") {
+      s.json = value;
+    } else if (key == "out") {
+      s.out = value;
+    } else if (key == "model") {
+      s.model = value;
+    } else if (key == "counters") {
+      s.counters = value;
+      for (char& c : *s.counters)
+        if (c == '+')
+          c = ','; // commas separate modules in --tools
+    } else if (key == "polls") {
+      s.lean_polls = value != "exact";
+    } else if (key == "poll_sample") {
+      const uint64_t n = config::parse_uint(value).value_or(0);
+      if (n < 1 || n > 1000000)
+        return "option poll_sample: '" + value + "' is not from 1 to 1000000";
+      s.poll_sample = static_cast<uint32_t>(n);
+    } else if (key == "write_timeout_ms") {
+      const uint64_t ms = config::parse_uint(value).value_or(0);
+      if (ms == 0)
+        return "option write_timeout_ms: '" + value + "' is not a positive number of ms";
+      s.write_timeout_ms = ms;
+    }
+  }
+  values = std::move(s);
+  return {};
+}
+
 bool callsites() {
-  const char* v = set_and_not_empty("STRATA_PROFILE_CALLSITES");
-  return v != nullptr && std::strcmp(v, "0") != 0;
+  return values.callsites;
 }
-
 const char* counters() {
-  return set_and_not_empty("STRATA_COUNTERS");
+  return or_null(values.counters);
 }
-
 const char* spool() {
-  return std::getenv("STRATA_SPOOL");
+  return values.spool ? values.spool->c_str() : nullptr;
 }
-
 const char* record_copy() {
-  return set_and_not_empty("STRATA_PROFILE_JSON");
+  return or_null(values.json);
 }
-
 const char* report() {
-  return set_and_not_empty("STRATA_PROFILE_OUT");
+  return or_null(values.out);
 }
-
 const char* machine_model() {
-  return set_and_not_empty("STRATA_MODEL");
+  return or_null(values.model);
 }
-
-bool lean_polls(std::vector<std::string>& problems) {
-  const char* polls = set_and_not_empty("STRATA_PROFILE_POLLS");
-  if (polls == nullptr || std::strcmp(polls, "lean") == 0)
-    return true;
-  if (std::strcmp(polls, "exact") == 0)
-    return false;
-  problems.emplace_back("STRATA_PROFILE_POLLS is neither 'lean' nor 'exact'; counting polls lean");
-  return true;
+bool lean_polls() {
+  return values.lean_polls;
 }
-
-uint32_t poll_sample_interval(std::vector<std::string>& problems) {
-  const char* v = set_and_not_empty("STRATA_PROFILE_POLL_SAMPLE");
-  if (v == nullptr)
-    return 64;
-  char* end = nullptr;
-  const unsigned long n = std::strtoul(v, &end, 10);
-  if (*end == '\0' && n >= 1 && n <= 1000000)
-    return static_cast<uint32_t>(n);
-  problems.emplace_back(
-      "STRATA_PROFILE_POLL_SAMPLE is not a number from 1 to 1000000; timing one poll in 64");
-  return 64;
+uint32_t poll_sample_interval() {
+  return values.poll_sample;
 }
-
 std::chrono::milliseconds write_timeout() {
-  const char* v = std::getenv("STRATA_WRITE_TIMEOUT_MS");
-  const long ms = v != nullptr ? std::strtol(v, nullptr, 10) : 0;
-  return std::chrono::milliseconds(ms > 0 ? ms : 10000);
+  return std::chrono::milliseconds(values.write_timeout_ms);
 }
 
 } // namespace strata::profiler::options

@@ -1,28 +1,32 @@
-// The profile module's settings, each read from the environment where the module needs it
-// (docs/profile.md and docs/overhead.md list them).
+// The profile module's settings, declared to the core (strata_module_options_v1) so that the
+// stack can give them (--tools profile:callsites=1) and `strata modules profile` lists them; the
+// core resolves each from the stack's argument, STRATA_PROFILE_<KEY> (STRATA_OVERHEAD_<KEY> for
+// the overhead module) or an older variable name, or the default, and checks its type; `load`
+// hands them to take() once. docs/profile.md and docs/overhead.md list them.
 #pragma once
+
+#include <strata/module.h>
 
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace strata::profiler::options {
 
-bool callsites();            // STRATA_PROFILE_CALLSITES: set, not empty, not "0"
-const char* counters();      // STRATA_COUNTERS; null when unset or empty
-const char* spool();         // STRATA_SPOOL; null when unset
-const char* record_copy();   // STRATA_PROFILE_JSON: where a copy of the record goes; null if none
-const char* report();        // STRATA_PROFILE_OUT: the user's report, "-" stdout; null if none
-const char* machine_model(); // STRATA_MODEL; null when unset or empty
+// The declarations of this module (profile or overhead).
+const strata_module_options* declared();
 
-// STRATA_PROFILE_POLLS: "lean" (the default) or "exact"; anything else is a problem, and lean.
-bool lean_polls(std::vector<std::string>& problems);
+// Keeps the resolved values; "" or one line naming the option whose value cannot be used.
+std::string take(const strata_module_arg* args, int nargs);
 
-// STRATA_PROFILE_POLL_SAMPLE=N (1 to 1000000, default 64): the core times one poll in about N.
-uint32_t poll_sample_interval(std::vector<std::string>& problems);
-
-// STRATA_WRITE_TIMEOUT_MS (default 10000): how long a record's write may take.
-std::chrono::milliseconds write_timeout();
+bool callsites();                          // callsites: keep call sites
+const char* counters();                    // counters: the events to count; null when none
+const char* spool();                       // spool: null when not set (the install's default then)
+const char* record_copy();                 // json: where a copy of the record goes; null if none
+const char* report();                      // out: the user's report, "-" stdout; null if none
+const char* machine_model();               // model: the machine model file; null when not set
+bool lean_polls();                         // polls: lean (the default) or exact
+uint32_t poll_sample_interval();           // poll_sample: the core times one poll in about N
+std::chrono::milliseconds write_timeout(); // write_timeout_ms: how long a record's write may take
 
 } // namespace strata::profiler::options

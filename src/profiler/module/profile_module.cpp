@@ -25,6 +25,9 @@ static_assert(std::string_view(STRATA_MPI_FLAVOR) != "none", "mpi.h must come be
 
 namespace strata::profiler {
 
+// Chooses the callbacks: with or without hardware or software counters.
+void use_counting_callbacks(bool counting);
+
 // Every call that reaches the profile as an event, once it has both times.
 void on_exit(strata_event* ev, void* raw) {
   auto* s = static_cast<module_state*>(raw);
@@ -45,21 +48,13 @@ template <typename Fn> void guarded(module_state* s, const char* what, Fn fn) {
   }
 }
 
-#ifdef STRATA_OVERHEAD_MODULE
-constexpr bool is_overhead_module = true;
-#else
-constexpr bool is_overhead_module = false;
-#endif
-
 int on_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
             void** state, char* error, size_t error_size) {
-  if (nargs > 0) {
-    std::snprintf(error, error_size,
-                  "takes no arguments (got %s); it is configured by STRATA_SPOOL, "
-                  "STRATA_PROFILE_OUT and STRATA_PROFILE_JSON",
-                  args[0].key);
+  if (const std::string problem = options::take(args, nargs); !problem.empty()) {
+    std::snprintf(error, error_size, "%s", problem.c_str());
     return 1;
   }
+  use_counting_callbacks(options::counters() != nullptr);
   auto* s = new module_state();
   s->host = host;
   s->self = self;
@@ -81,17 +76,19 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->header().start_unix_ns = unix_ns();
   s->want_callsites = options::callsites();
   s->counting_allowed = !s->want_callsites && options::counters() == nullptr;
-  s->lean_polls = options::lean_polls(s->setting_problems);
+  s->lean_polls = options::lean_polls();
   if (is_overhead_module) {
     s->want_callsites = true;
     s->counting_allowed = false;
     const char* path = options::machine_model();
     const std::string problem =
-        path == nullptr ? "needs a machine model: STRATA_MODEL=model.json (made by strata bench)"
-                        : s->model.load(path, s->names);
+        path == nullptr
+            ? "needs a machine model: overhead:model=model.json or STRATA_MODEL=model.json "
+              "(made by strata bench)"
+            : s->model.load(path, s->names);
     if (!problem.empty()) {
       std::snprintf(error, error_size, "%s",
-                    (path == nullptr ? problem : "STRATA_MODEL: " + problem).c_str());
+                    (path == nullptr ? problem : "option model: " + problem).c_str());
       delete s;
       return 1;
     }
@@ -106,6 +103,7 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
 void on_mpi_ready(void* raw) {
   auto* s = static_cast<module_state*>(raw);
   guarded(s, "profiling this rank without a file", [&] { start_rank(*s); });
+  guarded(s, "the MPI library's own variables are not recorded", [&] { mpi_t_start(*s); });
 }
 
 void on_pcontrol(int level, void* raw) {
@@ -127,40 +125,33 @@ void count_untimed_poll(strata_event* ev, void* raw) {
 }
 
 #ifdef STRATA_OVERHEAD_MODULE
-constexpr const char* module_name = "overhead";
 constexpr const char* module_description =
     "the profile, and per call site the time over the machine model (STRATA_MODEL)";
 #else
-constexpr const char* module_name = "profile";
 constexpr const char* module_description = "always-on per-routine counters; one job record per job";
 #endif
 
-const strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
-                                      module_name,
-                                      STRATA_MPI_FLAVOR,
-                                      module_description,
-                                      on_load,
-                                      on_mpi_ready,
-                                      nullptr,
-                                      on_exit,
-                                      on_pcontrol,
-                                      on_finalize,
-                                      nullptr};
-
-// Counting hardware or software events needs an enter callback too.
-const strata_module counting_profile_module = {STRATA_MODULE_ABI_VERSION,
-                                               module_name,
-                                               STRATA_MPI_FLAVOR,
-                                               module_description,
-                                               on_load,
-                                               on_mpi_ready,
-                                               on_enter_counting,
-                                               on_exit_counting,
-                                               on_pcontrol,
-                                               on_finalize,
-                                               nullptr};
+// Not const: counting hardware or software events needs an enter callback too, which load sets
+// once it knows the options (the core reads the callbacks when it builds the chains, after every
+// load). Without counters there is no enter callback, so no call at MPI entry.
+strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
+                                module_name,
+                                STRATA_MPI_FLAVOR,
+                                module_description,
+                                on_load,
+                                on_mpi_ready,
+                                nullptr,
+                                on_exit,
+                                on_pcontrol,
+                                on_finalize,
+                                nullptr};
 
 } // namespace
+
+void use_counting_callbacks(bool counting) {
+  profile_module.enter = counting ? on_enter_counting : nullptr;
+  profile_module.exit = counting ? on_exit_counting : on_exit;
+}
 } // namespace strata::profiler
 
 // MPI_Abort is wrapped (not only observed) so the end is recorded before MPI kills the job.
@@ -177,7 +168,7 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
   auto* s = static_cast<strata::profiler::module_state*>(state);
   if (s == nullptr || !s->counting_allowed)
     return 1;
-  const uint32_t interval = strata::profiler::options::poll_sample_interval(s->setting_problems);
+  const uint32_t interval = strata::profiler::options::poll_sample_interval();
   *untimed = strata::profiler::count_untimed_poll;
   return interval;
 }
@@ -208,9 +199,10 @@ extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, 
   return counter;
 }
 
-// Without STRATA_COUNTERS the module has no enter callback, so it costs no call at MPI entry.
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
-  return strata::profiler::options::counters() != nullptr
-             ? &strata::profiler::counting_profile_module
-             : &strata::profiler::profile_module;
+  return &strata::profiler::profile_module;
+}
+
+extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_options_v1(void) {
+  return strata::profiler::options::declared();
 }

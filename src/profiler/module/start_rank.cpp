@@ -8,6 +8,8 @@
 #include "profiler/job_facts.hpp"
 #include "profiler/spool.hpp"
 
+#include <strata/version.h>
+
 #include <unistd.h>
 
 namespace strata::profiler {
@@ -30,6 +32,7 @@ void start_rank(module_state& s) {
     s.world = *static_cast<const MPI_Comm*>(world);
   MPI_Comm_rank(s.world, &s.rank);
   MPI_Comm_size(s.world, &s.world_size);
+  MPI_Comm_dup(s.world, &s.finalize_comm);
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
   s.counting.threaded = level == MPI_THREAD_MULTIPLE;
@@ -46,7 +49,9 @@ void start_rank(module_state& s) {
   }
   MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, s.world);
   MPI_Bcast(start_pid, 2, MPI_LONG_LONG, 0, s.world);
-  s.key = job_key(id) + "-" + std::to_string(start_pid[1]);
+  // Each module its own files (spool.hpp).
+  s.key = job_key(id) + "-" + std::to_string(start_pid[1]) +
+          (is_overhead_module ? std::string(overhead_key_suffix) : std::string());
   const spool_choice spool =
       choose_spool(options::spool(), STRATA_DEFAULT_SPOOL, std::getenv("HOME"), ::getuid());
   s.spool = spool.dir;
@@ -60,6 +65,8 @@ void start_rank(module_state& s) {
   fill_process_facts(facts, STRATA_MPI_FLAVOR, mpi_library_version(),
                      s.host->get_value("strata.init_language"));
   copy_field(facts.job_id, sizeof(facts.job_id), id);
+  copy_field(facts.module, sizeof(facts.module), module_name);
+  copy_field(facts.strata_version, sizeof(facts.strata_version), STRATA_VERSION);
   facts.rank = s.rank;
   facts.world_size = s.world_size;
   facts.thread_level = level;

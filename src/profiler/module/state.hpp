@@ -6,6 +6,7 @@
 // mpi.h before anything that includes strata/module.h, which tells the MPI flavor from it.
 #include <mpi.h>
 
+#include "mpi_t.hpp"
 #include "profiler/counters/counters.hpp"
 #include "profiler/counting.hpp"
 #include "profiler/job_figures.hpp"
@@ -21,6 +22,16 @@
 #include <vector>
 
 namespace strata::profiler {
+
+// One source, two modules (CMakeLists.txt): each leaves its own rank files and record, named
+// after it, so that both can run in one job.
+#ifdef STRATA_OVERHEAD_MODULE
+inline constexpr bool is_overhead_module = true;
+inline constexpr const char* module_name = "overhead";
+#else
+inline constexpr bool is_overhead_module = false;
+inline constexpr const char* module_name = "profile";
+#endif
 
 struct module_state {
   const strata_host* host = nullptr;
@@ -54,6 +65,9 @@ struct module_state {
   int world_size = 1;
   // The application's processes for the module's own traffic (strata_host::world).
   MPI_Comm world = MPI_COMM_WORLD;
+  // A duplicate of it for the point-to-point messages of the finalize reduction, which no other
+  // module's traffic on the tools' world can match.
+  MPI_Comm finalize_comm = MPI_COMM_NULL;
   std::string spool;
   std::string key;
   uint64_t per_call_overhead_ns = 0;
@@ -61,6 +75,8 @@ struct module_state {
   counters::counter_set counters;
   counters::split_accumulator split;
   std::vector<uint64_t> counter_values;
+  // The MPI library's own variables (mpi_t.hpp).
+  mpi_t_state mpi_t;
 
   rank_header& header() { return *counting.header; }
 };

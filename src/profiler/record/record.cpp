@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <utility>
+#include <variant>
 
 namespace strata::record {
 namespace {
@@ -130,6 +131,9 @@ json write(const std::optional<std::int64_t>& value) {
 template <typename T> json write(const std::optional<T>& value) {
   return write(*value); // only written when present
 }
+json write(const pvar_number& number) {
+  return std::visit([](auto v) { return json(v); }, number.value);
+}
 template <typename T, T when_absent> json write(const defaulted<T, when_absent>& value) {
   return value.value;
 }
@@ -180,6 +184,8 @@ std::string detail::range_error(const job_record& record) {
   if (job.ranks_reported == 0 || job.ranks_reported > job.ranks)
     return fmt::format("job.ranks_reported: expected an integer from 1 to job.ranks ({}), got {}",
                        job.ranks, job.ranks_reported);
+  if (job.module && *job.module != profile_module && *job.module != overhead_module)
+    return fmt::format("job.module: expected profile or overhead, got {}", printable(*job.module));
   if (job.signal && *job.signal <= 0)
     return fmt::format("job.signal: expected a positive signal number or null, got {}",
                        *job.signal);
@@ -219,6 +225,12 @@ std::string detail::range_error(const job_record& record) {
     return rank_error("job.mpi_percent_by_rank.min_rank", job.mpi_percent_by_rank.min_rank);
   if (job.mpi_percent_by_rank.max_rank >= job.ranks)
     return rank_error("job.mpi_percent_by_rank.max_rank", job.mpi_percent_by_rank.max_rank);
+  if (record.mpi_t)
+    for (const mpi_t_pvar& p : record.mpi_t->pvars)
+      if (p.ranks > job.ranks || (p.ranks > 0 && std::max(p.min_rank, p.max_rank) >= job.ranks))
+        return fmt::format("mpi_t.pvars ({}): ranks {}, min_rank {}, max_rank {} do not fit "
+                           "job.ranks ({})",
+                           printable(p.name), p.ranks, p.min_rank, p.max_rank, job.ranks);
   for (const routine& r : record.routines) {
     if (r.per_rank.calls.max_rank >= job.ranks)
       return rank_error(at(r) + ".per_rank.calls.max_rank", r.per_rank.calls.max_rank);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "model/model_file.hpp"
+#include "profiler/record/mpi_t_record.hpp"
 
 #include <cstdint>
 #include <map>
@@ -98,9 +99,18 @@ struct clock_facts {
   std::string status;
   bool operator==(const clock_facts&) const = default;
 };
+// The modules that write job records.
+inline constexpr std::string_view profile_module = "profile";
+inline constexpr std::string_view overhead_module = "overhead";
 
 struct job_facts {
   std::string id;
+  // Which module wrote it: "profile" or "overhead" (each leaves its own record of a job).
+  // Absent: the profile (records written before the key existed).
+  std::optional<std::string> module;
+  // The Strata release that wrote it (include/strata/version.h). Absent: not known (written
+  // before the key existed).
+  std::optional<std::string> strata_version;
   std::string resource_manager;
   std::uint64_t ranks = 0, ranks_reported = 0, hosts = 0;
   std::vector<std::string> host_names;
@@ -152,6 +162,7 @@ struct job_record {
   // Calls whose call site was not kept because the rank's table was full; written together
   // with "callsites". Absent in the record: 0.
   defaulted<std::uint64_t, 0> callsites_dropped;
+  std::optional<mpi_t_section> mpi_t; // the library's own variables; absent: not read
   bool operator==(const job_record&) const = default;
 };
 

@@ -86,6 +86,8 @@ inline constexpr std::array<std::string_view, 3> clock_statuses = {"ok", "correc
 
 template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("id", s.id);
+  visit("module", s.module);
+  visit("strata_version", s.strata_version);
   visit("resource_manager", s.resource_manager);
   visit("ranks", s.ranks);
   visit("ranks_reported", s.ranks_reported);
@@ -131,11 +133,38 @@ template <either_const<callsite> S, typename Visit> void fields(S& s, Visit& vis
   visit("ranks", s.ranks);
 }
 
+template <either_const<mpi_t_pvar> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("name", s.name);
+  visit("description", s.description);
+  visit("class", s.var_class);
+  visit("binding", s.binding);
+  visit("datatype", s.datatype);
+  visit("elements", s.elements);
+  visit("ranks", s.ranks);
+  visit("unread", s.unread);
+  visit("sum", s.sum);
+  visit("min", s.min);
+  visit("max", s.max);
+  visit("min_rank", s.min_rank);
+  visit("max_rank", s.max_rank);
+}
+
+template <either_const<mpi_t_section> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("problem", s.problem);
+  visit("pvars_exposed", s.pvars_exposed);
+  visit("cvars_exposed", s.cvars_exposed);
+  visit("events_exposed", s.events_exposed);
+  visit("pvars", s.pvars);
+  visit("cvars", s.cvars);
+  visit("cvars_set", s.cvars_set);
+}
+
 template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("job", s.job);
   visit("routines", s.routines);
   visit("callsites", s.callsites);
   visit("callsites_dropped", s.callsites_dropped);
+  visit("mpi_t", s.mpi_t);
 }
 
 struct ignore_fields {
@@ -288,6 +317,12 @@ private:
     out = seconds;
   }
 
+  void read(const V& value, std::optional<std::string>& out) {
+    std::string text;
+    read(value, text);
+    out = std::move(text);
+  }
+
   // Absent means unknown; null is no value for these.
   void read(const V& value, std::optional<bool>& out) {
     bool flag = false;
@@ -306,6 +341,19 @@ private:
     read(value, figures);
     if (error.empty())
       out = std::move(figures);
+  }
+
+  // An integer literal stays an integer (unsigned when not negative), anything else a double.
+  void read(const V& value, pvar_number& out) {
+    if (const auto whole = value.integer())
+      out.value = *whole >= 0 ? pvar_number{static_cast<std::uint64_t>(*whole)}.value
+                              : pvar_number{*whole}.value;
+    else if (const auto count = value.count(); count && *count > INT64_MAX)
+      out.value = *count;
+    else if (const auto number = value.number())
+      out.value = *number;
+    else
+      fail("a number", value);
   }
 
   template <typename T, T when_absent> void read(const V& value, defaulted<T, when_absent>& out) {

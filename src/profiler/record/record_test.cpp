@@ -533,6 +533,24 @@ TEST(Record, PollBytesEstimatedIsOptional) {
             "job.poll_bytes_estimated: expected true or false, got 1");
 }
 
+TEST(Record, ModuleAndVersionAreOptional) {
+  EXPECT_FALSE(sample().job.module.has_value()); // absent: the profile's, of an older Strata
+  EXPECT_FALSE(sample().job.strata_version.has_value());
+  const auto overhead = parse_record(modified([](json& doc) {
+    doc["job"]["module"] = "overhead";
+    doc["job"]["strata_version"] = "0.1.0";
+  }));
+  ASSERT_TRUE(overhead.ok()) << overhead.error;
+  EXPECT_EQ(overhead.record->job.module, "overhead");
+  EXPECT_EQ(overhead.record->job.strata_version, "0.1.0");
+  expect_same_as_reference(to_json(*overhead.record)); // the site's bulk reader keeps them too
+  EXPECT_EQ(parse_record(to_json(*overhead.record)).record->job.module, "overhead");
+  EXPECT_EQ(error_of(modified([](json& doc) { doc["job"]["module"] = "trace"; })),
+            "job.module: expected profile or overhead, got trace");
+  EXPECT_EQ(error_of(modified([](json& doc) { doc["job"]["strata_version"] = 1; })),
+            "job.strata_version: expected a string, got 1");
+}
+
 // The writer writes what the profiler has always written: keys in name order, one space of
 // indent, no newline at the end, and nothing where absence says the same.
 TEST(ToJson, LeavesOutWhatItsAbsenceSays) {

@@ -1,4 +1,5 @@
 #include "profiler/record/render.hpp"
+#include "profiler/record/render_mpi_t.hpp"
 
 #include <algorithm>
 #include <array>
@@ -201,6 +202,9 @@ table headline(const job_facts& job) {
       {"MPI library", fmt::format("{} ({}, {}, {})", job.mpi_library, job.mpi_flavor, job.language,
                                   job.thread_level)},
       {"Job", fmt::format("{} ({}), {} to {}", job.id, job.resource_manager, job.start, job.end)},
+      {"Record", fmt::format("by the {} module of Strata {}",
+                             job.module.value_or(std::string(profile_module)),
+                             job.strata_version.value_or("(release not recorded)"))},
   };
   if (!variables.empty())
     facts.push_back({"Environment", fmt::format("{}", fmt::join(variables, " "))});
@@ -336,6 +340,9 @@ std::vector<section> sections(const job_record& record, const model::machine_mod
     out.push_back({"Message sizes (bin lower bound -> calls)", false, std::move(sizes), ""});
   if (auto communicators = histograms(rows, false); !communicators.empty())
     out.push_back({"Communicator sizes (size -> calls)", false, std::move(communicators), ""});
+  if (record.mpi_t)
+    for (mpi_t_table& t : mpi_t_tables(*record.mpi_t))
+      out.push_back({std::move(t.title), t.headed, std::move(t.rows), std::move(t.note)});
   return out;
 }
 

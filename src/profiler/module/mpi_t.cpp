@@ -1,0 +1,437 @@
+// MPI_T for the profile module (mpi_t.hpp). What needs no MPI (folding a rank's elements, the
+// packed reduction, the record's section) is in profiler/mpi_t_totals.hpp.
+#include "mpi_t.hpp"
+
+#include "state.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <set>
+#include <utility>
+
+namespace strata::profiler {
+
+namespace {
+
+using mpi_t::value_kind;
+
+// Larger arrays (one element per peer of a communicator of that many ranks) are not read.
+constexpr int max_elements = 1 << 16;
+
+struct datatype_facts {
+  std::string name;
+  value_kind kind = value_kind::unsigned_integer;
+  int bytes = 0; // 0: not a number the module reads
+};
+
+datatype_facts facts_of(MPI_Datatype type) {
+  if (type == MPI_UNSIGNED)
+    return {"unsigned", value_kind::unsigned_integer, sizeof(unsigned)};
+  if (type == MPI_UNSIGNED_LONG)
+    return {"unsigned long", value_kind::unsigned_integer, sizeof(unsigned long)};
+  if (type == MPI_UNSIGNED_LONG_LONG)
+    return {"unsigned long long", value_kind::unsigned_integer, sizeof(unsigned long long)};
+  if (type == MPI_COUNT)
+    return {"count", value_kind::signed_integer, sizeof(MPI_Count)};
+  if (type == MPI_INT)
+    return {"int", value_kind::signed_integer, sizeof(int)};
+  if (type == MPI_LONG)
+    return {"long", value_kind::signed_integer, sizeof(long)};
+  if (type == MPI_LONG_LONG)
+    return {"long long", value_kind::signed_integer, sizeof(long long)};
+  if (type == MPI_DOUBLE)
+    return {"double", value_kind::floating, sizeof(double)};
+  if (type == MPI_CHAR)
+    return {"char", value_kind::unsigned_integer, 0};
+  return {"other", value_kind::unsigned_integer, 0};
+}
+
+// One element of a variable's buffer as 64 bits of its kind.
+uint64_t element_bits(const datatype_facts& t, const unsigned char* at) {
+  switch (t.kind) {
+  case value_kind::floating: {
+    double v = 0;
+    std::memcpy(&v, at, sizeof(v));
+    return mpi_t::bits_of(v);
+  }
+  case value_kind::signed_integer:
+    if (t.bytes == 4) {
+      int32_t v = 0;
+      std::memcpy(&v, at, sizeof(v));
+      return mpi_t::bits_of(static_cast<int64_t>(v));
+    } else {
+      int64_t v = 0;
+      std::memcpy(&v, at, sizeof(v));
+      return mpi_t::bits_of(v);
+    }
+  case value_kind::unsigned_integer:
+    break;
+  }
+  if (t.bytes == 4) {
+    uint32_t v = 0;
+    std::memcpy(&v, at, sizeof(v));
+    return v;
+  }
+  uint64_t v = 0;
+  std::memcpy(&v, at, sizeof(v));
+  return v;
+}
+
+std::string binding_name(int bind) {
+  const std::pair<int, const char*> names[] = {
+      {MPI_T_BIND_NO_OBJECT, "none"},        {MPI_T_BIND_MPI_COMM, "communicator"},
+      {MPI_T_BIND_MPI_DATATYPE, "datatype"}, {MPI_T_BIND_MPI_ERRHANDLER, "error handler"},
+      {MPI_T_BIND_MPI_FILE, "file"},         {MPI_T_BIND_MPI_GROUP, "group"},
+      {MPI_T_BIND_MPI_OP, "operation"},      {MPI_T_BIND_MPI_REQUEST, "request"},
+      {MPI_T_BIND_MPI_WIN, "window"},        {MPI_T_BIND_MPI_MESSAGE, "message"},
+      {MPI_T_BIND_MPI_INFO, "info"}};
+  for (const auto& [value, name] : names)
+    if (value == bind)
+      return name;
+  return "object " + std::to_string(bind);
+}
+
+// Why a variable must not be bound, or "". Open MPI 4.1 registers the variables of every MTL
+// component it opened, selected or not, and binding one of an MTL that is not in use crashes
+// in the component (mtl_psm2: psm2_mq_get_stats on a queue never opened). An MTL is in use only
+// when its pointer, ompi_mtl, is set.
+std::string unsafe_to_bind([[maybe_unused]] const std::string& name) {
+#if defined(OPEN_MPI)
+  if (name.starts_with("mtl_")) {
+    void* const* mtl = static_cast<void* const*>(::dlsym(RTLD_DEFAULT, "ompi_mtl"));
+    if (mtl == nullptr || *mtl == nullptr)
+      return "its component (an MTL) is not in use: Open MPI would crash binding it";
+  }
+#endif
+  return "";
+}
+
+bool read_once(mpi_t_state& t, size_t i, std::vector<unsigned char>& buffer, uint64_t& out) {
+  const mpi_t::pvar_description& d = t.pvars[i];
+  const datatype_facts type = facts_of(t.types[i]);
+  buffer.resize(static_cast<size_t>(d.elements) * static_cast<size_t>(type.bytes));
+  if (MPI_T_pvar_read(t.session, t.handles[i], buffer.data()) != MPI_SUCCESS)
+    return false;
+  std::vector<uint64_t> elements(d.elements);
+  for (size_t e = 0; e < elements.size(); ++e)
+    elements[e] = element_bits(type, buffer.data() + e * static_cast<size_t>(type.bytes));
+  out = mpi_t::fold(d.kind, d.fold, elements.data(), elements.size());
+  return true;
+}
+
+// This rank's value of every variable (since the baseline for those that accumulate).
+std::vector<mpi_t::rank_value> read_values(mpi_t_state& t) {
+  std::vector<mpi_t::rank_value> values(t.pvars.size());
+  std::vector<unsigned char> buffer;
+  for (size_t i = 0; i < t.pvars.size(); ++i) {
+    if (t.handles[i] == MPI_T_PVAR_HANDLE_NULL)
+      continue;
+    uint64_t bits = 0;
+    if (!read_once(t, i, buffer, bits)) {
+      t.pvars[i].unread = "MPI_T_pvar_read refused it";
+      continue;
+    }
+    const mpi_t::pvar_description& d = t.pvars[i];
+    values[i] = {true, d.accumulates ? mpi_t::since(d.kind, bits, t.baseline[i]) : bits};
+  }
+  return values;
+}
+
+void describe_pvars(mpi_t_state& t) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  std::set<std::pair<std::string, int>> seen;
+  for (int i = 0; i < static_cast<int>(t.pvars_exposed); ++i) {
+    char name[256] = {0}, description[1024] = {0};
+    int name_len = sizeof(name), description_len = sizeof(description);
+    int verbosity = 0, var_class = 0, bind = 0, readonly = 0, continuous = 0, atomic = 0;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_T_enum enumtype = MPI_T_ENUM_NULL;
+    if (MPI_T_pvar_get_info(i, name, &name_len, &verbosity, &var_class, &type, &enumtype,
+                            description, &description_len, &bind, &readonly, &continuous,
+                            &atomic) != MPI_SUCCESS)
+      continue;
+    // Open MPI lists some variables once per component that registered them, under one name.
+    if (!seen.emplace(name, var_class).second)
+      continue;
+    const int offset = var_class - MPI_T_PVAR_CLASS_STATE;
+    const datatype_facts facts = facts_of(type);
+    mpi_t::pvar_description d;
+    d.index = i;
+    d.name = name;
+    d.description = description;
+    d.var_class = mpi_t::class_name(offset);
+    d.binding = binding_name(bind);
+    d.datatype = facts.name;
+    d.kind = facts.kind;
+    d.fold = mpi_t::class_fold(offset);
+    d.accumulates = mpi_t::class_accumulates(offset);
+    MPI_T_pvar_handle handle = MPI_T_PVAR_HANDLE_NULL;
+    MPI_Comm world = MPI_COMM_WORLD;
+    void* object = nullptr;
+    if (facts.bytes == 0)
+      d.unread = "its datatype (" + facts.name + ") is not a number";
+    else if (std::string unsafe = unsafe_to_bind(d.name); !unsafe.empty())
+      d.unread = std::move(unsafe);
+    else if (bind == MPI_T_BIND_MPI_COMM && (initialized == 0 || finalized != 0))
+      d.unread = "bound to a communicator, and the program has no MPI_COMM_WORLD";
+    else if (bind == MPI_T_BIND_MPI_COMM)
+      object = &world; // the application's world: its traffic, not the tools'
+    else if (bind != MPI_T_BIND_NO_OBJECT)
+      d.unread = "bound to a " + d.binding + ", of which the profile holds none";
+    int count = 0;
+    if (d.unread.empty() &&
+        MPI_T_pvar_handle_alloc(t.session, i, object, &handle, &count) != MPI_SUCCESS) {
+      d.unread = "MPI_T_pvar_handle_alloc refused it";
+      handle = MPI_T_PVAR_HANDLE_NULL;
+    }
+    if (handle != MPI_T_PVAR_HANDLE_NULL && (count < 0 || count > max_elements)) {
+      d.unread = fmt::format("{} elements, more than the profile reads", count);
+      MPI_T_pvar_handle_free(t.session, &handle);
+      handle = MPI_T_PVAR_HANDLE_NULL;
+    }
+    if (handle != MPI_T_PVAR_HANDLE_NULL && continuous == 0 &&
+        MPI_T_pvar_start(t.session, handle) != MPI_SUCCESS) {
+      d.unread = "MPI_T_pvar_start refused it";
+      MPI_T_pvar_handle_free(t.session, &handle);
+      handle = MPI_T_PVAR_HANDLE_NULL;
+    }
+    d.elements = handle != MPI_T_PVAR_HANDLE_NULL ? static_cast<uint64_t>(count) : 0;
+    t.pvars.push_back(std::move(d));
+    t.handles.push_back(handle);
+    t.types.push_back(type);
+  }
+  t.baseline.assign(t.pvars.size(), 0);
+  for (size_t i = 0; i < t.pvars.size(); ++i)
+    if (t.pvars[i].kind == value_kind::floating)
+      t.baseline[i] = mpi_t::bits_of(0.0);
+}
+
+// The text of an enumeration's item, or the number.
+std::string enum_item(MPI_T_enum enumtype, int value) {
+  int items = 0;
+  char name[256] = {0};
+  int name_len = sizeof(name);
+  if (MPI_T_enum_get_info(enumtype, &items, name, &name_len) != MPI_SUCCESS)
+    return std::to_string(value);
+  for (int j = 0; j < items; ++j) {
+    int item_value = 0;
+    name_len = sizeof(name);
+    if (MPI_T_enum_get_item(enumtype, j, &item_value, name, &name_len) == MPI_SUCCESS &&
+        item_value == value)
+      return name;
+  }
+  return std::to_string(value);
+}
+
+std::string cvar_text(MPI_Datatype type, MPI_T_enum enumtype, const std::vector<char>& buffer,
+                      int count) {
+  if (type == MPI_CHAR)
+    return std::string(buffer.data(), ::strnlen(buffer.data(), buffer.size()));
+  const datatype_facts facts = facts_of(type);
+  if (facts.bytes == 0)
+    return "";
+  std::string out;
+  for (int e = 0; e < count; ++e) {
+    const auto* at = reinterpret_cast<const unsigned char*>(buffer.data()) +
+                     static_cast<size_t>(e) * static_cast<size_t>(facts.bytes);
+    const uint64_t bits = element_bits(facts, at);
+    std::string one;
+    if (facts.kind == value_kind::floating)
+      one = fmt::format("{}", mpi_t::double_of(bits));
+    else if (facts.kind == value_kind::signed_integer)
+      one = enumtype != MPI_T_ENUM_NULL ? enum_item(enumtype, static_cast<int>(bits))
+                                        : std::to_string(static_cast<int64_t>(bits));
+    else
+      one = std::to_string(bits);
+    out += (e == 0 ? "" : ",") + one;
+  }
+  return out;
+}
+
+bool set_by_environment(const char* name) {
+  for (const std::string& variable : mpi_t::environment_names(STRATA_MPI_FLAVOR, name))
+    if (std::getenv(variable.c_str()) != nullptr)
+      return true;
+  return false;
+}
+
+// Rank 0's control variables without a binding, as text: those meant for users and tuners (the
+// verbosity levels up to MPI_T_VERBOSITY_TUNER_ALL; Open MPI lists some 800 more for its own
+// developers), and whatever the environment set.
+void read_cvars(module_state& s, record::mpi_t_section& out) {
+  for (int i = 0; i < static_cast<int>(s.mpi_t.cvars_exposed); ++i) {
+    char name[256] = {0}, description[8] = {0};
+    int name_len = sizeof(name), description_len = sizeof(description);
+    int verbosity = 0, bind = 0, scope = 0;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_T_enum enumtype = MPI_T_ENUM_NULL;
+    if (MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &enumtype, description,
+                            &description_len, &bind, &scope) != MPI_SUCCESS ||
+        bind != MPI_T_BIND_NO_OBJECT || out.cvars.count(name) != 0)
+      continue;
+    const bool set = set_by_environment(name);
+    if (set)
+      out.cvars_set.emplace_back(name);
+    else if (verbosity > MPI_T_VERBOSITY_TUNER_ALL)
+      continue;
+    MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+    int count = 0;
+    if (MPI_T_cvar_handle_alloc(i, nullptr, &handle, &count) != MPI_SUCCESS)
+      continue;
+    const int bytes = type == MPI_CHAR ? 1 : facts_of(type).bytes;
+    if (count > 0 && count <= 4096 && bytes > 0) {
+      std::vector<char> buffer(static_cast<size_t>(count) * static_cast<size_t>(bytes) + 1, 0);
+      if (MPI_T_cvar_read(handle, buffer.data()) == MPI_SUCCESS)
+        out.cvars[name] = cvar_text(type, enumtype, buffer, count);
+    }
+    MPI_T_cvar_handle_free(&handle);
+  }
+}
+
+void stop(mpi_t_state& t) {
+  if (!t.started)
+    return;
+  for (MPI_T_pvar_handle& h : t.handles)
+    if (h != MPI_T_PVAR_HANDLE_NULL)
+      MPI_T_pvar_handle_free(t.session, &h);
+  if (t.session != MPI_T_PVAR_SESSION_NULL)
+    MPI_T_pvar_session_free(&t.session);
+  MPI_T_finalize();
+  t.started = false;
+}
+
+bool reading_wanted() {
+  const char* setting = std::getenv("STRATA_PROFILE_MPI_T");
+  return setting == nullptr || std::strcmp(setting, "0") != 0;
+}
+
+std::string init_problem(int error) {
+  return fmt::format("MPI_T_init_thread failed (error {}): the MPI library's own variables are "
+                     "not recorded",
+                     error);
+}
+
+// MPI_T, its session and handles, once, at the first need.
+void ensure_started(module_state& s) {
+  mpi_t_state& t = s.mpi_t;
+  if (!t.wanted || t.tried)
+    return;
+  t.tried = true;
+  int level = MPI_THREAD_SINGLE, provided = 0;
+  MPI_Query_thread(&level);
+  if (const int error = MPI_T_init_thread(level, &provided); error != MPI_SUCCESS) {
+    t.problem = init_problem(error);
+    if (s.rank == 0)
+      s.host->log(s.self, t.problem.c_str());
+    return;
+  }
+  t.started = true;
+  int pvars = 0, cvars = 0;
+  if (MPI_T_pvar_get_num(&pvars) != MPI_SUCCESS)
+    pvars = 0;
+  if (MPI_T_cvar_get_num(&cvars) != MPI_SUCCESS)
+    cvars = 0;
+  t.pvars_exposed = static_cast<uint64_t>(pvars);
+  t.cvars_exposed = static_cast<uint64_t>(cvars);
+#if MPI_VERSION >= 4
+  int events = 0;
+  if (MPI_T_event_get_num(&events) == MPI_SUCCESS)
+    t.events_exposed = static_cast<uint64_t>(events);
+#endif
+  if (pvars > 0 && MPI_T_pvar_session_create(&t.session) != MPI_SUCCESS) {
+    t.session = MPI_T_PVAR_SESSION_NULL;
+    t.problem = "MPI_T_pvar_session_create failed: the performance variables are not recorded";
+    if (s.rank == 0)
+      s.host->log(s.self, t.problem.c_str());
+    return;
+  }
+  if (pvars > 0)
+    describe_pvars(t);
+}
+
+} // namespace
+
+void mpi_t_start(module_state& s) {
+  s.mpi_t.wanted = reading_wanted();
+#if !defined(OPEN_MPI)
+  ensure_started(s);
+#endif
+}
+
+void mpi_t_reset(module_state& s) {
+  ensure_started(s);
+  mpi_t_state& t = s.mpi_t;
+  if (!t.started)
+    return;
+  std::vector<unsigned char> buffer;
+  for (size_t i = 0; i < t.pvars.size(); ++i)
+    if (t.pvars[i].accumulates && t.handles[i] != MPI_T_PVAR_HANDLE_NULL) {
+      uint64_t bits = 0;
+      if (read_once(t, i, buffer, bits))
+        t.baseline[i] = bits;
+    }
+}
+
+std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_finalize) {
+  mpi_t_state& t = s.mpi_t;
+  if (!t.wanted) // the same setting on every rank: no collective
+    return std::nullopt;
+  ensure_started(s);
+  // Agree on the layout: the most variables any rank lists, and whether all that list some
+  // list the same (the largest fingerprint and the complement of the smallest).
+  const uint64_t fingerprint = mpi_t::layout_fingerprint(t.pvars);
+  const bool listing = !t.pvars.empty();
+  uint64_t layout[3] = {t.pvars.size(), listing ? fingerprint : 0, listing ? ~fingerprint : 0};
+  MPI_Allreduce(MPI_IN_PLACE, layout, 3, MPI_UINT64_T, MPI_MAX, s.world);
+  const bool agree = layout[0] == 0 || layout[1] == ~layout[2];
+  std::vector<uint64_t> combined;
+  if (layout[0] > 0 && agree) {
+    // A rank that lists none (MPI_T failed there) takes part with nothing read.
+    std::vector<mpi_t::pvar_description> none(listing ? 0 : layout[0]);
+    std::vector<uint64_t> mine =
+        mpi_t::pack_rank(listing ? t.pvars : none, read_values(t), static_cast<uint64_t>(s.rank));
+    combined.assign(s.rank == 0 ? mine.size() : 1, 0);
+    MPI_Datatype packed = MPI_DATATYPE_NULL;
+    MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed);
+    MPI_Type_commit(&packed);
+    MPI_Op op = MPI_OP_NULL;
+    MPI_Op_create(
+        [](void* in, void* inout, int* len, MPI_Datatype*) {
+          auto* a = static_cast<const uint64_t*>(in);
+          auto* b = static_cast<uint64_t*>(inout);
+          for (int i = 0; i < *len; ++i) {
+            const size_t words = mpi_t::packed_words(a[0]);
+            mpi_t::combine_packed(a, b);
+            a += words;
+            b += words;
+          }
+        },
+        1, &op);
+    MPI_Reduce(mine.data(), combined.data(), 1, packed, op, 0, s.world);
+    MPI_Op_free(&op);
+    MPI_Type_free(&packed);
+  }
+  std::optional<record::mpi_t_section> out;
+  if (s.rank == 0) {
+    record::mpi_t_section& section = out.emplace();
+    section.problem = t.problem;
+    if (!agree && section.problem.empty())
+      section.problem = "the ranks expose different performance variables: none are recorded";
+    section.pvars_exposed = t.pvars_exposed;
+    section.cvars_exposed = t.cvars_exposed;
+    section.events_exposed = t.events_exposed;
+    if (!combined.empty())
+      section.pvars = mpi_t::unpack_pvars(t.pvars, combined);
+    if (at_finalize && t.started)
+      read_cvars(s, section);
+  }
+  if (at_finalize)
+    stop(t);
+  return out;
+}
+
+} // namespace strata::profiler

@@ -1,0 +1,53 @@
+// The MPI library's own variables through the MPI tool information interface (MPI_T): the
+// performance variables of every rank, read in a session of the module's own from the end of
+// MPI_Init to MPI_Finalize (and at MPI_Pcontrol(4)), reduced over the ranks at finalize, and
+// the control variables rank 0's library reports. Nothing on the call path: the variables are
+// read only when the profile's figures are. Every MPI_T call is made from a callback of the
+// module, so it reaches MPI directly and no layer sees it as the program's.
+#pragma once
+
+#include <mpi.h>
+
+#include "profiler/mpi_t_totals.hpp"
+#include "profiler/record/mpi_t_record.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace strata::profiler {
+
+struct module_state;
+
+struct mpi_t_state {
+  bool wanted = true;   // STRATA_PROFILE_MPI_T=0 turns the reading off
+  bool started = false; // MPI_T_init_thread succeeded
+  bool tried = false;   // MPI_T_init_thread was called (once)
+  std::string problem;  // one line when MPI_T could not be used on this rank
+  MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
+  std::vector<mpi_t::pvar_description> pvars;
+  std::vector<MPI_T_pvar_handle> handles; // MPI_T_PVAR_HANDLE_NULL where not read
+  std::vector<MPI_Datatype> types;
+  std::vector<uint64_t> baseline; // what accumulated before MPI_Pcontrol(2)
+  uint64_t pvars_exposed = 0, cvars_exposed = 0;
+  std::optional<uint64_t> events_exposed;
+};
+
+// In mpi_ready, after the profile's own start: MPI_T, the session, one handle per variable.
+// Under Open MPI only at the first reading (MPI_Pcontrol 2 or 4, MPI_Finalize): its
+// MPI_T_init_thread opens every component of every framework to list their variables, about
+// 200 ms, which the run itself should not see; its variables are all kept continuously, so
+// nothing is lost. (Before MPI_Init it would cost nothing, but MPI_Init then closes the
+// components it does not select and reading their control variables crashes.)
+void mpi_t_start(module_state& s);
+
+// MPI_Pcontrol(2): what accumulated so far is left out of later readings.
+void mpi_t_reset(module_state& s);
+
+// Collective over the module's world: every rank's variables reduced onto rank 0, which gets
+// the section (nullopt on the other ranks, and when the reading is off). At finalize also the
+// control variables, and MPI_T is closed.
+std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_finalize);
+
+} // namespace strata::profiler

@@ -1,0 +1,134 @@
+// The record's "mpi_t" section: written and read back exactly by both readers, its ranks
+// checked, and shown by the report.
+#include "profiler/record/record.hpp"
+#include "profiler/record/record_fast.hpp"
+#include "profiler/record/render.hpp"
+#include "profiler/record/render_mpi_t.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using namespace strata::record;
+using json = nlohmann::json;
+
+job_record with_mpi_t() {
+  job_record record;
+  record.job.id = "local:variables";
+  record.job.ranks = 4;
+  record.job.ranks_reported = 4;
+  mpi_t_section& t = record.mpi_t.emplace();
+  t.pvars_exposed = 46;
+  t.cvars_exposed = 3;
+  mpi_t_pvar queue;
+  queue.name = "pml_ob1_unexpected_msgq_length";
+  queue.description = "Number of unexpected messages received by each peer in a communicator";
+  queue.var_class = "size";
+  queue.binding = "communicator";
+  queue.datatype = "unsigned";
+  queue.elements = 4;
+  queue.ranks = 4;
+  queue.sum = {std::uint64_t{12}};
+  queue.min = {std::uint64_t{0}};
+  queue.max = {std::uint64_t{12}};
+  queue.min_rank = 0;
+  queue.max_rank = 1;
+  mpi_t_pvar big = queue;
+  big.name = "bytes";
+  big.var_class = "counter";
+  big.sum = {std::uint64_t{18446744073709551615ULL}}; // beyond doubles and int64
+  big.min = {std::int64_t{-3}};
+  big.max = {2.5};
+  mpi_t_pvar window = queue;
+  window.name = "osc_rdma_put_retry_count";
+  window.binding = "window";
+  window.ranks = 0;
+  window.unread = "bound to a window, of which the profile holds none";
+  t.pvars = {queue, big, window};
+  t.cvars = {{"btl_vader_eager_limit", "4096"}, {"coll_tuned_use_dynamic_rules", "false"}};
+  t.cvars_set = {"btl_vader_eager_limit"};
+  return record;
+}
+
+void expect_both_readers_give(const std::string& text, const job_record& expected) {
+  const auto reference = parse_record(text);
+  ASSERT_TRUE(reference.ok()) << reference.error;
+  EXPECT_EQ(*reference.record, expected);
+  const auto fast = parse_record_fast(text);
+  ASSERT_TRUE(fast.ok()) << fast.error;
+  EXPECT_EQ(*fast.record, expected);
+}
+
+TEST(RecordMpiT, RoundTripsExactlyThroughBothReaders) {
+  const job_record record = with_mpi_t();
+  const std::string text = to_json(record);
+  expect_both_readers_give(text, record);
+  EXPECT_NE(text.find("18446744073709551615"), std::string::npos);
+  EXPECT_EQ(to_json(*parse_record(text).record), text);
+  // A double that happens to be integral stays a double.
+  job_record integral = record;
+  integral.mpi_t->pvars[1].max = {3.0};
+  expect_both_readers_give(to_json(integral), integral);
+}
+
+TEST(RecordMpiT, AbsentWhenNotRead) {
+  job_record record = with_mpi_t();
+  record.mpi_t.reset();
+  const std::string text = to_json(record);
+  EXPECT_EQ(text.find("\"mpi_t\""), std::string::npos) << text;
+  expect_both_readers_give(text, record);
+}
+
+TEST(RecordMpiT, RefusesMalformedSections) {
+  const std::string text = to_json(with_mpi_t());
+  const auto refuse = [&](auto change) {
+    json doc = json::parse(text);
+    change(doc);
+    const auto parsed = parse_record(doc.dump());
+    EXPECT_FALSE(parsed.ok());
+    const auto fast = parse_record_fast(doc.dump());
+    EXPECT_EQ(fast.error, parsed.error);
+    return parsed.error;
+  };
+  EXPECT_EQ(refuse([](json& doc) { doc["mpi_t"]["pvars"][0]["sum"] = "many"; }),
+            "mpi_t.pvars[0].sum: expected a number, got \"many\"");
+  EXPECT_EQ(refuse([](json& doc) { doc["mpi_t"]["pvars"][0].erase("class"); }),
+            "mpi_t.pvars[0].class is missing");
+  EXPECT_EQ(refuse([](json& doc) { doc["mpi_t"]["pvars"][0]["max_rank"] = 4; }),
+            "mpi_t.pvars (pml_ob1_unexpected_msgq_length): ranks 4, min_rank 0, max_rank 4 do "
+            "not fit job.ranks (4)");
+  EXPECT_EQ(refuse([](json& doc) { doc["mpi_t"]["cvars"]["x"] = 1; }),
+            "mpi_t.cvars.x: expected a string, got 1");
+}
+
+TEST(RecordMpiT, ReportShowsVariablesWithDescriptionsAndWhatWasNotRead) {
+  const std::string text = render(with_mpi_t(), report_format::text);
+  EXPECT_NE(text.find("MPI library variables (MPI_T)"), std::string::npos) << text;
+  EXPECT_NE(text.find("pml_ob1_unexpected_msgq_length"), std::string::npos);
+  EXPECT_NE(text.find("Number of unexpected messages received by each peer"), std::string::npos);
+  EXPECT_NE(text.find("18446744073709551615"), std::string::npos);
+  EXPECT_NE(text.find("bound to a window, of which the profile holds none"), std::string::npos);
+  EXPECT_NE(text.find("btl_vader_eager_limit"), std::string::npos);
+  EXPECT_NE(text.find("2 control variables and their values are in the record"), std::string::npos);
+  EXPECT_NE(text.find("none (no MPI_T events before MPI 4.0)"), std::string::npos);
+  const std::string html = render(with_mpi_t(), report_format::html);
+  EXPECT_NE(html.find("<td>pml_ob1_unexpected_msgq_length</td>"), std::string::npos);
+}
+
+TEST(RecordMpiT, ALibraryThatExposesNothingSaysSo) {
+  mpi_t_section empty;
+  empty.cvars_exposed = 344;
+  empty.events_exposed = 0;
+  const auto tables = mpi_t_tables(empty);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].note, "the MPI library exposes no performance variables");
+  EXPECT_EQ(tables[0].rows[2][1], "0");
+  mpi_t_section failed;
+  failed.problem = "MPI_T_init_thread failed (error 16)";
+  EXPECT_EQ(mpi_t_tables(failed)[0].note, "MPI_T_init_thread failed (error 16)");
+  EXPECT_EQ(pvar_text({-2.5}), "-2.5");
+  EXPECT_EQ(pvar_text({std::int64_t{-7}}), "-7");
+}
+
+} // namespace

@@ -1,0 +1,121 @@
+"""The MPI library's own variables (MPI_T) in the profile: every rank's performance variables
+reduced over the ranks, the control variables, the subtotal of MPI_Pcontrol(4), the report, and
+a library whose MPI_T cannot start. Under Open MPI 4.1 (which exposes the ob1 queue lengths
+among its performance variables) and MPICH 4.0 (which, as Debian builds it, exposes none)."""
+import glob
+import os
+import re
+
+from strata_testlib import BUILD, FLAVOR, PROGRAMS, STRATA, program, run
+from test_profile import ProfileTestCase
+
+# A control variable each MPI reads from the environment, set to its default so that the run
+# is not changed by it.
+SET_CVAR = {
+    "openmpi": ("OMPI_MCA_btl_vader_eager_limit", "btl_vader_eager_limit", "4096"),
+    "mpich": ("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "131072"),
+}
+
+
+def made(proc):
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("mpi_t_traffic:"))
+    return {k: int(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+
+
+def pvar_row(report, name):
+    """The figures of a variable's row in a text report: sum, min, min rank, max, max rank, ranks."""
+    for line in report.splitlines():
+        parts = line.split()
+        if parts and parts[0] == name and len(parts) > 9 and parts[3].lstrip("-").isdigit():
+            return [int(x) for x in parts[3:9]]
+    raise AssertionError(f"no row for {name} in\n{report}")
+
+
+class MpiT(ProfileTestCase):
+    def traffic(self, ranks=3, **extra):
+        env_name, _, value = SET_CVAR[FLAVOR]
+        env = dict(self.env, **{env_name: value}, **extra)
+        proc = self.profile_run([program("mpi_t_traffic_c")], ranks=ranks, env=env)
+        self.assertRan(proc)
+        return proc
+
+    def test_record_holds_the_variables_reduced_over_ranks(self):
+        proc = self.traffic()
+        counts = made(proc)
+        record = self.only_record()
+        t = record["mpi_t"]
+        self.assertEqual(t["problem"], "")
+        # What the program itself saw through MPI_T.
+        # Open MPI lists one variable once more each time MPI_T starts again (the program started
+        # and closed it before the profile did).
+        self.assertGreaterEqual(t["pvars_exposed"], counts["pvars"])
+        self.assertEqual(t["cvars_exposed"], counts["cvars"])
+        # The program's own MPI_T calls are its calls; the profile's (sessions, handles, reads,
+        # control variables) are not.
+        routines = record["routines"]
+        for name in ("MPI_T_init_thread", "MPI_T_pvar_get_num", "MPI_T_cvar_get_num", "MPI_T_finalize"):
+            self.assertEqual(routines[name]["calls"], 3, name)
+        for name in routines:
+            self.assertNotRegex(name, r"MPI_T_(pvar_(session|handle|read|start|get_info)|cvar_(read|handle|get_info)|enum)")
+        # The control variable the environment set, with its value.
+        _, cvar, value = SET_CVAR[FLAVOR]
+        self.assertIn(cvar, t["cvars_set"])
+        self.assertEqual(t["cvars"][cvar], value)
+        self.assertGreater(len(t["cvars"]), 100)
+        report = run([STRATA, "report", self.records()[0]])
+        self.assertRan(report)
+        self.assertIn("MPI library variables (MPI_T)", report.stdout)
+        self.assertIn(cvar, report.stdout)
+        if FLAVOR == "mpich":
+            # MPICH 4.0.2 declares MPI 4.0's events and sources none; Debian builds it without
+            # performance variables.
+            self.assertEqual(t["pvars_exposed"], 0)
+            self.assertEqual(t["pvars"], [])
+            self.assertEqual(t["events_exposed"], 0)
+            self.assertIn("the MPI library exposes no performance variables", report.stdout)
+            return
+        # Open MPI 4.1 is an MPI 3.1 library: no events interface.
+        self.assertNotIn("events_exposed", t)
+        pvars = {p["name"]: p for p in t["pvars"]}
+        self.assertEqual(len(pvars), len(t["pvars"]), "one entry per name")
+        queue = pvars["pml_ob1_unexpected_msgq_length"]
+        self.assertEqual((queue["class"], queue["binding"], queue["datatype"]), ("size", "communicator", "unsigned"))
+        self.assertEqual(queue["elements"], 3, "one per peer of MPI_COMM_WORLD")
+        self.assertEqual(queue["ranks"], 3)
+        self.assertEqual((queue["sum"], queue["min"], queue["max"]), (0, 0, 0), "drained before MPI_Finalize")
+        self.assertEqual((queue["min_rank"], queue["max_rank"]), (0, 0), "the lowest rank on ties")
+        self.assertEqual(pvars["pml_ob1_posted_recvq_length"]["sum"], 0)
+        window = pvars["osc_rdma_put_retry_count"]
+        self.assertEqual((window["binding"], window["ranks"]), ("window", 0))
+        self.assertIn("bound to a window", window["unread"])
+        self.assertIn("Number of unexpected messages received by each peer", report.stdout)
+
+    def test_subtotal_reads_the_queues_while_they_hold_messages(self):
+        if FLAVOR == "mpich":
+            self.skipTest("MPICH 4.0.2 as Debian builds it exposes no performance variables")
+        proc = self.traffic()
+        counts = made(proc)
+        # MPI_Pcontrol(4): rank 1 holds rank 0's unexpected messages and its own posted
+        # receives; ranks 0 and 2 hold none.
+        self.assertEqual(pvar_row(proc.stderr, "pml_ob1_unexpected_msgq_length"),
+                         [counts["unexpected"], 0, 0, counts["unexpected"], 1, 3])
+        self.assertEqual(pvar_row(proc.stderr, "pml_ob1_posted_recvq_length"),
+                         [counts["posted"], 0, 0, counts["posted"], 1, 3])
+
+    def test_a_library_whose_mpi_t_cannot_start_gives_one_line(self):
+        shim = glob.glob(os.path.join(PROGRAMS, "**", "libmpi_t_refuses.so"), recursive=True)
+        self.assertTrue(shim, f"libmpi_t_refuses.so under {PROGRAMS}")
+        proc = self.traffic(LD_PRELOAD=shim[0])
+        self.assertEqual(made(proc)["pvars"], -1, "the program's own MPI_T_init_thread failed too")
+        # One message (the subtotal of MPI_Pcontrol(4) repeats it in its report).
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("strata") and "MPI_T_init_thread failed" in l]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        record = self.only_record()
+        self.assertTrue(record["mpi_t"]["problem"].startswith("MPI_T_init_thread failed"))
+        self.assertEqual(record["mpi_t"]["pvars"], [])
+        self.assertEqual(record["job"]["status"], "finalized")
+        self.assertEqual(record["routines"]["MPI_Barrier"]["calls"], 3)
+
+    def test_turned_off(self):
+        self.traffic(STRATA_PROFILE_MPI_T="0")
+        self.assertNotIn("mpi_t", self.only_record())

@@ -96,6 +96,8 @@ typedef struct strata_event {
 
 typedef void (*strata_event_fn)(strata_event* event, void* state);
 
+struct strata_clock_check;
+
 /* What the core offers a module. Valid from `load` until `unload`. */
 typedef struct strata_host {
   uint32_t abi_version;
@@ -146,7 +148,37 @@ typedef struct strata_host {
    * the core closes what it opened, MPI is finalized without the other modules' finalize, and
    * the process exits with `status`. */
   void (*end_process)(int self, int status);
+  /* Appended in the same ABI version: the event clock (now_ns, the events' times) checked
+   * against CLOCK_MONOTONIC now, on this thread's CPU; for the figures at finalize and at
+   * subtotals. `out->size` is set by the caller; returns 0. */
+  int (*check_clock)(struct strata_clock_check* out);
 } strata_host;
+
+/* A check of the event clock (strata_host::check_clock). The event clock reads the CPU's
+ * time-stamp counter where the CPU says it is invariant, scaled by a rate calibrated against
+ * CLOCK_MONOTONIC from the library's load to the end of MPI_Init (the anchor); the check reads
+ * both clocks again and compares. */
+typedef struct strata_clock_check {
+  uint32_t size;                  /* sizeof(strata_clock_check), set by the caller */
+  int tsc;                        /* 1: the time-stamp counter; 0: clock_gettime(CLOCK_MONOTONIC) */
+  const char* fallback_reason;    /* why not the TSC; "" when it is */
+  const char* kernel_clocksource; /* the kernel's clock source ("tsc", "kvm-clock", ...) */
+  double tsc_hz;                  /* the calibrated rate, ticks per second; 0 without the TSC */
+  double calibration_s;           /* the interval the rate was measured over */
+  double checked_over_s;          /* CLOCK_MONOTONIC time from the anchor to this check */
+  int64_t offset_ns;              /* event clock minus CLOCK_MONOTONIC, now */
+  double drift_ppm;               /* offset_ns over checked_over_s, parts per million */
+  int anchor_cpu;                 /* the CPU of the calibration's last reading; -1: not known */
+  int check_cpu;                  /* the CPU of this check's readings; -1: not known */
+  /* 1: the offset is within the tolerance (1 us, or 100 ppm of checked_over_s, whichever is
+   * larger). 0: durations timed with the event clock are off by `correction`'s inverse; when
+   * the anchor and the check were on one CPU, that is the rate's error, and multiplying
+   * durations by `correction` puts them on CLOCK_MONOTONIC; across CPUs a step between the
+   * CPUs' counters cannot be told from a rate error, and `correctable` is 0. */
+  int trusted;
+  int correctable;
+  double correction; /* CLOCK_MONOTONIC time over event-clock time since the anchor; 1 if trusted */
+} strata_clock_check;
 
 /* strata_host::set_layer(STRATA_LAYER_MPI): this thread's calls go straight to the MPI library. */
 #define STRATA_LAYER_MPI 0x7fffffff

@@ -1,17 +1,27 @@
 // The event clock: CLOCK_MONOTONIC nanoseconds for every event and for strata_host::now_ns.
 //
 // Two clock reads per wrapped call were most of a profiled call's cost (clock_gettime through
-// the vDSO: about 22 ns each here, a bare rdtsc about 10 ns). Where the time-stamp counter is
-// invariant and the kernel itself keeps time with it, the clock reads the TSC and scales it
-// with a rate measured against CLOCK_MONOTONIC over the long interval from the library's load
-// to the return of MPI_Init, anchored there, so both clocks agree to a few parts per million.
-// Until then, or on other hardware, or with STRATA_CLOCK=monotonic, it is clock_gettime.
+// the vDSO: about 22 ns each here, a bare rdtsc about 10 ns). Where the CPU says its
+// time-stamp counter is invariant (CPUID 0x80000007 EDX bit 8: constant rate, running in every
+// power state), the clock reads the TSC and scales it with a rate measured against
+// CLOCK_MONOTONIC over the long interval from the library's load to the return of MPI_Init,
+// anchored there, so both clocks agree to a few parts per million. That holds also where the
+// kernel keeps time with another source (kvm-clock in most virtual machines): the kernel's
+// choice says nothing about the counter's rate, and clock_check() (at finalize and at
+// subtotals) measures what the readings are worth instead of trusting either. Until MPI_Init
+// returns, on other hardware, or with STRATA_CLOCK=monotonic, it is clock_gettime.
+//
+// rdtsc, not rdtscp, on the call path: a call's two readings bracket MPI's own work, and
+// rdtscp's wait for earlier instructions adds cost without making a call's time more exact.
+// The calibration and the check use rdtscp, whose auxiliary value names the CPU (Linux).
 #pragma once
 
 #include <cstdint>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
+
+struct strata_clock_check;
 
 namespace strata::core {
 
@@ -44,5 +54,7 @@ void clock_start_calibration();
 void clock_finish_calibration();
 // Why the TSC is not used ("" when it is), for `strata` diagnostics and tests.
 const char* clock_fallback_reason();
+// Both clocks read again and compared (strata_host::check_clock, module.h).
+int clock_check(strata_clock_check* out);
 
 } // namespace strata::core

@@ -170,7 +170,8 @@ const strata_host host_api = {STRATA_MODULE_ABI_VERSION,
                               host_replace_world,
                               host_call_site,
                               host_world,
-                              host_end_process};
+                              host_end_process,
+                              clock_check};
 
 } // namespace internal
 

@@ -96,13 +96,13 @@ MPI_Group world_ranks_group() {
   return group;
 }
 
-const comm_info* insert(MPI_Comm comm, uint64_t key) {
+slot* insert(MPI_Comm comm, uint64_t key) {
   std::lock_guard<std::mutex> guard(insert_lock);
   size_t i = hash(key);
   for (size_t probes = 0; probes < table_size; ++probes, i = (i + 1) & (table_size - 1)) {
     const uint64_t k = table[i].key.load(std::memory_order_acquire);
     if (k == key)
-      return &table[i].info;
+      return &table[i];
     if (k != empty_key && k != tombstone)
       continue;
     comm_info info;
@@ -140,7 +140,7 @@ const comm_info* insert(MPI_Comm comm, uint64_t key) {
       real_comm.comm_create_keyval(MPI_COMM_NULL_COPY_FN, forget_comm, &keyval, nullptr);
     table[i].key.store(key, std::memory_order_release);
     real_comm.comm_set_attr(comm, keyval, &table[i]);
-    return &table[i].info;
+    return &table[i];
   }
   return nullptr; // full: events go without communicator details rather than fail
 }
@@ -173,21 +173,31 @@ void forget_world_ranks() {
   world_group = MPI_GROUP_NULL;
 }
 
-const comm_info* lookup_comm(MPI_Comm comm) {
+__thread last_comm_lookup last_comm __attribute__((tls_model("initial-exec")));
+
+const comm_info* lookup_comm_in_table(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL)
     return nullptr;
   uint64_t key = handle_bits(comm);
   if (key == empty_key || key == tombstone)
     key ^= 0x5bd1e995u; // keep the reserved keys free; collisions are compared in full below
   size_t i = hash(key);
+  slot* found = nullptr;
   for (size_t probes = 0; probes < table_size; ++probes, i = (i + 1) & (table_size - 1)) {
     const uint64_t k = table[i].key.load(std::memory_order_acquire);
-    if (k == key)
-      return &table[i].info;
+    if (k == key) {
+      found = &table[i];
+      break;
+    }
     if (k == empty_key)
       break;
   }
-  return insert(comm, key);
+  if (found == nullptr)
+    found = insert(comm, key);
+  if (found == nullptr)
+    return nullptr;
+  last_comm = {handle_bits(comm), key, &found->key, &found->info};
+  return &found->info;
 }
 
 } // namespace strata::decode

@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <strata/module.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -35,7 +36,6 @@ struct mpi_api {
 extern mpi_api api __attribute__((visibility("hidden")));
 void resolve_api();
 
-const comm_info* lookup_comm(MPI_Comm comm);
 // The application's world changed (strata_host::replace_world): world ranks are asked again.
 void forget_world_ranks();
 
@@ -45,6 +45,27 @@ template <typename H> inline uint64_t handle_bits(H h) {
   static_assert(sizeof(H) <= sizeof(bits)); // NOLINT(bugprone-sizeof-expression)
   std::memcpy(&bits, &h, sizeof(H));        // NOLINT(bugprone-sizeof-expression)
   return bits;
+}
+
+// The communicator this thread looked up last, checked against its table slot's key (which
+// the attribute delete callback tombstones when MPI frees it): a program's calls mostly name
+// one communicator after another, and a hit costs a few instructions instead of a probe.
+struct last_comm_lookup {
+  uint64_t handle;
+  uint64_t key; // the table's key for it
+  const std::atomic<uint64_t>* slot_key;
+  const comm_info* info;
+};
+extern __thread last_comm_lookup last_comm __attribute__((tls_model("initial-exec")));
+
+const comm_info* lookup_comm_in_table(MPI_Comm comm);
+
+inline const comm_info* lookup_comm(MPI_Comm comm) {
+  const last_comm_lookup& last = last_comm;
+  if (last.slot_key != nullptr && last.handle == handle_bits(comm) &&
+      last.slot_key->load(std::memory_order_acquire) == last.key)
+    return last.info;
+  return lookup_comm_in_table(comm);
 }
 
 inline int world_rank(const comm_info* c, int rank) {

@@ -172,6 +172,13 @@ std::vector<std::string> local_launch(const std::string& flavor, int ranks) {
   return launcher_command(flavor, ranks, ::geteuid() == 0, static_cast<int>(cores));
 }
 
+std::vector<std::string> rank_environment(const std::string& flavor, const std::string& name,
+                                          const std::string& value) {
+  if (flavor == "openmpi")
+    return {"-x", name + "=" + value};
+  return {"-genv", name, value};
+}
+
 namespace {
 constexpr const char* ompi_yield = "OMPI_MCA_mpi_yield_when_idle";
 

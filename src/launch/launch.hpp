@@ -60,6 +60,11 @@ std::vector<std::string> launcher_command(const std::string& flavor, int ranks, 
 // environment the launch needs set in this process.
 std::vector<std::string> local_launch(const std::string& flavor, int ranks);
 
+// The launcher's arguments that give the ranks, and not the launcher itself, NAME=VALUE in
+// their environment: Open MPI's `-x NAME=VALUE`, MPICH's `-genv NAME VALUE`.
+std::vector<std::string> rank_environment(const std::string& flavor, const std::string& name,
+                                          const std::string& value);
+
 // How a job's processes wait when a module's tool ranks come on top of the application's:
 // what to set in the launcher's environment and one line that says what was done.
 //

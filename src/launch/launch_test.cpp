@@ -51,6 +51,13 @@ TEST(Launcher, AddsWhatALocalRunNeeds) {
             (std::vector<std::string>{"mpirun.mpich", "-np", "8"}));
 }
 
+TEST(Launcher, EnvironmentForTheRanksOnly) {
+  EXPECT_EQ(rank_environment("openmpi", "LD_PRELOAD", "/a/libstrata.so:/b/x.so"),
+            (std::vector<std::string>{"-x", "LD_PRELOAD=/a/libstrata.so:/b/x.so"}));
+  EXPECT_EQ(rank_environment("mpich", "PYTHONPATH", "/p"),
+            (std::vector<std::string>{"-genv", "PYTHONPATH", "/p"}));
+}
+
 TEST(Paths, LayoutProgramAndPreload) {
   EXPECT_EQ(find_layout("/opt/strata/bin/strata").core_library("mpich"),
             "/opt/strata/lib/strata/mpich/libstrata.so");

@@ -185,6 +185,7 @@ record::job_record to_record(const job_figures& job) {
     j.profiler_finalize_s = job.finalize_s;
   if (job.poll_bytes_estimated >= 0)
     j.poll_bytes_estimated = job.poll_bytes_estimated != 0;
+  j.clock = job.clock;
   if (job.model_clamped_calls >= 0)
     j.model_clamped_calls = static_cast<std::uint64_t>(job.model_clamped_calls);
   for (int c = 0; c < f.counter_count; ++c) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,9 @@ struct job_figures {
   // Whether the bytes that untimed polls completed are estimated from the timed polls (the
   // profile's lean polls, STRATA_PROFILE_POLLS): 1 yes, 0 no, negative unknown (strata recover).
   int poll_bytes_estimated = -1;
+  // The event clock as checked at finalize over the ranks (clock_check.hpp); absent: not
+  // checked (strata recover).
+  std::optional<record::clock_facts> clock;
 };
 
 // Wall and MPI time of one rank from its header and slots.

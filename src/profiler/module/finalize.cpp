@@ -11,6 +11,7 @@
 #include "options.hpp"
 #include "profiler/call_sites.hpp"
 #include "profiler/clock.hpp"
+#include "profiler/clock_check.hpp"
 #include "profiler/packed_totals.hpp"
 #include "profiler/record/record.hpp"
 #include "profiler/site_reduction.hpp"
@@ -123,25 +124,63 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::s
   return here;
 }
 
-// The job's figures on rank 0 (empty on the other ranks).
+// The core's check of the event clock on this rank, now (module.h).
+rank_clock check_event_clock(module_state& s, std::string& kernel_clocksource) {
+  strata_clock_check c{};
+  c.size = sizeof c;
+  rank_clock clock;
+  if (s.host->check_clock == nullptr || s.host->check_clock(&c) != 0)
+    return clock;
+  clock.tsc = c.tsc != 0;
+  clock.tsc_hz = c.tsc_hz;
+  clock.offset_ns = c.offset_ns;
+  clock.drift_ppm = c.drift_ppm;
+  clock.migrated = c.anchor_cpu >= 0 && c.check_cpu >= 0 && c.anchor_cpu != c.check_cpu;
+  clock.trusted = c.trusted != 0;
+  clock.correctable = c.correctable != 0;
+  clock.correction = c.correction;
+  kernel_clocksource = c.kernel_clocksource != nullptr ? c.kernel_clocksource : "";
+  return clock;
+}
+
+// The job's figures on rank 0 (empty on the other ranks). Times go out corrected when the
+// clock's check found a rate error (clock_check.hpp); the rank file keeps what was counted.
 job_figures reduce_over_ranks(module_state& s) {
   const size_t n = s.names.size();
   const rank_header& h = s.header();
+  std::string kernel_clocksource;
+  const rank_clock clock = check_event_clock(s, kernel_clocksource);
+  const double factor = duration_factor(clock);
+  std::vector<routine_slot> corrected;
+  const routine_slot* slots = s.counting.slots;
+  if (factor != 1.0) {
+    corrected = scaled_slots(slots, n, factor);
+    slots = corrected.data();
+  }
   std::vector<callsite_total> sites;
-  if (s.counting.callsites.slots != nullptr)
-    sites = resolve_callsites(s.counting.callsites.slots, callsite_table::capacity, s.names);
+  if (const callsite_slot* site_slots = s.counting.callsites.slots; site_slots != nullptr) {
+    std::vector<callsite_slot> corrected_sites;
+    if (factor != 1.0) {
+      corrected_sites = scaled_callsites(site_slots, callsite_table::capacity, factor);
+      site_slots = corrected_sites.data();
+    }
+    sites = resolve_callsites(site_slots, callsite_table::capacity, s.names);
+  }
   const std::string text =
       summary_text({std::string(h.host, ::strnlen(h.host, sizeof(h.host)))}, sites);
-  std::vector<uint32_t> layout = reduction_layout(s.counting.slots, n);
+  std::vector<uint32_t> layout = reduction_layout(slots, n);
+  append_clock_layout(layout, clock);
   MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(layout.size()), MPI_UINT32_T, MPI_MAX,
                 s.world);
   const reduction_plan plan = plan_reduction(layout, n);
-  subtree all =
-      combine_up_the_tree(s, pack_rank(h, s.rank, s.names, s.counting.slots, plan.functions), text);
+  subtree all = combine_up_the_tree(s, pack_rank(h, s.rank, s.names, slots, plan.functions), text);
   job_figures job;
-  if (s.rank == 0)
+  if (s.rank == 0) {
     complete_at_root(job, all.figures, s.names, plan.functions, all.texts, h, s.world_size,
                      static_cast<int>(all.ranks), s.model.loaded());
+    job.clock =
+        clock_from_layout(layout.data() + layout.size() - clock_layout_words, kernel_clocksource);
+  }
   return job;
 }
 

@@ -189,6 +189,16 @@ std::string detail::range_error(const job_record& record) {
   if (job.signal && *job.signal <= 0)
     return fmt::format("job.signal: expected a positive signal number or null, got {}",
                        *job.signal);
+  if (job.clock) {
+    if (std::find(clock_sources.begin(), clock_sources.end(), job.clock->source) ==
+        clock_sources.end())
+      return fmt::format("job.clock.source: expected one of tsc, monotonic, mixed, got \"{}\"",
+                         printable(job.clock->source, 40));
+    if (std::find(clock_statuses.begin(), clock_statuses.end(), job.clock->status) ==
+        clock_statuses.end())
+      return fmt::format("job.clock.status: expected one of ok, corrected, flagged, got \"{}\"",
+                         printable(job.clock->status, 40));
+  }
   // Paths are built only for a problem: this runs for every record a site ingests.
   const auto at = [](const routine& r) { return "routines." + printable(r.name); };
   for (const routine& r : record.routines) {

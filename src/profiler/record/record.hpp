@@ -83,6 +83,22 @@ struct routine {
   bool operator==(const routine&) const = default;
 };
 
+// The event clock the times were taken with, as checked at MPI_Finalize on every rank (the
+// core's clock, docs/job-record.md). Magnitudes over the ranks: the worst rank's.
+struct clock_facts {
+  std::string source;             // "tsc", "monotonic", or "mixed" when the ranks differed
+  std::string kernel_clocksource; // rank 0's kernel clock source ("tsc", "kvm-clock", ...)
+  double tsc_hz = 0;              // the largest calibrated rate over ranks; 0 without the TSC
+  double rate_spread_ppm = 0;     // (largest - smallest rate) / largest, over the TSC ranks
+  double drift_ppm = 0;           // the largest |event clock - CLOCK_MONOTONIC| per time
+  std::uint64_t offset_ns = 0;    // the largest |event clock - CLOCK_MONOTONIC| at the check
+  bool migrated = false;          // a rank was checked on another CPU than it calibrated on
+  // "ok": every rank's check passed; "corrected": some rank's times were off by a rate error
+  // and were scaled onto CLOCK_MONOTONIC; "flagged": some rank's times are off and could not
+  // be corrected (its CPUs' counters disagree).
+  std::string status;
+  bool operator==(const clock_facts&) const = default;
+};
 // The modules that write job records.
 inline constexpr std::string_view profile_module = "profile";
 inline constexpr std::string_view overhead_module = "overhead";
@@ -126,6 +142,7 @@ struct job_facts {
   // compared with its edge. Absent: not compared with a model.
   std::optional<std::uint64_t> model_clamped_calls;
   std::map<std::string, counter> counters; // absent in the record: empty
+  std::optional<clock_facts> clock;        // absent: not checked (records rebuilt, older ones)
   bool operator==(const job_facts&) const = default;
 };
 

@@ -70,6 +70,20 @@ template <either_const<routine> S, typename Visit> void fields(S& s, Visit& visi
   visit("timed", s.timed);
 }
 
+template <either_const<clock_facts> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("source", s.source);
+  visit("kernel_clocksource", s.kernel_clocksource);
+  visit("tsc_hz", s.tsc_hz);
+  visit("rate_spread_ppm", s.rate_spread_ppm);
+  visit("drift_ppm", s.drift_ppm);
+  visit("offset_ns", s.offset_ns);
+  visit("migrated", s.migrated);
+  visit("status", s.status);
+}
+
+inline constexpr std::array<std::string_view, 3> clock_sources = {"tsc", "monotonic", "mixed"};
+inline constexpr std::array<std::string_view, 3> clock_statuses = {"ok", "corrected", "flagged"};
+
 template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("id", s.id);
   visit("module", s.module);
@@ -104,6 +118,7 @@ template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& vi
   visit("poll_bytes_estimated", s.poll_bytes_estimated);
   visit("model_clamped_calls", s.model_clamped_calls);
   visit("counters", s.counters);
+  visit("clock", s.clock);
 }
 
 template <either_const<callsite> S, typename Visit> void fields(S& s, Visit& visit) {
@@ -322,7 +337,10 @@ private:
   }
 
   template <has_fields S> void read(const V& value, std::optional<S>& out) {
-    read(value, out.emplace());
+    S figures;
+    read(value, figures);
+    if (error.empty())
+      out = std::move(figures);
   }
 
   // An integer literal stays an integer (unsigned when not negative), anything else a double.

@@ -586,3 +586,35 @@ TEST(ToJson, LeavesOutWhatItsAbsenceSays) {
   EXPECT_EQ(dropped["job"]["model_clamped_calls"], 7);
   EXPECT_EQ(*parse_record(to_json(record)).record, record);
 }
+
+TEST(Record, ClockIsOptionalAndChecked) {
+  EXPECT_FALSE(sample().job.clock.has_value()); // absent: not checked
+  const auto with_clock = [](const char* status) {
+    return modified([status](json& doc) {
+      doc["job"]["clock"] = {{"source", "tsc"},     {"kernel_clocksource", "kvm-clock"},
+                             {"tsc_hz", 2.1e9},     {"rate_spread_ppm", 0.5},
+                             {"drift_ppm", 2000.0}, {"offset_ns", 400000},
+                             {"migrated", false},   {"status", status}};
+    });
+  };
+  const auto corrected = parse_record(with_clock("corrected"));
+  ASSERT_TRUE(corrected.ok()) << corrected.error;
+  ASSERT_TRUE(corrected.record->job.clock.has_value());
+  EXPECT_EQ(corrected.record->job.clock->kernel_clocksource, "kvm-clock");
+  EXPECT_EQ(corrected.record->job.clock->offset_ns, 400000u);
+  expect_same_as_reference(to_json(*corrected.record)); // the site's bulk reader keeps it too
+  EXPECT_EQ(*parse_record(to_json(*corrected.record)).record, *corrected.record);
+  EXPECT_NE(render(*corrected.record, report_format::text, nullptr)
+                .find("times corrected for a calibration error of 2000.0 ppm"),
+            std::string::npos);
+  const auto flagged = parse_record(with_clock("flagged"));
+  ASSERT_TRUE(flagged.ok()) << flagged.error;
+  EXPECT_NE(render(*flagged.record, report_format::text, nullptr).find("times may be off"),
+            std::string::npos);
+  EXPECT_EQ(error_of(with_clock("fine")),
+            "job.clock.status: expected one of ok, corrected, flagged, got \"fine\"");
+  EXPECT_EQ(error_of(modified([](json& doc) {
+              doc["job"]["clock"] = {{"source", "tsc"}};
+            })),
+            "job.clock.kernel_clocksource is missing");
+}

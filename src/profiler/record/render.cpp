@@ -211,6 +211,16 @@ table headline(const job_facts& job) {
   if (job.poll_bytes_estimated.value_or(false))
     facts.push_back({"Note", "bytes received by untimed polls (MPI_Test, MPI_Testany, "
                              "MPI_Iprobe) are estimated from the timed ones"});
+  if (job.clock && job.clock->status != "ok")
+    facts.push_back(
+        {"Clock", job.clock->status == "corrected"
+                      ? fmt::format("times corrected for a calibration error of {:.1f} ppm "
+                                    "(time-stamp counter against CLOCK_MONOTONIC)",
+                                    job.clock->drift_ppm)
+                      : fmt::format("times may be off: the time-stamp counter was {:.1f} ppm "
+                                    "({} ns) away from CLOCK_MONOTONIC at the check, on another "
+                                    "CPU than it was calibrated on",
+                                    job.clock->drift_ppm, job.clock->offset_ns)});
   if (job.pmpi_intercepted_by_application)
     facts.push_back({"Note", "the program defines MPI functions itself; their time is not "
                              "separated from MPI's"});

@@ -158,11 +158,27 @@ void log_figures(const trace_state* s, const rank_figures& mine,
   }
 }
 
+// The event clock checked against CLOCK_MONOTONIC (module.h): the offsets measured against
+// rank 0 align the ranks, not a rate error they share, so a failed check is said on this rank.
+void say_if_the_clock_failed(const trace_state* s) {
+  strata_clock_check c{};
+  c.size = sizeof c;
+  if (s->host->check_clock == nullptr || s->host->check_clock(&c) != 0 || c.trusted != 0)
+    return;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "rank %d: the time-stamp counter was %.1f ppm (%lld ns) away from "
+                "CLOCK_MONOTONIC at finalize; the trace's times are off by as much",
+                s->rank, c.drift_ppm, static_cast<long long>(c.offset_ns));
+  s->host->log(s->self, line);
+}
+
 } // namespace
 
 void trace_finalize(void* raw) {
   auto* s = static_cast<trace_state*>(raw);
   s->traced_thread = 0;
+  say_if_the_clock_failed(s);
   finalize_times took;
   s->clock.t2 = s->host->now_ns();
   s->clock.o2 = measure_offset(s, s->stddev_final);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The fixed cost per job: what the profile and `strata run` add to a 2-rank job that only
+# starts and ends MPI (BUILD_DIR/bench/<flavor>/init_finalize). Figures behind
+# docs/PERFORMANCE.md ("Profile", fixed cost per job).
+#
+#   bash bench/quiet.sh bash bench/run_job_cost.sh [BUILD_DIR]     (RUNS=15: about a minute)
+#
+# RUNS rounds, each running every configuration once (interleaved), wall time per job:
+#   mpirun      mpirun -np RANKS init_finalize
+#   preload     the same with the core preloaded by the launcher and STRATA_TOOLS=profile
+#   run-none    strata run -np RANKS --tools "" -- init_finalize   (the command's own cost)
+#   run         strata run -np RANKS --tools profile -- init_finalize
+# and the medians with their differences: preload - mpirun is the profile's start-up and
+# finalize, run-none - mpirun is `strata run`'s own start.
+# Knobs: FLAVOR=openmpi|mpich, RANKS=2, RUNS=15.
+set -euo pipefail
+
+BUILD=$(cd "${1:-build}" && pwd)
+FLAVOR=${FLAVOR:-openmpi}
+RANKS=${RANKS:-2}
+RUNS=${RUNS:-15}
+PROG=$BUILD/bench/$FLAVOR/init_finalize
+LIB=$BUILD/lib/strata/$FLAVOR/libstrata.so
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+unset STRATA_TOOLS STRATA_CONFIG STRATA_PROFILE_OUT STRATA_PROFILE_JSON LD_PRELOAD
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export STRATA_SPOOL=$tmp/spool
+
+if [[ $FLAVOR == openmpi ]]; then
+  launch=(mpirun.openmpi --oversubscribe -np "$RANKS")
+  preload=(-x "LD_PRELOAD=$LIB" -x STRATA_TOOLS=profile)
+else
+  launch=(mpirun.mpich -np "$RANKS")
+  preload=(-genv LD_PRELOAD "$LIB" -genv STRATA_TOOLS profile)
+fi
+
+ms() { # CMD... -> wall ms
+  local s e
+  s=$(date +%s%N)
+  "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
+  e=$(date +%s%N)
+  echo $(((e - s) / 1000))
+}
+
+for ((r = 1; r <= RUNS; r++)); do
+  echo "mpirun $(ms "${launch[@]}" "$PROG")"
+  echo "preload $(ms "${launch[@]}" "${preload[@]}" "$PROG")"
+  echo "run-none $(ms "$BUILD/bin/strata" run -np "$RANKS" --tools "" -- "$PROG")"
+  echo "run $(ms "$BUILD/bin/strata" run -np "$RANKS" --tools profile -- "$PROG")"
+done >"$tmp/raw"
+
+python3 - "$tmp/raw" "$FLAVOR" "$RANKS" "$RUNS" <<'PY'
+import statistics, sys
+from collections import defaultdict
+t = defaultdict(list)
+for line in open(sys.argv[1]):
+    k, v = line.split()
+    t[k].append(int(v) / 1000)
+m = {k: statistics.median(v) for k, v in t.items()}
+print(f"{sys.argv[2]}, {sys.argv[3]} ranks, medians of {sys.argv[4]} interleaved runs (ms):")
+for k in ("mpirun", "preload", "run-none", "run"):
+    print(f"  {k:9} {m[k]:7.1f}")
+print(f"  profile's start-up + finalize (preload - mpirun): {m['preload'] - m['mpirun']:+.1f} ms")
+print(f"  strata run's own start (run-none - mpirun):       {m['run-none'] - m['mpirun']:+.1f} ms")
+print(f"  strata run --tools profile over mpirun:           {m['run'] - m['mpirun']:+.1f} ms")
+PY

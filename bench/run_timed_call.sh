@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The profile's cost per call it times, side by side with mpiP: the figures behind
+# docs/PERFORMANCE.md ("Profile", the timed call).
+#
+#   bash bench/run_timed_call.sh [BUILD_DIR]      (default ./build; a few minutes)
+#
+# BUILD_DIR/bench/<flavor>/timed_call (bench/timed_call.c) on one rank, for each MPI flavor:
+# ns per MPI_Barrier(MPI_COMM_SELF), per 0-byte MPI_Sendrecv to self, per MPI_Iprobe that finds
+# nothing (every one timed: STRATA_PROFILE_POLL_SAMPLE=1) and per MPI_Comm_test_inter (counted,
+# not timed), through the symbol minus straight into MPI, in one process, best of ROUNDS, for:
+#   native     no tool
+#   profile    Strata's profile module (LD_PRELOAD=libstrata.so STRATA_TOOLS=profile)
+#   callsites  the same with STRATA_PROFILE_CALLSITES=1
+#   trace      Strata's trace module
+#   overhead   Strata's overhead module, with a machine model written by `strata bench`
+#              (OVERHEAD=0 skips it: the model takes a minute or two to build)
+#   mpiP-k0    mpiP with MPIP="-k 0" (no call sites), when MPIP_LIB is set (Open MPI only)
+#   mpiP       mpiP with its defaults (call sites one level up)
+# and the instructions per call under callgrind (CALLGRIND=1): two singleton runs of N and 2N
+# calls, the difference over N; "native" loops call MPI straight through the pointer.
+#
+# Knobs: FLAVORS="openmpi mpich", ROUNDS=3, ITERS=2000000, CG_ITERS=20000, CALLGRIND=1,
+# MPIP_LIB=/path/to/libmpiP.so (built against Open MPI, outside this repository), OVERHEAD=1,
+# RAW=<file> to keep the raw lines. For a wall-time figure on this shared machine run it under
+# bench/quiet.sh with ROUNDS=1 and FLAVORS of one MPI at a time (each quiet run under 3 minutes).
+set -euo pipefail
+
+BUILD=$(cd "${1:-build}" && pwd)
+FLAVORS=${FLAVORS:-"openmpi mpich"}
+ROUNDS=${ROUNDS:-3}
+ITERS=${ITERS:-2000000}
+CG_ITERS=${CG_ITERS:-20000}
+CALLGRIND=${CALLGRIND:-1}
+MPIP_LIB=${MPIP_LIB:-}
+OVERHEAD=${OVERHEAD:-1}
+STRATA=$BUILD/bin/strata
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+unset STRATA_PROFILE_OUT STRATA_PROFILE_JSON STRATA_COUNTERS STRATA_PROFILE_CALLSITES STRATA_TOOLS
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+raw=${RAW:-$tmp/raw.txt}
+: >"$raw"
+export STRATA_SPOOL=$tmp/spool STRATA_TRACE_DIR=$tmp/trace
+
+configs() { # FLAVOR -> the configurations that apply
+  local c="native profile callsites trace"
+  [[ $OVERHEAD == 1 && -f $tmp/model.$1.json ]] && c+=" overhead"
+  [[ -n $MPIP_LIB && $1 == openmpi ]] && c+=" mpiP-k0 mpiP"
+  echo "$c"
+}
+
+env_for() { # FLAVOR CONFIG -> VAR=VALUE words
+  local lib=$BUILD/lib/strata/$1/libstrata.so
+  case $2 in
+    native) ;;
+    profile) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
+    callsites) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CALLSITES=1" ;;
+    trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_MAX_MB=4096" ;;
+    overhead) echo "LD_PRELOAD=$lib STRATA_TOOLS=overhead STRATA_PROFILE_POLL_SAMPLE=1 STRATA_MODEL=$tmp/model.$1.json" ;;
+    mpiP-k0) echo "LD_PRELOAD=$MPIP_LIB MPIP=-k~0~-f~$tmp" ;;
+    mpiP) echo "LD_PRELOAD=$MPIP_LIB MPIP=-f~$tmp" ;;
+  esac
+}
+
+# The words of env_for as an array, "~" standing for a space inside a value (MPIP="-k 0").
+env_words() { # FLAVOR CONFIG -> vars[]
+  vars=()
+  local w
+  for w in $(env_for "$1" "$2"); do vars+=("${w//\~/ }"); done
+}
+
+run_one() { # FLAVOR CONFIG ARGS...
+  local flavor=$1 config=$2
+  shift 2
+  local -a vars launcher=()
+  env_words "$flavor" "$config"
+  local v
+  for v in "${vars[@]}"; do # to the rank only, never to the launcher itself
+    if [[ $flavor == openmpi ]]; then launcher+=(-x "$v"); else launcher+=(-genv "${v%%=*}" "${v#*=}"); fi
+  done
+  if [[ $flavor == openmpi ]]; then
+    mpirun.openmpi --bind-to core -np 1 "${launcher[@]}" "$BUILD/bench/$flavor/timed_call" "$@"
+  else
+    mpirun.mpich -np 1 -bind-to core "${launcher[@]}" "$BUILD/bench/$flavor/timed_call" "$@"
+  fi
+}
+
+callgrind_ir() { # FLAVOR CONFIG CALL N [--native] -> total Ir
+  local flavor=$1 config=$2 call=$3 n=$4
+  shift 4
+  local out=$tmp/cg.$flavor.$config.$call.$n${1:-}
+  local -a vars
+  env_words "$flavor" "$config"
+  env "${vars[@]}" valgrind --tool=callgrind --callgrind-out-file="$out" \
+    "$BUILD/bench/$flavor/timed_call" --callgrind-iters "$n" --callgrind-call "$call" "$@" \
+    >"$out.log" 2>&1 || { echo "callgrind failed: $flavor $config $call" >&2; tail -5 "$out.log" >&2; return 1; }
+  awk '/^totals:/ {print $2}' "$out"
+}
+
+for flavor in $FLAVORS; do
+  [[ -x $BUILD/bench/$flavor/timed_call ]] || { echo "skipping $flavor: no timed_call" >&2; continue; }
+  if [[ $OVERHEAD == 1 ]]; then
+    echo "== $flavor: a machine model for the overhead module (strata bench -np 2)" >&2
+    "$STRATA" bench -np 2 --mpi "$flavor" -o "$tmp/model.$flavor.json" >/dev/null 2>&1 ||
+      echo "strata bench failed: no overhead figures for $flavor" >&2
+  fi
+  for ((round = 1; round <= ROUNDS; round++)); do
+    for config in $(configs "$flavor"); do
+      run_one "$flavor" "$config" --iters "$ITERS" --reps 3 --label "$config" | tee -a "$raw" >&2
+    done
+  done
+  if [[ $CALLGRIND == 1 ]] && command -v valgrind >/dev/null; then
+    for call in barrier sendrecv iprobe test_inter; do
+      for config in $(configs "$flavor"); do
+        a=$(callgrind_ir "$flavor" "$config" "$call" "$CG_ITERS")
+        b=$(callgrind_ir "$flavor" "$config" "$call" $((2 * CG_ITERS)))
+        echo "bench timed flavor=$flavor label=$config call=$call ir_per_call=$(((b - a) / CG_ITERS))" | tee -a "$raw" >&2
+      done
+      a=$(callgrind_ir "$flavor" native "$call" "$CG_ITERS" --native)
+      b=$(callgrind_ir "$flavor" native "$call" $((2 * CG_ITERS)) --native)
+      echo "bench timed flavor=$flavor label=direct call=$call ir_per_call=$(((b - a) / CG_ITERS))" | tee -a "$raw" >&2
+    done
+  fi
+done
+
+python3 - "$raw" <<'PY'
+import re, sys
+from collections import defaultdict
+best = {}
+ir = {}
+for line in open(sys.argv[1]):
+    if not line.startswith("bench timed "):
+        continue
+    kv = dict(re.findall(r"(\w+)=(\S+)", line))
+    key = (kv["flavor"], kv["label"], kv["call"])
+    if "ir_per_call" in kv:
+        ir[key] = int(kv["ir_per_call"])
+    else:
+        d = float(kv["delta_ns"])
+        if key not in best or d < best[key][1]:
+            best[key] = (float(kv["native_ns"]), d)
+calls = ["barrier", "sendrecv", "iprobe", "test_inter"]
+flavors = sorted({k[0] for k in list(best) + list(ir)})
+for f in flavors:
+    labels = []
+    for k in list(best) + list(ir):
+        if k[0] == f and k[1] not in labels:
+            labels.append(k[1])
+    print(f"\n### {f}: ns over native per call (best round), callgrind instructions per call")
+    print("| tool | " + " | ".join(calls) + " |")
+    print("|---|" + "---|" * len(calls))
+    for label in labels:
+        cells = []
+        for c in calls:
+            b = best.get((f, label, c))
+            i = ir.get((f, label, c))
+            text = f"{b[1]:+.1f} ns" if b else "-"
+            if label == "native" and b:
+                text = f"{b[0]:.1f} ns native"
+            if i is not None:
+                text += f", {i} Ir"
+            cells.append(text)
+        print(f"| {label} | " + " | ".join(cells) + " |")
+PY

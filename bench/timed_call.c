@@ -1,0 +1,223 @@
+/* The cost of one MPI call a profiler must time, and of one it only counts: MPI_Barrier on
+ * MPI_COMM_SELF, a 0-byte MPI_Sendrecv to self, an MPI_Iprobe that finds nothing (timed on
+ * every call with STRATA_PROFILE_POLL_SAMPLE=1), and MPI_Comm_test_inter (counted, never timed,
+ * by the profile). One rank, a plain MPI program that knows nothing of Strata or of any other
+ * tool: each call through its MPI_ symbol (through whatever tool is preloaded) against the same
+ * call straight into the MPI library through a pointer taken from the library itself, in the
+ * same process, so that the difference is the tool's cost alone.
+ *
+ * Usage: timed_call [--iters N] [--reps K] [--label TEXT]
+ *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter
+ *                   [--native]   (only N such calls, for callgrind's instruction counts)
+ *
+ * Output, one line per call from rank 0:
+ *   bench timed flavor=F label=L call=C native_ns=.. tool_ns=.. delta_ns=.. owner=OBJECT */
+#define _GNU_SOURCE
+#include <mpi.h>
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(OPEN_MPI)
+static const char flavor[] = "openmpi";
+#elif defined(MPICH)
+static const char flavor[] = "mpich";
+#else
+static const char flavor[] = "unknown";
+#endif
+
+typedef int (*barrier_fn)(MPI_Comm);
+typedef int (*sendrecv_fn)(const void*, int, MPI_Datatype, int, int, void*, int, MPI_Datatype, int,
+                           int, MPI_Comm, MPI_Status*);
+typedef int (*iprobe_fn)(int, int, MPI_Comm, int*, MPI_Status*);
+typedef int (*test_inter_fn)(MPI_Comm, int*);
+
+static barrier_fn volatile native_barrier;
+static sendrecv_fn volatile native_sendrecv;
+static iprobe_fn volatile native_iprobe;
+static test_inter_fn volatile native_test_inter;
+static char mpi_lib_path[4096];
+enum { never_sent_tag = 4242 };
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int find_mpi_object(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  (void)data;
+  const char* name = info->dlpi_name;
+  const char* base = name != NULL ? strrchr(name, '/') : NULL;
+  base = base ? base + 1 : name;
+  if (base != NULL &&
+      (strncmp(base, "libmpi.so", 9) == 0 || strncmp(base, "libmpich.so", 11) == 0)) {
+    snprintf(mpi_lib_path, sizeof mpi_lib_path, "%s", name);
+    return 1;
+  }
+  return 0;
+}
+
+static void* must_sym(void* handle, const char* name) {
+  void* p = dlsym(handle, name);
+  if (p == NULL) {
+    fprintf(stderr, "timed_call: %s not found in %s\n", name, mpi_lib_path);
+    exit(2);
+  }
+  return p;
+}
+
+static void resolve_native(void) {
+  if (!dl_iterate_phdr(find_mpi_object, NULL)) {
+    fprintf(stderr, "timed_call: no libmpi.so / libmpich.so loaded\n");
+    exit(2);
+  }
+  void* h = dlopen(mpi_lib_path, RTLD_NOLOAD | RTLD_LAZY);
+  if (h == NULL) {
+    fprintf(stderr, "timed_call: dlopen(%s, RTLD_NOLOAD): %s\n", mpi_lib_path, dlerror());
+    exit(2);
+  }
+  native_barrier = (barrier_fn)must_sym(h, "PMPI_Barrier");
+  native_sendrecv = (sendrecv_fn)must_sym(h, "PMPI_Sendrecv");
+  native_iprobe = (iprobe_fn)must_sym(h, "PMPI_Iprobe");
+  native_test_inter = (test_inter_fn)must_sym(h, "PMPI_Comm_test_inter");
+}
+
+/* Which object the program's MPI_Barrier resolves to (the run measured what it meant to). */
+static const char* symbol_owner(void) {
+  Dl_info info;
+  void* p = dlsym(RTLD_DEFAULT, "MPI_Barrier");
+  if (p == NULL || !dladdr(p, &info) || info.dli_fname == NULL)
+    return "?";
+  const char* base = strrchr(info.dli_fname, '/');
+  return base ? base + 1 : info.dli_fname;
+}
+
+/* One call of each kind, through the symbol (native = 0) or the library's pointer. */
+static void call_once(int which, int native) {
+  static char byte_out, byte_in;
+  int flag = 0;
+  switch (which) {
+  case 0:
+    native ? native_barrier(MPI_COMM_SELF) : MPI_Barrier(MPI_COMM_SELF);
+    break;
+  case 1:
+    native ? native_sendrecv(&byte_out, 0, MPI_BYTE, 0, 7, &byte_in, 0, MPI_BYTE, 0, 7,
+                             MPI_COMM_SELF, MPI_STATUS_IGNORE)
+           : MPI_Sendrecv(&byte_out, 0, MPI_BYTE, 0, 7, &byte_in, 0, MPI_BYTE, 0, 7, MPI_COMM_SELF,
+                          MPI_STATUS_IGNORE);
+    break;
+  case 2:
+    native ? native_iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE)
+           : MPI_Iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+    break;
+  default:
+    native ? native_test_inter(MPI_COMM_SELF, &flag) : MPI_Comm_test_inter(MPI_COMM_SELF, &flag);
+    break;
+  }
+}
+
+/* noinline and a switch outside the loop: each loop is one call kind and one path. */
+#define LOOP(name, stmt)                                                                           \
+  __attribute__((noinline)) static double name(long n) {                                           \
+    double t0 = now_ns();                                                                          \
+    for (long i = 0; i < n; ++i)                                                                   \
+      stmt;                                                                                        \
+    return (now_ns() - t0) / (double)n;                                                            \
+  }
+LOOP(native_0, call_once(0, 1))
+LOOP(symbol_0, call_once(0, 0))
+LOOP(native_1, call_once(1, 1))
+LOOP(symbol_1, call_once(1, 0))
+LOOP(native_2, call_once(2, 1))
+LOOP(symbol_2, call_once(2, 0))
+LOOP(native_3, call_once(3, 1))
+LOOP(symbol_3, call_once(3, 0))
+
+typedef double (*loop_fn)(long);
+static const loop_fn native_loops[4] = {native_0, native_1, native_2, native_3};
+static const loop_fn symbol_loops[4] = {symbol_0, symbol_1, symbol_2, symbol_3};
+static const char* const call_names[4] = {"barrier", "sendrecv", "iprobe", "test_inter"};
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+/* Best of `reps` repetitions of the median of 9 batches; native and symbol batches alternate. */
+static void measure(int which, long iters, int reps, double* nat, double* sym) {
+  enum { samples = 9 };
+  const long batch = iters / samples > 0 ? iters / samples : 1;
+  double best_n = 1e30, best_s = 1e30;
+  native_loops[which](batch);
+  symbol_loops[which](batch);
+  for (int r = 0; r < reps; ++r) {
+    double vn[samples], vs[samples];
+    for (int s = 0; s < samples; ++s) {
+      vn[s] = native_loops[which](batch);
+      vs[s] = symbol_loops[which](batch);
+    }
+    qsort(vn, samples, sizeof *vn, cmp_double);
+    qsort(vs, samples, sizeof *vs, cmp_double);
+    if (vn[samples / 2] < best_n)
+      best_n = vn[samples / 2];
+    if (vs[samples / 2] < best_s)
+      best_s = vs[samples / 2];
+  }
+  *nat = best_n;
+  *sym = best_s;
+}
+
+int main(int argc, char** argv) {
+  long iters = 2000000, cg_iters = 0;
+  int reps = 5, native = 0, which = 0;
+  const char* label = "-";
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+      iters = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--label") && i + 1 < argc)
+      label = argv[++i];
+    else if (!strcmp(argv[i], "--callgrind-iters") && i + 1 < argc)
+      cg_iters = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--callgrind-call") && i + 1 < argc) {
+      const char* name = argv[++i];
+      for (which = 0; which < 4 && strcmp(call_names[which], name) != 0; ++which)
+        ;
+      if (which == 4) {
+        fprintf(stderr, "timed_call: unknown call %s\n", name);
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "--native"))
+      native = 1;
+    else {
+      fprintf(stderr, "timed_call: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  MPI_Init(&argc, &argv);
+  resolve_native();
+  if (cg_iters > 0) {
+    (native ? native_loops : symbol_loops)[which](cg_iters);
+    MPI_Finalize();
+    return 0;
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (int c = 0; c < 4; ++c) {
+    double nat = 0, sym = 0;
+    measure(c, iters, reps, &nat, &sym);
+    if (rank == 0)
+      printf("bench timed flavor=%s label=%s call=%s native_ns=%.2f tool_ns=%.2f delta_ns=%.2f "
+             "owner=%s\n",
+             flavor, label, call_names[c], nat, sym, sym - nat, symbol_owner());
+  }
+  MPI_Finalize();
+  return 0;
+}

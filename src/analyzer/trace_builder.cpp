@@ -1,28 +1,13 @@
 #include "analyzer/trace_builder.hpp"
 
 #include "tracer/otf2_writer.hpp"
+#include "tracer/routine_class.hpp"
 
 #include <otf2/otf2.h>
 
 #include <stdexcept>
 
 namespace strata::analyze {
-namespace {
-
-// Score-P's roles for MPI regions; readers such as Vampir colour by them.
-OTF2_RegionRole mpi_role(const std::string& name) {
-  if (name == "MPI_Barrier")
-    return OTF2_REGION_ROLE_BARRIER;
-  for (const char* p2p : {"send", "recv", "Send", "Recv"})
-    if (name.find(p2p) != std::string::npos)
-      return OTF2_REGION_ROLE_POINT2POINT;
-  for (const char* coll : {"cast", "educe", "ather", "catter", "lltoall", "can"})
-    if (name.find(coll) != std::string::npos)
-      return OTF2_REGION_ROLE_COLL_OTHER;
-  return OTF2_REGION_ROLE_FUNCTION;
-}
-
-} // namespace
 
 struct trace_builder::impl {
   trace::archive_writer archive;
@@ -76,7 +61,8 @@ uint32_t trace_builder::region(const std::string& name, bool mpi) {
       impl_->region_ids.emplace(name, static_cast<uint32_t>(impl_->defs.regions.size()));
   if (inserted)
     impl_->defs.regions.push_back(
-        {name, mpi ? mpi_role(name) : OTF2_RegionRole{OTF2_REGION_ROLE_FUNCTION},
+        {name,
+         mpi ? trace::role_of(trace::classify(name)) : OTF2_RegionRole{OTF2_REGION_ROLE_FUNCTION},
          mpi ? OTF2_Paradigm{OTF2_PARADIGM_MPI} : OTF2_Paradigm{OTF2_PARADIGM_USER}});
   return it->second;
 }

@@ -22,20 +22,12 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 
-#include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#if defined(OPEN_MPI)
-static const char flavor[] = "openmpi";
-#elif defined(MPICH)
-static const char flavor[] = "mpich";
-#else
-static const char flavor[] = "unknown";
-#endif
+#define BENCH_NAME "core_overhead"
+#include "native_mpi.h"
 
 typedef int (*test_inter_fn)(MPI_Comm, int*);
 typedef int (*send_fn)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
@@ -47,63 +39,10 @@ static send_fn native_send;
 static recv_fn native_recv;
 static iprobe_fn native_iprobe;
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 /* ---- finding the MPI library's own entry points ------------------------------------------ */
 
-static char mpi_lib_path[4096];
-
-static int find_mpi_object(struct dl_phdr_info* info, size_t size, void* data) {
-  (void)size;
-  (void)data;
-  const char* name = info->dlpi_name;
-  if (name == NULL || name[0] == '\0')
-    return 0;
-  const char* base = strrchr(name, '/');
-  base = base ? base + 1 : name;
-  if (strncmp(base, "libmpi.so", 9) == 0 || strncmp(base, "libmpich.so", 11) == 0) {
-    snprintf(mpi_lib_path, sizeof mpi_lib_path, "%s", name);
-    return 1;
-  }
-  return 0;
-}
-
-static void* must_sym(void* handle, const char* name) {
-  void* p = dlsym(handle, name);
-  if (p == NULL) {
-    fprintf(stderr, "core_overhead: %s not found in %s\n", name, mpi_lib_path);
-    exit(2);
-  }
-  return p;
-}
-
-/* Which object the program's MPI_Comm_test_inter resolves to: the MPI library itself, or an
- * interposer loaded ahead of it (a sanity check that the run measured what it meant to). */
-static const char* symbol_owner(void) {
-  Dl_info info;
-  void* p = dlsym(RTLD_DEFAULT, "MPI_Comm_test_inter");
-  if (p == NULL || !dladdr(p, &info) || info.dli_fname == NULL)
-    return "?";
-  const char* base = strrchr(info.dli_fname, '/');
-  return base ? base + 1 : info.dli_fname;
-}
-
 static void resolve_native(void) {
-  if (!dl_iterate_phdr(find_mpi_object, NULL)) {
-    fprintf(stderr, "core_overhead: no libmpi.so / libmpich.so loaded\n");
-    exit(2);
-  }
-  void* h = dlopen(mpi_lib_path, RTLD_NOLOAD | RTLD_LAZY);
-  if (h == NULL) {
-    fprintf(stderr, "core_overhead: dlopen(%s, RTLD_NOLOAD): %s\n", mpi_lib_path, dlerror());
-    exit(2);
-  }
-  /* dlsym on the library's own handle looks in that object and its dependencies, never in a
-   * preloaded object that comes earlier in the global scope. */
+  void* h = mpi_library();
   native_test_inter = (test_inter_fn)must_sym(h, "PMPI_Comm_test_inter");
   native_iprobe = (iprobe_fn)must_sym(h, "PMPI_Iprobe");
   native_send = (send_fn)must_sym(h, "PMPI_Send");
@@ -152,16 +91,6 @@ __attribute__((noinline)) static double loop_symbol_iprobe(long n) {
   for (long i = 0; i < n; ++i)
     MPI_Iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
   return (now_ns() - t0) / (double)n;
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Best of `reps` repetitions; each repetition is the median of `samples` timed batches. Native
@@ -322,7 +251,7 @@ int main(int argc, char** argv) {
     printf("bench core flavor=%s label=%s call=MPI_Init init_ms=%.2f\n", flavor, label, init_max);
     printf("bench core flavor=%s label=%s call=Comm_test_inter native_ns=%.2f strata_ns=%.2f "
            "delta_ns=%.2f symbol_from=%s\n",
-           flavor, label, nat, sym, sym - nat, symbol_owner());
+           flavor, label, nat, sym, sym - nat, symbol_owner("MPI_Comm_test_inter"));
     fflush(stdout);
   }
   measure_loops(loop_native_iprobe, loop_symbol_iprobe, iters, reps, &nat, &sym);

@@ -15,20 +15,12 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 
-#include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#if defined(OPEN_MPI)
-static const char flavor[] = "openmpi";
-#elif defined(MPICH)
-static const char flavor[] = "mpich";
-#else
-static const char flavor[] = "unknown";
-#endif
+#define BENCH_NAME "timed_call"
+#include "native_mpi.h"
 
 typedef int (*barrier_fn)(MPI_Comm);
 typedef int (*sendrecv_fn)(const void*, int, MPI_Datatype, int, int, void*, int, MPI_Datatype, int,
@@ -40,62 +32,14 @@ static barrier_fn volatile native_barrier;
 static sendrecv_fn volatile native_sendrecv;
 static iprobe_fn volatile native_iprobe;
 static test_inter_fn volatile native_test_inter;
-static char mpi_lib_path[4096];
 enum { never_sent_tag = 4242 };
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int find_mpi_object(struct dl_phdr_info* info, size_t size, void* data) {
-  (void)size;
-  (void)data;
-  const char* name = info->dlpi_name;
-  const char* base = name != NULL ? strrchr(name, '/') : NULL;
-  base = base ? base + 1 : name;
-  if (base != NULL &&
-      (strncmp(base, "libmpi.so", 9) == 0 || strncmp(base, "libmpich.so", 11) == 0)) {
-    snprintf(mpi_lib_path, sizeof mpi_lib_path, "%s", name);
-    return 1;
-  }
-  return 0;
-}
-
-static void* must_sym(void* handle, const char* name) {
-  void* p = dlsym(handle, name);
-  if (p == NULL) {
-    fprintf(stderr, "timed_call: %s not found in %s\n", name, mpi_lib_path);
-    exit(2);
-  }
-  return p;
-}
-
 static void resolve_native(void) {
-  if (!dl_iterate_phdr(find_mpi_object, NULL)) {
-    fprintf(stderr, "timed_call: no libmpi.so / libmpich.so loaded\n");
-    exit(2);
-  }
-  void* h = dlopen(mpi_lib_path, RTLD_NOLOAD | RTLD_LAZY);
-  if (h == NULL) {
-    fprintf(stderr, "timed_call: dlopen(%s, RTLD_NOLOAD): %s\n", mpi_lib_path, dlerror());
-    exit(2);
-  }
+  void* h = mpi_library();
   native_barrier = (barrier_fn)must_sym(h, "PMPI_Barrier");
   native_sendrecv = (sendrecv_fn)must_sym(h, "PMPI_Sendrecv");
   native_iprobe = (iprobe_fn)must_sym(h, "PMPI_Iprobe");
   native_test_inter = (test_inter_fn)must_sym(h, "PMPI_Comm_test_inter");
-}
-
-/* Which object the program's MPI_Barrier resolves to (the run measured what it meant to). */
-static const char* symbol_owner(void) {
-  Dl_info info;
-  void* p = dlsym(RTLD_DEFAULT, "MPI_Barrier");
-  if (p == NULL || !dladdr(p, &info) || info.dli_fname == NULL)
-    return "?";
-  const char* base = strrchr(info.dli_fname, '/');
-  return base ? base + 1 : info.dli_fname;
 }
 
 /* One call of each kind, through the symbol (native = 0) or the library's pointer. */
@@ -144,11 +88,6 @@ static const loop_fn native_loops[4] = {native_0, native_1, native_2, native_3};
 static const loop_fn symbol_loops[4] = {symbol_0, symbol_1, symbol_2, symbol_3};
 static const char* const call_names[4] = {"barrier", "sendrecv", "iprobe", "test_inter"};
 
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
 /* Best of `reps` repetitions of the median of 9 batches; native and symbol batches alternate. */
 static void measure(int which, long iters, int reps, double* nat, double* sym) {
   enum { samples = 9 };
@@ -162,12 +101,11 @@ static void measure(int which, long iters, int reps, double* nat, double* sym) {
       vn[s] = native_loops[which](batch);
       vs[s] = symbol_loops[which](batch);
     }
-    qsort(vn, samples, sizeof *vn, cmp_double);
-    qsort(vs, samples, sizeof *vs, cmp_double);
-    if (vn[samples / 2] < best_n)
-      best_n = vn[samples / 2];
-    if (vs[samples / 2] < best_s)
-      best_s = vs[samples / 2];
+    const double mn = median(vn, samples), ms = median(vs, samples);
+    if (mn < best_n)
+      best_n = mn;
+    if (ms < best_s)
+      best_s = ms;
   }
   *nat = best_n;
   *sym = best_s;
@@ -216,7 +154,7 @@ int main(int argc, char** argv) {
     if (rank == 0)
       printf("bench timed flavor=%s label=%s call=%s native_ns=%.2f tool_ns=%.2f delta_ns=%.2f "
              "owner=%s\n",
-             flavor, label, call_names[c], nat, sym, sym - nat, symbol_owner());
+             flavor, label, call_names[c], nat, sym, sym - nat, symbol_owner("MPI_Barrier"));
   }
   MPI_Finalize();
   return 0;

@@ -16,58 +16,19 @@
 #include <mpi.h>
 #include <strata/annotate.h>
 
-#include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#if defined(OPEN_MPI)
-static const char flavor[] = "openmpi";
-#elif defined(MPICH)
-static const char flavor[] = "mpich";
-#else
-static const char flavor[] = "unknown";
-#endif
+#define BENCH_NAME "trace_cost"
+#include "native_mpi.h"
 
 typedef int (*test_inter_fn)(MPI_Comm, int*);
 static test_inter_fn volatile native_test_inter;
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static char mpi_lib_path[4096];
-
-static int find_mpi_object(struct dl_phdr_info* info, size_t size, void* data) {
-  (void)size;
-  (void)data;
-  const char* name = info->dlpi_name;
-  if (name == NULL || name[0] == '\0')
-    return 0;
-  const char* base = strrchr(name, '/');
-  base = base ? base + 1 : name;
-  if (strncmp(base, "libmpi.so", 9) == 0 || strncmp(base, "libmpich.so", 11) == 0) {
-    snprintf(mpi_lib_path, sizeof mpi_lib_path, "%s", name);
-    return 1;
-  }
-  return 0;
-}
-
 /* The MPI library's own PMPI_Comm_test_inter: dlsym on its handle never finds a preloaded
  * interposer. */
 static void resolve_native(void) {
-  void* h =
-      dl_iterate_phdr(find_mpi_object, NULL) ? dlopen(mpi_lib_path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
-  void* f = h != NULL ? dlsym(h, "PMPI_Comm_test_inter") : NULL;
-  if (f == NULL) {
-    fprintf(stderr, "trace_cost: cannot find the MPI library's PMPI_Comm_test_inter\n");
-    exit(2);
-  }
-  native_test_inter = (test_inter_fn)f;
+  native_test_inter = (test_inter_fn)must_sym(mpi_library(), "PMPI_Comm_test_inter");
 }
 
 __attribute__((noinline)) double loop_native(long n) {
@@ -113,16 +74,6 @@ __attribute__((noinline)) void loop_completions(long n) {
     MPI_Request none = MPI_REQUEST_NULL;
     MPI_Wait(&none, MPI_STATUS_IGNORE);
   }
-}
-
-static int cmp_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double* v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 int main(int argc, char** argv) {

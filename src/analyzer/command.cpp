@@ -23,11 +23,7 @@ std::string worker_of(const std::string& prefix, const std::string& flavor) {
 }
 
 int exec_worker(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (std::string& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = launch::exec_argv(args);
   std::fflush(stdout);
   std::fflush(stderr);
   ::execvp(argv[0], argv.data());

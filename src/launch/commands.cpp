@@ -170,35 +170,30 @@ int check_stack(const config::stack& stack, const std::string& core_library, int
   return 0;
 }
 
-std::vector<char*> c_argv(std::vector<std::string>& args) {
-  std::vector<char*> out;
-  out.reserve(args.size() + 1);
-  for (std::string& a : args)
-    out.push_back(a.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-// The program's MPI has no core in this installation: one line, naming what it has.
-bool lacks_flavor(const launch::layout& layout, const target& t) {
+// The program, its MPI and this installation's layout; false after one line saying why the
+// program cannot run under Strata here (not found, no MPI, or an MPI this installation lacks).
+bool find_usable_target(const launch_options& o, bool allow_launcher_env, target& t,
+                        launch::layout& layout) {
+  t = find_target(o, allow_launcher_env);
+  if (!t.error.empty()) {
+    error_line("error: " + t.error);
+    return false;
+  }
+  layout = launch::find_layout(launch::self_executable());
   const std::string why = layout.missing_flavor(t.flavor);
   if (why.empty())
-    return false;
+    return true;
   if (first_rank())
     error_line("error: " + t.path + " uses " + t.flavor + ", but " + why);
-  return true;
+  return false;
 }
 
 } // namespace
 
 int exec_command(const launch_options& o) {
-  const target t = find_target(o, true);
-  if (!t.error.empty()) {
-    error_line("error: " + t.error);
-    return 2;
-  }
-  const launch::layout layout = launch::find_layout(launch::self_executable());
-  if (lacks_flavor(layout, t))
+  target t;
+  launch::layout layout;
+  if (!find_usable_target(o, true, t, layout))
     return 2;
   const std::string core = layout.core_library(t.flavor);
   const config::stack stack = apply_stack_options(o);
@@ -215,20 +210,16 @@ int exec_command(const launch_options& o) {
     ::setenv("PYTHONPATH",
              launch::python_path_value(layout.python_dir(), env("PYTHONPATH")).c_str(), 1);
   std::vector<std::string> args = o.program;
-  std::vector<char*> argv = c_argv(args);
+  std::vector<char*> argv = launch::exec_argv(args);
   ::execv(t.path.c_str(), argv.data());
   error_line("error: cannot execute " + t.path);
   return 127;
 }
 
 int run_command(const launch_options& o) {
-  const target t = find_target(o, false);
-  if (!t.error.empty()) {
-    error_line("error: " + t.error);
-    return 2;
-  }
-  const launch::layout layout = launch::find_layout(launch::self_executable());
-  if (lacks_flavor(layout, t))
+  target t;
+  launch::layout layout;
+  if (!find_usable_target(o, false, t, layout))
     return 2;
   const config::stack stack = apply_stack_options(o);
   // -np is the application's ranks; a module that runs tools on processes of their own (the
@@ -266,7 +257,7 @@ int run_command(const launch_options& o) {
     args.push_back(t.path);
   }
   args.insert(args.end(), o.program.begin() + 1, o.program.end());
-  std::vector<char*> argv = c_argv(args);
+  std::vector<char*> argv = launch::exec_argv(args);
   ::execvp(argv[0], argv.data());
   error_line("error: cannot execute " + args.front() + " (is " + t.flavor + " installed?)");
   return 127;

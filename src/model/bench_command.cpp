@@ -122,11 +122,7 @@ int bench_command(const bench_options& o) {
     args.insert(args.end(), {"--study", o.study});
   if (o.window_s > 0)
     args.insert(args.end(), {"--window-s", number(o.window_s, 17)});
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (std::string& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = launch::exec_argv(args);
   std::fflush(stdout);
   std::fflush(stderr);
   // A child rather than exec: Ctrl-C reaches the launcher and the ranks through the process

@@ -101,6 +101,34 @@ struct reader {
   }
 };
 
+// The regions and call sites, as both kinds of definitions carry them.
+template <typename Defs> void put_regions_and_sites(std::string& out, const Defs& defs) {
+  put_number(out, defs.mpi_regions.size());
+  for (const std::string& r : defs.mpi_regions)
+    put(out, r);
+  put_number(out, defs.user_regions.size());
+  for (const std::string& r : defs.user_regions)
+    put(out, r);
+  put_number(out, defs.sites.size());
+  for (const source_site& s : defs.sites) {
+    put(out, s.file);
+    put_number(out, s.line);
+  }
+}
+
+template <typename Defs> void read_regions_and_sites(reader& in, uint64_t limit, Defs& defs) {
+  for (uint64_t n = in.number(limit); in.ok && n > 0; --n)
+    defs.mpi_regions.push_back(in.field());
+  for (uint64_t n = in.number(limit); in.ok && n > 0; --n)
+    defs.user_regions.push_back(in.field());
+  for (uint64_t n = in.number(limit); in.ok && n > 0; --n) {
+    source_site s;
+    s.file = in.field();
+    s.line = static_cast<uint32_t>(in.number(UINT32_MAX));
+    defs.sites.push_back(s);
+  }
+}
+
 template <typename Key>
 uint32_t intern(std::map<Key, uint32_t>& index, const Key& key, std::vector<Key>& list) {
   auto [it, added] = index.emplace(key, static_cast<uint32_t>(list.size()));
@@ -114,17 +142,7 @@ uint32_t intern(std::map<Key, uint32_t>& index, const Key& key, std::vector<Key>
 std::string serialize(const local_defs& defs) {
   std::string out = "strata-trace-defs/1;";
   put(out, defs.host);
-  put_number(out, defs.mpi_regions.size());
-  for (const std::string& r : defs.mpi_regions)
-    put(out, r);
-  put_number(out, defs.user_regions.size());
-  for (const std::string& r : defs.user_regions)
-    put(out, r);
-  put_number(out, defs.sites.size());
-  for (const source_site& s : defs.sites) {
-    put(out, s.file);
-    put_number(out, s.line);
-  }
+  put_regions_and_sites(out, defs);
   put_number(out, defs.comms.size());
   for (const std::vector<int>& members : defs.comms) {
     put_number(out, members.size());
@@ -142,16 +160,7 @@ bool deserialize(const std::string& bytes, local_defs& defs) {
   defs = local_defs{};
   const uint64_t limit = bytes.size(); // no list can have more entries than there are bytes
   defs.host = in.field();
-  for (uint64_t n = in.number(limit); in.ok && n > 0; --n)
-    defs.mpi_regions.push_back(in.field());
-  for (uint64_t n = in.number(limit); in.ok && n > 0; --n)
-    defs.user_regions.push_back(in.field());
-  for (uint64_t n = in.number(limit); in.ok && n > 0; --n) {
-    source_site s;
-    s.file = in.field();
-    s.line = static_cast<uint32_t>(in.number(UINT32_MAX));
-    defs.sites.push_back(s);
-  }
+  read_regions_and_sites(in, limit, defs);
   for (uint64_t n = in.number(limit); in.ok && n > 0; --n) {
     std::vector<int> members;
     for (uint64_t m = in.number(limit); in.ok && m > 0; --m)
@@ -169,17 +178,7 @@ std::string serialize(const merged_defs& defs) {
   put_number(out, defs.rank_host.size());
   for (const uint32_t h : defs.rank_host)
     put_number(out, h);
-  put_number(out, defs.mpi_regions.size());
-  for (const std::string& r : defs.mpi_regions)
-    put(out, r);
-  put_number(out, defs.user_regions.size());
-  for (const std::string& r : defs.user_regions)
-    put(out, r);
-  put_number(out, defs.sites.size());
-  for (const source_site& s : defs.sites) {
-    put(out, s.file);
-    put_number(out, s.line);
-  }
+  put_regions_and_sites(out, defs);
   put_number(out, defs.comms.size());
   for (const auto& [members, k] : defs.comms) {
     put_members(out, members);
@@ -199,16 +198,7 @@ bool deserialize(const std::string& bytes, merged_defs& defs, int world_size) {
     defs.hosts.push_back(in.field());
   for (uint64_t n = in.number(limit); in.ok && n > 0; --n)
     defs.rank_host.push_back(static_cast<uint32_t>(in.number(defs.hosts.size() - 1)));
-  for (uint64_t n = in.number(limit); in.ok && n > 0; --n)
-    defs.mpi_regions.push_back(in.field());
-  for (uint64_t n = in.number(limit); in.ok && n > 0; --n)
-    defs.user_regions.push_back(in.field());
-  for (uint64_t n = in.number(limit); in.ok && n > 0; --n) {
-    source_site s;
-    s.file = in.field();
-    s.line = static_cast<uint32_t>(in.number(UINT32_MAX));
-    defs.sites.push_back(s);
-  }
+  read_regions_and_sites(in, limit, defs);
   for (uint64_t n = in.number(limit); in.ok && n > 0; --n) {
     std::vector<int> members =
         in.members(limit, static_cast<uint64_t>(std::max(world_size, 1) - 1));

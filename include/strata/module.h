@@ -252,6 +252,31 @@ enum { STRATA_COUNT_CALLS = 1, STRATA_COUNT_EMPTY_POLLS = 2, STRATA_COUNT_UNTIME
 #define STRATA_MODULE_COUNTER_SYMBOL "strata_module_counter_v1"
 typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int what);
 
+/* Optional: the fields a module reads. An event module that exports
+ *     uint32_t strata_module_fields_v1(void* state);
+ * (asked once after `load`) returns an or of STRATA_FIELD_* bits, and the core sets only those
+ * groups of fields (and always function, flags, t_enter_ns, t_exit_ns, call_site, result and
+ * thread_layer) in the events of the chain segments it is in: the union of what the segment's
+ * modules declare, computed once when the stack is built. A field outside the union holds
+ * whatever the stack left there: a module must not read a field it did not declare. The core
+ * may set more than the union asks (a group another needs, such as the communicator for world
+ * ranks). A module without the symbol gets every field, set as before it existed; so does every
+ * module of a segment with one such module. The bits tell the core what to decode: the
+ * communicator's lookup, the datatype sizes and the status are most of a call's decoding. */
+enum {
+  STRATA_FIELD_COMM = 1u << 0,     /* comm_id, comm_size, comm_rank, comm_world_ranks, and the
+                                      STRATA_EVENT_INTERCOMM flag */
+  STRATA_FIELD_PEER = 1u << 1,     /* peer, root, is_root */
+  STRATA_FIELD_TAG = 1u << 2,      /* tag (a wildcard resolved from the status at exit) */
+  STRATA_FIELD_BYTES = 1u << 3,    /* count, bytes_sent, bytes_expected */
+  STRATA_FIELD_REQUESTS = 1u << 4, /* request, request_count, requests */
+  STRATA_FIELD_STATUS = 1u << 5,   /* bytes_received, source, status_source, status_tag, and the
+                                      STRATA_EVENT_STATUS_FROM_CORE flag */
+  STRATA_FIELD_ALL = (1u << 6) - 1
+};
+#define STRATA_MODULE_FIELDS_SYMBOL "strata_module_fields_v1"
+typedef uint32_t (*strata_module_fields_entry)(void* state);
+
 #define STRATA_MODULE_SYMBOL "strata_module_v1"
 
 /* Optional: declared options. A module that exports

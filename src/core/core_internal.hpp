@@ -39,6 +39,7 @@ struct loaded_module {
   uint32_t poll_interval = 0;   // strata_module_polls_v1: time one poll in this many
   strata_event_fn untimed_poll = nullptr;
   strata_module_counter_entry counter = nullptr; // strata_module_counter_v1, if it has it
+  uint32_t fields = STRATA_FIELD_ALL; // strata_module_fields_v1: the event fields it reads
   bool own_calls_seen = false; // strata_module_own_calls_seen_v1: its calls go to the layers below
   bool takes_ranks = false;    // strata_module_takes_ranks_v1 said yes for its arguments
   std::vector<config::option_decl> options; // strata_module_options_v1, if it declares them

@@ -48,6 +48,9 @@ struct chain_entry {
   // and nothing below it but the real function.
   bool count_direct = false;
   uint64_t* counter = nullptr;
+  // On the first entry of an event group: the strata_event fields its modules read (module.h,
+  // strata_module_fields_v1), with what decoding them needs; the others are not decoded.
+  uint32_t fields = STRATA_FIELD_ALL;
 };
 
 enum : uint8_t {
@@ -239,20 +242,46 @@ __attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real
   return r;
 }
 
-// An event before decoding: every field that means "none" set so (zero is a valid rank or tag).
-inline strata_event new_event(int function, const thread_state& ts) {
-  strata_event ev{};
+// An event before decoding: the fields every event has, and of the groups the segment's modules
+// read (chain_entry::fields) every field that means "none" set so (zero is a valid rank or tag).
+// The rest is left as the stack had it: no module reads it (module.h, strata_module_fields_v1).
+__attribute__((always_inline)) inline void start_event(strata_event& ev, int function,
+                                                       const thread_state& ts, uint32_t fields) {
   ev.function = function;
-  ev.peer = STRATA_NO_RANK;
-  ev.source = STRATA_NO_RANK;
-  ev.root = STRATA_NO_RANK;
-  ev.tag = STRATA_NO_TAG;
-  ev.bytes_received = -1;
-  ev.comm_rank = -1;
-  ev.status_source = STRATA_NO_RANK;
-  ev.status_tag = STRATA_NO_TAG;
+  ev.flags = 0;
+  ev.t_exit_ns = 0;
   ev.call_site = ts.call_site;
-  return ev;
+  ev.result = 0;
+  ev.thread_layer = 0;
+  if ((fields & STRATA_FIELD_COMM) != 0) {
+    ev.comm_id = 0;
+    ev.comm_size = 0;
+    ev.comm_world_ranks = nullptr;
+    ev.comm_rank = -1;
+  }
+  if ((fields & STRATA_FIELD_PEER) != 0) {
+    ev.peer = STRATA_NO_RANK;
+    ev.root = STRATA_NO_RANK;
+    ev.is_root = 0;
+  }
+  if ((fields & STRATA_FIELD_TAG) != 0)
+    ev.tag = STRATA_NO_TAG;
+  if ((fields & STRATA_FIELD_BYTES) != 0) {
+    ev.count = 0;
+    ev.bytes_sent = 0;
+    ev.bytes_expected = 0;
+  }
+  if ((fields & STRATA_FIELD_REQUESTS) != 0) {
+    ev.request = 0;
+    ev.request_count = 0;
+    ev.requests = nullptr;
+  }
+  if ((fields & STRATA_FIELD_STATUS) != 0) {
+    ev.bytes_received = -1;
+    ev.source = STRATA_NO_RANK;
+    ev.status_source = STRATA_NO_RANK;
+    ev.status_tag = STRATA_NO_TAG;
+  }
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>
@@ -271,13 +300,16 @@ __attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r, b
   const chain_entry* entries = c->entries;
   const int saved_layer = ts.layer;
   const int end = entries[pos].group_end;
-  strata_event ev = new_event(F, ts);
-  if (substituted)
+  const uint32_t fields = entries[pos].fields;
+  strata_event ev;
+  start_event(ev, F, ts, fields);
+  ev.t_enter_ns = 0;
+  if (substituted && (fields & STRATA_FIELD_STATUS) != 0)
     ev.flags |= STRATA_EVENT_STATUS_FROM_CORE;
   set_result(ev, r);
   if (Decoder::completed(args...)) {
-    Decoder::enter(ev, scratch, args...);
-    Decoder::exit(ev, scratch, args...);
+    Decoder::enter(ev, scratch, fields, args...);
+    Decoder::exit(ev, scratch, fields, args...);
   }
   for (int i = end - 1; i >= pos; --i) {
     ts.layer = entries[i].calls_layer;
@@ -312,9 +344,11 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   }
   const int saved_layer = ts.layer;
   const int end = entries[pos].group_end;
-  strata_event ev = new_event(F, ts);
+  const uint32_t fields = entries[pos].fields;
+  strata_event ev;
+  start_event(ev, F, ts, fields);
   decode::scratch scratch;
-  Decoder::enter(ev, scratch, args...);
+  Decoder::enter(ev, scratch, fields, args...);
   ev.t_enter_ns = now_ns();
   for (int i = pos; i < end; ++i) {
     if (entries[i].enter != nullptr) {
@@ -326,7 +360,7 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   R r = invoke<F, Decoder>(c, end, real, args...);
   ev.t_exit_ns = now_ns();
   set_result(ev, r);
-  Decoder::exit(ev, scratch, args...);
+  Decoder::exit(ev, scratch, fields, args...);
   for (int i = end - 1; i >= pos; --i) {
     if (entries[i].exit != nullptr) {
       ts.layer = entries[i].calls_layer;

@@ -156,6 +156,29 @@ void ask_poll_sampling(loaded_module& m) {
   }
 }
 
+// strata_module_fields_v1, if the module has it (module.h): what it reads of an event.
+void ask_fields(loaded_module& m) {
+  if (m.desc == nullptr || m.handle == nullptr)
+    return;
+  auto entry =
+      reinterpret_cast<strata_module_fields_entry>(::dlsym(m.handle, STRATA_MODULE_FIELDS_SYMBOL));
+  if (entry != nullptr)
+    m.fields = entry(m.state) & STRATA_FIELD_ALL;
+}
+
+// What decoding `fields` needs besides: world ranks and communicator sizes come from the
+// communicator's lookup, the bytes of a rooted call from whether this rank is the root, and a
+// wildcard tag from the status.
+uint32_t with_prerequisites(uint32_t fields) {
+  if ((fields & STRATA_FIELD_BYTES) != 0)
+    fields |= STRATA_FIELD_PEER;
+  if ((fields & STRATA_FIELD_TAG) != 0)
+    fields |= STRATA_FIELD_STATUS;
+  if ((fields & (STRATA_FIELD_PEER | STRATA_FIELD_STATUS)) != 0)
+    fields |= STRATA_FIELD_COMM;
+  return fields;
+}
+
 void find_counter_entry(loaded_module& m) {
   if (m.desc != nullptr && m.handle != nullptr)
     m.counter = reinterpret_cast<strata_module_counter_entry>(
@@ -222,18 +245,22 @@ void enable_counting(core_state& s) {
   }
 }
 
-// A group samples polls only if all its event modules accept it; at the smallest interval.
-void set_poll_sampling(const core_state& s, std::vector<chain_entry>& list) {
+// A group samples polls only if all its event modules accept it; at the smallest interval. Its
+// events carry the union of the fields its modules read.
+void set_group_settings(const core_state& s, std::vector<chain_entry>& list) {
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].wrapper != nullptr || (i > 0 && list[i - 1].wrapper == nullptr))
       continue; // not the first entry of an event group
     uint32_t interval = UINT32_MAX;
+    uint32_t fields = 0;
     for (auto k = i; k < static_cast<size_t>(list[i].group_end); ++k) {
       const loaded_module& m = s.modules[static_cast<size_t>(list[k].layer)];
       interval = m.poll_interval < interval ? m.poll_interval : interval;
       list[k].untimed_poll = m.untimed_poll;
+      fields |= m.fields;
     }
     list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
+    list[i].fields = with_prerequisites(fields);
   }
 }
 
@@ -271,7 +298,7 @@ void build_chains(core_state& s) {
                                 ? list[i + 1].group_end
                                 : static_cast<int>(i + 1);
     }
-    set_poll_sampling(s, list);
+    set_group_settings(s, list);
     auto& start = s.starts[static_cast<size_t>(fid)];
     start.resize(layers + 1);
     size_t next = 0;
@@ -417,6 +444,7 @@ void load_modules_once() {
       return fail(spec.origin + ": module '" + m.name +
                   "' refused its arguments: " + (reason[0] ? reason : "no reason given"));
     ask_poll_sampling(m);
+    ask_fields(m);
     find_counter_entry(m);
   }
   s.loading = false;

@@ -150,33 +150,36 @@ def count_expr(spec):
 
 
 def decoder(fn, roles):
-    """Body of the enter decoder: fills the strata_event from the arguments, once per call."""
+    """Body of the enter decoder: fills the strata_event from the arguments, once per call.
+
+    Each line as (field group, C++ line): the core decodes only the groups the segment's modules
+    read (module.h, strata_module_fields_v1)."""
     spec = roles.get(fn.name.removesuffix("_c"), {})
     lines = []
     comm = spec.get("comm")
     if comm is None:
         comm = next((p[0] for p in fn.params if p[2] == "MPI_Comm"), None)
     if comm is not None:
-        lines.append(f"dec::set_comm_info(ev, scratch, {comm});")
+        lines.append(("COMM", f"dec::set_comm_info(ev, scratch, {comm});"))
     if "root" in spec:
-        lines.append(f"dec::set_root(ev, scratch, {spec['root']});")
+        lines.append(("PEER", f"dec::set_root(ev, scratch, {spec['root']});"))
     if "peer" in spec:
-        lines.append(f"dec::set_peer(ev, scratch, {spec['peer']});")
+        lines.append(("PEER", f"dec::set_peer(ev, scratch, {spec['peer']});"))
     if "tag" in spec:
-        lines.append(f"ev.tag = {spec['tag']};")
+        lines.append(("TAG", f"ev.tag = {spec['tag']};"))
     if "send" in spec or "recv" in spec:
-        lines.append(f"ev.count = {count_expr(spec.get('send') or spec['recv'])};")
+        lines.append(("BYTES", f"ev.count = {count_expr(spec.get('send') or spec['recv'])};"))
     if "send" in spec:
-        lines.append(f"ev.bytes_sent = {byte_expr(fn, spec['send'], 'send')};")
+        lines.append(("BYTES", f"ev.bytes_sent = {byte_expr(fn, spec['send'], 'send')};"))
     if "recv" in spec:
-        lines.append(f"ev.bytes_expected = {byte_expr(fn, spec['recv'], 'recv')};")
+        lines.append(("BYTES", f"ev.bytes_expected = {byte_expr(fn, spec['recv'], 'recv')};"))
     if "wait" in spec:
-        lines.append(f"dec::set_request(ev, {spec['wait']});")
+        lines.append(("REQUESTS", f"dec::set_request(ev, {spec['wait']});"))
     if "requests" in spec:
         count, _, array = spec["requests"].partition(":")
-        lines.append(f"dec::set_requests(ev, {count}, {array});")
+        lines.append(("REQUESTS", f"dec::set_requests(ev, {count}, {array});"))
     if "status" in spec:
-        lines.append(f"dec::substitute_status(ev, scratch, {spec['status']});")
+        lines.append(("STATUS", f"dec::substitute_status(ev, scratch, {spec['status']});"))
     for key in spec:
         if key in ("send", "recv"):
             continue
@@ -189,11 +192,26 @@ def decoder(fn, roles):
 def exit_decoder(spec):
     lines = []
     if "request" in spec:
-        lines.append(f"dec::set_request(ev, {spec['request']});")
+        lines.append(("REQUESTS", f"dec::set_request(ev, {spec['request']});"))
     if "status" in spec:
         flag = f"*{spec['flag']} != 0" if "flag" in spec else "true"
-        lines.append(f"if ({flag}) dec::read_status(ev, scratch, {spec['status']});")
+        lines.append(("STATUS", f"if ({flag}) dec::read_status(ev, scratch, {spec['status']});"))
     return lines
+
+
+def write_decoder_lines(c, lines):
+    """The lines of one decoder, adjacent lines of one field group under one test."""
+    i = 0
+    while i < len(lines):
+        group = lines[i][0]
+        j = i
+        while j < len(lines) and lines[j][0] == group:
+            j += 1
+        c.write(f"    if ((fields & STRATA_FIELD_{group}) != 0) {{\n")
+        for _, line in lines[i:j]:
+            c.write(f"      {line}\n")
+        c.write("    }\n")
+        i = j
 
 
 def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()):
@@ -302,18 +320,12 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             c.write(f"namespace {{\nstruct decoder_{n} {{\n")
             # Arguments by reference: the status substitution rewrites an argument before the call.
             ref_list = ", ".join("[[maybe_unused]] " + ref_decl(p) for p in f.params)
-            c.write(f"  static void enter([[maybe_unused]] strata_event& ev, "
-                    f"[[maybe_unused]] dec::scratch& scratch"
-                    f"{', ' if ref_list else ''}{ref_list}) {{\n")
-            for line in lines:
-                c.write(f"    {line}\n")
-            c.write("  }\n")
-            c.write(f"  static void exit([[maybe_unused]] strata_event& ev, "
-                    f"[[maybe_unused]] dec::scratch& scratch"
-                    f"{', ' if ref_list else ''}{ref_list}) {{\n")
-            for line in exits:
-                c.write(f"    {line}\n")
-            c.write("  }\n")
+            for side, body in (("enter", lines), ("exit", exits)):
+                c.write(f"  static void {side}([[maybe_unused]] strata_event& ev, "
+                        f"[[maybe_unused]] dec::scratch& scratch, [[maybe_unused]] uint32_t fields"
+                        f"{', ' if ref_list else ''}{ref_list}) {{\n")
+                write_decoder_lines(c, body)
+                c.write("  }\n")
             # The application's communicators as a module replaced them (MPI_COMM_WORLD by a
             # sub-communicator when extra tool ranks run beside the application).
             comms = [p[0] for p in f.params if p[2] == "MPI_Comm"]

@@ -14,13 +14,17 @@
 #   trace      Strata's trace module
 #   overhead   Strata's overhead module, with a machine model written by `strata bench`
 #              (OVERHEAD=0 skips it: the model takes a minute or two to build)
-#   mpiP-k0    mpiP with MPIP="-k 0" (no call sites), when MPIP_LIB is set (Open MPI only)
+#   mpiP-k0    mpiP with MPIP="-k 0" (no call sites), when mpiP is given for the flavor
+#              (MPIP_LIB: built against Open MPI; MPIP_LIB_MPICH: built against MPICH)
 #   mpiP       mpiP with its defaults (call sites one level up)
 # and the instructions per call under callgrind (CALLGRIND=1): two singleton runs of N and 2N
 # calls, the difference over N; "native" loops call MPI straight through the pointer.
 #
 # Knobs: FLAVORS="openmpi mpich", ROUNDS=3, ITERS=2000000, CG_ITERS=20000, CALLGRIND=1,
-# MPIP_LIB=/path/to/libmpiP.so (built against Open MPI, outside this repository), OVERHEAD=1,
+# MPIP_LIB=/path/to/libmpiP.so (built against Open MPI, outside this repository),
+# MPIP_LIB_MPICH=/path/to/libmpiP.so (the same against MPICH), OVERHEAD=1,
+# CONFIGS="profile trace" to run only those (and native),
+# MODEL_DIR=<dir> with model.<flavor>.json (from `strata bench`) to reuse instead of building one,
 # RAW=<file> to keep the raw lines. For a wall-time figure on this shared machine run it under
 # bench/quiet.sh with ROUNDS=1 and FLAVORS of one MPI at a time (each quiet run under 3 minutes).
 set -euo pipefail
@@ -32,6 +36,7 @@ ITERS=${ITERS:-2000000}
 CG_ITERS=${CG_ITERS:-20000}
 CALLGRIND=${CALLGRIND:-1}
 MPIP_LIB=${MPIP_LIB:-}
+MPIP_LIB_MPICH=${MPIP_LIB_MPICH:-}
 OVERHEAD=${OVERHEAD:-1}
 STRATA=$BUILD/bin/strata
 
@@ -48,8 +53,17 @@ export STRATA_SPOOL=$tmp/spool STRATA_TRACE_DIR=$tmp/trace
 configs() { # FLAVOR -> the configurations that apply
   local c="native profile callsites trace"
   [[ $OVERHEAD == 1 && -f $tmp/model.$1.json ]] && c+=" overhead"
-  [[ -n $MPIP_LIB && $1 == openmpi ]] && c+=" mpiP-k0 mpiP"
+  [[ -n $(mpip_for "$1") ]] && c+=" mpiP-k0 mpiP"
+  if [[ -n ${CONFIGS:-} ]]; then # only these (and native, which the others are read against)
+    local kept="" x
+    for x in $c; do [[ $x == native || " $CONFIGS " == *" $x "* ]] && kept+=" $x"; done
+    c=$kept
+  fi
   echo "$c"
+}
+
+mpip_for() { # FLAVOR -> the mpiP library built against it, or nothing
+  if [[ $1 == openmpi ]]; then echo "$MPIP_LIB"; else echo "$MPIP_LIB_MPICH"; fi
 }
 
 env_for() { # FLAVOR CONFIG -> VAR=VALUE words
@@ -58,10 +72,10 @@ env_for() { # FLAVOR CONFIG -> VAR=VALUE words
     native) ;;
     profile) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
     callsites) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CALLSITES=1" ;;
-    trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_MAX_MB=4096" ;;
+    trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_LIMIT=4G" ;;
     overhead) echo "LD_PRELOAD=$lib STRATA_TOOLS=overhead STRATA_PROFILE_POLL_SAMPLE=1 STRATA_MODEL=$tmp/model.$1.json" ;;
-    mpiP-k0) echo "LD_PRELOAD=$MPIP_LIB MPIP=-k~0~-f~$tmp" ;;
-    mpiP) echo "LD_PRELOAD=$MPIP_LIB MPIP=-f~$tmp" ;;
+    mpiP-k0) echo "LD_PRELOAD=$(mpip_for "$1") MPIP=-k~0~-f~$tmp" ;;
+    mpiP) echo "LD_PRELOAD=$(mpip_for "$1") MPIP=-f~$tmp" ;;
   esac
 }
 
@@ -102,7 +116,9 @@ callgrind_ir() { # FLAVOR CONFIG CALL N [--native] -> total Ir
 
 for flavor in $FLAVORS; do
   [[ -x $BUILD/bench/$flavor/timed_call ]] || { echo "skipping $flavor: no timed_call" >&2; continue; }
-  if [[ $OVERHEAD == 1 ]]; then
+  if [[ $OVERHEAD == 1 && -f ${MODEL_DIR:-/nonexistent}/model.$flavor.json ]]; then
+    cp "$MODEL_DIR/model.$flavor.json" "$tmp/model.$flavor.json"
+  elif [[ $OVERHEAD == 1 ]]; then
     echo "== $flavor: a machine model for the overhead module (strata bench -np 2)" >&2
     "$STRATA" bench -np 2 --mpi "$flavor" -o "$tmp/model.$flavor.json" >/dev/null 2>&1 ||
       echo "strata bench failed: no overhead figures for $flavor" >&2

@@ -51,6 +51,7 @@ struct chain_entry {
   // On the first entry of an event group: the strata_event fields its modules read (module.h,
   // strata_module_fields_v1), with what decoding them needs; the others are not decoded.
   uint32_t fields = STRATA_FIELD_ALL;
+  bool any_enter = true; // first entry of an event group: some module of it has an enter callback
 };
 
 enum : uint8_t {
@@ -350,13 +351,15 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   decode::scratch scratch;
   Decoder::enter(ev, scratch, fields, args...);
   ev.t_enter_ns = now_ns();
-  for (int i = pos; i < end; ++i) {
-    if (entries[i].enter != nullptr) {
-      ts.layer = entries[i].calls_layer;
-      entries[i].enter(&ev, entries[i].state);
+  if (entries[pos].any_enter) {
+    for (int i = pos; i < end; ++i) {
+      if (entries[i].enter != nullptr) {
+        ts.layer = entries[i].calls_layer;
+        entries[i].enter(&ev, entries[i].state);
+      }
     }
+    ts.layer = saved_layer;
   }
-  ts.layer = saved_layer;
   R r = invoke<F, Decoder>(c, end, real, args...);
   ev.t_exit_ns = now_ns();
   set_result(ev, r);

@@ -253,14 +253,17 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list) {
       continue; // not the first entry of an event group
     uint32_t interval = UINT32_MAX;
     uint32_t fields = 0;
+    bool any_enter = false;
     for (auto k = i; k < static_cast<size_t>(list[i].group_end); ++k) {
       const loaded_module& m = s.modules[static_cast<size_t>(list[k].layer)];
       interval = m.poll_interval < interval ? m.poll_interval : interval;
       list[k].untimed_poll = m.untimed_poll;
       fields |= m.fields;
+      any_enter = any_enter || list[k].enter != nullptr;
     }
     list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
     list[i].fields = with_prerequisites(fields);
+    list[i].any_enter = any_enter;
   }
 }
 

@@ -34,6 +34,15 @@ class ResultsAndCounts(StrataTestCase):
                 self.assertRan(proc)
                 self.assertEqual(proc.stdout, native)
 
+    def ring_counts(self, name):
+        """A probe's counts of the ring program, its sends and receives checked: exact calls
+        and bytes, the received ones from the status."""
+        counts, _ = read_counts(os.path.join(self.out, name))
+        self.assertEqual(counts["MPI_Send"][:2], (ITER, ITER * 400))
+        self.assertEqual(counts["MPI_Recv"][0], ITER)
+        self.assertEqual(counts["MPI_Recv"][2], ITER * 400, "bytes from the status")
+        return counts
+
     def test_exact_counts_and_bytes_in_every_language(self):
         # Under Open MPI, Fortran calls reach MPI through PMPI_ directly; each must be seen once.
         for prog in LANGUAGES:
@@ -41,14 +50,33 @@ class ResultsAndCounts(StrataTestCase):
                 proc = strata_run(probe(self.out, prog), [program(prog), str(ITER)])
                 self.assertRan(proc)
                 for rank in (0, 1):
-                    counts, _ = read_counts(os.path.join(self.out, f"{prog}.{rank}.counts"))
-                    self.assertEqual(counts["MPI_Send"][:2], (ITER, ITER * 400))
-                    self.assertEqual(counts["MPI_Recv"][0], ITER)
-                    self.assertEqual(counts["MPI_Recv"][2], ITER * 400, "bytes from the status")
+                    counts = self.ring_counts(f"{prog}.{rank}.counts")
                     self.assertEqual(counts["MPI_Barrier"][0], 1)
                     self.assertEqual(counts["MPI_Allreduce"][0], 1)
                     self.assertEqual(counts["MPI_Comm_rank"][0], 1)
                     self.assertNotIn("MPI_Bcast", counts)
+
+    def test_fields_decoded_are_the_union_of_the_segment(self):
+        # Modules declare the event fields they read (strata_module_fields_v1); the core decodes
+        # the union of adjacent modules'. A probe that reads only the communicator next to one
+        # that reads the bytes: the second still gets every byte, sent and from the status, and
+        # counts stay exact; alone, a probe declaring the bytes gets them too.
+        stacks = {
+            "union": ",".join([probe(self.out, "commonly", fields="comm"),
+                               probe(self.out, "union", fields="bytes+status")]),
+            "alone": probe(self.out, "alone", fields="bytes+status"),
+        }
+        for name, tools in stacks.items():
+            with self.subTest(stack=name):
+                proc = strata_run(tools, [program("ring_c"), str(ITER)])
+                self.assertRan(proc)
+                for rank in (0, 1):
+                    self.ring_counts(f"{name}.{rank}.counts")
+                    if name == "union":
+                        only_comm, _ = read_counts(
+                            os.path.join(self.out, f"commonly.{rank}.counts"))
+                        self.assertEqual(only_comm["MPI_Send"][:2], (ITER, 0),
+                                         "a probe without the bytes does not sum them")
 
     def test_event_clock_is_monotonic_time(self):
         # The core reads the TSC where it can, scaled to CLOCK_MONOTONIC ns at MPI_Init; at

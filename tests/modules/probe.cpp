@@ -1,7 +1,9 @@
 // Test module `probe`: an event module that counts what it sees and logs enter/exit order, so
 // integration tests can check layer order, exact counts, services and MPI_Pcontrol.
 // Arguments: out=DIR (required), name=NAME, log=GLOBS (functions logged in order, default none),
-// count=GLOBS (default "*"), publish=SERVICE, lookup=SERVICE.
+// count=GLOBS (default "*"), publish=SERVICE, lookup=SERVICE, fields=GROUPS (the event fields it
+// declares it reads, strata_module_fields_v1: '+'-separated comm, peer, tag, bytes, requests,
+// status; without it, every field; bytes are summed only when it declares them).
 #include <mpi.h>
 #include <strata/module.h>
 
@@ -30,7 +32,40 @@ struct probe_state {
   std::vector<int> pcontrol_levels;
   int rank = -1;
   long service_value = 0;
+  uint32_t fields = STRATA_FIELD_ALL;
+  bool reads_bytes() const {
+    return (fields & (STRATA_FIELD_BYTES | STRATA_FIELD_STATUS)) ==
+           (STRATA_FIELD_BYTES | STRATA_FIELD_STATUS);
+  }
 };
+
+// "comm+bytes" -> STRATA_FIELD_COMM | STRATA_FIELD_BYTES; false for a name it does not know.
+bool parse_fields(const std::string& text, uint32_t& out) {
+  static const struct {
+    const char* name;
+    uint32_t bit;
+  } groups[] = {{"comm", STRATA_FIELD_COMM},         {"peer", STRATA_FIELD_PEER},
+                {"tag", STRATA_FIELD_TAG},           {"bytes", STRATA_FIELD_BYTES},
+                {"requests", STRATA_FIELD_REQUESTS}, {"status", STRATA_FIELD_STATUS}};
+  out = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t plus = text.find('+', pos);
+    const std::string word = text.substr(pos, plus - pos);
+    bool known = word.empty();
+    for (const auto& g : groups)
+      if (word == g.name) {
+        out |= g.bit;
+        known = true;
+      }
+    if (!known)
+      return false;
+    if (plus == std::string::npos)
+      break;
+    pos = plus + 1;
+  }
+  return true;
+}
 
 void append_line(const probe_state& s, const std::string& line) {
   const std::string path = s.out + "/log." + std::to_string(s.rank);
@@ -46,7 +81,8 @@ void on_enter(strata_event* ev, void* raw) {
   auto* s = static_cast<probe_state*>(raw);
   const auto f = static_cast<size_t>(ev->function);
   s->calls[f].fetch_add(1, std::memory_order_relaxed);
-  s->bytes_sent[f].fetch_add(ev->bytes_sent, std::memory_order_relaxed);
+  if (s->reads_bytes())
+    s->bytes_sent[f].fetch_add(ev->bytes_sent, std::memory_order_relaxed);
   if (s->logged[f] && s->rank >= 0)
     append_line(*s, s->name + " enter " + s->host->function_name(ev->function));
 }
@@ -56,7 +92,7 @@ void on_exit(strata_event* ev, void* raw) {
   const auto f = static_cast<size_t>(ev->function);
   s->time_ns[f].fetch_add(static_cast<long>(ev->t_exit_ns - ev->t_enter_ns),
                           std::memory_order_relaxed);
-  if (ev->bytes_received > 0)
+  if (s->reads_bytes() && ev->bytes_received > 0)
     s->bytes_received[f].fetch_add(ev->bytes_received, std::memory_order_relaxed);
   if (s->logged[f] && s->rank >= 0)
     append_line(*s, s->name + " exit " + s->host->function_name(ev->function));
@@ -91,6 +127,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
       publish = args[i].value;
     else if (key == "lookup")
       s->lookup = args[i].value;
+    else if (key == "fields" && parse_fields(args[i].value, s->fields))
+      continue;
     else {
       std::snprintf(error, error_size, "unknown argument '%s'", args[i].key);
       delete s;
@@ -195,6 +233,10 @@ const strata_module probe_module = {STRATA_MODULE_ABI_VERSION,
 
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   return &probe_module;
+}
+
+extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_fields_v1(void* state) {
+  return static_cast<probe_state*>(state)->fields;
 }
 
 #ifdef PROBE_OWN_CALLS_SEEN

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sched.h>
@@ -50,6 +51,32 @@ template <typename Done> bool wait_until(uint64_t deadline, Done done) {
       ::nanosleep(&pause, nullptr);
     }
   }
+}
+
+// STRATA_PROFILE_FAULT_STALL=RANK:MS, the tests' fault injection (docs/profile.md): that rank
+// holds its subtree's figures MS ms before sending them to its parent, whose deadline then
+// passes, as it would for a rank that stopped answering between the finalize's collectives.
+void stall_if_asked(module_state& s) {
+  const char* value = std::getenv("STRATA_PROFILE_FAULT_STALL");
+  if (value == nullptr || *value == '\0')
+    return;
+  unsigned rank = 0;
+  unsigned long ms = 0;
+  char rest = 0;
+  if (std::sscanf(value, "%u:%lu%c", &rank, &ms, &rest) != 2) {
+    if (s.rank == 0)
+      s.host->log(s.self, ("STRATA_PROFILE_FAULT_STALL: '" + std::string(value) +
+                           "' is not RANK:MS; ignored")
+                              .c_str());
+    return;
+  }
+  if (rank != static_cast<unsigned>(s.rank))
+    return;
+  s.host->log(s.self, ("holding this rank's figures " + std::to_string(ms) +
+                       " ms before sending them (STRATA_PROFILE_FAULT_STALL)")
+                          .c_str());
+  const timespec pause{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1'000'000};
+  ::nanosleep(&pause, nullptr);
 }
 
 // What the ranks of a subtree send up the tree (site_reduction.hpp), combined at every rank on
@@ -101,6 +128,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::s
                             .c_str());
   }
   if (place.parent >= 0) {
+    stall_if_asked(s);
     // Kept alive past a send that does not complete in time, which MPI may still read.
     auto* bytes =
         new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts)));

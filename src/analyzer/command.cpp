@@ -47,8 +47,14 @@ int run_worker(const char* what, int processes, const std::string& mpi,
     return 2;
   }
   std::vector<std::string> args;
-  if (launched_by.empty())
+  if (launched_by.empty()) {
+    // A job on this one node needs no network: Open MPI's cm transport, tried before the others,
+    // spends 0.2 s of a 0.3 s start and end probing network libraries here before ob1 is chosen
+    // anyway (docs/PERFORMANCE.md, "Analyzer"). A user's own setting stands.
+    if (flavor == "openmpi")
+      ::setenv("OMPI_MCA_pml", "^cm", 0);
     args = launch::local_launch(flavor, processes);
+  }
   args.push_back(worker);
   args.insert(args.end(), worker_args.begin(), worker_args.end());
   return exec_worker(args);

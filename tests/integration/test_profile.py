@@ -404,6 +404,18 @@ class CallSitesOverRanks(ProfileTestCase):
         report = run([STRATA, "report", self.records()[0]])
         self.assertRan(report)
         self.assertIn("only 3 of 5 ranks reported", report.stdout)
+        # Nothing counted is lost: every rank's file stays, and strata recover rebuilds the
+        # record from all five, ranks 3 and 4 included.
+        self.assertIn("the record holds 3 of 5 ranks; every rank's file stays in the spool",
+                      proc.stderr)
+        rank_files = glob.glob(os.path.join(self.spool, "*.prof"))
+        self.assertEqual(len(rank_files), 5, os.listdir(self.spool))
+        recovered = run([STRATA, "recover", self.spool], self.env)
+        self.assertRan(recovered)
+        self.assertIn("partial record from 5 rank files", recovered.stdout)
+        rec = self.only_record()
+        self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (5, 5))
+        self.assertEqual(rec["routines"]["MPI_Comm_rank"]["calls"], sum(r + 2 for r in range(5)))
 
 
 class Pcontrol(ProfileTestCase):

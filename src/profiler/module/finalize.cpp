@@ -230,9 +230,10 @@ void print_rank_subtotal(module_state& s) {
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
 }
 
-// Rank 0: the record to the spool and where the user asked for it; then whether it was spooled,
-// to every rank.
-void write_outputs(module_state& s, const job_figures& job,
+// Rank 0: the record to the spool and where the user asked for it; then, to every rank, whether
+// the per-rank files may go: only when the record is spooled and holds every rank (when the tree
+// went on without some, their files let strata recover rebuild the record whole). Returns that.
+bool write_outputs(module_state& s, const job_figures& job,
                    std::optional<record::mpi_t_section> mpi_t) {
   record::job_record job_record = to_record(job);
   job_record.mpi_t = std::move(mpi_t);
@@ -261,9 +262,16 @@ void write_outputs(module_state& s, const job_figures& job,
       s.host->log(s.self, ("cannot write STRATA_PROFILE_OUT: " + error).c_str());
     }
   }
-  int ok = spooled ? 1 : 0;
-  MPI_Bcast(&ok, 1, MPI_INT, 0, s.world);
-  (void)ok;
+  const bool whole = job.ranks_reported >= job.ranks;
+  if (spooled && !whole)
+    s.host->log(s.self, ("the record holds " + std::to_string(job.ranks_reported) + " of " +
+                         std::to_string(job.ranks) +
+                         " ranks; every rank's file stays in the spool: strata recover rebuilds "
+                         "the record from all of them")
+                            .c_str());
+  int done = spooled && whole ? 1 : 0;
+  MPI_Bcast(&done, 1, MPI_INT, 0, s.world);
+  return done != 0;
 }
 
 } // namespace
@@ -346,7 +354,8 @@ void finalize_job(module_state& s) {
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).
     job.finalize_s = static_cast<double>(mono_ns() - start) / 1e9;
     job.poll_bytes_estimated = any_lean_poll(s.traits) ? 1 : 0;
-    write_outputs(s, job, std::move(mpi_t));
+    if (!write_outputs(s, job, std::move(mpi_t)))
+      return; // keep this rank's file for strata recover
   } else {
     int ok = 0;
     MPI_Bcast(&ok, 1, MPI_INT, 0, s.world);

@@ -16,7 +16,10 @@
 #   or the run fails). CPU time, not wall time: with more processes than cores, wall time
 #   measures the scheduler.
 # wall: wall time of the serial analyzer and of 2 processes on one archive (LOCATIONS default
-#   1024, EVENTS default 30000000), RUNS times (default 3) alternating; on an idle machine:
+#   1024, EVENTS default 30000000), RUNS times (default 3) alternating: `strata analyze --np 2`
+#   (the launcher started by Strata, the user's command), `mpirun -np 2` of the worker with the
+#   launcher's defaults, and the worker's own time from MPI_Init's return to the report; then a
+#   job that only starts and ends MPI under both launches (the fixed cost). On an idle machine:
 #   bash bench/quiet.sh bash bench/run_analyze_parallel.sh build wall
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -42,9 +45,9 @@ for l in $locations; do
   rm -rf "$work/trace"
   "$build/bench/gen_trace" "$work/trace" "$l" "$events" >/dev/null
   python3 - "$mode" "$build/bin/strata" "$worker" "$work" "$l" "${PROCS:-1 2 4 8 16}" \
-    "${RUNS:-3}" "${launcher[@]}" <<'PY'
-import json, re, resource, subprocess, sys, time
-mode, strata, worker, work, locations, procs, runs, *launcher = sys.argv[1:]
+    "${RUNS:-3}" "$flavor" "$build/bench/$flavor/init_finalize" "${launcher[@]}" <<'PY'
+import json, os, re, resource, subprocess, sys, time
+mode, strata, worker, work, locations, procs, runs, flavor, empty_job, *launcher = sys.argv[1:]
 trace, locations = f"{work}/trace", int(locations)
 
 def serial():
@@ -73,20 +76,36 @@ def shared(n):
 reference, s_wall, s_cpu, s_rss = serial()
 report = json.loads(reference)
 events = report["events"]
+def timed(command, env=None):
+    t0 = time.perf_counter()
+    proc = subprocess.run(command, capture_output=True, check=True, text=True, env=env)
+    return proc.stdout, time.perf_counter() - t0
+
 if mode == "wall":
-    walls = {"serial": [], "2 processes": [], "inside": []}
+    walls = {"serial": [], "strata --np 2": [], "mpirun": [], "inside": [],
+             "empty --np": [], "empty mpirun": []}
+    # The empty job started with the setting strata analyze --np gives the launcher.
+    np_env = dict(os.environ, **({"OMPI_MCA_pml": "^cm"} if flavor == "openmpi" else {}))
     for _ in range(int(runs)):
         walls["serial"].append(serial()[1])
+        out, wall = timed([strata, "analyze", "--np", "2", "--mpi", flavor, "--json", trace])
+        assert json.loads(out) == report
+        walls["strata --np 2"].append(wall)
         out, wall, stats = shared(2)
         assert json.loads(out) == report
-        walls["2 processes"].append(wall)
+        walls["mpirun"].append(wall)
         walls["inside"].append(max(s["wall"] for s in stats))
+        walls["empty --np"].append(timed(launcher + ["-np", "2", empty_job], np_env)[1])
+        walls["empty mpirun"].append(timed(launcher + ["-np", "2", empty_job])[1])
     best = {k: min(v) for k, v in walls.items()}
-    print(f"{locations} locations, {events} events: serial wall {best['serial']:.2f} s, "
-          f"2 processes {best['2 processes']:.2f} s with mpirun's start and end "
-          f"(ratio {best['2 processes'] / best['serial']:.2f}), {best['inside']:.2f} s from "
-          f"MPI_Init's return to the report (ratio {best['inside'] / best['serial']:.2f}); "
-          f"best of {runs}")
+    ratio = lambda k: best[k] / best["serial"]
+    print(f"{locations} locations, {events} events, {flavor}: serial wall {best['serial']:.2f} s; "
+          f"2 processes: strata analyze --np 2 {best['strata --np 2']:.2f} s "
+          f"(ratio {ratio('strata --np 2'):.2f}), mpirun -np 2 of the worker "
+          f"{best['mpirun']:.2f} s (ratio {ratio('mpirun'):.2f}), from MPI_Init's return to the "
+          f"report {best['inside']:.2f} s (ratio {ratio('inside'):.2f}); a job that only starts "
+          f"and ends MPI: {best['empty --np']:.2f} s as --np starts it, "
+          f"{best['empty mpirun']:.2f} s with the launcher's defaults; best of {runs}")
     sys.exit(0)
 s_ns = s_cpu / events * 1e9
 print(f"{locations} locations, {events} events: serial {s_ns:.0f} ns CPU per event, "

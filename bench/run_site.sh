@@ -12,6 +12,9 @@
 #         CPU seconds and the load average (1 minute) just before the ingest.
 #         The same records are ingested a second time into another fresh store with
 #         --no-regressions: the line "SCORING" gives regression scoring's share of the ingest.
+#         ROUNDS=N repeats the pair N times, alternating which of the two runs first, and ends
+#         with a "SCORING ... medians" line (medians of each kind and the spread of both), so
+#         that the machine's noise is seen beside the difference.
 # report  `strata site synth --db` fills a fresh store with REPORT_COUNT records (untimed);
 #         then the full site report (site part and every user's part, text) over the last 30
 #         days (--since 30d: whole days from the day tables, the partial days at both ends
@@ -20,7 +23,8 @@
 #         memory of the process).
 #
 # Times are wall seconds of the strata process and its CPU seconds (user+sys); PostgreSQL's own
-# CPU is not in the latter (the ingest's RATE line gives it as "server cpu"). Knobs: STRATA (the binary), BACKENDS="sqlite postgresql",
+# CPU is not in the latter (the ingest's RATE line gives it as "server cpu"). Knobs: STRATA (the
+# binary), BACKENDS="sqlite postgresql", ROUNDS (ingest pairs, 1),
 # WORK (a directory with room: about 3.5 GB per million records and backend).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,27 +87,72 @@ fi
 echo "# strata site benchmarks: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# synthetic records: $ingest_n for ingest, $report_n for reports"
 spool="$work/spool"
-for backend in $backends; do
-  rm -rf "$spool" "$spool-unscored"
-  "$strata" site synth --count "$ingest_n" --out "$spool" --seed 7 >/dev/null
-  cp -a "$spool" "$spool-unscored"
-  url=$(url_for "$backend" unscored)
-  timed "$backend ingest $ingest_n records, --no-regressions" \
-    "$strata" site ingest --db "$url" --no-regressions "$spool-unscored"
-  unscored=$wall
-  url=$(url_for "$backend" ingest)
+median() { # values...: their median (the mean of the middle two of an even count)
+  printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {
+    if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+spread() { # values...: "min-max"
+  printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {print lo "-" hi}'
+}
+
+ingest_once() { # backend, kind (scored or unscored), round: one timed ingest into a fresh store
+  local flags=() name="$2$3"
+  [[ $2 == unscored ]] && flags=(--no-regressions)
+  rm -rf "$spool-run"
+  cp -a "$spool" "$spool-run"
+  url=$(url_for "$1" "$name")
   load=$(cut -d' ' -f1 /proc/loadavg)
-  [[ $backend == sqlite ]] || server_before=$(server_cpu)
-  timed "$backend ingest $ingest_n records" "$strata" site ingest --db "$url" "$spool"
-  server=""
-  [[ $backend == sqlite ]] ||
-    server=", server cpu $(echo "$(server_cpu) - $server_before" | bc) s"
-  printf 'RATE %s ingest: %s records/s (%s records, wall %s s, cpu %.2f s%s, load %s before)\n' \
-    "$backend" "$(echo "$ingest_n / $wall" | bc)" "$ingest_n" "$wall" "$cpu" "$server" "$load"
-  printf 'SCORING %s: regression scoring adds %s %% to the ingest (%s s against %s s)\n' \
-    "$backend" "$(echo "scale=1; 100 * ($wall - $unscored) / $unscored" | bc)" "$wall" "$unscored"
-  left=$(find "$spool" -name '*.json' | wc -l)
+  [[ $1 == sqlite ]] || server_before=$(server_cpu)
+  timed "$1 ingest $ingest_n records${flags:+, ${flags[*]}}" \
+    "$strata" site ingest --db "$url" "${flags[@]}" "$spool-run"
+  server="" server_s=0
+  if [[ $1 != sqlite ]]; then
+    server_s=$(echo "$(server_cpu) - $server_before" | bc)
+    server=", server cpu $server_s s"
+  fi
+  printf 'RATE %s ingest%s: %s records/s (%s records, wall %s s, cpu %.2f s%s, load %s before)\n' \
+    "$1" "${flags:+ ${flags[*]}}" "$(echo "$ingest_n / $wall" | bc)" "$ingest_n" "$wall" "$cpu" \
+    "$server" "$load"
+  left=$(find "$spool-run" -name '*.json' | wc -l)
   [[ $left == 0 ]] || { echo "ingest left $left records in the spool" >&2; exit 1; }
+  [[ $1 == sqlite ]] && rm -f "$work/$name.db"*
+  return 0
+}
+
+rounds=${ROUNDS:-1}
+for backend in $backends; do
+  rm -rf "$spool"
+  "$strata" site synth --count "$ingest_n" --out "$spool" --seed 7 >/dev/null
+  walls_scored=() walls_unscored=() ratios=() cpus_scored=() cpus_unscored=()
+  servers_scored=() servers_unscored=()
+  for ((round = 1; round <= rounds; ++round)); do
+    # Alternating the order, so that a drift of the machine's speed favours neither.
+    if ((round % 2)); then order=(unscored scored); else order=(scored unscored); fi
+    for kind in "${order[@]}"; do
+      ingest_once "$backend" "$kind" "$round"
+      if [[ $kind == scored ]]; then
+        scored=$wall cpus_scored+=("$cpu") servers_scored+=("$server_s")
+      else
+        unscored=$wall cpus_unscored+=("$cpu") servers_unscored+=("$server_s")
+      fi
+    done
+    walls_scored+=("$scored") walls_unscored+=("$unscored")
+    ratios+=("$(echo "scale=1; 100 * ($scored - $unscored) / $unscored" | bc)")
+    printf 'SCORING %s: regression scoring adds %s %% to the ingest (%s s against %s s)\n' \
+      "$backend" "${ratios[-1]}" "$scored" "$unscored"
+  done
+  if ((rounds > 1)); then
+    med_s=$(median "${walls_scored[@]}") med_u=$(median "${walls_unscored[@]}")
+    printf 'SCORING %s medians of %d rounds: adds %s %% (scored %s s, %s; unscored %s s, %s;' \
+      "$backend" "$rounds" "$(echo "scale=1; 100 * ($med_s - $med_u) / $med_u" | bc)" \
+      "$med_s" "$(spread "${walls_scored[@]}")" "$med_u" "$(spread "${walls_unscored[@]}")"
+    printf ' per round: median %s %%, each %s)\n' "$(median "${ratios[@]}")" "${ratios[*]}"
+    printf 'SCORING %s cpu medians: scored %s s, unscored %s s' "$backend" \
+      "$(median "${cpus_scored[@]}")" "$(median "${cpus_unscored[@]}")"
+    [[ $backend == sqlite ]] || printf '; server: scored %s s, unscored %s s' \
+      "$(median "${servers_scored[@]}")" "$(median "${servers_unscored[@]}")"
+    echo
+  fi
   [[ $report_n -gt 0 ]] || continue
 
   url=$(url_for "$backend" report)

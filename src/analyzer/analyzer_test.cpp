@@ -475,6 +475,49 @@ TEST_F(AnalyzeTest, XmlExportNestsOperationsAsHieraAnalysesDoes) {
   EXPECT_NE(t1.rfind("</processor>\n"), std::string::npos);
 }
 
+// The parts several processes share (xml_export_mpi.hpp): each block of ranks written alone, and
+// the configuration, give the files of the whole export.
+TEST_F(AnalyzeTest, XmlExportByBlocksOfRanksEqualsTheWholeExport) {
+  {
+    trace_builder b(trace(), 3);
+    const uint32_t step = b.region("solver::step", false);
+    for (uint32_t r = 0; r < 3; ++r) {
+      b.enter(r, 1000 + r, step, b.site("solver.cc", 10));
+      b.mpi_collective(r, "MPI_Allreduce", OTF2_COLLECTIVE_OP_ALLREDUCE, 1100, 1200 + r,
+                       trace_builder::none, trace_builder::world, b.site("solver.cc", 11));
+      b.leave(r, 1300, step);
+    }
+    b.mpi_send(0, 2000, 2100, 2, 4, 16, b.site("halo.c", 58));
+    b.mpi_recv(2, 2000, 2200, 0, 4, 16, b.site("halo.c", 51));
+  }
+  const fs::path whole = dir_ / "whole";
+  const fs::path blocks = dir_ / "blocks";
+  const xml_export_result x = export_xml(trace(), whole.string());
+  create_xml_dir(blocks.string());
+  const unsigned long long operations = export_xml_ranks(trace(), blocks.string(), 0, 1) +
+                                        export_xml_ranks(trace(), blocks.string(), 1, 3);
+  EXPECT_EQ(operations, x.operations);
+  const definitions defs = trace_reader(trace()).defs();
+  write_xml_config(defs, blocks.string());
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  for (const char* name : {"hieraCollector.xml", "trace0.xml", "trace1.xml", "trace2.xml"}) {
+    EXPECT_FALSE(slurp(whole / name).empty()) << name;
+    EXPECT_EQ(slurp(blocks / name), slurp(whole / name)) << name;
+  }
+  // A block writes its own ranks' files only.
+  const fs::path alone = dir_ / "alone";
+  create_xml_dir(alone.string());
+  EXPECT_EQ(export_xml_ranks(trace(), alone.string(), 1, 2), 2U);
+  EXPECT_TRUE(fs::exists(alone / "trace1.xml"));
+  EXPECT_FALSE(fs::exists(alone / "trace0.xml"));
+  EXPECT_FALSE(fs::exists(alone / "trace2.xml"));
+}
+
 // An archive as Score-P writes it, with the OTF2 writer directly: location ids that are not the
 // ranks (and a COMM_LOCATIONS group giving rank order), events that use each location's own
 // region ids mapped to the global ones through its local definitions, a timer that is not in ns

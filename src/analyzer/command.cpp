@@ -32,37 +32,53 @@ int exec_worker(std::vector<std::string> args) {
   return 127;
 }
 
-// The MPI analysis: under a launcher this process becomes the worker of the launcher's flavor;
-// with --np it starts the launcher of the chosen flavor on the worker.
-int analyze_with_mpi(const analyze_options& o, const std::string& launched_by) {
+// The work over MPI: under a launcher this process becomes the worker of the launcher's flavor;
+// with --np it starts the launcher of the chosen flavor on the worker. `what` names the command
+// in messages; worker_args follow the worker's path.
+int run_worker(const char* what, int processes, const std::string& mpi,
+               const std::string& launched_by, const std::vector<std::string>& worker_args) {
   const std::string prefix = launch::find_layout(launch::self_executable()).prefix;
-  std::string flavor = launched_by.empty() ? o.mpi : launched_by;
+  std::string flavor = launched_by.empty() ? mpi : launched_by;
   if (flavor.empty())
     flavor = ::access(worker_of(prefix, "openmpi").c_str(), X_OK) == 0 ? "openmpi" : "mpich";
   const std::string worker = worker_of(prefix, flavor);
   if (::access(worker.c_str(), X_OK) != 0) {
-    std::fprintf(stderr, "strata analyze: %s is missing (was Strata built with %s?)\n",
-                 worker.c_str(), flavor.c_str());
+    std::fprintf(stderr, "%s: %s is missing (was Strata built with %s?)\n", what, worker.c_str(),
+                 flavor.c_str());
     return 2;
   }
   std::vector<std::string> args;
-  if (launched_by.empty())
-    args = launch::local_launch(flavor, o.processes);
+  if (launched_by.empty()) {
+    // A job on this one node needs no network: Open MPI's cm transport, tried before the others,
+    // spends 0.2 s of a 0.3 s start and end probing network libraries here before ob1 is chosen
+    // anyway (docs/PERFORMANCE.md, "Analyzer"). A user's own setting stands.
+    if (flavor == "openmpi")
+      ::setenv("OMPI_MCA_pml", "^cm", 0);
+    args = launch::local_launch(flavor, processes);
+  }
   args.push_back(worker);
-  if (o.format != "text")
-    args.push_back("--" + o.format);
-  args.push_back(o.trace);
+  args.insert(args.end(), worker_args.begin(), worker_args.end());
   return exec_worker(args);
+}
+
+// The flavor of the MPI launcher that started this process (of either flavor), or "".
+std::string launcher_flavor() {
+  return launch::flavor_of_launcher(
+      [](const char* name) -> const char* { return std::getenv(name); });
 }
 
 } // namespace
 
 int analyze_command(const analyze_options& o) {
   // A process started by mpirun (of either flavor) is one of several analysis processes.
-  const std::string launched_by =
-      launch::flavor_of_launcher([](const char* name) -> const char* { return std::getenv(name); });
-  if (o.processes > 0 || !launched_by.empty())
-    return analyze_with_mpi(o, launched_by);
+  const std::string launched_by = launcher_flavor();
+  if (o.processes > 0 || !launched_by.empty()) {
+    std::vector<std::string> args;
+    if (o.format != "text")
+      args.push_back("--" + o.format);
+    args.push_back(o.trace);
+    return run_worker("strata analyze", o.processes, o.mpi, launched_by, args);
+  }
   try {
     const report r = analyze_trace(o.trace);
     const std::string text = o.format == "json"  ? render_json(r)
@@ -76,17 +92,22 @@ int analyze_command(const analyze_options& o) {
   }
 }
 
-int export_xml_command(const std::string& trace, const std::string& out_dir) {
+int export_xml_command(const export_options& o) {
+  std::string dir = o.out_dir;
+  if (dir.empty()) {
+    std::filesystem::path base(o.trace);
+    if (!base.has_filename())
+      base = base.parent_path();
+    if (base.extension() == ".otf2") // the anchor file: its directory is the archive
+      base = base.parent_path();
+    dir = base.string() + "-xml";
+  }
+  const std::string launched_by = launcher_flavor();
+  if (o.processes > 0 || !launched_by.empty())
+    return run_worker("strata trace export", o.processes, o.mpi, launched_by,
+                      {"--xml", dir, o.trace});
+  const std::string& trace = o.trace;
   try {
-    std::string dir = out_dir;
-    if (dir.empty()) {
-      std::filesystem::path base(trace);
-      if (!base.has_filename())
-        base = base.parent_path();
-      if (base.extension() == ".otf2") // the anchor file: its directory is the archive
-        base = base.parent_path();
-      dir = base.string() + "-xml";
-    }
     const xml_export_result x = export_xml(trace, dir);
     std::printf("%s: %u ranks, %llu operations\n", x.config.c_str(), x.ranks, x.operations);
     return 0;
@@ -114,10 +135,17 @@ public:
     analyze_->add_flag("--csv", csv_, "CSV instead of text tables")->excludes(json_flag);
     CLI::App* trace = strata.add_subcommand("trace", "work with OTF2 traces");
     trace->require_subcommand(1);
-    export_ = trace->add_subcommand("export", "convert a trace to another format");
-    export_->add_flag("--xml", as_xml_, "the HieraAnalyses XML (one file per rank)")->required();
-    export_->add_option("TRACE", export_trace_, "OTF2 archive")->required();
-    export_->add_option("--out", export_out_, "output directory (default: TRACE-xml)");
+    export_command_ = trace->add_subcommand("export", "convert a trace to another format");
+    export_command_->add_flag("--xml", as_xml_, "the HieraAnalyses XML (one file per rank)")
+        ->required();
+    export_command_->add_option("TRACE", export_.trace, "OTF2 archive")->required();
+    export_command_->add_option("--out", export_.out_dir, "output directory (default: TRACE-xml)");
+    export_command_
+        ->add_option("-n,--np", export_.processes,
+                     "export processes, started with mpirun (default: one, no launcher)")
+        ->check(CLI::Range(1, 1 << 24));
+    export_command_->add_option("--mpi", export_.mpi, "MPI implementation of the export processes")
+        ->check(CLI::IsMember({"openmpi", "mpich"}));
   }
 
   [[nodiscard]] std::optional<int> run() const override {
@@ -126,17 +154,17 @@ public:
       o.format = json_ ? "json" : csv_ ? "csv" : "text";
       return analyze_command(o);
     }
-    if (export_->parsed())
-      return export_xml_command(export_trace_, export_out_);
+    if (export_command_->parsed())
+      return export_xml_command(export_);
     return std::nullopt;
   }
 
 private:
   analyze_options options_;
-  std::string export_trace_, export_out_;
+  export_options export_;
   bool json_ = false, csv_ = false, as_xml_ = false;
   CLI::App* analyze_ = nullptr;
-  CLI::App* export_ = nullptr;
+  CLI::App* export_command_ = nullptr;
 };
 } // namespace
 

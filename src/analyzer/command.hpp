@@ -22,8 +22,16 @@ struct analyze_options {
 // instead, which does the same over several processes.
 int analyze_command(const analyze_options& o);
 
-// Writes the HieraAnalyses XML files into out_dir (default: TRACE-xml next to the archive).
-int export_xml_command(const std::string& trace, const std::string& out_dir);
+struct export_options {
+  std::string trace;
+  std::string out_dir; // default: TRACE-xml next to the archive
+  int processes = 0;   // --np: as analyze_options
+  std::string mpi;     // --mpi: as analyze_options
+};
+
+// Writes the HieraAnalyses XML files into out_dir; under a launcher, or with processes > 0,
+// through the flavor's worker, each process writing its block of ranks.
+int export_xml_command(const export_options& o);
 
 // Registers `analyze` and `trace export` on `strata`.
 std::unique_ptr<cli::wing_commands> add_analyzer_commands(CLI::App& strata);

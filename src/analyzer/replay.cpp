@@ -1,67 +1,16 @@
 #include "analyzer/replay.hpp"
 
 #include "analyzer/partial.hpp"
+#include "analyzer/process_agreement.hpp"
 
 #include <algorithm>
 #include <climits>
-#include <ctime>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <vector>
 
 namespace strata::analyze {
 namespace {
-
-struct comm_info {
-  MPI_Comm comm;
-  int size = 1, rank = 0;
-  double* work_cpu_s = nullptr; // where the CPU time of the steps' own work adds up
-};
-
-double process_cpu_s() {
-  timespec t{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-}
-
-// Every process learns whether any failed; process 0 gets the reason of the lowest-numbered one.
-bool agree(const comm_info& c, const std::string& mine, std::string& error) {
-  const int me = mine.empty() ? c.size : c.rank;
-  int first = c.size;
-  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, c.comm);
-  if (first == c.size)
-    return true;
-  if (first == 0) {
-    if (c.rank == 0)
-      error = mine;
-  } else if (c.rank == first) {
-    MPI_Send(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, 0, 0, c.comm);
-  } else if (c.rank == 0) {
-    MPI_Status status;
-    MPI_Probe(first, 0, c.comm, &status);
-    int length = 0;
-    MPI_Get_count(&status, MPI_CHAR, &length);
-    error.resize(static_cast<size_t>(length));
-    MPI_Recv(error.data(), length, MPI_CHAR, first, 0, c.comm, MPI_STATUS_IGNORE);
-  }
-  return false;
-}
-
-template <class F> bool step(const comm_info& c, std::string& error, F&& body) {
-  std::string mine;
-  const double start = process_cpu_s();
-  try {
-    body();
-  } catch (const std::exception& e) {
-    mine = e.what();
-    if (mine.empty())
-      mine = "analysis failed";
-  }
-  if (c.work_cpu_s != nullptr)
-    *c.work_cpu_s += process_cpu_s() - start;
-  return agree(c, mine, error);
-}
 
 // Each process's records for each other process, in order; what every process sent this one,
 // by sending process in turn.
@@ -136,9 +85,7 @@ bool exchange_round(const comm_info& c, analyzer& a, std::string& error) {
 
 replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batch) {
   replay_result result;
-  comm_info c{comm};
-  MPI_Comm_size(comm, &c.size);
-  MPI_Comm_rank(comm, &c.rank);
+  comm_info c = comm_info_of(comm);
   c.work_cpu_s = &result.work_cpu_s;
   std::unique_ptr<trace_reader> reader;
   if (!step(c, result.error, [&] { reader = std::make_unique<trace_reader>(path); }))

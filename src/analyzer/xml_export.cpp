@@ -105,13 +105,14 @@ struct file_closer {
 // with everything the operation recorded).
 class xml_writer final : public event_handler {
 public:
+  // Writes the files of ranks [first, last).
   xml_writer(const definitions& defs, std::vector<finish_times::rank_state>& times,
-             const std::string& dir)
-      : defs_(defs), times_(times), ranks_(defs.ranks()) {
-    for (size_t r = 0; r < ranks_.size(); ++r) {
+             const std::string& dir, uint32_t first, uint32_t last)
+      : defs_(defs), times_(times), first_(first), ranks_(last - first) {
+    for (uint32_t r = first; r < last; ++r) {
       const fs::path path = fs::path(dir) / fmt::format("trace{}.xml", r);
-      ranks_[r].file.reset(std::fopen(path.c_str(), "w"));
-      if (!ranks_[r].file)
+      state(r).file.reset(std::fopen(path.c_str(), "w"));
+      if (!state(r).file)
         throw std::runtime_error(path.string() + ": cannot write");
       const auto& t = times_[r];
       out(r, fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -123,15 +124,15 @@ public:
   }
 
   unsigned long long finish() {
-    for (size_t r = 0; r < ranks_.size(); ++r) {
-      rank_state& s = ranks_[r];
-      flush_pending(static_cast<uint32_t>(r), times_[r].last, false);
+    for (uint32_t r = first_; r < first_ + ranks_.size(); ++r) {
+      rank_state& s = state(r);
+      flush_pending(r, times_[r].last, false);
       while (s.depth > 0) {
         --s.depth;
-        out(static_cast<uint32_t>(r), indent(s.depth + 1) + "</" + s.open_tags.back() + ">\n");
+        out(r, indent(s.depth + 1) + "</" + s.open_tags.back() + ">\n");
         s.open_tags.pop_back();
       }
-      out(static_cast<uint32_t>(r), "</processor>\n");
+      out(r, "</processor>\n");
       if (std::ferror(s.file.get()) || std::fclose(s.file.release()) != 0)
         throw std::runtime_error(fmt::format("trace{}.xml: write failed", r));
     }
@@ -139,7 +140,7 @@ public:
   }
 
   void enter(uint32_t rank, uint64_t t, uint32_t region, uint32_t site) override {
-    rank_state& s = ranks_[rank];
+    rank_state& s = state(rank);
     flush_pending(rank, 0, true);
     s.pending = true;
     s.region = region;
@@ -148,7 +149,7 @@ public:
     s.attrs.clear();
   }
   void leave(uint32_t rank, uint64_t t, uint32_t) override {
-    rank_state& s = ranks_[rank];
+    rank_state& s = state(rank);
     if (s.pending) {
       flush_pending(rank, t, false);
       return;
@@ -214,12 +215,14 @@ private:
   static std::string indent(unsigned depth) { return std::string(2 * size_t{depth}, ' '); }
 
   void out(uint32_t rank, const std::string& text) {
-    std::fwrite(text.data(), 1, text.size(), ranks_[rank].file.get());
+    std::fwrite(text.data(), 1, text.size(), state(rank).file.get());
   }
+  // The handler hears only of the ranks it writes (the reader opens only theirs).
+  rank_state& state(uint32_t rank) { return ranks_[rank - first_]; }
 
   // A Waitall completing several requests records each; repeated attributes become lists.
   void attr(uint32_t rank, const std::string& name, const std::string& value) {
-    rank_state& s = ranks_[rank];
+    rank_state& s = state(rank);
     if (!s.pending)
       return;
     for (auto& [n, v] : s.attrs)
@@ -238,7 +241,7 @@ private:
   // Writes the held Enter: as an opening tag when a child follows, else as an empty element
   // ending at `leave`.
   void flush_pending(uint32_t rank, uint64_t leave, bool has_children) {
-    rank_state& s = ranks_[rank];
+    rank_state& s = state(rank);
     if (!s.pending)
       return;
     s.pending = false;
@@ -286,38 +289,39 @@ private:
 
   const definitions& defs_;
   std::vector<finish_times::rank_state>& times_;
+  uint32_t first_;
   std::vector<rank_state> ranks_;
   unsigned long long operations_ = 0;
 };
 
 } // namespace
 
-xml_export_result export_xml(const std::string& trace, const std::string& out_dir) {
-  finish_times* pass1 = nullptr;
-  std::unique_ptr<finish_times> times;
-  {
-    trace_reader reader(trace);
-    times = std::make_unique<finish_times>(reader.defs().ranks());
-    pass1 = times.get();
-    reader.read_events(*pass1);
-  }
+void create_xml_dir(const std::string& out_dir) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec)
     throw std::runtime_error(out_dir + ": cannot create directory (" + ec.message() + ")");
+}
 
+unsigned long long export_xml_ranks(const std::string& trace, const std::string& out_dir,
+                                    uint32_t first, uint32_t last) {
+  std::unique_ptr<finish_times> times;
+  {
+    trace_reader reader(trace);
+    times = std::make_unique<finish_times>(reader.defs().ranks());
+    reader.read_events(*times, first, last);
+  }
   trace_reader reader(trace);
-  const definitions& defs = reader.defs();
-  xml_writer writer(defs, pass1->ranks(), out_dir);
-  reader.read_events(writer);
-  xml_export_result result;
-  result.operations = writer.finish();
-  result.ranks = static_cast<unsigned>(defs.ranks());
+  xml_writer writer(reader.defs(), times->ranks(), out_dir, first, last);
+  reader.read_events(writer, first, last);
+  return writer.finish();
+}
 
-  result.config = (fs::path(out_dir) / "hieraCollector.xml").string();
-  std::unique_ptr<std::FILE, file_closer> config(std::fopen(result.config.c_str(), "w"));
+std::string write_xml_config(const definitions& defs, const std::string& out_dir) {
+  std::string path = (fs::path(out_dir) / "hieraCollector.xml").string();
+  std::unique_ptr<std::FILE, file_closer> config(std::fopen(path.c_str(), "w"));
   if (!config)
-    throw std::runtime_error(result.config + ": cannot write");
+    throw std::runtime_error(path + ": cannot write");
   std::string app = fs::path(defs.archive).parent_path().filename().string();
   std::string text = fmt::format(
       "<?xml version=\"1.0\"?>\n<!DOCTYPE hieraCollector SYSTEM \"hieraCollector.dtd\">\n"
@@ -328,7 +332,17 @@ xml_export_result export_xml(const std::string& trace, const std::string& out_di
   text += "</hieraCollector>\n";
   if (std::fwrite(text.data(), 1, text.size(), config.get()) != text.size() ||
       std::fclose(config.release()) != 0)
-    throw std::runtime_error(result.config + ": write failed");
+    throw std::runtime_error(path + ": write failed");
+  return path;
+}
+
+xml_export_result export_xml(const std::string& trace, const std::string& out_dir) {
+  const definitions defs = trace_reader(trace).defs();
+  create_xml_dir(out_dir);
+  xml_export_result result;
+  result.ranks = static_cast<unsigned>(defs.ranks());
+  result.operations = export_xml_ranks(trace, out_dir, 0, static_cast<uint32_t>(defs.ranks()));
+  result.config = write_xml_config(defs, out_dir);
   return result;
 }
 

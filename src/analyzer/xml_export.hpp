@@ -5,6 +5,9 @@
 // regions (class and method split at the last "::").
 #pragma once
 
+#include "analyzer/trace_reader.hpp"
+
+#include <cstdint>
 #include <string>
 
 namespace strata::analyze {
@@ -20,6 +23,14 @@ struct xml_export_result {
 // children, not the trace. Throws trace_error for a bad archive, std::runtime_error when the
 // output cannot be written.
 xml_export_result export_xml(const std::string& trace, const std::string& out_dir);
+
+// The parts of export_xml, for several processes that share the ranks (xml_export_mpi.hpp):
+// the output directory; the files of ranks [first, last) only (OTF2 opens just their event
+// files), returning the operations written; and hieraCollector.xml, returning its path.
+void create_xml_dir(const std::string& out_dir);
+unsigned long long export_xml_ranks(const std::string& trace, const std::string& out_dir,
+                                    uint32_t first, uint32_t last);
+std::string write_xml_config(const definitions& defs, const std::string& out_dir);
 
 // HieraAnalyses' name of an MPI function: "MPI_Bcast" -> "broadcast", "MPI_Recv" -> "receive",
 // otherwise lower case without the prefix.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string_view>
@@ -66,6 +67,11 @@ struct regression_scorer::state {
   // runs, oldest first.
   std::unordered_map<std::string, std::vector<kept_run>, string_hash, std::equal_to<>> histories;
   std::int64_t flagged = 0;
+  // The programs looked up so far: their id where the store held them before the scorer's
+  // first look (the largest id then is `programs_before`, -1 until read), else nothing.
+  using program_key = std::tuple<std::string, std::string, std::string>;
+  std::map<program_key, std::optional<std::int64_t>> programs;
+  std::int64_t programs_before = -1;
 
   // Routine names interned: id by name, name by id, and each id's place in name order (the
   // order score_run tests routines in, which decides between equal scores).
@@ -127,8 +133,10 @@ struct regression_scorer::state {
 };
 
 // The histories of the batch's programs and sizes not kept yet, read in a few statements.
+// Only programs the store held when the scorer first looked can have stored runs it has not
+// seen: every run of a program created since is one of the jobs it scored (kept already), so
+// those sizes start empty without a statement (on a fresh store, no statement at all).
 void regression_scorer::state::load(const std::vector<stored_job*>& jobs) {
-  using program_key = std::tuple<std::string, std::string, std::string>;
   std::map<std::string_view, const stored_job*> missing; // by key (views of `keys`)
   const auto find_missing = [&] {
     for (size_t k = 0; k < jobs.size(); ++k)
@@ -140,18 +148,39 @@ void regression_scorer::state::load(const std::vector<stored_job*>& jobs) {
     return;
   if (histories.size() + missing.size() > kept_histories) {
     histories.clear();
+    // This ingest's runs went with them: from now on every program's runs come from the store
+    // (those committed by then).
+    programs.clear();
+    programs_before = std::numeric_limits<std::int64_t>::max();
     find_missing();
   }
-  std::set<program_key> programs;
+  if (programs_before < 0)
+    reader->query("SELECT COALESCE(MAX(program_id), 0) FROM programs", {},
+                  [&](const store::row& r) { programs_before = r.i64(0); });
+  std::set<program_key> unknown;
   for (const auto& [key, job] : missing)
-    programs.insert({job->job.owner, job->job.executable, job->arguments});
-  const auto program_ids = program_ids_of(*reader, {programs.begin(), programs.end()});
+    if (program_key p{job->job.owner, job->job.executable, job->arguments}; !programs.contains(p))
+      unknown.insert(std::move(p));
+  if (!unknown.empty()) {
+    const auto found = program_ids_of(*reader, {unknown.begin(), unknown.end()});
+    for (const program_key& p : unknown) {
+      const auto id = found.find(p);
+      programs.emplace(p, id != found.end() && id->second <= programs_before
+                              ? std::optional<std::int64_t>(id->second)
+                              : std::nullopt);
+    }
+  }
   std::vector<std::pair<std::int64_t, std::int64_t>> sizes;
+  std::vector<std::pair<std::vector<kept_run>*, std::pair<std::int64_t, std::int64_t>>> to_fill;
   for (const auto& [key, job] : missing) {
-    histories.emplace(key, std::vector<kept_run>{}); // known now, empty unless the store has runs
-    const auto id = program_ids.find({job->job.owner, job->job.executable, job->arguments});
-    if (id != program_ids.end())
-      sizes.emplace_back(id->second, job->job.ranks);
+    // Known from now on, empty unless the store has runs.
+    std::vector<kept_run>& h = histories.emplace(key, std::vector<kept_run>{}).first->second;
+    const std::optional<std::int64_t>& id =
+        programs.find({job->job.owner, job->job.executable, job->arguments})->second;
+    if (id) {
+      sizes.emplace_back(*id, job->job.ranks);
+      to_fill.emplace_back(&h, sizes.back());
+    }
   }
   if (sizes.empty())
     return;
@@ -161,14 +190,11 @@ void regression_scorer::state::load(const std::vector<stored_job*>& jobs) {
     for (const program_run& r : list)
       job_ids.push_back(r.job_id);
   const auto routines = routine_times(*reader, job_ids);
-  for (const auto& [key, job] : missing) {
-    const auto id = program_ids.find({job->job.owner, job->job.executable, job->arguments});
-    if (id == program_ids.end())
-      continue;
-    const auto list = runs.find({id->second, job->job.ranks});
+  for (const auto& [history, size] : to_fill) {
+    const auto list = runs.find(size);
     if (list == runs.end())
       continue;
-    std::vector<kept_run>& h = histories.find(key)->second;
+    std::vector<kept_run>& h = *history;
     for (const program_run& r : list->second) {
       kept_run s{r.end_time, r.wall_s, r.mpi_s, {}};
       const double ranks = static_cast<double>(std::max<std::int64_t>(r.ranks, 1));

@@ -72,7 +72,10 @@ std::optional<regression_flag> score_run(const scored_run& run,
 // once from the store (through a connection of its own, beside the writers) and extended with
 // every job it scores, so that jobs of one ingest are each other's history without waiting
 // for their commits. It flags exactly the jobs score_run flags against all their program's
-// earlier runs at their size (up to ties in end time). Routine names are interned to small
+// earlier runs at their size (up to ties in end time): those the store held and those it
+// scored. Sizes of programs the store did not hold at its first look are not read from the
+// store at all (their runs there can only be ones it scored), so that an ingest into a fresh
+// store reads nothing back. Routine names are interned to small
 // ids, each history is kept in end time order as flat rows, and the statistics run on buffers
 // reused from job to job: scoring stays a small share of the ingest (docs/site-models.md,
 // "Cost"). Not shared between threads.

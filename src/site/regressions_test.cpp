@@ -123,8 +123,11 @@ TEST(Regressions, FalseAlarmAndDetectionRates) {
 // their program and size, with the same metric, figures and moved routines: 400 jobs of four
 // programs at two sizes (50 runs each, more than the scorer keeps), the first 160 stored
 // before (the scorer reads them back), the rest scored in batches of 60 shuffled within the
-// batch; 5 % noise, every 23rd job 20 % slower, every 31st with one routine 50 % longer, every
-// 17th partial (neither scored nor history).
+// batch and then stored, as the ingest does; 5 % noise, every 23rd job 20 % slower, every 31st
+// with one routine 50 % longer, every 17th partial (neither scored nor history). Two cases of
+// the scorer's reading only what it has not seen: a stored program's size that the scored
+// jobs reach only in a late batch (its runs are read then, and its slowed jobs flagged), and a
+// program that the scored jobs create (its runs are all the scorer's own).
 TEST_F(StoreBackend, ScorerFlagsWhatTheReferenceFlags) {
   synth_options so;
   so.seed = 5;
@@ -140,11 +143,19 @@ TEST_F(StoreBackend, ScorerFlagsWhatTheReferenceFlags) {
         make_stored_job(r, record::to_json(r), static_cast<std::int64_t>(r.job.uid), r.job.user);
     j.job.executable = "/apps/solver" + std::to_string(i % 4);
     j.arguments = "--n=1";
-    j.job.ranks = j.job.ranks_reported = (i / 4) % 2 == 0 ? 8 : 16;
+    j.job.ranks = (i / 4) % 2 == 0 ? 8 : 16;
+    const bool late_size = i % 12 == 2 && (i < 160 || i >= 280);
+    if (late_size)
+      j.job.ranks = 32;
+    if (i >= 160 && i % 10 == 9) {
+      j.job.executable = "/apps/new";
+      j.job.ranks = i < 300 ? 8 : 16;
+    }
+    j.job.ranks_reported = j.job.ranks;
     j.job.status = "finalized";
     j.job.partial = i % 17 == 5;
     j.job.end_time = so.from + 100 * i;
-    const double slower = i % 23 == 0 ? 1.2 : 1.0;
+    const double slower = i % 23 == 0 || (late_size && i >= 280 && i % 24 == 2) ? 1.2 : 1.0;
     j.job.wall_time_s = 10.0 * slower * (1 + 0.05 * rng.normal());
     j.job.mpi_time_s = 4.0 * static_cast<double>(j.job.ranks) * slower * (1 + 0.05 * rng.normal());
     if (i == 0)
@@ -165,8 +176,10 @@ TEST_F(StoreBackend, ScorerFlagsWhatTheReferenceFlags) {
       batch.push_back(&jobs[k]);
     std::shuffle(batch.begin(), batch.end(), shuffle);
     scorer.score(batch);
+    db->insert({jobs.begin() + static_cast<std::ptrdiff_t>(from),
+                jobs.begin() + static_cast<std::ptrdiff_t>(std::min(jobs.size(), from + 60))});
   }
-  int flagged = 0, scored = 0;
+  int flagged = 0, scored = 0, late_flagged = 0;
   for (size_t k = 160; k < jobs.size(); ++k) {
     const stored_job& job = jobs[k];
     if (!complete_run(job.job)) {
@@ -181,6 +194,7 @@ TEST_F(StoreBackend, ScorerFlagsWhatTheReferenceFlags) {
     const std::optional<regression_flag> expected = score_run(scored_run_of(job), history);
     ++scored;
     flagged += expected ? 1 : 0;
+    late_flagged += expected && job.job.ranks == 32 && k % 24 == 2 ? 1 : 0;
     ASSERT_EQ(job.regression.has_value(), expected.has_value()) << "job " << k;
     if (!expected)
       continue;
@@ -195,6 +209,7 @@ TEST_F(StoreBackend, ScorerFlagsWhatTheReferenceFlags) {
   }
   EXPECT_EQ(scorer.flagged(), flagged);
   EXPECT_GE(flagged, 8) << "the slower jobs are flagged";
+  EXPECT_GE(late_flagged, 4) << "of 5 slowed jobs at the size reached late";
   EXPECT_LT(flagged, scored / 4) << "and not everything";
 }
 

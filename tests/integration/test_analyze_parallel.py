@@ -1,7 +1,8 @@
 """The analysis as an MPI job: `mpirun -np N strata analyze` and `strata analyze --np N` give
 exactly the report of the serial analyzer (equal JSON) for N = 1 up to the trace's locations,
 also N that does not divide them, on real traces of real programs and on a synthetic trace of 64
-locations; a damaged archive gives one line from the first analysis process and every process
+locations; `strata trace export --xml` the same way gives the serial export's files byte for
+byte; a damaged archive gives one line from the first analysis process and every process
 exits."""
 import json
 import os
@@ -48,6 +49,33 @@ class AnalysisCase(StrataTestCase):
                 self.assertEqual(json.loads(proc.stdout), reference)
         return reference
 
+    def xml_files(self, directory):
+        files = {}
+        for name in sorted(os.listdir(directory)):
+            with open(os.path.join(directory, name), "rb") as f:
+                files[name] = f.read()
+        return files
+
+    def assertSameXml(self, trace, counts, launched=(2,)):
+        """The serial XML export against mpirun -np N strata trace export --xml, byte for byte."""
+        serial_dir = os.path.join(self.out, "xml-serial")
+        proc = self.bounded([STRATA, "trace", "export", "--xml", trace, "--out", serial_dir],
+                            "the serial XML export")
+        self.assertRan(proc)
+        reference = self.xml_files(serial_dir)
+        summary = proc.stdout.replace(serial_dir, "OUT")
+        runs = [(n, mpirun(n) + [STRATA, "trace", "export", "--xml"]) for n in counts]
+        runs += [(f"--np {n}", [STRATA, "trace", "export", "--xml", "--np", str(n), "--mpi",
+                                FLAVOR]) for n in launched]
+        for n, command in runs:
+            with self.subTest(processes=n):
+                out = os.path.join(self.out, f"xml-{n}".replace(" ", ""))
+                proc = self.bounded(command + [trace, "--out", out], f"XML export by {n}")
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout.replace(out, "OUT"), summary)
+                self.assertEqual(self.xml_files(out), reference)
+        return reference
+
 
 @unittest.skipUnless(os.path.exists(TRACE_MODULE) and os.path.exists(WORKER),
                      "the trace module or the analysis worker is not built")
@@ -75,6 +103,14 @@ class ParallelAnalysisOfRealTraces(AnalysisCase):
         self.assertEqual(report["messages"],
                          per_comm(5) + per_comm(3) + per_comm(2) + 2 * per_comm(2))
         self.assertEqual(report["warnings"], [])
+
+    def test_xml_export_byte_for_byte_at_1_to_5_processes(self):
+        trace = self.traced([program("wait_patterns_c"), "5"], ranks=5)
+        files = self.assertSameXml(trace, (1, 2, 3, 5))
+        self.assertEqual(len(files), 6)  # hieraCollector.xml and one file per rank
+        for r in range(5):
+            self.assertIn(b'operation="barrier"', files[f"trace{r}.xml"])
+            self.assertIn(b"<hieraMPI", files[f"trace{r}.xml"])
 
     def test_wildcard_nonblocking_trace_equal_at_1_to_3_processes(self):
         trace = self.traced([program("nonblocking_wildcard_c"), "6", "20"], ranks=3)
@@ -124,6 +160,13 @@ class ParallelAnalysisOfSyntheticTraces(AnalysisCase):
         self.assertEqual(report["ranks"], 64)
         self.assertGreater(report["messages"], 0)
 
+    def test_xml_export_of_64_locations_byte_for_byte_at_3_and_7_processes(self):
+        trace = os.path.join(self.out, "trace")
+        self.assertRan(run([GEN_TRACE, trace, "64", "100000"]))
+        files = self.assertSameXml(trace, (3, 7), launched=())
+        self.assertEqual(len(files), 65)
+        self.assertIn(b'count_proc="64"', files["hieraCollector.xml"])
+
     def test_many_exchange_rounds_give_the_same_report(self):
         # Small rounds: the partners of a message or a collective are read in different rounds.
         trace = os.path.join(self.out, "trace")
@@ -171,6 +214,25 @@ class ParallelAnalysisOfSyntheticTraces(AnalysisCase):
         os.truncate(defs, os.path.getsize(defs) // 2)
         self.assertCleanParallelFailure(trace, "definitions")
         self.assertCleanParallelFailure(os.path.join(self.out, "nothing"), "no such trace archive")
+
+    def test_xml_export_of_a_damaged_archive_is_one_line_and_no_collector_file(self):
+        trace = os.path.join(self.out, "trace")
+        self.assertRan(run([GEN_TRACE, trace, "4", "20000"]))
+        evt = os.path.join(trace, "traces", "3.evt")
+        os.truncate(evt, os.path.getsize(evt) // 2)
+        out = os.path.join(self.out, "xml")
+        for command in (mpirun(3) + [STRATA, "trace", "export", "--xml", trace, "--out", out],
+                        mpirun(5) + [STRATA, "trace", "export", "--xml", trace, "--out", out]):
+            with self.subTest(command=" ".join(command)):
+                proc = self.bounded(command, "the XML export of a damaged archive")
+                self.assertNotEqual(proc.returncode, 0)
+                self.assertEqual(proc.stdout, "")
+                lines = [l for l in proc.stderr.splitlines()
+                         if l.startswith("strata trace export:")]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                # The configuration names complete files only: it is not written.
+                self.assertFalse(os.path.exists(os.path.join(out, "hieraCollector.xml")))
+        self.assertIn(trace, lines[0])
 
 
 if __name__ == "__main__":

@@ -370,6 +370,54 @@ class CallSitesOverRanks(ProfileTestCase):
                                      rec["routines"][routine]["calls"], routine)
 
 
+    def test_a_subtree_that_does_not_answer_in_time_is_named_and_left_out(self):
+        # Rank 3 of 5 (its subtree in the finalize tree: ranks 3 and 4) holds its figures past
+        # its parent's deadline (STRATA_WRITE_TIMEOUT_MS per round below: 2 x 2 s) by the
+        # module's fault injection; rank 0 goes on without them and the job ends.
+        source = os.path.join(os.path.dirname(__file__), "..", "programs", "sites.c")
+        with open(source) as f:
+            text = f.readlines()
+        line_of = lambda mark: next(i + 1 for i, l in enumerate(text) if f"/* {mark} */" in l)
+        env = dict(self.env, STRATA_PROFILE_CALLSITES="1", STRATA_WRITE_TIMEOUT_MS="2000",
+                   STRATA_PROFILE_FAULT_STALL="3:10000")
+        try:
+            proc = self.profile_run([program("sites_c")], ranks=5, env=env)
+        except subprocess.TimeoutExpired:
+            self.fail("a job with a rank that stalls in finalize hung (no end within 120 s)")
+        self.assertRan(proc)
+        self.assertEqual(proc.stdout.count(" done"), 5, proc.stdout)
+        self.assertIn("holding this rank's figures 10000 ms", proc.stderr)
+        self.assertIn("the figures of ranks 3-4 did not arrive in time; the record goes on "
+                      "without them", proc.stderr)
+        rec = self.only_record()
+        self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (5, 3))
+        self.assertTrue(rec["job"]["partial"])
+        # What is in the record is ranks 0-2's, exactly; ranks 3 and 4 are not in it.
+        sites = {(c["function"], c["line"]): (c["calls"], c["ranks"]) for c in rec["callsites"]
+                 if c["file"].endswith("sites.c")}
+        self.assertEqual(sites[("MPI_Comm_rank", line_of("rank"))], (1 + 2 + 3, 3))
+        self.assertEqual(sites[("MPI_Barrier", line_of("barrier"))], (3, 3))
+        for r in range(5):
+            self.assertEqual(("MPI_Get_processor_name", line_of(f"name {r}")) in sites, r < 3, r)
+        # The routines' figures leave out the same ranks: one more MPI_Comm_rank per rank.
+        self.assertEqual(rec["routines"]["MPI_Comm_rank"]["calls"], (1 + 2 + 3) + 3)
+        report = run([STRATA, "report", self.records()[0]])
+        self.assertRan(report)
+        self.assertIn("only 3 of 5 ranks reported", report.stdout)
+        # Nothing counted is lost: every rank's file stays, and strata recover rebuilds the
+        # record from all five, ranks 3 and 4 included.
+        self.assertIn("the record holds 3 of 5 ranks; every rank's file stays in the spool",
+                      proc.stderr)
+        rank_files = glob.glob(os.path.join(self.spool, "*.prof"))
+        self.assertEqual(len(rank_files), 5, os.listdir(self.spool))
+        recovered = run([STRATA, "recover", self.spool], self.env)
+        self.assertRan(recovered)
+        self.assertIn("partial record from 5 rank files", recovered.stdout)
+        rec = self.only_record()
+        self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (5, 5))
+        self.assertEqual(rec["routines"]["MPI_Comm_rank"]["calls"], sum(r + 2 for r in range(5)))
+
+
 class Pcontrol(ProfileTestCase):
     def test_levels(self):
         proc = self.profile_run([program("pcontrol_c")])

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <sched.h>
@@ -50,6 +51,32 @@ template <typename Done> bool wait_until(uint64_t deadline, Done done) {
       ::nanosleep(&pause, nullptr);
     }
   }
+}
+
+// STRATA_PROFILE_FAULT_STALL=RANK:MS, the tests' fault injection (docs/profile.md): that rank
+// holds its subtree's figures MS ms before sending them to its parent, whose deadline then
+// passes, as it would for a rank that stopped answering between the finalize's collectives.
+void stall_if_asked(module_state& s) {
+  const char* value = std::getenv("STRATA_PROFILE_FAULT_STALL");
+  if (value == nullptr || *value == '\0')
+    return;
+  unsigned rank = 0;
+  unsigned long ms = 0;
+  char rest = 0;
+  if (std::sscanf(value, "%u:%lu%c", &rank, &ms, &rest) != 2) {
+    if (s.rank == 0)
+      s.host->log(s.self, ("STRATA_PROFILE_FAULT_STALL: '" + std::string(value) +
+                           "' is not RANK:MS; ignored")
+                              .c_str());
+    return;
+  }
+  if (rank != static_cast<unsigned>(s.rank))
+    return;
+  s.host->log(s.self, ("holding this rank's figures " + std::to_string(ms) +
+                       " ms before sending them (STRATA_PROFILE_FAULT_STALL)")
+                          .c_str());
+  const timespec pause{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1'000'000};
+  ::nanosleep(&pause, nullptr);
 }
 
 // What the ranks of a subtree send up the tree (site_reduction.hpp), combined at every rank on
@@ -101,6 +128,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::s
                             .c_str());
   }
   if (place.parent >= 0) {
+    stall_if_asked(s);
     // Kept alive past a send that does not complete in time, which MPI may still read.
     auto* bytes =
         new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts)));
@@ -202,9 +230,10 @@ void print_rank_subtotal(module_state& s) {
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
 }
 
-// Rank 0: the record to the spool and where the user asked for it; then whether it was spooled,
-// to every rank.
-void write_outputs(module_state& s, const job_figures& job,
+// Rank 0: the record to the spool and where the user asked for it; then, to every rank, whether
+// the per-rank files may go: only when the record is spooled and holds every rank (when the tree
+// went on without some, their files let strata recover rebuild the record whole). Returns that.
+bool write_outputs(module_state& s, const job_figures& job,
                    std::optional<record::mpi_t_section> mpi_t) {
   record::job_record job_record = to_record(job);
   job_record.mpi_t = std::move(mpi_t);
@@ -233,9 +262,16 @@ void write_outputs(module_state& s, const job_figures& job,
       s.host->log(s.self, ("cannot write STRATA_PROFILE_OUT: " + error).c_str());
     }
   }
-  int ok = spooled ? 1 : 0;
-  MPI_Bcast(&ok, 1, MPI_INT, 0, s.world);
-  (void)ok;
+  const bool whole = job.ranks_reported >= job.ranks;
+  if (spooled && !whole)
+    s.host->log(s.self, ("the record holds " + std::to_string(job.ranks_reported) + " of " +
+                         std::to_string(job.ranks) +
+                         " ranks; every rank's file stays in the spool: strata recover rebuilds "
+                         "the record from all of them")
+                            .c_str());
+  int done = spooled && whole ? 1 : 0;
+  MPI_Bcast(&done, 1, MPI_INT, 0, s.world);
+  return done != 0;
 }
 
 } // namespace
@@ -318,7 +354,8 @@ void finalize_job(module_state& s) {
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).
     job.finalize_s = static_cast<double>(mono_ns() - start) / 1e9;
     job.poll_bytes_estimated = any_lean_poll(s.traits) ? 1 : 0;
-    write_outputs(s, job, std::move(mpi_t));
+    if (!write_outputs(s, job, std::move(mpi_t)))
+      return; // keep this rank's file for strata recover
   } else {
     int ok = 0;
     MPI_Bcast(&ok, 1, MPI_INT, 0, s.world);

@@ -141,8 +141,12 @@ std::string status_text(const job_facts& job) {
     text = "exited without MPI_Finalize";
   if (job.ranks_reported < job.ranks)
     text += fmt::format("; only {} of {} ranks reported", job.ranks_reported, job.ranks);
+  // Partial: not the finalize's reduction over every rank (ranks left out of it, or a record that
+  // strata recover rebuilt from the per-rank files).
   if (job.partial)
-    text += "; partial record rebuilt from per-rank files";
+    text += job.status == job_status::finalized && job.ranks_reported < job.ranks
+                ? "; partial record"
+                : "; partial record rebuilt from per-rank files";
   return text;
 }
 

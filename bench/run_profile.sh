@@ -240,9 +240,7 @@ contention() { # B0 B1 CPUFILE -> "cpu_s=.. others_s=.."
 
 # ---- apps: HPCC and LAMMPS, native against profile ------------------------------------------
 
-flavor_of() { # PROG -> openmpi | mpich (the MPI library it is linked to)
-  if ldd "$1" | grep -q 'libmpich\.so'; then echo mpich; else echo openmpi; fi
-}
+source "$(dirname "$0")/apps.sh"
 
 launcher() { # FLAVOR RANKS -> the launcher words `strata run` uses
   local words=("mpirun.$1")
@@ -324,36 +322,19 @@ run_app() {
     "$(contention "$b0" "$b1" "$tmp/cpu") before=$gate$extra" | tee -a "$raw" >&2
 }
 
-hpcc_input() { # DIR : hpccinf.txt from the Debian example, N=HPCC_N, 1 x 2 process grid
-  sed -e "s/^1000 *Ns/$HPCC_N         Ns/" -e 's/^2 *Ps/1            Ps/' \
-    /usr/share/doc/hpcc/examples/_hpccinf.txt >"$1/hpccinf.txt"
-  grep -q "^$HPCC_N " "$1/hpccinf.txt" && grep -q '^1 *Ps' "$1/hpccinf.txt"
-}
-
-lammps_input() { # DIR : examples/melt/in.melt with a bigger box and more steps
-  local src
-  src=$(ls /usr/share/lammps/examples/melt/in.melt /usr/share/doc/lammps*/examples/melt/in.melt* \
-    2>/dev/null | head -1)
-  [[ -n $src ]] || return 1
-  if [[ $src == *.gz ]]; then zcat "$src"; else cat "$src"; fi |
-    sed -e "s/^region\(\s*\)box block 0 10 0 10 0 10/region\1box block 0 $LMP_BOX 0 $LMP_BOX 0 $LMP_BOX/" \
-      -e "s/^run\(\s*\)250/run\1$LMP_STEPS/" >"$1/in.melt"
-  grep -q "block 0 $LMP_BOX " "$1/in.melt" && grep -q "^run\s*$LMP_STEPS" "$1/in.melt"
-}
-
 if want apps; then
   for app in $APPS; do
     dir=$tmp/$app
     mkdir -p "$dir"
     case $app in
       hpcc)
-        prog=$(command -v hpcc || true)
-        [[ -n $prog ]] && hpcc_input "$dir" || { echo "skipping hpcc (apt-get install hpcc)" >&2; continue; }
+        ensure_package hpcc hpcc && prog=$(command -v hpcc) && hpcc_input "$dir" ||
+          { echo "skipping hpcc: could not install it" >&2; continue; }
         args=()
         ;;
       lammps)
-        prog=$(command -v lmp || command -v lmp_openmpi || command -v lmp_mpich || true)
-        [[ -n $prog ]] && lammps_input "$dir" || { echo "skipping lammps (apt-get install lammps)" >&2; continue; }
+        ensure_package lammps lmp && prog=$(command -v lmp) && lammps_input "$dir" ||
+          { echo "skipping lammps: could not install it" >&2; continue; }
         args=(-in in.melt -log none)
         ;;
       *) echo "unknown app $app" >&2; continue ;;

@@ -5,14 +5,14 @@
 #
 #   MPIP_LIB=/path/to/libmpiP.so bash bench/run_pmpi_case.sh [BUILD_DIR]
 #
-# 1. Counts: LAMMPS's examples/melt on 2 ranks (Open MPI) under "profile,mpiP,trace" and under
+# 1. Counts: LAMMPS's Lennard-Jones melt (bench/apps.sh) on 2 ranks (Open MPI) under "profile,mpiP,trace" and under
 #    "trace,mpiP,profile"; per MPI routine, mpiP's count (its report, callsite statistics summed
 #    over sites and ranks), the profile's (the job record) and the trace's (`strata analyze`).
 # 2. Cost of each layer: LAMMPS's own "Loop time", RUNS interleaved runs of each stack (no
 #    Strata, Strata without modules, each layer alone, all three), median; and instructions per
 #    MPI_Comm_test_inter under callgrind for each layer (bench/<flavor>/core_overhead, singleton).
 #
-# Knobs: PARTS="counts cost callgrind", RUNS=3, LMP_STEPS=1000, CG_ITERS=20000. Needs lmp, valgrind, and mpiP built against
+# Knobs: PARTS="counts cost callgrind", RUNS=3, LMP_STEPS=1000, LMP_BOX=10, CG_ITERS=20000. Needs lmp, valgrind, and mpiP built against
 # Open MPI (see docs/PERFORMANCE.md, "mpiP, for comparison").
 set -euo pipefail
 
@@ -20,17 +20,18 @@ BUILD=$(cd "${1:-build}" && pwd)
 STRATA=$BUILD/bin/strata
 RUNS=${RUNS:-3}
 LMP_STEPS=${LMP_STEPS:-1000}
+LMP_BOX=${LMP_BOX:-10}
 CG_ITERS=${CG_ITERS:-20000}
 : "${MPIP_LIB:?set MPIP_LIB to the path of libmpiP.so, built against Open MPI}"
-command -v lmp >/dev/null || { echo "needs Debian's lammps (lmp)" >&2; exit 2; }
 source "$(dirname "$0")/../scripts/mpi-env.sh"
+source "$(dirname "$0")/apps.sh"
+ensure_package lammps lmp || { echo "needs Debian's lammps (lmp)" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/strata-pmpi-case.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/modules"
 "$STRATA" patch "$MPIP_LIB" "$tmp/modules/mpiP.so" | tail -1
-src=$(ls /usr/share/doc/lammps-examples/examples/melt/in.melt /usr/share/lammps/examples/melt/in.melt 2>/dev/null | head -1)
-sed -e "s/^run\s*250/run $LMP_STEPS/" "$src" >"$tmp/in.melt"
+lammps_input "$tmp"
 
 run_stack() { # TOOLS DIR -> runs LAMMPS under the stack ("native" = no Strata), prints Loop time
   local tools=$1 dir=$2

@@ -1,4 +1,5 @@
 #include "analyzer/command.hpp"
+#include "common/exec_argv.hpp"
 
 #include "analyzer/analysis.hpp"
 #include "analyzer/render.hpp"
@@ -23,7 +24,7 @@ std::string worker_of(const std::string& prefix, const std::string& flavor) {
 }
 
 int exec_worker(std::vector<std::string> args) {
-  std::vector<char*> argv = launch::exec_argv(args);
+  std::vector<char*> argv = exec_argv(args);
   std::fflush(stdout);
   std::fflush(stderr);
   ::execvp(argv[0], argv.data());

@@ -1,6 +1,7 @@
 #include "analyzer/xml_export.hpp"
 
 #include "analyzer/trace_reader.hpp"
+#include "common/markup.hpp"
 
 #include <fmt/format.h>
 
@@ -26,37 +27,6 @@ std::string hiera_operation_name(const std::string& mpi_function) {
 }
 
 namespace {
-
-std::string escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    case '\'':
-      out += "&apos;";
-      break;
-    default:
-      // Control characters are not allowed in XML 1.0 attribute values.
-      if (static_cast<unsigned char>(c) < 0x20)
-        out += ' ';
-      else
-        out += c;
-    }
-  }
-  return out;
-}
 
 // Pass 1: the finish time of every operation that has children, in enter order, and each rank's
 // first and last event time.
@@ -290,20 +260,20 @@ private:
     std::string text = indent(s.depth + 1);
     if (region.cat == category::mpi) {
       tag = "hieraMPI";
-      text += "<hieraMPI operation=\"" + escape(hiera_operation_name(region.name)) + "\"";
+      text += "<hieraMPI operation=\"" + escape_markup(hiera_operation_name(region.name)) + "\"";
     } else {
       tag = "hieraOOPS";
       const size_t split = region.name.rfind("::");
       const std::string cls = split == std::string::npos ? "unknown" : region.name.substr(0, split);
       const std::string method =
           split == std::string::npos ? region.name : region.name.substr(split + 2);
-      text += "<hieraOOPS name=\"" + escape(region.name) + "\" class=\"" + escape(cls) +
-              "\" method=\"" + escape(method) + "\"";
+      text += "<hieraOOPS name=\"" + escape_markup(region.name) + "\" class=\"" +
+              escape_markup(cls) + "\" method=\"" + escape_markup(method) + "\"";
     }
     text += fmt::format(" file=\"{}\" line=\"{}\" start_time=\"{:.9f}\" finish_time=\"{:.9f}\"",
-                        escape(file), line, defs_.seconds(s.start), defs_.seconds(finish));
+                        escape_markup(file), line, defs_.seconds(s.start), defs_.seconds(finish));
     for (const auto& [n, v] : s.attrs)
-      text += " " + n + "=\"" + escape(v) + "\"";
+      text += " " + n + "=\"" + escape_markup(v) + "\"";
     if (has_children) {
       text += ">\n";
       s.open_tags.push_back(tag);
@@ -352,7 +322,7 @@ xml_export_result export_xml(const std::string& trace, const std::string& out_di
   std::string text = fmt::format(
       "<?xml version=\"1.0\"?>\n<!DOCTYPE hieraCollector SYSTEM \"hieraCollector.dtd\">\n"
       "<hieraCollector application=\"{}\" count_proc=\"{}\">\n",
-      escape(app), defs.ranks());
+      escape_markup(app), defs.ranks());
   for (size_t r = 0; r < defs.ranks(); ++r)
     text += fmt::format("  <collect_file rank=\"P{}\">trace{}.xml</collect_file>\n", r, r);
   text += "</hieraCollector>\n";

@@ -1,5 +1,6 @@
 #include "common/atomic_file.hpp"
 #include "common/json_document.hpp"
+#include "common/markup.hpp"
 #include "common/symbols.hpp"
 
 #include <gtest/gtest.h>
@@ -105,6 +106,14 @@ extern "C" __attribute__((noinline)) uint64_t strata_common_test_caller(int* lin
   const uint64_t address = strata_common_test_return_address();
   asm volatile("" ::: "memory"); // keeps the call a call, not a jump
   return address;
+}
+
+TEST(Markup, EscapesWhatChangesHowHtmlOrXmlIsReadAndKeepsTheRest) {
+  EXPECT_EQ(strata::escape_markup("<script>alert('x')</script>&\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;");
+  EXPECT_EQ(strata::escape_markup("eve\x1b]0;owned\x07\x7f"), "eve\\x1b]0;owned\\x07\\x7f");
+  EXPECT_EQ(strata::escape_markup("line one\n\tr\xc3\xa9sum\xc3\xa9"),
+            "line one\n\tr\xc3\xa9sum\xc3\xa9");
 }
 
 TEST(Symbols, AReturnAddressNamesTheCallingFunctionAndLine) {

@@ -1,4 +1,5 @@
 #include "launch/commands.hpp"
+#include "common/exec_argv.hpp"
 
 #include "config/config.hpp"
 #include "core/probe.h"
@@ -210,7 +211,7 @@ int exec_command(const launch_options& o) {
     ::setenv("PYTHONPATH",
              launch::python_path_value(layout.python_dir(), env("PYTHONPATH")).c_str(), 1);
   std::vector<std::string> args = o.program;
-  std::vector<char*> argv = launch::exec_argv(args);
+  std::vector<char*> argv = exec_argv(args);
   ::execv(t.path.c_str(), argv.data());
   error_line("error: cannot execute " + t.path);
   return 127;
@@ -257,7 +258,7 @@ int run_command(const launch_options& o) {
     args.push_back(t.path);
   }
   args.insert(args.end(), o.program.begin() + 1, o.program.end());
-  std::vector<char*> argv = launch::exec_argv(args);
+  std::vector<char*> argv = exec_argv(args);
   ::execvp(argv[0], argv.data());
   error_line("error: cannot execute " + args.front() + " (is " + t.flavor + " installed?)");
   return 127;

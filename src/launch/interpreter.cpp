@@ -1,4 +1,5 @@
 #include "launch/interpreter.hpp"
+#include "common/exec_argv.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -36,7 +37,7 @@ int64_t now_ms() {
 
 // The child's standard output, read until it closes or the time is up (then the child is
 // killed); its exit status in `status`, -1 if it had to be killed.
-std::string output_of(const std::vector<std::string>& args, int timeout_ms, int& status,
+std::string output_of(std::vector<std::string> args, int timeout_ms, int& status,
                       std::string& error) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
@@ -48,11 +49,7 @@ std::string output_of(const std::vector<std::string>& args, int timeout_ms, int&
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (const std::string& a : args)
-    argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> argv = exec_argv(args);
   pid_t pid = 0;
   const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);

@@ -250,13 +250,4 @@ std::string python_path_value(const std::string& dir, const char* existing) {
   return std::string(existing) + ":" + dir;
 }
 
-std::vector<char*> exec_argv(std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (std::string& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  return argv;
-}
-
 } // namespace strata::launch

@@ -97,8 +97,4 @@ std::string preload_value(const std::string& library, const char* existing);
 // PYTHONPATH with `dir` last, after what was there (the user's own packages come first).
 std::string python_path_value(const std::string& dir, const char* existing);
 
-// The argv of `args` for exec and spawn: pointers into the strings, ending with a null pointer
-// (valid while `args` lives unchanged).
-std::vector<char*> exec_argv(std::vector<std::string>& args);
-
 } // namespace strata::launch

@@ -1,4 +1,5 @@
 #include "model/bench_command.hpp"
+#include "common/exec_argv.hpp"
 
 #include "launch/launch.hpp"
 #include "model/model_file.hpp"
@@ -122,7 +123,7 @@ int bench_command(const bench_options& o) {
     args.insert(args.end(), {"--study", o.study});
   if (o.window_s > 0)
     args.insert(args.end(), {"--window-s", number(o.window_s, 17)});
-  std::vector<char*> argv = launch::exec_argv(args);
+  std::vector<char*> argv = exec_argv(args);
   std::fflush(stdout);
   std::fflush(stderr);
   // A child rather than exec: Ctrl-C reaches the launcher and the ranks through the process

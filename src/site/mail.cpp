@@ -1,4 +1,5 @@
 #include "site/mail.hpp"
+#include "common/exec_argv.hpp"
 
 #include "common/atomic_file.hpp"
 
@@ -131,11 +132,7 @@ std::string pipe_to_sendmail(const std::string& command, const std::string& mess
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[0], 0);
   std::vector<std::string> args = {command, "-t", "-oi"};
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (std::string& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = exec_argv(args);
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, command.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);

@@ -362,7 +362,7 @@ report build_report(store& db, const report_options& o) {
   }
   for (int g = 0; g < routine_group_count; ++g) {
     group_line gl;
-    gl.name = std::string(routine_group_names[static_cast<size_t>(g)]);
+    gl.name = std::string(routines::name_of(static_cast<routine_group>(g)));
     gl.jobs_percent = percent(group_jobs[static_cast<size_t>(g)], static_cast<double>(all.jobs));
     gl.cpu_weighted_percent = percent(group_cpu[static_cast<size_t>(g)], all.cpu_time_s);
     s.groups.push_back(gl);

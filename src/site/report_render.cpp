@@ -1,5 +1,6 @@
 // Text, HTML and JSON renderings of a site report. Strings from jobs (owners, executables,
 // record ids) are escaped for the format: control characters in text, markup in HTML.
+#include "common/markup.hpp"
 #include "site/report.hpp"
 
 #include "profiler/record/render.hpp"
@@ -20,10 +21,6 @@ std::string safe_text(std::string_view s) {
       out += c;
   }
   return out;
-}
-
-std::string html(std::string_view s) {
-  return record::html_escape(s);
 }
 
 // The counter profiling paper's compact number style for wide tables: 3 significant digits.
@@ -81,13 +78,13 @@ std::string text_table(const table& t) {
 std::string html_table(const table& t) {
   std::string out = "<table>\n<tr>";
   for (const auto& h : t.head)
-    out += "<th>" + html(h) + "</th>";
+    out += "<th>" + escape_markup(h) + "</th>";
   out += "</tr>\n";
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const bool mark = r < t.marked.size() && t.marked[r];
     out += mark ? "<tr class=\"critical\">" : "<tr>";
     for (size_t i = 0; i < t.rows[r].size(); ++i) {
-      const std::string cell = html(t.rows[r][i]);
+      const std::string cell = escape_markup(t.rows[r][i]);
       out +=
           (i == 0 ? "<td class=\"l\">" : "<td>") + (mark ? "<b>" + cell + "</b>" : cell) + "</td>";
     }
@@ -324,8 +321,8 @@ std::string html_lines(const std::vector<std::tuple<std::string, std::string, bo
   std::string out = "<table class=\"summary\">\n";
   for (const auto& [label, value, mark] : lines)
     out += fmt::format("<tr{}><td class=\"l\">{}</td><td>{}</td></tr>\n",
-                       mark ? " class=\"critical\"" : "", html(label),
-                       mark ? "<b>" + html(value) + "</b>" : html(value));
+                       mark ? " class=\"critical\"" : "", escape_markup(label),
+                       mark ? "<b>" + escape_markup(value) + "</b>" : escape_markup(value));
   return out + "</table>\n";
 }
 
@@ -365,8 +362,8 @@ std::string user_text(const user_report& u, const report_options& o) {
 }
 
 std::string user_html(const user_report& u, const report_options& o) {
-  std::string out = fmt::format("<h2>MPI usage of {}</h2>\n<p>{}: {}</p>\n", html(u.owner),
-                                html(o.period_label), html(date_range(o)));
+  std::string out = fmt::format("<h2>MPI usage of {}</h2>\n<p>{}: {}</p>\n", escape_markup(u.owner),
+                                escape_markup(o.period_label), escape_markup(date_range(o)));
   out += html_lines(user_lines(u, o));
   out += "<h3>MPI routines</h3>\n" + html_table(routine_table(u.routines, o.model.has_value()));
   out += "<h3>Where you stand among this period's users</h3>\n" +
@@ -377,7 +374,7 @@ std::string user_html(const user_report& u, const report_options& o) {
            html_table(jobs_table(u.critical_job_list, false));
   if (!u.regressions.empty())
     out += fmt::format("<h3>Regressions (latest {} of {})</h3>\n<p>{}</p>\n", u.regressions.size(),
-                       u.regression_count, html(regressions_intro)) +
+                       u.regression_count, escape_markup(regressions_intro)) +
            html_table(regressions_table(u.regressions, false));
   out += "<p>Rows in bold are critical: MPI time above the threshold, and the routines that take "
          "most of it.</p>\n";
@@ -385,7 +382,7 @@ std::string user_html(const user_report& u, const report_options& o) {
 }
 
 std::string html_page(const std::string& title, const std::string& body) {
-  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html(title) +
+  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + escape_markup(title) +
          "</title>\n<style>body{font-family:sans-serif}table{border-collapse:collapse}"
          "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td.l{text-align:left}"
          "tr.critical{background:#fde2e2}</style></head><body>\n" +
@@ -431,8 +428,8 @@ std::string render_html(const report& r) {
   std::string body;
   if (r.site) {
     const site_report& s = *r.site;
-    body += fmt::format("<h1>Strata site report</h1>\n<p>{}: {}</p>\n", html(o.period_label),
-                        html(date_range(o)));
+    body += fmt::format("<h1>Strata site report</h1>\n<p>{}: {}</p>\n",
+                        escape_markup(o.period_label), escape_markup(date_range(o)));
     body += html_lines(site_lines(s, o));
     body += "<h2>MPI application time by CPU time per job (Figs. 6, 7)</h2>\n" +
             html_table(breakdown_table("CPU time per job", s.by_cpu_class));
@@ -452,14 +449,15 @@ std::string render_html(const report& r) {
                         o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
     body += html_table(jobs_table(s.critical_jobs, true));
     body += fmt::format("<h2>Regressions (latest {} of {})</h2>\n<p>{}</p>\n", s.regressions.size(),
-                        s.regression_count, html(regressions_intro));
+                        s.regression_count, escape_markup(regressions_intro));
     body += html_table(regressions_table(s.regressions, true));
   }
   for (const user_report& u : r.users)
     body += user_html(u, o);
   if (body.empty())
-    body =
-        "<p>" + html(fmt::format("No jobs in {} ({}).", o.period_label, date_range(o))) + "</p>\n";
+    body = "<p>" +
+           escape_markup(fmt::format("No jobs in {} ({}).", o.period_label, date_range(o))) +
+           "</p>\n";
   return html_page("Strata report: " + o.period_label, body);
 }
 

@@ -97,9 +97,6 @@ TEST(SiteGroups, GroupsOfThePaper) {
   EXPECT_EQ(group_of("MPI_Reduce_local"), routine_group::collective);
   EXPECT_EQ(group_of("MPI_Send_c"), routine_group::blocking_p2p);
   EXPECT_EQ(group_of("MPI_Not_in_any_header"), routine_group::other);
-  for (int g = 0; g < routine_group_count; ++g)
-    EXPECT_EQ(routine_group_names[static_cast<size_t>(g)],
-              strata::routines::name_of(static_cast<strata::routines::group>(g)));
 }
 
 TEST(SiteReport, SizeClassesOfThePaper) {

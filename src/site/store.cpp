@@ -137,9 +137,23 @@ store::upsert_clauses store::upsert_sql(const std::string& table,
 void store::upsert(const std::string& table, const std::vector<std::string>& key_columns,
                    const std::vector<std::string>& sum_columns,
                    const std::vector<std::vector<param>>& rows) {
-  const size_t width = key_columns.size() + sum_columns.size();
-  const size_t chunk = std::max<size_t>(1, 8000 / width); // under both backends' limits
   const auto [columns, keys, update] = upsert_sql(table, key_columns, sum_columns);
+  insert_in_chunks(table, columns, key_columns.size() + sum_columns.size(), rows,
+                   " ON CONFLICT (" + keys + ") DO UPDATE SET " + update);
+}
+
+void store::append(const std::string& table, const std::vector<std::string>& columns,
+                   const std::vector<std::vector<param>>& rows) {
+  std::string names;
+  for (const std::string& c : columns)
+    names += (names.empty() ? "" : ", ") + c;
+  insert_in_chunks(table, names, columns.size(), rows, "");
+}
+
+void store::insert_in_chunks(const std::string& table, const std::string& columns, size_t width,
+                             const std::vector<std::vector<param>>& rows, const std::string& tail) {
+  const size_t chunk =
+      std::max<size_t>(1, 8000 / std::max<size_t>(1, width)); // under both backends' limits
   for (size_t begin = 0; begin < rows.size(); begin += chunk) {
     const size_t end = std::min(rows.size(), begin + chunk);
     std::string sql = "INSERT INTO " + table + " (" + columns + ") VALUES ";
@@ -153,32 +167,7 @@ void store::upsert(const std::string& table, const std::vector<std::string>& key
       }
       sql += ")";
     }
-    sql += " ON CONFLICT (" + keys + ") DO UPDATE SET " + update;
-    query(sql, params, [](const row&) {});
-  }
-}
-
-void store::append(const std::string& table, const std::vector<std::string>& columns,
-                   const std::vector<std::vector<param>>& rows) {
-  const size_t width = columns.size();
-  const size_t chunk = std::max<size_t>(1, 8000 / width); // under both backends' limits
-  std::string names;
-  for (const std::string& c : columns)
-    names += (names.empty() ? "" : ", ") + c;
-  for (size_t begin = 0; begin < rows.size(); begin += chunk) {
-    const size_t end = std::min(rows.size(), begin + chunk);
-    std::string sql = "INSERT INTO " + table + " (" + names + ") VALUES ";
-    std::vector<param> params;
-    params.reserve((end - begin) * width);
-    for (size_t i = begin; i < end; ++i) {
-      sql += i == begin ? "(" : ", (";
-      for (size_t c = 0; c < width; ++c) {
-        params.push_back(rows[i][c]);
-        sql += (c == 0 ? "$" : ", $") + std::to_string(params.size());
-      }
-      sql += ")";
-    }
-    query(sql, params, [](const row&) {});
+    query(sql + tail, params, [](const row&) {});
   }
 }
 

@@ -33,8 +33,14 @@ local_index collect_local(const event_buffer& records, const rank_context& rank)
       li.defs.sites.push_back(places[i]);
     li.site_of_address[addresses[i]] = it->second;
   }
-  if (!rank.comm_members.empty())
-    li.defs.comms.assign(rank.comm_members.begin() + 1, rank.comm_members.end());
+  li.def_of_comm.assign(std::max<size_t>(rank.comm_members.size(), 1), -1);
+  for (size_t c = 1; c < rank.comm_members.size(); ++c) {
+    const std::vector<int>& members = rank.comm_members[c];
+    if (std::any_of(members.begin(), members.end(), [](int r) { return r < 0; }))
+      continue;
+    li.def_of_comm[c] = static_cast<int32_t>(li.defs.comms.size());
+    li.defs.comms.push_back(members);
+  }
   return li;
 }
 
@@ -67,12 +73,15 @@ uint32_t record_writer::comm_rank(uint32_t comm, int world) {
 }
 
 bool record_writer::is_rank_of(uint32_t comm, int32_t rank) const {
-  return comm != 0 && comm < comm_members_.size() && rank >= 0 &&
+  return global_comm(comm) != OTF2_UNDEFINED_COMM && comm < comm_members_.size() && rank >= 0 &&
          static_cast<size_t>(rank) < comm_members_[comm].size();
 }
 
 uint32_t record_writer::global_comm(uint32_t comm) const {
-  return comm == 0 || comm > map_.comm.size() ? OTF2_UNDEFINED_COMM : map_.comm[comm - 1];
+  if (comm >= local_.def_of_comm.size() || local_.def_of_comm[comm] < 0)
+    return OTF2_UNDEFINED_COMM;
+  const auto def = static_cast<size_t>(local_.def_of_comm[comm]);
+  return def < map_.comm.size() ? map_.comm[def] : OTF2_UNDEFINED_COMM;
 }
 
 uint32_t record_writer::site_of(uint64_t address) const {

@@ -20,12 +20,18 @@ namespace strata::trace {
 // What a rank's records refer to, by local index, and the raw -> local index maps.
 struct local_index {
   local_defs defs;
+  // The rank's communicator c -> its index in defs.comms; -1 for c = 0 and for a communicator
+  // with a process outside the application's world (its world rank negative: another tool's
+  // communicator of every process, an intercommunicator to spawned processes), which the
+  // archive cannot name: its calls go without message or collective records.
+  std::vector<int32_t> def_of_comm;
   std::vector<int32_t> mpi_region_of_fid;                // -1 = unused
   std::unordered_map<uint64_t, int32_t> site_of_address; // -1 = unknown place
 };
 
 // What the rank knows besides its records. `comm_members[c]` holds the world ranks of the rank's
-// communicator c (c = 0 is "none", its list unused); `resolve` turns return addresses into
+// communicator c (c = 0 is "none", its list unused; a process outside the application's world
+// is a negative rank); `resolve` turns return addresses into
 // source places, one per address in order (line 0: unknown).
 struct rank_context {
   std::string host;

@@ -295,6 +295,53 @@ TEST_F(RankRecordsTest, BlockingMessagesAndTheWindow) {
                                       "131 leave MPI_Comm_rank"}));
 }
 
+// A communicator with a process outside the application's world (another tool's communicator of
+// every process, tool ranks included; an intercommunicator to spawned processes): the core gives
+// such a process a negative world rank. The archive names only the application's processes, so
+// the communicator is left out of the definitions, which stay readable on their way up the
+// tree, and its calls are plain regions.
+TEST_F(RankRecordsTest, ACommunicatorWithProcessesOutsideTheWorldIsNotNamed) {
+  constexpr int outside = -32766; // what translating a rank outside the world gives
+  std::deque<test_rank> ranks;
+  ranks.emplace_back(2);
+  ranks.emplace_back(2);
+  for (test_rank& k : ranks)
+    k.context.comm_members.push_back({0, 1, outside});
+  record& s = ranks[0].call(send, 100, 110);
+  s.peer = 1;
+  s.tag = 3;
+  s.bytes_sent = 16;
+  record& tool = ranks[0].call(send, 120, 130); // to the outside process
+  tool.comm = 2;
+  tool.peer = outside;
+  tool.bytes_sent = 8;
+  record& all = ranks[0].call(allreduce, 140, 150);
+  all.comm = 2;
+  record& r = ranks[1].call(recv, 90, 120);
+  r.peer = 0;
+  r.source = 0;
+  r.recv_tag = 3;
+  r.bytes_received = 16;
+  record& all1 = ranks[1].call(allreduce, 140, 150);
+  all1.comm = 2;
+  // Rank 1's definitions as its parent in the tree receives them.
+  const local_index one = collect_local(ranks[1].records, ranks[1].context);
+  EXPECT_EQ(one.defs.comms, (std::vector<std::vector<int>>{{0, 1}}));
+  merged_defs received;
+  EXPECT_TRUE(deserialize(serialize(from_local(one.defs)), received, 2));
+  write_job(trace(), ranks);
+  const auto lines = read_back();
+  EXPECT_EQ(lines[0], (std::vector<std::string>{
+                          "100 enter MPI_Send", "100 send 1 MPI_COMM_WORLD tag 3 16B",
+                          "110 leave MPI_Send", "120 enter MPI_Send", "130 leave MPI_Send",
+                          "140 enter MPI_Allreduce", "150 leave MPI_Allreduce"}));
+  const analyze::report report = analyze::analyze_trace(trace());
+  EXPECT_EQ(report.ranks, 2u);
+  EXPECT_EQ(report.messages, 1u);
+  EXPECT_EQ(report.collectives, 0u);
+  EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+}
+
 // What a ring buffer can leave: completions whose call or start is gone, a leave whose enter is
 // gone, regions never closed; and receives from MPI_PROC_NULL, which have no message.
 TEST_F(RankRecordsTest, LeftoversOfARingBufferAreLeftOutAndTheLocationStillNests) {

@@ -183,6 +183,11 @@ class MonitorTree(StrataTestCase):
         with open(os.path.join(spool, records[0])) as f:
             record = json.load(f)
         self.assertEqual(record["job"]["ranks"], P)
+        # The monitor's offloads (its synchronous sends to the tool ranks and their tests) are
+        # its own traffic: the profile below it sees only what the program called.
+        self.assertEqual(sorted(record["routines"]),
+                         ["MPI_Allreduce", "MPI_Barrier", "MPI_Comm_rank", "MPI_Comm_size",
+                          "MPI_Init", "MPI_Recv", "MPI_Send"])
         final = final_round(read_rounds(out))
         for name in ("MPI_Send", "MPI_Recv", "MPI_Allreduce", "MPI_Barrier"):
             routine = record["routines"][name]

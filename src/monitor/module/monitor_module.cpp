@@ -372,7 +372,10 @@ void dump(monitor_state& s, bool final) {
   // One dump at a time (threads): a dump already running covers this one.
   if (s.dumping.exchange(true, std::memory_order_acquire))
     return;
-  const int saved = s.host->set_layer(s.self); // our MPI calls go below us
+  // The offload is the monitor's own traffic, on its communicator of every process (tool ranks
+  // included): straight to MPI, seen by no other layer, as its callbacks' own calls are
+  // (module.h). A dump also comes from the application's thread (strata_monitor_dump).
+  const int saved = s.host->set_layer(STRATA_LAYER_MPI);
   dump_now(s, final);
   if (s.period_ns > 0)
     s.next_due_ns.store(mono_ns() + s.period_ns, std::memory_order_relaxed);

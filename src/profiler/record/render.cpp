@@ -1,6 +1,8 @@
 #include "profiler/record/render.hpp"
 #include "profiler/record/render_mpi_t.hpp"
 
+#include "common/markup.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -16,37 +18,6 @@
 
 namespace strata::record {
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    case '\'':
-      out += "&#39;";
-      break;
-    default:
-      // Control characters (from a job's argv, say) as numeric references, so no byte of the
-      // input can change how a browser reads the page.
-      if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
-        out += fmt::format("&#{};", static_cast<int>(c));
-      else
-        out += c;
-    }
-  }
-  return out;
-}
 namespace {
 
 constexpr std::array<std::string_view, 4> format_names = {"text", "json", "csv", "html"};
@@ -443,23 +414,23 @@ std::string render_html(const job_record& record, const std::vector<section>& re
   std::string out = fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
                                 "charset=\"utf-8\">\n<title>Strata report: {}</title>\n"
                                 "<style>\n{}\n</style>\n</head>\n<body>\n",
-                                html_escape(record.job.id), html_style);
+                                escape_markup(record.job.id), html_style);
   for (const section& s : report) {
     const char* heading = &s == &report.front() ? "h1" : "h2";
-    out += fmt::format("<{}>{}</{}>\n", heading, html_escape(s.title), heading);
+    out += fmt::format("<{}>{}</{}>\n", heading, escape_markup(s.title), heading);
     out += s.headed ? "<table class=\"figures\">\n" : "<table class=\"facts\">\n";
     for (size_t row = 0; row < s.rows.size(); ++row) {
       out += "<tr>";
       for (size_t i = 0; i < s.rows[row].size(); ++i) {
         // Headings are the first row of a figures table and the first column of a facts one.
         const char* tag = (s.headed ? row == 0 : i == 0) ? "th" : "td";
-        out += fmt::format("<{}>{}</{}>", tag, html_escape(s.rows[row][i]), tag);
+        out += fmt::format("<{}>{}</{}>", tag, escape_markup(s.rows[row][i]), tag);
       }
       out += "</tr>\n";
     }
     out += "</table>\n";
     if (!s.note.empty())
-      out += "<p>" + html_escape(s.note) + "</p>\n";
+      out += "<p>" + escape_markup(s.note) + "</p>\n";
   }
   return out + "</body>\n</html>\n";
 }

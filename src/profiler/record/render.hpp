@@ -23,11 +23,6 @@ std::optional<report_format> parse_format(std::string_view name);
 std::string render(const job_record& record, report_format format,
                    const model::machine_model* model = nullptr);
 
-// Text made safe inside HTML elements and quoted attributes: & < > " ' as entities, control
-// characters other than newline and tab as numeric references. Shared by every HTML page Strata
-// writes (reports, site reports, the web interface).
-std::string html_escape(std::string_view text);
-
 // The whole subcommand without the command line: reads the record (and the model when
 // `model_path` is not empty) and renders it. Returns 0 with `output` set, or 2 with `error`
 // set to one line that names the file at fault, e.g. "job.json: routines.MPI_Send.calls is

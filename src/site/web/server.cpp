@@ -1,4 +1,5 @@
 #include "site/web/server.hpp"
+#include "common/markup.hpp"
 
 #include "profiler/record/record.hpp"
 #include "profiler/record/render.hpp"
@@ -47,10 +48,6 @@ site::period whole_days(std::int64_t days, std::int64_t t) {
   if (t < 0 && t % day != 0)
     today -= day;
   return {today + day - days * day, today + day};
-}
-
-std::string escape(std::string_view text) {
-  return record::html_escape(text);
 }
 
 // A request parameter that does not parse is the client's mistake: 400 with this message.
@@ -175,16 +172,16 @@ std::string page(const std::string& title, const std::string& page_name, const v
     nav = "<nav><a href=\"/jobs\">Jobs</a> <a href=\"/user\">My trends</a>";
     if (v->admin)
       nav += " <a href=\"/site\">Site</a>";
-    nav += " <span class=\"who\">" + escape(v->who.user) + (v->admin ? " (admin)" : "") +
+    nav += " <span class=\"who\">" + escape_markup(v->who.user) + (v->admin ? " (admin)" : "") +
            "</span> <form method=\"post\" action=\"/logout\" class=\"inline\"><button>Log "
            "out</button></form></nav>";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
-         escape(title) +
+         escape_markup(title) +
          " - Strata</title>\n<link rel=\"stylesheet\" href=\"/assets/strata-web.css\">"
          "<script defer src=\"/assets/strata-web.js\"></script></head>\n<body data-page=\"" +
-         escape(page_name) + "\"" + data_attributes + ">\n" + nav + "\n<main>\n<h1>" +
-         escape(title) + "</h1>\n" + main_html + "\n</main></body></html>\n";
+         escape_markup(page_name) + "\"" + data_attributes + ">\n" + nav + "\n<main>\n<h1>" +
+         escape_markup(title) + "</h1>\n" + main_html + "\n</main></body></html>\n";
 }
 
 constexpr const char* stylesheet = R"css(
@@ -198,7 +195,7 @@ td.n{text-align:right}.chart{position:relative;width:760px;height:320px;margin:1
 std::string login_form(const std::string& message) {
   std::string body;
   if (!message.empty())
-    body += "<p class=\"error\">" + escape(message) + "</p>";
+    body += "<p class=\"error\">" + escape_markup(message) + "</p>";
   body += "<p>Get a token on a login node with <code>strata site token</code>.</p>"
           "<form method=\"post\" action=\"/login\"><label>Token <input name=\"token\" "
           "type=\"password\" autocomplete=\"off\" size=\"70\"></label> <button "
@@ -292,10 +289,10 @@ public:
         sj = visible_job(*db, v, *id);
       }
       if (!sj)
-        return std::make_pair(404,
-                              page("No such job", "error", &v,
-                                   "<p class=\"error\">No job " + escape(req.matches[1].str()) +
-                                       " that you may see.</p>"));
+        return std::make_pair(404, page("No such job", "error", &v,
+                                        "<p class=\"error\">No job " +
+                                            escape_markup(req.matches[1].str()) +
+                                            " that you may see.</p>"));
       const std::string charts =
           "<h2>Time per rank (imbalance)</h2><div class=\"chart\"><canvas "
           "id=\"imbalance\"></canvas></div><h2>Message sizes</h2><div class=\"chart\"><canvas "
@@ -312,7 +309,7 @@ public:
                     "<div class=\"chart\"><canvas id=\"weeks-jobs\"></canvas></div><div "
                     "class=\"chart\"><canvas id=\"weeks-mpi\"></canvas></div><div "
                     "id=\"app\"></div>",
-                    " data-user=\"" + escape(user) + "\""));
+                    " data-user=\"" + escape_markup(user) + "\""));
     });
     html_route(http, "/site", [](const httplib::Request&, const viewer& v) {
       if (!v.admin)
@@ -456,14 +453,14 @@ private:
         res.set_content(html, "text/html; charset=utf-8");
       } catch (const bad_request& e) {
         res.status = 400;
-        res.set_content(
-            page("Bad request", "error", &*v, "<p class=\"error\">" + escape(e.what()) + "</p>"),
-            "text/html; charset=utf-8");
+        res.set_content(page("Bad request", "error", &*v,
+                             "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
+                        "text/html; charset=utf-8");
       } catch (const forbidden& e) {
         res.status = 403;
-        res.set_content(
-            page("Forbidden", "error", &*v, "<p class=\"error\">" + escape(e.what()) + "</p>"),
-            "text/html; charset=utf-8");
+        res.set_content(page("Forbidden", "error", &*v,
+                             "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
+                        "text/html; charset=utf-8");
       }
     });
   }

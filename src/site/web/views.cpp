@@ -1,4 +1,5 @@
 #include "site/web/views.hpp"
+#include "common/markup.hpp"
 
 #include "profiler/record/record.hpp"
 #include "profiler/record/render.hpp"
@@ -13,10 +14,6 @@ namespace strata::web {
 using nlohmann::json;
 
 namespace {
-
-std::string escape(std::string_view text) {
-  return record::html_escape(text);
-}
 
 json breakdown_json(const std::vector<site::breakdown_line>& lines) {
   json a = json::array();
@@ -158,7 +155,8 @@ json site_json(const site::report& r, int days) {
 std::string job_report_html(const std::string& record_json) {
   const record::parse_result parsed = record::parse_record(record_json);
   if (!parsed.ok())
-    return "<p class=\"error\">The stored record does not parse: " + escape(parsed.error) + "</p>";
+    return "<p class=\"error\">The stored record does not parse: " + escape_markup(parsed.error) +
+           "</p>";
   std::string doc = record::render(*parsed.record, record::report_format::html);
   const std::size_t body = doc.find("<body>");
   const std::size_t end = doc.rfind("</body>");

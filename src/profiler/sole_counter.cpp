@@ -41,8 +41,10 @@ void sole_counter::share() {
   shared_.store(true, std::memory_order_seq_cst);
   // Every running thread of the process passes a full barrier: the sole counter's busy mark is
   // visible now if it read `shared` before, and its next read sees it set.
-  // (It fails only for a process that did not register, and start() did.)
-  [[maybe_unused]] const long barrier = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+  // It fails only for a process that did not register (a child forked since start()): the
+  // global command needs no registration, and is slower (it waits for a grace period).
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+    membarrier(MEMBARRIER_CMD_GLOBAL);
   while (busy_.load(std::memory_order_acquire)) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();

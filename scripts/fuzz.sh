@@ -13,7 +13,8 @@ clang++-14 "${flags[@]}" src/config/config.cpp src/config/options.cpp fuzz/confi
 clang++-14 "${flags[@]}" src/patch/patch.cpp fuzz/patch_fuzz.cpp -lelf -o "$out/patch_fuzz"
 clang++-14 "${flags[@]}" src/profiler/record/record.cpp src/profiler/record/render.cpp \
   src/profiler/record/render_mpi_t.cpp src/profiler/record/record_fast.cpp \
-  src/model/model_file.cpp src/common/json_document.cpp fuzz/record_fuzz.cpp -lfmt -lsimdjson -o "$out/record_fuzz"
+  src/model/model_file.cpp src/common/json_document.cpp src/common/markup.cpp fuzz/record_fuzz.cpp \
+  -lfmt -lsimdjson -o "$out/record_fuzz"
 clang++-14 "${flags[@]}" src/model/stats.cpp src/model/grid.cpp src/model/model_file.cpp \
   src/common/json_document.cpp fuzz/model_fuzz.cpp -o "$out/model_fuzz"
 clang++-14 "${flags[@]}" src/profiler/rank_file.cpp src/profiler/job_figures.cpp \
@@ -25,7 +26,8 @@ clang++-14 "${flags[@]}" src/profiler/call_sites.cpp src/profiler/site_reduction
 clang++-14 "${flags[@]}" src/analyzer/trace_reader.cpp src/analyzer/analysis.cpp \
   src/analyzer/partial.cpp src/analyzer/wait_states.cpp src/analyzer/tables.cpp \
   src/analyzer/xml_export.cpp src/analyzer/trace_builder.cpp src/tracer/otf2_writer.cpp \
-  src/tracer/routine_class.cpp "${routines[@]}" fuzz/analyze_fuzz.cpp -lotf2 -lfmt -o "$out/analyze_fuzz"
+  src/tracer/routine_class.cpp src/common/markup.cpp "${routines[@]}" fuzz/analyze_fuzz.cpp -lotf2 -lfmt \
+  -o "$out/analyze_fuzz"
 clang++-14 "${flags[@]}" src/analyzer/partial.cpp src/analyzer/tables.cpp \
   src/analyzer/wait_states.cpp fuzz/partial_fuzz.cpp -o "$out/partial_fuzz"
 clang++-14 "${flags[@]}" src/tracer/unify.cpp src/tracer/options.cpp src/config/options.cpp fuzz/trace_defs_fuzz.cpp \

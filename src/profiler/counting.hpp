@@ -8,6 +8,7 @@
 #include "profiler/call_site_table.hpp"
 #include "profiler/figure_adds.hpp"
 #include "profiler/rank_file.hpp"
+#include "profiler/sole_counter.hpp"
 #include "profiler/time_over_model.hpp"
 
 #include <strata/module.h>
@@ -50,7 +51,8 @@ struct call_counting {
   poll_figures* polls = nullptr;   // by function id
   callsite_table callsites;        // slots null: call sites not counted
   const time_over_model* model = nullptr; // the overhead module's model, else null
-  bool threaded = false;                  // MPI_THREAD_MULTIPLE: relaxed atomics
+  bool threaded = false;                  // MPI_THREAD_MULTIPLE: relaxed atomics, except...
+  sole_counter* sole = nullptr;           // ...for the one thread that calls MPI, if set
 };
 
 template <typename Adds>
@@ -102,10 +104,14 @@ inline void count_call_with(const call_counting& c, const strata_event& ev) {
 
 // The profile's exit callback, once the event has both times.
 inline void count_call(const call_counting& c, const strata_event& ev) {
-  if (c.threaded)
-    count_call_with<atomic_adds>(c, ev);
-  else
+  if (!c.threaded) {
     count_call_with<plain_adds>(c, ev);
+  } else if (c.sole != nullptr && c.sole->enter()) {
+    count_call_with<plain_adds>(c, ev);
+    c.sole->leave();
+  } else {
+    count_call_with<atomic_adds>(c, ev);
+  }
 }
 
 // An untimed poll that completed something (most complete nothing and are only counted by the
@@ -119,7 +125,13 @@ inline void count_completed_untimed_poll(const call_counting& c, uint64_t* uncha
     plain_adds::add(c.slots[f].bytes_received, received);
     return;
   }
+  // The core adds to uncharged polls from any thread with atomic adds: so does this.
   atomic_adds::add(uncharged[f], uint64_t{1});
+  if (c.sole != nullptr && c.sole->enter()) {
+    plain_adds::add(c.slots[f].bytes_received, received);
+    c.sole->leave();
+    return;
+  }
   atomic_adds::add(c.slots[f].bytes_received, received);
 }
 

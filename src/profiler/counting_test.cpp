@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -150,6 +151,56 @@ TEST(Counting, ThreadsLoseNoCall) {
   EXPECT_EQ(site_calls, uint64_t{threads} * calls);
   EXPECT_EQ(used, threads); // one slot per (function, call site)
   EXPECT_EQ(rank.header.callsites_dropped, 0u);
+}
+
+// Under MPI_THREAD_MULTIPLE the one thread that calls MPI counts with plain adds; the first
+// call of a second thread hands every thread over to atomic adds. The hand-over happens while
+// the first thread keeps counting; repeated so that it falls in every part of its calls.
+TEST(Counting, TheSoleCounterHandsOverWithoutLosingACall) {
+  for (int round = 0; round < 20; ++round) {
+    rank_in_memory rank(true, true);
+    sole_counter sole;
+    if (!sole.start())
+      GTEST_SKIP() << "membarrier(2) refused here: every thread counts with atomic adds";
+    rank.counting.sole = &sole;
+    constexpr int alone = 1000, calls = 20000, others = 2;
+    strata_event ev = event(bcast, 0, 1);
+    ev.comm_size = 4;
+    ev.call_site = reinterpret_cast<const void*>(uintptr_t{0x4000});
+    for (int i = 0; i < alone; ++i)
+      count_call(rank.counting, ev);
+    EXPECT_FALSE(sole.shared());
+    std::vector<uint64_t> uncharged(3);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < others; ++t)
+      workers.emplace_back([&rank, &go, ev] {
+        while (!go.load())
+          std::this_thread::yield();
+        for (int i = 0; i < calls; ++i)
+          count_call(rank.counting, ev);
+      });
+    go = true;
+    for (int i = 0; i < calls; ++i) {
+      count_call(rank.counting, ev);
+      strata_event poll = event(test, 0, 0);
+      poll.bytes_received = 3;
+      count_completed_untimed_poll(rank.counting, uncharged.data(), poll);
+    }
+    for (std::thread& w : workers)
+      w.join();
+    EXPECT_TRUE(sole.shared());
+    const uint64_t expected = alone + uint64_t{calls} * (others + 1);
+    EXPECT_EQ(rank.slots[bcast].calls, expected);
+    EXPECT_EQ(rank.slots[bcast].time_ns, expected);
+    EXPECT_EQ(rank.slots[bcast].comm_hist[comm_bin(4)], expected);
+    EXPECT_EQ(rank.slots[test].bytes_received, uint64_t{3} * calls);
+    EXPECT_EQ(uncharged[test], uint64_t{calls});
+    uint64_t site_calls = 0;
+    for (const callsite_slot& s : rank.sites)
+      site_calls += s.calls;
+    EXPECT_EQ(site_calls, expected);
+  }
 }
 
 TEST(Counting, CallSitesAreKeyedByFunctionAndReturnAddress) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <iterator>
 #include <sys/types.h>
 
 namespace strata::python_sites {
@@ -222,6 +223,61 @@ bool layout_agrees(void* public_frame) {
          qualname == attribute(code, "co_qualname");
 }
 
+// What identifies a code object beside its address (frame_cursor::identity), from its file
+// and name objects and first line as a layout places them.
+template <typename Layout> uint64_t identity_with(const Layout& l, const void* code) {
+  const auto filename = reinterpret_cast<uintptr_t>(load_pointer(code, l.code_filename));
+  const auto qualname = reinterpret_cast<uintptr_t>(load_pointer(code, l.code_qualname));
+  const auto line = static_cast<uint64_t>(load<int>(code, l.code_firstlineno));
+  return (filename ^ (qualname << 1) ^ (line * 0x9E3779B97F4A7C15ull)) | 1;
+}
+
+uint64_t identity_of(const void* code) {
+  return identity_with(*known, code);
+}
+
+// innermost_place for one known version, its offsets compile-time constants: the thread
+// state's lookup, then a few dependent loads (the same reads as frame_cursor's direct path).
+template <size_t Index> bool place_with_layout(frame_place& place, uint64_t& identity) {
+  constexpr layout l = layouts[Index];
+  if (api.is_initialized() == 0)
+    return false; // after Py_Finalize its thread states are gone
+  const void* tstate = api.this_thread_state();
+  if (tstate == nullptr)
+    return false;
+  const void* frame = load_pointer(tstate, l.tstate_frame);
+  if constexpr (l.cframe_frame >= 0) {
+    if (frame == nullptr)
+      return false;
+    frame = load_pointer(frame, static_cast<size_t>(l.cframe_frame));
+  }
+  if (frame == nullptr)
+    return false;
+  if constexpr (l.owner_cstack >= 0)
+    if (load<uint8_t>(frame, l.frame_owner) == static_cast<uint8_t>(l.owner_cstack))
+      return false; // a shim: frame_cursor looks further
+  const void* code = load_pointer(frame, l.frame_code);
+  if (code == nullptr || load_pointer(code, object_type) != api.code_type)
+    return false;
+  const auto start = reinterpret_cast<uintptr_t>(code) + l.code_bytecode;
+  const auto at = reinterpret_cast<uintptr_t>(load_pointer(frame, l.frame_ip));
+  if (at < start || at - start >= (uintptr_t{1} << 30))
+    return false;
+  place.code = code;
+  place.offset = static_cast<uint32_t>(at - start);
+  identity = identity_with(l, code);
+  return true;
+}
+
+bool no_direct_reads(frame_place& /*place*/, uint64_t& /*identity*/) {
+  return false;
+}
+
+static_assert(std::size(layouts) == 3, "one place_with_layout per known layout");
+constexpr place_reader place_readers[] = {&place_with_layout<0>, &place_with_layout<1>,
+                                          &place_with_layout<2>};
+place_reader direct_reader = nullptr; // the known layout's, set with `known`
+
 } // namespace
 
 site_setting parse_site_setting(const char* value) {
@@ -234,7 +290,10 @@ site_setting parse_site_setting(const char* value) {
   return site_setting::on;
 }
 
+std::atomic<place_reader> innermost_reader{&no_direct_reads};
+
 frame_access find_interpreter(site_setting setting) {
+  innermost_reader = &no_direct_reads;
   if (setting == site_setting::off || !find_api())
     return access = frame_access::none;
   // Py_Version exists from 3.11 on, as does everything above.
@@ -243,9 +302,11 @@ frame_access find_interpreter(site_setting setting) {
     return access = frame_access::none;
   const unsigned minor = (*version >> 16) & 0xff;
   known = nullptr;
-  for (const layout& l : layouts)
-    if (l.minor == minor)
-      known = &l;
+  for (size_t i = 0; i < std::size(layouts); ++i)
+    if (layouts[i].minor == minor) {
+      known = &layouts[i];
+      direct_reader = place_readers[i];
+    }
   const bool direct_possible = known != nullptr && setting == site_setting::on && x86_64;
   return access = direct_possible ? frame_access::unchecked : frame_access::public_api;
 }
@@ -258,6 +319,8 @@ frame_access check_layout() {
     return access; // no Python on this thread's stack yet: another time
   const bool agrees = layout_agrees(frame);
   api.decref(frame);
+  if (agrees)
+    innermost_reader = direct_reader;
   return access = agrees ? frame_access::direct : frame_access::public_api;
 }
 
@@ -267,33 +330,6 @@ frame_access current_access() {
 
 bool interpreter_running() {
   return api.is_initialized != nullptr && api.is_initialized() != 0;
-}
-
-namespace {
-
-uint64_t identity_of(const void* code) {
-  const auto filename = reinterpret_cast<uintptr_t>(load_pointer(code, known->code_filename));
-  const auto qualname = reinterpret_cast<uintptr_t>(load_pointer(code, known->code_qualname));
-  const auto line = static_cast<uint64_t>(load<int>(code, known->code_firstlineno));
-  return (filename ^ (qualname << 1) ^ (line * 0x9E3779B97F4A7C15ull)) | 1;
-}
-
-} // namespace
-
-bool innermost_place(frame_place& place, uint64_t& identity) {
-  if (access.load(std::memory_order_relaxed) != frame_access::direct || api.is_initialized() == 0)
-    return false;
-  const void* tstate = api.this_thread_state();
-  const void* frame = tstate != nullptr ? innermost_frame(tstate) : nullptr;
-  if (frame == nullptr || is_shim(frame))
-    return false;
-  const void* code = load_pointer(frame, known->frame_code);
-  if (code == nullptr || load_pointer(code, object_type) != api.code_type ||
-      !offset_in(code, load_pointer(frame, known->frame_ip), place.offset))
-    return false;
-  place.code = code;
-  identity = identity_of(code);
-  return true;
 }
 
 frame_cursor::frame_cursor() {

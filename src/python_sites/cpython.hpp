@@ -11,6 +11,7 @@
 // with the GIL held by the calling thread, never without it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -54,10 +55,17 @@ frame_access current_access();
 // Whether the interpreter is still running (after Py_Finalize its thread states are gone).
 bool interpreter_running();
 
-// The innermost frame's place and identity (frame_cursor::identity), read directly: the common
-// case in a few dozen instructions. False when frames are not read directly, or the innermost
-// frame needs a closer look (a shim, no code object): frame_cursor then.
-bool innermost_place(frame_place& place, uint64_t& identity);
+// The innermost frame's place and identity (frame_cursor::identity), read directly with the
+// known version's offsets as constants: the common case in a few dozen instructions. False
+// when frames are not read directly (not yet, or not at all), the interpreter has stopped, or
+// the innermost frame needs a closer look (a shim, no code object): frame_cursor then. The
+// reader is swapped in once the layout agreed with the public API.
+using place_reader = bool (*)(frame_place& place, uint64_t& identity);
+extern std::atomic<place_reader> innermost_reader;
+
+inline bool innermost_place(frame_place& place, uint64_t& identity) {
+  return innermost_reader.load(std::memory_order_relaxed)(place, identity);
+}
 
 // This thread's Python frames, innermost first, C-stack shims and frames that run no code
 // object left out. Holds the references the public API hands out until it goes out of scope.

@@ -100,12 +100,16 @@ site* find_or_add(const frame_cursor& cursor, const frame_place& place, uint64_t
 }
 
 // The last place this thread's innermost frame was at and the site it gave (a loop of MPI
-// calls gives the same one again, without a look at the table).
+// calls gives the same one again, without a look at the table), and the last return address
+// this thread called MPI from with its verdict (an MPI call is made from a few places of
+// mpi4py: a loop asks in_extension_module once).
 struct last_place {
   const void* code;
   uint64_t identity;
   const site* entry;
   uint32_t offset;
+  bool from_extension;
+  const void* return_address;
 };
 __thread last_place last __attribute__((tls_model("initial-exec")));
 
@@ -135,8 +139,12 @@ __attribute__((noinline)) const void* walk(int skip) {
       continue;
     }
     const site* named = s->same_line != nullptr ? s->same_line : s;
-    if (innermost)
-      last = {place.code, identity, named, place.offset};
+    if (innermost) {
+      last.code = place.code;
+      last.identity = identity;
+      last.entry = named;
+      last.offset = place.offset;
+    }
     return named;
   }
   return nullptr;
@@ -165,7 +173,11 @@ void start() {
 }
 
 const void* python_call_site(const void* return_address) {
-  if (!in_extension_module(reinterpret_cast<uintptr_t>(return_address)))
+  if (return_address != last.return_address) {
+    last.from_extension = in_extension_module(reinterpret_cast<uintptr_t>(return_address));
+    last.return_address = return_address;
+  }
+  if (!last.from_extension)
     return return_address;
   const void* site = capture(0);
   return site != nullptr ? site : return_address;

@@ -3,6 +3,7 @@
 #include "site/ingest.hpp"
 #include "site/mail.hpp"
 #include "site/models.hpp"
+#include "site/mpi_t_query.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
 #include "site/synth.hpp"
@@ -72,6 +73,21 @@ site_commands::site_commands(CLI::App& site) {
   models_->add_option("--executable", executable_, "only this executable (its full path)");
   models_->add_option("--since", since_, "only runs of the last DURATION: 30d, 12w");
   models_->add_option("--format", format_, "text or json")->check(CLI::IsMember({"text", "json"}));
+
+  mpi_t_ = site.add_subcommand(
+      "mpi-t", "the MPI library's own variables (MPI_T) across jobs: each control variable's "
+               "values with their jobs and median MPI time per rank, performance variables");
+  add_db(mpi_t_);
+  mpi_t_->add_option("--name", variable_,
+                     "only this variable (control or performance; NAME* for a prefix); "
+                     "default: the control variables with more than one value");
+  mpi_t_->add_flag("--all", all_variables_, "every control variable, also those with one value");
+  mpi_t_->add_option("--user", user_, "only this user's jobs");
+  mpi_t_->add_option("--executable", executable_, "only this executable (its full path)");
+  mpi_t_->add_option("--since", since_, "only jobs of the last DURATION: 30d, 12w");
+  mpi_t_->add_option("--jobs", listed_jobs_, "record ids listed per value (newest first)")
+      ->check(CLI::Range(0, 100000));
+  mpi_t_->add_option("--format", format_, "text or json")->check(CLI::IsMember({"text", "json"}));
 
   synth_ = site.add_subcommand("synth", "write synthetic job records for scale tests");
   synth_->add_option("--count", count_, "records")->check(CLI::Range(0, 100000000));
@@ -186,6 +202,8 @@ int site_commands::run() const {
       std::fwrite(text.data(), 1, text.size(), stdout);
       return 0;
     }
+    if (mpi_t_->parsed())
+      return run_mpi_t(url);
     if (report_->parsed()) {
       report_options o;
       const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
@@ -261,6 +279,38 @@ int site_commands::run() const {
     return 2;
   }
   return 2;
+}
+
+int site_commands::run_mpi_t(const std::string& url) const {
+  mpi_t_query q;
+  if (!variable_.empty())
+    q.name = variable_;
+  if (!user_.empty())
+    q.owner = user_;
+  if (!executable_.empty())
+    q.executable = executable_;
+  q.all = all_variables_;
+  q.listed_jobs = listed_jobs_;
+  if (!since_.empty()) {
+    const duration_result d = parse_duration(since_);
+    if (!d.seconds) {
+      std::fprintf(stderr, "strata site mpi-t: --since: %s\n", d.error.c_str());
+      return 2;
+    }
+    q.since = static_cast<std::int64_t>(std::time(nullptr)) - *d.seconds;
+  }
+  auto db = store::open(url);
+  const mpi_t_summary s = query_mpi_t(*db, q);
+  if (q.name && s.cvars.empty() && s.pvars.empty()) {
+    std::fprintf(stderr,
+                 "strata site mpi-t: no MPI_T variable named '%s' in the %lld chosen job%s "
+                 "that carry MPI_T (names as `strata report` shows them)\n",
+                 q.name->c_str(), static_cast<long long>(s.jobs), s.jobs == 1 ? "" : "s");
+    return 1;
+  }
+  const std::string text = format_ == "json" ? render_mpi_t_json(s) : render_mpi_t_text(s, q);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
 }
 
 } // namespace strata::site

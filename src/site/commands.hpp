@@ -1,4 +1,5 @@
-// `strata site ...`: the command-line side of the site library (ingest, report, models, synth).
+// `strata site ...`: the command-line side of the site library (ingest, report, models, mpi-t,
+// synth).
 // site_commands.cpp adds them, with the web interface's, under `strata site`.
 #pragma once
 
@@ -20,10 +21,14 @@ public:
   int run() const; // after parsing: runs the chosen subcommand, returns the exit status
 
 private:
+  int run_mpi_t(const std::string& url) const;
+
+private:
   CLI::App* ingest_ = nullptr;
   CLI::App* report_ = nullptr;
   CLI::App* synth_ = nullptr;
   CLI::App* models_ = nullptr;
+  CLI::App* mpi_t_ = nullptr;
   std::string db_;
   // ingest
   std::vector<std::string> spools_;
@@ -39,6 +44,10 @@ private:
   bool users_only_ = false;
   // models (and --user, --since, --format above)
   std::string executable_;
+  // mpi-t (and --user, --since, --executable, --format above)
+  std::string variable_;
+  bool all_variables_ = false;
+  std::size_t listed_jobs_ = 10;
   // synth
   std::int64_t count_ = 1000;
   std::uint64_t seed_ = 1;

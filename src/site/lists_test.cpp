@@ -40,7 +40,8 @@ TEST_F(StoreBackend, SearchByExecutableAndRecordIdAfterMigrationFromVersion5) {
              "ranks, language); "
              "CREATE INDEX jobs_owner_by_ranks ON jobs (owner, ranks, end_time, mpi_percent, "
              "cpu_time_s, language); " +
-             std::string(drop_version_8) + "DELETE FROM schema_version WHERE version >= 6");
+             std::string(drop_version_8) + drop_version_9 +
+             "DELETE FROM schema_version WHERE version >= 6");
   s.reset();
   s = store::open(url_);
   EXPECT_EQ(s->schema_version(), store_schema_version);

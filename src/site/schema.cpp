@@ -3,6 +3,7 @@
 #include "site/schema.hpp"
 
 #include "site/groups.hpp"
+#include "site/mpi_t_index.hpp"
 #include "site/programs.hpp"
 #include "site/rollups.hpp"
 #include "site/store.hpp"
@@ -256,6 +257,43 @@ CREATE TABLE ingests (
   lag_max_s DOUBLE PRECISION NOT NULL
 );
 )sql",
+    // 9: the MPI library's own variables (MPI_T) across jobs, so that a site can correlate its
+    // settings with performance (site/mpi_t_index.hpp). A job's control variables are some
+    // hundreds of name = value pairs, nearly always the same set for every job of one MPI
+    // installation: each distinct set is kept once (mpi_t_settings, keyed by a digest of its
+    // text; mpi_t_setting_values its pairs) and a job adds one row naming its set (job_mpi_t).
+    // Performance variables differ per job: one row per job and variable (job_pvars), its sum,
+    // min and max over the ranks. fill_mpi_t fills them from the records stored before.
+    R"sql(
+CREATE TABLE mpi_t_settings (
+  settings_id {{id}},
+  digest TEXT NOT NULL UNIQUE
+);
+CREATE TABLE mpi_t_setting_values (
+  settings_id BIGINT NOT NULL,
+  name TEXT NOT NULL,
+  value TEXT NOT NULL,
+  from_environment INTEGER NOT NULL,
+  PRIMARY KEY (settings_id, name)
+) {{clustered}};
+CREATE TABLE job_mpi_t (
+  job_id BIGINT PRIMARY KEY,
+  settings_id BIGINT NOT NULL,
+  owner TEXT NOT NULL,
+  end_time BIGINT NOT NULL
+);
+CREATE INDEX job_mpi_t_end_time ON job_mpi_t (end_time);
+CREATE TABLE job_pvars (
+  name TEXT NOT NULL,
+  job_id BIGINT NOT NULL,
+  var_class TEXT NOT NULL,
+  ranks BIGINT NOT NULL,
+  sum_value DOUBLE PRECISION NOT NULL,
+  min_value DOUBLE PRECISION NOT NULL,
+  max_value DOUBLE PRECISION NOT NULL,
+  PRIMARY KEY (name, job_id)
+) {{clustered}};
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on
@@ -320,6 +358,8 @@ void store::migrate() {
         fill_site_days(*this);
       if (v + 1 == 8)
         fill_programs(*this);
+      if (v + 1 == 9)
+        fill_mpi_t(*this);
       execute("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
     }
     execute("COMMIT");

@@ -332,7 +332,8 @@ TEST_F(StoreBackend, CriticalCountsFromDayBucketsAndAfterMigration) {
              "CREATE INDEX jobs_period ON jobs (end_time, mpi_percent, owner, language, ranks, "
              "cpu_class); "
              "DROP TABLE executables; DROP INDEX jobs_by_executable; DROP INDEX jobs_record_id; " +
-             std::string(drop_version_8) + "DELETE FROM schema_version WHERE version >= 4");
+             std::string(drop_version_8) + drop_version_9 +
+             "DELETE FROM schema_version WHERE version >= 4");
   s.reset();
   s = store::open(url_);
   EXPECT_EQ(s->schema_version(), store_schema_version);
@@ -374,7 +375,8 @@ TEST_F(StoreBackend, RoutineSumsOfPartialDaysAfterMigrationFromVersion6) {
   const std::string one = jobs.front().job.owner;
   ASSERT_FALSE(expected(std::nullopt).empty());
   s->execute("CREATE INDEX job_routines_end_time ON job_routines (end_time); " +
-             std::string(drop_version_8) + "DELETE FROM schema_version WHERE version >= 7");
+             std::string(drop_version_8) + drop_version_9 +
+             "DELETE FROM schema_version WHERE version >= 7");
   EXPECT_EQ(stored(*s, std::nullopt), expected(std::nullopt));
   s.reset();
   s = store::open(url_);

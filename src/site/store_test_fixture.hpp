@@ -19,7 +19,11 @@
 
 namespace strata::site::store_testing {
 
-// What migration 8 added: tests that take a store back to an older version drop it first.
+// What migrations 8 and 9 added (programs and the store's health; the MPI_T index): tests that
+// take a store back to an older version drop it first.
+inline constexpr const char* drop_version_9 =
+    "DROP TABLE mpi_t_settings; DROP TABLE mpi_t_setting_values; DROP TABLE job_mpi_t; "
+    "DROP TABLE job_pvars; ";
 inline constexpr const char* drop_version_8 =
     "DROP TABLE programs; DROP TABLE program_runs; DROP TABLE regressions; DROP TABLE ingests; ";
 

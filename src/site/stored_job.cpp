@@ -2,6 +2,7 @@
 
 #include "profiler/record/record.hpp"
 #include "site/groups.hpp"
+#include "site/mpi_t_index.hpp"
 #include "site/parse.hpp"
 #include "site/store.hpp"
 
@@ -136,6 +137,8 @@ stored_job make_stored_job(const record::job_record& record, std::string record_
   }
   s.record_json = std::move(record_json);
   s.arguments = argument_line(f.argv);
+  if (record.mpi_t)
+    s.mpi_t = mpi_t_rows_of(*record.mpi_t);
   return s;
 }
 

@@ -48,6 +48,22 @@ struct routine_row {
   std::int64_t count_sum = 0;
 };
 
+// One MPI_T performance variable of a job as the store indexes it (site/mpi_t_index.hpp): its
+// figures over the ranks as doubles (exact up to 2^53).
+struct pvar_row {
+  std::string name, var_class;
+  std::int64_t ranks = 0;
+  double sum = 0, min = 0, max = 0;
+};
+
+// What the store indexes of a job's MPI_T section: its control variables as one text (the
+// set's identity; see mpi_t_index.cpp) and the performance variables its ranks read.
+struct mpi_t_rows {
+  std::string settings; // the control variables, in name order (settings_text)
+  std::string digest;   // what tells this set of control variables from others
+  std::vector<pvar_row> pvars;
+};
+
 // A routine whose time per rank moved most in a flagged job, against the history's median.
 struct moved_routine {
   std::string routine;
@@ -83,6 +99,7 @@ struct stored_job {
   // program the job is a run of (site/programs.hpp).
   std::string arguments;
   std::optional<regression_flag> regression; // set before the insert by the regression scorer
+  std::optional<mpi_t_rows> mpi_t;           // absent: the record has no MPI_T section
 };
 
 // Whether a job's figures may stand for its program: it finalized on every rank and was not

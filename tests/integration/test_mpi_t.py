@@ -117,5 +117,21 @@ class MpiT(ProfileTestCase):
         self.assertEqual(record["routines"]["MPI_Barrier"]["calls"], 3)
 
     def test_turned_off(self):
-        self.traffic(STRATA_PROFILE_MPI_T="0")
+        # The module's option mpi_t, given in the stack or by its variable (as before it was an
+        # option); a value that is no boolean stops the job before it starts.
+        env_name, _, value = SET_CVAR[FLAVOR]
+        env = dict(self.env, **{env_name: value})
+        proc = self.profile_run([program("mpi_t_traffic_c")], ranks=2, tools="profile:mpi_t=0", env=env)
+        self.assertRan(proc)
         self.assertNotIn("mpi_t", self.only_record())
+        for f in self.records():
+            os.remove(f)
+        self.traffic(ranks=2, STRATA_PROFILE_MPI_T="0")
+        self.assertNotIn("mpi_t", self.only_record())
+        proc = self.profile_run([program("mpi_t_traffic_c")], ranks=2, tools="profile:mpi_t=sometimes", env=env)
+        self.assertOneErrorLine(proc, "mpi_t")
+        self.assertNotIn("mpi_t_traffic:", proc.stdout, "the program must not have run")
+        listing = run([STRATA, "modules", "profile", "--mpi", FLAVOR])
+        self.assertRan(listing)
+        self.assertRegex(listing.stdout, r"(?m)^.*\bmpi_t\b.*$")
+        self.assertIn("STRATA_PROFILE_MPI_T", listing.stdout)

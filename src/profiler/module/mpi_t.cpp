@@ -2,6 +2,7 @@
 // packed reduction, the record's section) is in profiler/mpi_t_totals.hpp.
 #include "mpi_t.hpp"
 
+#include "options.hpp"
 #include "state.hpp"
 
 #include <cstdlib>
@@ -304,11 +305,6 @@ void stop(mpi_t_state& t) {
   t.started = false;
 }
 
-bool reading_wanted() {
-  const char* setting = std::getenv("STRATA_PROFILE_MPI_T");
-  return setting == nullptr || std::strcmp(setting, "0") != 0;
-}
-
 std::string init_problem(int error) {
   return fmt::format("MPI_T_init_thread failed (error {}): the MPI library's own variables are "
                      "not recorded",
@@ -356,7 +352,7 @@ void ensure_started(module_state& s) {
 } // namespace
 
 void mpi_t_start(module_state& s) {
-  s.mpi_t.wanted = reading_wanted();
+  s.mpi_t.wanted = options::mpi_t();
 #if !defined(OPEN_MPI)
   ensure_started(s);
 #endif

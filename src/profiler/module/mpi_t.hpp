@@ -21,7 +21,7 @@ namespace strata::profiler {
 struct module_state;
 
 struct mpi_t_state {
-  bool wanted = true;   // STRATA_PROFILE_MPI_T=0 turns the reading off
+  bool wanted = true;   // the option mpi_t (mpi_t=0 turns the reading off)
   bool started = false; // MPI_T_init_thread succeeded
   bool tried = false;   // MPI_T_init_thread was called (once)
   std::string problem;  // one line when MPI_T could not be used on this rank

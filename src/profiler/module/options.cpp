@@ -44,6 +44,9 @@ const strata_option declarations[] = {
      STRATA_PROFILE_ONLY("STRATA_PROFILE_POLL_SAMPLE")},
     {"write_timeout_ms", "uint", "10000", "how long writing the job record may take (ms)",
      "STRATA_WRITE_TIMEOUT_MS"},
+    {"mpi_t", "bool", "1",
+     "read the MPI library's own performance and control variables (MPI_T) into the record",
+     STRATA_PROFILE_ONLY("STRATA_PROFILE_MPI_T")},
 };
 const strata_module_options declared_list = {
     sizeof(strata_module_options), static_cast<int>(std::size(declarations)), declarations};
@@ -54,6 +57,7 @@ struct settings {
   bool lean_polls = true;
   uint32_t poll_sample = 64;
   uint64_t write_timeout_ms = 10000;
+  bool mpi_t = true;
 };
 settings values;
 
@@ -97,6 +101,8 @@ std::string take(const strata_module_arg* args, int nargs) {
       if (n < 1 || n > 1000000)
         return "option poll_sample: '" + value + "' is not from 1 to 1000000";
       s.poll_sample = static_cast<uint32_t>(n);
+    } else if (key == "mpi_t") {
+      s.mpi_t = config::parse_bool(value).value_or(true);
     } else if (key == "write_timeout_ms") {
       const uint64_t ms = config::parse_uint(value).value_or(0);
       if (ms == 0)
@@ -131,6 +137,9 @@ bool lean_polls() {
 }
 uint32_t poll_sample_interval() {
   return values.poll_sample;
+}
+bool mpi_t() {
+  return values.mpi_t;
 }
 std::chrono::milliseconds write_timeout() {
   return std::chrono::milliseconds(values.write_timeout_ms);

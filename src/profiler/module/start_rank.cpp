@@ -36,6 +36,8 @@ void start_rank(module_state& s) {
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
   s.counting.threaded = level == MPI_THREAD_MULTIPLE;
+  if (s.counting.threaded && s.sole.start())
+    s.counting.sole = &s.sole;
   // One job id for all ranks: the resource manager's, else rank 0's host, pid and start.
   char id[128] = {0};
   long long start_pid[2] = {s.header().start_unix_ns / 1000000000, ::getpid()};

@@ -42,6 +42,7 @@ struct module_state {
   // Where calls are counted (the call path's view): the rank file once it exists; before it
   // (MPI_Init itself) or without one, the memory below.
   call_counting counting;
+  sole_counter sole; // plain adds for the one thread calling MPI under MPI_THREAD_MULTIPLE
   uint64_t* uncharged = nullptr; // by function id: untimed polls not yet in the routine's slot
   std::vector<routine_slot> early_slots;
   rank_header early_header{};

@@ -1,0 +1,191 @@
+#include "site/mpi_t_index.hpp"
+
+#include "profiler/record/record.hpp"
+#include "site/store.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <fmt/format.h>
+#include <map>
+#include <variant>
+
+namespace strata::site {
+namespace {
+
+constexpr char field_separator = '\x1f';  // ASCII unit separator
+constexpr char record_separator = '\x1e'; // ASCII record separator
+
+void append_clean(std::string& out, const std::string& text) {
+  for (const char c : text)
+    out += c == field_separator || c == record_separator ? '?' : c;
+}
+
+// FNV-1a over the text, with its length: two sets share a digest only if they share both.
+std::string digest_of(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}-{}", h, text.size());
+}
+
+// Control variables that hold a launch's identity rather than a setting: Open MPI's launcher
+// gives each run its job id, its daemons' addresses and a session directory named after its
+// process id. They stay in the record (the job page shows them) but are left out of the
+// index, so that runs with the same settings share one set. (MPICH's differ in none.)
+bool launch_identity(const std::string& name) {
+  static const std::vector<std::string> names = {"ess_base_jobid", "orte_hnp_uri",
+                                                 "orte_local_daemon_uri", "orte_parent_uri",
+                                                 "orte_jobfam_session_dir"};
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+double as_double(const record::pvar_number& n) {
+  return std::visit([](auto v) { return static_cast<double>(v); }, n.value);
+}
+
+const std::vector<std::string> job_columns_of_index = {"job_id", "settings_id", "owner",
+                                                       "end_time"};
+const std::vector<std::string> pvar_columns = {"name",      "job_id",    "var_class", "ranks",
+                                               "sum_value", "min_value", "max_value"};
+
+// The ids of the sets, adding those not stored yet with their variables (in digest order, so
+// that two writers meet their shared sets in the same order).
+std::map<std::string, std::int64_t> settings_ids(store& db,
+                                                 const std::map<std::string, std::string>& sets) {
+  std::map<std::string, std::int64_t> ids;
+  for (const auto& [digest, text] : sets) {
+    std::int64_t id = 0;
+    db.query("INSERT INTO mpi_t_settings (digest) VALUES ($1) ON CONFLICT (digest) DO NOTHING "
+             "RETURNING settings_id",
+             {digest}, [&](const store::row& r) { id = r.i64(0); });
+    if (id != 0) {
+      std::vector<std::vector<store::param>> rows;
+      for (const setting& s : settings_of_text(text))
+        rows.push_back({id, s.name, s.value, s.from_environment ? 1 : 0});
+      db.append("mpi_t_setting_values", {"settings_id", "name", "value", "from_environment"}, rows);
+    } else { // stored before, or by another writer that committed meanwhile
+      db.query("SELECT settings_id FROM mpi_t_settings WHERE digest = $1", {digest},
+               [&](const store::row& r) { id = r.i64(0); });
+    }
+    ids[digest] = id;
+  }
+  return ids;
+}
+
+} // namespace
+
+std::string settings_text(const std::vector<setting>& settings) {
+  std::vector<const setting*> sorted;
+  sorted.reserve(settings.size());
+  for (const setting& s : settings)
+    sorted.push_back(&s);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const setting* a, const setting* b) { return a->name < b->name; });
+  std::string out;
+  for (const setting* s : sorted) {
+    append_clean(out, s->name);
+    out += field_separator;
+    append_clean(out, s->value);
+    out += field_separator;
+    out += s->from_environment ? '1' : '0';
+    out += record_separator;
+  }
+  return out;
+}
+
+std::vector<setting> settings_of_text(const std::string& text) {
+  std::vector<setting> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find(record_separator, at);
+    const std::string line = text.substr(at, end == std::string::npos ? end : end - at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    const size_t a = line.find(field_separator);
+    const size_t b = a == std::string::npos ? a : line.find(field_separator, a + 1);
+    if (b == std::string::npos)
+      continue;
+    out.push_back({line.substr(0, a), line.substr(a + 1, b - a - 1), line.substr(b + 1) == "1"});
+  }
+  return out;
+}
+
+mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section) {
+  mpi_t_rows rows;
+  std::vector<setting> settings;
+  settings.reserve(section.cvars.size());
+  for (const auto& [name, value] : section.cvars)
+    if (!launch_identity(name))
+      settings.push_back({name, value,
+                          std::find(section.cvars_set.begin(), section.cvars_set.end(), name) !=
+                              section.cvars_set.end()});
+  rows.settings = settings_text(settings);
+  rows.digest = digest_of(rows.settings);
+  for (const record::mpi_t_pvar& p : section.pvars)
+    if (p.ranks > 0)
+      rows.pvars.push_back({p.name, p.var_class, static_cast<std::int64_t>(p.ranks),
+                            as_double(p.sum), as_double(p.min), as_double(p.max)});
+  return rows;
+}
+
+void add_mpi_t(store& db, const std::vector<stored_job>& jobs, const insert_result& r) {
+  std::map<std::string, std::string> sets;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (r.was_new[i] && jobs[i].mpi_t)
+      sets.emplace(jobs[i].mpi_t->digest, jobs[i].mpi_t->settings);
+  if (sets.empty())
+    return;
+  const std::map<std::string, std::int64_t> ids = settings_ids(db, sets);
+  std::vector<std::vector<store::param>> job_rows, pvar_rows;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!r.was_new[i] || !jobs[i].mpi_t)
+      continue;
+    const job_row& j = jobs[i].job;
+    job_rows.push_back({r.job_ids[i], ids.at(jobs[i].mpi_t->digest), j.owner, j.end_time});
+    // A name the library listed twice (Open MPI lists one again each time MPI_T starts) is
+    // kept once, its first entry.
+    std::vector<std::string> seen;
+    for (const pvar_row& p : jobs[i].mpi_t->pvars) {
+      if (std::find(seen.begin(), seen.end(), p.name) != seen.end())
+        continue;
+      seen.push_back(p.name);
+      pvar_rows.push_back({p.name, r.job_ids[i], p.var_class, p.ranks, p.sum, p.min, p.max});
+    }
+  }
+  db.append("job_mpi_t", job_columns_of_index, job_rows);
+  db.append("job_pvars", pvar_columns, pvar_rows);
+}
+
+void fill_mpi_t(store& db) {
+  constexpr std::int64_t chunk = 2000; // records at a time: bounded memory at any store size
+  for (std::int64_t after = 0;;) {
+    std::vector<stored_job> jobs;
+    insert_result all;
+    db.query("SELECT j.job_id, j.owner, j.end_time, r.record FROM jobs j JOIN job_records r ON "
+             "r.job_id = j.job_id WHERE j.job_id > $1 ORDER BY j.job_id LIMIT $2",
+             {after, chunk}, [&](const store::row& row) {
+               stored_job s;
+               s.job.job_id = row.i64(0);
+               s.job.owner = row.text(1);
+               s.job.end_time = row.i64(2);
+               const std::string json = unpack_record(row.blob(3));
+               // Most records stored before MPI_T was read have none: no need to parse them.
+               if (json.find("\"mpi_t\"") != std::string::npos) {
+                 const record::parse_result parsed = record::parse_record(json);
+                 if (parsed.ok() && parsed.record->mpi_t)
+                   s.mpi_t = mpi_t_rows_of(*parsed.record->mpi_t);
+               }
+               jobs.push_back(std::move(s));
+             });
+    if (jobs.empty())
+      return;
+    all.was_new.assign(jobs.size(), true);
+    for (const stored_job& s : jobs)
+      all.job_ids.push_back(s.job.job_id);
+    add_mpi_t(db, jobs, all);
+    after = jobs.back().job.job_id;
+  }
+}
+
+} // namespace strata::site

@@ -9,6 +9,7 @@
 #include "site/programs.hpp"
 #include "site/store.hpp"
 
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,6 +122,8 @@ report build_report(store& db, const report_options& options);
 std::string render_text(const report& r);
 std::string render_html(const report& r);
 std::string render_json(const report& r);
+// One breakdown (by size, by CPU class, by user) as JSON: the JSON report's and the web's.
+nlohmann::json breakdown_json(const std::vector<breakdown_line>& lines);
 
 // "1-4" style label of the paper's size classes: powers of two alone, the ranges between them.
 std::string size_class_label(std::int64_t ranks);

@@ -494,18 +494,6 @@ nlohmann::json routines_json(const std::vector<routine_line>& lines) {
   }
   return out;
 }
-nlohmann::json breakdown_json(const std::vector<breakdown_line>& lines) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const breakdown_line& b : lines)
-    out.push_back({{"label", b.label},
-                   {"jobs", b.jobs},
-                   {"cpu_time_s", b.cpu_time_s},
-                   {"mpi_time_s", b.mpi_time_s},
-                   {"cpu_percent", b.cpu_percent},
-                   {"jobs_percent", b.jobs_percent},
-                   {"mpi_percent", b.mpi_percent}});
-  return out;
-}
 nlohmann::json regressions_json(const std::vector<regression_row>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const regression_row& g : rows) {
@@ -550,6 +538,19 @@ nlohmann::json jobs_json(const std::vector<job_row>& jobs) {
   return out;
 }
 } // namespace
+
+nlohmann::json breakdown_json(const std::vector<breakdown_line>& lines) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const breakdown_line& b : lines)
+    out.push_back({{"label", b.label},
+                   {"jobs", b.jobs},
+                   {"cpu_time_s", b.cpu_time_s},
+                   {"mpi_time_s", b.mpi_time_s},
+                   {"cpu_percent", b.cpu_percent},
+                   {"jobs_percent", b.jobs_percent},
+                   {"mpi_percent", b.mpi_percent}});
+  return out;
+}
 
 std::string render_json(const report& r) {
   const report_options& o = r.options;

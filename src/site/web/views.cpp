@@ -15,19 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-json breakdown_json(const std::vector<site::breakdown_line>& lines) {
-  json a = json::array();
-  for (const auto& l : lines)
-    a.push_back({{"label", l.label},
-                 {"jobs", l.jobs},
-                 {"cpu_time_s", l.cpu_time_s},
-                 {"mpi_time_s", l.mpi_time_s},
-                 {"cpu_percent", l.cpu_percent},
-                 {"jobs_percent", l.jobs_percent},
-                 {"mpi_percent", l.mpi_percent}});
-  return a;
-}
-
 json flag_json(const site::regression_flag& f) {
   json moved = json::array();
   for (const site::moved_routine& m : f.moved)
@@ -112,11 +99,11 @@ json site_json(const site::report& r, int days) {
   o["totals"] = totals_json(s.totals);
   o["users"] = s.users;
   o["routines_used"] = s.routines_used;
-  o["by_size"] = breakdown_json(s.by_size);
-  o["by_cpu_class"] = breakdown_json(s.by_cpu_class);
-  o["by_cpu_class_c"] = breakdown_json(s.by_cpu_class_c);
-  o["by_cpu_class_fortran"] = breakdown_json(s.by_cpu_class_fortran);
-  o["by_user"] = breakdown_json(s.by_user);
+  o["by_size"] = site::breakdown_json(s.by_size);
+  o["by_cpu_class"] = site::breakdown_json(s.by_cpu_class);
+  o["by_cpu_class_c"] = site::breakdown_json(s.by_cpu_class_c);
+  o["by_cpu_class_fortran"] = site::breakdown_json(s.by_cpu_class_fortran);
+  o["by_user"] = site::breakdown_json(s.by_user);
   json langs = json::array();
   for (const auto& l : s.languages)
     langs.push_back({{"language", l.language},

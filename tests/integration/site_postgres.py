@@ -73,3 +73,27 @@ if __name__ == "__main__":
         input()
     finally:
         server.stop()
+
+
+class PostgresStores:
+    """A TestCase mixin (before the TestCase in the bases): one server for the class, and a fresh
+    database of it for each test from new_db()."""
+
+    server = None
+    databases = 0
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.server = PostgresServer()
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        super().tearDownClass()
+
+    def new_db(self):
+        cls = type(self)
+        cls.databases += 1
+        return self.server.createdb(f"{cls.__name__.lower()}{cls.databases}")

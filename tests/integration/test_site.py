@@ -16,7 +16,7 @@ import tempfile
 import time
 import unittest
 
-from site_postgres import PostgresServer, postgres_bindir
+from site_postgres import PostgresStores, postgres_bindir
 from strata_testlib import (BUILD, FLAVOR, STRATA, StrataTestCase, base_env, program, run,
                             run_until_ranks_are_gone, strata_run)
 
@@ -500,23 +500,7 @@ class SqliteSite(SiteTests, StrataTestCase):
 @unittest.skipIf(postgres_bindir() is None,
                  "PostgreSQL server binaries (initdb, pg_ctl) are not installed: "
                  "scripts/setup.sh installs them")
-class PostgresSite(SiteTests, StrataTestCase):
-    server = None
-    counter = 0
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = PostgresServer()
-        cls.url = cls.server.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def new_db(self):
-        PostgresSite.counter += 1
-        return self.server.createdb(f"t{PostgresSite.counter}")
-
+class PostgresSite(PostgresStores, SiteTests, StrataTestCase):
     def test_store_unit_tests_on_postgresql(self):
         """The store's C++ unit tests, run against this server."""
         proc = run([os.path.join(BUILD, "bin", "strata_site_test"), "--gtest_filter=StoreBackend.*:MpiTIndex.*"],

@@ -9,7 +9,7 @@ import os
 import statistics
 import unittest
 
-from site_postgres import PostgresServer, postgres_bindir
+from site_postgres import PostgresStores, postgres_bindir
 from strata_testlib import FLAVOR, STRATA, StrataTestCase, base_env, program, run, strata_run
 
 # A control variable each MPI reads from the environment, and two values of it: the default
@@ -156,22 +156,8 @@ class SqliteSiteMpiT(SiteMpiTTests, StrataTestCase):
 @unittest.skipIf(postgres_bindir() is None,
                  "PostgreSQL server binaries (initdb, pg_ctl) are not installed: "
                  "scripts/setup.sh installs them")
-class PostgresSiteMpiT(SiteMpiTTests, StrataTestCase):
-    server = None
-    counter = 0
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = PostgresServer()
-        cls.server.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def new_db(self):
-        PostgresSiteMpiT.counter += 1
-        return self.server.createdb(f"m{PostgresSiteMpiT.counter}")
+class PostgresSiteMpiT(PostgresStores, SiteMpiTTests, StrataTestCase):
+    """The same on a PostgreSQL server."""
 
 
 if __name__ == "__main__":

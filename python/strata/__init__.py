@@ -29,15 +29,18 @@ def _entry_points():
         # The process's own symbols; PyDLL keeps the GIL across the call (the core reads the
         # caller's frame for the call site, and the call is short).
         process = ctypes.PyDLL(None)
+        calls = process.strata_python_region_calls
         begin = process.strata_python_region_begin
         end = process.strata_python_region_end
         dump = process.strata_annotate_monitor_dump
     except (OSError, AttributeError):
         return None
+    calls.argtypes = [ctypes.py_object, ctypes.c_int]
+    calls.restype = ctypes.py_object
     for entry, args in ((begin, [ctypes.c_char_p]), (end, [ctypes.c_char_p]), (dump, [])):
         entry.argtypes = args
         entry.restype = None
-    return begin, end, dump
+    return calls, begin, end, dump
 
 
 _core = _entry_points()
@@ -59,23 +62,16 @@ class _Nothing:
 _NOTHING = _Nothing()
 
 if loaded:
-    _begin, _end, _dump = _core
+    _calls, _begin, _end, _dump = _core
 
-    class _Region:
-        """One named region; shared by every ``with`` of that name (it keeps no state)."""
-
-        __slots__ = ("_name",)
-
-        def __init__(self, name):
-            self._name = name
-
-        def __enter__(self):
-            _begin(self._name)
-            return self
-
-        def __exit__(self, *exc):
-            _end(self._name)
-            return False
+    def _region_calls(encoded, in_function):
+        """(enter, leave) of the region named ``encoded``: two built-ins of the core bound to the
+        name, as cheap as any built-in call; None where the core cannot make them (the ctypes
+        entry points then, one Python frame left out for the call site)."""
+        try:
+            return _calls(encoded, 1 if in_function else 0)
+        except ValueError:
+            return None
 
     _regions = {}
 
@@ -83,7 +79,16 @@ if loaded:
         """A context manager for a region called ``name`` (a level of the program)."""
         entry = _regions.get(name)
         if entry is None:
-            entry = _regions[name] = _Region(str(name).encode("utf-8", "replace"))
+            encoded = str(name).encode("utf-8", "replace")
+            calls = _region_calls(encoded, False)
+            if calls is not None:
+                # The built-ins are the class's __enter__ and __exit__ themselves: built-ins do
+                # not bind to an instance, so `with` calls them as they are, from the block.
+                methods = {"__enter__": calls[0], "__exit__": calls[1]}
+            else:
+                methods = {"__enter__": lambda self: _begin(encoded),
+                           "__exit__": lambda self, *exc: _end(encoded)}
+            entry = _regions[name] = type("region", (), {"__slots__": (), **methods})()
         return entry
 
     def function(fn):
@@ -98,14 +103,18 @@ if loaded:
             return fn
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", "function"))
         encoded = str(name).encode("utf-8", "replace")
+        calls = _region_calls(encoded, True)
+        # partial objects are no Python frames either: the ctypes call's site is the same.
+        enter, leave = calls or (functools.partial(_begin, encoded),
+                                 functools.partial(_end, encoded))
 
         @functools.wraps(fn)
         def in_region(*args, **kwargs):
-            _begin(encoded)
+            enter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                _end(encoded)
+                leave()
         return in_region
 
     def monitor_dump():

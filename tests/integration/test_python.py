@@ -189,13 +189,28 @@ class CallSites(PythonTestCase):
                         sendrecv)
 
 
+# levels.py run with the strata package's ctypes entry points, as where the core cannot reach
+# the interpreter's C API to make its built-ins.
+THROUGH_CTYPES = ("import runpy, sys, strata\n"
+                  "def refuse(*args): raise ValueError('no built-ins')\n"
+                  "strata._calls = refuse\n"
+                  "sys.argv = sys.argv[1:]\n"
+                  "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+
+
 class TraceAndAnalyzer(PythonTestCase):
     def test_levels_and_call_sites(self):
+        self.check_levels([])
+
+    def test_levels_and_call_sites_through_ctypes(self):
+        self.check_levels(["-c", THROUGH_CTYPES])
+
+    def check_levels(self, launcher):
         steps = 4
         trace = os.path.join(self.out, "trace")
         env = base_env(STRATA_TRACE_DIR=trace)
         # No PYTHONPATH: strata exec puts the strata package on it for Python programs.
-        proc = self.strata_run("trace", [PYTHON, script("levels.py"), str(steps)], env)
+        proc = self.strata_run("trace", [PYTHON, *launcher, script("levels.py"), str(steps)], env)
         self.assertRan(proc)
         self.assertIn("levels: done, strata loaded: True", proc.stdout)
         anchor = os.path.join(trace, "traces.otf2")
@@ -261,6 +276,28 @@ class Package(PythonTestCase):
         proc = self.strata_run("profile", [PYTHON, script("levels.py"), "2"])
         self.assertRan(proc)
         self.assertIn("levels: done, strata loaded: True", proc.stdout)
+
+    def test_with_strata_the_annotations_are_builtins_and_keep_what_they_wrap(self):
+        code = ("import types, strata\n"
+                "from mpi4py import MPI\n"
+                "class Solver:\n"
+                "    @strata.function\n"
+                "    def step(self, x, scale=1):\n"
+                "        'One step.'\n"
+                "        return x * scale\n"
+                "region = strata.region('solver')\n"
+                "assert strata.region('solver') is region\n"
+                "assert isinstance(type(region).__enter__, types.BuiltinFunctionType)\n"
+                "assert Solver.step.__name__ == 'step' and Solver.step.__doc__ == 'One step.'\n"
+                "try:\n"
+                "    with region:\n"
+                "        assert Solver().step(3, scale=2) == 6\n"
+                "        raise KeyError('kept')\n"
+                "except KeyError as e:\n"
+                "    print('raised', e)\n")
+        proc = self.strata_run("profile", [PYTHON, "-c", code], ranks=1)
+        self.assertRan(proc)
+        self.assertIn("raised 'kept'", proc.stdout)
 
 
 class Launch(PythonTestCase):

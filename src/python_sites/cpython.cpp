@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -48,12 +49,19 @@ struct layout {
   uint16_t code_qualname; // co_qualname
   uint16_t code_bytecode; // co_code_adaptive: where instruction offsets count from
   uint16_t code_firstlineno;
+  // _PyRuntimeState (the exported _PyRuntime): where Py_IsInitialized's flag and the key of
+  // PyGILState_GetThisThreadState's thread-specific slot lie (its Py_tss_t: an int, then the
+  // pthread key), so that a call reads them instead of calling through three functions; -1
+  // where not known (the calls then).
+  int16_t runtime_initialized;
+  int16_t runtime_gil_interpreter; // gilstate.autoInterpreterState: no thread states if null
+  int16_t runtime_gil_key;         // gilstate.autoTSSkey
 };
 
 constexpr layout layouts[] = {
-    {11, 56, 8, 32, 56, 48, 69, -1, 112, 128, 184, 72},
-    {12, 56, 0, 0, 56, 8, 70, 3, 112, 128, 192, 68},
-    {13, 72, -1, 0, 56, 8, 70, 3, 112, 128, 200, 68},
+    {11, 56, 8, 32, 56, 48, 69, -1, 112, 128, 184, 72, 16, 584, 592},
+    {12, 56, 0, 0, 56, 8, 70, 3, 112, 128, 192, 68, -1, -1, -1},
+    {13, 72, -1, 0, 56, 8, 70, 3, 112, 128, 200, 68, -1, -1, -1},
 };
 
 #if defined(__x86_64__)
@@ -67,6 +75,7 @@ constexpr int max_frames = 256;   // a walk stops here whatever the frames say
 
 c_api api;
 const layout* known = nullptr;
+const char* runtime = nullptr; // &_PyRuntime, once its fields agreed with the calls
 std::atomic<frame_access> access{frame_access::none};
 
 template <typename T> T load(const void* base, size_t offset) {
@@ -100,6 +109,9 @@ public:
   }
   bool byte(const void* base, size_t offset, uint8_t& out) {
     return base != nullptr && bytes(static_cast<const char*>(base) + offset, &out, 1);
+  }
+  bool int32(const void* base, size_t offset, int32_t& out) {
+    return base != nullptr && bytes(static_cast<const char*>(base) + offset, &out, sizeof out);
   }
 
 private:
@@ -236,13 +248,49 @@ uint64_t identity_of(const void* code) {
   return identity_with(*known, code);
 }
 
+// This thread's state as PyGILState_GetThisThreadState gives it, read from the runtime's
+// fields: the flag, then the slot (one call, to pthread_getspecific, instead of three).
+template <size_t Index> const void* thread_state_from_runtime() {
+  static constexpr const layout& L = layouts[Index];
+  static_assert(L.runtime_initialized >= 0 && L.runtime_gil_interpreter >= 0 &&
+                L.runtime_gil_key >= 0);
+  if (load<int32_t>(runtime, L.runtime_initialized) == 0 ||
+      load_pointer(runtime, L.runtime_gil_interpreter) == nullptr)
+    return nullptr; // after Py_Finalize its thread states are gone
+  return ::pthread_getspecific(load<pthread_key_t>(runtime, L.runtime_gil_key + sizeof(int32_t)));
+}
+
+// Whether the runtime's fields say what the calls say (GIL held, reads that cannot fault).
+bool runtime_agrees(const layout& l, const char* candidate) {
+  if (candidate == nullptr || l.runtime_initialized < 0)
+    return false;
+  careful_reader read;
+  int32_t initialized = 0, key_made = 0, key = 0;
+  const void* interpreter = nullptr;
+  if (!read.int32(candidate, static_cast<size_t>(l.runtime_initialized), initialized) ||
+      !read.pointer(candidate, static_cast<size_t>(l.runtime_gil_interpreter), interpreter) ||
+      !read.int32(candidate, static_cast<size_t>(l.runtime_gil_key), key_made) ||
+      !read.int32(candidate, static_cast<size_t>(l.runtime_gil_key) + 4, key))
+    return false;
+  const void* tstate = api.this_thread_state();
+  return initialized == api.is_initialized() && initialized == 1 && interpreter != nullptr &&
+         key_made == 1 && tstate != nullptr &&
+         ::pthread_getspecific(static_cast<pthread_key_t>(key)) == tstate;
+}
+
 // innermost_place for one known version, its offsets compile-time constants: the thread
 // state's lookup, then a few dependent loads (the same reads as frame_cursor's direct path).
-template <size_t Index> bool place_with_layout(frame_place& place, uint64_t& identity) {
-  constexpr layout l = layouts[Index];
-  if (api.is_initialized() == 0)
-    return false; // after Py_Finalize its thread states are gone
-  const void* tstate = api.this_thread_state();
+template <size_t Index, bool FromRuntime>
+bool place_with_layout(frame_place& place, uint64_t& identity) {
+  static constexpr const layout& l = layouts[Index];
+  const void* tstate = nullptr;
+  if constexpr (FromRuntime) {
+    tstate = thread_state_from_runtime<Index>();
+  } else {
+    if (api.is_initialized() == 0)
+      return false; // after Py_Finalize its thread states are gone
+    tstate = api.this_thread_state();
+  }
   if (tstate == nullptr)
     return false;
   const void* frame = load_pointer(tstate, l.tstate_frame);
@@ -274,9 +322,12 @@ bool no_direct_reads(frame_place& /*place*/, uint64_t& /*identity*/) {
 }
 
 static_assert(std::size(layouts) == 3, "one place_with_layout per known layout");
-constexpr place_reader place_readers[] = {&place_with_layout<0>, &place_with_layout<1>,
-                                          &place_with_layout<2>};
-place_reader direct_reader = nullptr; // the known layout's, set with `known`
+constexpr place_reader place_readers[] = {
+    &place_with_layout<0, false>, &place_with_layout<1, false>, &place_with_layout<2, false>};
+// The same reading the thread state from _PyRuntime, where its fields are known.
+constexpr place_reader runtime_readers[] = {&place_with_layout<0, true>, nullptr, nullptr};
+place_reader direct_reader = nullptr;  // the known layout's, set with `known`
+place_reader runtime_reader = nullptr; // the same from _PyRuntime, or nullptr
 
 } // namespace
 
@@ -306,6 +357,7 @@ frame_access find_interpreter(site_setting setting) {
     if (layouts[i].minor == minor) {
       known = &layouts[i];
       direct_reader = place_readers[i];
+      runtime_reader = runtime_readers[i];
     }
   const bool direct_possible = known != nullptr && setting == site_setting::on && x86_64;
   return access = direct_possible ? frame_access::unchecked : frame_access::public_api;
@@ -319,13 +371,25 @@ frame_access check_layout() {
     return access; // no Python on this thread's stack yet: another time
   const bool agrees = layout_agrees(frame);
   api.decref(frame);
-  if (agrees)
-    innermost_reader = direct_reader;
+  if (agrees) {
+    const auto* candidate = static_cast<const char*>(::dlsym(RTLD_DEFAULT, "_PyRuntime"));
+    if (runtime_reader != nullptr && runtime_agrees(*known, candidate)) {
+      runtime = candidate;
+      innermost_reader = runtime_reader;
+    } else {
+      innermost_reader = direct_reader;
+    }
+  }
   return access = agrees ? frame_access::direct : frame_access::public_api;
 }
 
 frame_access current_access() {
   return access.load(std::memory_order_relaxed);
+}
+
+bool reads_runtime_fields() {
+  return innermost_reader.load(std::memory_order_relaxed) == runtime_reader &&
+         runtime_reader != nullptr;
 }
 
 bool interpreter_running() {

@@ -52,6 +52,10 @@ frame_access check_layout();
 
 frame_access current_access();
 
+// Whether the thread state is read from the interpreter's runtime fields (known for 3.11 and
+// checked against the calls) rather than through PyGILState_GetThisThreadState.
+bool reads_runtime_fields();
+
 // Whether the interpreter is still running (after Py_Finalize its thread states are gone).
 bool interpreter_running();
 

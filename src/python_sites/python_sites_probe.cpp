@@ -49,6 +49,10 @@ __attribute__((visibility("default"))) int probe_start() {
   return static_cast<int>(ps::current_access());
 }
 
+__attribute__((visibility("default"))) int probe_reads_runtime_fields() {
+  return ps::reads_runtime_fields() ? 1 : 0;
+}
+
 __attribute__((visibility("default"))) int probe_site(int skip, char* out, int size) {
   return describe(ps::current_site(skip), out, size);
 }

@@ -97,6 +97,11 @@ class PythonSites(unittest.TestCase):
         expected = "direct" if sys.version_info[:2] in KNOWN_LAYOUTS else "public_api"
         self.assertEqual(self.access, expected)
 
+    def test_the_thread_state_is_read_from_the_runtime_where_its_fields_are_known(self):
+        site(True)  # the layout is compared on a call with the GIL held
+        expected = 1 if self.access == "direct" and sys.version_info[:2] == (3, 11) else 0
+        self.assertEqual(held.probe_reads_runtime_fields(), expected)
+
     def test_with_and_without_the_gil(self):
         want = f"{THIS}:{marked('method')} in Outer.Inner.method"
         self.assertEqual(Outer.Inner().method(True), want)

@@ -36,12 +36,14 @@ clang++-14 "${flags[@]}" -I/usr/include src/monitor/profile_round.cpp src/monito
   src/monitor/engine.cpp fuzz/overlay_fuzz.cpp -ldl -o "$out/overlay_fuzz"
 clang++-14 "${flags[@]}" src/site/parse.cpp fuzz/site_parse_fuzz.cpp -o "$out/site_parse_fuzz"
 clang++-14 "${flags[@]}" src/site/prometheus.cpp fuzz/prometheus_fuzz.cpp -o "$out/prometheus_fuzz"
+clang++-14 "${flags[@]}" src/site/mpi_t_settings.cpp fuzz/mpi_t_settings_fuzz.cpp \
+  -o "$out/mpi_t_settings_fuzz"
 
 mkdir -p "$out/corpus/analyze"
 printf '\x02\x40\x00\x00\x00\x00\x00' >"$out/corpus/analyze/seed1"
 mkdir -p "$out/corpus/config" "$out/corpus/patch" "$out/corpus/record" "$out/corpus/rank_file" \
   "$out/corpus/callsite_lines" "$out/corpus/model" "$out/corpus/trace_defs" "$out/corpus/site_parse" \
-  "$out/corpus/prometheus" "$out/corpus/partial"
+  "$out/corpus/prometheus" "$out/corpus/partial" "$out/corpus/mpi_t_settings"
 printf '# HELP a x\n# TYPE a histogram\na_bucket{le="1",j="x\\"y"} 1\na_bucket{le="+Inf"} 2\na_sum 3\na_count 2\n' \
   >"$out/corpus/prometheus/seed"
 printf 'strata-trace-defs/1;2:vm1:18:MPI_Send1:16:solver1:13:a.c2:101:11:21:01:1' \
@@ -49,6 +51,7 @@ printf 'strata-trace-defs/1;2:vm1:18:MPI_Send1:16:solver1:13:a.c2:101:11:21:01:1
 printf 'strata-trace-merged/1;1:11:h1:11:01:18:MPI_Send1:16:solver1:13:a.c2:101:11:11:01:21:01:0' \
   >"$out/corpus/trace_defs/merged"
 printf 'sqlite:/var/lib/strata/site.db' >"$out/corpus/site_parse/url"
+printf 'btl_vader_eager_limit\x1f4096\x1f1\x1epml\x1f\x1f0\x1e' >"$out/corpus/mpi_t_settings/seed"
 printf 'postgresql://strata@db/site' >"$out/corpus/site_parse/pg"
 printf '7d' >"$out/corpus/site_parse/since"
 printf '2026-11-22T01:27:18Z' >"$out/corpus/site_parse/time"
@@ -75,7 +78,7 @@ mkdir -p "$out/corpus/overlay"
 printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
   >"$out/corpus/overlay/seed1"
 for target in config patch record rank_file callsite_lines model trace_defs analyze partial overlay site_parse \
-  prometheus; do
+  prometheus mpi_t_settings; do
   echo "fuzz: $target for ${seconds}s"
   # analyze only: a damaged OTF2 anchor makes libotf2 calloc what its location count says
   # (gigabytes); with allocator_may_return_null that fails as it would for a real process, and

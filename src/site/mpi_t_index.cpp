@@ -7,18 +7,11 @@
 #include <cstdint>
 #include <fmt/format.h>
 #include <map>
+#include <string>
 #include <variant>
 
 namespace strata::site {
 namespace {
-
-constexpr char field_separator = '\x1f';  // ASCII unit separator
-constexpr char record_separator = '\x1e'; // ASCII record separator
-
-void append_clean(std::string& out, const std::string& text) {
-  for (const char c : text)
-    out += c == field_separator || c == record_separator ? '?' : c;
-}
 
 // FNV-1a over the text, with its length: two sets share a digest only if they share both.
 std::string digest_of(const std::string& text) {
@@ -75,41 +68,6 @@ std::map<std::string, std::int64_t> settings_ids(store& db,
 }
 
 } // namespace
-
-std::string settings_text(const std::vector<setting>& settings) {
-  std::vector<const setting*> sorted;
-  sorted.reserve(settings.size());
-  for (const setting& s : settings)
-    sorted.push_back(&s);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const setting* a, const setting* b) { return a->name < b->name; });
-  std::string out;
-  for (const setting* s : sorted) {
-    append_clean(out, s->name);
-    out += field_separator;
-    append_clean(out, s->value);
-    out += field_separator;
-    out += s->from_environment ? '1' : '0';
-    out += record_separator;
-  }
-  return out;
-}
-
-std::vector<setting> settings_of_text(const std::string& text) {
-  std::vector<setting> out;
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t end = text.find(record_separator, at);
-    const std::string line = text.substr(at, end == std::string::npos ? end : end - at);
-    at = end == std::string::npos ? text.size() : end + 1;
-    const size_t a = line.find(field_separator);
-    const size_t b = a == std::string::npos ? a : line.find(field_separator, a + 1);
-    if (b == std::string::npos)
-      continue;
-    out.push_back({line.substr(0, a), line.substr(a + 1, b - a - 1), line.substr(b + 1) == "1"});
-  }
-  return out;
-}
 
 mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section) {
   mpi_t_rows rows;

@@ -9,28 +9,15 @@
 #pragma once
 
 #include "profiler/record/mpi_t_record.hpp"
+#include "site/mpi_t_settings.hpp"
 #include "site/stored_job.hpp"
 
-#include <string>
-#include <utility>
 #include <vector>
 
 namespace strata::site {
 
 class store;
 struct insert_result;
-
-// One control variable of a set.
-struct setting {
-  std::string name, value;
-  bool from_environment = false; // the job's environment set it
-};
-
-// The set's text: one line per variable in name order, its name, value and whether the
-// environment set it apart by separators no MPI name or value holds (any that does is
-// replaced), and back.
-std::string settings_text(const std::vector<setting>& settings);
-std::vector<setting> settings_of_text(const std::string& text);
 
 // What the store indexes of a record's MPI_T section.
 mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section);

@@ -15,6 +15,10 @@
 #         ROUNDS=N repeats the pair N times, alternating which of the two runs first, and ends
 #         with a "SCORING ... medians" line (medians of each kind and the spread of both), so
 #         that the machine's noise is seen beside the difference.
+#         MPI_T=1 compares instead records without and with an MPI_T section like an Open MPI
+#         job's (`synth --mpi-t`: about 300 control variables, 18 performance variables, 15 KB
+#         of JSON), both scored: the lines start "MPI_T" and give what the section costs the
+#         ingest (its parse and storage, and the store's MPI_T index).
 # report  `strata site synth --db` fills a fresh store with REPORT_COUNT records (untimed);
 #         then the full site report (site part and every user's part, text) over the last 30
 #         days (--since 30d: whole days from the day tables, the partial days at both ends
@@ -24,7 +28,7 @@
 #
 # Times are wall seconds of the strata process and its CPU seconds (user+sys); PostgreSQL's own
 # CPU is not in the latter (the ingest's RATE line gives it as "server cpu"). Knobs: STRATA (the
-# binary), BACKENDS="sqlite postgresql", ROUNDS (ingest pairs, 1),
+# binary), BACKENDS="sqlite postgresql", ROUNDS (ingest pairs, 1), MPI_T (0),
 # WORK (a directory with room: about 3.5 GB per million records and backend).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,15 +99,17 @@ spread() { # values...: "min-max"
   printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {print lo "-" hi}'
 }
 
-ingest_once() { # backend, kind (scored or unscored), round: one timed ingest into a fresh store
-  local flags=() name="$2$3"
+ingest_once() { # backend, kind (scored, unscored; plain, mpi_t), round: one timed ingest into a
+  # fresh store
+  local flags=() name="$2$3" from=$spool
   [[ $2 == unscored ]] && flags=(--no-regressions)
+  [[ $2 == mpi_t ]] && from=$spool-mpi-t
   rm -rf "$spool-run"
-  cp -a "$spool" "$spool-run"
+  cp -a "$from" "$spool-run"
   url=$(url_for "$1" "$name")
   load=$(cut -d' ' -f1 /proc/loadavg)
   [[ $1 == sqlite ]] || server_before=$(server_cpu)
-  timed "$1 ingest $ingest_n records${flags:+, ${flags[*]}}" \
+  timed "$1 ingest $ingest_n records${flags:+, ${flags[*]}}${mpi_t_note[$2]:-}" \
     "$strata" site ingest --db "$url" "${flags[@]}" "$spool-run"
   server="" server_s=0
   if [[ $1 != sqlite ]]; then
@@ -111,8 +117,8 @@ ingest_once() { # backend, kind (scored or unscored), round: one timed ingest in
     server=", server cpu $server_s s"
   fi
   printf 'RATE %s ingest%s: %s records/s (%s records, wall %s s, cpu %.2f s%s, load %s before)\n' \
-    "$1" "${flags:+ ${flags[*]}}" "$(echo "$ingest_n / $wall" | bc)" "$ingest_n" "$wall" "$cpu" \
-    "$server" "$load"
+    "$1" "${flags:+ ${flags[*]}}${mpi_t_note[$2]:-}" "$(echo "$ingest_n / $wall" | bc)" \
+    "$ingest_n" "$wall" "$cpu" "$server" "$load"
   left=$(find "$spool-run" -name '*.json' | wc -l)
   [[ $left == 0 ]] || { echo "ingest left $left records in the spool" >&2; exit 1; }
   [[ $1 == sqlite ]] && rm -f "$work/$name.db"*
@@ -120,17 +126,26 @@ ingest_once() { # backend, kind (scored or unscored), round: one timed ingest in
 }
 
 rounds=${ROUNDS:-1}
+# The two kinds of a pair: the second is the one whose added cost is measured.
+kinds=(unscored scored) label=SCORING what="regression scoring"
+if [[ ${MPI_T:-0} == 1 ]]; then
+  kinds=(plain mpi_t) label=MPI_T what="the MPI_T section"
+fi
+declare -A mpi_t_note=([mpi_t]=", with MPI_T sections")
 for backend in $backends; do
-  rm -rf "$spool"
+  rm -rf "$spool" "$spool-mpi-t"
   "$strata" site synth --count "$ingest_n" --out "$spool" --seed 7 >/dev/null
+  [[ $label == MPI_T ]] &&
+    "$strata" site synth --count "$ingest_n" --out "$spool-mpi-t" --seed 7 --mpi-t >/dev/null
   walls_scored=() walls_unscored=() ratios=() cpus_scored=() cpus_unscored=()
   servers_scored=() servers_unscored=()
   for ((round = 1; round <= rounds; ++round)); do
     # Alternating the order, so that a drift of the machine's speed favours neither.
-    if ((round % 2)); then order=(unscored scored); else order=(scored unscored); fi
+    order=("${kinds[1]}" "${kinds[0]}")
+    ((round % 2)) && order=("${kinds[0]}" "${kinds[1]}")
     for kind in "${order[@]}"; do
       ingest_once "$backend" "$kind" "$round"
-      if [[ $kind == scored ]]; then
+      if [[ $kind == "${kinds[1]}" ]]; then
         scored=$wall cpus_scored+=("$cpu") servers_scored+=("$server_s")
       else
         unscored=$wall cpus_unscored+=("$cpu") servers_unscored+=("$server_s")
@@ -138,19 +153,21 @@ for backend in $backends; do
     done
     walls_scored+=("$scored") walls_unscored+=("$unscored")
     ratios+=("$(echo "scale=1; 100 * ($scored - $unscored) / $unscored" | bc)")
-    printf 'SCORING %s: regression scoring adds %s %% to the ingest (%s s against %s s)\n' \
-      "$backend" "${ratios[-1]}" "$scored" "$unscored"
+    printf '%s %s: %s adds %s %% to the ingest (%s s against %s s: %+.2f s per 100000 jobs)\n' \
+      "$label" "$backend" "$what" "${ratios[-1]}" "$scored" "$unscored" \
+      "$(echo "($scored - $unscored) * 100000 / $ingest_n" | bc -l)"
   done
   if ((rounds > 1)); then
     med_s=$(median "${walls_scored[@]}") med_u=$(median "${walls_unscored[@]}")
-    printf 'SCORING %s medians of %d rounds: adds %s %% (scored %s s, %s; unscored %s s, %s;' \
-      "$backend" "$rounds" "$(echo "scale=1; 100 * ($med_s - $med_u) / $med_u" | bc)" \
-      "$med_s" "$(spread "${walls_scored[@]}")" "$med_u" "$(spread "${walls_unscored[@]}")"
+    printf '%s %s medians of %d rounds: adds %s %% (%s %s s, %s; %s %s s, %s;' \
+      "$label" "$backend" "$rounds" "$(echo "scale=1; 100 * ($med_s - $med_u) / $med_u" | bc)" \
+      "${kinds[1]}" "$med_s" "$(spread "${walls_scored[@]}")" "${kinds[0]}" "$med_u" \
+      "$(spread "${walls_unscored[@]}")"
     printf ' per round: median %s %%, each %s)\n' "$(median "${ratios[@]}")" "${ratios[*]}"
-    printf 'SCORING %s cpu medians: scored %s s, unscored %s s' "$backend" \
-      "$(median "${cpus_scored[@]}")" "$(median "${cpus_unscored[@]}")"
-    [[ $backend == sqlite ]] || printf '; server: scored %s s, unscored %s s' \
-      "$(median "${servers_scored[@]}")" "$(median "${servers_unscored[@]}")"
+    printf '%s %s cpu medians: %s %s s, %s %s s' "$label" "$backend" "${kinds[1]}" \
+      "$(median "${cpus_scored[@]}")" "${kinds[0]}" "$(median "${cpus_unscored[@]}")"
+    [[ $backend == sqlite ]] || printf '; server: %s %s s, %s %s s' "${kinds[1]}" \
+      "$(median "${servers_scored[@]}")" "${kinds[0]}" "$(median "${servers_unscored[@]}")"
     echo
   fi
   [[ $report_n -gt 0 ]] || continue

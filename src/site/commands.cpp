@@ -101,6 +101,8 @@ site_commands::site_commands(CLI::App& site) {
   synth_->add_option("--to", to_, "job ends before this date (default: now)");
   synth_->add_flag("--no-chown", no_chown_, "as root: leave the files to root");
   synth_->add_flag("--pretty", pretty_, "indented JSON as the profile module writes it");
+  synth_->add_flag("--mpi-t", synth_mpi_t_,
+                   "each record carries an MPI_T section like an Open MPI job's");
 }
 
 namespace {
@@ -150,6 +152,7 @@ int site_commands::run() const {
       o.seed = seed_;
       o.users = users_;
       o.compact = !pretty_;
+      o.mpi_t = synth_mpi_t_;
       bool bad = false;
       o.from = time_arg(from_, "--from", bad).value_or(0);
       o.to = time_arg(to_, "--to", bad).value_or(0);

@@ -53,7 +53,7 @@ private:
   std::uint64_t seed_ = 1;
   int users_ = 60;
   std::string out_;
-  bool no_chown_ = false, pretty_ = false;
+  bool no_chown_ = false, pretty_ = false, synth_mpi_t_ = false;
 };
 
 } // namespace strata::site

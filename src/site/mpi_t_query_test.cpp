@@ -3,6 +3,9 @@
 #include "site/mpi_t_index.hpp"
 #include "site/mpi_t_query.hpp"
 #include "site/store_test_fixture.hpp"
+#include "site/synth.hpp"
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -136,6 +139,44 @@ TEST_F(MpiTIndex, EachValueWithItsJobsAndMedianAndThePvarsOverJobs) {
   const std::string text = render_mpi_t_text(query_mpi_t(*s, mine()), mine());
   EXPECT_NE(text.find("btl_vader_eager_limit"), std::string::npos) << text;
   EXPECT_NE(text.find("pml_ob1_unexpected_msgq_length"), std::string::npos) << text;
+}
+
+// The synthetic section (`strata site synth --mpi-t`, for ingest benchmarks) is shaped like the
+// real one and indexed like it: the launch's identity varies per job but splits no set.
+TEST_F(MpiTIndex, SynthesizedSectionsAreShapedAndIndexedLikeARealJobs) {
+  synth_options o;
+  o.mpi_t = true;
+  o.users = 1;
+  std::vector<stored_job> jobs;
+  std::vector<std::string> job_ids;
+  for (std::int64_t i = 0; jobs.size() < 2 && i < 100; ++i) {
+    record::job_record r = synth_record(o, i);
+    if (r.job.ranks != 4)
+      continue; // two jobs of the same size: the same settings
+    ASSERT_TRUE(r.mpi_t);
+    EXPECT_GT(r.mpi_t->cvars.size(), 250u);
+    EXPECT_EQ(r.mpi_t->cvars_set.size(), 16u);
+    EXPECT_EQ(r.mpi_t->pvars.size(), 18u);
+    EXPECT_EQ(std::count_if(r.mpi_t->pvars.begin(), r.mpi_t->pvars.end(),
+                            [](const record::mpi_t_pvar& p) { return p.ranks == 4; }),
+              3);
+    const std::string json = record::to_json(r);
+    const auto again = record::parse_record(json);
+    ASSERT_TRUE(again.ok()) << again.error;
+    EXPECT_EQ(*again.record->mpi_t, *r.mpi_t);
+    job_ids.push_back(r.mpi_t->cvars.at("ess_base_jobid"));
+    r.job.id = executable_ + ":" + std::to_string(i);
+    r.job.executable = executable_;
+    jobs.push_back(make_stored_job(r, json, 1000, "alice"));
+  }
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_NE(job_ids[0], job_ids[1]);
+  auto s = store::open(url_);
+  ASSERT_EQ(s->insert(jobs).inserted, 2);
+  const mpi_t_summary m = query_mpi_t(*s, mine());
+  EXPECT_EQ(m.jobs, 2);
+  EXPECT_EQ(m.settings, 1);
+  EXPECT_EQ(m.pvars.size(), 3u);
 }
 
 TEST_F(MpiTIndex, MigrationNineIndexesTheRecordsStoredBefore) {

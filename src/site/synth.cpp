@@ -217,6 +217,8 @@ record::job_record synth_record(const synth_options& o, std::int64_t index) {
   for (const record::routine& x : r.routines)
     calls += x.calls;
   j.profiler_overhead_s = 2e-7 * static_cast<double>(calls); // about 0.2 us per call
+  if (o.mpi_t)
+    r.mpi_t = synth_mpi_t(rng(), static_cast<int>(ranks), user);
   return r;
 }
 

@@ -20,7 +20,13 @@ struct synth_options {
   std::int64_t first_uid = 20000;
   std::int64_t from = 0, to = 0; // job end times are spread over [from, to); 0: the last 28 days
   bool compact = true;           // one-line JSON (smaller files, faster to ingest)
+  bool mpi_t = false;            // each record carries an MPI_T section (synth_mpi_t)
 };
+
+// An MPI_T section shaped like a real Open MPI 4.1 job's (control variables, the launcher's
+// settings with this job's launch identity, performance variables read and unread), for a job
+// of `ranks` ranks of user number `user`; the same seed gives the same section.
+record::mpi_t_section synth_mpi_t(std::uint64_t job_seed, int ranks, int user);
 
 // Record number `index` of the set (independent of the others, so sets can be made in parts).
 record::job_record synth_record(const synth_options& options, std::int64_t index);

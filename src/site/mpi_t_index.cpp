@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace strata::site {
@@ -71,14 +72,13 @@ std::map<std::string, std::int64_t> settings_ids(store& db,
 
 mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section) {
   mpi_t_rows rows;
-  std::vector<setting> settings;
-  settings.reserve(section.cvars.size());
+  // settings_text's lines, written straight from the section: its map is in name order.
+  std::vector<std::string_view> set(section.cvars_set.begin(), section.cvars_set.end());
+  std::sort(set.begin(), set.end());
   for (const auto& [name, value] : section.cvars)
     if (!launch_identity(name))
-      settings.push_back({name, value,
-                          std::find(section.cvars_set.begin(), section.cvars_set.end(), name) !=
-                              section.cvars_set.end()});
-  rows.settings = settings_text(settings);
+      append_setting_line(rows.settings, name, value,
+                          std::binary_search(set.begin(), set.end(), std::string_view(name)));
   rows.digest = digest_of(rows.settings);
   for (const record::mpi_t_pvar& p : section.pvars)
     if (p.ranks > 0)

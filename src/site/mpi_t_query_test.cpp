@@ -164,6 +164,20 @@ TEST_F(MpiTIndex, SynthesizedSectionsAreShapedAndIndexedLikeARealJobs) {
     const auto again = record::parse_record(json);
     ASSERT_TRUE(again.ok()) << again.error;
     EXPECT_EQ(*again.record->mpi_t, *r.mpi_t);
+    // The index writes the set's text straight from the section, the launch's identity left
+    // out: the text settings_text gives for the same settings in any order.
+    const std::vector<std::string> launch = {"ess_base_jobid", "orte_hnp_uri",
+                                             "orte_local_daemon_uri", "orte_parent_uri",
+                                             "orte_jobfam_session_dir"};
+    std::vector<setting> settings;
+    for (const auto& [name, value] : r.mpi_t->cvars)
+      if (std::find(launch.begin(), launch.end(), name) == launch.end())
+        settings.push_back({name, value,
+                            std::find(r.mpi_t->cvars_set.begin(), r.mpi_t->cvars_set.end(), name) !=
+                                r.mpi_t->cvars_set.end()});
+    std::reverse(settings.begin(), settings.end());
+    EXPECT_EQ(mpi_t_rows_of(*r.mpi_t).settings, settings_text(settings));
+    EXPECT_EQ(settings.size() + launch.size(), r.mpi_t->cvars.size());
     job_ids.push_back(r.mpi_t->cvars.at("ess_base_jobid"));
     r.job.id = executable_ + ":" + std::to_string(i);
     r.job.executable = executable_;

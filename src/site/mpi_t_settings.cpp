@@ -7,8 +7,13 @@ namespace {
 
 constexpr char field_separator = '\x1f';  // ASCII unit separator
 constexpr char record_separator = '\x1e'; // ASCII record separator
+constexpr std::string_view separators = "\x1e\x1f";
 
-void append_clean(std::string& out, const std::string& text) {
+void append_clean(std::string& out, std::string_view text) {
+  if (text.find_first_of(separators) == std::string_view::npos) {
+    out.append(text);
+    return;
+  }
   for (const char c : text)
     out += c == field_separator || c == record_separator ? '?' : c;
 }
@@ -23,15 +28,19 @@ std::string settings_text(const std::vector<setting>& settings) {
   std::sort(sorted.begin(), sorted.end(),
             [](const setting* a, const setting* b) { return a->name < b->name; });
   std::string out;
-  for (const setting* s : sorted) {
-    append_clean(out, s->name);
-    out += field_separator;
-    append_clean(out, s->value);
-    out += field_separator;
-    out += s->from_environment ? '1' : '0';
-    out += record_separator;
-  }
+  for (const setting* s : sorted)
+    append_setting_line(out, s->name, s->value, s->from_environment);
   return out;
+}
+
+void append_setting_line(std::string& out, std::string_view name, std::string_view value,
+                         bool from_environment) {
+  append_clean(out, name);
+  out += field_separator;
+  append_clean(out, value);
+  out += field_separator;
+  out += from_environment ? '1' : '0';
+  out += record_separator;
 }
 
 std::vector<setting> settings_of_text(const std::string& text) {

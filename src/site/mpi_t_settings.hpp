@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata::site {
@@ -18,6 +19,10 @@ struct setting {
 };
 
 std::string settings_text(const std::vector<setting>& settings);
+// One variable's line, appended to `out`: settings_text is these lines in name order (a caller
+// whose variables are already in name order writes them with this, without copies).
+void append_setting_line(std::string& out, std::string_view name, std::string_view value,
+                         bool from_environment);
 // The text back as settings; a line without its two separators is left out.
 std::vector<setting> settings_of_text(const std::string& text);
 

@@ -217,6 +217,20 @@ class Figures(ProfileTestCase):
         self.assertEqual(sr["bytes_sent"], 2 * 2 * iterations * 4)
         self.assertEqual(sr["bytes_received"], 2 * 2 * iterations * 4)
 
+    def test_thread_multiple_killed_loses_nothing_counted(self):
+        # The two threads of each rank count into arrays of their own in the rank file; the
+        # ranks die by SIGKILL, and strata recover adds the arrays up.
+        iterations = 2000
+        proc = self.profile_run([program("threads_c"), str(iterations), "kill"])
+        self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(self.records(), [], "no record without MPI_Finalize")
+        rec = run_until_ranks_are_gone([STRATA, "recover", self.spool], self.env)
+        self.assertRan(rec)
+        self.assertIn("partial record from 2 rank files", rec.stdout)
+        sr = self.only_record()["routines"]["MPI_Sendrecv"]
+        self.assertEqual(sr["calls"], 2 * 2 * iterations)
+        self.assertEqual(sr["bytes_received"], 2 * 2 * iterations * 4)
+
     def test_user_report_and_extra_json(self):
         extra = os.path.join(self.out, "mine.json")
         env = dict(self.env, STRATA_PROFILE_OUT="-", STRATA_PROFILE_JSON=extra)

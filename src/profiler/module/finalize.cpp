@@ -179,8 +179,8 @@ job_figures reduce_over_ranks(module_state& s) {
   std::string kernel_clocksource;
   const rank_clock clock = check_event_clock(s, kernel_clocksource);
   const double factor = duration_factor(clock);
-  std::vector<routine_slot> corrected;
-  const routine_slot* slots = s.counting.slots;
+  std::vector<routine_slot> merged, corrected;
+  const routine_slot* slots = s.counted_slots(merged);
   if (factor != 1.0) {
     corrected = scaled_slots(slots, n, factor);
     slots = corrected.data();
@@ -216,8 +216,10 @@ void print_rank_subtotal(module_state& s) {
   const double wall = static_cast<double>(mono_ns() - s.header().init_mono_ns) / 1e9;
   std::string text = "strata profile: rank " + std::to_string(s.rank) + " subtotal after " +
                      std::to_string(wall) + " s\n";
+  std::vector<routine_slot> merged;
+  const routine_slot* slots = s.counted_slots(merged);
   for (size_t f = 0; f < s.names.size(); ++f) {
-    const routine_slot& slot = s.counting.slots[f];
+    const routine_slot& slot = slots[f];
     if (slot.calls == 0)
       continue;
     char line[160];
@@ -306,6 +308,7 @@ void pcontrol_level(module_state& s, int level) {
       s.uncharged[f] = 0;
       s.polls[f] = poll_figures{};
     }
+    clear_thread_slots(s.counting.thread_arrays);
     mpi_t_reset(s);
     if (s.paused)
       s.lent_counters.remember_values();
@@ -341,8 +344,9 @@ void finalize_job(module_state& s) {
   h.final_mono_ns = start;
   h.end_unix_ns = unix_ns();
   charge_untimed_polls(s);
+  std::vector<routine_slot> merged;
   h.overhead_ns =
-      calls_with_events(s.counting.slots, s.polls.data(), s.traits) * s.per_call_overhead_ns;
+      calls_with_events(s.counted_slots(merged), s.polls.data(), s.traits) * s.per_call_overhead_ns;
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
   job_figures job = reduce_over_ranks(s);

@@ -318,94 +318,85 @@ OTF2_CallbackCode ev_leave(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, O
   });
 }
 
-OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                          uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
+// An event that names only its location (a request completed or cancelled, the program's begin
+// and end): the handler hears of it once the location is known.
+template <class Deliver>
+OTF2_CallbackCode location_event(OTF2_LocationRef loc, void* data, Deliver&& deliver) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    deliver(*s->handler, rank);
+    return true;
+  });
+}
+
+// A message sent or received: the location, the communicator and the peer must hold; the handler
+// hears of it with the peer as a world rank.
+template <class Deliver>
+OTF2_CallbackCode message_event(OTF2_LocationRef loc, void* data, OTF2_CommRef comm, uint32_t peer,
+                                Deliver&& deliver) {
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
     if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
-        !to_world(s, comm, rank, receiver))
+        !to_world(s, comm, rank, peer))
       return false;
-    s->handler->send(rank, t, receiver, comm, tag, bytes);
+    deliver(*s->handler, rank, peer);
     return true;
   });
+}
+
+OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
+                          uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
+  return message_event(
+      loc, data, comm, receiver,
+      [&](event_handler& h, uint32_t rank, uint32_t to) { h.send(rank, t, to, comm, tag, bytes); });
 }
 
 OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
                            uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes,
                            uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
-        !to_world(s, comm, rank, receiver))
-      return false;
-    s->handler->isend(rank, t, receiver, comm, tag, bytes, request);
-    return true;
-  });
+  return message_event(loc, data, comm, receiver,
+                       [&](event_handler& h, uint32_t rank, uint32_t to) {
+                         h.isend(rank, t, to, comm, tag, bytes, request);
+                       });
 }
 
 OTF2_CallbackCode ev_isend_complete(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
                                     OTF2_AttributeList*, uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->isend_complete(rank, t, request);
-    return true;
-  });
+  return location_event(
+      loc, data, [&](event_handler& h, uint32_t rank) { h.isend_complete(rank, t, request); });
 }
 
 OTF2_CallbackCode ev_irecv_request(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
                                    OTF2_AttributeList*, uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->irecv_request(rank, t, request);
-    return true;
-  });
+  return location_event(
+      loc, data, [&](event_handler& h, uint32_t rank) { h.irecv_request(rank, t, request); });
 }
 
 OTF2_CallbackCode ev_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
                           uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
-        !to_world(s, comm, rank, sender))
-      return false;
-    s->handler->recv(rank, t, sender, comm, tag, bytes);
-    return true;
-  });
+  return message_event(loc, data, comm, sender,
+                       [&](event_handler& h, uint32_t rank, uint32_t from) {
+                         h.recv(rank, t, from, comm, tag, bytes);
+                       });
 }
 
 OTF2_CallbackCode ev_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
                            uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t bytes,
                            uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
-        !to_world(s, comm, rank, sender))
-      return false;
-    s->handler->irecv(rank, t, sender, comm, tag, bytes, request);
-    return true;
-  });
+  return message_event(loc, data, comm, sender,
+                       [&](event_handler& h, uint32_t rank, uint32_t from) {
+                         h.irecv(rank, t, from, comm, tag, bytes, request);
+                       });
 }
 
 OTF2_CallbackCode ev_cancelled(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
                                OTF2_AttributeList*, uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->request_cancelled(rank, t, request);
-    return true;
-  });
+  return location_event(
+      loc, data, [&](event_handler& h, uint32_t rank) { h.request_cancelled(rank, t, request); });
 }
 
 OTF2_CallbackCode ev_collective_begin(OTF2_LocationRef loc, OTF2_TimeStamp, void* data,
@@ -432,26 +423,14 @@ OTF2_CallbackCode ev_collective_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void
 OTF2_CallbackCode ev_program_begin(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
                                    OTF2_AttributeList*, OTF2_StringRef, uint32_t,
                                    const OTF2_StringRef*) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->program_event(rank, t);
-    return true;
-  });
+  return location_event(loc, data,
+                        [&](event_handler& h, uint32_t rank) { h.program_event(rank, t); });
 }
 
 OTF2_CallbackCode ev_program_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
                                  OTF2_AttributeList*, int64_t) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->program_event(rank, t);
-    return true;
-  });
+  return location_event(loc, data,
+                        [&](event_handler& h, uint32_t rank) { h.program_event(rank, t); });
 }
 
 // Events the analysis does not use still count, so the truncation check sees them.

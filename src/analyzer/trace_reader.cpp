@@ -348,55 +348,35 @@ OTF2_CallbackCode message_event(OTF2_LocationRef loc, void* data, OTF2_CommRef c
   });
 }
 
-OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                          uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
-  return message_event(
-      loc, data, comm, receiver,
-      [&](event_handler& h, uint32_t rank, uint32_t to) { h.send(rank, t, to, comm, tag, bytes); });
-}
-
-OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                           uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes,
-                           uint64_t request) {
-  return message_event(loc, data, comm, receiver,
-                       [&](event_handler& h, uint32_t rank, uint32_t to) {
-                         h.isend(rank, t, to, comm, tag, bytes, request);
+// MPI_Send and MPI_Recv (the handler's send or recv).
+template <auto deliver>
+OTF2_CallbackCode ev_message(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                             OTF2_AttributeList*, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+                             uint64_t bytes) {
+  return message_event(loc, data, comm, peer,
+                       [&](event_handler& h, uint32_t rank, uint32_t world_peer) {
+                         (h.*deliver)(rank, t, world_peer, comm, tag, bytes);
                        });
 }
 
-OTF2_CallbackCode ev_isend_complete(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
-                                    OTF2_AttributeList*, uint64_t request) {
-  return location_event(
-      loc, data, [&](event_handler& h, uint32_t rank) { h.isend_complete(rank, t, request); });
-}
-
-OTF2_CallbackCode ev_irecv_request(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
-                                   OTF2_AttributeList*, uint64_t request) {
-  return location_event(
-      loc, data, [&](event_handler& h, uint32_t rank) { h.irecv_request(rank, t, request); });
-}
-
-OTF2_CallbackCode ev_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                          uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
-  return message_event(loc, data, comm, sender,
-                       [&](event_handler& h, uint32_t rank, uint32_t from) {
-                         h.recv(rank, t, from, comm, tag, bytes);
+// MPI_Isend and MPI_Irecv (the handler's isend or irecv).
+template <auto deliver>
+OTF2_CallbackCode ev_request_message(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                     OTF2_AttributeList*, uint32_t peer, OTF2_CommRef comm,
+                                     uint32_t tag, uint64_t bytes, uint64_t request) {
+  return message_event(loc, data, comm, peer,
+                       [&](event_handler& h, uint32_t rank, uint32_t world_peer) {
+                         (h.*deliver)(rank, t, world_peer, comm, tag, bytes, request);
                        });
 }
 
-OTF2_CallbackCode ev_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                           uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t bytes,
-                           uint64_t request) {
-  return message_event(loc, data, comm, sender,
-                       [&](event_handler& h, uint32_t rank, uint32_t from) {
-                         h.irecv(rank, t, from, comm, tag, bytes, request);
-                       });
-}
-
-OTF2_CallbackCode ev_cancelled(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
-                               OTF2_AttributeList*, uint64_t request) {
-  return location_event(
-      loc, data, [&](event_handler& h, uint32_t rank) { h.request_cancelled(rank, t, request); });
+// A request completed, asked for or cancelled (isend_complete, irecv_request,
+// request_cancelled).
+template <auto deliver>
+OTF2_CallbackCode ev_request(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                             OTF2_AttributeList*, uint64_t request) {
+  return location_event(loc, data,
+                        [&](event_handler& h, uint32_t rank) { (h.*deliver)(rank, t, request); });
 }
 
 OTF2_CallbackCode ev_collective_begin(OTF2_LocationRef loc, OTF2_TimeStamp, void* data,
@@ -676,13 +656,16 @@ void trace_reader::open_events(event_handler& handler, uint32_t first, uint32_t 
   OTF2_GlobalEvtReaderCallbacks* cb = OTF2_GlobalEvtReaderCallbacks_New();
   OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(cb, ev_enter);
   OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(cb, ev_leave);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(cb, ev_send);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(cb, ev_isend);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, ev_isend_complete);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, ev_irecv_request);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(cb, ev_recv);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(cb, ev_irecv);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback(cb, ev_cancelled);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(cb, ev_message<&event_handler::send>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(cb, ev_request_message<&event_handler::isend>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(
+      cb, ev_request<&event_handler::isend_complete>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(
+      cb, ev_request<&event_handler::irecv_request>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(cb, ev_message<&event_handler::recv>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(cb, ev_request_message<&event_handler::irecv>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback(
+      cb, ev_request<&event_handler::request_cancelled>);
   OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, ev_collective_begin);
   OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, ev_collective_end);
   OTF2_GlobalEvtReaderCallbacks_SetProgramBeginCallback(cb, ev_program_begin);

@@ -41,8 +41,10 @@ mkdir -p "$out/corpus/overlay"
 # Seeds: a packet holding a real profile (the rounds the monitor's tests write use this format).
 printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
   >"$out/corpus/overlay/seed1"
-for target in config patch record rank_file callsite_lines model trace_defs analyze partial overlay site_parse \
-  prometheus; do
+# Every target in fuzz/ (fuzz/CMakeLists.txt builds one per NAME_fuzz.cpp).
+for source in fuzz/*_fuzz.cpp; do
+  target=$(basename "$source" _fuzz.cpp)
+  mkdir -p "$out/corpus/$target"
   echo "fuzz: $target for ${seconds}s"
   # analyze only: a damaged OTF2 anchor makes libotf2 calloc what its location count says
   # (gigabytes); with allocator_may_return_null that fails as it would for a real process, and
@@ -52,7 +54,9 @@ for target in config patch record rank_file callsite_lines model trace_defs anal
     env=(LSAN_OPTIONS=suppressions=$PWD/src/analyzer/otf2_lsan.supp
       ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=2048)
   fi
+  # A crash, leak or slow input is written into build-fuzz, not into the worktree.
   env "${env[@]}" "$bin/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -artifact_prefix="$out/$target-" \
     -malloc_limit_mb=$([[ $target == analyze ]] && echo 65536 || echo 2048) "$out/corpus/$target" \
     >"$out/$target.log" 2>&1 || { tail -40 "$out/$target.log"; exit 1; }
   grep -E '^Done|stat::number_of_executed_units' "$out/$target.log" | tail -1

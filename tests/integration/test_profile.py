@@ -431,6 +431,25 @@ class CallSitesOverRanks(ProfileTestCase):
         self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (5, 5))
         self.assertEqual(rec["routines"]["MPI_Comm_rank"]["calls"], sum(r + 2 for r in range(5)))
 
+    def test_a_malformed_stall_is_one_line_and_ignored(self):
+        # STRATA_PROFILE_FAULT_STALL wants RANK:MS; anything else is said once (by rank 0) and
+        # the job's finalize goes on as without it: no rank holds its figures, the record is whole.
+        for value in ("soon", "1:10ms"):
+            with self.subTest(value=value):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run([program("ring_c"), str(ITER)],
+                                        env=dict(self.env, STRATA_PROFILE_FAULT_STALL=value))
+                self.assertRan(proc)
+                lines = [l for l in proc.stderr.splitlines() if "STRATA_PROFILE_FAULT_STALL" in l]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertIn(f"STRATA_PROFILE_FAULT_STALL: '{value}' is not RANK:MS; ignored",
+                              lines[0])
+                self.assertNotIn("holding this rank's figures", proc.stderr)
+                rec = self.only_record()
+                self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (2, 2))
+                self.assertFalse(rec["job"].get("partial", False))
+
 
 class Pcontrol(ProfileTestCase):
     def test_levels(self):

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <sched.h>
 #include <unistd.h>
 
@@ -56,10 +57,12 @@ template <typename Done> bool wait_until(uint64_t deadline, Done done) {
 // STRATA_PROFILE_FAULT_STALL=RANK:MS, the tests' fault injection (docs/profile.md): that rank
 // holds its subtree's figures MS ms before sending them to its parent, whose deadline then
 // passes, as it would for a rank that stopped answering between the finalize's collectives.
-void stall_if_asked(module_state& s) {
+// Read at every rank, so that rank 0, which has no parent to hold figures from, says once that a
+// value is not RANK:MS. Returns how long this rank holds them, if it is the one named.
+std::optional<unsigned long> stall_asked(const module_state& s) {
   const char* value = std::getenv("STRATA_PROFILE_FAULT_STALL");
   if (value == nullptr || *value == '\0')
-    return;
+    return std::nullopt;
   unsigned rank = 0;
   unsigned long ms = 0;
   char rest = 0;
@@ -68,10 +71,14 @@ void stall_if_asked(module_state& s) {
       s.host->log(s.self, ("STRATA_PROFILE_FAULT_STALL: '" + std::string(value) +
                            "' is not RANK:MS; ignored")
                               .c_str());
-    return;
+    return std::nullopt;
   }
   if (rank != static_cast<unsigned>(s.rank))
-    return;
+    return std::nullopt;
+  return ms;
+}
+
+void stall(const module_state& s, unsigned long ms) {
   s.host->log(s.self, ("holding this rank's figures " + std::to_string(ms) +
                        " ms before sending them (STRATA_PROFILE_FAULT_STALL)")
                           .c_str());
@@ -93,6 +100,7 @@ struct subtree {
 // makes the record partial, never the job hang.
 subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::string& own_text) {
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
+  const std::optional<unsigned long> stall_ms = stall_asked(s);
   const MPI_Comm comm = s.finalize_comm != MPI_COMM_NULL ? s.finalize_comm : s.world;
   const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
   const uint64_t start = mono_ns();
@@ -128,7 +136,8 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::s
                             .c_str());
   }
   if (place.parent >= 0) {
-    stall_if_asked(s);
+    if (stall_ms)
+      stall(s, *stall_ms);
     // Kept alive past a send that does not complete in time, which MPI may still read.
     auto* bytes =
         new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts)));

@@ -53,7 +53,7 @@ class _Nothing:
     __slots__ = ()
 
     def __enter__(self):
-        return self
+        return None  # as under Strata, whose built-in enter gives nothing to bind
 
     def __exit__(self, *exc):
         return False

@@ -260,7 +260,7 @@ class Package(PythonTestCase):
                 "assert strata.function(f) is f\n"
                 "assert strata.region('a') is strata.region('b')\n"
                 "with strata.region('a') as r:\n"
-                "    pass\n"
+                "    assert r is None\n"
                 "assert strata.monitor_dump() is None\n"
                 "print('no-op', f())\n")
         env = base_env(PYTHONPATH=PACKAGE)
@@ -290,7 +290,8 @@ class Package(PythonTestCase):
                 "assert isinstance(type(region).__enter__, types.BuiltinFunctionType)\n"
                 "assert Solver.step.__name__ == 'step' and Solver.step.__doc__ == 'One step.'\n"
                 "try:\n"
-                "    with region:\n"
+                "    with region as bound:\n"
+                "        assert bound is None\n"
                 "        assert Solver().step(3, scale=2) == 6\n"
                 "        raise KeyError('kept')\n"
                 "except KeyError as e:\n"

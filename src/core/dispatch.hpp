@@ -93,10 +93,32 @@ extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
+// Why the application's calls take the long way (dispatch_marked<>() below): one byte per
+// reason, each set on its own, and all of them tested with one compare on the call path.
+enum call_mark : unsigned {
+  mark_python = 0,         // python_sites found an interpreter: sites from its frames
+  mark_fortran = 1,        // a Fortran binding's entry point has run (fortran_entries.cpp)
+  mark_world_replaced = 2, // strata_host::replace_world: see world_replacement below
+  mark_count = 4
+};
+// Written from the Fortran entry points' assembly too (its byte offset is mark_fortran).
+extern "C" STRATA_HIDDEN unsigned char strata_call_marks[mark_count];
+
+inline bool any_call_mark() {
+  uint32_t word = 0;
+  static_assert(sizeof word == sizeof strata_call_marks);
+  std::memcpy(&word, strata_call_marks, sizeof word);
+  return word != 0;
+}
+
 // Set by strata_host::replace_world: the application's MPI_COMM_WORLD is world_replacement,
-// and the other modules' is modules_world (the tools' world: the application's processes);
-// only the replacing module's calls (its layer) still reach the real world.
-extern bool world_replaced STRATA_HIDDEN;
+// and the other modules' is modules_world (the tools' world: the application's processes).
+// Calls made at the replacing module's layer still reach the real world: its wrappers' calls
+// to the next layer, and its callbacks' own calls only when it is the last layer (callbacks'
+// calls run at the last layer, core_internal.hpp), so the monitor names its own communicators.
+inline bool world_replaced() {
+  return strata_call_marks[mark_world_replaced] != 0;
+}
 extern MPI_Comm world_replacement STRATA_HIDDEN;
 extern MPI_Comm modules_world STRATA_HIDDEN;
 extern int world_replacing_layer STRATA_HIDDEN;
@@ -374,41 +396,55 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   return r;
 }
 
+// The application's call while a mark is set (any_call_mark()): its call site from the Python
+// frames, a Fortran binding's note, its communicators as the replaced world names them. Out of
+// line, so that the usual call pays one compare for all of them.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline, cold)) R dispatch_marked(const chain* c, const void* return_address,
+                                                  R (*real)(P...), A... args) {
+  thread_state& ts = tls;
+  ts.call_site = python_sites::call_site(return_address);
+  if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
+    // A Fortran call in progress. The call its binding makes for the program takes the
+    // program's line as its site; the binding's other calls before it (a communicator's size
+    // for an array's length) are the library's own, and pass straight to MPI.
+    if (ts.fortran_fid == Decoder::fortran_fid) {
+      ts.call_site = ts.fortran_site;
+      ts.fortran_fid = -1;
+    } else if (called_from_mpi_library(return_address)) {
+      ++ts.in_real;
+      R r = real(args...);
+      --ts.in_real;
+      return r;
+    } else {
+      ts.fortran_fid = -1; // a note no call took (a binding that calls no C function)
+    }
+  }
+  if constexpr (Decoder::has_comm) {
+    if (world_replaced())
+      Decoder::remap_comms(world_replacement, args...);
+  }
+  return invoke<F, Decoder>(c, c->start_after[0], real, args...);
+}
+
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R dispatch(const chain* c, const void* return_address,
                                                  R (*real)(P...), A... args) {
   thread_state& ts = tls;
   if (__builtin_expect(ts.in_real != 0, 0))
     return real(args...);
-  if (ts.layer < 0) {
-    ts.call_site = python_sites::call_site(return_address);
-    if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
-      // A Fortran call in progress. The call its binding makes for the program takes the
-      // program's line as its site; the binding's other calls before it (a communicator's size
-      // for an array's length) are the library's own, and pass straight to MPI.
-      if (ts.fortran_fid == Decoder::fortran_fid) {
-        ts.call_site = ts.fortran_site;
-        ts.fortran_fid = -1;
-      } else if (called_from_mpi_library(return_address)) {
-        ++ts.in_real;
-        R r = real(args...);
-        --ts.in_real;
-        return r;
-      } else {
-        ts.fortran_fid = -1; // a note no call took (a binding that calls no C function)
-      }
-    }
-    if constexpr (Decoder::has_comm) {
-      if (__builtin_expect(world_replaced, false))
-        Decoder::remap_comms(world_replacement, args...);
-    }
+  const int layer = ts.layer;
+  if (layer < 0) {
+    if (__builtin_expect(any_call_mark(), 0))
+      return dispatch_marked<F, Decoder>(c, return_address, real, args...);
+    ts.call_site = return_address;
   } else if constexpr (Decoder::has_comm) {
     // A module's call: patched PMPI tools and modules that use MPI_COMM_WORLD for their own
     // traffic reach the application's processes only, not the tool ranks.
-    if (__builtin_expect(world_replaced, false) && ts.layer != world_replacing_layer)
+    if (__builtin_expect(world_replaced(), false) && layer != world_replacing_layer)
       Decoder::remap_comms(modules_world, args...);
   }
-  return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
+  return invoke<F, Decoder>(c, c->start_after[layer + 1], real, args...);
 }
 
 // The entry point's own path for a chain that only counts (chain::direct_counter). MPI_X
@@ -496,9 +532,9 @@ __attribute__((noinline, cold)) R counted_poll_completed(const void* return_addr
 // line for its untimed callbacks.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R
-counted(R (*real)(P...), R (*wrapped)(const chain*, const void*, P...), A... args) {
+counted(R (*real)(P...), R (*wrapped)(P...), A... args) {
   if (__builtin_expect(!counts_here<Decoder>(), 0))
-    return wrapped(chains[F], __builtin_return_address(0), args...);
+    return wrapped(args...); // a jump: wrapped_X takes the application's return address
   thread_state& ts = tls;
   if constexpr (Decoder::is_poll) {
     poll_frame<A...> frame;

@@ -234,7 +234,7 @@ void enable_counting(core_state& s) {
     }
     // One counting module and nothing else: the entry point counts (chain::direct_counter, or
     // chain::untimed_poll_counter for polls counted without a look at what they completed).
-    if (list.size() != 1 || !list[0].count_direct || world_replaced)
+    if (list.size() != 1 || !list[0].count_direct || world_replaced())
       continue;
     chain& c = s.chain_storage[static_cast<size_t>(fid)];
     const uint8_t wanted = gen::is_poll_function(fid) ? count_empty_polls : count_calls;
@@ -455,8 +455,10 @@ void load_modules_once() {
   for (size_t i = 0; i < s.modules.size(); ++i)
     add_region_listener(s.modules[i].handle, s.modules[i].state, static_cast<int>(i),
                         own_calls_layer(s, i));
-  if (!s.modules.empty())
+  if (!s.modules.empty()) {
     python_sites::start(); // before MPI_Init's own call site is taken
+    strata_call_marks[mark_python] = python_sites::enabled ? 1 : 0;
+  }
 }
 
 } // namespace strata::core

@@ -47,6 +47,7 @@ struct chain_entry {
   // The usual case, taken with the fewest instructions: one module in the group, plain adds,
   // and nothing below it but the real function.
   bool count_direct = false;
+  int index = 0; // this entry's position in its chain (chain::first_below finds it by address)
   uint64_t* counter = nullptr;
   // On the first entry of an event group: the strata_event fields its modules read (module.h,
   // strata_module_fields_v1), with what decoding them needs; the others are not decoded.
@@ -64,8 +65,9 @@ enum : uint8_t {
 struct chain {
   int size = 0;
   const chain_entry* entries = nullptr;
-  // start_after[layer + 1]: index of the first entry below `layer` (layer -1 = the application).
-  const uint16_t* start_after = nullptr;
+  // first_below[layer + 1]: the first entry below `layer` (layer -1 = the application), null
+  // when only the real function is left.
+  const chain_entry* const* first_below = nullptr;
   // The whole chain is one counting module with a plain counter (entries[0].count_direct) and
   // the application's world is its own: the entry point counts without going through
   // wrapped_X (counts_here() and counted<>() below). Set at the end of MPI_Init, with
@@ -112,10 +114,11 @@ inline bool any_call_mark() {
 }
 
 // Set by strata_host::replace_world: the application's MPI_COMM_WORLD is world_replacement,
-// and the other modules' is modules_world (the tools' world: the application's processes).
-// Calls made at the replacing module's layer still reach the real world: its wrappers' calls
-// to the next layer, and its callbacks' own calls only when it is the last layer (callbacks'
-// calls run at the last layer, core_internal.hpp), so the monitor names its own communicators.
+// and the modules' is modules_world (the tools' world: the application's processes), except in
+// calls made at the replacing module's layer (world_replacing_layer). Those are its wrappers'
+// calls to the next layer; its callbacks' own calls start from the last layer
+// (own_calls_layer, core_internal.hpp), its own only when it is alone or sees its own calls,
+// which is why the monitor never names MPI_COMM_WORLD for its own traffic (module.h).
 inline bool world_replaced() {
   return strata_call_marks[mark_world_replaced] != 0;
 }
@@ -188,18 +191,23 @@ inline void count_group(const chain_entry* entries, int pos, int end) {
   }
 }
 
+// The real function, with MPI's own calls to the exported entry points passing straight through.
+template <typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R call_real(R (*real)(P...), A... args) {
+  thread_state& ts = tls;
+  ++ts.in_real;
+  R r = real(args...);
+  --ts.in_real;
+  return r;
+}
+
 // The rest of the chain from `pos`: the real function when nothing is left (the usual case for
 // a counting group, the last layer), else an out-of-line step (invoke cannot inline itself).
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R invoke_below(const chain* c, int pos, R (*real)(P...),
                                                      A... args) {
-  if (__builtin_expect(pos >= c->size, 1)) {
-    thread_state& ts = tls;
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
-    return r;
-  }
+  if (__builtin_expect(pos >= c->size, 1))
+    return call_real(real, args...);
   return invoke_at<F, Decoder>(c, pos, real, args...);
 }
 
@@ -207,25 +215,15 @@ __attribute__((always_inline)) inline R invoke_below(const chain* c, int pos, R 
 // point's out-of-line path, so a wrapper layer costs a few instructions and no stack frame of
 // its own; the event path, with its decoded event on the stack, is out of line.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real)(P...),
-                                               A... args) {
+__attribute__((always_inline)) inline R invoke_entry(const chain* c, const chain_entry& entry,
+                                                     int pos, R (*real)(P...), A... args) {
   thread_state& ts = tls;
-  if (pos >= c->size) {
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
-    return r;
-  }
-  const chain_entry& entry = c->entries[pos];
   if (entry.wrapper == nullptr) {
     // Counting instead of events: one add per module and the next layer, no event at all.
     if (__builtin_expect(entry.count_mode == count_calls, 0)) {
       if (__builtin_expect(entry.count_direct, 1)) {
         ++*entry.counter;
-        ++ts.in_real;
-        R r = real(args...);
-        --ts.in_real;
-        return r;
+        return call_real(real, args...);
       }
       const int end = entry.group_end;
       count_group(c->entries, pos, end);
@@ -263,6 +261,25 @@ __attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real
   R r = reinterpret_cast<R (*)(P...)>(entry.wrapper)(args...);
   ts.layer = saved_layer;
   return r;
+}
+
+// The chain from entry `pos` on.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real)(P...),
+                                               A... args) {
+  if (pos >= c->size)
+    return call_real(real, args...);
+  return invoke_entry<F, Decoder>(c, c->entries[pos], pos, real, args...);
+}
+
+// A call made from `layer` (-1: the application's), from the first entry below it on.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R (*real)(P...),
+                                                    A... args) {
+  const chain_entry* entry = c->first_below[layer + 1];
+  if (entry == nullptr)
+    return call_real(real, args...);
+  return invoke_entry<F, Decoder>(c, *entry, entry->index, real, args...);
 }
 
 // An event before decoding: the fields every event has, and of the groups the segment's modules
@@ -412,10 +429,7 @@ __attribute__((noinline, cold)) R dispatch_marked(const chain* c, const void* re
       ts.call_site = ts.fortran_site;
       ts.fortran_fid = -1;
     } else if (called_from_mpi_library(return_address)) {
-      ++ts.in_real;
-      R r = real(args...);
-      --ts.in_real;
-      return r;
+      return call_real(real, args...);
     } else {
       ts.fortran_fid = -1; // a note no call took (a binding that calls no C function)
     }
@@ -424,7 +438,7 @@ __attribute__((noinline, cold)) R dispatch_marked(const chain* c, const void* re
     if (world_replaced())
       Decoder::remap_comms(world_replacement, args...);
   }
-  return invoke<F, Decoder>(c, c->start_after[0], real, args...);
+  return invoke_from<F, Decoder>(c, -1, real, args...);
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>
@@ -444,7 +458,7 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
     if (__builtin_expect(world_replaced(), false) && layer != world_replacing_layer)
       Decoder::remap_comms(modules_world, args...);
   }
-  return invoke<F, Decoder>(c, c->start_after[layer + 1], real, args...);
+  return invoke_from<F, Decoder>(c, layer, real, args...);
 }
 
 // The entry point's own path for a chain that only counts (chain::direct_counter). MPI_X
@@ -531,18 +545,14 @@ __attribute__((noinline, cold)) R counted_poll_completed(const void* return_addr
 // read again after the call rather than kept, and a poll that completed something goes out of
 // line for its untimed callbacks.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((always_inline)) inline R
-counted(R (*real)(P...), R (*wrapped)(P...), A... args) {
+__attribute__((always_inline)) inline R counted(R (*real)(P...), R (*wrapped)(P...), A... args) {
   if (__builtin_expect(!counts_here<Decoder>(), 0))
     return wrapped(args...); // a jump: wrapped_X takes the application's return address
-  thread_state& ts = tls;
   if constexpr (Decoder::is_poll) {
     poll_frame<A...> frame;
     Decoder::substitute_ignored_status(frame.stand_in, args...);
     frame.args = std::tuple<A...>(args...);
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
+    R r = call_real(real, args...);
     if (__builtin_expect(
             !std::apply([](A&... kept) { return Decoder::completed(kept...); }, frame.args), 1)) {
       ++*chains[F]->direct_counter;
@@ -557,10 +567,7 @@ counted(R (*real)(P...), R (*wrapped)(P...), A... args) {
     return counted_poll_completed<F, Decoder>(__builtin_return_address(0), r, *saved);
   } else {
     ++*chains[F]->direct_counter;
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
-    return r;
+    return call_real(real, args...);
   }
 }
 

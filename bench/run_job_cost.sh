@@ -8,6 +8,7 @@
 # RUNS rounds, each running every configuration once (interleaved), wall time per job:
 #   mpirun      mpirun -np RANKS init_finalize
 #   preload     the same with the core preloaded by the launcher and STRATA_TOOLS=profile
+#   no-mpi-t    the same with STRATA_TOOLS=profile:mpi_t=0 (what reading MPI_T adds)
 #   run-none    strata run -np RANKS --tools "" -- init_finalize   (the command's own cost)
 #   run         strata run -np RANKS --tools profile -- init_finalize
 # and the medians with their differences: preload - mpirun is the profile's start-up and
@@ -31,9 +32,11 @@ export STRATA_SPOOL=$tmp/spool
 if [[ $FLAVOR == openmpi ]]; then
   launch=(mpirun.openmpi --oversubscribe -np "$RANKS")
   preload=(-x "LD_PRELOAD=$LIB" -x STRATA_TOOLS=profile)
+  no_mpi_t=(-x "LD_PRELOAD=$LIB" -x STRATA_TOOLS=profile:mpi_t=0)
 else
   launch=(mpirun.mpich -np "$RANKS")
   preload=(-genv LD_PRELOAD "$LIB" -genv STRATA_TOOLS profile)
+  no_mpi_t=(-genv LD_PRELOAD "$LIB" -genv STRATA_TOOLS profile:mpi_t=0)
 fi
 
 ms() { # CMD... -> wall ms
@@ -47,6 +50,7 @@ ms() { # CMD... -> wall ms
 for ((r = 1; r <= RUNS; r++)); do
   echo "mpirun $(ms "${launch[@]}" "$PROG")"
   echo "preload $(ms "${launch[@]}" "${preload[@]}" "$PROG")"
+  echo "no-mpi-t $(ms "${launch[@]}" "${no_mpi_t[@]}" "$PROG")"
   echo "run-none $(ms "$BUILD/bin/strata" run -np "$RANKS" --tools "" -- "$PROG")"
   echo "run $(ms "$BUILD/bin/strata" run -np "$RANKS" --tools profile -- "$PROG")"
 done >"$tmp/raw"
@@ -60,9 +64,10 @@ for line in open(sys.argv[1]):
     t[k].append(int(v) / 1000)
 m = {k: statistics.median(v) for k, v in t.items()}
 print(f"{sys.argv[2]}, {sys.argv[3]} ranks, medians of {sys.argv[4]} interleaved runs (ms):")
-for k in ("mpirun", "preload", "run-none", "run"):
+for k in ("mpirun", "preload", "no-mpi-t", "run-none", "run"):
     print(f"  {k:9} {m[k]:7.1f}")
 print(f"  profile's start-up + finalize (preload - mpirun): {m['preload'] - m['mpirun']:+.1f} ms")
+print(f"  of which reading MPI_T (preload - no-mpi-t):       {m['preload'] - m['no-mpi-t']:+.1f} ms")
 print(f"  strata run's own start (run-none - mpirun):       {m['run-none'] - m['mpirun']:+.1f} ms")
 print(f"  strata run --tools profile over mpirun:           {m['run'] - m['mpirun']:+.1f} ms")
 PY

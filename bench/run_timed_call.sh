@@ -24,6 +24,8 @@
 # MPIP_LIB=/path/to/libmpiP.so (built against Open MPI, outside this repository),
 # MPIP_LIB_MPICH=/path/to/libmpiP.so (the same against MPICH), OVERHEAD=1,
 # CONFIGS="profile trace" to run only those (and native),
+# THREADS="2" to time MPI_Barrier(MPI_COMM_SELF) also from that many threads at once under
+# MPI_THREAD_MULTIPLE (one rank, not bound; column barrier_Nthreads: the mean of the threads),
 # MODEL_DIR=<dir> with model.<flavor>.json (from `strata bench`) to reuse instead of building one,
 # RAW=<file> to keep the raw lines. For a wall-time figure on this shared machine run it under
 # bench/quiet.sh with ROUNDS=1 and FLAVORS of one MPI at a time (each quiet run under 3 minutes).
@@ -87,8 +89,9 @@ env_words() { # FLAVOR CONFIG -> vars[]
 }
 
 run_one() { # FLAVOR CONFIG ARGS...
-  local flavor=$1 config=$2
+  local flavor=$1 config=$2 bind=core
   shift 2
+  [[ " $* " == *" --threads "* ]] && bind=none
   local -a vars launcher=()
   env_words "$flavor" "$config"
   local v
@@ -96,9 +99,9 @@ run_one() { # FLAVOR CONFIG ARGS...
     if [[ $flavor == openmpi ]]; then launcher+=(-x "$v"); else launcher+=(-genv "${v%%=*}" "${v#*=}"); fi
   done
   if [[ $flavor == openmpi ]]; then
-    mpirun.openmpi --bind-to core -np 1 "${launcher[@]}" "$BUILD/bench/$flavor/timed_call" "$@"
+    mpirun.openmpi --bind-to "$bind" -np 1 "${launcher[@]}" "$BUILD/bench/$flavor/timed_call" "$@"
   else
-    mpirun.mpich -np 1 -bind-to core "${launcher[@]}" "$BUILD/bench/$flavor/timed_call" "$@"
+    mpirun.mpich -np 1 -bind-to "$bind" "${launcher[@]}" "$BUILD/bench/$flavor/timed_call" "$@"
   fi
 }
 
@@ -126,6 +129,10 @@ for flavor in $FLAVORS; do
   for ((round = 1; round <= ROUNDS; round++)); do
     for config in $(configs "$flavor"); do
       run_one "$flavor" "$config" --iters "$ITERS" --reps 3 --label "$config" | tee -a "$raw" >&2
+      for threads in ${THREADS:-}; do
+        run_one "$flavor" "$config" --iters "$((ITERS / 2))" --reps 3 --label "$config" \
+          --threads "$threads" | tee -a "$raw" >&2
+      done
     done
   done
   if [[ $CALLGRIND == 1 ]] && command -v valgrind >/dev/null; then
@@ -151,7 +158,8 @@ for line in open(sys.argv[1]):
     if not line.startswith("bench timed "):
         continue
     kv = dict(re.findall(r"(\w+)=(\S+)", line))
-    key = (kv["flavor"], kv["label"], kv["call"])
+    call = f"barrier_{kv['threads']}threads" if "threads" in kv else kv["call"]
+    key = (kv["flavor"], kv["label"], call)
     if "ir_per_call" in kv:
         ir[key] = int(kv["ir_per_call"])
     else:
@@ -159,6 +167,7 @@ for line in open(sys.argv[1]):
         if key not in best or d < best[key][1]:
             best[key] = (float(kv["native_ns"]), d)
 calls = ["barrier", "sendrecv", "iprobe", "test_inter"]
+calls += sorted({k[2] for k in best if k[2] not in calls})
 flavors = sorted({k[0] for k in list(best) + list(ir)})
 for f in flavors:
     labels = []

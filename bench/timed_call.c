@@ -6,14 +6,19 @@
  * call straight into the MPI library through a pointer taken from the library itself, in the
  * same process, so that the difference is the tool's cost alone.
  *
- * Usage: timed_call [--iters N] [--reps K] [--label TEXT]
+ * Usage: timed_call [--iters N] [--reps K] [--label TEXT] [--threads T]
  *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter
  *                   [--native]   (only N such calls, for callgrind's instruction counts)
+ *
+ * --threads T: MPI_THREAD_MULTIPLE, and T threads time MPI_Barrier(MPI_COMM_SELF) at the same
+ * time (call=barrier_threads, the mean of the threads' figures): what a profiler's counting
+ * costs when threads call MPI together.
  *
  * Output, one line per call from rank 0:
  *   bench timed flavor=F label=L call=C native_ns=.. tool_ns=.. delta_ns=.. owner=OBJECT */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <pthread.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,9 +116,41 @@ static void measure(int which, long iters, int reps, double* nat, double* sym) {
   *sym = best_s;
 }
 
+struct thread_figures {
+  long iters;
+  int reps;
+  double nat, sym;
+};
+static pthread_barrier_t start_line;
+
+static void* timing_thread(void* arg) {
+  struct thread_figures* t = arg;
+  pthread_barrier_wait(&start_line);
+  measure(0, t->iters, t->reps, &t->nat, &t->sym);
+  return NULL;
+}
+
+/* T threads time the barrier together; the mean of their figures. */
+static void measure_threads(int threads, long iters, int reps, double* nat, double* sym) {
+  pthread_t ids[64];
+  struct thread_figures figures[64];
+  pthread_barrier_init(&start_line, NULL, (unsigned)threads);
+  for (int i = 0; i < threads; ++i) {
+    figures[i] = (struct thread_figures){iters, reps, 0, 0};
+    pthread_create(&ids[i], NULL, timing_thread, &figures[i]);
+  }
+  *nat = *sym = 0;
+  for (int i = 0; i < threads; ++i) {
+    pthread_join(ids[i], NULL);
+    *nat += figures[i].nat / threads;
+    *sym += figures[i].sym / threads;
+  }
+  pthread_barrier_destroy(&start_line);
+}
+
 int main(int argc, char** argv) {
   long iters = 2000000, cg_iters = 0;
-  int reps = 5, native = 0, which = 0;
+  int reps = 5, native = 0, which = 0, threads = 0;
   const char* label = "-";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--iters") && i + 1 < argc)
@@ -122,6 +159,8 @@ int main(int argc, char** argv) {
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--label") && i + 1 < argc)
       label = argv[++i];
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind-iters") && i + 1 < argc)
       cg_iters = atol(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind-call") && i + 1 < argc) {
@@ -139,7 +178,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  MPI_Init(&argc, &argv);
+  if (threads < 0 || threads > 64) {
+    fprintf(stderr, "timed_call: --threads takes 1 to 64\n");
+    return 2;
+  }
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, threads > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+  if (threads > 0 && provided != MPI_THREAD_MULTIPLE) {
+    fprintf(stderr, "timed_call: the MPI library does not provide MPI_THREAD_MULTIPLE\n");
+    MPI_Finalize();
+    return 2;
+  }
   resolve_native();
   if (cg_iters > 0) {
     (native ? native_loops : symbol_loops)[which](cg_iters);
@@ -148,6 +197,16 @@ int main(int argc, char** argv) {
   }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (threads > 0) {
+    double nat = 0, sym = 0;
+    measure_threads(threads, iters, reps, &nat, &sym);
+    if (rank == 0)
+      printf("bench timed flavor=%s label=%s call=barrier_threads threads=%d native_ns=%.2f "
+             "tool_ns=%.2f delta_ns=%.2f owner=%s\n",
+             flavor, label, threads, nat, sym, sym - nat, symbol_owner("MPI_Barrier"));
+    MPI_Finalize();
+    return 0;
+  }
   for (int c = 0; c < 4; ++c) {
     double nat = 0, sym = 0;
     measure(c, iters, reps, &nat, &sym);

@@ -114,7 +114,8 @@ typedef struct strata_host {
   void* (*lookup)(const char* name, const char* signature);
   /* Named string values shared between modules (last writer wins). The core sets
    * "strata.init_language": "Fortran" when the program started MPI through a Fortran binding
-   * (mpif.h, use mpi, use mpi_f08), else "C". */
+   * (mpif.h, use mpi, use mpi_f08), else "C"; and "strata.probe": "1" during a `load` that only
+   * checks the module for the `strata` command (no MPI program: start nothing costly there). */
   void (*set_value)(const char* name, const char* value);
   const char* (*get_value)(const char* name);
   uint64_t (*now_ns)(void);

@@ -318,94 +318,65 @@ OTF2_CallbackCode ev_leave(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, O
   });
 }
 
-OTF2_CallbackCode ev_send(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                          uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
-        !to_world(s, comm, rank, receiver))
-      return false;
-    s->handler->send(rank, t, receiver, comm, tag, bytes);
-    return true;
-  });
-}
-
-OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                           uint32_t receiver, OTF2_CommRef comm, uint32_t tag, uint64_t bytes,
-                           uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
-        !to_world(s, comm, rank, receiver))
-      return false;
-    s->handler->isend(rank, t, receiver, comm, tag, bytes, request);
-    return true;
-  });
-}
-
-OTF2_CallbackCode ev_isend_complete(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
-                                    OTF2_AttributeList*, uint64_t request) {
+// An event that names only its location (a request completed or cancelled, the program's begin
+// and end): the handler hears of it once the location is known.
+template <class Deliver>
+OTF2_CallbackCode location_event(OTF2_LocationRef loc, void* data, Deliver&& deliver) {
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
     if (!check_location(s, rank, loc))
       return false;
-    s->handler->isend_complete(rank, t, request);
+    deliver(*s->handler, rank);
     return true;
   });
 }
 
-OTF2_CallbackCode ev_irecv_request(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
-                                   OTF2_AttributeList*, uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->irecv_request(rank, t, request);
-    return true;
-  });
-}
-
-OTF2_CallbackCode ev_recv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                          uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t bytes) {
+// A message sent or received: the location, the communicator and the peer must hold; the handler
+// hears of it with the peer as a world rank.
+template <class Deliver>
+OTF2_CallbackCode message_event(OTF2_LocationRef loc, void* data, OTF2_CommRef comm, uint32_t peer,
+                                Deliver&& deliver) {
   auto* s = static_cast<reader_state*>(data);
   return guarded(s, [&] {
     const uint32_t rank = s->rank(loc);
     if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
-        !to_world(s, comm, rank, sender))
+        !to_world(s, comm, rank, peer))
       return false;
-    s->handler->recv(rank, t, sender, comm, tag, bytes);
+    deliver(*s->handler, rank, peer);
     return true;
   });
 }
 
-OTF2_CallbackCode ev_irecv(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data, OTF2_AttributeList*,
-                           uint32_t sender, OTF2_CommRef comm, uint32_t tag, uint64_t bytes,
-                           uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc) || !check_comm(s, rank, comm) ||
-        !to_world(s, comm, rank, sender))
-      return false;
-    s->handler->irecv(rank, t, sender, comm, tag, bytes, request);
-    return true;
-  });
+// MPI_Send and MPI_Recv (the handler's send or recv).
+template <auto deliver>
+OTF2_CallbackCode ev_message(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                             OTF2_AttributeList*, uint32_t peer, OTF2_CommRef comm, uint32_t tag,
+                             uint64_t bytes) {
+  return message_event(loc, data, comm, peer,
+                       [&](event_handler& h, uint32_t rank, uint32_t world_peer) {
+                         (h.*deliver)(rank, t, world_peer, comm, tag, bytes);
+                       });
 }
 
-OTF2_CallbackCode ev_cancelled(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
-                               OTF2_AttributeList*, uint64_t request) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->request_cancelled(rank, t, request);
-    return true;
-  });
+// MPI_Isend and MPI_Irecv (the handler's isend or irecv).
+template <auto deliver>
+OTF2_CallbackCode ev_request_message(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                     OTF2_AttributeList*, uint32_t peer, OTF2_CommRef comm,
+                                     uint32_t tag, uint64_t bytes, uint64_t request) {
+  return message_event(loc, data, comm, peer,
+                       [&](event_handler& h, uint32_t rank, uint32_t world_peer) {
+                         (h.*deliver)(rank, t, world_peer, comm, tag, bytes, request);
+                       });
+}
+
+// A request completed, asked for or cancelled (isend_complete, irecv_request,
+// request_cancelled).
+template <auto deliver>
+OTF2_CallbackCode ev_request(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                             OTF2_AttributeList*, uint64_t request) {
+  return location_event(loc, data,
+                        [&](event_handler& h, uint32_t rank) { (h.*deliver)(rank, t, request); });
 }
 
 OTF2_CallbackCode ev_collective_begin(OTF2_LocationRef loc, OTF2_TimeStamp, void* data,
@@ -432,26 +403,14 @@ OTF2_CallbackCode ev_collective_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void
 OTF2_CallbackCode ev_program_begin(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
                                    OTF2_AttributeList*, OTF2_StringRef, uint32_t,
                                    const OTF2_StringRef*) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->program_event(rank, t);
-    return true;
-  });
+  return location_event(loc, data,
+                        [&](event_handler& h, uint32_t rank) { h.program_event(rank, t); });
 }
 
 OTF2_CallbackCode ev_program_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
                                  OTF2_AttributeList*, int64_t) {
-  auto* s = static_cast<reader_state*>(data);
-  return guarded(s, [&] {
-    const uint32_t rank = s->rank(loc);
-    if (!check_location(s, rank, loc))
-      return false;
-    s->handler->program_event(rank, t);
-    return true;
-  });
+  return location_event(loc, data,
+                        [&](event_handler& h, uint32_t rank) { h.program_event(rank, t); });
 }
 
 // Events the analysis does not use still count, so the truncation check sees them.
@@ -697,13 +656,16 @@ void trace_reader::open_events(event_handler& handler, uint32_t first, uint32_t 
   OTF2_GlobalEvtReaderCallbacks* cb = OTF2_GlobalEvtReaderCallbacks_New();
   OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(cb, ev_enter);
   OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(cb, ev_leave);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(cb, ev_send);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(cb, ev_isend);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, ev_isend_complete);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, ev_irecv_request);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(cb, ev_recv);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(cb, ev_irecv);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback(cb, ev_cancelled);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(cb, ev_message<&event_handler::send>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(cb, ev_request_message<&event_handler::isend>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(
+      cb, ev_request<&event_handler::isend_complete>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(
+      cb, ev_request<&event_handler::irecv_request>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(cb, ev_message<&event_handler::recv>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(cb, ev_request_message<&event_handler::irecv>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback(
+      cb, ev_request<&event_handler::request_cancelled>);
   OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, ev_collective_begin);
   OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, ev_collective_end);
   OTF2_GlobalEvtReaderCallbacks_SetProgramBeginCallback(cb, ev_program_begin);

@@ -56,10 +56,12 @@ extern "C" STRATA_EXPORT int strata_core_probe(const char* name, const char* ori
     for (const auto& [k, v] : spec.args)
       args.push_back({k.c_str(), v.c_str()});
     void* st = nullptr;
+    core::host_api.set_value("strata.probe", "1");
     const int rc = m.desc->load == nullptr ? 0
                                            : m.desc->load(&core::host_api, 0, args.data(),
                                                           static_cast<int>(args.size()), &st,
                                                           reason, sizeof(reason) - 1);
+    core::host_api.set_value("strata.probe", "0");
     s.loading = false;
     m.subscribed = s.modules[0].subscribed;
     s.modules.clear();

@@ -21,6 +21,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
+#include <utility>
 
 namespace strata::launch {
 namespace {
@@ -406,6 +408,15 @@ public:
                      "the application's ranks (a module's tool ranks, the monitor's, come on top)")
         ->required()
         ->check(CLI::Range(1, 1 << 20));
+    // The monitor's settings were once options of `run`; they are the module's own now. The old
+    // spellings stay, hidden, to say the new one in a line rather than CLI11's "not expected".
+    for (const auto& [gone, now] : {std::pair{"--monitor-fanout", "--tools monitor:fanout=N"},
+                                    std::pair{"--monitor-period", "--tools monitor:period=S"}}) {
+      const std::string message = std::string(gone) + " is gone; say " + now;
+      run_->add_option_function<std::string>(
+              gone, [message](const std::string&) { throw CLI::ValidationError(message); })
+          ->group("");
+    }
     modules_ = strata.add_subcommand("modules",
                                      "list the modules and what they wrap; NAME: its options too");
     modules_->add_option("NAME", module_name_, "one module, with its options");

@@ -2,7 +2,61 @@
 
 #include "profiler/clock.hpp"
 
+#include <algorithm>
+
 namespace strata::profiler {
+
+namespace {
+// The arrays this thread claimed from, and its own (null: none was left). Internal linkage: the
+// profile and the overhead module, loaded together, each keep their own.
+struct thread_claim {
+  const thread_slot_arrays* arrays = nullptr;
+  routine_slot* own = nullptr;
+};
+thread_local thread_claim this_thread;
+} // namespace
+
+routine_slot* own_thread_slots(const thread_slot_arrays& arrays) {
+  if (this_thread.arrays == &arrays)
+    return this_thread.own;
+  routine_slot* own = nullptr;
+  if (arrays.claimed != nullptr) {
+    const uint32_t i = arrays.claimed->fetch_add(1, std::memory_order_relaxed);
+    if (i < arrays.count) {
+      own = arrays.slots + size_t{i} * arrays.functions;
+      for (uint32_t f = 0; f < arrays.functions; ++f)
+        own[f].min_ns = UINT64_MAX;
+    }
+  }
+  this_thread = {&arrays, own};
+  return own;
+}
+
+std::vector<routine_slot> merged_slots(const routine_slot* shared, size_t functions,
+                                       const thread_slot_arrays& arrays) {
+  std::vector<routine_slot> out(shared, shared + functions);
+  const uint32_t claimed =
+      arrays.claimed != nullptr
+          ? std::min(arrays.claimed->load(std::memory_order_relaxed), arrays.count)
+          : 0;
+  for (uint32_t a = 0; a < claimed; ++a)
+    for (uint32_t f = 0; f < arrays.functions; ++f)
+      merge_slot(out[f], arrays.slots[size_t{a} * arrays.functions + f]);
+  return out;
+}
+
+void clear_thread_slots(const thread_slot_arrays& arrays) {
+  const uint32_t claimed =
+      arrays.claimed != nullptr
+          ? std::min(arrays.claimed->load(std::memory_order_relaxed), arrays.count)
+          : 0;
+  for (uint32_t a = 0; a < claimed; ++a)
+    for (uint32_t f = 0; f < arrays.functions; ++f) {
+      routine_slot& slot = arrays.slots[size_t{a} * arrays.functions + f];
+      slot = routine_slot{};
+      slot.min_ns = UINT64_MAX;
+    }
+}
 
 uint64_t calibrate_call_cost(const std::vector<uint8_t>& traits, bool with_callsites) {
   std::vector<routine_slot> slots(traits.size());

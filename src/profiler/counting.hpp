@@ -13,8 +13,10 @@
 
 #include <strata/module.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace strata::profiler {
@@ -43,6 +45,28 @@ struct poll_figures {
 // run on a loaded machine).
 inline constexpr uint64_t max_sample_ns = 250'000;
 
+// Under MPI_THREAD_MULTIPLE, arrays of routine slots (in the rank file) that threads claim one
+// each at their first call beside another thread's: each then counts with plain adds into its
+// own. A thread that finds none left counts with atomics into the shared slots.
+struct thread_slot_arrays {
+  routine_slot* slots = nullptr; // count arrays of `functions` slots
+  uint32_t count = 0;
+  uint32_t functions = 0;
+  std::atomic<uint32_t>* claimed = nullptr; // arrays handed out so far (may pass count)
+};
+
+// The calling thread's array of `arrays`, claimed (and its minima set) at its first call;
+// nullptr when every array is taken. Out of line: its thread-local record is the module's own.
+routine_slot* own_thread_slots(const thread_slot_arrays& arrays);
+
+// The shared slots (`functions` of them) with every claimed thread array added: what the rank
+// counted, by function.
+std::vector<routine_slot> merged_slots(const routine_slot* shared, size_t functions,
+                                       const thread_slot_arrays& arrays);
+
+// Every claimed thread array emptied (MPI_Pcontrol(2)).
+void clear_thread_slots(const thread_slot_arrays& arrays);
+
 // Where one rank's calls are counted: its rank file, or memory before the file exists.
 struct call_counting {
   routine_slot* slots = nullptr;   // by function id
@@ -52,13 +76,19 @@ struct call_counting {
   callsite_table callsites;        // slots null: call sites not counted
   const time_over_model* model = nullptr; // the overhead module's model, else null
   bool threaded = false;                  // MPI_THREAD_MULTIPLE: relaxed atomics, except...
-  sole_counter* sole = nullptr;           // ...for the one thread that calls MPI, if set
+  sole_counter* sole = nullptr;           // ...for the one thread that calls MPI, if set,
+  thread_slot_arrays thread_arrays;       // ...and threads with an array of their own
 };
 
-template <typename Adds>
-inline void count_call_with(const call_counting& c, const strata_event& ev) {
+// One call into `slots` (the shared ones, or the thread's own) with SlotAdds, and into what
+// threads always share (the header, poll figures, call sites) with SharedAdds.
+inline constexpr uint64_t latest_exit_grain_ns = 1'000'000;
+
+template <typename SlotAdds, typename SharedAdds>
+inline void count_call_into(const call_counting& c, routine_slot* slots, const strata_event& ev) {
+  using Adds = SlotAdds;
   const auto f = static_cast<size_t>(ev.function);
-  routine_slot& slot = c.slots[f];
+  routine_slot& slot = slots[f];
   const uint64_t t = ev.t_exit_ns - ev.t_enter_ns;
   const uint64_t received = ev.bytes_received > 0 ? static_cast<uint64_t>(ev.bytes_received) : 0;
   const uint64_t sent = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
@@ -82,33 +112,47 @@ inline void count_call_with(const call_counting& c, const strata_event& ev) {
     Adds::add(slot.size_hist[size_bin(size)], uint64_t{1});
   if (collective)
     Adds::add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], uint64_t{1});
-  Adds::set_latest(c.header->last_mono_ns, ev.t_exit_ns);
+  // Threads with arrays of their own move the latest exit on only once a millisecond, so that
+  // they do not write one shared line on every call: the wall time of a rank that died may be
+  // short by that much.
+  constexpr uint64_t grain = std::is_same_v<SlotAdds, SharedAdds> ? 0 : latest_exit_grain_ns;
+  if (grain == 0 ||
+      ev.t_exit_ns >
+          std::atomic_ref<uint64_t>(c.header->last_mono_ns).load(std::memory_order_relaxed) + grain)
+    SharedAdds::set_latest(c.header->last_mono_ns, ev.t_exit_ns);
   if ((traits & routine_trait::sampled_poll) != 0) {
     poll_figures& poll = c.polls[f];
-    Adds::add(poll.timed_polls, uint64_t{1});
-    Adds::add(poll.timed_poll_bytes, received);
+    SharedAdds::add(poll.timed_polls, uint64_t{1});
+    SharedAdds::add(poll.timed_poll_bytes, received);
     if (t <= max_sample_ns) {
-      Adds::add(poll.sample_calls, uint64_t{1});
-      Adds::add(poll.sample_ns, t);
+      SharedAdds::add(poll.sample_calls, uint64_t{1});
+      SharedAdds::add(poll.sample_ns, t);
     }
   }
   if (c.callsites.slots != nullptr) {
     const uint64_t wasted = c.model != nullptr ? c.model->wasted_ns(ev.function, ev.comm_size, t,
                                                                     size, c.header->model_clamped)
                                                : 0;
-    count_callsite<Adds>(c.callsites, c.header->callsites_dropped,
-                         callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function), t,
-                         sent + received, wasted);
+    count_callsite<SharedAdds>(c.callsites, c.header->callsites_dropped,
+                               callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function),
+                               t, sent + received, wasted);
   }
+}
+
+template <typename Adds>
+inline void count_call_with(const call_counting& c, const strata_event& ev) {
+  count_call_into<Adds, Adds>(c, c.slots, ev);
 }
 
 // The profile's exit callback, once the event has both times.
 inline void count_call(const call_counting& c, const strata_event& ev) {
   if (!c.threaded) {
     count_call_with<plain_adds>(c, ev);
-  } else if (c.sole != nullptr && c.sole->enter()) {
+  } else if (c.sole != nullptr && !c.sole->shared_relaxed() && c.sole->enter()) {
     count_call_with<plain_adds>(c, ev);
     c.sole->leave();
+  } else if (routine_slot* own = own_thread_slots(c.thread_arrays); own != nullptr) {
+    count_call_into<plain_adds, atomic_adds>(c, own, ev);
   } else {
     count_call_with<atomic_adds>(c, ev);
   }

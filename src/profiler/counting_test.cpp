@@ -203,6 +203,54 @@ TEST(Counting, TheSoleCounterHandsOverWithoutLosingACall) {
   }
 }
 
+// Threads that call MPI beside another count into arrays of their own with plain adds: a
+// thread past the arrays counts into the shared slots with atomics, and the sum is what a
+// reader sees. The first thread is the sole counter until the others come.
+TEST(Counting, ThreadsWithArraysOfTheirOwnLoseNoCall) {
+  rank_in_memory rank(true);
+  sole_counter sole;
+  const bool with_sole = sole.start();
+  if (with_sole)
+    rank.counting.sole = &sole;
+  constexpr uint32_t arrays = 2;
+  constexpr int threads = 4, calls = 20000;
+  std::vector<routine_slot> own(arrays * rank.slots.size());
+  std::atomic<uint32_t> claimed{0};
+  rank.counting.thread_arrays = {own.data(), arrays, static_cast<uint32_t>(rank.slots.size()),
+                                 &claimed};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&rank, t] {
+      strata_event ev = event(bcast, 0, 0);
+      ev.comm_size = 4;
+      for (int i = 0; i < calls; ++i) {
+        ev.t_enter_ns = static_cast<uint64_t>(i);
+        ev.t_exit_ns = static_cast<uint64_t>(i) + 1 + static_cast<uint64_t>(t);
+        count_call(rank.counting, ev);
+      }
+    });
+  for (std::thread& w : workers)
+    w.join();
+  EXPECT_GE(claimed.load(), arrays); // the arrays were handed out, and no more than there are
+  const std::vector<routine_slot> sum =
+      merged_slots(rank.slots.data(), rank.slots.size(), rank.counting.thread_arrays);
+  const routine_slot& b = sum[bcast];
+  EXPECT_EQ(b.calls, uint64_t{threads} * calls);
+  EXPECT_LT(rank.slots[bcast].calls, b.calls); // some were counted in the threads' own arrays
+  EXPECT_EQ(b.time_ns, uint64_t{calls} * (1 + 2 + 3 + 4));
+  EXPECT_EQ(b.min_ns, 1u);
+  EXPECT_EQ(b.max_ns, uint64_t{threads});
+  EXPECT_EQ(b.comm_hist[comm_bin(4)], uint64_t{threads} * calls);
+  EXPECT_EQ(sum[send].calls, 0u);
+  EXPECT_EQ(sum[send].min_ns, UINT64_MAX); // a routine nobody called stays empty
+  // The latest exit moves on in steps of latest_exit_grain_ns from the threads' own arrays.
+  EXPECT_GT(rank.header.last_mono_ns, 0u);
+  clear_thread_slots(rank.counting.thread_arrays);
+  EXPECT_EQ(
+      merged_slots(rank.slots.data(), rank.slots.size(), rank.counting.thread_arrays)[bcast].calls,
+      rank.slots[bcast].calls);
+}
+
 TEST(Counting, CallSitesAreKeyedByFunctionAndReturnAddress) {
   rank_in_memory rank(false, true);
   strata_event ev = event(send, 10, 30);

@@ -49,13 +49,30 @@ void rank_mapping::unmap() {
   slots = nullptr;
 }
 
+void merge_slot(routine_slot& into, const routine_slot& from) {
+  if (from.calls == 0)
+    return;
+  into.min_ns = into.calls == 0 || from.min_ns < into.min_ns ? from.min_ns : into.min_ns;
+  into.max_ns = into.calls == 0 || from.max_ns > into.max_ns ? from.max_ns : into.max_ns;
+  into.calls += from.calls;
+  into.time_ns += from.time_ns;
+  into.count_sum += from.count_sum;
+  into.bytes_sent += from.bytes_sent;
+  into.bytes_received += from.bytes_received;
+  for (int b = 0; b < size_bins; ++b)
+    into.size_hist[b] += from.size_hist[b];
+  for (int b = 0; b < comm_bins; ++b)
+    into.comm_hist[b] += from.comm_hist[b];
+}
+
 rank_mapping create_rank_file(const std::string& path, const std::vector<std::string>& names,
-                              uint32_t callsite_capacity) {
+                              uint32_t callsite_capacity, uint32_t thread_arrays) {
   rank_mapping m;
   m.path = path;
   const size_t count = names.size();
   m.bytes = sizeof(rank_header) + count * name_length + count * sizeof(routine_slot) +
-            callsite_capacity * sizeof(callsite_slot) + count * sizeof(uint64_t);
+            callsite_capacity * sizeof(callsite_slot) + count * sizeof(uint64_t) +
+            sizeof(uint64_t) + size_t{thread_arrays} * count * sizeof(routine_slot);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     m.error = path + ": " + std::strerror(errno);
@@ -89,6 +106,11 @@ rank_mapping create_rank_file(const std::string& path, const std::vector<std::st
     m.callsites = reinterpret_cast<callsite_slot*>(m.slots + count);
   m.uncharged_polls = reinterpret_cast<uint64_t*>(
       reinterpret_cast<callsite_slot*>(m.slots + count) + callsite_capacity);
+  uint64_t* arrays = m.uncharged_polls + count;
+  *arrays = thread_arrays;
+  m.thread_arrays = thread_arrays;
+  if (thread_arrays > 0)
+    m.thread_slots = reinterpret_cast<routine_slot*>(arrays + 1);
   return m;
 }
 
@@ -122,18 +144,31 @@ read_result parse_rank_image(const unsigned char* bytes, size_t size, const std:
     r.error = path + ": not a Strata rank profile (bad magic)";
     return r;
   }
-  if (h.version != rank_file_version || h.header_size != sizeof(rank_header) ||
-      h.slot_size != sizeof(routine_slot)) {
+  if (h.version < oldest_rank_file_version || h.version > rank_file_version ||
+      h.header_size != sizeof(rank_header) || h.slot_size != sizeof(routine_slot)) {
     r.error = path + ": rank profile version " + std::to_string(h.version) +
-              " with a different layout; this Strata reads version " +
-              std::to_string(rank_file_version);
+              " with a different layout; this Strata reads versions " +
+              std::to_string(oldest_rank_file_version) + " to " + std::to_string(rank_file_version);
     return r;
   }
   const uint64_t count = h.function_count;
   const uint64_t sites = h.callsite_capacity;
-  const uint64_t need = sizeof(rank_header) +
-                        count * (name_length + sizeof(routine_slot) + sizeof(uint64_t)) +
-                        sites * sizeof(callsite_slot);
+  uint64_t need = sizeof(rank_header) +
+                  count * (name_length + sizeof(routine_slot) + sizeof(uint64_t)) +
+                  sites * sizeof(callsite_slot);
+  uint64_t arrays = 0;
+  if (count <= 100000 && sites <= (uint64_t{1} << 24) && h.version >= 7 &&
+      need + sizeof(uint64_t) <= size) {
+    std::memcpy(&arrays, bytes + need, sizeof(arrays));
+    if (arrays > max_thread_arrays) {
+      r.error = path + ": corrupt (" + std::to_string(arrays) + " thread arrays, at most " +
+                std::to_string(max_thread_arrays) + ")";
+      return r;
+    }
+    need += sizeof(uint64_t) + arrays * count * sizeof(routine_slot);
+  } else if (h.version >= 7) {
+    need += sizeof(uint64_t);
+  }
   if (count > 100000 || sites > (uint64_t{1} << 24) || need > size) {
     r.error = path + ": truncated or corrupt (" + std::to_string(count) + " functions need " +
               std::to_string(need) + " bytes, the file has " + std::to_string(size) + ")";
@@ -173,6 +208,17 @@ read_result parse_rank_image(const unsigned char* bytes, size_t size, const std:
     std::memcpy(r.data.uncharged_polls.data(),
                 slots + count * sizeof(routine_slot) + sites * sizeof(callsite_slot),
                 count * sizeof(uint64_t));
+  // What threads counted in arrays of their own, before the polls are charged a mean.
+  r.data.thread_arrays = static_cast<uint32_t>(arrays);
+  const unsigned char* thread_slots = slots + count * sizeof(routine_slot) +
+                                      sites * sizeof(callsite_slot) + count * sizeof(uint64_t) +
+                                      sizeof(uint64_t);
+  for (uint64_t a = 0; a < arrays; ++a)
+    for (uint64_t i = 0; i < count; ++i) {
+      routine_slot from{};
+      std::memcpy(&from, thread_slots + (a * count + i) * sizeof(routine_slot), sizeof(from));
+      merge_slot(r.data.slots[i], from);
+    }
   for (uint64_t i = 0; i < count; ++i) {
     routine_slot& slot = r.data.slots[i];
     const uint64_t pending = r.data.uncharged_polls[i];

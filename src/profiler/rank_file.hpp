@@ -10,10 +10,12 @@
 namespace strata::profiler {
 
 inline constexpr char rank_file_magic[8] = {'S', 'T', 'R', 'P', 'R', 'O', 'F', '1'};
-inline constexpr uint32_t rank_file_version = 6;
-inline constexpr int size_bins = 40; // bin 0: 0 bytes; bin k: [2^(k-1), 2^k)
+inline constexpr uint32_t rank_file_version = 7;
+inline constexpr uint32_t oldest_rank_file_version = 6; // read too: 7 added the thread arrays
+inline constexpr int size_bins = 40;                    // bin 0: 0 bytes; bin k: [2^(k-1), 2^k)
 inline constexpr int comm_bins = 32; // bin k: communicator sizes in [2^k, 2^(k+1))
 inline constexpr int max_counters = 8;
+inline constexpr uint64_t max_thread_arrays = 64; // what a reader accepts
 inline constexpr int name_length = 48;
 
 enum class job_status : int32_t { running = 0, finalized = 1, aborted = 2, signal = 3, exited = 4 };
@@ -110,13 +112,22 @@ inline uint64_t size_bin_lower_bound(int bin) {
 // Layout: header, names, routine slots, call-site slots, then one uint64_t per function: polls
 // counted untimed and not yet moved into the routine's slot (calls and time), which a reader
 // adds to the slot's calls, charged the slot's mean time per call (uncharged_polls below).
+// Version 7 goes on with one uint64_t, the number of thread arrays, and that many arrays of
+// routine slots (one per function): under MPI_THREAD_MULTIPLE each thread that calls MPI
+// beside another counts into an array of its own; a reader adds them into the routine slots.
+
+// Adds `from` into `into` (calls, times, bytes, histograms; the smaller minimum and larger
+// maximum). A slot without calls adds nothing.
+void merge_slot(routine_slot& into, const routine_slot& from);
 
 // A rank file mapped for writing; the mapping stays valid until unmap() (or process death).
 struct rank_mapping {
   rank_header* header = nullptr;
   routine_slot* slots = nullptr;
   callsite_slot* callsites = nullptr;
-  uint64_t* uncharged_polls = nullptr; // by function id
+  uint64_t* uncharged_polls = nullptr;  // by function id
+  routine_slot* thread_slots = nullptr; // thread_arrays arrays of function_count slots
+  uint32_t thread_arrays = 0;
   size_t bytes = 0;
   std::string path;
   std::string error;
@@ -127,7 +138,7 @@ struct rank_mapping {
 // Creates PATH (0600) sized for these functions and maps it; names are stored in the file so
 // the reader needs no knowledge of the MPI the job used.
 rank_mapping create_rank_file(const std::string& path, const std::vector<std::string>& names,
-                              uint32_t callsite_capacity = 0);
+                              uint32_t callsite_capacity = 0, uint32_t thread_arrays = 0);
 
 // What a rank counted before its file existed (MPI_Init itself), moved into the file: the facts
 // (the file keeps its layout fields), the routine slots and the uncharged polls, by function id.
@@ -142,6 +153,7 @@ struct rank_data {
   std::vector<routine_slot> slots;
   std::vector<callsite_slot> callsites;  // addresses of a process that is gone: not resolved
   std::vector<uint64_t> uncharged_polls; // by function id; already added into `slots` here
+  uint32_t thread_arrays = 0;            // already added into `slots` here
   std::string path;
 };
 struct read_result {

@@ -85,6 +85,68 @@ TEST(RankFile, BadFilesGiveOneClearMessage) {
   std::remove(path.c_str());
 }
 
+TEST(RankFile, TheThreadsOwnArraysAreAddedByTheReader) {
+  const std::string path = temp_path("threads.prof");
+  rank_mapping m = create_rank_file(path, {"MPI_Init", "MPI_Send"}, 4, 2);
+  ASSERT_TRUE(m.ok()) << m.error;
+  ASSERT_EQ(m.thread_arrays, 2u);
+  m.slots[1] = routine_slot{};
+  m.slots[1].calls = 2;
+  m.slots[1].time_ns = 30;
+  m.slots[1].min_ns = 10;
+  m.slots[1].max_ns = 20;
+  routine_slot* second_thread = m.thread_slots + 2; // array 1, function 1
+  second_thread[1].calls = 3;
+  second_thread[1].time_ns = 60;
+  second_thread[1].min_ns = 5;
+  second_thread[1].max_ns = 40;
+  second_thread[1].size_hist[2] = 3;
+  m.uncharged_polls[1] = 0;
+  m.unmap();
+  const read_result r = read_rank_file(path);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.data.thread_arrays, 2u);
+  EXPECT_EQ(r.data.slots[1].calls, 5u);
+  EXPECT_EQ(r.data.slots[1].time_ns, 90u);
+  EXPECT_EQ(r.data.slots[1].min_ns, 5u);
+  EXPECT_EQ(r.data.slots[1].max_ns, 40u);
+  EXPECT_EQ(r.data.slots[1].size_hist[2], 3u);
+  EXPECT_EQ(r.data.slots[0].calls, 0u); // the first array (no calls) adds nothing
+  EXPECT_EQ(r.data.slots[0].min_ns, UINT64_MAX);
+  std::remove(path.c_str());
+}
+
+TEST(RankFile, VersionSixWithoutThreadArraysIsStillRead) {
+  const std::string path = temp_path("v6.prof");
+  rank_mapping m = create_rank_file(path, {"MPI_Init", "MPI_Send"});
+  ASSERT_TRUE(m.ok()) << m.error;
+  m.header->version = 6;
+  m.slots[1].calls = 4;
+  const size_t v7_bytes = m.bytes;
+  m.unmap();
+  // Version 6 ends at the uncharged polls: no thread array count.
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(v7_bytes - sizeof(uint64_t))), 0);
+  const read_result r = read_rank_file(path);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_EQ(r.data.slots[1].calls, 4u);
+  EXPECT_EQ(r.data.thread_arrays, 0u);
+  std::remove(path.c_str());
+}
+
+TEST(RankFile, AnImpossibleNumberOfThreadArraysIsSaid) {
+  const std::string path = temp_path("arrays.prof");
+  rank_mapping m = create_rank_file(path, {"MPI_Init", "MPI_Send"});
+  ASSERT_TRUE(m.ok()) << m.error;
+  m.uncharged_polls[2] = 1000; // the array count, right after the uncharged polls
+  m.unmap();
+  EXPECT_NE(read_rank_file(path).error.find("1000 thread arrays"), std::string::npos);
+  m = create_rank_file(path, {"MPI_Init", "MPI_Send"});
+  m.uncharged_polls[2] = 3; // three arrays the file has no room for
+  m.unmap();
+  EXPECT_NE(read_rank_file(path).error.find("truncated or corrupt"), std::string::npos);
+  std::remove(path.c_str());
+}
+
 TEST(RankFile, CountsMadeBeforeTheFileMoveIn) {
   const std::string path = temp_path("early.prof");
   rank_mapping m = create_rank_file(path, {"MPI_Init", "MPI_Test"}, 4);

@@ -46,6 +46,9 @@ public:
   }
 
   bool shared() const { return shared_.load(std::memory_order_acquire); }
+  // The same without ordering, for the call path: once set it stays, and the line is then only
+  // read, so threads that test it first do not write the sole counter's line on every call.
+  bool shared_relaxed() const { return shared_.load(std::memory_order_relaxed); }
 
 private:
   bool enter_other(uintptr_t self);

@@ -430,6 +430,27 @@ class CommandLine(StrataTestCase):
                 self.assertTrue(lines[0].startswith("strata: error: "), lines[0])
                 self.assertIn(fragment, lines[0])
 
+    def test_removed_monitor_options_say_their_new_form(self):
+        # The monitor's settings are its own options now; the old spellings of `strata run` are
+        # refused in one line naming the new one, before any program starts.
+        marker = os.path.join(self.out, "started")
+        for option, value, fragment in (
+                ("--monitor-fanout", "2", "--monitor-fanout is gone; say --tools monitor:fanout=N"),
+                ("--monitor-period", "0.5", "--monitor-period is gone; say --tools monitor:period=S")):
+            with self.subTest(option=option):
+                proc = run([STRATA, "run", "-np", "2", "--tools", "monitor", option, value, "--",
+                            "touch", marker])
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                lines = proc.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertTrue(lines[0].startswith("strata: error: strata run: "), lines[0])
+                self.assertIn(fragment, lines[0])
+                self.assertFalse(os.path.exists(marker))
+        # Hidden: `strata run --help` lists only the options that work.
+        proc = run([STRATA, "run", "--help"])
+        self.assertRan(proc)
+        self.assertNotIn("--monitor-", proc.stdout)
+
     def test_usage_names_the_program(self):
         proc = run([STRATA, "--help"])
         self.assertRan(proc)

@@ -217,6 +217,20 @@ class Figures(ProfileTestCase):
         self.assertEqual(sr["bytes_sent"], 2 * 2 * iterations * 4)
         self.assertEqual(sr["bytes_received"], 2 * 2 * iterations * 4)
 
+    def test_thread_multiple_killed_loses_nothing_counted(self):
+        # The two threads of each rank count into arrays of their own in the rank file; the
+        # ranks die by SIGKILL, and strata recover adds the arrays up.
+        iterations = 2000
+        proc = self.profile_run([program("threads_c"), str(iterations), "kill"])
+        self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(self.records(), [], "no record without MPI_Finalize")
+        rec = run_until_ranks_are_gone([STRATA, "recover", self.spool], self.env)
+        self.assertRan(rec)
+        self.assertIn("partial record from 2 rank files", rec.stdout)
+        sr = self.only_record()["routines"]["MPI_Sendrecv"]
+        self.assertEqual(sr["calls"], 2 * 2 * iterations)
+        self.assertEqual(sr["bytes_received"], 2 * 2 * iterations * 4)
+
     def test_user_report_and_extra_json(self):
         extra = os.path.join(self.out, "mine.json")
         env = dict(self.env, STRATA_PROFILE_OUT="-", STRATA_PROFILE_JSON=extra)
@@ -416,6 +430,25 @@ class CallSitesOverRanks(ProfileTestCase):
         rec = self.only_record()
         self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (5, 5))
         self.assertEqual(rec["routines"]["MPI_Comm_rank"]["calls"], sum(r + 2 for r in range(5)))
+
+    def test_a_malformed_stall_is_one_line_and_ignored(self):
+        # STRATA_PROFILE_FAULT_STALL wants RANK:MS; anything else is said once (by rank 0) and
+        # the job's finalize goes on as without it: no rank holds its figures, the record is whole.
+        for value in ("soon", "1:10ms"):
+            with self.subTest(value=value):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run([program("ring_c"), str(ITER)],
+                                        env=dict(self.env, STRATA_PROFILE_FAULT_STALL=value))
+                self.assertRan(proc)
+                lines = [l for l in proc.stderr.splitlines() if "STRATA_PROFILE_FAULT_STALL" in l]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertIn(f"STRATA_PROFILE_FAULT_STALL: '{value}' is not RANK:MS; ignored",
+                              lines[0])
+                self.assertNotIn("holding this rank's figures", proc.stderr)
+                rec = self.only_record()
+                self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (2, 2))
+                self.assertFalse(rec["job"].get("partial", False))
 
 
 class Pcontrol(ProfileTestCase):

@@ -1,7 +1,10 @@
 /* MPI_THREAD_MULTIPLE: on 2 ranks, 2 threads per rank each exchange ITER messages with the
- * same thread on the other rank (tag = thread id), at the same time. */
+ * same thread on the other rank (tag = thread id), at the same time.
+ * Usage: threads [ITER] [kill]   (kill: every rank kills itself with SIGKILL after the
+ * exchanges and a barrier, without MPI_Finalize) */
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -42,6 +45,11 @@ int main(int argc, char** argv) {
   }
   if (rank == 0)
     printf("threads: sum=%ld\n", sum);
+  if (argc > 2 && argv[2][0] == 'k') {
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    raise(SIGKILL);
+  }
   MPI_Finalize();
   return 0;
 }

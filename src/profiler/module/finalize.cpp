@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <sched.h>
 #include <unistd.h>
 
@@ -56,10 +57,12 @@ template <typename Done> bool wait_until(uint64_t deadline, Done done) {
 // STRATA_PROFILE_FAULT_STALL=RANK:MS, the tests' fault injection (docs/profile.md): that rank
 // holds its subtree's figures MS ms before sending them to its parent, whose deadline then
 // passes, as it would for a rank that stopped answering between the finalize's collectives.
-void stall_if_asked(module_state& s) {
+// Read at every rank, so that rank 0, which has no parent to hold figures from, says once that a
+// value is not RANK:MS. Returns how long this rank holds them, if it is the one named.
+std::optional<unsigned long> stall_asked(const module_state& s) {
   const char* value = std::getenv("STRATA_PROFILE_FAULT_STALL");
   if (value == nullptr || *value == '\0')
-    return;
+    return std::nullopt;
   unsigned rank = 0;
   unsigned long ms = 0;
   char rest = 0;
@@ -68,10 +71,14 @@ void stall_if_asked(module_state& s) {
       s.host->log(s.self, ("STRATA_PROFILE_FAULT_STALL: '" + std::string(value) +
                            "' is not RANK:MS; ignored")
                               .c_str());
-    return;
+    return std::nullopt;
   }
   if (rank != static_cast<unsigned>(s.rank))
-    return;
+    return std::nullopt;
+  return ms;
+}
+
+void stall(const module_state& s, unsigned long ms) {
   s.host->log(s.self, ("holding this rank's figures " + std::to_string(ms) +
                        " ms before sending them (STRATA_PROFILE_FAULT_STALL)")
                           .c_str());
@@ -93,6 +100,7 @@ struct subtree {
 // makes the record partial, never the job hang.
 subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::string& own_text) {
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
+  const std::optional<unsigned long> stall_ms = stall_asked(s);
   const MPI_Comm comm = s.finalize_comm != MPI_COMM_NULL ? s.finalize_comm : s.world;
   const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
   const uint64_t start = mono_ns();
@@ -128,7 +136,8 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::s
                             .c_str());
   }
   if (place.parent >= 0) {
-    stall_if_asked(s);
+    if (stall_ms)
+      stall(s, *stall_ms);
     // Kept alive past a send that does not complete in time, which MPI may still read.
     auto* bytes =
         new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts)));
@@ -179,8 +188,8 @@ job_figures reduce_over_ranks(module_state& s) {
   std::string kernel_clocksource;
   const rank_clock clock = check_event_clock(s, kernel_clocksource);
   const double factor = duration_factor(clock);
-  std::vector<routine_slot> corrected;
-  const routine_slot* slots = s.counting.slots;
+  std::vector<routine_slot> merged, corrected;
+  const routine_slot* slots = s.counted_slots(merged);
   if (factor != 1.0) {
     corrected = scaled_slots(slots, n, factor);
     slots = corrected.data();
@@ -216,8 +225,10 @@ void print_rank_subtotal(module_state& s) {
   const double wall = static_cast<double>(mono_ns() - s.header().init_mono_ns) / 1e9;
   std::string text = "strata profile: rank " + std::to_string(s.rank) + " subtotal after " +
                      std::to_string(wall) + " s\n";
+  std::vector<routine_slot> merged;
+  const routine_slot* slots = s.counted_slots(merged);
   for (size_t f = 0; f < s.names.size(); ++f) {
-    const routine_slot& slot = s.counting.slots[f];
+    const routine_slot& slot = slots[f];
     if (slot.calls == 0)
       continue;
     char line[160];
@@ -306,6 +317,7 @@ void pcontrol_level(module_state& s, int level) {
       s.uncharged[f] = 0;
       s.polls[f] = poll_figures{};
     }
+    clear_thread_slots(s.counting.thread_arrays);
     mpi_t_reset(s);
     if (s.paused)
       s.lent_counters.remember_values();
@@ -341,8 +353,9 @@ void finalize_job(module_state& s) {
   h.final_mono_ns = start;
   h.end_unix_ns = unix_ns();
   charge_untimed_polls(s);
+  std::vector<routine_slot> merged;
   h.overhead_ns =
-      calls_with_events(s.counting.slots, s.polls.data(), s.traits) * s.per_call_overhead_ns;
+      calls_with_events(s.counted_slots(merged), s.polls.data(), s.traits) * s.per_call_overhead_ns;
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
   job_figures job = reduce_over_ranks(s);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <link.h>
 #include <set>
 #include <utility>
 
@@ -305,6 +306,20 @@ void stop(mpi_t_state& t) {
   t.started = false;
 }
 
+#if defined(OPEN_MPI)
+std::set<std::string> loaded_objects() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0')
+          static_cast<std::set<std::string>*>(out)->emplace(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+#endif
+
 std::string init_problem(int error) {
   return fmt::format("MPI_T_init_thread failed (error {}): the MPI library's own variables are "
                      "not recorded",
@@ -317,13 +332,17 @@ void ensure_started(module_state& s) {
   if (!t.wanted || t.tried)
     return;
   t.tried = true;
-  int level = MPI_THREAD_SINGLE, provided = 0;
-  MPI_Query_thread(&level);
-  if (const int error = MPI_T_init_thread(level, &provided); error != MPI_SUCCESS) {
-    t.problem = init_problem(error);
-    if (s.rank == 0)
-      s.host->log(s.self, t.problem.c_str());
-    return;
+  if (!t.initialized) {
+    if (!t.problem.empty()) // MPI_T_init_thread failed in load
+      return;
+    int level = MPI_THREAD_SINGLE, provided = 0;
+    MPI_Query_thread(&level);
+    if (const int error = MPI_T_init_thread(level, &provided); error != MPI_SUCCESS) {
+      t.problem = init_problem(error);
+      if (s.rank == 0)
+        s.host->log(s.self, t.problem.c_str());
+      return;
+    }
   }
   t.started = true;
   int pvars = 0, cvars = 0;
@@ -351,9 +370,35 @@ void ensure_started(module_state& s) {
 
 } // namespace
 
+void mpi_t_load([[maybe_unused]] module_state& s) {
+#if defined(OPEN_MPI)
+  mpi_t_state& t = s.mpi_t;
+  t.wanted = options::mpi_t();
+  const char* probe = s.host->get_value("strata.probe");
+  if (!t.wanted || (probe != nullptr && std::strcmp(probe, "1") == 0))
+    return;
+  const std::set<std::string> before = loaded_objects();
+  int provided = 0;
+  // Only the module's callbacks call MPI_T, one at a time; MPI_Init sets the MPI thread level.
+  if (const int error = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided); error != MPI_SUCCESS) {
+    t.problem = init_problem(error); // said by rank 0 in mpi_ready, once the rank is known
+    return;
+  }
+  t.initialized = true;
+  // One more reference each, never given back: they stay loaded until the process exits.
+  for (const std::string& name : loaded_objects())
+    if (before.count(name) == 0)
+      dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+#endif
+}
+
 void mpi_t_start(module_state& s) {
-  s.mpi_t.wanted = options::mpi_t();
-#if !defined(OPEN_MPI)
+  mpi_t_state& t = s.mpi_t;
+  t.wanted = options::mpi_t();
+#if defined(OPEN_MPI)
+  if (!t.initialized && !t.problem.empty() && s.rank == 0)
+    s.host->log(s.self, t.problem.c_str());
+#else
   ensure_started(s);
 #endif
 }

@@ -21,10 +21,11 @@ namespace strata::profiler {
 struct module_state;
 
 struct mpi_t_state {
-  bool wanted = true;   // the option mpi_t (mpi_t=0 turns the reading off)
-  bool started = false; // MPI_T_init_thread succeeded
-  bool tried = false;   // MPI_T_init_thread was called (once)
-  std::string problem;  // one line when MPI_T could not be used on this rank
+  bool wanted = true;       // the option mpi_t (mpi_t=0 turns the reading off)
+  bool started = false;     // MPI_T_init_thread succeeded
+  bool tried = false;       // MPI_T_init_thread was called (once)
+  bool initialized = false; // MPI_T_init_thread succeeded in load, before MPI_Init (Open MPI)
+  std::string problem;      // one line when MPI_T could not be used on this rank
   MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
   std::vector<mpi_t::pvar_description> pvars;
   std::vector<MPI_T_pvar_handle> handles; // MPI_T_PVAR_HANDLE_NULL where not read
@@ -34,12 +35,20 @@ struct mpi_t_state {
   std::optional<uint64_t> events_exposed;
 };
 
-// In mpi_ready, after the profile's own start: MPI_T, the session, one handle per variable.
-// Under Open MPI only at the first reading (MPI_Pcontrol 2 or 4, MPI_Finalize): its
-// MPI_T_init_thread opens every component of every framework to list their variables, about
-// 200 ms, which the run itself should not see; its variables are all kept continuously, so
-// nothing is lost. (Before MPI_Init it would cost nothing, but MPI_Init then closes the
-// components it does not select and reading their control variables crashes.)
+// In the module's load, before MPI_Init reaches MPI, under Open MPI only: MPI_T_init_thread.
+// Open MPI's opens every component of every framework to list their variables (about 200 ms,
+// most of it the constructors of transport libraries); before MPI_Init that work is shared with
+// MPI_Init, which opens those components anyway, instead of done twice. MPI_Init then closes
+// (and unloads) the components it does not select, whose control variables live in their own
+// memory: the shared objects MPI_T_init_thread loaded stay loaded until the process exits, so
+// that reading those variables at finalize reads memory that is still there. (Letting them go
+// after MPI_Finalize would cost about 2.5 ms of unmapping per job, for nothing: no code of
+// theirs runs once Open MPI has closed them.)
+void mpi_t_load(module_state& s);
+
+// In mpi_ready, after the profile's own start: the session, one handle per variable (MPICH;
+// Open MPI at the first reading, MPI_Pcontrol 2 or 4 or MPI_Finalize: its variables are all
+// kept continuously, so nothing is lost).
 void mpi_t_start(module_state& s);
 
 // MPI_Pcontrol(2): what accumulated so far is left out of later readings.

@@ -95,6 +95,7 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     s->counting.model = &s->model;
   }
   host->subscribe(self, "*");
+  guarded(s, "the MPI library's own variables are not recorded", [&] { mpi_t_load(*s); });
   *state = s;
   keep_for_abnormal_ends(s);
   return 0;

@@ -75,7 +75,8 @@ void start_rank(module_state& s) {
   facts.init_mono_ns = mono_ns();
   if (!s.spool.empty()) {
     s.mapping = create_rank_file(s.spool + "/" + s.key + ".rank" + std::to_string(s.rank) + ".prof",
-                                 s.names, s.want_callsites ? callsite_table::capacity : 0);
+                                 s.names, s.want_callsites ? callsite_table::capacity : 0,
+                                 s.counting.threaded ? module_state::thread_arrays : 0);
     if (!s.mapping.ok() && s.rank == 0)
       s.host->log(s.self, ("cannot keep per-rank counters on disk: " + s.mapping.error +
                            "; an abnormal end will lose them")
@@ -87,12 +88,23 @@ void start_rank(module_state& s) {
     s.counting.slots = s.mapping.slots;
     s.counting.callsites.slots = s.mapping.callsites;
     s.uncharged = s.mapping.uncharged_polls;
+    s.counting.thread_arrays.slots = s.mapping.thread_slots;
   } else {
     s.early_header = facts;
     if (s.want_callsites) {
       s.callsites_in_memory.assign(callsite_table::capacity, callsite_slot{});
       s.counting.callsites.slots = s.callsites_in_memory.data();
     }
+    if (s.counting.threaded) {
+      s.thread_slots_in_memory.assign(size_t{module_state::thread_arrays} * s.names.size(),
+                                      routine_slot{});
+      s.counting.thread_arrays.slots = s.thread_slots_in_memory.data();
+    }
+  }
+  if (s.counting.threaded && s.counting.thread_arrays.slots != nullptr) {
+    s.counting.thread_arrays.functions = static_cast<uint32_t>(s.names.size());
+    s.counting.thread_arrays.claimed = &s.thread_arrays_claimed;
+    s.counting.thread_arrays.count = module_state::thread_arrays;
   }
   s.per_call_overhead_ns = calibrate_call_cost(s.traits, s.want_callsites);
   open_counters(s);

@@ -43,6 +43,11 @@ struct module_state {
   // (MPI_Init itself) or without one, the memory below.
   call_counting counting;
   sole_counter sole; // plain adds for the one thread calling MPI under MPI_THREAD_MULTIPLE
+  // Under MPI_THREAD_MULTIPLE, routine slots of their own for this many threads that call MPI
+  // beside another (counting.hpp); in the rank file, or in memory without one.
+  static constexpr uint32_t thread_arrays = 8;
+  std::atomic<uint32_t> thread_arrays_claimed{0};
+  std::vector<routine_slot> thread_slots_in_memory;
   uint64_t* uncharged = nullptr; // by function id: untimed polls not yet in the routine's slot
   std::vector<routine_slot> early_slots;
   rank_header early_header{};
@@ -72,6 +77,14 @@ struct module_state {
   std::string spool;
   std::string key;
   uint64_t per_call_overhead_ns = 0;
+  // What the rank counted: the shared routine slots, with the threads' own arrays added when
+  // there are any (`storage` then holds the sum).
+  const routine_slot* counted_slots(std::vector<routine_slot>& storage) const {
+    if (counting.thread_arrays.count == 0)
+      return counting.slots;
+    storage = merged_slots(counting.slots, names.size(), counting.thread_arrays);
+    return storage.data();
+  }
   // STRATA_COUNTERS: counted for the thread that called MPI_Init, split in and out of MPI.
   counters::counter_set counters;
   counters::split_accumulator split;

@@ -1,0 +1,123 @@
+// The monitor module's state, shared by its parts: the module's glue and life cycle
+// (monitor_module.cpp), the offload of rounds from the application ranks over the three
+// transports (offload.cpp), and the loop of the tool ranks that reduce them (tool_rank.cpp).
+#pragma once
+
+#include "monitor/engine.hpp"
+#include "monitor/filter.hpp"
+#include "monitor/monitor_options.hpp"
+#include "monitor/tree.hpp"
+
+#include <mpi.h>
+#include <strata/module.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <ctime>
+#include <deque>
+#include <memory>
+#include <string>
+#include <sys/resource.h>
+#include <vector>
+
+// Everything here is the module's own.
+#pragma GCC visibility push(hidden)
+namespace strata::monitor {
+
+constexpr int overlay_tag = 0x5173; // every overlay message: one tag keeps each pair in order
+
+struct send_slot {
+  std::string bytes;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
+// One round of the inline transport: the sizes gathered first (on `control`), then the bytes
+// (on `overlay`). Collectives match by their order on each communicator: every rank posts the
+// size gathers in round order, and each round's byte gather once its sizes are in, in round
+// order too, so several rounds can be in flight.
+struct inline_round {
+  std::string bytes; // this rank's encoded profile; empty for the padding rounds of finalize
+  int size = 0;
+  std::vector<int> sizes; // rank 0
+  std::vector<int> displs;
+  std::string gathered;
+  MPI_Request request = MPI_REQUEST_NULL;
+  int stage = 0; // 0: sizes in flight, 1: bytes in flight, 2: done
+};
+
+struct monitor_state {
+  const strata_host* host = nullptr;
+  int self = 0;
+  MPI_Comm world = MPI_COMM_NULL; // every process at mpi_ready (strata_host::world)
+  options opt;
+  std::unique_ptr<overlay::filter> filter;
+  std::vector<std::string> names;
+  // By function id: calls, time, bytes. Relaxed atomics under MPI_THREAD_MULTIPLE.
+  std::vector<uint64_t> calls;
+  std::vector<uint64_t> time_ns;
+  std::vector<uint64_t> bytes;
+  bool threaded = false;
+  uint64_t start_ns = 0;
+  uint64_t period_ns = 0;
+  std::atomic<uint64_t> next_due_ns{UINT64_MAX};
+  std::atomic<bool> dumping{false};
+  std::atomic<bool> ready{false};
+  bool finalized = false;
+
+  int world_rank = 0;
+  int world_size = 1;
+  int app_rank = 0;
+  int app_size = 1;
+  MPI_Comm app = MPI_COMM_NULL;     // what the application sees as its world
+  MPI_Comm overlay = MPI_COMM_NULL; // the monitor's own traffic (a duplicate of the real world)
+  int parent = -1;                  // tree: the world rank this application rank offloads to
+  std::vector<send_slot> slots;
+  uint64_t next_round = 0;
+  uint64_t dropped = 0;
+  uint64_t blocked = 0;
+  int file_fd = -1;
+  // inline transport: rounds gathered to rank 0 with non-blocking collectives on `overlay`
+  std::deque<std::unique_ptr<struct inline_round>> inline_rounds;
+  uint64_t inline_posted = 0;
+  MPI_Comm control = MPI_COMM_NULL; // inline: the gathers of the rounds' sizes
+  MPI_Comm count = MPI_COMM_NULL;   // inline: the count of rounds, agreed at finalize
+  std::FILE* inline_out = nullptr;  // rank 0
+};
+
+extern monitor_state* g_state;
+
+inline uint64_t mono_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline void sleep_us(long us) {
+  timespec t{us / 1000000, (us % 1000000) * 1000};
+  while (::nanosleep(&t, &t) != 0 && errno == EINTR) {
+  }
+}
+
+inline double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+inline void log_line(const monitor_state& s, const std::string& message) {
+  s.host->log(s.self, message.c_str());
+}
+
+// offload.cpp: a round now (from the call path, a dump, Pcontrol or finalize), one packet up the
+// tree, and the inline transport's last rounds at finalize.
+void dump(monitor_state& s, bool final);
+void send_packet(monitor_state& s, const overlay::packet& p, bool final);
+void finish_inline(monitor_state& s);
+
+// tool_rank.cpp: a tool rank's node of the tree, until the root says the application finalized.
+[[noreturn]] void run_tool_rank(monitor_state& s, const overlay::tree_layout& tree, int node);
+
+} // namespace strata::monitor
+#pragma GCC visibility pop

@@ -128,8 +128,11 @@ typedef struct strata_host {
   /* From mpi_ready only, for a module that exports strata_module_takes_ranks_v1, on every
    * process (a collective call): the application's MPI_COMM_WORLD becomes *(MPI_Comm*)comm in
    * every call it makes (C and Fortran alike), and world() a duplicate of it for the modules
-   * after this one (MPI_COMM_WORLD in their own calls too); only the replacing module's calls
-   * still reach the real world. On a process the module keeps for itself, comm points to
+   * after this one (MPI_COMM_WORLD in their own calls too). Calls made at the replacing module's
+   * own layer still reach the real world: its wrappers' calls of ZMPI_X, and its callbacks' own
+   * calls only where they start from its layer (alone in the stack, or with
+   * STRATA_MODULE_OWN_CALLS_SEEN_SYMBOL); so it names its own communicators, never
+   * MPI_COMM_WORLD, for its own traffic. On a process the module keeps for itself, comm points to
    * MPI_COMM_NULL: that process must end with end_process, never return to the application.
    * Returns 0 or -1. */
   int (*replace_world)(int self, const void* comm);

@@ -12,10 +12,12 @@
 
 namespace strata::core {
 
+extern "C" {
+alignas(4) unsigned char strata_call_marks[mark_count];
+}
 __thread thread_state tls
     __attribute__((tls_model("initial-exec"))) = {-1, 0, nullptr, 1, 0, nullptr, -1};
 const chain* chains[gen::function_count];
-bool world_replaced = false;
 MPI_Comm world_replacement = MPI_COMM_WORLD;
 MPI_Comm modules_world = MPI_COMM_WORLD;
 int world_replacing_layer = -1;

@@ -54,9 +54,9 @@ struct service {
 // chains must stay valid for MPI calls made from atexit handlers and other threads.
 struct core_state {
   std::vector<loaded_module> modules;
-  std::vector<std::vector<chain_entry>> entries; // by function id
-  std::vector<std::vector<uint16_t>> starts;     // by function id
-  std::vector<chain> chain_storage;              // by function id
+  std::vector<std::vector<chain_entry>> entries;            // by function id
+  std::vector<std::vector<const chain_entry*>> first_below; // by function id
+  std::vector<chain> chain_storage;                         // by function id
   std::string load_error;
   std::mutex registry_lock; // services and values: set-up time only, never on the call path
   std::map<std::string, service> services;
@@ -64,7 +64,7 @@ struct core_state {
   std::vector<std::unique_ptr<std::string>> retired_values;
   bool loading = false;
   bool in_mpi_ready = false;
-  std::vector<uint16_t> empty_starts; // the chain of functions only remapped, never wrapped
+  std::vector<const chain_entry*> empty_first_below; // a chain only remapped, never wrapped
   chain empty_chain;
 };
 

@@ -79,7 +79,7 @@ bool mpi_usable() {
 // The application's world: MPI_COMM_WORLD, or what a module put in its place (the monitor's
 // world without its tool ranks), whose ranks are the world ranks every layer sees.
 MPI_Comm application_world() {
-  return core::world_replaced ? core::world_replacement : MPI_COMM_WORLD;
+  return core::world_replaced() ? core::world_replacement : MPI_COMM_WORLD;
 }
 
 // The group whose ranks events call world ranks: the application's world's, or, in a program
@@ -87,7 +87,7 @@ MPI_Comm application_world() {
 MPI_Group world_ranks_group() {
   MPI_Group group = MPI_GROUP_NULL;
   const void* tools = core::host_world();
-  if (core::world_replaced)
+  if (core::world_replaced())
     real_comm.comm_group(core::world_replacement, &group);
   else if (world_model_up() || tools == nullptr)
     real_comm.comm_group(MPI_COMM_WORLD, &group);

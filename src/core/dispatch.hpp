@@ -47,6 +47,7 @@ struct chain_entry {
   // The usual case, taken with the fewest instructions: one module in the group, plain adds,
   // and nothing below it but the real function.
   bool count_direct = false;
+  int index = 0; // this entry's position in its chain (chain::first_below finds it by address)
   uint64_t* counter = nullptr;
   // On the first entry of an event group: the strata_event fields its modules read (module.h,
   // strata_module_fields_v1), with what decoding them needs; the others are not decoded.
@@ -64,8 +65,9 @@ enum : uint8_t {
 struct chain {
   int size = 0;
   const chain_entry* entries = nullptr;
-  // start_after[layer + 1]: index of the first entry below `layer` (layer -1 = the application).
-  const uint16_t* start_after = nullptr;
+  // first_below[layer + 1]: the first entry below `layer` (layer -1 = the application), null
+  // when only the real function is left.
+  const chain_entry* const* first_below = nullptr;
   // The whole chain is one counting module with a plain counter (entries[0].count_direct) and
   // the application's world is its own: the entry point counts without going through
   // wrapped_X (counts_here() and counted<>() below). Set at the end of MPI_Init, with
@@ -93,10 +95,33 @@ extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
+// Why the application's calls take the long way (dispatch_marked<>() below): one byte per
+// reason, each set on its own, and all of them tested with one compare on the call path.
+enum call_mark : unsigned {
+  mark_python = 0,         // python_sites found an interpreter: sites from its frames
+  mark_fortran = 1,        // a Fortran binding's entry point has run (fortran_entries.cpp)
+  mark_world_replaced = 2, // strata_host::replace_world: see world_replacement below
+  mark_count = 4
+};
+// Written from the Fortran entry points' assembly too (its byte offset is mark_fortran).
+extern "C" STRATA_HIDDEN unsigned char strata_call_marks[mark_count];
+
+inline bool any_call_mark() {
+  uint32_t word = 0;
+  static_assert(sizeof word == sizeof strata_call_marks);
+  std::memcpy(&word, strata_call_marks, sizeof word);
+  return word != 0;
+}
+
 // Set by strata_host::replace_world: the application's MPI_COMM_WORLD is world_replacement,
-// and the other modules' is modules_world (the tools' world: the application's processes);
-// only the replacing module's calls (its layer) still reach the real world.
-extern bool world_replaced STRATA_HIDDEN;
+// and the modules' is modules_world (the tools' world: the application's processes), except in
+// calls made at the replacing module's layer (world_replacing_layer). Those are its wrappers'
+// calls to the next layer; its callbacks' own calls start from the last layer
+// (own_calls_layer, core_internal.hpp), its own only when it is alone or sees its own calls,
+// which is why the monitor never names MPI_COMM_WORLD for its own traffic (module.h).
+inline bool world_replaced() {
+  return strata_call_marks[mark_world_replaced] != 0;
+}
 extern MPI_Comm world_replacement STRATA_HIDDEN;
 extern MPI_Comm modules_world STRATA_HIDDEN;
 extern int world_replacing_layer STRATA_HIDDEN;
@@ -166,18 +191,23 @@ inline void count_group(const chain_entry* entries, int pos, int end) {
   }
 }
 
+// The real function, with MPI's own calls to the exported entry points passing straight through.
+template <typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R call_real(R (*real)(P...), A... args) {
+  thread_state& ts = tls;
+  ++ts.in_real;
+  R r = real(args...);
+  --ts.in_real;
+  return r;
+}
+
 // The rest of the chain from `pos`: the real function when nothing is left (the usual case for
 // a counting group, the last layer), else an out-of-line step (invoke cannot inline itself).
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R invoke_below(const chain* c, int pos, R (*real)(P...),
                                                      A... args) {
-  if (__builtin_expect(pos >= c->size, 1)) {
-    thread_state& ts = tls;
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
-    return r;
-  }
+  if (__builtin_expect(pos >= c->size, 1))
+    return call_real(real, args...);
   return invoke_at<F, Decoder>(c, pos, real, args...);
 }
 
@@ -185,25 +215,15 @@ __attribute__((always_inline)) inline R invoke_below(const chain* c, int pos, R 
 // point's out-of-line path, so a wrapper layer costs a few instructions and no stack frame of
 // its own; the event path, with its decoded event on the stack, is out of line.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real)(P...),
-                                               A... args) {
+__attribute__((always_inline)) inline R invoke_entry(const chain* c, const chain_entry& entry,
+                                                     int pos, R (*real)(P...), A... args) {
   thread_state& ts = tls;
-  if (pos >= c->size) {
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
-    return r;
-  }
-  const chain_entry& entry = c->entries[pos];
   if (entry.wrapper == nullptr) {
     // Counting instead of events: one add per module and the next layer, no event at all.
     if (__builtin_expect(entry.count_mode == count_calls, 0)) {
       if (__builtin_expect(entry.count_direct, 1)) {
         ++*entry.counter;
-        ++ts.in_real;
-        R r = real(args...);
-        --ts.in_real;
-        return r;
+        return call_real(real, args...);
       }
       const int end = entry.group_end;
       count_group(c->entries, pos, end);
@@ -241,6 +261,25 @@ __attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real
   R r = reinterpret_cast<R (*)(P...)>(entry.wrapper)(args...);
   ts.layer = saved_layer;
   return r;
+}
+
+// The chain from entry `pos` on.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real)(P...),
+                                               A... args) {
+  if (pos >= c->size)
+    return call_real(real, args...);
+  return invoke_entry<F, Decoder>(c, c->entries[pos], pos, real, args...);
+}
+
+// A call made from `layer` (-1: the application's), from the first entry below it on.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R (*real)(P...),
+                                                    A... args) {
+  const chain_entry* entry = c->first_below[layer + 1];
+  if (entry == nullptr)
+    return call_real(real, args...);
+  return invoke_entry<F, Decoder>(c, *entry, entry->index, real, args...);
 }
 
 // An event before decoding: the fields every event has, and of the groups the segment's modules
@@ -374,41 +413,52 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   return r;
 }
 
+// The application's call while a mark is set (any_call_mark()): its call site from the Python
+// frames, a Fortran binding's note, its communicators as the replaced world names them. Out of
+// line, so that the usual call pays one compare for all of them.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline, cold)) R dispatch_marked(const chain* c, const void* return_address,
+                                                  R (*real)(P...), A... args) {
+  thread_state& ts = tls;
+  ts.call_site = python_sites::call_site(return_address);
+  if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
+    // A Fortran call in progress. The call its binding makes for the program takes the
+    // program's line as its site; the binding's other calls before it (a communicator's size
+    // for an array's length) are the library's own, and pass straight to MPI.
+    if (ts.fortran_fid == Decoder::fortran_fid) {
+      ts.call_site = ts.fortran_site;
+      ts.fortran_fid = -1;
+    } else if (called_from_mpi_library(return_address)) {
+      return call_real(real, args...);
+    } else {
+      ts.fortran_fid = -1; // a note no call took (a binding that calls no C function)
+    }
+  }
+  if constexpr (Decoder::has_comm) {
+    if (world_replaced())
+      Decoder::remap_comms(world_replacement, args...);
+  }
+  return invoke_from<F, Decoder>(c, -1, real, args...);
+}
+
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R dispatch(const chain* c, const void* return_address,
                                                  R (*real)(P...), A... args) {
   thread_state& ts = tls;
   if (__builtin_expect(ts.in_real != 0, 0))
     return real(args...);
-  if (ts.layer < 0) {
-    ts.call_site = python_sites::call_site(return_address);
-    if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
-      // A Fortran call in progress. The call its binding makes for the program takes the
-      // program's line as its site; the binding's other calls before it (a communicator's size
-      // for an array's length) are the library's own, and pass straight to MPI.
-      if (ts.fortran_fid == Decoder::fortran_fid) {
-        ts.call_site = ts.fortran_site;
-        ts.fortran_fid = -1;
-      } else if (called_from_mpi_library(return_address)) {
-        ++ts.in_real;
-        R r = real(args...);
-        --ts.in_real;
-        return r;
-      } else {
-        ts.fortran_fid = -1; // a note no call took (a binding that calls no C function)
-      }
-    }
-    if constexpr (Decoder::has_comm) {
-      if (__builtin_expect(world_replaced, false))
-        Decoder::remap_comms(world_replacement, args...);
-    }
+  const int layer = ts.layer;
+  if (layer < 0) {
+    if (__builtin_expect(any_call_mark(), 0))
+      return dispatch_marked<F, Decoder>(c, return_address, real, args...);
+    ts.call_site = return_address;
   } else if constexpr (Decoder::has_comm) {
     // A module's call: patched PMPI tools and modules that use MPI_COMM_WORLD for their own
     // traffic reach the application's processes only, not the tool ranks.
-    if (__builtin_expect(world_replaced, false) && ts.layer != world_replacing_layer)
+    if (__builtin_expect(world_replaced(), false) && layer != world_replacing_layer)
       Decoder::remap_comms(modules_world, args...);
   }
-  return invoke<F, Decoder>(c, c->start_after[ts.layer + 1], real, args...);
+  return invoke_from<F, Decoder>(c, layer, real, args...);
 }
 
 // The entry point's own path for a chain that only counts (chain::direct_counter). MPI_X
@@ -495,18 +545,14 @@ __attribute__((noinline, cold)) R counted_poll_completed(const void* return_addr
 // read again after the call rather than kept, and a poll that completed something goes out of
 // line for its untimed callbacks.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((always_inline)) inline R
-counted(R (*real)(P...), R (*wrapped)(const chain*, const void*, P...), A... args) {
+__attribute__((always_inline)) inline R counted(R (*real)(P...), R (*wrapped)(P...), A... args) {
   if (__builtin_expect(!counts_here<Decoder>(), 0))
-    return wrapped(chains[F], __builtin_return_address(0), args...);
-  thread_state& ts = tls;
+    return wrapped(args...); // a jump: wrapped_X takes the application's return address
   if constexpr (Decoder::is_poll) {
     poll_frame<A...> frame;
     Decoder::substitute_ignored_status(frame.stand_in, args...);
     frame.args = std::tuple<A...>(args...);
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
+    R r = call_real(real, args...);
     if (__builtin_expect(
             !std::apply([](A&... kept) { return Decoder::completed(kept...); }, frame.args), 1)) {
       ++*chains[F]->direct_counter;
@@ -521,10 +567,7 @@ counted(R (*real)(P...), R (*wrapped)(const chain*, const void*, P...), A... arg
     return counted_poll_completed<F, Decoder>(__builtin_return_address(0), r, *saved);
   } else {
     ++*chains[F]->direct_counter;
-    ++ts.in_real;
-    R r = real(args...);
-    --ts.in_real;
-    return r;
+    return call_real(real, args...);
   }
 }
 

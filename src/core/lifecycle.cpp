@@ -202,7 +202,7 @@ void stop_tools() {
   // The module that replaced the world has freed its communicator in its finalize: the calls
   // still to come (a PMPI tool's own in its MPI_Finalize wrapper) name the real world again,
   // whose first ranks are the application's.
-  world_replaced = false;
+  strata_call_marks[mark_world_replaced] = 0;
   world_replacement = MPI_COMM_WORLD;
 }
 
@@ -248,7 +248,7 @@ int host_replace_world(int self, const void* comm) {
   modules_world = g_tool_world;
   world_replacing_layer = self;
   world_replacement = app;
-  world_replaced = world_replacement != MPI_COMM_WORLD;
+  strata_call_marks[mark_world_replaced] = world_replacement != MPI_COMM_WORLD ? 1 : 0;
   decode::forget_world_ranks();
   chain_every_communicator_function(s);
   return 0;

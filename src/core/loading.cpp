@@ -234,7 +234,7 @@ void enable_counting(core_state& s) {
     }
     // One counting module and nothing else: the entry point counts (chain::direct_counter, or
     // chain::untimed_poll_counter for polls counted without a look at what they completed).
-    if (list.size() != 1 || !list[0].count_direct || world_replaced)
+    if (list.size() != 1 || !list[0].count_direct || world_replaced())
       continue;
     chain& c = s.chain_storage[static_cast<size_t>(fid)];
     const uint8_t wanted = gen::is_poll_function(fid) ? count_empty_polls : count_calls;
@@ -270,7 +270,7 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list) {
 void build_chains(core_state& s) {
   const size_t layers = s.modules.size();
   s.entries.assign(gen::function_count, {});
-  s.starts.assign(gen::function_count, {});
+  s.first_below.assign(gen::function_count, {});
   s.chain_storage.assign(gen::function_count, {});
   for (int fid = 0; fid < gen::function_count; ++fid) {
     auto& list = s.entries[static_cast<size_t>(fid)];
@@ -302,18 +302,20 @@ void build_chains(core_state& s) {
                                 : static_cast<int>(i + 1);
     }
     set_group_settings(s, list);
-    auto& start = s.starts[static_cast<size_t>(fid)];
-    start.resize(layers + 1);
+    for (size_t i = 0; i < list.size(); ++i)
+      list[i].index = static_cast<int>(i);
+    auto& first = s.first_below[static_cast<size_t>(fid)];
+    first.resize(layers + 1);
     size_t next = 0;
     for (size_t caller = 0; caller <= layers; ++caller) { // caller - 1 is the calling layer
       while (next < list.size() && list[next].layer < static_cast<int>(caller))
         ++next;
-      start[caller] = static_cast<uint16_t>(next);
+      first[caller] = next < list.size() ? &list[next] : nullptr;
     }
     chain& c = s.chain_storage[static_cast<size_t>(fid)];
     c.size = static_cast<int>(list.size());
     c.entries = list.data();
-    c.start_after = start.data();
+    c.first_below = first.data();
     chains[fid] = &c;
   }
 }
@@ -369,8 +371,8 @@ void ask_takes_ranks(loaded_module& m, const config::module_spec& spec) {
 }
 
 void chain_every_communicator_function(core_state& s) {
-  s.empty_starts.assign(s.modules.size() + 1, 0);
-  s.empty_chain = chain{0, nullptr, s.empty_starts.data()};
+  s.empty_first_below.assign(s.modules.size() + 1, nullptr);
+  s.empty_chain = chain{0, nullptr, s.empty_first_below.data()};
   for (int fid = 0; fid < gen::function_count; ++fid)
     if (gen::takes_communicator(fid) && chains[fid] == nullptr)
       chains[fid] = &s.empty_chain;
@@ -455,8 +457,10 @@ void load_modules_once() {
   for (size_t i = 0; i < s.modules.size(); ++i)
     add_region_listener(s.modules[i].handle, s.modules[i].state, static_cast<int>(i),
                         own_calls_layer(s, i));
-  if (!s.modules.empty())
+  if (!s.modules.empty()) {
     python_sites::start(); // before MPI_Init's own call site is taken
+    strata_call_marks[mark_python] = python_sites::enabled ? 1 : 0;
+  }
 }
 
 } // namespace strata::core

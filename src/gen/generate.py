@@ -362,13 +362,26 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                 c.write(f"    if ({comm} == MPI_COMM_WORLD)\n      {comm} = world;\n")
             c.write("  }\n};\n} // namespace\n")
             # The wrapped path lives in its own function taking the arguments by value, so the
-            # unwrapped path stays a load, a test and a tail call (no spilled arguments).
-            c.write(f"__attribute__((noinline)) {f.ret} wrapped_{n}(const core::chain* chain, "
-                    f"const void* site{', ' if params else ''}{params}) {{\n")
-            c.write(f"  return core::dispatch<fid_{n}, decoder_{n}>(chain, site, real.{n}"
-                    f"{', ' if args else ''}{args});\n}}\n")
+            # unwrapped path stays a load, a test and a tail call (no spilled arguments). Where
+            # the entry point ends in it (tail_call), it is entered by a jump with the entry's
+            # own arguments: nothing moves, and its return address is the application's.
+            # Without optimisation there are no tail calls: the entry passes chain and address.
+            tail_call = n not in LIFECYCLE_HOOKS and n != "MPI_Group_from_session_pset"
+            with_site = (f"__attribute__((noinline)) {f.ret} wrapped_{n}(const core::chain* chain, "
+                         f"const void* site{', ' if params else ''}{params}) {{\n"
+                         f"  return core::dispatch<fid_{n}, decoder_{n}>(chain, site, real.{n}"
+                         f"{', ' if args else ''}{args});\n}}\n")
             wrapped = f"wrapped_{n}(chain, __builtin_return_address(0){', ' if args else ''}{args})"
-            if n not in LIFECYCLE_HOOKS:
+            if tail_call:
+                c.write("#if defined(__OPTIMIZE__)\n")
+                c.write(f"__attribute__((noinline)) {f.proto('wrapped_' + n)} {{\n"
+                        f"  return core::dispatch<fid_{n}, decoder_{n}>(core::chains[fid_{n}], "
+                        f"__builtin_return_address(0), real.{n}{', ' if args else ''}{args});\n}}\n")
+                c.write("#else\n" + with_site + "#endif\n")
+                jumped = f"wrapped_{n}({args})"
+            else:
+                c.write(with_site)
+            if tail_call:
                 # A chain that only counts: the entry point jumps here with its own arguments
                 # (a tail call: no frame of its own on the entry's wrapped path), so the return
                 # address is the application's. Without optimisation there is no tail call and
@@ -385,9 +398,8 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                     # "Lean polls"). It reads the chain again, having no argument for it.
                     c.write("#if defined(__OPTIMIZE__)\n")
                     c.write(f"__attribute__((noinline, cold)) {f.proto('lean_fallback_' + n)} {{\n")
-                    c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
-                    c.write(f"  if (chain == nullptr)\n    return real.{n}({args});\n")
-                    c.write(f"  return {wrapped};\n}}\n#endif\n")
+                    c.write(f"  if (core::chains[fid_{n}] == nullptr)\n    return real.{n}({args});\n")
+                    c.write(f"  return {jumped};\n}}\n#endif\n")
             c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
             c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
             if n in LIFECYCLE_HOOKS:
@@ -413,7 +425,7 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                 # With tool ranks taken out of the application's world, its "mpi://WORLD" is the
                 # application's processes only (the Sessions model's MPI_COMM_WORLD).
                 c.write(f"  auto result = chain == nullptr ? real.{n}({args}) : {wrapped};\n")
-                c.write("  if (__builtin_expect(core::world_replaced, 0) && core::tls.layer < 0)\n"
+                c.write("  if (__builtin_expect(core::world_replaced(), 0) && core::tls.layer < 0)\n"
                         f"    core::narrow_world_pset({', '.join(f.names()[1:])});\n"
                         "  return result;\n}\n")
             else:
@@ -435,8 +447,8 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                 # A chain that only counts: counted_X, above.
                 c.write("#if defined(__OPTIMIZE__)\n")
                 c.write("  if (chain->direct_counter != nullptr)\n")
-                c.write(f"    return counted_{n}({args});\n#endif\n")
-                c.write(f"  return {wrapped};\n}}\n")
+                c.write(f"    return counted_{n}({args});\n")
+                c.write(f"  return {jumped};\n#else\n  return {wrapped};\n#endif\n}}\n")
             for prefix in ("P", "Z"):
                 c.write(f"extern \"C\" STRATA_EXPORT {f.proto(prefix + n if prefix == 'P' else 'ZMPI_' + n[4:])}"
                         f" __attribute__((alias(\"{n}\")));\n")
@@ -491,7 +503,8 @@ def write_fortran_entries(out, flavor, functions, fids, exported):
             c.write(f"    \"{symbol}\",\n")
         c.write("    nullptr};\n")
         c.write("static_assert(offsetof(thread_state, fortran_site) == 24 && "
-                "offsetof(thread_state, fortran_fid) == 32, \"the entries below write them\");\n")
+                "offsetof(thread_state, fortran_fid) == 32 && mark_fortran == 1, "
+                "\"the entries below write them\");\n")
         c.write("} // namespace strata::core\n\n#if defined(__x86_64__)\n")
         for i, (symbol, cname) in enumerate(entries):
             fid = fids[cname]
@@ -502,7 +515,13 @@ def write_fortran_entries(out, flavor, functions, fids, exported):
                     '  movq _ZN6strata4core3tlsE@gottpoff(%rip), %r10\\n'
                     '  movq %r11, %fs:24(%r10)\\n'
                     f'  movl $' + str(fid) + ', %fs:32(%r10)\\n'
-                    f'  movq strata_fortran_real+{8 * i}(%rip), %r11\\n'
+                    # The mark that sends the C entry points' calls their long way, which takes
+                    # the note (dispatch.hpp, strata_call_marks): set once, then only read (a
+                    # store on every call would take its cache line from the other threads).
+                    '  cmpb $0, strata_call_marks+1(%rip)\\n'
+                    '  jne 2f\\n'
+                    '  movb $1, strata_call_marks+1(%rip)\\n'
+                    f'2: movq strata_fortran_real+{8 * i}(%rip), %r11\\n'
                     '  testq %r11, %r11\\n'
                     '  jz 1f\\n'
                     '  jmp *%r11\\n'

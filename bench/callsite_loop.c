@@ -5,7 +5,10 @@
  * with atomic adds), so that the two languages pay for the same profile.
  *
  * Usage: callsite_loop CALL ITERATIONS [REPETITIONS]
- *   CALL: rank (MPI_Comm_rank) or self_barrier (MPI_Barrier on MPI_COMM_SELF)
+ *   CALL: rank (MPI_Comm_rank) or self_barrier (MPI_Barrier on MPI_COMM_SELF); rank_busy and
+ *   self_barrier_busy make the same call between runs of a small bytecode loop (a switch on
+ *   opcodes read from memory, about as long as the Python loop's own work per call), so that
+ *   the profile's cost is also measured next to other work rather than in a loop of nothing else
  * Prints the best repetition: bench python lang=c call=CALL iterations=N ns_per_call=X
  */
 #include <mpi.h>
@@ -21,12 +24,43 @@ static double now_ns(void) {
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+/* The work between two calls of the busy loops: an interpreter's shape (one indirect branch per
+ * opcode, loads and stores of a small stack), 24 opcodes a run. */
+enum { op_push, op_add, op_xor, op_load, op_store, op_jump_odd, op_count };
+static unsigned char program[24];
+static long slots[16];
+
+static long run_program(long seed) {
+  long stack[8] = {seed, 1, 2, 3, 4, 5, 6, 7};
+  int top = 1;
+  for (int pc = 0; pc < (int)sizeof program; ++pc) {
+    switch (program[pc]) {
+    case op_push: stack[top & 7] = pc; top = (top + 1) & 7; break;
+    case op_add: stack[(top - 1) & 7] += stack[(top - 2) & 7]; break;
+    case op_xor: stack[(top - 1) & 7] ^= stack[(top - 2) & 7] >> 1; break;
+    case op_load: stack[top & 7] = slots[pc & 15]; top = (top + 1) & 7; break;
+    case op_store: slots[pc & 15] = stack[(top - 1) & 7]; break;
+    default: if (stack[(top - 1) & 7] & 1) ++pc; break;
+    }
+  }
+  return stack[(top - 1) & 7];
+}
+
 int main(int argc, char** argv) {
-  if (argc < 3 || (strcmp(argv[1], "rank") != 0 && strcmp(argv[1], "self_barrier") != 0)) {
-    fprintf(stderr, "usage: callsite_loop rank|self_barrier ITERATIONS [REPETITIONS]\n");
+  const char* call = argc > 1 ? argv[1] : "";
+  const int busy = strstr(call, "_busy") != NULL;
+  if (argc < 3 || (strcmp(call, "rank") != 0 && strcmp(call, "self_barrier") != 0 &&
+                   strcmp(call, "rank_busy") != 0 && strcmp(call, "self_barrier_busy") != 0)) {
+    fprintf(stderr, "usage: callsite_loop rank|self_barrier[_busy] ITERATIONS [REPETITIONS]\n");
     return 2;
   }
-  const int barrier = strcmp(argv[1], "self_barrier") == 0;
+  const int barrier = strncmp(call, "self_barrier", 12) == 0;
+  unsigned seed = 12345;
+  for (int i = 0; i < (int)sizeof program; ++i) {
+    seed = seed * 1103515245u + 12345u;
+    program[i] = (unsigned char)((seed >> 16) % op_count);
+  }
+  long sink = 0;
   const long iterations = atol(argv[2]);
   const int repetitions = argc > 3 ? atoi(argv[3]) : 5;
   int provided = 0;
@@ -35,7 +69,15 @@ int main(int argc, char** argv) {
   double best = 1e300;
   for (int r = 0; r < repetitions; ++r) {
     const double t0 = now_ns();
-    if (barrier) {
+    if (busy) {
+      for (long i = 0; i < iterations; ++i) {
+        sink += run_program(i);
+        if (barrier)
+          MPI_Barrier(MPI_COMM_SELF);
+        else
+          MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      }
+    } else if (barrier) {
       for (long i = 0; i < iterations; ++i)
         MPI_Barrier(MPI_COMM_SELF);
     } else {
@@ -47,8 +89,8 @@ int main(int argc, char** argv) {
       best = per_call;
   }
   if (rank == 0)
-    printf("bench python lang=c call=%s iterations=%ld ns_per_call=%.1f\n", argv[1], iterations,
-           best);
+    printf("bench python lang=c call=%s iterations=%ld ns_per_call=%.1f%s\n", call, iterations,
+           best, sink == 42 ? " " : "");
   MPI_Finalize();
   return 0;
 }

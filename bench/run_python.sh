@@ -21,7 +21,7 @@
 # (Ir(2N) - Ir(N)) / N.
 #
 # Knobs: PYTHON=/usr/bin/python3, ROUNDS=3, REPS=5, N_C=1000000, N_PY=300000, CALLGRIND=1,
-# CG_N=20000, TIMING=1 (0: callgrind only).
+# CG_N=20000, TIMING=1 (0: callgrind only), ANNOTATIONS=1 (0: the MPI call loops only).
 set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)
@@ -34,6 +34,7 @@ N_PY=${N_PY:-300000}
 CALLGRIND=${CALLGRIND:-1}
 CG_N=${CG_N:-20000}
 TIMING=${TIMING:-1}
+ANNOTATIONS=${ANNOTATIONS:-1}
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -117,6 +118,9 @@ for call in rank self_barrier; do
   done
 done
 
+fi
+
+if [[ $TIMING == 1 && $ANNOTATIONS == 1 ]]; then
 echo
 echo "== annotations (Python): ns per loop iteration"
 printf '%-15s %9s %9s %9s\n' loop none profile trace
@@ -133,7 +137,8 @@ if [[ $CALLGRIND == 1 ]]; then
   echo
   echo "== callgrind: instructions per call, (Ir($((2 * CG_N)) calls) - Ir($CG_N calls)) / $CG_N"
   echo "   strata: inclusive in libstrata's entry point (the profile and the real call);"
-  echo "   python site: inclusive in python_call_site (the Python frame's capture)"
+  echo "   python site: inclusive in the Python frame's capture (repeated_site, the known"
+  echo "   layout's, where it is used; else python_call_site)"
   printf '%-8s %-13s %12s %12s %12s\n' lang call strata no_py "python site"
   for call in rank self_barrier; do
     entry="MPI_Comm_rank \\[.*libstrata"
@@ -143,11 +148,12 @@ if [[ $CALLGRIND == 1 ]]; then
       no_py=- site=-
       if [[ $lang == python ]]; then
         no_py=$(per_call $lang $call no_py "$entry")
-        site=$(per_call $lang $call sites "python_call_site\\(void const\\*\\) \\[")
+        site=$(per_call $lang $call sites "(repeated_site<[^>]*>|python_call_site)\\(void const\\*\\) \\[")
       fi
       printf '%-8s %-13s %12s %12s %12s\n' $lang $call "$strata" "$no_py" "$site"
     done
   done
+  [[ $ANNOTATIONS == 1 ]] || exit 0
   # Debian's python3 notices valgrind and allocates with malloc instead of its own allocator,
   # so whole-process counts are larger than in a plain run: compare the rows with each other.
   echo "   annotations: instructions per loop iteration of the whole Python process"

@@ -26,10 +26,17 @@ void start();
 // address itself (also when the frames cannot be read: the address still names the place).
 const void* python_call_site(const void* return_address);
 
-inline const void* call_site(const void* return_address) {
+// What call_site calls: python_call_site, or once the frame layout agreed with the public API
+// the known version's own capture, which gives a thread's last site again in a few loads when
+// its call comes from the same return address and Python instruction as its last one (a loop),
+// and asks python_call_site otherwise.
+using site_capture = const void* (*)(const void* return_address);
+extern site_capture capture_site __attribute__((visibility("hidden")));
+
+__attribute__((always_inline)) inline const void* call_site(const void* return_address) {
   if (__builtin_expect(!enabled, 1))
     return return_address;
-  return python_call_site(return_address);
+  return __atomic_load_n(&capture_site, __ATOMIC_RELAXED)(return_address);
 }
 
 // The site of the Python frame `skip` frames out from the innermost one (the annotation package

@@ -1,4 +1,5 @@
 #include "python_sites/cpython.hpp"
+#include "python_sites/capture.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -278,27 +279,36 @@ bool runtime_agrees(const layout& l, const char* candidate) {
          ::pthread_getspecific(static_cast<pthread_key_t>(key)) == tstate;
 }
 
-// innermost_place for one known version, its offsets compile-time constants: the thread
-// state's lookup, then a few dependent loads (the same reads as frame_cursor's direct path).
+// This thread's innermost frame for one known version (a shim perhaps), or nullptr: the thread
+// state's lookup, then one or two loads.
 template <size_t Index, bool FromRuntime>
-bool place_with_layout(frame_place& place, uint64_t& identity) {
+__attribute__((always_inline)) inline const void* innermost_frame_with_layout() {
   static constexpr const layout& l = layouts[Index];
   const void* tstate = nullptr;
   if constexpr (FromRuntime) {
     tstate = thread_state_from_runtime<Index>();
   } else {
     if (api.is_initialized() == 0)
-      return false; // after Py_Finalize its thread states are gone
+      return nullptr; // after Py_Finalize its thread states are gone
     tstate = api.this_thread_state();
   }
   if (tstate == nullptr)
-    return false;
+    return nullptr;
   const void* frame = load_pointer(tstate, l.tstate_frame);
   if constexpr (l.cframe_frame >= 0) {
     if (frame == nullptr)
-      return false;
+      return nullptr;
     frame = load_pointer(frame, static_cast<size_t>(l.cframe_frame));
   }
+  return frame;
+}
+
+// innermost_place for one known version, its offsets compile-time constants (the same reads as
+// frame_cursor's direct path).
+template <size_t Index, bool FromRuntime>
+bool place_with_layout(frame_place& place, uint64_t& identity) {
+  static constexpr const layout& l = layouts[Index];
+  const void* frame = innermost_frame_with_layout<Index, FromRuntime>();
   if (frame == nullptr)
     return false;
   if constexpr (l.owner_cstack >= 0)
@@ -317,6 +327,31 @@ bool place_with_layout(frame_place& place, uint64_t& identity) {
   return true;
 }
 
+// The call path's capture for one known version (capture_site, capture.hpp): a call from the
+// same return address and the same place as this thread's last call gives its site again. The
+// innermost frame is compared with what the thread's last call saw (a code object of the same
+// address, identity and instruction), not checked on its own: a frame of this thread that runs
+// the code object the last call found is a live one (the frame holds it), so no type check, no
+// range check and no look at the table. Anything else goes to python_call_site.
+template <size_t Index, bool FromRuntime> const void* repeated_site(const void* return_address) {
+  static constexpr const layout& l = layouts[Index];
+  last_place& last = last_call;
+  if (__builtin_expect(return_address == last.return_address, 1)) {
+    if (!last.from_extension)
+      return return_address;
+    const void* frame = innermost_frame_with_layout<Index, FromRuntime>();
+    if (__builtin_expect(frame != nullptr, 1)) {
+      const void* code = load_pointer(frame, l.frame_code);
+      const uint64_t offset = reinterpret_cast<uintptr_t>(load_pointer(frame, l.frame_ip)) -
+                              reinterpret_cast<uintptr_t>(code) - l.code_bytecode;
+      if (code == last.code && code != nullptr && offset == last.offset &&
+          identity_with(l, code) == last.identity)
+        return last.entry;
+    }
+  }
+  return python_call_site(return_address);
+}
+
 bool no_direct_reads(frame_place& /*place*/, uint64_t& /*identity*/) {
   return false;
 }
@@ -326,8 +361,13 @@ constexpr place_reader place_readers[] = {
     &place_with_layout<0, false>, &place_with_layout<1, false>, &place_with_layout<2, false>};
 // The same reading the thread state from _PyRuntime, where its fields are known.
 constexpr place_reader runtime_readers[] = {&place_with_layout<0, true>, nullptr, nullptr};
+constexpr site_capture repeated_sites[] = {&repeated_site<0, false>, &repeated_site<1, false>,
+                                           &repeated_site<2, false>};
+constexpr site_capture runtime_repeated_sites[] = {&repeated_site<0, true>, nullptr, nullptr};
 place_reader direct_reader = nullptr;  // the known layout's, set with `known`
 place_reader runtime_reader = nullptr; // the same from _PyRuntime, or nullptr
+site_capture direct_capture = nullptr; // repeated_site for the known layout
+site_capture runtime_capture = nullptr;
 
 } // namespace
 
@@ -345,6 +385,7 @@ std::atomic<place_reader> innermost_reader{&no_direct_reads};
 
 frame_access find_interpreter(site_setting setting) {
   innermost_reader = &no_direct_reads;
+  __atomic_store_n(&capture_site, &python_call_site, __ATOMIC_RELAXED);
   if (setting == site_setting::off || !find_api())
     return access = frame_access::none;
   // Py_Version exists from 3.11 on, as does everything above.
@@ -358,6 +399,8 @@ frame_access find_interpreter(site_setting setting) {
       known = &layouts[i];
       direct_reader = place_readers[i];
       runtime_reader = runtime_readers[i];
+      direct_capture = repeated_sites[i];
+      runtime_capture = runtime_repeated_sites[i];
     }
   const bool direct_possible = known != nullptr && setting == site_setting::on && x86_64;
   return access = direct_possible ? frame_access::unchecked : frame_access::public_api;
@@ -376,8 +419,10 @@ frame_access check_layout() {
     if (runtime_reader != nullptr && runtime_agrees(*known, candidate)) {
       runtime = candidate;
       innermost_reader = runtime_reader;
+      __atomic_store_n(&capture_site, runtime_capture, __ATOMIC_RELAXED);
     } else {
       innermost_reader = direct_reader;
+      __atomic_store_n(&capture_site, direct_capture, __ATOMIC_RELAXED);
     }
   }
   return access = agrees ? frame_access::direct : frame_access::public_api;

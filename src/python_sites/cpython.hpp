@@ -71,6 +71,20 @@ inline bool innermost_place(frame_place& place, uint64_t& identity) {
   return innermost_reader.load(std::memory_order_relaxed)(place, identity);
 }
 
+// What this thread's last call from Python was (sites.cpp writes it, the capture's fast path
+// in cpython.cpp compares with it): the return address it came from and whether that lies in
+// an extension module, and the innermost frame's place (code object, instruction, identity)
+// with the site it gave; `code` is null until a site was found.
+struct last_place {
+  const void* return_address;
+  bool from_extension;
+  uint32_t offset;
+  const void* code;
+  uint64_t identity;
+  const void* entry;
+};
+extern __thread last_place last_call __attribute__((tls_model("initial-exec")));
+
 // This thread's Python frames, innermost first, C-stack shims and frames that run no code
 // object left out. Holds the references the public API hands out until it goes out of scope.
 class frame_cursor {

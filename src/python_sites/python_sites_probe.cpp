@@ -62,12 +62,18 @@ __attribute__((visibility("default"))) uint64_t probe_key(long /*item*/) {
   return reinterpret_cast<uintptr_t>(ps::current_site(0));
 }
 
-// As the core does for a call that returns to `return_address`: 1 and the site's text when it
-// became a Python site, 0 when the address was kept.
+// As the core does for a call that returns to `return_address` (call_site: the known layout's
+// capture once the layout agreed): 1 and the site's text when it became a Python site, 0 when
+// the address was kept.
 __attribute__((visibility("default"))) int probe_call_site(const void* return_address, char* out,
                                                            int size) {
-  const void* key = ps::python_call_site(return_address);
+  const void* key = ps::call_site(return_address);
   return key == return_address ? 0 : describe(key, out, size);
+}
+
+// 1 when call_site takes the known layout's capture (its fast path for a repeated place).
+__attribute__((visibility("default"))) int probe_known_layout_capture() {
+  return ps::capture_site != &ps::python_call_site ? 1 : 0;
 }
 
 __attribute__((visibility("default"))) int probe_in_extension(const void* address) {

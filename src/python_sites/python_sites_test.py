@@ -97,6 +97,10 @@ class PythonSites(unittest.TestCase):
         expected = "direct" if sys.version_info[:2] in KNOWN_LAYOUTS else "public_api"
         self.assertEqual(self.access, expected)
 
+    def test_calls_take_the_known_layouts_capture(self):
+        expected = 1 if self.access == "direct" else 0
+        self.assertEqual(held.probe_known_layout_capture(), expected)
+
     def test_the_thread_state_is_read_from_the_runtime_where_its_fields_are_known(self):
         site(True)  # the layout is compared on a call with the GIL held
         expected = 1 if self.access == "direct" and sys.version_info[:2] == (3, 11) else 0
@@ -137,6 +141,49 @@ class PythonSites(unittest.TestCase):
             exec(compile("\n" * (i % 7) + "def f():\n    return site(gil)\n", "/gen/same.py",
                          "exec"), namespace)
             self.assertEqual(namespace["f"](), f"/gen/same.py:{i % 7 + 2} in f")
+
+    def test_a_repeated_call_at_a_freed_code_objects_address_is_named_anew(self):
+        # A call's fast path (the same return address and instruction as the thread's last
+        # call) must tell a new code object at a freed one's address from the last one.
+        ext = address_in_extension()
+        lib = released if self.access == "direct" else held
+        buf = ctypes.create_string_buffer(4096)
+        for i in range(300):
+            namespace = {"call": lib.probe_call_site, "ext": ext, "buf": buf}
+            exec(compile("\n" * (i % 7) + "def f():\n    call(ext, buf, 4096)\n"
+                         "    return buf.value.decode()\n", "/gen/again.py", "exec"), namespace)
+            for _ in range(2):  # the second: the same place again
+                self.assertEqual(namespace["f"](), f"/gen/again.py:{i % 7 + 2} in f")
+            namespace.clear()  # f and its code object freed before the next one is made
+
+    def test_threads_calling_from_one_address_each_see_their_own_line(self):
+        ext = address_in_extension()
+        results = {}
+
+        def worker(name, lib):
+            buf = ctypes.create_string_buffer(4096)
+            seen = set()
+            for _ in range(3000):
+                if name == "a":
+                    lib.probe_call_site(ext, buf, len(buf))  # site: call a
+                else:
+                    lib.probe_call_site(ext, buf, len(buf))  # site: call b
+                seen.add(buf.value.decode())
+            results[name] = seen
+
+        prefix = (f"{THIS}:{{}} in PythonSites."
+                  "test_threads_calling_from_one_address_each_see_their_own_line.<locals>.worker")
+        want = {"a": {prefix.format(marked("call a"))}, "b": {prefix.format(marked("call b"))}}
+        for gil_a, gil_b in ((True, True), (False, False), (True, False)):
+            if self.access != "direct" and not (gil_a and gil_b):
+                continue
+            threads = [threading.Thread(target=worker, args=("a", held if gil_a else released)),
+                       threading.Thread(target=worker, args=("b", held if gil_b else released))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(results, want)
 
     def test_one_line_is_one_site_however_its_call_runs(self):
         # list() runs map(), which calls the probe for each item, from this frame; after a few

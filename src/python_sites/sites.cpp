@@ -10,6 +10,8 @@
 namespace strata::python_sites {
 
 bool enabled = false;
+site_capture capture_site = &python_call_site;
+__thread last_place last_call __attribute__((tls_model("initial-exec")));
 
 namespace {
 
@@ -99,20 +101,6 @@ site* find_or_add(const frame_cursor& cursor, const frame_place& place, uint64_t
   return nullptr;
 }
 
-// The last place this thread's innermost frame was at and the site it gave (a loop of MPI
-// calls gives the same one again, without a look at the table), and the last return address
-// this thread called MPI from with its verdict (an MPI call is made from a few places of
-// mpi4py: a loop asks in_extension_module once).
-struct last_place {
-  const void* code;
-  uint64_t identity;
-  const site* entry;
-  uint32_t offset;
-  bool from_extension;
-  const void* return_address;
-};
-__thread last_place last __attribute__((tls_model("initial-exec")));
-
 // The frames from the innermost out, `skip` of them left out, to the first that is not a
 // frozen module's; its entry found or made.
 __attribute__((noinline)) const void* walk(int skip) {
@@ -125,9 +113,9 @@ __attribute__((noinline)) const void* walk(int skip) {
       continue;
     }
     const uint64_t identity = cursor.identity(place);
-    if (innermost && place.code == last.code && place.offset == last.offset &&
-        identity == last.identity && last.entry != nullptr)
-      return last.entry;
+    if (innermost && place.code == last_call.code && place.offset == last_call.offset &&
+        identity == last_call.identity && last_call.entry != nullptr)
+      return last_call.entry;
     const site* s = find_or_add(cursor, place, identity);
     if (s == nullptr)
       return nullptr;
@@ -140,10 +128,10 @@ __attribute__((noinline)) const void* walk(int skip) {
     }
     const site* named = s->same_line != nullptr ? s->same_line : s;
     if (innermost) {
-      last.code = place.code;
-      last.identity = identity;
-      last.entry = named;
-      last.offset = place.offset;
+      last_call.code = place.code;
+      last_call.identity = identity;
+      last_call.entry = named;
+      last_call.offset = place.offset;
     }
     return named;
   }
@@ -154,9 +142,10 @@ inline const void* capture(int skip) {
   if (skip == 0) {
     frame_place place;
     uint64_t identity = 0;
-    if (innermost_place(place, identity) && place.code == last.code &&
-        place.offset == last.offset && identity == last.identity && last.entry != nullptr)
-      return last.entry;
+    if (innermost_place(place, identity) && place.code == last_call.code &&
+        place.offset == last_call.offset && identity == last_call.identity &&
+        last_call.entry != nullptr)
+      return last_call.entry;
   }
   return walk(skip);
 }
@@ -173,11 +162,11 @@ void start() {
 }
 
 const void* python_call_site(const void* return_address) {
-  if (return_address != last.return_address) {
-    last.from_extension = in_extension_module(reinterpret_cast<uintptr_t>(return_address));
-    last.return_address = return_address;
+  if (return_address != last_call.return_address) {
+    last_call.from_extension = in_extension_module(reinterpret_cast<uintptr_t>(return_address));
+    last_call.return_address = return_address;
   }
-  if (!last.from_extension)
+  if (!last_call.from_extension)
     return return_address;
   const void* site = capture(0);
   return site != nullptr ? site : return_address;

@@ -8,7 +8,9 @@
 # Each run is a singleton (one process, no launcher) of BUILD_DIR/bench/openmpi/callsite_loop
 # (C, MPI_THREAD_MULTIPLE as mpi4py asks) or bench/python_loop.py (Debian's python3 and mpi4py):
 #   calls     rank (MPI_Comm_rank; mpi4py keeps the GIL) and self_barrier (MPI_Barrier on
-#             MPI_COMM_SELF; mpi4py releases the GIL)
+#             MPI_COMM_SELF; mpi4py releases the GIL); lang c_busy is the C loop with a small
+#             bytecode loop between calls (about the Python loop's time per call), to see the
+#             profile's cost next to other work as well as in a loop of nothing else
 #   none      no Strata
 #   sites     profile with STRATA_PROFILE_CALLSITES=1
 #   no_py     the same with STRATA_PYTHON_SITES=0 (Python only: the call site is then mpi4py's
@@ -60,7 +62,11 @@ config_env() {
 
 # command LANG CALL N REPS -> the loop's command line
 command_for() {
-  if [[ $1 == c ]]; then echo "$c_loop $2 $3 $4"; else echo "$PYTHON $py_loop $2 $3 $4"; fi
+  case $1 in
+    c) echo "$c_loop $2 $3 $4" ;;
+    c_busy) echo "$c_loop $2_busy $3 $4" ;;
+    *) echo "$PYTHON $py_loop $2 $3 $4" ;;
+  esac
 }
 
 # best_ns LANG CALL CONFIG N -> the best ns per call over ROUNDS runs
@@ -105,7 +111,7 @@ if [[ $TIMING == 1 ]]; then
 echo "== MPI call loops: ns per call (best of $REPS repetitions, best of $ROUNDS runs)"
 printf '%-8s %-13s %9s %9s %9s %14s %14s\n' lang call none sites no_py "profile cost" "python sites"
 for call in rank self_barrier; do
-  for lang in c python; do
+  for lang in c c_busy python; do
     n=$N_C
     [[ $lang == python ]] && n=$N_PY
     none=$(best_ns $lang $call none "$n")

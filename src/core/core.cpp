@@ -152,7 +152,7 @@ int host_layer_count() {
 }
 
 const void* host_call_site() {
-  return tls.call_site;
+  return python_sites::call_site(tls.call_site); // a Python site as start_event takes it
 }
 
 const strata_host host_api = {STRATA_MODULE_ABI_VERSION,

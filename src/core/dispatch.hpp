@@ -97,8 +97,8 @@ extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
 // Why the application's calls take the long way (dispatch_marked<>() below): one byte per
 // reason, each set on its own, and all of them tested with one compare on the call path.
+// (Byte 0 is free. A Python site is not a reason: start_event takes it, call_site below.)
 enum call_mark : unsigned {
-  mark_python = 0,         // python_sites found an interpreter: sites from its frames
   mark_fortran = 1,        // a Fortran binding's entry point has run (fortran_entries.cpp)
   mark_world_replaced = 2, // strata_host::replace_world: see world_replacement below
   mark_count = 4
@@ -290,7 +290,10 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
   ev.function = function;
   ev.flags = 0;
   ev.t_exit_ns = 0;
-  ev.call_site = ts.call_site;
+  // A call from a Python extension module (mpi4py) in a process running CPython takes the
+  // innermost Python frame's site here, where an event needs it, rather than on every call:
+  // a counted call never reads it (python_sites/capture.hpp; one byte tested otherwise).
+  ev.call_site = python_sites::call_site(ts.call_site);
   ev.result = 0;
   ev.thread_layer = 0;
   if ((fields & STRATA_FIELD_COMM) != 0) {
@@ -413,14 +416,14 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   return r;
 }
 
-// The application's call while a mark is set (any_call_mark()): its call site from the Python
-// frames, a Fortran binding's note, its communicators as the replaced world names them. Out of
-// line, so that the usual call pays one compare for all of them.
+// The application's call while a mark is set (any_call_mark()): its call site from a Fortran
+// binding's note, its communicators as the replaced world names them. Out of line, so that the
+// usual call pays one compare for all of them.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((noinline, cold)) R dispatch_marked(const chain* c, const void* return_address,
                                                   R (*real)(P...), A... args) {
   thread_state& ts = tls;
-  ts.call_site = python_sites::call_site(return_address);
+  ts.call_site = return_address;
   if (__builtin_expect(ts.fortran_fid >= 0, 0)) {
     // A Fortran call in progress. The call its binding makes for the program takes the
     // program's line as its site; the binding's other calls before it (a communicator's size
@@ -530,7 +533,7 @@ template <typename... A> struct poll_frame {
 template <int F, typename Decoder, typename R, typename... A>
 __attribute__((noinline, cold)) R counted_poll_completed(const void* return_address, R r,
                                                          poll_frame<A...>& frame) {
-  tls.call_site = python_sites::call_site(return_address);
+  tls.call_site = return_address;
   const bool substituted = std::apply(
       [&](A&... args) { return Decoder::status_is(frame.stand_in, args...); }, frame.args);
   return std::apply(

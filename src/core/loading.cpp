@@ -457,10 +457,8 @@ void load_modules_once() {
   for (size_t i = 0; i < s.modules.size(); ++i)
     add_region_listener(s.modules[i].handle, s.modules[i].state, static_cast<int>(i),
                         own_calls_layer(s, i));
-  if (!s.modules.empty()) {
+  if (!s.modules.empty())
     python_sites::start(); // before MPI_Init's own call site is taken
-    strata_call_marks[mark_python] = python_sites::enabled ? 1 : 0;
-  }
 }
 
 } // namespace strata::core

@@ -35,12 +35,27 @@ static long run_program(long seed) {
   int top = 1;
   for (int pc = 0; pc < (int)sizeof program; ++pc) {
     switch (program[pc]) {
-    case op_push: stack[top & 7] = pc; top = (top + 1) & 7; break;
-    case op_add: stack[(top - 1) & 7] += stack[(top - 2) & 7]; break;
-    case op_xor: stack[(top - 1) & 7] ^= stack[(top - 2) & 7] >> 1; break;
-    case op_load: stack[top & 7] = slots[pc & 15]; top = (top + 1) & 7; break;
-    case op_store: slots[pc & 15] = stack[(top - 1) & 7]; break;
-    default: if (stack[(top - 1) & 7] & 1) ++pc; break;
+    case op_push:
+      stack[top & 7] = pc;
+      top = (top + 1) & 7;
+      break;
+    case op_add:
+      stack[(top - 1) & 7] += stack[(top - 2) & 7];
+      break;
+    case op_xor:
+      stack[(top - 1) & 7] ^= stack[(top - 2) & 7] >> 1;
+      break;
+    case op_load:
+      stack[top & 7] = slots[pc & 15];
+      top = (top + 1) & 7;
+      break;
+    case op_store:
+      slots[pc & 15] = stack[(top - 1) & 7];
+      break;
+    default:
+      if (stack[(top - 1) & 7] & 1)
+        ++pc;
+      break;
     }
   }
   return stack[(top - 1) & 7];

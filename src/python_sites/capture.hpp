@@ -1,7 +1,7 @@
 // Python call sites for the core: when MPI is called from a Python extension module (mpi4py) in
 // a process running CPython, the call site is the innermost Python frame's place ("app.py:42 in
-// solve") instead of an address in the extension. The core captures a key at call time
-// (call_site below); the one call-site resolver (src/common/symbols.cpp, through
+// solve") instead of an address in the extension. The core captures a key where it reads a
+// call site (call_site below); the one call-site resolver (src/common/symbols.cpp, through
 // lookup.hpp) turns keys into file, line and function.
 //
 // A key is the address of one entry of a table of distinct sites (code object and instruction),
@@ -14,7 +14,7 @@
 namespace strata::python_sites {
 
 // Set by start() when an interpreter runs in this process: until then, and in every program
-// that is not Python, the core's call path pays one load and one branch.
+// that is not Python, the core pays one load and one branch per event (start_event).
 extern bool enabled __attribute__((visibility("hidden")));
 
 // At MPI_Init (before its call site is taken): finds the interpreter and the extension modules,

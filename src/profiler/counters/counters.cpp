@@ -13,7 +13,8 @@
 #include <utility>
 
 #ifdef STRATA_HAVE_PAPI
-#include <dlfcn.h>
+#include "common/on_demand_library.hpp"
+
 #include <papi.h>
 static_assert(PAPI_NULL == -1, "counter_set::papi_set_ starts as -1");
 #endif
@@ -150,44 +151,28 @@ struct papi_functions {
   decltype(&PAPI_destroy_eventset) destroy_eventset = nullptr;
 };
 
-template <typename Fn> void bind(void* library, const char* name, Fn& fn, std::string& missing) {
-  fn = reinterpret_cast<Fn>(::dlsym(library, name));
-  if (fn == nullptr && missing.empty()) {
-    missing = name;
-  }
-}
-
 // Loads PAPI, or says in `problem` why not.
 papi_functions load_papi(std::string& problem) {
+  common::on_demand_library library(STRATA_PAPI_SONAME);
   papi_functions f;
-  void* library = ::dlopen(STRATA_PAPI_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* why = ::dlerror();
-    problem = std::string("PAPI: cannot load " STRATA_PAPI_SONAME " (") +
-              (why != nullptr ? why : "unknown error") + "); using perf_event";
-    return f;
+  library.bind("PAPI_library_init", f.library_init);
+  library.bind("PAPI_strerror", f.strerror);
+  library.bind("PAPI_get_component_index", f.get_component_index);
+  library.bind("PAPI_get_component_info", f.get_component_info);
+  library.bind("PAPI_create_eventset", f.create_eventset);
+  library.bind("PAPI_assign_eventset_component", f.assign_eventset_component);
+  library.bind("PAPI_set_opt", f.set_opt);
+  library.bind("PAPI_event_name_to_code", f.event_name_to_code);
+  library.bind("PAPI_add_event", f.add_event);
+  library.bind("PAPI_start", f.start);
+  library.bind("PAPI_read", f.read);
+  library.bind("PAPI_stop", f.stop);
+  library.bind("PAPI_cleanup_eventset", f.cleanup_eventset);
+  library.bind("PAPI_destroy_eventset", f.destroy_eventset);
+  if (!library.ok()) {
+    problem = "PAPI: " + library.problem() + "; using perf_event";
   }
-  std::string missing;
-  bind(library, "PAPI_library_init", f.library_init, missing);
-  bind(library, "PAPI_strerror", f.strerror, missing);
-  bind(library, "PAPI_get_component_index", f.get_component_index, missing);
-  bind(library, "PAPI_get_component_info", f.get_component_info, missing);
-  bind(library, "PAPI_create_eventset", f.create_eventset, missing);
-  bind(library, "PAPI_assign_eventset_component", f.assign_eventset_component, missing);
-  bind(library, "PAPI_set_opt", f.set_opt, missing);
-  bind(library, "PAPI_event_name_to_code", f.event_name_to_code, missing);
-  bind(library, "PAPI_add_event", f.add_event, missing);
-  bind(library, "PAPI_start", f.start, missing);
-  bind(library, "PAPI_read", f.read, missing);
-  bind(library, "PAPI_stop", f.stop, missing);
-  bind(library, "PAPI_cleanup_eventset", f.cleanup_eventset, missing);
-  bind(library, "PAPI_destroy_eventset", f.destroy_eventset, missing);
-  if (!missing.empty()) {
-    problem = "PAPI: " STRATA_PAPI_SONAME " has no " + missing + "; using perf_event";
-    ::dlclose(library);
-    return {};
-  }
-  return f; // kept loaded until the process exits: event sets live in it
+  return f;
 }
 
 struct papi_state {

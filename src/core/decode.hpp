@@ -78,13 +78,47 @@ inline int world_rank(const comm_info* c, int rank) {
   return c->world_ranks != nullptr ? c->world_ranks[rank] : rank;
 }
 
+// The predefined datatypes' sizes, asked of MPI once when the tools start and read-only after:
+// a message's bytes without a call into MPI per call. Only predefined types: they are never
+// freed, so their handles never come to name another type, where a derived type's handle may
+// be reused after MPI_Type_free (those are asked every time). Open addressing keyed by the
+// handle's bits; a key is published after its size (release), as in the communicator cache.
+struct predefined_type_slot {
+  std::atomic<uint64_t> handle{0}; // 0: empty
+  int64_t size = 0;
+};
+inline constexpr size_t predefined_type_slots = 256; // a power of two, well above the types
+extern predefined_type_slot predefined_types[predefined_type_slots]
+    __attribute__((visibility("hidden")));
+void learn_predefined_type_sizes();
+
+inline size_t predefined_type_slot_of(uint64_t bits) {
+  return static_cast<size_t>((bits * 0x9E3779B97F4A7C15ull) >> 56);
+}
+static_assert(predefined_type_slots == size_t{1} << 8, "predefined_type_slot_of's shift");
+
+// The size of one element of `type` in bytes, or -1 when MPI does not say.
+inline int64_t type_size(MPI_Datatype type) {
+  const uint64_t bits = handle_bits(type);
+  // Never full (learn_predefined_type_sizes fills under half), so an empty slot ends the probe.
+  for (size_t i = predefined_type_slot_of(bits);; i = (i + 1) & (predefined_type_slots - 1)) {
+    const uint64_t key = predefined_types[i].handle.load(std::memory_order_acquire);
+    if (key == 0)
+      break;
+    if (key == bits)
+      return predefined_types[i].size;
+  }
+  MPI_Count size = 0;
+  if (api.type_size_x(type, &size) != MPI_SUCCESS || size < 0)
+    return -1;
+  return static_cast<int64_t>(size);
+}
+
 inline int64_t type_bytes(int64_t count, MPI_Datatype type) {
   if (count <= 0 || type == MPI_DATATYPE_NULL)
     return 0;
-  MPI_Count size = 0;
-  if (api.type_size_x(type, &size) != MPI_SUCCESS || size < 0)
-    return 0;
-  return count * static_cast<int64_t>(size);
+  const int64_t size = type_size(type);
+  return size < 0 ? 0 : count * size;
 }
 
 template <typename C> inline int64_t summed_count(const C* counts, int n) {

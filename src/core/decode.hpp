@@ -176,7 +176,9 @@ inline void substitute_status(strata_event& ev, scratch& s, MPI_Status*& status)
 inline int64_t status_bytes(const MPI_Status* status) {
 #if defined(MPICH)
   return static_cast<int64_t>(static_cast<unsigned>(status->count_lo)) +
-         (static_cast<int64_t>(status->count_hi_and_cancelled >> 1) << (8 * sizeof(int)));
+         static_cast<int64_t>(
+             static_cast<uint64_t>(static_cast<unsigned>(status->count_hi_and_cancelled) >> 1)
+             << (8 * sizeof(int)));
 #else
   MPI_Count bytes = 0;
   if (api.get_elements_x(status, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED)

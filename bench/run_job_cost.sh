@@ -13,7 +13,8 @@
 #   run         strata run -np RANKS --tools profile -- init_finalize
 # and the medians with their differences: preload - mpirun is the profile's start-up and
 # finalize, run-none - mpirun is `strata run`'s own start.
-# Knobs: FLAVOR=openmpi|mpich, RANKS=2, RUNS=15.
+# Knobs: FLAVOR=openmpi|mpich, RANKS=2, RUNS=15; BASE=OTHER_BUILD_DIR runs the profile of that
+# build too (preload, no-mpi-t, run), interleaved, for a before/after in the same run.
 set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)
@@ -21,7 +22,7 @@ FLAVOR=${FLAVOR:-openmpi}
 RANKS=${RANKS:-2}
 RUNS=${RUNS:-15}
 PROG=$BUILD/bench/$FLAVOR/init_finalize
-LIB=$BUILD/lib/strata/$FLAVOR/libstrata.so
+BASE=${BASE:+$(cd "$BASE" && pwd)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 unset STRATA_TOOLS STRATA_CONFIG STRATA_PROFILE_OUT STRATA_PROFILE_JSON LD_PRELOAD
@@ -29,14 +30,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export STRATA_SPOOL=$tmp/spool
 
+preload_args() { # BUILD TOOLS -> the launcher's arguments that preload BUILD's core with TOOLS
+  local lib=$1/lib/strata/$FLAVOR/libstrata.so
+  if [[ $FLAVOR == openmpi ]]; then
+    echo -x "LD_PRELOAD=$lib" -x "STRATA_TOOLS=$2"
+  else
+    echo -genv LD_PRELOAD "$lib" -genv STRATA_TOOLS "$2"
+  fi
+}
 if [[ $FLAVOR == openmpi ]]; then
   launch=(mpirun.openmpi --oversubscribe -np "$RANKS")
-  preload=(-x "LD_PRELOAD=$LIB" -x STRATA_TOOLS=profile)
-  no_mpi_t=(-x "LD_PRELOAD=$LIB" -x STRATA_TOOLS=profile:mpi_t=0)
 else
   launch=(mpirun.mpich -np "$RANKS")
-  preload=(-genv LD_PRELOAD "$LIB" -genv STRATA_TOOLS profile)
-  no_mpi_t=(-genv LD_PRELOAD "$LIB" -genv STRATA_TOOLS profile:mpi_t=0)
 fi
 
 ms() { # CMD... -> wall ms
@@ -48,14 +53,19 @@ ms() { # CMD... -> wall ms
 }
 
 for ((r = 1; r <= RUNS; r++)); do
+  for build in "$BUILD" ${BASE:+"$BASE"}; do
+    tag=${BASE:+$([[ $build == "$BASE" ]] && echo base- || echo new-)}
+    # shellcheck disable=SC2046 # the arguments are words without blanks
+    echo "${tag}preload $(ms "${launch[@]}" $(preload_args "$build" profile) "$PROG")"
+    # shellcheck disable=SC2046
+    echo "${tag}no-mpi-t $(ms "${launch[@]}" $(preload_args "$build" profile:mpi_t=0) "$PROG")"
+    echo "${tag}run $(ms "$build/bin/strata" run -np "$RANKS" --tools profile -- "$PROG")"
+  done
   echo "mpirun $(ms "${launch[@]}" "$PROG")"
-  echo "preload $(ms "${launch[@]}" "${preload[@]}" "$PROG")"
-  echo "no-mpi-t $(ms "${launch[@]}" "${no_mpi_t[@]}" "$PROG")"
   echo "run-none $(ms "$BUILD/bin/strata" run -np "$RANKS" --tools "" -- "$PROG")"
-  echo "run $(ms "$BUILD/bin/strata" run -np "$RANKS" --tools profile -- "$PROG")"
 done >"$tmp/raw"
 
-python3 - "$tmp/raw" "$FLAVOR" "$RANKS" "$RUNS" <<'PY'
+python3 - "$tmp/raw" "$FLAVOR" "$RANKS" "$RUNS" "${BASE:+1}" <<'PY'
 import statistics, sys
 from collections import defaultdict
 t = defaultdict(list)
@@ -64,10 +74,13 @@ for line in open(sys.argv[1]):
     t[k].append(int(v) / 1000)
 m = {k: statistics.median(v) for k, v in t.items()}
 print(f"{sys.argv[2]}, {sys.argv[3]} ranks, medians of {sys.argv[4]} interleaved runs (ms):")
-for k in ("mpirun", "preload", "no-mpi-t", "run-none", "run"):
-    print(f"  {k:9} {m[k]:7.1f}")
-print(f"  profile's start-up + finalize (preload - mpirun): {m['preload'] - m['mpirun']:+.1f} ms")
-print(f"  of which reading MPI_T (preload - no-mpi-t):       {m['preload'] - m['no-mpi-t']:+.1f} ms")
-print(f"  strata run's own start (run-none - mpirun):       {m['run-none'] - m['mpirun']:+.1f} ms")
-print(f"  strata run --tools profile over mpirun:           {m['run'] - m['mpirun']:+.1f} ms")
+for k in sorted(m, key=lambda k: (k.split("-")[0] not in ("mpirun",), k)):
+    print(f"  {k:14} {m[k]:7.1f}")
+for tag in (["base-", "new-"] if sys.argv[5] else [""]):
+    if tag:
+        print(f"{'before' if tag == 'base-' else 'after'} ({tag[:-1]}):")
+    print(f"  profile's start-up + finalize (preload - mpirun): {m[tag + 'preload'] - m['mpirun']:+.1f} ms")
+    print(f"  of which reading MPI_T (preload - no-mpi-t):       {m[tag + 'preload'] - m[tag + 'no-mpi-t']:+.1f} ms")
+    print(f"  strata run --tools profile over mpirun:           {m[tag + 'run'] - m['mpirun']:+.1f} ms")
+print(f"strata run's own start (run-none - mpirun):         {m['run-none'] - m['mpirun']:+.1f} ms")
 PY

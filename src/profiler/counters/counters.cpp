@@ -13,6 +13,8 @@
 #include <utility>
 
 #ifdef STRATA_HAVE_PAPI
+#include "common/on_demand_library.hpp"
+
 #include <papi.h>
 static_assert(PAPI_NULL == -1, "counter_set::papi_set_ starts as -1");
 #endif
@@ -131,7 +133,50 @@ bool is_raw(const std::string& name) {
   return parse_raw(lower(name), ev);
 }
 
+// PAPI's functions the counters use, from the library loaded on first need (CMakeLists.txt).
+struct papi_functions {
+  decltype(&PAPI_library_init) library_init = nullptr;
+  decltype(&PAPI_strerror) strerror = nullptr;
+  decltype(&PAPI_get_component_index) get_component_index = nullptr;
+  decltype(&PAPI_get_component_info) get_component_info = nullptr;
+  decltype(&PAPI_create_eventset) create_eventset = nullptr;
+  decltype(&PAPI_assign_eventset_component) assign_eventset_component = nullptr;
+  decltype(&PAPI_set_opt) set_opt = nullptr;
+  decltype(&PAPI_event_name_to_code) event_name_to_code = nullptr;
+  decltype(&PAPI_add_event) add_event = nullptr;
+  decltype(&PAPI_start) start = nullptr;
+  decltype(&PAPI_read) read = nullptr;
+  decltype(&PAPI_stop) stop = nullptr;
+  decltype(&PAPI_cleanup_eventset) cleanup_eventset = nullptr;
+  decltype(&PAPI_destroy_eventset) destroy_eventset = nullptr;
+};
+
+// Loads PAPI, or says in `problem` why not.
+papi_functions load_papi(std::string& problem) {
+  common::on_demand_library library(STRATA_PAPI_SONAME);
+  papi_functions f;
+  library.bind("PAPI_library_init", f.library_init);
+  library.bind("PAPI_strerror", f.strerror);
+  library.bind("PAPI_get_component_index", f.get_component_index);
+  library.bind("PAPI_get_component_info", f.get_component_info);
+  library.bind("PAPI_create_eventset", f.create_eventset);
+  library.bind("PAPI_assign_eventset_component", f.assign_eventset_component);
+  library.bind("PAPI_set_opt", f.set_opt);
+  library.bind("PAPI_event_name_to_code", f.event_name_to_code);
+  library.bind("PAPI_add_event", f.add_event);
+  library.bind("PAPI_start", f.start);
+  library.bind("PAPI_read", f.read);
+  library.bind("PAPI_stop", f.stop);
+  library.bind("PAPI_cleanup_eventset", f.cleanup_eventset);
+  library.bind("PAPI_destroy_eventset", f.destroy_eventset);
+  if (!library.ok()) {
+    problem = "PAPI: " + library.problem() + "; using perf_event";
+  }
+  return f;
+}
+
 struct papi_state {
+  papi_functions call;
   int cidx = -1; // the perf_event component, when usable
   std::string problem;
 };
@@ -141,14 +186,18 @@ struct papi_state {
 const papi_state& papi() {
   static const papi_state state = [] {
     papi_state s;
-    int v = PAPI_library_init(PAPI_VER_CURRENT);
-    if (v != PAPI_VER_CURRENT) {
-      s.problem = std::string("PAPI: PAPI_library_init failed (") +
-                  (v < 0 ? PAPI_strerror(v) : "version mismatch") + "); using perf_event";
+    s.call = load_papi(s.problem);
+    if (!s.problem.empty()) {
       return s;
     }
-    int cidx = PAPI_get_component_index("perf_event");
-    const PAPI_component_info_t* c = cidx >= 0 ? PAPI_get_component_info(cidx) : nullptr;
+    int v = s.call.library_init(PAPI_VER_CURRENT);
+    if (v != PAPI_VER_CURRENT) {
+      s.problem = std::string("PAPI: PAPI_library_init failed (") +
+                  (v < 0 ? s.call.strerror(v) : "version mismatch") + "); using perf_event";
+      return s;
+    }
+    int cidx = s.call.get_component_index("perf_event");
+    const PAPI_component_info_t* c = cidx >= 0 ? s.call.get_component_info(cidx) : nullptr;
     if (c == nullptr || c->disabled != PAPI_OK) {
       std::string why = c == nullptr ? "no perf_event component" : c->disabled_reason;
       // libpfm4 disables the whole component, software events included, without a PMU.
@@ -165,9 +214,10 @@ const papi_state& papi() {
 
 void destroy_papi_set(int& set) {
   if (set != PAPI_NULL) {
-    PAPI_stop(set, nullptr);
-    PAPI_cleanup_eventset(set);
-    PAPI_destroy_eventset(&set);
+    const papi_functions& call = papi().call; // a set exists only once PAPI is loaded
+    call.stop(set, nullptr);
+    call.cleanup_eventset(set);
+    call.destroy_eventset(&set);
     set = PAPI_NULL;
   }
 }
@@ -186,23 +236,23 @@ int open_papi(const std::vector<std::string>& names, std::vector<int>& taken,
   for (int domain : {PAPI_DOM_USER | PAPI_DOM_KERNEL, PAPI_DOM_USER}) {
     int set = PAPI_NULL, n = 0;
     PAPI_option_t opt{};
-    bool ready = PAPI_create_eventset(&set) == PAPI_OK &&
-                 PAPI_assign_eventset_component(set, st.cidx) == PAPI_OK;
+    bool ready = st.call.create_eventset(&set) == PAPI_OK &&
+                 st.call.assign_eventset_component(set, st.cidx) == PAPI_OK;
     opt.domain.eventset = set;
     opt.domain.domain = domain;
-    ready = ready && PAPI_set_opt(PAPI_DOMAIN, &opt) == PAPI_OK;
+    ready = ready && st.call.set_opt(PAPI_DOMAIN, &opt) == PAPI_OK;
     for (size_t i = 0; ready && i < names.size(); ++i) {
       int code = 0;
-      if (is_raw(names[i]) || PAPI_event_name_to_code(names[i].c_str(), &code) != PAPI_OK) {
+      if (is_raw(names[i]) || st.call.event_name_to_code(names[i].c_str(), &code) != PAPI_OK) {
         continue;
       }
-      if (int added = PAPI_add_event(set, code); added == PAPI_OK) {
+      if (int added = st.call.add_event(set, code); added == PAPI_OK) {
         taken[i] = n++;
       } else {
-        errors[i] = std::string("PAPI_add_event: ") + PAPI_strerror(added);
+        errors[i] = std::string("PAPI_add_event: ") + st.call.strerror(added);
       }
     }
-    if (n > 0 && (rc = PAPI_start(set)) == PAPI_OK) {
+    if (n > 0 && (rc = st.call.start(set)) == PAPI_OK) {
       if (domain == PAPI_DOM_USER) {
         problems.push_back("PAPI: kernel mode not permitted here; counting user mode only");
       }
@@ -215,7 +265,7 @@ int open_papi(const std::vector<std::string>& names, std::vector<int>& taken,
     }
   }
   if (rc != PAPI_OK) {
-    problems.push_back(std::string("PAPI: PAPI_start failed (") + PAPI_strerror(rc) +
+    problems.push_back(std::string("PAPI: PAPI_start failed (") + st.call.strerror(rc) +
                        "); using perf_event");
   }
   return PAPI_NULL;
@@ -351,7 +401,7 @@ counter_set counter_set::open(const std::vector<std::string>& names,
 
 bool counter_set::read(uint64_t* values) noexcept {
 #ifdef STRATA_HAVE_PAPI
-  if (papi_set_ != PAPI_NULL && PAPI_read(papi_set_, papi_buf_.data()) != PAPI_OK) {
+  if (papi_set_ != PAPI_NULL && papi().call.read(papi_set_, papi_buf_.data()) != PAPI_OK) {
     return false;
   }
 #endif

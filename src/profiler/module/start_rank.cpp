@@ -38,21 +38,24 @@ void start_rank(module_state& s) {
   s.counting.threaded = level == MPI_THREAD_MULTIPLE;
   if (s.counting.threaded && s.sole.start())
     s.counting.sole = &s.sole;
-  // One job id for all ranks: the resource manager's, else rank 0's host, pid and start.
-  char id[128] = {0};
-  long long start_pid[2] = {s.header().start_unix_ns / 1000000000, ::getpid()};
+  // One job id for all ranks: the resource manager's, else rank 0's host, pid and start; in one
+  // broadcast with rank 0's start and pid (each collective costs a scheduling round when the
+  // ranks outnumber the cores).
+  struct {
+    long long start_pid[2];
+    char id[128];
+  } job{{s.header().start_unix_ns / 1000000000, ::getpid()}, {0}};
   if (s.rank == 0) {
-    std::string job = job_id_from_environment();
+    std::string job_id = job_id_from_environment();
     char host[64] = {0};
     ::gethostname(host, sizeof(host) - 1);
-    if (job.empty())
-      job = local_job_id(host, start_pid[1], start_pid[0]);
-    copy_field(id, sizeof(id), job);
+    if (job_id.empty())
+      job_id = local_job_id(host, job.start_pid[1], job.start_pid[0]);
+    copy_field(job.id, sizeof(job.id), job_id);
   }
-  MPI_Bcast(id, sizeof(id), MPI_CHAR, 0, s.world);
-  MPI_Bcast(start_pid, 2, MPI_LONG_LONG, 0, s.world);
+  MPI_Bcast(&job, sizeof(job), MPI_BYTE, 0, s.world);
   // Each module its own files (spool.hpp).
-  s.key = job_key(id) + "-" + std::to_string(start_pid[1]) +
+  s.key = job_key(job.id) + "-" + std::to_string(job.start_pid[1]) +
           (is_overhead_module ? std::string(overhead_key_suffix) : std::string());
   const spool_choice spool =
       choose_spool(options::spool(), STRATA_DEFAULT_SPOOL, std::getenv("HOME"), ::getuid());
@@ -66,7 +69,7 @@ void start_rank(module_state& s) {
   rank_header facts = s.header();
   fill_process_facts(facts, STRATA_MPI_FLAVOR, mpi_library_version(),
                      s.host->get_value("strata.init_language"));
-  copy_field(facts.job_id, sizeof(facts.job_id), id);
+  copy_field(facts.job_id, sizeof(facts.job_id), job.id);
   copy_field(facts.module, sizeof(facts.module), module_name);
   copy_field(facts.strata_version, sizeof(facts.strata_version), STRATA_VERSION);
   facts.rank = s.rank;

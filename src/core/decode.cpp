@@ -166,6 +166,90 @@ void resolve_api() {
   resolve(real_comm.finalized, "PMPI_Finalized");
 }
 
+predefined_type_slot predefined_types[predefined_type_slots];
+
+namespace {
+
+// MPI's predefined datatypes (MPI 4.0, section 3.2.2, 4.1.1 and 5.9.4; those an MPI may lack
+// only where its mpi.h defines them). A type this list misses is asked of MPI on every call.
+const MPI_Datatype known_predefined_types[] = {
+    // C
+    MPI_CHAR, MPI_SHORT, MPI_INT, MPI_LONG, MPI_LONG_LONG_INT, MPI_LONG_LONG, MPI_SIGNED_CHAR,
+    MPI_UNSIGNED_CHAR, MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG,
+    MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_WCHAR, MPI_C_BOOL, MPI_INT8_T, MPI_INT16_T,
+    MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_C_COMPLEX,
+    MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX, MPI_BYTE, MPI_PACKED,
+    MPI_AINT, MPI_OFFSET, MPI_COUNT,
+    // Fortran
+    MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX, MPI_LOGICAL, MPI_CHARACTER,
+    MPI_DOUBLE_COMPLEX,
+#ifdef MPI_INTEGER1
+    MPI_INTEGER1,
+#endif
+#ifdef MPI_INTEGER2
+    MPI_INTEGER2,
+#endif
+#ifdef MPI_INTEGER4
+    MPI_INTEGER4,
+#endif
+#ifdef MPI_INTEGER8
+    MPI_INTEGER8,
+#endif
+#ifdef MPI_REAL4
+    MPI_REAL4,
+#endif
+#ifdef MPI_REAL8
+    MPI_REAL8,
+#endif
+#ifdef MPI_COMPLEX8
+    MPI_COMPLEX8,
+#endif
+#ifdef MPI_COMPLEX16
+    MPI_COMPLEX16,
+#endif
+// C++
+#ifdef MPI_CXX_BOOL
+    MPI_CXX_BOOL,
+#endif
+#ifdef MPI_CXX_FLOAT_COMPLEX
+    MPI_CXX_FLOAT_COMPLEX,
+#endif
+#ifdef MPI_CXX_DOUBLE_COMPLEX
+    MPI_CXX_DOUBLE_COMPLEX,
+#endif
+#ifdef MPI_CXX_LONG_DOUBLE_COMPLEX
+    MPI_CXX_LONG_DOUBLE_COMPLEX,
+#endif
+    // For MPI_MINLOC and MPI_MAXLOC
+    MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT, MPI_LONG_DOUBLE_INT,
+    MPI_2REAL, MPI_2DOUBLE_PRECISION, MPI_2INTEGER};
+
+} // namespace
+
+void learn_predefined_type_sizes() {
+  static std::once_flag learned;
+  std::call_once(learned, [] {
+    for (const MPI_Datatype type : known_predefined_types) {
+      const uint64_t bits = handle_bits(type);
+      // A type this MPI was built without (MPI_DATATYPE_NULL) has no size to ask.
+      if (type == MPI_DATATYPE_NULL || bits == 0)
+        continue;
+      MPI_Count size = 0;
+      if (api.type_size_x(type, &size) != MPI_SUCCESS || size < 0)
+        continue;
+      size_t i = predefined_type_slot_of(bits);
+      while (true) {
+        const uint64_t key = predefined_types[i].handle.load(std::memory_order_relaxed);
+        if (key == 0 || key == bits)
+          break;
+        i = (i + 1) & (predefined_type_slots - 1);
+      }
+      predefined_types[i].size = static_cast<int64_t>(size);
+      predefined_types[i].handle.store(bits, std::memory_order_release);
+    }
+  });
+}
+
 void forget_world_ranks() {
   std::lock_guard<std::mutex> guard(insert_lock);
   if (world_group != MPI_GROUP_NULL && real_comm.group_free != nullptr)

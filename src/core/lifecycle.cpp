@@ -172,6 +172,7 @@ void start_tools() {
   if (g_ready.exchange(true))
     return;
   clock_finish_calibration();
+  decode::learn_predefined_type_sizes();
   core_state& s = state();
   if (!s.load_error.empty())
     fail_the_job(s.load_error);

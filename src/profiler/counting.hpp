@@ -84,6 +84,19 @@ struct call_counting {
 // threads always share (the header, poll figures, call sites) with SharedAdds.
 inline constexpr uint64_t latest_exit_grain_ns = 1'000'000;
 
+// The call's call site (and the overhead module's time over the model). Out of line: the
+// profile without call sites then keeps count_call_into's registers to what it needs itself.
+template <typename Adds>
+__attribute__((noinline)) void count_call_site(const call_counting& c, const strata_event& ev,
+                                               uint64_t t, uint64_t size, uint64_t bytes) {
+  const uint64_t wasted = c.model != nullptr ? c.model->wasted_ns(ev.function, ev.comm_size, t,
+                                                                  size, c.header->model_clamped)
+                                             : 0;
+  count_callsite<Adds>(c.callsites, c.header->callsites_dropped,
+                       callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function), t,
+                       bytes, wasted);
+}
+
 template <typename SlotAdds, typename SharedAdds>
 inline void count_call_into(const call_counting& c, routine_slot* slots, const strata_event& ev) {
   using Adds = SlotAdds;
@@ -129,14 +142,8 @@ inline void count_call_into(const call_counting& c, routine_slot* slots, const s
       SharedAdds::add(poll.sample_ns, t);
     }
   }
-  if (c.callsites.slots != nullptr) {
-    const uint64_t wasted = c.model != nullptr ? c.model->wasted_ns(ev.function, ev.comm_size, t,
-                                                                    size, c.header->model_clamped)
-                                               : 0;
-    count_callsite<SharedAdds>(c.callsites, c.header->callsites_dropped,
-                               callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function),
-                               t, sent + received, wasted);
-  }
+  if (c.callsites.slots != nullptr)
+    count_call_site<SharedAdds>(c, ev, t, size, sent + received);
 }
 
 template <typename Adds>
@@ -144,11 +151,10 @@ inline void count_call_with(const call_counting& c, const strata_event& ev) {
   count_call_into<Adds, Adds>(c, c.slots, ev);
 }
 
-// The profile's exit callback, once the event has both times.
-inline void count_call(const call_counting& c, const strata_event& ev) {
-  if (!c.threaded) {
-    count_call_with<plain_adds>(c, ev);
-  } else if (c.sole != nullptr && !c.sole->shared_relaxed() && c.sole->enter()) {
+// Under MPI_THREAD_MULTIPLE: the thread's own slots, or the sole caller's plain adds, or atomics.
+__attribute__((noinline)) inline void count_call_threaded(const call_counting& c,
+                                                          const strata_event& ev) {
+  if (c.sole != nullptr && !c.sole->shared_relaxed() && c.sole->enter()) {
     count_call_with<plain_adds>(c, ev);
     c.sole->leave();
   } else if (routine_slot* own = own_thread_slots(c.thread_arrays); own != nullptr) {
@@ -156,6 +162,15 @@ inline void count_call(const call_counting& c, const strata_event& ev) {
   } else {
     count_call_with<atomic_adds>(c, ev);
   }
+}
+
+// The profile's exit callback, once the event has both times. The threaded cases out of line,
+// so that the usual one enters count_call_into without a frame of its own.
+inline void count_call(const call_counting& c, const strata_event& ev) {
+  if (__builtin_expect(c.threaded, 0))
+    count_call_threaded(c, ev);
+  else
+    count_call_with<plain_adds>(c, ev);
 }
 
 // An untimed poll that completed something (most complete nothing and are only counted by the

@@ -78,6 +78,21 @@ class ResultsAndCounts(StrataTestCase):
                         self.assertEqual(only_comm["MPI_Send"][:2], (ITER, 0),
                                          "a probe without the bytes does not sum them")
 
+    def test_bytes_of_predefined_and_reused_derived_datatypes(self):
+        # The core knows the predefined types' sizes from MPI_Init on and asks MPI for the
+        # others on every call: a derived type freed and its handle given to a larger one
+        # still counts the larger one's bytes.
+        proc = strata_run(probe(self.out, "types", fields="bytes+status"),
+                          [program("datatypes_c")])
+        self.assertRan(proc)
+        found = re.search(r"datatypes: sent=(\d+) reused_handles=(\d+)", proc.stdout)
+        self.assertIsNotNone(found, proc.stdout)
+        sent = int(found.group(1))
+        for rank in (0, 1):
+            counts, _ = read_counts(os.path.join(self.out, f"types.{rank}.counts"))
+            self.assertEqual(counts["MPI_Sendrecv"][:3], (8, sent, sent),
+                             "calls, bytes sent and bytes received (from the status)")
+
     def test_event_clock_is_monotonic_time(self):
         # The core reads the TSC where it can, scaled to CLOCK_MONOTONIC ns at MPI_Init; at
         # finalize both must still agree (a rate from a careless calibration is ~100 ppm off:

@@ -59,27 +59,54 @@ const std::vector<std::string> job_columns_of_index = {"job_id", "settings_id", 
 const std::vector<std::string> pvar_columns = {"name",      "job_id",    "var_class", "ranks",
                                                "sum_value", "min_value", "max_value"};
 
-// The ids of the sets, adding those not stored yet with their variables (in digest order, so
-// that two writers meet their shared sets in the same order).
+// "$1, $2, ..." for n values, each in parentheses for a VALUES list.
+std::string placeholders(size_t n, bool rows) {
+  std::string out;
+  for (size_t i = 1; i <= n; ++i)
+    out +=
+        fmt::format(rows ? fmt::runtime("{}(${})") : fmt::runtime("{}${}"), i == 1 ? "" : ", ", i);
+  return out;
+}
+
+// The ids of the sets, adding those not stored yet with their variables. A few statements per
+// batch whatever its count of sets (one per set was a round trip to PostgreSQL's server each);
+// new ones in digest order, so that two writers meet their shared sets in the same order.
 std::map<std::string, std::int64_t>
 settings_ids(store& db, const std::map<std::string, const std::string*>& sets) {
+  constexpr size_t chunk = 1000; // digests a statement: under both backends' parameter limits
   std::map<std::string, std::int64_t> ids;
-  for (const auto& [digest, text] : sets) {
-    std::int64_t id = 0;
-    db.query("INSERT INTO mpi_t_settings (digest) VALUES ($1) ON CONFLICT (digest) DO NOTHING "
-             "RETURNING settings_id",
-             {digest}, [&](const store::row& r) { id = r.i64(0); });
-    if (id != 0) {
-      std::vector<std::vector<store::param>> rows;
-      for (const setting& s : settings_of_text(*text))
-        rows.push_back({id, s.name, s.value, s.from_environment ? 1 : 0});
-      db.append("mpi_t_setting_values", {"settings_id", "name", "value", "from_environment"}, rows);
-    } else { // stored before, or by another writer that committed meanwhile
-      db.query("SELECT settings_id FROM mpi_t_settings WHERE digest = $1", {digest},
-               [&](const store::row& r) { id = r.i64(0); });
+  const auto each_chunk = [&](const std::vector<store::param>& digests, auto run) {
+    for (size_t at = 0; at < digests.size(); at += chunk) {
+      const auto first = digests.begin() + static_cast<std::ptrdiff_t>(at);
+      run(std::vector<store::param>(
+          first, first + static_cast<std::ptrdiff_t>(std::min(chunk, digests.size() - at))));
     }
-    ids[digest] = id;
-  }
+  };
+  const auto keep = [&](const store::row& r) { ids[r.text(1)] = r.i64(0); };
+  std::vector<store::param> all;
+  all.reserve(sets.size());
+  for (const auto& [digest, text] : sets)
+    all.emplace_back(digest);
+  each_chunk(all, [&](const std::vector<store::param>& part) {
+    db.query("INSERT INTO mpi_t_settings (digest) VALUES " + placeholders(part.size(), true) +
+                 " ON CONFLICT (digest) DO NOTHING RETURNING settings_id, digest",
+             part, keep);
+  });
+  std::vector<std::vector<store::param>> rows;
+  for (const auto& [digest, id] : ids)
+    for (const setting& s : settings_of_text(*sets.at(digest)))
+      rows.push_back({id, s.name, s.value, s.from_environment ? 1 : 0});
+  db.append("mpi_t_setting_values", {"settings_id", "name", "value", "from_environment"}, rows);
+  // Stored before, or by another writer that committed meanwhile.
+  std::vector<store::param> known;
+  for (const auto& [digest, text] : sets)
+    if (!ids.contains(digest))
+      known.emplace_back(digest);
+  each_chunk(known, [&](const std::vector<store::param>& part) {
+    db.query("SELECT settings_id, digest FROM mpi_t_settings WHERE digest IN (" +
+                 placeholders(part.size(), false) + ")",
+             part, keep);
+  });
   return ids;
 }
 

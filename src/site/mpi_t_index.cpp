@@ -127,10 +127,15 @@ mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section,
   for (const auto& [name, value] : cvars)
     size += name.size() + value.size() + 4;
   rows.settings.reserve(size);
-  for (const auto& [name, value] : cvars)
+  // Both in name order: one walk finds which the environment set.
+  auto from_environment = set.begin();
+  for (const auto& [name, value] : cvars) {
+    while (from_environment != set.end() && *from_environment < name)
+      ++from_environment;
     if (!launch_identity(name))
       append_setting_line(rows.settings, name, value,
-                          std::binary_search(set.begin(), set.end(), name));
+                          from_environment != set.end() && *from_environment == name);
+  }
   rows.digest = digest_of_known(rows.settings);
   for (const record::mpi_t_pvar& p : section.pvars)
     if (p.ranks > 0)

@@ -1,13 +1,16 @@
 // libFuzzer target: the record reader must never crash or throw on any input, an accepted
 // record must render in every format, and what it writes must read back as the same record.
-// The bulk reader of site ingest (parse_record_fast, simdjson) must give the same result.
+// The bulk readers of site ingest (parse_record_fast and parse_record_lean, simdjson) must give
+// the same result.
 #include "profiler/record/record.hpp"
 #include "profiler/record/record_fast.hpp"
 #include "profiler/record/render.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata::record;
@@ -20,6 +23,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto fast = read_record_simdjson(text); // parse_record_fast's own path
   if (fast && (!parsed.ok() || !(*fast == *parsed.record)))
     std::abort();
+  // The lean read (site ingest): the same record but for the control variables, which come
+  // as views in name order and hold what the map holds.
+  std::vector<cvar_view> cvars;
+  if (auto lean = read_record_simdjson_lean(text, cvars)) {
+    if (!parsed.ok() || lean->mpi_t.has_value() != parsed.record->mpi_t.has_value())
+      std::abort();
+    if (lean->mpi_t) {
+      const auto& map = parsed.record->mpi_t->cvars;
+      if (!lean->mpi_t->cvars.empty() || cvars.size() != map.size() ||
+          !std::equal(cvars.begin(), cvars.end(), map.begin(),
+                      [](const cvar_view& v, const auto& m) {
+                        return v.first == m.first && v.second == m.second;
+                      }))
+        std::abort();
+      lean->mpi_t->cvars = map;
+    }
+    if (!(*lean == *parsed.record))
+      std::abort();
+  }
   if (!parsed.ok()) {
     if (parsed.error.empty() || parsed.error.find('\n') != std::string::npos)
       std::abort();

@@ -117,12 +117,13 @@ parsed_file parse_file(std::string path) {
     f.read_error = std::move(file.error);
     return f;
   }
-  record::parse_result parsed = record::parse_record_fast(file.text);
-  if (!parsed.ok()) {
-    f.parse_error = std::move(parsed.error);
+  // The control variables are needed only as the index's text: read as views, not copied.
+  record::lean_parse_result lean = record::parse_record_lean(file.text);
+  if (!lean.parsed.ok()) {
+    f.parse_error = std::move(lean.parsed.error);
     return f;
   }
-  f.job = make_stored_job(*parsed.record, std::move(file.text), file.owner);
+  f.job = make_stored_job(*lean.parsed.record, std::move(file.text), file.owner, {}, &lean.cvars);
   f.job.record_packed = pack_record(f.job.record_json);
   f.job.record_json = std::string(); // the store takes the packed form: free the text here
   return f;

@@ -4,11 +4,13 @@
 #include "site/store.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <fmt/format.h>
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 
 namespace strata::site {
@@ -24,14 +26,27 @@ std::string digest_of(const std::string& text) {
   return fmt::format("{:016x}-{}", h, text.size());
 }
 
+// Nearly every job of a site runs with one of its few sets (one per job size and choice of
+// settings): a set this thread met before takes its digest from there, for a hash and one
+// compare of the text instead of FNV byte by byte.
+std::string digest_of_known(const std::string& text) {
+  constexpr size_t kept = 256; // sets: then forgotten all at once (at most a few MB)
+  thread_local std::unordered_map<std::string, std::string> known;
+  if (const auto it = known.find(text); it != known.end())
+    return it->second;
+  if (known.size() == kept)
+    known.clear();
+  return known.emplace(text, digest_of(text)).first->second;
+}
+
 // Control variables that hold a launch's identity rather than a setting: Open MPI's launcher
 // gives each run its job id, its daemons' addresses and a session directory named after its
 // process id. They stay in the record (the job page shows them) but are left out of the
 // index, so that runs with the same settings share one set. (MPICH's differ in none.)
-bool launch_identity(const std::string& name) {
-  static const std::vector<std::string> names = {"ess_base_jobid", "orte_hnp_uri",
-                                                 "orte_local_daemon_uri", "orte_parent_uri",
-                                                 "orte_jobfam_session_dir"};
+bool launch_identity(std::string_view name) {
+  static constexpr std::array<std::string_view, 5> names = {
+      "ess_base_jobid", "orte_hnp_uri", "orte_local_daemon_uri", "orte_parent_uri",
+      "orte_jobfam_session_dir"};
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
@@ -44,42 +59,84 @@ const std::vector<std::string> job_columns_of_index = {"job_id", "settings_id", 
 const std::vector<std::string> pvar_columns = {"name",      "job_id",    "var_class", "ranks",
                                                "sum_value", "min_value", "max_value"};
 
-// The ids of the sets, adding those not stored yet with their variables (in digest order, so
-// that two writers meet their shared sets in the same order).
-std::map<std::string, std::int64_t> settings_ids(store& db,
-                                                 const std::map<std::string, std::string>& sets) {
+// "$1, $2, ..." for n values, each in parentheses for a VALUES list.
+std::string placeholders(size_t n, bool rows) {
+  std::string out;
+  for (size_t i = 1; i <= n; ++i)
+    out +=
+        fmt::format(rows ? fmt::runtime("{}(${})") : fmt::runtime("{}${}"), i == 1 ? "" : ", ", i);
+  return out;
+}
+
+// The ids of the sets, adding those not stored yet with their variables. A few statements per
+// batch whatever its count of sets (one per set was a round trip to PostgreSQL's server each);
+// new ones in digest order, so that two writers meet their shared sets in the same order.
+std::map<std::string, std::int64_t>
+settings_ids(store& db, const std::map<std::string, const std::string*>& sets) {
+  constexpr size_t chunk = 1000; // digests a statement: under both backends' parameter limits
   std::map<std::string, std::int64_t> ids;
-  for (const auto& [digest, text] : sets) {
-    std::int64_t id = 0;
-    db.query("INSERT INTO mpi_t_settings (digest) VALUES ($1) ON CONFLICT (digest) DO NOTHING "
-             "RETURNING settings_id",
-             {digest}, [&](const store::row& r) { id = r.i64(0); });
-    if (id != 0) {
-      std::vector<std::vector<store::param>> rows;
-      for (const setting& s : settings_of_text(text))
-        rows.push_back({id, s.name, s.value, s.from_environment ? 1 : 0});
-      db.append("mpi_t_setting_values", {"settings_id", "name", "value", "from_environment"}, rows);
-    } else { // stored before, or by another writer that committed meanwhile
-      db.query("SELECT settings_id FROM mpi_t_settings WHERE digest = $1", {digest},
-               [&](const store::row& r) { id = r.i64(0); });
+  const auto each_chunk = [&](const std::vector<store::param>& digests, auto run) {
+    for (size_t at = 0; at < digests.size(); at += chunk) {
+      const auto first = digests.begin() + static_cast<std::ptrdiff_t>(at);
+      run(std::vector<store::param>(
+          first, first + static_cast<std::ptrdiff_t>(std::min(chunk, digests.size() - at))));
     }
-    ids[digest] = id;
-  }
+  };
+  const auto keep = [&](const store::row& r) { ids[r.text(1)] = r.i64(0); };
+  std::vector<store::param> all;
+  all.reserve(sets.size());
+  for (const auto& [digest, text] : sets)
+    all.emplace_back(digest);
+  each_chunk(all, [&](const std::vector<store::param>& part) {
+    db.query("INSERT INTO mpi_t_settings (digest) VALUES " + placeholders(part.size(), true) +
+                 " ON CONFLICT (digest) DO NOTHING RETURNING settings_id, digest",
+             part, keep);
+  });
+  std::vector<std::vector<store::param>> rows;
+  for (const auto& [digest, id] : ids)
+    for (const setting& s : settings_of_text(*sets.at(digest)))
+      rows.push_back({id, s.name, s.value, s.from_environment ? 1 : 0});
+  db.append("mpi_t_setting_values", {"settings_id", "name", "value", "from_environment"}, rows);
+  // Stored before, or by another writer that committed meanwhile.
+  std::vector<store::param> known;
+  for (const auto& [digest, text] : sets)
+    if (!ids.contains(digest))
+      known.emplace_back(digest);
+  each_chunk(known, [&](const std::vector<store::param>& part) {
+    db.query("SELECT settings_id, digest FROM mpi_t_settings WHERE digest IN (" +
+                 placeholders(part.size(), false) + ")",
+             part, keep);
+  });
   return ids;
 }
 
 } // namespace
 
 mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section) {
+  const std::vector<record::cvar_view> cvars(section.cvars.begin(), section.cvars.end());
+  return mpi_t_rows_of(section, cvars);
+}
+
+mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section,
+                         const std::vector<record::cvar_view>& cvars) {
   mpi_t_rows rows;
-  // settings_text's lines, written straight from the section: its map is in name order.
+  // settings_text's lines, written straight from the pairs: they are in name order.
   std::vector<std::string_view> set(section.cvars_set.begin(), section.cvars_set.end());
   std::sort(set.begin(), set.end());
-  for (const auto& [name, value] : section.cvars)
+  size_t size = 0;
+  for (const auto& [name, value] : cvars)
+    size += name.size() + value.size() + 4;
+  rows.settings.reserve(size);
+  // Both in name order: one walk finds which the environment set.
+  auto from_environment = set.begin();
+  for (const auto& [name, value] : cvars) {
+    while (from_environment != set.end() && *from_environment < name)
+      ++from_environment;
     if (!launch_identity(name))
       append_setting_line(rows.settings, name, value,
-                          std::binary_search(set.begin(), set.end(), std::string_view(name)));
-  rows.digest = digest_of(rows.settings);
+                          from_environment != set.end() && *from_environment == name);
+  }
+  rows.digest = digest_of_known(rows.settings);
   for (const record::mpi_t_pvar& p : section.pvars)
     if (p.ranks > 0)
       rows.pvars.push_back({p.name, p.var_class, static_cast<std::int64_t>(p.ranks),
@@ -88,10 +145,10 @@ mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section) {
 }
 
 void add_mpi_t(store& db, const std::vector<stored_job>& jobs, const insert_result& r) {
-  std::map<std::string, std::string> sets;
+  std::map<std::string, const std::string*> sets; // digest -> text, of the batch's jobs
   for (size_t i = 0; i < jobs.size(); ++i)
     if (r.was_new[i] && jobs[i].mpi_t)
-      sets.emplace(jobs[i].mpi_t->digest, jobs[i].mpi_t->settings);
+      sets.try_emplace(jobs[i].mpi_t->digest, &jobs[i].mpi_t->settings);
   if (sets.empty())
     return;
   const std::map<std::string, std::int64_t> ids = settings_ids(db, sets);
@@ -103,7 +160,7 @@ void add_mpi_t(store& db, const std::vector<stored_job>& jobs, const insert_resu
     job_rows.push_back({r.job_ids[i], ids.at(jobs[i].mpi_t->digest), j.owner, j.end_time});
     // A name the library listed twice (Open MPI lists one again each time MPI_T starts) is
     // kept once, its first entry.
-    std::vector<std::string> seen;
+    std::vector<std::string_view> seen;
     for (const pvar_row& p : jobs[i].mpi_t->pvars) {
       if (std::find(seen.begin(), seen.end(), p.name) != seen.end())
         continue;

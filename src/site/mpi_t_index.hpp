@@ -21,6 +21,10 @@ struct insert_result;
 
 // What the store indexes of a record's MPI_T section.
 mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section);
+// The same with the control variables given apart, in name order (record::parse_record_lean):
+// the section's own map is not read.
+mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section,
+                         const std::vector<record::cvar_view>& cvars);
 
 // Inside store::insert's transaction: the new jobs' sets (those not stored yet added), their
 // rows in job_mpi_t and their performance variables.

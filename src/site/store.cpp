@@ -142,12 +142,16 @@ void store::upsert(const std::string& table, const std::vector<std::string>& key
                    " ON CONFLICT (" + keys + ") DO UPDATE SET " + update);
 }
 
-void store::append(const std::string& table, const std::vector<std::string>& columns,
-                   const std::vector<std::vector<param>>& rows) {
+std::string store::column_list(const std::vector<std::string>& columns) {
   std::string names;
   for (const std::string& c : columns)
     names += (names.empty() ? "" : ", ") + c;
-  insert_in_chunks(table, names, columns.size(), rows, "");
+  return names;
+}
+
+void store::append(const std::string& table, const std::vector<std::string>& columns,
+                   const std::vector<std::vector<param>>& rows) {
+  insert_in_chunks(table, column_list(columns), columns.size(), rows, "");
 }
 
 void store::insert_in_chunks(const std::string& table, const std::string& columns, size_t width,

@@ -136,6 +136,8 @@ protected:
   struct upsert_clauses {
     std::string columns, keys, update;
   };
+  // "a, b, c"
+  static std::string column_list(const std::vector<std::string>& columns);
   static upsert_clauses upsert_sql(const std::string& table,
                                    const std::vector<std::string>& key_columns,
                                    const std::vector<std::string>& sum_columns);

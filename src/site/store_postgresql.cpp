@@ -352,9 +352,7 @@ protected:
               const std::vector<std::vector<param>>& rows) override {
     if (rows.empty())
       return;
-    std::string names;
-    for (const std::string& c : columns)
-      names += (names.empty() ? "" : ", ") + c;
+    const std::string names = column_list(columns);
     const std::vector<Oid>& types = column_types(table, names);
     copy_binary data;
     for (const std::vector<param>& values : rows) {

@@ -84,7 +84,8 @@ std::string unpack_record(const std::string& stored) {
 }
 
 stored_job make_stored_job(const record::job_record& record, std::string record_json,
-                           std::int64_t owner_uid, std::string owner_name) {
+                           std::int64_t owner_uid, std::string owner_name,
+                           const std::vector<record::cvar_view>* cvars) {
   stored_job s;
   job_row& j = s.job;
   const record::job_facts& f = record.job;
@@ -138,7 +139,7 @@ stored_job make_stored_job(const record::job_record& record, std::string record_
   s.record_json = std::move(record_json);
   s.arguments = argument_line(f.argv);
   if (record.mpi_t)
-    s.mpi_t = mpi_t_rows_of(*record.mpi_t);
+    s.mpi_t = cvars ? mpi_t_rows_of(*record.mpi_t, *cvars) : mpi_t_rows_of(*record.mpi_t);
   return s;
 }
 

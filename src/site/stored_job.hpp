@@ -3,6 +3,8 @@
 // (pack_record / unpack_record: the one writer and the one reader of that encoding).
 #pragma once
 
+#include "profiler/record/mpi_t_record.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -117,8 +119,11 @@ std::string arguments_of_record(const std::string& json);
 // Builds what the store keeps from a parsed record, its text and the spool file's owner.
 // `owner_name` empty: looked up from the uid (the record's user when it claims the same uid,
 // else "uid<N>").
+// `cvars`: the record's MPI_T control variables when they were read apart
+// (record::parse_record_lean); without, those of the record's section.
 stored_job make_stored_job(const record::job_record& record, std::string record_json,
-                           std::int64_t owner_uid, std::string owner_name = {});
+                           std::int64_t owner_uid, std::string owner_name = {},
+                           const std::vector<record::cvar_view>* cvars = nullptr);
 
 // The record column's encoding (deflated JSON) and back. unpack throws store_error.
 std::string pack_record(const std::string& json);

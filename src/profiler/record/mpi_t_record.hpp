@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -34,6 +36,9 @@ struct mpi_t_pvar {
   std::uint64_t min_rank = 0, max_rank = 0; // the lowest rank on ties
   bool operator==(const mpi_t_pvar&) const = default;
 };
+
+// A control variable's name and value, seen in a text or a section that outlives the view.
+using cvar_view = std::pair<std::string_view, std::string_view>;
 
 struct mpi_t_section {
   std::string problem; // one line when MPI_T could not be used or the ranks disagreed; else ""

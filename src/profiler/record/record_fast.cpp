@@ -107,7 +107,10 @@ struct simdjson_value {
 
 } // namespace
 
-std::optional<job_record> read_record_simdjson(std::string_view json_text) {
+namespace {
+
+std::optional<job_record> read_simdjson(std::string_view json_text,
+                                        std::vector<cvar_view>* cvar_views) {
   // Unicode escapes (backslash-u) are where the two parsers could differ (lone surrogates);
   // records rarely hold any, so a text with one goes to the reference reader.
   if (json_text.find("\\u") != std::string_view::npos)
@@ -123,11 +126,39 @@ std::optional<job_record> read_record_simdjson(std::string_view json_text) {
       schema.string() != std::optional(record_schema))
     return std::nullopt;
   detail::reader<simdjson_value> in;
+  in.cvar_views = cvar_views;
   std::optional<job_record> out(std::in_place);
   in.read_root(root, *out);
   if (!in.error.empty() || !detail::range_error(*out).empty())
     return std::nullopt;
   return out;
+}
+
+} // namespace
+
+std::optional<job_record> read_record_simdjson(std::string_view json_text) {
+  return read_simdjson(json_text, nullptr);
+}
+
+std::optional<job_record> read_record_simdjson_lean(std::string_view json_text,
+                                                    std::vector<cvar_view>& cvars) {
+  cvars.clear();
+  auto out = read_simdjson(json_text, &cvars);
+  if (!out)
+    cvars.clear();
+  return out;
+}
+
+lean_parse_result parse_record_lean(std::string_view json_text) {
+  lean_parse_result result;
+  result.parsed.record = read_record_simdjson_lean(json_text, result.cvars);
+  if (result.parsed.record)
+    return result;
+  result.parsed = parse_record(json_text);
+  if (result.parsed.ok() && result.parsed.record->mpi_t)
+    for (const auto& [name, value] : result.parsed.record->mpi_t->cvars)
+      result.cvars.emplace_back(name, value);
+  return result;
 }
 
 parse_result parse_record_fast(std::string_view json_text) {

@@ -89,6 +89,7 @@ TEST(RecordMpiT, RefusesMalformedSections) {
     EXPECT_FALSE(parsed.ok());
     const auto fast = parse_record_fast(doc.dump());
     EXPECT_EQ(fast.error, parsed.error);
+    EXPECT_EQ(parse_record_lean(doc.dump()).parsed.error, parsed.error);
     return parsed.error;
   };
   EXPECT_EQ(refuse([](json& doc) { doc["mpi_t"]["pvars"][0]["sum"] = "many"; }),
@@ -100,6 +101,58 @@ TEST(RecordMpiT, RefusesMalformedSections) {
             "not fit job.ranks (4)");
   EXPECT_EQ(refuse([](json& doc) { doc["mpi_t"]["cvars"]["x"] = 1; }),
             "mpi_t.cvars.x: expected a string, got 1");
+}
+
+// The site ingest's read: the record but for its control variables, which come as views in
+// name order, from simdjson or, for what simdjson's path refuses, from parse_record's map.
+void expect_lean_read_gives(const std::string& text, const job_record& expected) {
+  const lean_parse_result lean = parse_record_lean(text);
+  ASSERT_TRUE(lean.parsed.ok()) << lean.parsed.error;
+  std::vector<cvar_view> want(expected.mpi_t->cvars.begin(), expected.mpi_t->cvars.end());
+  EXPECT_EQ(lean.cvars, want);
+  job_record record = *lean.parsed.record;
+  record.mpi_t->cvars = expected.mpi_t->cvars;
+  EXPECT_EQ(record, expected);
+}
+
+TEST(RecordMpiT, LeanReadGivesControlVariablesAsViewsInNameOrder) {
+  const job_record record = with_mpi_t();
+  const std::string text = to_json(record);
+  expect_lean_read_gives(text, record);
+  std::vector<cvar_view> views;
+  const auto simd = read_record_simdjson_lean(text, views);
+  ASSERT_TRUE(simd.has_value());
+  EXPECT_TRUE(simd->mpi_t->cvars.empty()); // not copied
+  EXPECT_EQ(views.size(), 2u);
+  // Out of name order (a writer other than ours): simdjson's path declines, the reference
+  // reader's map gives them in order.
+  const std::string compact = nlohmann::ordered_json::parse(text).dump();
+  const std::string swapped = [&] {
+    nlohmann::ordered_json doc = nlohmann::ordered_json::parse(text);
+    nlohmann::ordered_json reversed = nlohmann::ordered_json::object();
+    reversed["coll_tuned_use_dynamic_rules"] = "false";
+    reversed["btl_vader_eager_limit"] = "4096";
+    doc["mpi_t"]["cvars"] = reversed;
+    return doc.dump();
+  }();
+  ASSERT_NE(swapped, compact);
+  EXPECT_FALSE(read_record_simdjson_lean(swapped, views).has_value());
+  EXPECT_TRUE(views.empty());
+  expect_lean_read_gives(swapped, record);
+  // A repeated name: what the reference reader makes of it (nlohmann keeps the last).
+  std::string twice = compact;
+  twice.insert(twice.find(R"("coll_tuned)"), R"("btl_vader_eager_limit":"1",)");
+  const auto reference = parse_record(twice);
+  ASSERT_TRUE(reference.ok()) << reference.error;
+  EXPECT_EQ(reference.record->mpi_t->cvars.at("btl_vader_eager_limit"), "1");
+  expect_lean_read_gives(twice, *reference.record);
+  // Without a section, no views.
+  job_record without = record;
+  without.mpi_t.reset();
+  const lean_parse_result none = parse_record_lean(to_json(without));
+  ASSERT_TRUE(none.parsed.ok());
+  EXPECT_TRUE(none.cvars.empty());
+  EXPECT_EQ(*none.parsed.record, without);
 }
 
 TEST(RecordMpiT, ReportShowsVariablesWithDescriptionsAndWhatWasNotRead) {

@@ -215,6 +215,12 @@ inline std::optional<std::uint64_t> count_of_double(double v) {
 template <typename V> class reader {
 public:
   std::string error;
+  // When set, mpi_t's control variables are not copied into the section's map but given here
+  // as views of the document, for bulk readers that need them only as text (the document must
+  // outlive them). Their names must come in strictly increasing order, as the writer puts
+  // them (which also rules out a repeated name); otherwise that is an error, and the caller
+  // reads the text the ordinary way.
+  std::vector<cvar_view>* cvar_views = nullptr;
 
   reader() { path_.reserve(8); } // deeper than any record goes
 
@@ -261,14 +267,60 @@ private:
       error = fmt::format("{}: expected {}, got {}", path(), expected, got.describe());
   }
 
+  template <has_fields S> void read(V value, S& out) { read_object(value, out, *this); }
+
+  // Visits mpi_t's keys as the reader does, but "cvars" into cvar_views.
+  struct section_with_cvar_views {
+    reader& in;
+    template <typename T> void operator()(std::string_view key, T& out) {
+      if constexpr (std::same_as<T, std::map<std::string, std::string>>)
+        if (key == "cvars")
+          return in.read_cvar_views(key);
+      in(key, out);
+    }
+  };
+
+  void read(V value, mpi_t_section& out) {
+    if (cvar_views == nullptr)
+      return read_object(value, out, *this);
+    section_with_cvar_views visit{*this};
+    read_object(value, out, visit);
+  }
+
   // `value` by value and swapped in and out: GCC 12 takes an exchange through a reference for
   // a dangling pointer (-Wdangling-pointer).
-  template <has_fields S> void read(V value, S& out) {
+  template <typename S, typename Visit> void read_object(V value, S& out, Visit& visit) {
     if (!value.is_object())
       return fail("an object", value);
     std::swap(object_, value);
-    fields(out, *this);
+    fields(out, visit);
     std::swap(object_, value);
+  }
+
+  void read_cvar_views(std::string_view key) {
+    if (!error.empty())
+      return;
+    V found;
+    path_.push_back({key, 0, false});
+    if (!object_.member(key, found))
+      error = path() + " is missing";
+    else if (!found.is_object())
+      fail("an object", found);
+    else
+      found.members([&](std::string_view name, const V& item) {
+        const auto text = item.string();
+        if (!text) {
+          path_.push_back({name, 0, false});
+          fail("a string", item);
+          path_.pop_back();
+        } else if (!cvar_views->empty() && !(cvar_views->back().first < name)) {
+          error = path() + ": names out of order";
+        } else {
+          cvar_views->emplace_back(name, *text);
+        }
+        return error.empty();
+      });
+    path_.pop_back();
   }
 
   void read(const V& value, std::uint64_t& out) {

@@ -14,6 +14,13 @@ struct thread_claim {
   routine_slot* own = nullptr;
 };
 thread_local thread_claim this_thread;
+
+// The arrays threads have claimed so far (the counter may pass the arrays there are).
+uint32_t claimed_arrays(const thread_slot_arrays& arrays) {
+  return arrays.claimed != nullptr
+             ? std::min(arrays.claimed->load(std::memory_order_relaxed), arrays.count)
+             : 0;
+}
 } // namespace
 
 routine_slot* own_thread_slots(const thread_slot_arrays& arrays) {
@@ -24,8 +31,7 @@ routine_slot* own_thread_slots(const thread_slot_arrays& arrays) {
     const uint32_t i = arrays.claimed->fetch_add(1, std::memory_order_relaxed);
     if (i < arrays.count) {
       own = arrays.slots + size_t{i} * arrays.functions;
-      for (uint32_t f = 0; f < arrays.functions; ++f)
-        own[f].min_ns = UINT64_MAX;
+      std::fill_n(own, arrays.functions, empty_routine_slot);
     }
   }
   this_thread = {&arrays, own};
@@ -35,10 +41,7 @@ routine_slot* own_thread_slots(const thread_slot_arrays& arrays) {
 std::vector<routine_slot> merged_slots(const routine_slot* shared, size_t functions,
                                        const thread_slot_arrays& arrays) {
   std::vector<routine_slot> out(shared, shared + functions);
-  const uint32_t claimed =
-      arrays.claimed != nullptr
-          ? std::min(arrays.claimed->load(std::memory_order_relaxed), arrays.count)
-          : 0;
+  const uint32_t claimed = claimed_arrays(arrays);
   for (uint32_t a = 0; a < claimed; ++a)
     for (uint32_t f = 0; f < arrays.functions; ++f)
       merge_slot(out[f], arrays.slots[size_t{a} * arrays.functions + f]);
@@ -46,16 +49,7 @@ std::vector<routine_slot> merged_slots(const routine_slot* shared, size_t functi
 }
 
 void clear_thread_slots(const thread_slot_arrays& arrays) {
-  const uint32_t claimed =
-      arrays.claimed != nullptr
-          ? std::min(arrays.claimed->load(std::memory_order_relaxed), arrays.count)
-          : 0;
-  for (uint32_t a = 0; a < claimed; ++a)
-    for (uint32_t f = 0; f < arrays.functions; ++f) {
-      routine_slot& slot = arrays.slots[size_t{a} * arrays.functions + f];
-      slot = routine_slot{};
-      slot.min_ns = UINT64_MAX;
-    }
+  std::fill_n(arrays.slots, size_t{claimed_arrays(arrays)} * arrays.functions, empty_routine_slot);
 }
 
 uint64_t calibrate_call_cost(const std::vector<uint8_t>& traits, bool with_callsites) {

@@ -80,8 +80,7 @@ struct call_counting {
   thread_slot_arrays thread_arrays;       // ...and threads with an array of their own
 };
 
-// One call into `slots` (the shared ones, or the thread's own) with SlotAdds, and into what
-// threads always share (the header, poll figures, call sites) with SharedAdds.
+// How often threads with arrays of their own move the rank's latest exit on (count_call_into).
 inline constexpr uint64_t latest_exit_grain_ns = 1'000'000;
 
 // The call's call site (and the overhead module's time over the model). Out of line: the
@@ -97,6 +96,8 @@ __attribute__((noinline)) void count_call_site(const call_counting& c, const str
                        bytes, wasted);
 }
 
+// One call into `slots` (the shared ones, or the thread's own) with SlotAdds, and into what
+// threads always share (the header, poll figures, call sites) with SharedAdds.
 template <typename SlotAdds, typename SharedAdds>
 inline void count_call_into(const call_counting& c, routine_slot* slots, const strata_event& ev) {
   using Adds = SlotAdds;

@@ -49,6 +49,26 @@ strata_event event(int function, uint64_t enter, uint64_t exit) {
   return ev;
 }
 
+// `threads` threads each make `calls` MPI_Bcast on 4 ranks at once; thread t's calls take
+// t + 1 ns, and with `distinct_sites` each thread calls from a call site of its own.
+void bcasts_from_threads(rank_in_memory& rank, int threads, int calls, bool distinct_sites) {
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&rank, t, calls, distinct_sites] {
+      strata_event ev = event(bcast, 0, 0);
+      ev.comm_size = 4;
+      if (distinct_sites)
+        ev.call_site = reinterpret_cast<const void*>(uintptr_t{0x4000} + static_cast<uintptr_t>(t));
+      for (int i = 0; i < calls; ++i) {
+        ev.t_enter_ns = static_cast<uint64_t>(i);
+        ev.t_exit_ns = static_cast<uint64_t>(i) + 1 + static_cast<uint64_t>(t);
+        count_call(rank.counting, ev);
+      }
+    });
+  for (std::thread& w : workers)
+    w.join();
+}
+
 std::vector<strata_event> some_calls() {
   std::vector<strata_event> calls;
   strata_event s = event(send, 100, 350);
@@ -122,20 +142,7 @@ TEST(Counting, PlainAndAtomicAddsGiveTheSameFigures) {
 TEST(Counting, ThreadsLoseNoCall) {
   rank_in_memory rank(true, true);
   constexpr int threads = 4, calls = 20000;
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&rank, t] {
-      strata_event ev = event(bcast, 0, 0);
-      ev.comm_size = 4;
-      ev.call_site = reinterpret_cast<const void*>(uintptr_t{0x4000} + static_cast<uintptr_t>(t));
-      for (int i = 0; i < calls; ++i) {
-        ev.t_enter_ns = static_cast<uint64_t>(i);
-        ev.t_exit_ns = static_cast<uint64_t>(i) + 1 + static_cast<uint64_t>(t);
-        count_call(rank.counting, ev);
-      }
-    });
-  for (std::thread& w : workers)
-    w.join();
+  bcasts_from_threads(rank, threads, calls, true);
   const routine_slot& b = rank.slots[bcast];
   EXPECT_EQ(b.calls, uint64_t{threads} * calls);
   EXPECT_EQ(b.min_ns, 1u);
@@ -218,19 +225,7 @@ TEST(Counting, ThreadsWithArraysOfTheirOwnLoseNoCall) {
   std::atomic<uint32_t> claimed{0};
   rank.counting.thread_arrays = {own.data(), arrays, static_cast<uint32_t>(rank.slots.size()),
                                  &claimed};
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&rank, t] {
-      strata_event ev = event(bcast, 0, 0);
-      ev.comm_size = 4;
-      for (int i = 0; i < calls; ++i) {
-        ev.t_enter_ns = static_cast<uint64_t>(i);
-        ev.t_exit_ns = static_cast<uint64_t>(i) + 1 + static_cast<uint64_t>(t);
-        count_call(rank.counting, ev);
-      }
-    });
-  for (std::thread& w : workers)
-    w.join();
+  bcasts_from_threads(rank, threads, calls, false);
   EXPECT_GE(claimed.load(), arrays); // the arrays were handed out, and no more than there are
   const std::vector<routine_slot> sum =
       merged_slots(rank.slots.data(), rank.slots.size(), rank.counting.thread_arrays);

@@ -100,7 +100,7 @@ rank_mapping create_rank_file(const std::string& path, const std::vector<std::st
     copy_field(name_table + i * name_length, name_length, names[i]);
   m.slots = reinterpret_cast<routine_slot*>(name_table + count * name_length);
   for (size_t i = 0; i < count; ++i)
-    m.slots[i].min_ns = UINT64_MAX;
+    m.slots[i] = empty_routine_slot;
   m.header->callsite_capacity = callsite_capacity;
   if (callsite_capacity > 0)
     m.callsites = reinterpret_cast<callsite_slot*>(m.slots + count);

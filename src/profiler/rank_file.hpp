@@ -34,6 +34,13 @@ struct routine_slot {
   uint64_t comm_hist[comm_bins];
 };
 
+// A slot before its first call: nothing counted, no minimum yet (UINT64_MAX reads as none).
+inline constexpr routine_slot empty_routine_slot = [] {
+  routine_slot slot{};
+  slot.min_ns = UINT64_MAX;
+  return slot;
+}();
+
 // One (MPI function, call site) pair on one rank (STRATA_PROFILE_CALLSITES=1). The key packs
 // the return address (user space: 47 bits) with the function id + 1 in the top 16 bits, so one
 // 64-bit compare-and-swap claims a slot.

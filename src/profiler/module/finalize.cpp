@@ -312,8 +312,7 @@ void pcontrol_level(module_state& s, int level) {
     break;
   case 2:
     for (size_t f = 0; f < s.names.size(); ++f) {
-      s.counting.slots[f] = routine_slot{};
-      s.counting.slots[f].min_ns = UINT64_MAX;
+      s.counting.slots[f] = empty_routine_slot;
       s.uncharged[f] = 0;
       s.polls[f] = poll_figures{};
     }

@@ -64,9 +64,7 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     s->traits.push_back(is_collective_name(s->names.back()) ? routine_trait::collective : 0);
   }
   s->polls.assign(static_cast<size_t>(n), poll_figures{});
-  s->early_slots.assign(static_cast<size_t>(n), routine_slot{});
-  for (routine_slot& slot : s->early_slots)
-    slot.min_ns = UINT64_MAX;
+  s->early_slots.assign(static_cast<size_t>(n), empty_routine_slot);
   s->uncharged_in_memory.assign(static_cast<size_t>(n), 0);
   s->uncharged = s->uncharged_in_memory.data();
   s->counting.slots = s->early_slots.data();

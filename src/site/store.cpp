@@ -138,8 +138,8 @@ void store::upsert(const std::string& table, const std::vector<std::string>& key
                    const std::vector<std::string>& sum_columns,
                    const std::vector<std::vector<param>>& rows) {
   const auto [columns, keys, update] = upsert_sql(table, key_columns, sum_columns);
-  insert_in_chunks(table, columns, key_columns.size() + sum_columns.size(), rows,
-                   " ON CONFLICT (" + keys + ") DO UPDATE SET " + update);
+  insert_many(table, columns, key_columns.size() + sum_columns.size(), rows,
+              " ON CONFLICT (" + keys + ") DO UPDATE SET " + update);
 }
 
 std::string store::column_list(const std::vector<std::string>& columns) {
@@ -151,11 +151,11 @@ std::string store::column_list(const std::vector<std::string>& columns) {
 
 void store::append(const std::string& table, const std::vector<std::string>& columns,
                    const std::vector<std::vector<param>>& rows) {
-  insert_in_chunks(table, column_list(columns), columns.size(), rows, "");
+  insert_many(table, column_list(columns), columns.size(), rows, "");
 }
 
-void store::insert_in_chunks(const std::string& table, const std::string& columns, size_t width,
-                             const std::vector<std::vector<param>>& rows, const std::string& tail) {
+void store::insert_many(const std::string& table, const std::string& columns, size_t width,
+                        const std::vector<std::vector<param>>& rows, const std::string& tail) {
   const size_t chunk =
       std::max<size_t>(1, 8000 / std::max<size_t>(1, width)); // under both backends' limits
   for (size_t begin = 0; begin < rows.size(); begin += chunk) {

@@ -141,13 +141,14 @@ protected:
   static upsert_clauses upsert_sql(const std::string& table,
                                    const std::vector<std::string>& key_columns,
                                    const std::vector<std::string>& sum_columns);
+  // INSERT of `rows` (each `width` values of `columns`, a comma-separated list), each
+  // statement ending with `tail`; upsert() and append() by default. Here: many rows a
+  // statement, in statements small enough for both backends' parameter limits.
+  virtual void insert_many(const std::string& table, const std::string& columns, size_t width,
+                           const std::vector<std::vector<param>>& rows, const std::string& tail);
 
 private:
   void migrate(); // schema.cpp
-  // INSERT of `rows` (each `width` values of `columns`, a comma-separated list) in statements
-  // small enough for both backends' parameter limits, each ending with `tail`.
-  void insert_in_chunks(const std::string& table, const std::string& columns, size_t width,
-                        const std::vector<std::vector<param>>& rows, const std::string& tail);
   // The executables of new jobs into `executables` (what a search looks up, lists.cpp).
   void add_executables(const std::vector<stored_job>& jobs, const std::vector<bool>& was_new);
 

@@ -104,18 +104,6 @@ public:
 
   backend kind() const override { return backend::sqlite; }
 
-  void upsert(const std::string& table, const std::vector<std::string>& key_columns,
-              const std::vector<std::string>& sum_columns,
-              const std::vector<std::vector<param>>& rows) override {
-    const auto [columns, keys, update] = upsert_sql(table, key_columns, sum_columns);
-    insert_each(table, columns, key_columns.size() + sum_columns.size(), rows,
-                " ON CONFLICT (" + keys + ") DO UPDATE SET " + update);
-  }
-  void append(const std::string& table, const std::vector<std::string>& columns,
-              const std::vector<std::vector<param>>& rows) override {
-    insert_each(table, column_list(columns), columns.size(), rows, "");
-  }
-
   void execute(const std::string& sql) override {
     char* error = nullptr;
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
@@ -263,8 +251,8 @@ private:
   // Row by row through one prepared statement of one row (ending with `tail`): a statement of
   // a thousand rows was parsed and planned again for each size of a batch's last chunk (and
   // kept), a third of an ingest's work on its indexes of MPI_T.
-  void insert_each(const std::string& table, const std::string& columns, size_t width,
-                   const std::vector<std::vector<param>>& rows, const std::string& tail) {
+  void insert_many(const std::string& table, const std::string& columns, size_t width,
+                   const std::vector<std::vector<param>>& rows, const std::string& tail) override {
     if (rows.empty())
       return;
     std::string sql = "INSERT INTO " + table + " (" + columns + ") VALUES (";

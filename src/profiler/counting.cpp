@@ -3,6 +3,7 @@
 #include "profiler/clock.hpp"
 
 #include <algorithm>
+#include <sys/mman.h>
 
 namespace strata::profiler {
 
@@ -21,6 +22,28 @@ uint32_t claimed_arrays(const thread_slot_arrays& arrays) {
              ? std::min(arrays.claimed->load(std::memory_order_relaxed), arrays.count)
              : 0;
 }
+
+// Zeroed pages from the kernel, given back when it goes: scratch memory that leaves the heap alone.
+class scratch_mapping {
+public:
+  explicit scratch_mapping(size_t bytes) : bytes_(bytes) {
+    void* p = bytes == 0 ? MAP_FAILED
+                         : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : p;
+  }
+  scratch_mapping(const scratch_mapping&) = delete;
+  scratch_mapping& operator=(const scratch_mapping&) = delete;
+  ~scratch_mapping() {
+    if (data_ != nullptr)
+      ::munmap(data_, bytes_);
+  }
+  void* data() const { return data_; }
+
+private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
 } // namespace
 
 routine_slot* own_thread_slots(const thread_slot_arrays& arrays) {
@@ -53,21 +76,25 @@ void clear_thread_slots(const thread_slot_arrays& arrays) {
 }
 
 uint64_t calibrate_call_cost(const std::vector<uint8_t>& traits, bool with_callsites) {
-  std::vector<routine_slot> slots(traits.size());
-  std::vector<uint8_t> scratch_traits(traits.size());
-  for (size_t f = 0; f < traits.size(); ++f)
-    scratch_traits[f] = traits[f] & routine_trait::collective;
-  std::vector<poll_figures> polls(traits.size());
-  std::vector<callsite_slot> sites;
+  // The calibration's event is the first routine's, so one slot of each kind is enough. Nothing
+  // here may come from the heap in a block of 128 KiB or more: freeing one raises glibc's mmap
+  // threshold for the rest of the process, and the application's later buffers of that size
+  // would come from the heap instead of mappings of their own, as they do without the profile.
+  routine_slot slot{};
+  const uint8_t first_traits = traits.empty() ? 0 : traits[0] & routine_trait::collective;
+  poll_figures poll{};
   rank_header header{};
   call_counting scratch;
-  scratch.slots = slots.data();
+  scratch.slots = &slot;
   scratch.header = &header;
-  scratch.traits = scratch_traits.data();
-  scratch.polls = polls.data();
+  scratch.traits = &first_traits;
+  scratch.polls = &poll;
+  const scratch_mapping sites(with_callsites ? callsite_table::capacity * sizeof(callsite_slot)
+                                             : 0);
   if (with_callsites) {
-    sites.assign(callsite_table::capacity, callsite_slot{});
-    scratch.callsites.slots = sites.data();
+    if (sites.data() == nullptr)
+      return 0;
+    scratch.callsites.slots = static_cast<callsite_slot*>(sites.data()); // zeroed: every slot free
   }
   strata_event ev{};
   ev.peer = STRATA_NO_RANK;

@@ -260,6 +260,21 @@ class Figures(ProfileTestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("job.ranks", proc.stderr)
 
+    def test_the_programs_buffers_stay_where_malloc_puts_them_without_the_profile(self):
+        # glibc raises its mmap threshold when a large block is freed: a profile that did so at
+        # start would move the program's later buffers of that size from mappings of their own
+        # into the heap.
+        native = run(mpirun(2) + [program("allocator_c")], env=self.env)
+        self.assertRan(native)
+        expected = sorted(l for l in native.stdout.splitlines() if l.startswith("allocator:"))
+        self.assertEqual(len(expected), 2, native.stdout)
+        self.assertIn("160K=mapped", expected[0])  # glibc's default threshold is 128 KiB
+        for extra in ({}, {"STRATA_PROFILE_CALLSITES": "1"}):
+            proc = self.profile_run([program("allocator_c")], env=dict(self.env, **extra))
+            self.assertRan(proc)
+            got = sorted(l for l in proc.stdout.splitlines() if l.startswith("allocator:"))
+            self.assertEqual(got, expected, extra)
+
     def test_counters_split_in_and_out_of_mpi(self):
         env = dict(self.env, STRATA_COUNTERS="task-clock,page-faults,cycles")
         proc = self.profile_run([program("late_sender_c"), "100"], env=env)

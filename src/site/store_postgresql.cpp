@@ -412,8 +412,9 @@ private:
   // row instead (up to a page), 20,000 MPI_T records went in in 155-181 ms against 288-303 ms
   // of the server's time. Storage settings only, for the rows written from
   // now on: any strata reads both. Set at a connection's first write, outside its transactions
-  // (two writers then only wait for each other's ALTER); a user who may not alter the table
-  // keeps the default.
+  // (two writers then only wait for each other's ALTER); a user who may not alter the table,
+  // or a reader holding it longer than a second (the ALTER waits for its lock), leaves the
+  // default until a later write.
   void keep_records_inline() {
     bool tuned = false;
     query("SELECT a.attstorage = 'e' AND COALESCE(c.reloptions::text, '') LIKE "
@@ -422,11 +423,13 @@ private:
           {}, [&](const row& r) { tuned = r.text(0) == "t"; });
     if (tuned)
       return;
+    execute("SET lock_timeout = '1s'");
     try {
       execute("ALTER TABLE job_records ALTER COLUMN record SET STORAGE EXTERNAL, "
               "SET (toast_tuple_target = 8160)");
     } catch (const store_error&) { // only slower: the store is as readable either way
     }
+    execute("RESET lock_timeout");
   }
 
   // The URL without its password, for messages.

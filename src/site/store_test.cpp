@@ -8,11 +8,13 @@
 #include "site/store_test_fixture.hpp"
 #include "site/synth.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
@@ -51,7 +53,7 @@ TEST_F(StoreBackend, PostgresqlKeepsRecordsInTheirRows) {
   o.seed = 23;
   o.mpi_t = true; // a record of some 18 KB, 4 KB deflated: over the server's 2 KB
   std::vector<stored_job> jobs;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     record::job_record r = synth_record(o, i);
     r.job.id = "in-row:" + std::to_string(i);
     jobs.push_back(
@@ -84,10 +86,21 @@ TEST_F(StoreBackend, PostgresqlKeepsRecordsInTheirRows) {
              "(toast_tuple_target)");
   ASSERT_EQ(s->insert({jobs[1]}).inserted, 1);
   EXPECT_EQ(toasted(), before + 1);
+  // Not while a reader holds the table: the write goes on without it, at once.
+  const auto reader = store::open(url);
+  reader->execute("BEGIN; LOCK TABLE job_records IN ACCESS SHARE MODE");
+  std::future<std::int64_t> written =
+      std::async(std::launch::async, [&] { return store::open(url)->insert({jobs[2]}).inserted; });
+  const bool waited = written.wait_for(std::chrono::seconds(60)) == std::future_status::timeout;
+  reader->execute("ROLLBACK"); // lets a waiting write go on, so that the test ends either way
+  ASSERT_FALSE(waited) << "the write waited for the reader's lock";
+  ASSERT_EQ(written.get(), 1);
+  EXPECT_EQ(tuned(), "x");
+  EXPECT_EQ(toasted(), before + 2);
   // A new connection sets it again at its first write: the record stays in its row.
-  ASSERT_EQ(store::open(url)->insert({jobs[2]}).inserted, 1);
+  ASSERT_EQ(store::open(url)->insert({jobs[3]}).inserted, 1);
   EXPECT_EQ(tuned(), "e");
-  EXPECT_EQ(toasted(), before + 1);
+  EXPECT_EQ(toasted(), before + 2);
   for (const stored_job& j : jobs) {
     const std::optional<stored_job> back = s->job_by_key(j.job.job_key);
     ASSERT_TRUE(back);

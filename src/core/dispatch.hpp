@@ -57,6 +57,9 @@ struct chain_entry {
   // nothing below it but the real function (the profile alone): invoke_sole_exit, the
   // shortest event path.
   bool sole_exit = false;
+  // sole_exit, and every call of it timed (no counting, no sampled polls): the entry point
+  // jumps to invoke_sole_exit after one test, polls included.
+  bool sole_exit_every_call = false;
 };
 
 enum : uint8_t {
@@ -297,13 +300,12 @@ template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R (*real)(P...),
                                                     A... args) {
   const chain_entry* entry = c->first_below[layer + 1];
+  if (__builtin_expect(entry != nullptr && entry->sole_exit_every_call, 1))
+    return invoke_sole_exit<F, Decoder>(*entry, real, args...);
   if constexpr (!Decoder::is_poll) { // polls keep their untimed paths inline
     if (__builtin_expect(
-            entry != nullptr && entry->wrapper == nullptr && entry->count_mode != count_calls, 1)) {
-      if (__builtin_expect(entry->sole_exit, 1))
-        return invoke_sole_exit<F, Decoder>(*entry, real, args...);
+            entry != nullptr && entry->wrapper == nullptr && entry->count_mode != count_calls, 1))
       return invoke_events<F, Decoder>(c, entry->index, real, args...);
-    }
     return invoke_framed<F, Decoder>(c, entry, real, args...);
   }
   if (entry == nullptr)

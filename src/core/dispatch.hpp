@@ -57,6 +57,9 @@ struct chain_entry {
   // nothing below it but the real function (the profile alone): invoke_sole_exit, the
   // shortest event path.
   bool sole_exit = false;
+  // sole_exit, and every call of it timed (no counting, no sampled polls): the entry point
+  // jumps to invoke_sole_exit after one test, polls included.
+  bool sole_exit_every_call = false;
 };
 
 enum : uint8_t {
@@ -163,6 +166,8 @@ template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_events(const chain* c, int pos, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_sole_exit(const chain_entry& entry, R (*real)(P...), A... args);
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+R enter_sole_exit(const chain_entry& entry, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_at(const chain* c, int pos, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... A>
@@ -297,13 +302,12 @@ template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R (*real)(P...),
                                                     A... args) {
   const chain_entry* entry = c->first_below[layer + 1];
+  if (__builtin_expect(entry != nullptr && entry->sole_exit_every_call, 1))
+    return enter_sole_exit<F, Decoder>(*entry, real, args...);
   if constexpr (!Decoder::is_poll) { // polls keep their untimed paths inline
     if (__builtin_expect(
-            entry != nullptr && entry->wrapper == nullptr && entry->count_mode != count_calls, 1)) {
-      if (__builtin_expect(entry->sole_exit, 1))
-        return invoke_sole_exit<F, Decoder>(*entry, real, args...);
+            entry != nullptr && entry->wrapper == nullptr && entry->count_mode != count_calls, 1))
       return invoke_events<F, Decoder>(c, entry->index, real, args...);
-    }
     return invoke_framed<F, Decoder>(c, entry, real, args...);
   }
   if (entry == nullptr)
@@ -426,7 +430,8 @@ __attribute__((always_inline)) inline void end_event(strata_event& ev, decode::s
 // The usual timed call (chain_entry::sole_exit): one module, its exit callback, the real
 // function. Fewer registers live across the calls than in invoke_events, so a smaller frame.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((noinline)) R invoke_sole_exit(const chain_entry& entry, R (*real)(P...), A... args) {
+__attribute__((always_inline)) inline R sole_exit_call(const chain_entry& entry, R (*real)(P...),
+                                                       A... args) {
   thread_state& ts = tls;
   const uint32_t fields = entry.fields;
   strata_event ev;
@@ -439,6 +444,33 @@ __attribute__((noinline)) R invoke_sole_exit(const chain_entry& entry, R (*real)
   entry.exit(&ev, entry.state);
   ts.layer = saved_layer;
   return r;
+}
+
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline)) R invoke_sole_exit(const chain_entry& entry, R (*real)(P...), A... args) {
+  return sole_exit_call<F, Decoder>(entry, real, args...);
+}
+
+// The same for a function whose arguments with the entry and the real function would not all
+// fit in registers (the Sendrecv's twelve): the parameters of wrapped_X, which enters it by a
+// jump that moves no argument, where passing two more made wrapped_X copy its stack arguments
+// in a frame of its own (about 50 instructions a call). The entry and the real function are
+// read again here, a few loads.
+inline constexpr size_t register_arguments = 6; // the x86-64 System V ABI's integer registers
+template <int F, typename Decoder, typename... A>
+__attribute__((noinline)) auto invoke_sole_exit_in_place(A... args) {
+  const chain_entry& entry = *chains[F]->first_below[tls.layer + 1];
+  return sole_exit_call<F, Decoder>(entry, Decoder::real_function(), args...);
+}
+
+// invoke_from's jump into the usual timed call.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry, R (*real)(P...),
+                                                        A... args) {
+  if constexpr (sizeof...(A) + 2 > register_arguments)
+    return invoke_sole_exit_in_place<F, Decoder>(args...);
+  else
+    return invoke_sole_exit<F, Decoder>(entry, real, args...);
 }
 
 // A group of adjacent event modules: one decoded event, one clock pair, enter callbacks in

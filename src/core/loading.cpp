@@ -231,6 +231,8 @@ void enable_counting(core_state& s) {
                              list[i].group_end == static_cast<int>(i) + 1 &&
                              list[i].group_end == static_cast<int>(list.size());
       list[i].count_mode = mode;
+      if (mode != count_none)
+        list[i].sole_exit_every_call = false;
     }
     // One counting module and nothing else: the entry point counts (chain::direct_counter, or
     // chain::untimed_poll_counter for polls counted without a look at what they completed).
@@ -247,7 +249,7 @@ void enable_counting(core_state& s) {
 
 // A group samples polls only if all its event modules accept it; at the smallest interval. Its
 // events carry the union of the fields its modules read.
-void set_group_settings(const core_state& s, std::vector<chain_entry>& list) {
+void set_group_settings(const core_state& s, std::vector<chain_entry>& list, bool polls) {
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].wrapper != nullptr || (i > 0 && list[i - 1].wrapper == nullptr))
       continue; // not the first entry of an event group
@@ -267,6 +269,8 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list) {
     list[i].sole_exit = list[i].group_end == static_cast<int>(i) + 1 &&
                         list[i].group_end == static_cast<int>(list.size()) &&
                         list[i].enter == nullptr && list[i].exit != nullptr;
+    // Counting, set later, clears it (enable_counting).
+    list[i].sole_exit_every_call = list[i].sole_exit && (!polls || list[i].poll_interval == 0);
   }
 }
 
@@ -304,7 +308,7 @@ void build_chains(core_state& s) {
                                 ? list[i + 1].group_end
                                 : static_cast<int>(i + 1);
     }
-    set_group_settings(s, list);
+    set_group_settings(s, list, gen::is_poll_function(fid));
     for (size_t i = 0; i < list.size(); ++i)
       list[i].index = static_cast<int>(i);
     auto& first = s.first_below[static_cast<size_t>(fid)];

@@ -318,6 +318,8 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             lines, spec = decoder(f, roles)
             exits = exit_decoder(spec)
             c.write(f"namespace {{\nstruct decoder_{n} {{\n")
+            # The real function, for the event path that reads it again (invoke_sole_exit_in_place).
+            c.write(f"  static auto real_function() {{ return real.{n}; }}\n")
             # Arguments by reference: the status substitution rewrites an argument before the call.
             ref_list = ", ".join("[[maybe_unused]] " + ref_decl(p) for p in f.params)
             for side, body in (("enter", lines), ("exit", exits)):

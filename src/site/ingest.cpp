@@ -125,7 +125,9 @@ parsed_file parse_file(std::string path) {
   }
   f.job = make_stored_job(*lean.parsed.record, std::move(file.text), file.owner, {}, &lean.cvars);
   f.job.record_packed = pack_record(f.job.record_json);
-  f.job.record_json = std::string(); // the store takes the packed form: free the text here
+  // The store takes the packed form: free the text here. Assigning an empty string would keep
+  // the buffer (libstdc++ reuses it), and every record in flight would hold its whole text.
+  std::string().swap(f.job.record_json);
   return f;
 }
 

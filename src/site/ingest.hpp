@@ -51,8 +51,8 @@ inline constexpr int parse_worker_niceness_step = 5;
 // Raises the calling thread's nice value (and only that thread's) by the step above.
 void lower_this_threads_priority();
 
-// Sets glibc's trim and mmap thresholds for the process (see ingest.cpp). Leaves one row in
-// the store's `ingests` (site/health.hpp).
+// Sets glibc's trim and mmap thresholds and top pad for the process (see ingest.cpp). Leaves
+// one row in the store's `ingests` (site/health.hpp).
 // Throws store_error when the store fails; what was committed before stays committed and
 // its files are gone from the spool, the rest stays in the spool for the next run.
 ingest_summary ingest(store& db, const ingest_options& options);

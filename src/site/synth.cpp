@@ -267,7 +267,7 @@ synth_result store_synth(const synth_options& options, store& db) {
           j = make_stored_job(r, record::to_json(r), static_cast<std::int64_t>(r.job.uid),
                               r.job.user);
           j.record_packed = pack_record(j.record_json);
-          j.record_json.clear();
+          std::string().swap(j.record_json); // clear() would keep the buffer
         }
       });
     for (std::thread& t : threads)

@@ -23,9 +23,11 @@
 # Knobs: FLAVORS="openmpi mpich", ROUNDS=3, ITERS=2000000, CG_ITERS=20000, CALLGRIND=1,
 # MPIP_LIB=/path/to/libmpiP.so (built against Open MPI, outside this repository),
 # MPIP_LIB_MPICH=/path/to/libmpiP.so (the same against MPICH), OVERHEAD=1,
-# CONFIGS="profile trace" to run only those (and native),
+# CONFIGS="profile trace" to run only those (and native, and before with BASE),
 # THREADS="2" to time MPI_Barrier(MPI_COMM_SELF) also from that many threads at once under
 # MPI_THREAD_MULTIPLE (one rank, not bound; column barrier_Nthreads: the mean of the threads),
+# BASE=<other build dir> adds "before": the profile of that build's libstrata.so, interleaved
+# with the others (a change's before and after in the same run),
 # MODEL_DIR=<dir> with model.<flavor>.json (from `strata bench`) to reuse instead of building one,
 # RAW=<file> to keep the raw lines. For a wall-time figure on this shared machine run it under
 # bench/quiet.sh with ROUNDS=1 and FLAVORS of one MPI at a time (each quiet run under 3 minutes).
@@ -40,6 +42,7 @@ CALLGRIND=${CALLGRIND:-1}
 MPIP_LIB=${MPIP_LIB:-}
 MPIP_LIB_MPICH=${MPIP_LIB_MPICH:-}
 OVERHEAD=${OVERHEAD:-1}
+BASE=${BASE:+$(cd "$BASE" && pwd)}
 STRATA=$BUILD/bin/strata
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -54,11 +57,12 @@ export STRATA_SPOOL=$tmp/spool STRATA_TRACE_DIR=$tmp/trace
 
 configs() { # FLAVOR -> the configurations that apply
   local c="native profile callsites trace"
+  [[ -n $BASE ]] && c+=" before"
   [[ $OVERHEAD == 1 && -f $tmp/model.$1.json ]] && c+=" overhead"
   [[ -n $(mpip_for "$1") ]] && c+=" mpiP-k0 mpiP"
   if [[ -n ${CONFIGS:-} ]]; then # only these (and native, which the others are read against)
     local kept="" x
-    for x in $c; do [[ $x == native || " $CONFIGS " == *" $x "* ]] && kept+=" $x"; done
+    for x in $c; do [[ $x == native || $x == before || " $CONFIGS " == *" $x "* ]] && kept+=" $x"; done
     c=$kept
   fi
   echo "$c"
@@ -73,6 +77,7 @@ env_for() { # FLAVOR CONFIG -> VAR=VALUE words
   case $2 in
     native) ;;
     profile) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
+    before) echo "LD_PRELOAD=$BASE/lib/strata/$1/libstrata.so STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
     callsites) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CALLSITES=1" ;;
     trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_LIMIT=4G" ;;
     overhead) echo "LD_PRELOAD=$lib STRATA_TOOLS=overhead STRATA_PROFILE_POLL_SAMPLE=1 STRATA_MODEL=$tmp/model.$1.json" ;;

@@ -187,13 +187,20 @@ void clock_finish_calibration() {
   }
   g_calibration_ns = last.ns - g_first.ns;
   event_clock c;
-  c.tsc_base = last.tsc;
-  c.ns_base = last.ns;
   c.ns_per_tick_q32 = static_cast<uint64_t>(
       (static_cast<unsigned __int128>(g_calibration_ns) << 32) / static_cast<uint64_t>(ticks));
   if (const double forced = forced_rate_error_ppm(); forced != 0)
     c.ns_per_tick_q32 =
         static_cast<uint64_t>(static_cast<double>(c.ns_per_tick_q32) * (1.0 + forced / 1e6));
+  // The base a margin of ticks before the anchor, its time as far before (now_ns' unsigned
+  // difference): about a second, far more than counters of two cores ever differ by. Every
+  // reading moves by at most 1 ns of rounding; unsigned arithmetic wraps back if the anchor's
+  // time is smaller than the margin.
+  constexpr int64_t base_margin_ticks = int64_t{1} << 32;
+  c.tsc_base = last.tsc - base_margin_ticks;
+  c.ns_base =
+      last.ns - static_cast<uint64_t>(
+                    (static_cast<unsigned __int128>(base_margin_ticks) * c.ns_per_tick_q32) >> 32);
   c.use_tsc = true;
   g_event_clock = c;
   g_anchor = last;

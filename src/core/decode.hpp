@@ -135,14 +135,19 @@ template <typename C> inline int64_t summed_bytes(const C* counts, MPI_Datatype 
 inline void set_comm_info(strata_event& ev, scratch& s, MPI_Comm comm) {
   const comm_info* c = lookup_comm(comm);
   s.comm = c;
-  if (c != nullptr) {
-    ev.comm_id = c->id;
-    ev.comm_size = c->size;
-    ev.comm_world_ranks = c->world_ranks;
-    ev.comm_rank = c->rank;
-    if (c->inter)
-      ev.flags |= STRATA_EVENT_INTERCOMM;
+  if (__builtin_expect(c == nullptr, 0)) { // no communicator: what start_event would have set
+    ev.comm_id = 0;
+    ev.comm_size = 0;
+    ev.comm_world_ranks = nullptr;
+    ev.comm_rank = -1;
+    return;
   }
+  ev.comm_id = c->id;
+  ev.comm_size = c->size;
+  ev.comm_world_ranks = c->world_ranks;
+  ev.comm_rank = c->rank;
+  if (c->inter)
+    ev.flags |= STRATA_EVENT_INTERCOMM;
 }
 
 inline void set_peer(strata_event& ev, const scratch& s, int rank) {

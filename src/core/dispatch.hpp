@@ -53,6 +53,10 @@ struct chain_entry {
   // strata_module_fields_v1), with what decoding them needs; the others are not decoded.
   uint32_t fields = STRATA_FIELD_ALL;
   bool any_enter = true; // first entry of an event group: some module of it has an enter callback
+  // An event group of this entry alone, with an exit callback and no enter callback, and
+  // nothing below it but the real function (the profile alone): invoke_sole_exit, the
+  // shortest event path.
+  bool sole_exit = false;
 };
 
 enum : uint8_t {
@@ -158,6 +162,8 @@ template <typename R> inline void set_result(strata_event& ev, const R& r) {
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_events(const chain* c, int pos, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... P, typename... A>
+R invoke_sole_exit(const chain_entry& entry, R (*real)(P...), A... args);
+template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_at(const chain* c, int pos, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... A>
 R deliver_untimed_poll(const chain* c, int pos, R r, bool substituted, A... args);
@@ -253,6 +259,9 @@ __attribute__((always_inline)) inline R invoke_entry(const chain* c, const chain
         }
         return deliver_untimed_poll<F, Decoder>(c, pos, r, substituted, args...);
       }
+      // Timed: every poll (no interval), or a counting group has just decided so.
+      if (entry.sole_exit && (entry.poll_interval == 0 || entry.count_mode != count_none))
+        return invoke_sole_exit<F, Decoder>(entry, real, args...);
     }
     return invoke_events<F, Decoder>(c, pos, real, args...);
   }
@@ -272,11 +281,31 @@ __attribute__((always_inline)) inline R invoke(const chain* c, int pos, R (*real
   return invoke_entry<F, Decoder>(c, c->entries[pos], pos, real, args...);
 }
 
+// invoke_from's calls that keep something across a call: the real function, a wrapper layer,
+// counting. Out of line, so that the usual timed call leaves wrapped_X by a jump into
+// invoke_events and wrapped_X needs no frame (its saved registers were 6 instructions a call).
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline)) R invoke_framed(const chain* c, const chain_entry* entry, R (*real)(P...),
+                                          A... args) {
+  if (entry == nullptr)
+    return call_real(real, args...);
+  return invoke_entry<F, Decoder>(c, *entry, entry->index, real, args...);
+}
+
 // A call made from `layer` (-1: the application's), from the first entry below it on.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R (*real)(P...),
                                                     A... args) {
   const chain_entry* entry = c->first_below[layer + 1];
+  if constexpr (!Decoder::is_poll) { // polls keep their untimed paths inline
+    if (__builtin_expect(
+            entry != nullptr && entry->wrapper == nullptr && entry->count_mode != count_calls, 1)) {
+      if (__builtin_expect(entry->sole_exit, 1))
+        return invoke_sole_exit<F, Decoder>(*entry, real, args...);
+      return invoke_events<F, Decoder>(c, entry->index, real, args...);
+    }
+    return invoke_framed<F, Decoder>(c, entry, real, args...);
+  }
   if (entry == nullptr)
     return call_real(real, args...);
   return invoke_entry<F, Decoder>(c, *entry, entry->index, real, args...);
@@ -285,6 +314,9 @@ __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R
 // An event before decoding: the fields every event has, and of the groups the segment's modules
 // read (chain_entry::fields) every field that means "none" set so (zero is a valid rank or tag).
 // The rest is left as the stack had it: no module reads it (module.h, strata_module_fields_v1).
+// The communicator's fields are left to a decoder that always sets them (Decoder::sets_comm)
+// when its enter step runs (comm_decoded).
+template <bool comm_decoded = false>
 __attribute__((always_inline)) inline void start_event(strata_event& ev, int function,
                                                        const thread_state& ts, uint32_t fields) {
   ev.function = function;
@@ -296,7 +328,7 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
   ev.call_site = python_sites::call_site(ts.call_site);
   ev.result = 0;
   ev.thread_layer = 0;
-  if ((fields & STRATA_FIELD_COMM) != 0) {
+  if (!comm_decoded && (fields & STRATA_FIELD_COMM) != 0) {
     ev.comm_id = 0;
     ev.comm_size = 0;
     ev.comm_world_ranks = nullptr;
@@ -372,6 +404,43 @@ R invoke_untimed_poll(const chain* c, int pos, R (*real)(P...), A... args) {
   return deliver_untimed_poll<F, Decoder>(c, pos, r, substituted, args...);
 }
 
+// An event up to the call: its fields, what the arguments say, the time of entry.
+template <int F, typename Decoder, typename... A>
+__attribute__((always_inline)) inline void begin_event(strata_event& ev, decode::scratch& scratch,
+                                                       const thread_state& ts, uint32_t fields,
+                                                       A&... args) {
+  start_event<Decoder::sets_comm>(ev, F, ts, fields);
+  Decoder::enter(ev, scratch, fields, args...);
+  ev.t_enter_ns = now_ns();
+}
+
+// An event after the call: the time of exit, the result, what the call wrote.
+template <typename Decoder, typename R, typename... A>
+__attribute__((always_inline)) inline void end_event(strata_event& ev, decode::scratch& scratch,
+                                                     uint32_t fields, const R& r, A&... args) {
+  ev.t_exit_ns = now_ns();
+  set_result(ev, r);
+  Decoder::exit(ev, scratch, fields, args...);
+}
+
+// The usual timed call (chain_entry::sole_exit): one module, its exit callback, the real
+// function. Fewer registers live across the calls than in invoke_events, so a smaller frame.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline)) R invoke_sole_exit(const chain_entry& entry, R (*real)(P...), A... args) {
+  thread_state& ts = tls;
+  const uint32_t fields = entry.fields;
+  strata_event ev;
+  decode::scratch scratch;
+  begin_event<F, Decoder>(ev, scratch, ts, fields, args...);
+  R r = call_real(real, args...);
+  end_event<Decoder>(ev, scratch, fields, r, args...);
+  const int saved_layer = ts.layer;
+  ts.layer = entry.calls_layer;
+  entry.exit(&ev, entry.state);
+  ts.layer = saved_layer;
+  return r;
+}
+
 // A group of adjacent event modules: one decoded event, one clock pair, enter callbacks in
 // stack order, the rest of the chain, exit callbacks in reverse order.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
@@ -389,27 +458,37 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   const int end = entries[pos].group_end;
   const uint32_t fields = entries[pos].fields;
   strata_event ev;
-  start_event(ev, F, ts, fields);
   decode::scratch scratch;
-  Decoder::enter(ev, scratch, fields, args...);
-  ev.t_enter_ns = now_ns();
+  begin_event<F, Decoder>(ev, scratch, ts, fields, args...);
+  // A group of one module (the usual one) calls its callbacks without a loop around them.
+  const bool one_module = end == pos + 1;
   if (entries[pos].any_enter) {
-    for (int i = pos; i < end; ++i) {
-      if (entries[i].enter != nullptr) {
-        ts.layer = entries[i].calls_layer;
-        entries[i].enter(&ev, entries[i].state);
+    if (one_module) {
+      ts.layer = entries[pos].calls_layer;
+      entries[pos].enter(&ev, entries[pos].state);
+    } else {
+      for (int i = pos; i < end; ++i) {
+        if (entries[i].enter != nullptr) {
+          ts.layer = entries[i].calls_layer;
+          entries[i].enter(&ev, entries[i].state);
+        }
       }
     }
     ts.layer = saved_layer;
   }
   R r = invoke<F, Decoder>(c, end, real, args...);
-  ev.t_exit_ns = now_ns();
-  set_result(ev, r);
-  Decoder::exit(ev, scratch, fields, args...);
-  for (int i = end - 1; i >= pos; --i) {
-    if (entries[i].exit != nullptr) {
-      ts.layer = entries[i].calls_layer;
-      entries[i].exit(&ev, entries[i].state);
+  end_event<Decoder>(ev, scratch, fields, r, args...);
+  if (__builtin_expect(one_module, 1)) {
+    if (entries[pos].exit != nullptr) {
+      ts.layer = entries[pos].calls_layer;
+      entries[pos].exit(&ev, entries[pos].state);
+    }
+  } else {
+    for (int i = end - 1; i >= pos; --i) {
+      if (entries[i].exit != nullptr) {
+        ts.layer = entries[i].calls_layer;
+        entries[i].exit(&ev, entries[i].state);
+      }
     }
   }
   ts.layer = saved_layer;

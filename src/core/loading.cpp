@@ -267,6 +267,9 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list) {
     list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
     list[i].fields = with_prerequisites(fields);
     list[i].any_enter = any_enter;
+    list[i].sole_exit = list[i].group_end == static_cast<int>(i) + 1 &&
+                        list[i].group_end == static_cast<int>(list.size()) &&
+                        list[i].enter == nullptr && list[i].exit != nullptr;
   }
 }
 

@@ -332,6 +332,10 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # sub-communicator when extra tool ranks run beside the application).
             comms = [p[0] for p in f.params if p[2] == "MPI_Comm"]
             c.write(f"  static constexpr bool has_comm = {'true' if comms else 'false'};\n")
+            # The enter decoder sets the communicator's fields whenever they are read, so the
+            # core need not set them to "none" first (start_event).
+            sets_comm = any(group == "COMM" for group, _ in lines)
+            c.write(f"  static constexpr bool sets_comm = {'true' if sets_comm else 'false'};\n")
             # The routine a Fortran binding's entry point notes (fortran_entries.cpp): a call of
             # the large-count twin takes the note of its base routine.
             base = n[:-2] if n.endswith("_c") and n[:-2] in known else n

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <fmt/format.h>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,16 +28,22 @@ std::string digest_of(const std::string& text) {
 }
 
 // Nearly every job of a site runs with one of its few sets (one per job size and choice of
-// settings): a set this thread met before takes its digest from there, for a hash and one
-// compare of the text instead of FNV byte by byte.
-std::string digest_of_known(const std::string& text) {
+// settings): a set this thread met before is taken from there, its text shared and its digest
+// known, for a hash and one compare of the text instead of FNV byte by byte and a copy.
+struct known_set {
+  std::shared_ptr<const std::string> text;
+  std::string digest;
+};
+known_set known_set_of(const std::string& text) {
   constexpr size_t kept = 256; // sets: then forgotten all at once (at most a few MB)
-  thread_local std::unordered_map<std::string, std::string> known;
+  thread_local std::unordered_map<std::string_view, known_set> known; // keys view the texts
   if (const auto it = known.find(text); it != known.end())
     return it->second;
   if (known.size() == kept)
     known.clear();
-  return known.emplace(text, digest_of(text)).first->second;
+  known_set set{std::make_shared<const std::string>(text), digest_of(text)};
+  known.emplace(*set.text, set);
+  return set;
 }
 
 // Control variables that hold a launch's identity rather than a setting: Open MPI's launcher
@@ -120,23 +127,24 @@ mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section) {
 mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section,
                          const std::vector<record::cvar_view>& cvars) {
   mpi_t_rows rows;
-  // settings_text's lines, written straight from the pairs: they are in name order.
+  // settings_text's lines, written straight from the pairs: they are in name order. Into this
+  // thread's buffer: the text is kept only for a set not met before.
   std::vector<std::string_view> set(section.cvars_set.begin(), section.cvars_set.end());
   std::sort(set.begin(), set.end());
-  size_t size = 0;
-  for (const auto& [name, value] : cvars)
-    size += name.size() + value.size() + 4;
-  rows.settings.reserve(size);
+  thread_local std::string text;
+  text.clear();
   // Both in name order: one walk finds which the environment set.
   auto from_environment = set.begin();
   for (const auto& [name, value] : cvars) {
     while (from_environment != set.end() && *from_environment < name)
       ++from_environment;
     if (!launch_identity(name))
-      append_setting_line(rows.settings, name, value,
+      append_setting_line(text, name, value,
                           from_environment != set.end() && *from_environment == name);
   }
-  rows.digest = digest_of_known(rows.settings);
+  known_set known = known_set_of(text);
+  rows.settings = std::move(known.text);
+  rows.digest = std::move(known.digest);
   for (const record::mpi_t_pvar& p : section.pvars)
     if (p.ranks > 0)
       rows.pvars.push_back({p.name, p.var_class, static_cast<std::int64_t>(p.ranks),
@@ -148,7 +156,7 @@ void add_mpi_t(store& db, const std::vector<stored_job>& jobs, const insert_resu
   std::map<std::string, const std::string*> sets; // digest -> text, of the batch's jobs
   for (size_t i = 0; i < jobs.size(); ++i)
     if (r.was_new[i] && jobs[i].mpi_t)
-      sets.try_emplace(jobs[i].mpi_t->digest, &jobs[i].mpi_t->settings);
+      sets.try_emplace(jobs[i].mpi_t->digest, jobs[i].mpi_t->settings.get());
   if (sets.empty())
     return;
   const std::map<std::string, std::int64_t> ids = settings_ids(db, sets);

@@ -176,7 +176,7 @@ TEST_F(MpiTIndex, SynthesizedSectionsAreShapedAndIndexedLikeARealJobs) {
                             std::find(r.mpi_t->cvars_set.begin(), r.mpi_t->cvars_set.end(), name) !=
                                 r.mpi_t->cvars_set.end()});
     std::reverse(settings.begin(), settings.end());
-    EXPECT_EQ(mpi_t_rows_of(*r.mpi_t).settings, settings_text(settings));
+    EXPECT_EQ(*mpi_t_rows_of(*r.mpi_t).settings, settings_text(settings));
     EXPECT_EQ(settings.size() + launch.size(), r.mpi_t->cvars.size());
     job_ids.push_back(r.mpi_t->cvars.at("ess_base_jobid"));
     r.job.id = executable_ + ":" + std::to_string(i);

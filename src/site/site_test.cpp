@@ -183,6 +183,8 @@ TEST(SiteStore, PackedRecordsReadBackWhoeverPackedThem) {
   const std::string packed = pack_record(text);
   ASSERT_EQ(packed.substr(0, 2), "z1");
   EXPECT_LT(packed.size(), text.size() / 2);
+  // Ingest keeps every packed record of a batch until its commit: no room beyond its size.
+  EXPECT_LT(packed.capacity(), text.size() / 2);
   EXPECT_EQ(unpack_record(packed), text);
   // Stores written before libdeflate hold zlib's own output, level 1, in the same frame.
   uLongf size = compressBound(static_cast<uLong>(text.size()));

@@ -8,11 +8,13 @@
 #include "site/store_test_fixture.hpp"
 #include "site/synth.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <gtest/gtest.h>
 #include <map>
 #include <set>
@@ -36,6 +38,75 @@ TEST_F(StoreBackend, PostgresqlStoresHaveNoForeignKeys) {
            "'FOREIGN KEY' AND table_name IN ('job_routines', 'job_records')",
            {}, [&](const store::row& r) { n = r.i64(0); });
   EXPECT_EQ(n, 0); // migration 3: checking them per row cost more than the inserts
+}
+
+TEST_F(StoreBackend, PostgresqlKeepsRecordsInTheirRows) {
+  if (parse_db_url(url_).url->kind != backend::postgresql)
+    GTEST_SKIP() << "SQLite keeps every value in its row";
+  // A store of its own (a schema of the server's database), which the other tests do not see.
+  store::open(url_)->execute("DROP SCHEMA IF EXISTS in_row_test CASCADE; CREATE SCHEMA "
+                             "in_row_test");
+  const std::string url = url_ + (url_.find('?') == std::string::npos ? "?" : "&") +
+                          "options=-csearch_path%3Din_row_test";
+  const auto s = store::open(url);
+  synth_options o;
+  o.seed = 23;
+  o.mpi_t = true; // a record of some 18 KB, 4 KB deflated: over the server's 2 KB
+  std::vector<stored_job> jobs;
+  for (int i = 0; i < 4; ++i) {
+    record::job_record r = synth_record(o, i);
+    r.job.id = "in-row:" + std::to_string(i);
+    jobs.push_back(
+        make_stored_job(r, record::to_json(r), static_cast<std::int64_t>(r.job.uid), r.job.user));
+    ASSERT_GT(pack_record(jobs.back().record_json).size(), 3000u);
+  }
+  std::string toast;
+  s->query("SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = "
+           "'job_records'::regclass",
+           {}, [&](const store::row& r) { toast = r.text(0); });
+  const auto toasted = [&] {
+    std::int64_t n = -1;
+    s->query("SELECT COUNT(DISTINCT chunk_id) FROM " + toast, {},
+             [&](const store::row& r) { n = r.i64(0); });
+    return n;
+  };
+  const auto tuned = [&] {
+    std::string storage;
+    s->query("SELECT attstorage FROM pg_attribute WHERE attrelid = 'job_records'::regclass AND "
+             "attname = 'record'",
+             {}, [&](const store::row& r) { storage = r.text(0); });
+    return storage;
+  };
+  ASSERT_EQ(s->insert({jobs[0]}).inserted, 1); // a connection's first write sets the storage
+  EXPECT_EQ(tuned(), "e");
+  const std::int64_t before = toasted();
+  // As in a store written by an older strata, on a connection that has checked already: the
+  // record goes to the TOAST table.
+  s->execute("ALTER TABLE job_records ALTER COLUMN record SET STORAGE EXTENDED, RESET "
+             "(toast_tuple_target)");
+  ASSERT_EQ(s->insert({jobs[1]}).inserted, 1);
+  EXPECT_EQ(toasted(), before + 1);
+  // Not while a reader holds the table: the write goes on without it, at once.
+  const auto reader = store::open(url);
+  reader->execute("BEGIN; LOCK TABLE job_records IN ACCESS SHARE MODE");
+  std::future<std::int64_t> written =
+      std::async(std::launch::async, [&] { return store::open(url)->insert({jobs[2]}).inserted; });
+  const bool waited = written.wait_for(std::chrono::seconds(60)) == std::future_status::timeout;
+  reader->execute("ROLLBACK"); // lets a waiting write go on, so that the test ends either way
+  ASSERT_FALSE(waited) << "the write waited for the reader's lock";
+  ASSERT_EQ(written.get(), 1);
+  EXPECT_EQ(tuned(), "x");
+  EXPECT_EQ(toasted(), before + 2);
+  // A new connection sets it again at its first write: the record stays in its row.
+  ASSERT_EQ(store::open(url)->insert({jobs[3]}).inserted, 1);
+  EXPECT_EQ(tuned(), "e");
+  EXPECT_EQ(toasted(), before + 2);
+  for (const stored_job& j : jobs) {
+    const std::optional<stored_job> back = s->job_by_key(j.job.job_key);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->record_json, j.record_json);
+  }
+  s->execute("DROP SCHEMA in_row_test CASCADE");
 }
 
 TEST_F(StoreBackend, MigratesInsertsOnceAndQueries) {

@@ -50,21 +50,25 @@ std::string pack_record(const std::string& json) {
   };
   thread_local const std::unique_ptr<libdeflate_compressor, compressor_deleter> compressor(
       libdeflate_alloc_compressor(1));
-  if (!compressor)
+  if (!compressor || json.size() > UINT32_MAX)
     return json;
+  // Deflated into this thread's buffer, then copied at its size: a string of the bound's size
+  // (more than the text's) would be zeroed and kept whole by every job until its commit.
+  thread_local std::string buffer;
   const size_t bound = libdeflate_zlib_compress_bound(compressor.get(), json.size());
-  std::string out(6 + bound, '\0');
-  out[0] = 'z';
-  out[1] = '1';
-  for (int i = 0; i < 4; ++i)
-    out[2 + i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
-  const size_t size = json.size() > UINT32_MAX
-                          ? 0
-                          : libdeflate_zlib_compress(compressor.get(), json.data(), json.size(),
-                                                     out.data() + 6, bound);
+  if (buffer.size() < bound)
+    buffer.resize(bound);
+  const size_t size =
+      libdeflate_zlib_compress(compressor.get(), json.data(), json.size(), buffer.data(), bound);
   if (size == 0)
     return json;
-  out.resize(6 + size);
+  std::string out;
+  out.reserve(6 + size);
+  out += 'z';
+  out += '1';
+  for (int i = 0; i < 4; ++i)
+    out += static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  out.append(buffer, 0, size);
   return out;
 }
 

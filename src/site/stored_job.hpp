@@ -6,6 +6,7 @@
 #include "profiler/record/mpi_t_record.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,8 +62,10 @@ struct pvar_row {
 // What the store indexes of a job's MPI_T section: its control variables as one text (the
 // set's identity; see mpi_t_index.cpp) and the performance variables its ranks read.
 struct mpi_t_rows {
-  std::string settings; // the control variables, in name order (settings_text)
-  std::string digest;   // what tells this set of control variables from others
+  // The control variables, in name order (settings_text): shared by the jobs of one set that
+  // a thread read, since a few hundred pairs of text would be most of each job's memory.
+  std::shared_ptr<const std::string> settings;
+  std::string digest; // what tells this set of control variables from others
   std::vector<pvar_row> pvars;
 };
 

@@ -225,7 +225,6 @@ namespace strata::core {
 void resolve_real_once() {
   std::call_once(real_functions_resolved, [] {
     clock_start_calibration();
-    gen::resolve_real_functions();
     decode::resolve_api();
     real_pcontrol = reinterpret_cast<pcontrol_fn>(find_real("PMPI_Pcontrol"));
   });

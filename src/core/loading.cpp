@@ -27,6 +27,9 @@ std::string load_pmpi_tool(const config::module_spec& spec, loaded_module& m) {
                                              nullptr,
                                              nullptr};
   const launch::elf_dynamic elf = launch::read_elf_dynamic(m.path);
+  if (!elf.error.empty())
+    return spec.origin + ": module '" + spec.name + "' has no " + STRATA_MODULE_SYMBOL +
+           " symbol and is not a PMPI tool that can be loaded: " + elf.error;
   auto imports = [&](const char* upper, const char* lower) {
     for (const std::string& name : elf.imported)
       if (name.rfind(upper, 0) == 0 || name.rfind(lower, 0) == 0)

@@ -1,5 +1,7 @@
 #include "launch/launch.hpp"
 
+#include "common/on_demand_library.hpp"
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -12,46 +14,99 @@
 
 namespace strata::launch {
 
+namespace {
+
+// libelf's functions, from the library loaded at the first read (CMakeLists.txt): the core
+// reads ELF files only to load a patched PMPI tool, and linked, libelf took 0.14 ms of the
+// start of every rank.
+struct libelf_functions {
+  decltype(&elf_version) version = nullptr;
+  decltype(&elf_begin) begin = nullptr;
+  decltype(&elf_end) end = nullptr;
+  decltype(&elf_kind) kind = nullptr;
+  decltype(&elf_nextscn) nextscn = nullptr;
+  decltype(&elf_getdata) getdata = nullptr;
+  decltype(&elf_strptr) strptr = nullptr;
+  decltype(&gelf_getshdr) getshdr = nullptr;
+  decltype(&gelf_getdyn) getdyn = nullptr;
+  decltype(&gelf_getsym) getsym = nullptr;
+};
+
+// nullptr, with the reason in `problem`, when libelf cannot be loaded or is unusable.
+const libelf_functions* libelf(std::string& problem) {
+  static std::string why_not;
+  static const libelf_functions* const loaded = []() -> const libelf_functions* {
+    common::on_demand_library library(STRATA_LIBELF_SONAME);
+    static libelf_functions f;
+    library.bind("elf_version", f.version);
+    library.bind("elf_begin", f.begin);
+    library.bind("elf_end", f.end);
+    library.bind("elf_kind", f.kind);
+    library.bind("elf_nextscn", f.nextscn);
+    library.bind("elf_getdata", f.getdata);
+    library.bind("elf_strptr", f.strptr);
+    library.bind("gelf_getshdr", f.getshdr);
+    library.bind("gelf_getdyn", f.getdyn);
+    library.bind("gelf_getsym", f.getsym);
+    if (!library.ok()) {
+      why_not = library.problem();
+      return nullptr;
+    }
+    if (f.version(EV_CURRENT) == EV_NONE) {
+      why_not = "libelf is unusable";
+      return nullptr;
+    }
+    return &f;
+  }();
+  problem = why_not;
+  return loaded;
+}
+
+} // namespace
+
 elf_dynamic read_elf_dynamic(const std::string& path) {
   elf_dynamic result;
-  if (elf_version(EV_CURRENT) == EV_NONE) {
-    result.error = "libelf is unusable";
+  std::string problem;
+  const libelf_functions* const elf_fn = libelf(problem);
+  if (elf_fn == nullptr) {
+    result.error = path + ": cannot be read: " + problem;
     return result;
   }
+  const libelf_functions& lib = *elf_fn;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     result.error = path + ": cannot open";
     return result;
   }
-  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
-  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
+  Elf* elf = lib.begin(fd, ELF_C_READ, nullptr);
+  if (elf == nullptr || lib.kind(elf) != ELF_K_ELF) {
     result.error = path + ": not an ELF executable";
   } else {
     bool dynamic = false;
     Elf_Scn* scn = nullptr;
-    while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+    while ((scn = lib.nextscn(elf, scn)) != nullptr) {
       GElf_Shdr shdr;
-      if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_entsize == 0)
+      if (lib.getshdr(scn, &shdr) == nullptr || shdr.sh_entsize == 0)
         continue;
-      Elf_Data* data = elf_getdata(scn, nullptr);
+      Elf_Data* data = lib.getdata(scn, nullptr);
       const size_t count = shdr.sh_size / shdr.sh_entsize;
       if (shdr.sh_type == SHT_DYNAMIC) {
         dynamic = true;
         for (size_t i = 0; data != nullptr && i < count; ++i) {
           GElf_Dyn dyn;
-          if (gelf_getdyn(data, static_cast<int>(i), &dyn) == nullptr)
+          if (lib.getdyn(data, static_cast<int>(i), &dyn) == nullptr)
             break;
           if (dyn.d_tag != DT_NEEDED)
             continue;
-          if (const char* name = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val))
+          if (const char* name = lib.strptr(elf, shdr.sh_link, dyn.d_un.d_val))
             result.libraries.emplace_back(name);
         }
       } else if (shdr.sh_type == SHT_DYNSYM) {
         for (size_t i = 1; data != nullptr && i < count; ++i) {
           GElf_Sym sym;
-          if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr)
+          if (lib.getsym(data, static_cast<int>(i), &sym) == nullptr)
             break;
-          const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+          const char* name = lib.strptr(elf, shdr.sh_link, sym.st_name);
           if (name == nullptr || name[0] == '\0')
             continue;
           (sym.st_shndx == SHN_UNDEF ? result.imported : result.exported).emplace_back(name);
@@ -62,7 +117,7 @@ elf_dynamic read_elf_dynamic(const std::string& path) {
       result.error = path + ": statically linked (no dynamic section); link it with -lstrata";
   }
   if (elf != nullptr)
-    elf_end(elf);
+    lib.end(elf);
   ::close(fd);
   return result;
 }

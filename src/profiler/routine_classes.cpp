@@ -4,15 +4,20 @@
 
 namespace strata::profiler {
 
-bool is_collective_name(const std::string& name) {
+routine_class classify_routine(const std::string& name) {
   const routines::info* info = routines::find(name);
-  return info != nullptr && info->is_collective();
+  if (info == nullptr)
+    return {};
+  return {info->is_collective(), info->cheap};
+}
+
+bool is_collective_name(const std::string& name) {
+  return classify_routine(name).collective;
 }
 
 // docs/PERFORMANCE.md, "Untimed polls and cheap calls", has the figures behind the table's list.
 bool counted_without_time(const std::string& name) {
-  const routines::info* info = routines::find(name);
-  return info != nullptr && info->cheap;
+  return classify_routine(name).counted_without_time;
 }
 
 bool excluded_from_mpi_time(const std::string& routine) {

@@ -16,6 +16,14 @@ bool is_collective_name(const std::string& name);
 // profile counts them without timing them; the record says "timed": false for them.
 bool counted_without_time(const std::string& name);
 
+// Both of the above from one look-up in the routine table (the profile asks for every MPI
+// function at start).
+struct routine_class {
+  bool collective = false;
+  bool counted_without_time = false;
+};
+routine_class classify_routine(const std::string& name);
+
 // Functions whose time is not "MPI time": they bracket the measured interval.
 bool excluded_from_mpi_time(const std::string& routine);
 

@@ -23,6 +23,11 @@ TEST(RoutineClasses, CallsCountedWithoutTime) {
     EXPECT_TRUE(counted_without_time(name)) << name;
   for (const char* name : {"MPI_Send", "MPI_Test", "MPI_Comm_split", "MPI_Barrier"})
     EXPECT_FALSE(counted_without_time(name)) << name;
+  // The profile's start asks both in one look-up.
+  EXPECT_TRUE(classify_routine("MPI_Comm_rank").counted_without_time);
+  EXPECT_FALSE(classify_routine("MPI_Comm_rank").collective);
+  EXPECT_TRUE(classify_routine("MPI_Allreduce").collective);
+  EXPECT_FALSE(classify_routine("MPI_Allreduce").counted_without_time);
 }
 
 TEST(RoutineClasses, InitAndFinalizeAreNotMpiTime) {

@@ -156,6 +156,33 @@ class Combinations(StrataTestCase):
                     if int(counts.get(name, -1)) != calls:
                         yield f"PMPI tool rank {rank}: {name} {counts.get(name)}, not {calls}"
 
+    def test_the_programs_buffers_stay_where_malloc_puts_them_under_every_module(self):
+        # glibc raises its mmap threshold when a block of 128 KiB or more is freed: a module (or
+        # the core) that did so at start would move the program's later buffers of that size
+        # from mappings of their own into the heap (the profile alone: test_profile.py).
+        native = run(mpirun(RANKS) + [program("allocator_c")])
+        self.assertRan(native)
+        expected = sorted(l for l in native.stdout.splitlines() if l.startswith("allocator:"))
+        self.assertEqual(len(expected), RANKS, native.stdout)
+        self.assertIn("160K=mapped", expected[0])  # glibc's default threshold is 128 KiB
+        with tempfile.TemporaryDirectory(prefix="strata-combo-") as work:
+            model = os.path.join(work, "model.json")
+            with open(model, "w") as f:
+                json.dump(synthetic_model(200e-6), f)
+            env = base_env(STRATA_SPOOL=os.path.join(work, "spool"), HOME=work,
+                           STRATA_TRACE_DIR=os.path.join(work, "trace"), STRATA_MODEL=model,
+                           STRATA_MONITOR_OUT=os.path.join(work, "rounds.jsonl"),
+                           PMPI_TOOL_OUT=work)
+            for name, tools in MODULES.items():
+                with self.subTest(module=name):
+                    rc, out, err, hung = run_bounded(
+                        [STRATA, "run", "-np", str(RANKS), "--tools", tools, "--",
+                         program("allocator_c")], env, work)
+                    self.assertFalse(hung, f"{tools}: no end within {BOUND_S} s")
+                    self.assertEqual(rc, 0, err)
+                    got = sorted(l for l in out.splitlines() if l.startswith("allocator:"))
+                    self.assertEqual(got, expected, tools)
+
     def test_trace_beside_the_monitor(self):
         # Four application ranks and the monitor's tool ranks: the archive describes the
         # application's ranks only, its world as the world communicator, and `strata analyze`

@@ -1,8 +1,10 @@
 """Binary PMPI tools, patched with `strata patch`, chained with native modules (PnMPI 3.1)."""
 import json
 import os
+import subprocess
 
-from strata_testlib import (STRATA, StrataTestCase, base_env, mpirun, program, run, strata_run)
+from strata_testlib import (CORE, STRATA, StrataTestCase, base_env, mpirun, program, run,
+                            strata_run)
 from test_overhead import synthetic_model
 
 ITER = 6
@@ -97,6 +99,19 @@ class PatchedTools(StrataTestCase):
     def test_unpatched_tool_is_refused_with_the_fix(self):
         proc = strata_run("unpatched_tool", [program("ring_c"), "2"], env=self.env)
         self.assertOneErrorLine(proc, "is a PMPI tool that has not been patched: run 'strata patch ")
+
+    def test_tool_is_refused_when_libelf_cannot_be_loaded(self):
+        # The core loads libelf only to read a patched tool: a libelf without its functions, found
+        # first, must refuse the tool with one line, before the program runs.
+        broken = os.path.join(self.out, "broken")
+        os.mkdir(broken)
+        subprocess.run(["cc", "-shared", "-fPIC", "-x", "c", "/dev/null", "-o",
+                        os.path.join(broken, "libelf.so.1")], check=True)
+        env = base_env(PMPI_TOOL_OUT=self.out, LD_PRELOAD=CORE, STRATA_TOOLS="count_a",
+                       LD_LIBRARY_PATH=broken)
+        proc = run(mpirun(2) + [program("ring_c"), "2"], env=env, timeout=60)
+        self.assertOneErrorLine(proc, "is not a PMPI tool that can be loaded: ")
+        self.assertIn("libelf.so.1 has no elf_version", proc.stderr)
 
     def test_tools_take_no_arguments(self):
         proc = strata_run("count_a:x=1", [program("ring_c"), "2"], env=self.env)

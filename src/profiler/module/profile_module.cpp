@@ -61,7 +61,9 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   const int n = host->function_count();
   for (int f = 0; f < n; ++f) {
     s->names.emplace_back(host->function_name(f));
-    s->traits.push_back(is_collective_name(s->names.back()) ? routine_trait::collective : 0);
+    const routine_class kind = classify_routine(s->names.back());
+    s->traits.push_back(kind.collective ? routine_trait::collective : 0);
+    s->cheap.push_back(kind.counted_without_time);
   }
   s->polls.assign(static_cast<size_t>(n), poll_figures{});
   s->early_slots.assign(static_cast<size_t>(n), empty_routine_slot);
@@ -183,7 +185,7 @@ extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, 
     return nullptr;
   const auto f = static_cast<size_t>(function);
   uint64_t* counter = nullptr;
-  if (what == STRATA_COUNT_CALLS && counted_without_time(s->names[f])) {
+  if (what == STRATA_COUNT_CALLS && s->cheap[f]) {
     counter = &s->counting.slots[f].calls;
     s->traits[f] |= routine_trait::counted_only;
   } else if (what == STRATA_COUNT_UNTIMED_POLLS && s->lean_polls) {

@@ -38,6 +38,7 @@ struct module_state {
   int self = 0;
   std::vector<std::string> names;  // by function id
   std::vector<uint8_t> traits;     // by function id: routine_trait bits
+  std::vector<bool> cheap;         // by function id: counted without time (routine_classes.hpp)
   std::vector<poll_figures> polls; // by function id
   // Where calls are counted (the call path's view): the rank file once it exists; before it
   // (MPI_Init itself) or without one, the memory below.

@@ -17,7 +17,6 @@
 #include <vector>
 
 namespace strata::gen {
-void* real_function(int fid);
 bool takes_communicator(int fid);
 bool is_poll_function(int fid);
 } // namespace strata::gen

@@ -307,10 +307,7 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             if "flag" in roles.get(f.name.removesuffix("_c"), {}):
                 c.write(f"  case fid_{f.name}:\n")
         c.write("    return true;\n  default:\n    return false;\n  }\n}\n")
-        c.write("void* real_function(int fid) {\n  switch (fid) {\n")
-        for f in functions:
-            c.write(f"  case fid_{f.name}: return reinterpret_cast<void*>(real.{f.name});\n")
-        c.write("  default: return nullptr;\n  }\n}\n} // namespace strata::gen\n\n")
+        c.write("} // namespace strata::gen\n\n")
         c.write("using namespace strata;\nusing namespace strata::gen;\n"
                 "namespace dec = strata::decode;\n\n")
         for f in functions:

@@ -203,6 +203,12 @@ bool group_counters(const core_state& s, std::vector<chain_entry>& list, size_t 
   return all;
 }
 
+// The group starting at entry i is that entry alone, with only the real function below it.
+bool alone_above_real(const std::vector<chain_entry>& list, size_t i) {
+  return list[i].group_end == static_cast<int>(i) + 1 &&
+         list[i].group_end == static_cast<int>(list.size());
+}
+
 // Counting instead of events (module.h, strata_module_counter_v1), asked once the modules'
 // mpi_ready have run. The mode is stored last: no other thread calls MPI before MPI_Init returns.
 void enable_counting(core_state& s) {
@@ -230,9 +236,7 @@ void enable_counting(core_state& s) {
                group_counters(s, list, i, fid, STRATA_COUNT_EMPTY_POLLS))
         mode = count_empty_polls;
       list[i].atomic_counts = level == MPI_THREAD_MULTIPLE;
-      list[i].count_direct = !list[i].atomic_counts &&
-                             list[i].group_end == static_cast<int>(i) + 1 &&
-                             list[i].group_end == static_cast<int>(list.size());
+      list[i].count_direct = !list[i].atomic_counts && alone_above_real(list, i);
       list[i].count_mode = mode;
       if (mode != count_none)
         list[i].sole_exit_every_call = false;
@@ -269,9 +273,8 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list, boo
     list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
     list[i].fields = with_prerequisites(fields);
     list[i].any_enter = any_enter;
-    list[i].sole_exit = list[i].group_end == static_cast<int>(i) + 1 &&
-                        list[i].group_end == static_cast<int>(list.size()) &&
-                        list[i].enter == nullptr && list[i].exit != nullptr;
+    list[i].sole_exit =
+        alone_above_real(list, i) && list[i].enter == nullptr && list[i].exit != nullptr;
     // Counting, set later, clears it (enable_counting).
     list[i].sole_exit_every_call = list[i].sole_exit && (!polls || list[i].poll_interval == 0);
   }

@@ -456,9 +456,11 @@ __attribute__((noinline)) R invoke_sole_exit(const chain_entry& entry, R (*real)
 // jump that moves no argument, where passing two more made wrapped_X copy its stack arguments
 // in a frame of its own (about 50 instructions a call). The entry and the real function are
 // read again here, a few loads.
+// The generated strata_timed_X of such a function (Decoder::timed_in_place) is this, out of
+// line; the entry point of one with arguments on the stack jumps there itself (generate.py).
 inline constexpr size_t register_arguments = 6; // the x86-64 System V ABI's integer registers
 template <int F, typename Decoder, typename... A>
-__attribute__((noinline)) auto invoke_sole_exit_in_place(A... args) {
+__attribute__((always_inline)) inline auto sole_exit_in_place(A... args) {
   const chain_entry& entry = *chains[F]->first_below[tls.layer + 1];
   return sole_exit_call<F, Decoder>(entry, Decoder::real_function(), args...);
 }
@@ -468,7 +470,7 @@ template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry, R (*real)(P...),
                                                         A... args) {
   if constexpr (sizeof...(A) + 2 > register_arguments)
-    return invoke_sole_exit_in_place<F, Decoder>(args...);
+    return Decoder::timed_in_place(args...);
   else
     return invoke_sole_exit<F, Decoder>(entry, real, args...);
 }

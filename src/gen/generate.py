@@ -199,6 +199,69 @@ def exit_decoder(spec):
     return lines
 
 
+# Arguments the x86-64 System V ABI passes in registers (the integer ones: MPI's are all such).
+REGISTER_ARGUMENTS = 6
+
+
+def timed_in_place(fn):
+    """The timed call of a function whose arguments with the chain entry and the real function
+    would not all fit in registers reads those two again itself (dispatch.hpp,
+    sole_exit_in_place): strata_timed_X, out of line."""
+    return len(fn.params) + 2 > REGISTER_ARGUMENTS
+
+
+def write_stack_entry(c, fn, index):
+    """The entry point, in assembly, of a function with arguments on the stack. GCC copies those
+    into registers and back on every tail call that passes them on (26 instructions in
+    MPI_Sendrecv's entry, 53 more in wrapped_MPI_Sendrecv's frame): here nothing moves them. No
+    chain: MPI. A chain that only counts: counted_X. The application's call (layer -1, MPI not
+    running, no call mark) whose first entry is the usual timed call (sole_exit_every_call):
+    its call site, and strata_timed_X. Anything else: wrapped_X, which decides as dispatch<>()
+    does. `index`: the function's id, which is also its place in the real-function table. The
+    offsets are asserted in the generated file (write_stack_entry_layout)."""
+    n = fn.name
+    body = (f".pushsection .text\n.p2align 4\n.globl {n}\n.type {n}, @function\n{n}:\n.cfi_startproc\n"
+            f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
+            "  testq %rax, %rax\n  jnz 1f\n"
+            f"  jmp *_ZN6strata3gen4realE+{8 * index}(%rip)\n"
+            "1: cmpq $0, 24(%rax)\n"
+            f"  jne strata_counted_{n}\n"
+            "  movq _ZN6strata4core3tlsE@gottpoff(%rip), %r10\n"
+            "  movl $0xffffffff, %r11d\n"
+            "  cmpq %r11, %fs:(%r10)\n"
+            f"  jne strata_wrapped_{n}\n"
+            "  cmpl $0, strata_call_marks(%rip)\n"
+            f"  jne strata_wrapped_{n}\n"
+            "  movq 16(%rax), %rax\n  movq (%rax), %rax\n"
+            "  testq %rax, %rax\n"
+            f"  jz strata_wrapped_{n}\n"
+            "  cmpb $0, 78(%rax)\n"
+            f"  je strata_wrapped_{n}\n"
+            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
+            f"  jmp strata_timed_{n}\n"
+            f".cfi_endproc\n.size {n}, .-{n}\n")
+    for alias in ("P" + n, "ZMPI_" + n[4:]):
+        body += f".globl {alias}\n.type {alias}, @function\n.set {alias}, {n}\n"
+    body += ".popsection\n"
+    c.write(f"static_assert(fid_{n} == {index} && "
+            f"offsetof(strata::gen::real_functions, {n}) == {8 * index});\n")
+    escaped = body.replace("\n", "\\n")
+    c.write(f'asm("{escaped}");\n')
+
+
+def write_stack_entry_layout(c):
+    """What the assembly entry points read, where write_stack_entry reads it."""
+    c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
+            "static_assert(offsetof(core::chain, first_below) == 16 && "
+            "offsetof(core::chain, direct_counter) == 24);\n"
+            "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78);\n"
+            "static_assert(offsetof(core::thread_state, layer) == 0 && "
+            "offsetof(core::thread_state, in_real) == 4 && "
+            "offsetof(core::thread_state, call_site) == 8);\n"
+            "static_assert(sizeof core::strata_call_marks == 4 && sizeof(void (*)()) == 8);\n"
+            "#endif\n")
+
+
 def write_decoder_lines(c, lines):
     """The lines of one decoder, adjacent lines of one field group under one test."""
     i = 0
@@ -310,13 +373,18 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
         c.write("} // namespace strata::gen\n\n")
         c.write("using namespace strata;\nusing namespace strata::gen;\n"
                 "namespace dec = strata::decode;\n\n")
-        for f in functions:
+        write_stack_entry_layout(c)
+        for index, f in enumerate(functions):
             n = f.name
             args = ", ".join(f.names())
             params = ", ".join(p[1] for p in f.params)
             lines, spec = decoder(f, roles)
             exits = exit_decoder(spec)
+            if timed_in_place(f):
+                c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_timed_' + n)};\n")
             c.write(f"namespace {{\nstruct decoder_{n} {{\n")
+            if timed_in_place(f):
+                c.write(f"  static constexpr auto timed_in_place = strata_timed_{n};\n")
             # The real function, for the event path that reads it again (invoke_sole_exit_in_place).
             c.write(f"  static auto real_function() {{ return real.{n}; }}\n")
             # Arguments by reference: the status substitution rewrites an argument before the call.
@@ -366,12 +434,25 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             for comm in comms:
                 c.write(f"    if ({comm} == MPI_COMM_WORLD)\n      {comm} = world;\n")
             c.write("  }\n};\n} // namespace\n")
+            if timed_in_place(f):
+                c.write(f"extern \"C\" __attribute__((noinline)) {f.proto('strata_timed_' + n)} {{\n"
+                        f"  return core::sole_exit_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
             # The wrapped path lives in its own function taking the arguments by value, so the
             # unwrapped path stays a load, a test and a tail call (no spilled arguments). Where
             # the entry point ends in it (tail_call), it is entered by a jump with the entry's
             # own arguments: nothing moves, and its return address is the application's.
             # Without optimisation there are no tail calls: the entry passes chain and address.
             tail_call = n not in LIFECYCLE_HOOKS and n != "MPI_Group_from_session_pset"
+            # An entry point in assembly (write_stack_entry), where wrapped_X and counted_X go by
+            # the names it jumps to.
+            stack_entry = (len(f.params) > REGISTER_ARGUMENTS and tail_call and "flag" not in spec
+                           and not matches(tables_of["handle_conversion"], stem(n)))
+            if stack_entry:
+                c.write("#if defined(__OPTIMIZE__)\n")
+                for kind in ("wrapped", "counted"):
+                    c.write(f"__attribute__((used)) {f.proto(kind + '_' + n)} "
+                            f"asm(\"strata_{kind}_{n}\");\n")
+                c.write("#endif\n")
             with_site = (f"__attribute__((noinline)) {f.ret} wrapped_{n}(const core::chain* chain, "
                          f"const void* site{', ' if params else ''}{params}) {{\n"
                          f"  return core::dispatch<fid_{n}, decoder_{n}>(chain, site, real.{n}"
@@ -405,6 +486,10 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                     c.write(f"__attribute__((noinline, cold)) {f.proto('lean_fallback_' + n)} {{\n")
                     c.write(f"  if (core::chains[fid_{n}] == nullptr)\n    return real.{n}({args});\n")
                     c.write(f"  return {jumped};\n}}\n#endif\n")
+            if stack_entry:
+                c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n")
+                write_stack_entry(c, f, index)
+                c.write("#else\n")
             c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
             c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
             if n in LIFECYCLE_HOOKS:
@@ -457,6 +542,8 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             for prefix in ("P", "Z"):
                 c.write(f"extern \"C\" STRATA_EXPORT {f.proto(prefix + n if prefix == 'P' else 'ZMPI_' + n[4:])}"
                         f" __attribute__((alias(\"{n}\")));\n")
+            if stack_entry:
+                c.write("#endif\n")
             c.write("\n")
 
 

@@ -276,7 +276,9 @@ enum {
   STRATA_FIELD_REQUESTS = 1u << 4, /* request, request_count, requests */
   STRATA_FIELD_STATUS = 1u << 5,   /* bytes_received, source, status_source, status_tag, and the
                                       STRATA_EVENT_STATUS_FROM_CORE flag */
-  STRATA_FIELD_ALL = (1u << 6) - 1
+  STRATA_FIELD_RECEIVED = 1u << 6, /* bytes_received and STRATA_EVENT_STATUS_FROM_CORE alone (part
+                                      of STATUS, without the source's world rank and the tag) */
+  STRATA_FIELD_ALL = (1u << 7) - 1
 };
 #define STRATA_MODULE_FIELDS_SYMBOL "strata_module_fields_v1"
 typedef uint32_t (*strata_module_fields_entry)(void* state);

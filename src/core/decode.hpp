@@ -68,14 +68,16 @@ inline const comm_info* lookup_comm(MPI_Comm comm) {
   return lookup_comm_in_table(comm);
 }
 
+// A rank of the communicator first, with one unsigned compare: the special ranks are negative.
 inline int world_rank(const comm_info* c, int rank) {
+  if (__builtin_expect(c != nullptr && static_cast<unsigned>(rank) < static_cast<unsigned>(c->size),
+                       1))
+    return c->world_ranks != nullptr ? c->world_ranks[rank] : rank;
   if (rank == MPI_ANY_SOURCE)
     return STRATA_ANY_SOURCE_RANK;
   if (rank == MPI_PROC_NULL)
     return STRATA_PROC_NULL_RANK;
-  if (c == nullptr || rank < 0 || rank >= c->size)
-    return STRATA_NO_RANK; // bad argument: MPI will report it, we only must not crash
-  return c->world_ranks != nullptr ? c->world_ranks[rank] : rank;
+  return STRATA_NO_RANK; // bad argument: MPI will report it, we only must not crash
 }
 
 // The predefined datatypes' sizes, asked of MPI once when the tools start and read-only after:
@@ -193,14 +195,18 @@ inline int64_t status_bytes(const MPI_Status* status) {
 #endif
 }
 
-inline void read_status(strata_event& ev, const scratch& s, const MPI_Status* status) {
+// The bytes received (STRATA_FIELD_RECEIVED), and the rest only for the groups that read it.
+inline void read_status(strata_event& ev, const scratch& s, uint32_t fields,
+                        const MPI_Status* status) {
   if (ev.result != MPI_SUCCESS || status == nullptr || status == MPI_STATUS_IGNORE)
     return;
   ev.bytes_received = status_bytes(status);
+  if ((fields & STRATA_FIELD_STATUS) == 0)
+    return;
   ev.source = world_rank(s.comm, status->MPI_SOURCE);
   ev.status_source = status->MPI_SOURCE;
   ev.status_tag = status->MPI_TAG;
-  if (ev.tag == STRATA_NO_TAG || ev.tag == MPI_ANY_TAG)
+  if ((fields & STRATA_FIELD_TAG) != 0 && (ev.tag == STRATA_NO_TAG || ev.tag == MPI_ANY_TAG))
     ev.tag = status->MPI_TAG;
 }
 

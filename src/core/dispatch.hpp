@@ -355,8 +355,9 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
     ev.request_count = 0;
     ev.requests = nullptr;
   }
-  if ((fields & STRATA_FIELD_STATUS) != 0) {
+  if ((fields & STRATA_FIELD_RECEIVED) != 0)
     ev.bytes_received = -1;
+  if ((fields & STRATA_FIELD_STATUS) != 0) {
     ev.source = STRATA_NO_RANK;
     ev.status_source = STRATA_NO_RANK;
     ev.status_tag = STRATA_NO_TAG;
@@ -383,7 +384,7 @@ __attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r, b
   strata_event ev;
   start_event(ev, F, ts, fields);
   ev.t_enter_ns = 0;
-  if (substituted && (fields & STRATA_FIELD_STATUS) != 0)
+  if (substituted && (fields & STRATA_FIELD_RECEIVED) != 0)
     ev.flags |= STRATA_EVENT_STATUS_FROM_CORE;
   set_result(ev, r);
   if (Decoder::completed(args...)) {

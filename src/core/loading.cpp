@@ -171,12 +171,14 @@ void ask_fields(loaded_module& m) {
 
 // What decoding `fields` needs besides: world ranks and communicator sizes come from the
 // communicator's lookup, the bytes of a rooted call from whether this rank is the root, and a
-// wildcard tag from the status.
+// wildcard tag from the status; the status's fields include the bytes received.
 uint32_t with_prerequisites(uint32_t fields) {
   if ((fields & STRATA_FIELD_BYTES) != 0)
     fields |= STRATA_FIELD_PEER;
   if ((fields & STRATA_FIELD_TAG) != 0)
     fields |= STRATA_FIELD_STATUS;
+  if ((fields & STRATA_FIELD_STATUS) != 0)
+    fields |= STRATA_FIELD_RECEIVED;
   if ((fields & (STRATA_FIELD_PEER | STRATA_FIELD_STATUS)) != 0)
     fields |= STRATA_FIELD_COMM;
   return fields;

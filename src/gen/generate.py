@@ -179,7 +179,7 @@ def decoder(fn, roles):
         count, _, array = spec["requests"].partition(":")
         lines.append(("REQUESTS", f"dec::set_requests(ev, {count}, {array});"))
     if "status" in spec:
-        lines.append(("STATUS", f"dec::substitute_status(ev, scratch, {spec['status']});"))
+        lines.append(("RECEIVED", f"dec::substitute_status(ev, scratch, {spec['status']});"))
     for key in spec:
         if key in ("send", "recv"):
             continue
@@ -195,7 +195,8 @@ def exit_decoder(spec):
         lines.append(("REQUESTS", f"dec::set_request(ev, {spec['request']});"))
     if "status" in spec:
         flag = f"*{spec['flag']} != 0" if "flag" in spec else "true"
-        lines.append(("STATUS", f"if ({flag}) dec::read_status(ev, scratch, {spec['status']});"))
+        lines.append(("RECEIVED",
+                      f"if ({flag}) dec::read_status(ev, scratch, fields, {spec['status']});"))
     return lines
 
 

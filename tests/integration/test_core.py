@@ -60,11 +60,13 @@ class ResultsAndCounts(StrataTestCase):
         # Modules declare the event fields they read (strata_module_fields_v1); the core decodes
         # the union of adjacent modules'. A probe that reads only the communicator next to one
         # that reads the bytes: the second still gets every byte, sent and from the status, and
-        # counts stay exact; alone, a probe declaring the bytes gets them too.
+        # counts stay exact; alone, a probe declaring the bytes gets them too, and so does one
+        # that reads of the status only the bytes received (the profile's fields).
         stacks = {
             "union": ",".join([probe(self.out, "commonly", fields="comm"),
                                probe(self.out, "union", fields="bytes+status")]),
             "alone": probe(self.out, "alone", fields="bytes+status"),
+            "received": probe(self.out, "received", fields="comm+peer+bytes+received"),
         }
         for name, tools in stacks.items():
             with self.subTest(stack=name):
@@ -81,17 +83,20 @@ class ResultsAndCounts(StrataTestCase):
     def test_bytes_of_predefined_and_reused_derived_datatypes(self):
         # The core knows the predefined types' sizes from MPI_Init on and asks MPI for the
         # others on every call: a derived type freed and its handle given to a larger one
-        # still counts the larger one's bytes.
-        proc = strata_run(probe(self.out, "types", fields="bytes+status"),
-                          [program("datatypes_c")])
-        self.assertRan(proc)
-        found = re.search(r"datatypes: sent=(\d+) reused_handles=(\d+)", proc.stdout)
-        self.assertIsNotNone(found, proc.stdout)
-        sent = int(found.group(1))
-        for rank in (0, 1):
-            counts, _ = read_counts(os.path.join(self.out, f"types.{rank}.counts"))
-            self.assertEqual(counts["MPI_Sendrecv"][:3], (8, sent, sent),
-                             "calls, bytes sent and bytes received (from the status)")
+        # still counts the larger one's bytes. The bytes received alike with the status's
+        # fields or only the bytes received (STRATA_FIELD_RECEIVED).
+        for fields in ("bytes+status", "bytes+received"):
+            with self.subTest(fields=fields):
+                name = "types" + fields.replace("+", "_")
+                proc = strata_run(probe(self.out, name, fields=fields), [program("datatypes_c")])
+                self.assertRan(proc)
+                found = re.search(r"datatypes: sent=(\d+) reused_handles=(\d+)", proc.stdout)
+                self.assertIsNotNone(found, proc.stdout)
+                sent = int(found.group(1))
+                for rank in (0, 1):
+                    counts, _ = read_counts(os.path.join(self.out, f"{name}.{rank}.counts"))
+                    self.assertEqual(counts["MPI_Sendrecv"][:3], (8, sent, sent),
+                                     "calls, bytes sent and bytes received (from the status)")
 
     def test_event_clock_is_monotonic_time(self):
         # The core reads the TSC where it can, scaled to CLOCK_MONOTONIC ns at MPI_Init; at

@@ -34,8 +34,8 @@ struct probe_state {
   long service_value = 0;
   uint32_t fields = STRATA_FIELD_ALL;
   bool reads_bytes() const {
-    return (fields & (STRATA_FIELD_BYTES | STRATA_FIELD_STATUS)) ==
-           (STRATA_FIELD_BYTES | STRATA_FIELD_STATUS);
+    return (fields & STRATA_FIELD_BYTES) != 0 &&
+           (fields & (STRATA_FIELD_STATUS | STRATA_FIELD_RECEIVED)) != 0;
   }
 };
 
@@ -46,7 +46,8 @@ bool parse_fields(const std::string& text, uint32_t& out) {
     uint32_t bit;
   } groups[] = {{"comm", STRATA_FIELD_COMM},         {"peer", STRATA_FIELD_PEER},
                 {"tag", STRATA_FIELD_TAG},           {"bytes", STRATA_FIELD_BYTES},
-                {"requests", STRATA_FIELD_REQUESTS}, {"status", STRATA_FIELD_STATUS}};
+                {"requests", STRATA_FIELD_REQUESTS}, {"status", STRATA_FIELD_STATUS},
+                {"received", STRATA_FIELD_RECEIVED}};
   out = 0;
   size_t pos = 0;
   while (pos <= text.size()) {

@@ -202,9 +202,10 @@ extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, 
 
 // What count_call and the counter callbacks read of an event besides its function, times and
 // call site (module.h): the communicator's size, whether the call has a peer, the bytes and the
-// status's; not the tag nor the requests, which the core then leaves undecoded.
+// bytes received; not the tag, the requests nor the status's source, which the core then leaves
+// undecoded.
 extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_fields_v1(void*) {
-  return STRATA_FIELD_COMM | STRATA_FIELD_PEER | STRATA_FIELD_BYTES | STRATA_FIELD_STATUS;
+  return STRATA_FIELD_COMM | STRATA_FIELD_PEER | STRATA_FIELD_BYTES | STRATA_FIELD_RECEIVED;
 }
 
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {

@@ -31,7 +31,11 @@ namespace strata::profiler {
 
 namespace {
 
-constexpr int summary_tag = 1;
+// The tree's messages go over the tools' world, which every module of the stack shares: a tag
+// of each module's own ("SP" and "SO"; the tracer's are below 16), so that no other module's
+// message, nor one of the profile's that came after its deadline, is taken for the overhead
+// module's, or the other way round, when both are in the stack.
+constexpr int summary_tag = is_overhead_module ? 0x534f : 0x5350;
 
 // Waits, polling, until `done` says yes or the deadline (mono_ns) passes, yielding the core
 // between polls as MPI does when ranks outnumber cores (a rank that sleeps instead delays the
@@ -101,7 +105,7 @@ struct subtree {
 subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::string& own_text) {
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
   const std::optional<unsigned long> stall_ms = stall_asked(s);
-  const MPI_Comm comm = s.finalize_comm != MPI_COMM_NULL ? s.finalize_comm : s.world;
+  const MPI_Comm comm = s.world;
   const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
   const uint64_t start = mono_ns();
   subtree here;
@@ -359,8 +363,6 @@ void finalize_job(module_state& s) {
   store_counter_totals(s);
   job_figures job = reduce_over_ranks(s);
   auto mpi_t = mpi_t_over_ranks(s, true);
-  if (s.finalize_comm != MPI_COMM_NULL)
-    MPI_Comm_free(&s.finalize_comm);
   if (s.rank == 0) {
     // Measured before the record is rendered, so the record can hold it; rendering, writing and
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).

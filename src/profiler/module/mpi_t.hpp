@@ -40,10 +40,10 @@ struct mpi_t_state {
 // most of it the constructors of transport libraries); before MPI_Init that work is shared with
 // MPI_Init, which opens those components anyway, instead of done twice. MPI_Init then closes
 // (and unloads) the components it does not select, whose control variables live in their own
-// memory: the shared objects MPI_T_init_thread loaded stay loaded until the process exits, so
-// that reading those variables at finalize reads memory that is still there. (Letting them go
-// after MPI_Finalize would cost about 2.5 ms of unmapping per job, for nothing: no code of
-// theirs runs once Open MPI has closed them.)
+// memory: the components MPI_T_init_thread loaded (and so the libraries they need) stay loaded
+// until the process exits, so that reading those variables at finalize reads memory that is
+// still there. (Letting them go after MPI_Finalize would cost about 2.5 ms of unmapping per job,
+// for nothing: no code of theirs runs once Open MPI has closed them.)
 void mpi_t_load(module_state& s);
 
 // In mpi_ready, after the profile's own start: the session, one handle per variable (MPICH;

@@ -186,7 +186,9 @@ rank_clock check_event_clock(module_state& s, std::string& kernel_clocksource) {
 
 // The job's figures on rank 0 (empty on the other ranks). Times go out corrected when the
 // clock's check found a rate error (clock_check.hpp); the rank file keeps what was counted.
-job_figures reduce_over_ranks(module_state& s) {
+// `riders`: words of this rank's that go along in the figures' MPI_Allreduce (MPI_MAX), replaced
+// by their reduction over the ranks (one collective fewer for MPI_T's agreement).
+job_figures reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders) {
   const size_t n = s.names.size();
   const rank_header& h = s.header();
   std::string kernel_clocksource;
@@ -211,8 +213,12 @@ job_figures reduce_over_ranks(module_state& s) {
       summary_text({std::string(h.host, ::strnlen(h.host, sizeof(h.host)))}, sites);
   std::vector<uint32_t> layout = reduction_layout(slots, n);
   append_clock_layout(layout, clock);
+  layout.insert(layout.end(), riders.begin(), riders.end());
   MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(layout.size()), MPI_UINT32_T, MPI_MAX,
                 s.world);
+  std::copy(layout.end() - static_cast<std::ptrdiff_t>(riders.size()), layout.end(),
+            riders.begin());
+  layout.resize(layout.size() - riders.size());
   const reduction_plan plan = plan_reduction(layout, n);
   subtree all = combine_up_the_tree(s, pack_rank(h, s.rank, s.names, slots, plan.functions), text);
   job_figures job;
@@ -334,8 +340,9 @@ void pcontrol_level(module_state& s, int level) {
     charge_untimed_polls(s);
     s.header().final_mono_ns = mono_ns();
     store_counter_totals(s);
-    const job_figures job = reduce_over_ranks(s);
-    auto mpi_t = mpi_t_over_ranks(s, false);
+    mpi_t::agreement_layout agreement = mpi_t_agreement(s);
+    const job_figures job = reduce_over_ranks(s, agreement);
+    auto mpi_t = mpi_t_over_ranks(s, agreement, false);
     s.header().final_mono_ns = 0;
     if (s.rank == 0) {
       record::job_record subtotal = to_record(job);
@@ -361,8 +368,9 @@ void finalize_job(module_state& s) {
       calls_with_events(s.counted_slots(merged), s.polls.data(), s.traits) * s.per_call_overhead_ns;
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
-  job_figures job = reduce_over_ranks(s);
-  auto mpi_t = mpi_t_over_ranks(s, true);
+  mpi_t::agreement_layout agreement = mpi_t_agreement(s);
+  job_figures job = reduce_over_ranks(s, agreement);
+  auto mpi_t = mpi_t_over_ranks(s, agreement, true);
   if (s.rank == 0) {
     // Measured before the record is rendered, so the record can hold it; rendering, writing and
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).

@@ -442,22 +442,28 @@ void mpi_t_reset(module_state& s) {
     }
 }
 
-std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_finalize) {
+mpi_t::agreement_layout mpi_t_agreement(module_state& s) {
+  mpi_t_state& t = s.mpi_t;
+  if (!t.wanted)
+    return {};
+  ensure_started(s);
+  return mpi_t::agreement_of_rank(t.pvars.size(), mpi_t::layout_fingerprint(t.pvars));
+}
+
+std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s,
+                                                      const mpi_t::agreement_layout& reduced,
+                                                      bool at_finalize) {
   mpi_t_state& t = s.mpi_t;
   if (!t.wanted) // the same setting on every rank: no collective
     return std::nullopt;
-  ensure_started(s);
-  // Agree on the layout: the most variables any rank lists, and whether all that list some
-  // list the same (the largest fingerprint and the complement of the smallest).
-  const uint64_t fingerprint = mpi_t::layout_fingerprint(t.pvars);
+  // The most variables any rank lists, and whether all that list some list the same.
+  const mpi_t::agreement layout = mpi_t::agreement_over_ranks(reduced);
   const bool listing = !t.pvars.empty();
-  uint64_t layout[3] = {t.pvars.size(), listing ? fingerprint : 0, listing ? ~fingerprint : 0};
-  MPI_Allreduce(MPI_IN_PLACE, layout, 3, MPI_UINT64_T, MPI_MAX, s.world);
-  const bool agree = layout[0] == 0 || layout[1] == ~layout[2];
+  const bool agree = layout.same_variables;
   std::vector<uint64_t> combined;
-  if (layout[0] > 0 && agree) {
+  if (layout.most_pvars > 0 && agree) {
     // A rank that lists none (MPI_T failed there) takes part with nothing read.
-    std::vector<mpi_t::pvar_description> none(listing ? 0 : layout[0]);
+    std::vector<mpi_t::pvar_description> none(listing ? 0 : layout.most_pvars);
     std::vector<uint64_t> mine =
         mpi_t::pack_rank(listing ? t.pvars : none, read_values(t), static_cast<uint64_t>(s.rank));
     combined.assign(s.rank == 0 ? mine.size() : 1, 0);

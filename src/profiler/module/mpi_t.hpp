@@ -54,9 +54,16 @@ void mpi_t_start(module_state& s);
 // MPI_Pcontrol(2): what accumulated so far is left out of later readings.
 void mpi_t_reset(module_state& s);
 
-// Collective over the module's world: every rank's variables reduced onto rank 0, which gets
-// the section (nullopt on the other ranks, and when the reading is off). At finalize also the
-// control variables, and MPI_T is closed.
-std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_finalize);
+// This rank's words of the ranks' agreement on the variables (mpi_t_totals.hpp), which the
+// figures' MPI_Allreduce carries (starting MPI_T at the first need); zeros when the reading is
+// off.
+mpi_t::agreement_layout mpi_t_agreement(module_state& s);
+
+// Collective over the module's world, given the agreement words reduced over the ranks: every
+// rank's variables reduced onto rank 0, which gets the section (nullopt on the other ranks, and
+// when the reading is off). At finalize also the control variables, and MPI_T is closed.
+std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s,
+                                                      const mpi_t::agreement_layout& reduced,
+                                                      bool at_finalize);
 
 } // namespace strata::profiler

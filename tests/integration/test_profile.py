@@ -476,6 +476,12 @@ class CallSitesOverRanks(ProfileTestCase):
         for name, rec in modules.items():
             self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (2, 1), name)
             self.assertTrue(rec["job"]["partial"], name)
+        # The MPI library's variables go up the same tree: read on rank 0 only (none under
+        # MPICH as Debian builds it).
+        pvars = modules["profile"]["mpi_t"]["pvars"]
+        self.assertEqual(bool(pvars), FLAVOR == "openmpi")
+        self.assertEqual({p["ranks"] for p in pvars if not p["unread"]}, {1} if pvars else set(),
+                         pvars[:2])
 
     def test_a_malformed_stall_is_one_line_and_ignored(self):
         # STRATA_PROFILE_FAULT_STALL wants RANK:MS; anything else is said once (by rank 0) and

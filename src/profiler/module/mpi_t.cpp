@@ -450,48 +450,29 @@ mpi_t::agreement_layout mpi_t_agreement(module_state& s) {
   return mpi_t::agreement_of_rank(t.pvars.size(), mpi_t::layout_fingerprint(t.pvars));
 }
 
-std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s,
-                                                      const mpi_t::agreement_layout& reduced,
-                                                      bool at_finalize) {
+std::vector<uint64_t> mpi_t_packed(module_state& s, const mpi_t::agreement_layout& reduced) {
   mpi_t_state& t = s.mpi_t;
-  if (!t.wanted) // the same setting on every rank: no collective
-    return std::nullopt;
-  // The most variables any rank lists, and whether all that list some list the same.
   const mpi_t::agreement layout = mpi_t::agreement_over_ranks(reduced);
+  if (!t.wanted || layout.most_pvars == 0 || !layout.same_variables)
+    return {};
+  // A rank that lists none (MPI_T failed there) takes part with nothing read.
   const bool listing = !t.pvars.empty();
-  const bool agree = layout.same_variables;
-  std::vector<uint64_t> combined;
-  if (layout.most_pvars > 0 && agree) {
-    // A rank that lists none (MPI_T failed there) takes part with nothing read.
-    std::vector<mpi_t::pvar_description> none(listing ? 0 : layout.most_pvars);
-    std::vector<uint64_t> mine =
-        mpi_t::pack_rank(listing ? t.pvars : none, read_values(t), static_cast<uint64_t>(s.rank));
-    combined.assign(s.rank == 0 ? mine.size() : 1, 0);
-    MPI_Datatype packed = MPI_DATATYPE_NULL;
-    MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed);
-    MPI_Type_commit(&packed);
-    MPI_Op op = MPI_OP_NULL;
-    MPI_Op_create(
-        [](void* in, void* inout, int* len, MPI_Datatype*) {
-          auto* a = static_cast<const uint64_t*>(in);
-          auto* b = static_cast<uint64_t*>(inout);
-          for (int i = 0; i < *len; ++i) {
-            const size_t words = mpi_t::packed_words(a[0]);
-            mpi_t::combine_packed(a, b);
-            a += words;
-            b += words;
-          }
-        },
-        1, &op);
-    MPI_Reduce(mine.data(), combined.data(), 1, packed, op, 0, s.world);
-    MPI_Op_free(&op);
-    MPI_Type_free(&packed);
-  }
+  const std::vector<mpi_t::pvar_description> none(listing ? 0 : layout.most_pvars);
+  return mpi_t::pack_rank(listing ? t.pvars : none, read_values(t), static_cast<uint64_t>(s.rank));
+}
+
+std::optional<record::mpi_t_section> mpi_t_section(module_state& s,
+                                                   const mpi_t::agreement_layout& reduced,
+                                                   const std::vector<uint64_t>& combined,
+                                                   bool at_finalize) {
+  mpi_t_state& t = s.mpi_t;
+  if (!t.wanted)
+    return std::nullopt;
   std::optional<record::mpi_t_section> out;
   if (s.rank == 0) {
     record::mpi_t_section& section = out.emplace();
     section.problem = t.problem;
-    if (!agree && section.problem.empty())
+    if (!mpi_t::agreement_over_ranks(reduced).same_variables && section.problem.empty())
       section.problem = "the ranks expose different performance variables: none are recorded";
     section.pvars_exposed = t.pvars_exposed;
     section.cvars_exposed = t.cvars_exposed;

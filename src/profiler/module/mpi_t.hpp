@@ -59,11 +59,17 @@ void mpi_t_reset(module_state& s);
 // off.
 mpi_t::agreement_layout mpi_t_agreement(module_state& s);
 
-// Collective over the module's world, given the agreement words reduced over the ranks: every
-// rank's variables reduced onto rank 0, which gets the section (nullopt on the other ranks, and
-// when the reading is off). At finalize also the control variables, and MPI_T is closed.
-std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s,
-                                                      const mpi_t::agreement_layout& reduced,
-                                                      bool at_finalize);
+// This rank's performance variables packed (mpi_t_totals.hpp) to go up the figures' tree, given
+// the agreement words reduced over the ranks: as many words on every rank, none when the
+// reading is off or the ranks do not agree.
+std::vector<uint64_t> mpi_t_packed(module_state& s, const mpi_t::agreement_layout& reduced);
+
+// Rank 0: the section from every rank's packed variables combined (nullopt on the other ranks,
+// and when the reading is off). At finalize also the control variables, and MPI_T is closed on
+// every rank.
+std::optional<record::mpi_t_section> mpi_t_section(module_state& s,
+                                                   const mpi_t::agreement_layout& reduced,
+                                                   const std::vector<uint64_t>& combined,
+                                                   bool at_finalize);
 
 } // namespace strata::profiler

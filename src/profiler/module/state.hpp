@@ -72,8 +72,8 @@ struct module_state {
   int world_size = 1;
   // The application's processes for the module's own traffic (strata_host::world), shared with
   // the other modules: the finalize reduction's messages carry a tag no other module uses
-  // (finalize.cpp), instead of going over a duplicate, whose creation cost every rank more than
-  // the rest of the module's start.
+  // (finalize.cpp), instead of going over a duplicate, whose creation cost every job one more
+  // communicator creation (two synchronizing rounds at start).
   MPI_Comm world = MPI_COMM_WORLD;
   std::string spool;
   std::string key;

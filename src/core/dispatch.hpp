@@ -297,6 +297,19 @@ __attribute__((noinline)) R invoke_framed(const chain* c, const chain_entry* ent
   return invoke_entry<F, Decoder>(c, *entry, entry->index, real, args...);
 }
 
+// A poll's paths other than the usual timed call, out of line with its own arguments (they
+// and the chain, the entry and the real function would not all fit in registers): the chain
+// and the entry are read again, so that wrapped_X leaves by a jump without a frame, where the
+// untimed paths inline made it save six registers and keep the arguments on every timed poll.
+template <int F, typename Decoder, typename... A>
+__attribute__((noinline)) auto invoke_poll_framed(A... args) {
+  const chain* c = chains[F];
+  const chain_entry* entry = c->first_below[tls.layer + 1];
+  if (entry == nullptr)
+    return call_real(Decoder::real_function(), args...);
+  return invoke_entry<F, Decoder>(c, *entry, entry->index, Decoder::real_function(), args...);
+}
+
 // A call made from `layer` (-1: the application's), from the first entry below it on.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R (*real)(P...),
@@ -304,15 +317,14 @@ __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R
   const chain_entry* entry = c->first_below[layer + 1];
   if (__builtin_expect(entry != nullptr && entry->sole_exit_every_call, 1))
     return enter_sole_exit<F, Decoder>(*entry, real, args...);
-  if constexpr (!Decoder::is_poll) { // polls keep their untimed paths inline
+  if constexpr (Decoder::is_poll) {
+    return invoke_poll_framed<F, Decoder>(args...);
+  } else {
     if (__builtin_expect(
             entry != nullptr && entry->wrapper == nullptr && entry->count_mode != count_calls, 1))
       return invoke_events<F, Decoder>(c, entry->index, real, args...);
     return invoke_framed<F, Decoder>(c, entry, real, args...);
   }
-  if (entry == nullptr)
-    return call_real(real, args...);
-  return invoke_entry<F, Decoder>(c, *entry, entry->index, real, args...);
 }
 
 // An event before decoding: the fields every event has, and of the groups the segment's modules

@@ -139,15 +139,16 @@ mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section,
   std::sort(set.begin(), set.end());
   thread_local std::string text;
   text.clear();
-  // Both in name order: one walk finds which the environment set.
-  auto from_environment = set.begin();
-  for (const auto& [name, value] : cvars) {
-    while (from_environment != set.end() && *from_environment < name)
-      ++from_environment;
-    if (!launch_identity(name))
-      append_setting_line(text, name, value,
-                          from_environment != set.end() && *from_environment == name);
-  }
+  append_setting_lines(text, [&](auto line) {
+    // Both in name order: one walk finds which the environment set.
+    auto from_environment = set.begin();
+    for (const auto& [name, value] : cvars) {
+      while (from_environment != set.end() && *from_environment < name)
+        ++from_environment;
+      if (!launch_identity(name))
+        line(name, value, from_environment != set.end() && *from_environment == name);
+    }
+  });
   known_set known = known_set_of(text);
   rows.settings = std::move(known.text);
   rows.digest = std::move(known.digest);

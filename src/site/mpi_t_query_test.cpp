@@ -67,6 +67,22 @@ TEST(MpiTSettings, TextRoundTripsAndKeepsSeparatorsOut) {
   EXPECT_TRUE(out[1].from_environment);
   EXPECT_EQ(out[2].value, "");
   EXPECT_FALSE(out[2].from_environment);
+  // Lines in name order appended at once: the same text, separators inside replaced too.
+  for (const std::vector<setting>& settings :
+       {std::vector<setting>{{"a", "1", false}, {"b", "", true}, {"c", "x y", false}},
+        std::vector<setting>{{"a", "x\x1fy\x1e", false}, {"b", "2", true}},
+        std::vector<setting>{{"a\x1e", "1", true}}, std::vector<setting>{},
+        std::vector<setting>{{"abcdefgh",
+                              "\x1f\x1e\x1f"
+                              "abcdefghijklmno",
+                              false}}}) {
+    std::string text = "before";
+    append_setting_lines(text, [&](auto line) {
+      for (const setting& v : settings)
+        line(v.name, v.value, v.from_environment);
+    });
+    EXPECT_EQ(text, "before" + settings_text(settings));
+  }
 }
 
 TEST_F(MpiTIndex, EachValueWithItsJobsAndMedianAndThePvarsOverJobs) {

@@ -125,6 +125,19 @@ uint64_t layout_fingerprint(const std::vector<pvar_description>& pvars) {
   return hash;
 }
 
+agreement_layout agreement_of_rank(size_t pvar_count, uint64_t fingerprint) {
+  if (pvar_count == 0)
+    return {}; // takes part without constraining the others
+  const auto high = static_cast<uint32_t>(fingerprint >> 32);
+  const auto low = static_cast<uint32_t>(fingerprint);
+  return {static_cast<uint32_t>(std::min<size_t>(pvar_count, UINT32_MAX)), high, low, ~high, ~low};
+}
+
+agreement agreement_over_ranks(const agreement_layout& reduced) {
+  return {reduced[0], reduced[0] == 0 || (reduced[1] == static_cast<uint32_t>(~reduced[3]) &&
+                                          reduced[2] == static_cast<uint32_t>(~reduced[4]))};
+}
+
 size_t packed_words(uint64_t pvar_count) {
   return 1 + static_cast<size_t>(pvar_count) * words_per_pvar;
 }

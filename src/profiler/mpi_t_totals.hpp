@@ -8,6 +8,7 @@
 
 #include "profiler/record/mpi_t_record.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -58,6 +59,20 @@ uint64_t since(value_kind kind, uint64_t now, uint64_t baseline);
 // Names, classes and kinds in order: ranks that expose different variables are told apart
 // before their buffers are combined.
 uint64_t layout_fingerprint(const std::vector<pvar_description>& pvars);
+
+// What the ranks agree on before combining their variables, carried in 32-bit words reduced
+// with MPI_MAX in the figures' own MPI_Allreduce (one collective fewer per reading): the most
+// variables any rank lists and, over the ranks that list some, the largest fingerprint and the
+// complement of the smallest, in 32-bit halves (the fingerprints agree exactly when each half's
+// largest is the complement of its smallest complement).
+inline constexpr size_t agreement_words = 5;
+using agreement_layout = std::array<uint32_t, agreement_words>;
+agreement_layout agreement_of_rank(size_t pvar_count, uint64_t fingerprint);
+struct agreement {
+  uint64_t most_pvars = 0;
+  bool same_variables = true; // every rank that lists variables lists the same
+};
+agreement agreement_over_ranks(const agreement_layout& reduced);
 
 // The buffer: word 0 the variable count, then per variable: kind, ranks, sum, min, min_rank,
 // max, max_rank. Every rank packs the same count.

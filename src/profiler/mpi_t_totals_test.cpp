@@ -185,6 +185,35 @@ TEST(MpiTLayout, FingerprintTellsListsApart) {
   EXPECT_TRUE(unpack_pvars(a, {5, 1}).empty()); // shorter than its count says
 }
 
+// The ranks' agreement words as MPI_Allreduce with MPI_MAX leaves them.
+agreement agree_over(const std::vector<std::pair<size_t, uint64_t>>& ranks) {
+  agreement_layout reduced{};
+  for (const auto& [count, fingerprint] : ranks) {
+    const agreement_layout mine = agreement_of_rank(count, fingerprint);
+    for (size_t w = 0; w < agreement_words; ++w)
+      reduced[w] = std::max(reduced[w], mine[w]);
+  }
+  return agreement_over_ranks(reduced);
+}
+
+TEST(MpiTLayout, RanksAgreeOnlyWhenEveryListingRankListsTheSame) {
+  const uint64_t f = 0x0123456789abcdefULL;
+  EXPECT_TRUE(agree_over({{7, f}, {7, f}, {7, f}}).same_variables);
+  EXPECT_EQ(agree_over({{7, f}, {7, f}}).most_pvars, 7u);
+  // A difference in either half, in either direction, on any rank.
+  EXPECT_FALSE(agree_over({{7, f}, {7, f ^ 1}, {7, f}}).same_variables);
+  EXPECT_FALSE(agree_over({{7, f}, {7, f ^ (1ULL << 40)}}).same_variables);
+  EXPECT_FALSE(agree_over({{7, f ^ (1ULL << 63)}, {7, f}}).same_variables);
+  // A rank that lists none (MPI_T failed there) does not stand in the way.
+  EXPECT_TRUE(agree_over({{0, 0}, {7, f}, {0, 0}}).same_variables);
+  EXPECT_EQ(agree_over({{0, 0}, {7, f}}).most_pvars, 7u);
+  EXPECT_TRUE(agree_over({{0, 0}, {0, 0}}).same_variables);
+  EXPECT_EQ(agree_over({{0, 0}, {0, 0}}).most_pvars, 0u);
+  // Fingerprints whose halves are all zero or all ones agree with themselves only.
+  EXPECT_TRUE(agree_over({{3, 0}, {3, 0}}).same_variables);
+  EXPECT_FALSE(agree_over({{3, 0}, {3, ~0ULL}}).same_variables);
+}
+
 TEST(MpiTControlVariables, EnvironmentNamesOfEachMpi) {
   EXPECT_EQ(environment_names("openmpi", "btl_vader_eager_limit"),
             std::vector<std::string>{"OMPI_MCA_btl_vader_eager_limit"});

@@ -102,6 +102,23 @@ class MpiT(ProfileTestCase):
         self.assertEqual(pvar_row(proc.stderr, "pml_ob1_posted_recvq_length"),
                          [counts["posted"], 0, 0, counts["posted"], 1, 3])
 
+    def test_control_variables_of_components_mpi_init_closed_are_read(self):
+        # Open MPI's MPI_T registers every component, MPI_Init then unloads those it does not
+        # use (here the UCX and OFI ones, which Debian's configuration excludes), and their
+        # control variables live in them: the profile keeps those components loaded, so that
+        # rank 0 reads the values the environment set at finalize (without, it crashed there).
+        if FLAVOR == "mpich":
+            self.skipTest("MPICH loads no components")
+        closed = {"OMPI_MCA_pml_ucx_verbose": "pml_ucx_verbose",
+                  "OMPI_MCA_mtl_ofi_verbose": "mtl_ofi_verbose",
+                  "OMPI_MCA_opal_common_ucx_verbose": "opal_common_ucx_verbose"}
+        proc = self.traffic(ranks=2, **{env: "0" for env in closed})
+        self.assertNotIn("Segmentation", proc.stderr)
+        t = self.only_record()["mpi_t"]
+        for cvar in closed.values():
+            self.assertIn(cvar, t["cvars_set"])
+            self.assertEqual(t["cvars"][cvar], "0", cvar)
+
     def test_a_library_whose_mpi_t_cannot_start_gives_one_line(self):
         shim = glob.glob(os.path.join(PROGRAMS, "**", "libmpi_t_refuses.so"), recursive=True)
         self.assertTrue(shim, f"libmpi_t_refuses.so under {PROGRAMS}")

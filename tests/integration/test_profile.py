@@ -446,6 +446,43 @@ class CallSitesOverRanks(ProfileTestCase):
         self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (5, 5))
         self.assertEqual(rec["routines"]["MPI_Comm_rank"]["calls"], sum(r + 2 for r in range(5)))
 
+    def test_profile_and_overhead_each_leave_out_a_rank_that_did_not_answer(self):
+        # Both modules send their finalize tree over the tools' world, which the stack shares:
+        # rank 1 holds its figures past rank 0's deadline in each (STRATA_PROFILE_FAULT_STALL is
+        # read by both), so the profile's figures arrive late, after rank 0 went on. The overhead
+        # module, whose tree comes next, must not take that late message for its own: both
+        # records hold rank 0 only.
+        from test_overhead import synthetic_model
+        model = os.path.join(self.out, "model.json")
+        with open(model, "w") as f:
+            json.dump(synthetic_model(200e-6), f)
+        env = dict(self.env, STRATA_MODEL=model, STRATA_WRITE_TIMEOUT_MS="1000",
+                   STRATA_PROFILE_FAULT_STALL="1:2500")
+        try:
+            proc = self.profile_run([program("ring_c"), "3"], ranks=2, tools="profile,overhead",
+                                    env=env)
+        except subprocess.TimeoutExpired:
+            self.fail("a job with a rank that stalls in finalize hung (no end within 120 s)")
+        self.assertRan(proc)
+        self.assertEqual(proc.stderr.count("holding this rank's figures 2500 ms"), 2, proc.stderr)
+        self.assertEqual(proc.stderr.count("the figures of ranks 1-1 did not arrive in time"), 2,
+                         proc.stderr)
+        modules = {}
+        for path in self.records():
+            with open(path) as f:
+                rec = json.load(f)
+            modules[rec["job"].get("module", "profile")] = rec
+        self.assertEqual(sorted(modules), ["overhead", "profile"], self.records())
+        for name, rec in modules.items():
+            self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (2, 1), name)
+            self.assertTrue(rec["job"]["partial"], name)
+        # The MPI library's variables go up the same tree: read on rank 0 only (none under
+        # MPICH as Debian builds it).
+        pvars = modules["profile"]["mpi_t"]["pvars"]
+        self.assertEqual(bool(pvars), FLAVOR == "openmpi")
+        self.assertEqual({p["ranks"] for p in pvars if not p["unread"]}, {1} if pvars else set(),
+                         pvars[:2])
+
     def test_a_malformed_stall_is_one_line_and_ignored(self):
         # STRATA_PROFILE_FAULT_STALL wants RANK:MS; anything else is said once (by rank 0) and
         # the job's finalize goes on as without it: no rank holds its figures, the record is whole.

@@ -1,11 +1,12 @@
 // The job's figures over all ranks, at MPI_Finalize (the record) and MPI_Pcontrol(4) (a
 // subtotal): a few KB on rank 0 whatever the job's size. One collective (MPI_Allreduce) agrees
-// on which routines any rank called; then every rank's figures (packed, combined with
-// profiler/packed_totals.hpp) and host names and call sites (merged per source line) go up a
-// tree of point-to-point messages (profiler/site_reduction.hpp), combined at every rank, so that
-// rank 0 receives two messages of the job's size, not one per rank; then the MPI_Bcast of
-// whether the record was written. With oversubscribed ranks each collective, and each round of
-// the tree, needs ranks scheduled: their number is the cost.
+// on which routines any rank called (and on MPI_T's variables); then every rank's figures
+// (packed, combined with profiler/packed_totals.hpp; MPI_T's with them) and host names and call
+// sites (merged per source line) go up a tree of point-to-point messages
+// (profiler/site_reduction.hpp), combined at every rank, so that rank 0 receives two messages of
+// the job's size, not one per rank; then the MPI_Bcast of whether the record was written. With
+// oversubscribed ranks each collective, and each round of the tree, needs ranks scheduled: their
+// number is the cost.
 #include "state.hpp"
 
 #include "options.hpp"
@@ -31,7 +32,11 @@ namespace strata::profiler {
 
 namespace {
 
-constexpr int summary_tag = 1;
+// The tree's messages go over the tools' world, which every module of the stack shares: a tag
+// of each module's own ("SP" and "SO"; the tracer's are below 16), so that no other module's
+// message, nor one of the profile's that came after its deadline, is taken for the overhead
+// module's, or the other way round, when both are in the stack.
+constexpr int summary_tag = is_overhead_module ? 0x534f : 0x5350;
 
 // Waits, polling, until `done` says yes or the deadline (mono_ns) passes, yielding the core
 // between polls as MPI does when ranks outnumber cores (a rank that sleeps instead delays the
@@ -98,10 +103,13 @@ struct subtree {
 // for each child until a deadline that grows with the child's subtree, STRATA_WRITE_TIMEOUT_MS
 // per round, and goes on without a child that has not sent by then: a rank that does not answer
 // makes the record partial, never the job hang.
-subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::string& own_text) {
+// `figures` holds the figures' words (packed_totals.hpp), then `figures.size() - figure_words` of
+// MPI_T (mpi_t_packed), each combined its own way.
+subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figure_words,
+                            const std::string& own_text) {
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
   const std::optional<unsigned long> stall_ms = stall_asked(s);
-  const MPI_Comm comm = s.finalize_comm != MPI_COMM_NULL ? s.finalize_comm : s.world;
+  const MPI_Comm comm = s.world;
   const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
   const uint64_t start = mono_ns();
   subtree here;
@@ -124,6 +132,9 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, const std::s
       MPI_Recv(bytes.data(), length, MPI_BYTE, child, summary_tag, comm, MPI_STATUS_IGNORE);
       if (read_tree_message(bytes, here.figures.size(), message) &&
           combine_packed(message.figures.data(), here.figures.data())) {
+        if (here.figures.size() > figure_words)
+          mpi_t::combine_packed(message.figures.data() + figure_words,
+                                here.figures.data() + figure_words);
         here.ranks += message.ranks;
         here.texts.add_text(message.text);
         continue;
@@ -182,7 +193,14 @@ rank_clock check_event_clock(module_state& s, std::string& kernel_clocksource) {
 
 // The job's figures on rank 0 (empty on the other ranks). Times go out corrected when the
 // clock's check found a rate error (clock_check.hpp); the rank file keeps what was counted.
-job_figures reduce_over_ranks(module_state& s) {
+// The job's figures, and MPI_T's performance variables with them: its agreement words ride in
+// the figures' MPI_Allreduce (MPI_MAX; replaced by their reduction over the ranks) and its values
+// up the figures' tree, instead of two collectives of their own.
+struct job_reduction {
+  job_figures job;
+  std::vector<uint64_t> mpi_t; // rank 0: every rank's MPI_T words combined (mpi_t_packed)
+};
+job_reduction reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders) {
   const size_t n = s.names.size();
   const rank_header& h = s.header();
   std::string kernel_clocksource;
@@ -207,18 +225,29 @@ job_figures reduce_over_ranks(module_state& s) {
       summary_text({std::string(h.host, ::strnlen(h.host, sizeof(h.host)))}, sites);
   std::vector<uint32_t> layout = reduction_layout(slots, n);
   append_clock_layout(layout, clock);
+  layout.insert(layout.end(), riders.begin(), riders.end());
   MPI_Allreduce(MPI_IN_PLACE, layout.data(), static_cast<int>(layout.size()), MPI_UINT32_T, MPI_MAX,
                 s.world);
+  std::copy(layout.end() - static_cast<std::ptrdiff_t>(riders.size()), layout.end(),
+            riders.begin());
+  layout.resize(layout.size() - riders.size());
   const reduction_plan plan = plan_reduction(layout, n);
-  subtree all = combine_up_the_tree(s, pack_rank(h, s.rank, s.names, slots, plan.functions), text);
-  job_figures job;
+  packed_totals figures = pack_rank(h, s.rank, s.names, slots, plan.functions);
+  const size_t figure_words = figures.size();
+  const std::vector<uint64_t> mpi_t_words = mpi_t_packed(s, riders);
+  figures.insert(figures.end(), mpi_t_words.begin(), mpi_t_words.end());
+  subtree all = combine_up_the_tree(s, std::move(figures), figure_words, text);
+  job_reduction out;
   if (s.rank == 0) {
-    complete_at_root(job, all.figures, s.names, plan.functions, all.texts, h, s.world_size,
+    out.mpi_t.assign(all.figures.begin() + static_cast<std::ptrdiff_t>(figure_words),
+                     all.figures.end());
+    all.figures.resize(figure_words);
+    complete_at_root(out.job, all.figures, s.names, plan.functions, all.texts, h, s.world_size,
                      static_cast<int>(all.ranks), s.model.loaded());
-    job.clock =
+    out.job.clock =
         clock_from_layout(layout.data() + layout.size() - clock_layout_words, kernel_clocksource);
   }
-  return job;
+  return out;
 }
 
 void print_rank_subtotal(module_state& s) {
@@ -330,11 +359,12 @@ void pcontrol_level(module_state& s, int level) {
     charge_untimed_polls(s);
     s.header().final_mono_ns = mono_ns();
     store_counter_totals(s);
-    const job_figures job = reduce_over_ranks(s);
-    auto mpi_t = mpi_t_over_ranks(s, false);
+    mpi_t::agreement_layout agreement = mpi_t_agreement(s);
+    const job_reduction reduced = reduce_over_ranks(s, agreement);
+    auto mpi_t = mpi_t_section(s, agreement, reduced.mpi_t, false);
     s.header().final_mono_ns = 0;
     if (s.rank == 0) {
-      record::job_record subtotal = to_record(job);
+      record::job_record subtotal = to_record(reduced.job);
       subtotal.mpi_t = std::move(mpi_t);
       const std::string report = render_user_report(subtotal);
       [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, report.data(), report.size());
@@ -357,10 +387,10 @@ void finalize_job(module_state& s) {
       calls_with_events(s.counted_slots(merged), s.polls.data(), s.traits) * s.per_call_overhead_ns;
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
-  job_figures job = reduce_over_ranks(s);
-  auto mpi_t = mpi_t_over_ranks(s, true);
-  if (s.finalize_comm != MPI_COMM_NULL)
-    MPI_Comm_free(&s.finalize_comm);
+  mpi_t::agreement_layout agreement = mpi_t_agreement(s);
+  job_reduction reduced = reduce_over_ranks(s, agreement);
+  job_figures& job = reduced.job;
+  auto mpi_t = mpi_t_section(s, agreement, reduced.mpi_t, true);
   if (s.rank == 0) {
     // Measured before the record is rendered, so the record can hold it; rendering, writing and
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).

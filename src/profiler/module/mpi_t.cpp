@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <link.h>
 #include <set>
+#include <string_view>
 #include <unistd.h>
 #include <utility>
 
@@ -330,6 +331,14 @@ std::set<std::string> loaded_objects() {
       &names);
   return names;
 }
+
+// Open MPI's components are shared objects named mca_<framework>_<component>.so.
+bool is_open_mpi_component(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string_view file =
+      std::string_view(path).substr(slash == std::string::npos ? 0 : slash + 1);
+  return file.starts_with("mca_") && file.ends_with(".so");
+}
 #endif
 
 std::string init_problem(int error) {
@@ -397,9 +406,13 @@ void mpi_t_load([[maybe_unused]] module_state& s) {
     return;
   }
   t.initialized = true;
-  // One more reference each, never given back: they stay loaded until the process exits.
+  // One more reference to each component it opened, never given back: they stay loaded until
+  // the process exits, and with them the libraries they need. Only the components (whose
+  // variables Open MPI keeps in them): the libraries behind them (transports, Open MPI's common
+  // ones) stay as long as a component that needs them does, and a reference each cost as many
+  // instructions as the rest of the module's start.
   for (const std::string& name : loaded_objects())
-    if (before.count(name) == 0)
+    if (before.count(name) == 0 && is_open_mpi_component(name))
       dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
 #endif
 }
@@ -429,50 +442,37 @@ void mpi_t_reset(module_state& s) {
     }
 }
 
-std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_finalize) {
+mpi_t::agreement_layout mpi_t_agreement(module_state& s) {
   mpi_t_state& t = s.mpi_t;
-  if (!t.wanted) // the same setting on every rank: no collective
-    return std::nullopt;
+  if (!t.wanted)
+    return {};
   ensure_started(s);
-  // Agree on the layout: the most variables any rank lists, and whether all that list some
-  // list the same (the largest fingerprint and the complement of the smallest).
-  const uint64_t fingerprint = mpi_t::layout_fingerprint(t.pvars);
+  return mpi_t::agreement_of_rank(t.pvars.size(), mpi_t::layout_fingerprint(t.pvars));
+}
+
+std::vector<uint64_t> mpi_t_packed(module_state& s, const mpi_t::agreement_layout& reduced) {
+  mpi_t_state& t = s.mpi_t;
+  const mpi_t::agreement layout = mpi_t::agreement_over_ranks(reduced);
+  if (!t.wanted || layout.most_pvars == 0 || !layout.same_variables)
+    return {};
+  // A rank that lists none (MPI_T failed there) takes part with nothing read.
   const bool listing = !t.pvars.empty();
-  uint64_t layout[3] = {t.pvars.size(), listing ? fingerprint : 0, listing ? ~fingerprint : 0};
-  MPI_Allreduce(MPI_IN_PLACE, layout, 3, MPI_UINT64_T, MPI_MAX, s.world);
-  const bool agree = layout[0] == 0 || layout[1] == ~layout[2];
-  std::vector<uint64_t> combined;
-  if (layout[0] > 0 && agree) {
-    // A rank that lists none (MPI_T failed there) takes part with nothing read.
-    std::vector<mpi_t::pvar_description> none(listing ? 0 : layout[0]);
-    std::vector<uint64_t> mine =
-        mpi_t::pack_rank(listing ? t.pvars : none, read_values(t), static_cast<uint64_t>(s.rank));
-    combined.assign(s.rank == 0 ? mine.size() : 1, 0);
-    MPI_Datatype packed = MPI_DATATYPE_NULL;
-    MPI_Type_contiguous(static_cast<int>(mine.size()), MPI_UINT64_T, &packed);
-    MPI_Type_commit(&packed);
-    MPI_Op op = MPI_OP_NULL;
-    MPI_Op_create(
-        [](void* in, void* inout, int* len, MPI_Datatype*) {
-          auto* a = static_cast<const uint64_t*>(in);
-          auto* b = static_cast<uint64_t*>(inout);
-          for (int i = 0; i < *len; ++i) {
-            const size_t words = mpi_t::packed_words(a[0]);
-            mpi_t::combine_packed(a, b);
-            a += words;
-            b += words;
-          }
-        },
-        1, &op);
-    MPI_Reduce(mine.data(), combined.data(), 1, packed, op, 0, s.world);
-    MPI_Op_free(&op);
-    MPI_Type_free(&packed);
-  }
+  const std::vector<mpi_t::pvar_description> none(listing ? 0 : layout.most_pvars);
+  return mpi_t::pack_rank(listing ? t.pvars : none, read_values(t), static_cast<uint64_t>(s.rank));
+}
+
+std::optional<record::mpi_t_section> mpi_t_section(module_state& s,
+                                                   const mpi_t::agreement_layout& reduced,
+                                                   const std::vector<uint64_t>& combined,
+                                                   bool at_finalize) {
+  mpi_t_state& t = s.mpi_t;
+  if (!t.wanted)
+    return std::nullopt;
   std::optional<record::mpi_t_section> out;
   if (s.rank == 0) {
     record::mpi_t_section& section = out.emplace();
     section.problem = t.problem;
-    if (!agree && section.problem.empty())
+    if (!mpi_t::agreement_over_ranks(reduced).same_variables && section.problem.empty())
       section.problem = "the ranks expose different performance variables: none are recorded";
     section.pvars_exposed = t.pvars_exposed;
     section.cvars_exposed = t.cvars_exposed;

@@ -40,10 +40,10 @@ struct mpi_t_state {
 // most of it the constructors of transport libraries); before MPI_Init that work is shared with
 // MPI_Init, which opens those components anyway, instead of done twice. MPI_Init then closes
 // (and unloads) the components it does not select, whose control variables live in their own
-// memory: the shared objects MPI_T_init_thread loaded stay loaded until the process exits, so
-// that reading those variables at finalize reads memory that is still there. (Letting them go
-// after MPI_Finalize would cost about 2.5 ms of unmapping per job, for nothing: no code of
-// theirs runs once Open MPI has closed them.)
+// memory: the components MPI_T_init_thread loaded (and so the libraries they need) stay loaded
+// until the process exits, so that reading those variables at finalize reads memory that is
+// still there. (Letting them go after MPI_Finalize would cost about 2.5 ms of unmapping per job,
+// for nothing: no code of theirs runs once Open MPI has closed them.)
 void mpi_t_load(module_state& s);
 
 // In mpi_ready, after the profile's own start: the session, one handle per variable (MPICH;
@@ -54,9 +54,22 @@ void mpi_t_start(module_state& s);
 // MPI_Pcontrol(2): what accumulated so far is left out of later readings.
 void mpi_t_reset(module_state& s);
 
-// Collective over the module's world: every rank's variables reduced onto rank 0, which gets
-// the section (nullopt on the other ranks, and when the reading is off). At finalize also the
-// control variables, and MPI_T is closed.
-std::optional<record::mpi_t_section> mpi_t_over_ranks(module_state& s, bool at_finalize);
+// This rank's words of the ranks' agreement on the variables (mpi_t_totals.hpp), which the
+// figures' MPI_Allreduce carries (starting MPI_T at the first need); zeros when the reading is
+// off.
+mpi_t::agreement_layout mpi_t_agreement(module_state& s);
+
+// This rank's performance variables packed (mpi_t_totals.hpp) to go up the figures' tree, given
+// the agreement words reduced over the ranks: as many words on every rank, none when the
+// reading is off or the ranks do not agree.
+std::vector<uint64_t> mpi_t_packed(module_state& s, const mpi_t::agreement_layout& reduced);
+
+// Rank 0: the section from every rank's packed variables combined (nullopt on the other ranks,
+// and when the reading is off). At finalize also the control variables, and MPI_T is closed on
+// every rank.
+std::optional<record::mpi_t_section> mpi_t_section(module_state& s,
+                                                   const mpi_t::agreement_layout& reduced,
+                                                   const std::vector<uint64_t>& combined,
+                                                   bool at_finalize);
 
 } // namespace strata::profiler

@@ -32,7 +32,6 @@ void start_rank(module_state& s) {
     s.world = *static_cast<const MPI_Comm*>(world);
   MPI_Comm_rank(s.world, &s.rank);
   MPI_Comm_size(s.world, &s.world_size);
-  MPI_Comm_dup(s.world, &s.finalize_comm);
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
   s.counting.threaded = level == MPI_THREAD_MULTIPLE;

@@ -70,11 +70,11 @@ struct module_state {
   // The job.
   int rank = 0;
   int world_size = 1;
-  // The application's processes for the module's own traffic (strata_host::world).
+  // The application's processes for the module's own traffic (strata_host::world), shared with
+  // the other modules: the finalize reduction's messages carry a tag no other module uses
+  // (finalize.cpp), instead of going over a duplicate, whose creation cost every job one more
+  // communicator creation (two synchronizing rounds at start).
   MPI_Comm world = MPI_COMM_WORLD;
-  // A duplicate of it for the point-to-point messages of the finalize reduction, which no other
-  // module's traffic on the tools' world can match.
-  MPI_Comm finalize_comm = MPI_COMM_NULL;
   std::string spool;
   std::string key;
   uint64_t per_call_overhead_ns = 0;

@@ -12,7 +12,7 @@
  *   rank_dense and self_barrier_dense between runs of work that keeps the core's execution units
  *   busy (reference-count updates and well-predicted branches over small objects, as an
  *   interpreter does). The profile's own instructions hide behind its two clock reads (each some
- *   25 cycles on this machine) next to nothing or next to the latency-bound bytecode loop, and
+ *   8 ns on this machine) next to nothing or next to the latency-bound bytecode loop, and
  *   cost what they cost next to dense work, in C as in Python
  * Prints the best repetition: bench python lang=c call=CALL iterations=N ns_per_call=X
  */

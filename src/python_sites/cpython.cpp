@@ -249,94 +249,16 @@ uint64_t identity_of(const void* code) {
   return identity_with(*known, code);
 }
 
-// glibc keeps a thread's value of a key below 32 in the thread's own descriptor, which starts
-// at the thread pointer: a {sequence, value} pair per key, the value stale when its sequence is
-// not the key's own (the key deleted and made again). Where the interpreter's key's pair lies is
-// found once (find_key_pair); the keys' sequences are glibc's __pthread_keys, exported for its
-// debugger library. Read so, the thread state is three loads instead of a call of
-// pthread_getspecific; for another key, or where any of it is not found (another C library,
-// another machine), the call.
-constexpr pthread_key_t keys_in_descriptor = 32;   // PTHREAD_KEY_2NDLEVEL_SIZE
-constexpr size_t key_pair = 2 * sizeof(uintptr_t); // pthread_key_data and pthread_key_struct
-pthread_key_t direct_key = ~pthread_key_t{0};      // the key whose pair was found
-size_t direct_pair = 0;                            // its pair, from the thread pointer
-const uintptr_t* direct_sequence = nullptr;        // its sequence in __pthread_keys
-
-// A word of this thread's descriptor (x86-64: the thread pointer is %fs's base).
-template <typename T> T load_from_thread(size_t offset) {
-  static_assert(sizeof(T) == sizeof(uintptr_t));
-  T value{};
-#if defined(__x86_64__)
-  asm volatile("mov %%fs:(%1), %0" : "=r"(value) : "r"(offset));
-#else
-  (void)offset; // never found elsewhere: key_value calls pthread_getspecific
-#endif
-  return value;
-}
-
-const char* thread_pointer() {
-  return load_from_thread<const char*>(0); // the descriptor's first word points to itself
-}
-
-// pthread_getspecific(key), from the descriptor for the key whose pair was found.
-__attribute__((always_inline)) inline const void* key_value(pthread_key_t key) {
-  if (__builtin_expect(key == direct_key, 1) &&
-      __builtin_expect(load_from_thread<uintptr_t>(direct_pair) == *direct_sequence, 1))
-    return load_from_thread<const void*>(direct_pair + sizeof(uintptr_t));
-  return ::pthread_getspecific(key);
-}
-
-// Finds the pair of `key` (direct_key, direct_pair, direct_sequence): a key of our own set to a
-// marker is looked for in this thread's descriptor (sizeof(struct pthread) is exported for the
-// debugger library too), and the pair it implies for `key` must hold what pthread_getspecific
-// gives, with the key's sequence.
-void find_key_pair(pthread_key_t key) {
-  const void* value = ::pthread_getspecific(key);
-  const auto* sequences = static_cast<const uintptr_t*>(::dlsym(RTLD_DEFAULT, "__pthread_keys"));
-  const auto* descriptor_size =
-      static_cast<const uint32_t*>(::dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread"));
-  const char* self = thread_pointer();
-  if (self == nullptr || sequences == nullptr || descriptor_size == nullptr || value == nullptr ||
-      key >= keys_in_descriptor)
-    return;
-  pthread_key_t probe = 0;
-  if (::pthread_key_create(&probe, nullptr) != 0)
-    return;
-  static const char marker = 0;
-  ptrdiff_t first = -1; // key 0's pair
-  if (probe < keys_in_descriptor && probe != key && ::pthread_setspecific(probe, &marker) == 0) {
-    for (size_t at = key_pair; at + sizeof(uintptr_t) <= *descriptor_size && first < 0;
-         at += sizeof(uintptr_t))
-      if (load_pointer(self, at) == &marker &&
-          load<uintptr_t>(self, at - sizeof(uintptr_t)) == sequences[size_t{probe} * 2])
-        first = static_cast<ptrdiff_t>(at - sizeof(uintptr_t)) -
-                static_cast<ptrdiff_t>(probe * key_pair);
-  }
-  ::pthread_setspecific(probe, nullptr);
-  ::pthread_key_delete(probe);
-  if (first < 0)
-    return;
-  const size_t pair = static_cast<size_t>(first) + key * key_pair;
-  if (load_pointer(self, pair + sizeof(uintptr_t)) != value ||
-      load<uintptr_t>(self, pair) != sequences[size_t{key} * 2])
-    return;
-  direct_pair = pair;
-  direct_sequence = &sequences[size_t{key} * 2];
-  std::atomic_thread_fence(std::memory_order_release); // the pair before the key that uses it
-  direct_key = key;
-}
-
 // This thread's state as PyGILState_GetThisThreadState gives it, read from the runtime's
-// fields: the flag, then the slot (key_value, instead of three calls).
-template <size_t Index>
-__attribute__((always_inline)) inline const void* thread_state_from_runtime() {
+// fields: the flag, then the slot (one call, to pthread_getspecific, instead of three).
+template <size_t Index> const void* thread_state_from_runtime() {
   static constexpr const layout& L = layouts[Index];
   static_assert(L.runtime_initialized >= 0 && L.runtime_gil_interpreter >= 0 &&
                 L.runtime_gil_key >= 0);
   if (load<int32_t>(runtime, L.runtime_initialized) == 0 ||
       load_pointer(runtime, L.runtime_gil_interpreter) == nullptr)
     return nullptr; // after Py_Finalize its thread states are gone
-  return key_value(load<pthread_key_t>(runtime, L.runtime_gil_key + sizeof(int32_t)));
+  return ::pthread_getspecific(load<pthread_key_t>(runtime, L.runtime_gil_key + sizeof(int32_t)));
 }
 
 // Whether the runtime's fields say what the calls say (GIL held, reads that cannot fault).
@@ -494,7 +416,6 @@ frame_access check_layout() {
   if (agrees) {
     const auto* candidate = static_cast<const char*>(::dlsym(RTLD_DEFAULT, "_PyRuntime"));
     if (runtime_reader != nullptr && runtime_agrees(*known, candidate)) {
-      find_key_pair(load<pthread_key_t>(candidate, known->runtime_gil_key + sizeof(int32_t)));
       runtime = candidate;
       innermost_reader = runtime_reader;
       __atomic_store_n(&capture_site, runtime_capture, __ATOMIC_RELAXED);
@@ -513,10 +434,6 @@ frame_access current_access() {
 bool reads_runtime_fields() {
   return innermost_reader.load(std::memory_order_relaxed) == runtime_reader &&
          runtime_reader != nullptr;
-}
-
-bool reads_thread_key_directly() {
-  return reads_runtime_fields() && direct_sequence != nullptr;
 }
 
 bool interpreter_running() {

@@ -56,10 +56,6 @@ frame_access current_access();
 // checked against the calls) rather than through PyGILState_GetThisThreadState.
 bool reads_runtime_fields();
 
-// Whether, doing so, the thread's value of the interpreter's key is read where the C library
-// keeps it (glibc on x86-64) rather than through pthread_getspecific.
-bool reads_thread_key_directly();
-
 // Whether the interpreter is still running (after Py_Finalize its thread states are gone).
 bool interpreter_running();
 

@@ -53,10 +53,6 @@ __attribute__((visibility("default"))) int probe_reads_runtime_fields() {
   return ps::reads_runtime_fields() ? 1 : 0;
 }
 
-__attribute__((visibility("default"))) int probe_reads_thread_key_directly() {
-  return ps::reads_thread_key_directly() ? 1 : 0;
-}
-
 __attribute__((visibility("default"))) int probe_site(int skip, char* out, int size) {
   return describe(ps::current_site(skip), out, size);
 }

@@ -10,7 +10,11 @@
 #   calls     rank (MPI_Comm_rank; mpi4py keeps the GIL) and self_barrier (MPI_Barrier on
 #             MPI_COMM_SELF; mpi4py releases the GIL); lang c_busy is the C loop with a small
 #             bytecode loop between calls (about the Python loop's time per call), to see the
-#             profile's cost next to other work as well as in a loop of nothing else
+#             profile's cost next to other work as well as in a loop of nothing else, and c_dense
+#             the same with work that keeps the execution units busy as an interpreter does
+#             (bench/callsite_loop.c): next to nothing, or to the latency-bound bytecode loop, the
+#             profile's instructions hide behind its clock reads; next to dense work, in C as in
+#             Python, they cost their own time
 #   none      no Strata
 #   sites     profile with STRATA_PROFILE_CALLSITES=1
 #   no_py     the same with STRATA_PYTHON_SITES=0 (Python only: the call site is then mpi4py's
@@ -65,6 +69,7 @@ command_for() {
   case $1 in
     c) echo "$c_loop $2 $3 $4" ;;
     c_busy) echo "$c_loop $2_busy $3 $4" ;;
+    c_dense) echo "$c_loop $2_dense $3 $4" ;;
     *) echo "$PYTHON $py_loop $2 $3 $4" ;;
   esac
 }
@@ -111,7 +116,7 @@ if [[ $TIMING == 1 ]]; then
 echo "== MPI call loops: ns per call (best of $REPS repetitions, best of $ROUNDS runs)"
 printf '%-8s %-13s %9s %9s %9s %14s %14s\n' lang call none sites no_py "profile cost" "python sites"
 for call in rank self_barrier; do
-  for lang in c c_busy python; do
+  for lang in c c_busy c_dense python; do
     n=$N_C
     [[ $lang == python ]] && n=$N_PY
     none=$(best_ns $lang $call none "$n")

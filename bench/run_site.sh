@@ -19,6 +19,9 @@
 #         job's (`synth --mpi-t`: about 300 control variables, 18 performance variables, 15 KB
 #         of JSON), both scored: the lines start "MPI_T" and give what the section costs the
 #         ingest (its parse and storage, and the store's MPI_T index).
+#         BASE=PATH (a strata binary, e.g. a build of main kept aside) ingests the same records
+#         with it too, into another fresh store, in alternating order with this build's run
+#         of the second kind: the line "BASE" gives this build against it in the same run.
 # report  `strata site synth --db` fills a fresh store with REPORT_COUNT records (untimed);
 #         then the full site report (site part and every user's part, text) over the last 30
 #         days (--since 30d: whole days from the day tables, the partial days at both ends
@@ -102,22 +105,26 @@ spread() { # values...: "min-max"
 ingest_once() { # backend, kind (scored, unscored; plain, mpi_t), round: one timed ingest into a
   # fresh store
   local flags=() name="$2$3" from=$spool
-  [[ $2 == unscored ]] && flags=(--no-regressions)
-  [[ $2 == mpi_t ]] && from=$spool-mpi-t
+  local binary=$strata kind=$2 note=""
+  if [[ $kind == base ]]; then
+    binary=$base kind=${kinds[1]} note=" (BASE build)"
+  fi
+  [[ $kind == unscored ]] && flags=(--no-regressions)
+  [[ $kind == mpi_t ]] && from=$spool-mpi-t
   rm -rf "$spool-run"
   cp -a "$from" "$spool-run"
   url=$(url_for "$1" "$name")
   load=$(cut -d' ' -f1 /proc/loadavg)
   [[ $1 == sqlite ]] || server_before=$(server_cpu)
-  timed "$1 ingest $ingest_n records${flags:+, ${flags[*]}}${mpi_t_note[$2]:-}" \
-    "$strata" site ingest --db "$url" "${flags[@]}" "$spool-run"
+  timed "$1 ingest $ingest_n records${flags:+, ${flags[*]}}${mpi_t_note[$kind]:-}$note" \
+    "$binary" site ingest --db "$url" "${flags[@]}" "$spool-run"
   server="" server_s=0
   if [[ $1 != sqlite ]]; then
     server_s=$(echo "$(server_cpu) - $server_before" | bc)
     server=", server cpu $server_s s"
   fi
   printf 'RATE %s ingest%s: %s records/s (%s records, wall %s s, cpu %.2f s%s, load %s before)\n' \
-    "$1" "${flags:+ ${flags[*]}}${mpi_t_note[$2]:-}" "$(echo "$ingest_n / $wall" | bc)" \
+    "$1" "${flags:+ ${flags[*]}}${mpi_t_note[$kind]:-}$note" "$(echo "$ingest_n / $wall" | bc)" \
     "$ingest_n" "$wall" "$cpu" "$server" "$load"
   left=$(find "$spool-run" -name '*.json' | wc -l)
   [[ $left == 0 ]] || { echo "ingest left $left records in the spool" >&2; exit 1; }
@@ -126,6 +133,8 @@ ingest_once() { # backend, kind (scored, unscored; plain, mpi_t), round: one tim
 }
 
 rounds=${ROUNDS:-1}
+base=""
+[[ -n ${BASE:-} ]] && base=$(realpath "$BASE")
 # The two kinds of a pair: the second is the one whose added cost is measured.
 kinds=(unscored scored) label=SCORING what="regression scoring"
 if [[ ${MPI_T:-0} == 1 ]]; then
@@ -143,14 +152,26 @@ for backend in $backends; do
     # Alternating the order, so that a drift of the machine's speed favours neither.
     order=("${kinds[1]}" "${kinds[0]}")
     ((round % 2)) && order=("${kinds[0]}" "${kinds[1]}")
+    if [[ -n $base ]]; then # beside this build's run of the second kind, before or after it
+      order=("${kinds[0]}" base "${kinds[1]}")
+      ((round % 2)) && order=("${kinds[0]}" "${kinds[1]}" base)
+    fi
     for kind in "${order[@]}"; do
       ingest_once "$backend" "$kind" "$round"
+      if [[ $kind == base ]]; then
+        base_wall=$wall base_cpu=$cpu base_server=$server_s
+        continue
+      fi
       if [[ $kind == "${kinds[1]}" ]]; then
-        scored=$wall cpus_scored+=("$cpu") servers_scored+=("$server_s")
+        scored=$wall cpus_scored+=("$cpu") servers_scored+=("$server_s") scored_cpu=$cpu
       else
         unscored=$wall cpus_unscored+=("$cpu") servers_unscored+=("$server_s")
       fi
     done
+    [[ -n $base ]] &&
+      printf 'BASE %s: this build %s s (cpu %.2f s, server cpu %s s), BASE build %s s (cpu %.2f s, server cpu %s s): %+.1f %% wall\n' \
+        "$backend" "$scored" "$scored_cpu" "${servers_scored[-1]}" "$base_wall" "$base_cpu" \
+        "$base_server" "$(echo "100 * ($scored - $base_wall) / $base_wall" | bc -l)"
     walls_scored+=("$scored") walls_unscored+=("$unscored")
     ratios+=("$(echo "scale=1; 100 * ($scored - $unscored) / $unscored" | bc)")
     printf '%s %s: %s adds %s %% to the ingest (%s s against %s s: %+.2f s per 100000 jobs)\n' \

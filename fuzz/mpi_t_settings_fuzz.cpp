@@ -38,5 +38,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::sort(again.begin(), again.end(), by_content);
   if (read != again)
     std::abort();
+  std::vector<setting> raw;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const bool from_environment = !line.empty() && line[0] == '!';
+    const size_t equals = line.find('=');
+    raw.push_back({line.substr(from_environment ? 1 : 0, equals),
+                   equals == std::string::npos ? std::string() : line.substr(equals + 1),
+                   from_environment});
+  }
+  // A set's names are distinct (settings_text's order of a repeated name is not defined).
+  std::stable_sort(raw.begin(), raw.end(),
+                   [](const setting& a, const setting& b) { return a.name < b.name; });
+  raw.erase(std::unique(raw.begin(), raw.end(),
+                        [](const setting& a, const setting& b) { return a.name == b.name; }),
+            raw.end());
+  std::string lines = "x";
+  append_setting_lines(lines, [&](auto line) {
+    for (const setting& s : raw)
+      line(s.name, s.value, s.from_environment);
+  });
+  if (lines != "x" + settings_text(raw))
+    std::abort();
   return 0;
 }

@@ -330,26 +330,25 @@ bool place_with_layout(frame_place& place, uint64_t& identity) {
 // The call path's capture for one known version (capture_site, capture.hpp): a call from the
 // same return address and the same place as this thread's last call gives its site again. The
 // innermost frame is compared with what the thread's last call saw (a code object of the same
-// address, identity and instruction), not checked on its own: a frame of this thread that runs
-// the code object the last call found is a live one (the frame holds it), so no type check, no
-// range check and no look at the table. Anything else goes to python_call_site.
+// address and identity, the instruction pointer at the same address), not checked on its own:
+// a frame of this thread that runs the code object the last call found is a live one (the frame
+// holds it), so no type check, no range check and no look at the table. Anything else goes to
+// python_call_site. Written so that the usual call keeps nothing across the thread state's
+// lookup (last_call is read again after it), which spares the function saved registers.
 template <size_t Index, bool FromRuntime> const void* repeated_site(const void* return_address) {
   static constexpr const layout& l = layouts[Index];
-  last_place& last = last_call;
-  if (__builtin_expect(return_address == last.return_address, 1)) {
-    if (!last.from_extension)
-      return return_address;
-    const void* frame = innermost_frame_with_layout<Index, FromRuntime>();
-    if (__builtin_expect(frame != nullptr, 1)) {
-      const void* code = load_pointer(frame, l.frame_code);
-      const uint64_t offset = reinterpret_cast<uintptr_t>(load_pointer(frame, l.frame_ip)) -
-                              reinterpret_cast<uintptr_t>(code) - l.code_bytecode;
-      if (code == last.code && code != nullptr && offset == last.offset &&
-          identity_with(l, code) == last.identity)
-        return last.entry;
-    }
+  if (__builtin_expect(return_address != last_call.return_address, 0))
+    return python_call_site(return_address);
+  if (!last_call.from_extension)
+    return return_address;
+  const void* frame = innermost_frame_with_layout<Index, FromRuntime>();
+  if (__builtin_expect(frame != nullptr, 1)) {
+    const void* code = load_pointer(frame, l.frame_code);
+    if (code == last_call.code && load_pointer(frame, l.frame_ip) == last_call.instruction &&
+        code != nullptr && identity_with(l, code) == last_call.identity)
+      return last_call.entry;
   }
-  return python_call_site(return_address);
+  return python_call_site(last_call.return_address);
 }
 
 bool no_direct_reads(frame_place& /*place*/, uint64_t& /*identity*/) {
@@ -517,6 +516,12 @@ bool frame_cursor::describe(const frame_place& place, place_text& text) const {
 
 uint64_t frame_cursor::identity(const frame_place& place) const {
   return public_ ? 0 : identity_of(place.code);
+}
+
+const void* frame_cursor::instruction(const frame_place& place) const {
+  if (public_)
+    return nullptr;
+  return static_cast<const char*>(place.code) + known->code_bytecode + place.offset;
 }
 
 std::string utf8_of(const void* unicode) {

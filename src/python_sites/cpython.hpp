@@ -74,12 +74,15 @@ inline bool innermost_place(frame_place& place, uint64_t& identity) {
 // What this thread's last call from Python was (sites.cpp writes it, the capture's fast path
 // in cpython.cpp compares with it): the return address it came from and whether that lies in
 // an extension module, and the innermost frame's place (code object, instruction, identity)
-// with the site it gave; `code` is null until a site was found.
+// with the site it gave; `code` is null until a site was found. `instruction` is the address
+// the frame's instruction pointer then held (frame_cursor::instruction), which the fast path
+// compares as it is instead of turning it into an offset.
 struct last_place {
   const void* return_address;
   bool from_extension;
   uint32_t offset;
   const void* code;
+  const void* instruction;
   uint64_t identity;
   const void* entry;
 };
@@ -101,6 +104,9 @@ public:
   // compiled at run time): its file and name objects and first line, read directly; 0 on the
   // public API's path, whose code objects are kept alive.
   uint64_t identity(const frame_place& place) const;
+  // The address a frame's instruction pointer holds at a place, read directly; nullptr on the
+  // public API's path.
+  const void* instruction(const frame_place& place) const;
 
 private:
   const void* frame_ = nullptr; // next frame to look at

@@ -132,6 +132,7 @@ __attribute__((noinline)) const void* walk(int skip) {
       last_call.identity = identity;
       last_call.entry = named;
       last_call.offset = place.offset;
+      last_call.instruction = cursor.instruction(place);
     }
     return named;
   }

@@ -66,54 +66,60 @@ const std::vector<std::string> job_columns_of_index = {"job_id", "settings_id", 
 const std::vector<std::string> pvar_columns = {"name",      "job_id",    "var_class", "ranks",
                                                "sum_value", "min_value", "max_value"};
 
-// "$1, $2, ..." for n values, each in parentheses for a VALUES list.
-std::string placeholders(size_t n, bool rows) {
+// "$1, $2, ..." for n values.
+std::string placeholders(size_t n) {
   std::string out;
   for (size_t i = 1; i <= n; ++i)
-    out +=
-        fmt::format(rows ? fmt::runtime("{}(${})") : fmt::runtime("{}${}"), i == 1 ? "" : ", ", i);
+    out += fmt::format("{}${}", i == 1 ? "" : ", ", i);
   return out;
 }
 
-// The ids of the sets, adding those not stored yet with their variables. A few statements per
+// "($1, $2), ($3, $4), ..." for n pairs of a VALUES list.
+std::string pairs_of_placeholders(size_t n) {
+  std::string out;
+  for (size_t i = 1; i <= n; ++i)
+    out += fmt::format("{}(${}, ${})", i == 1 ? "" : ", ", 2 * i - 1, 2 * i);
+  return out;
+}
+
+// The ids of the sets, adding those not stored yet with their text. A few statements per
 // batch whatever its count of sets (one per set was a round trip to PostgreSQL's server each);
 // new ones in digest order, so that two writers meet their shared sets in the same order.
 std::map<std::string, std::int64_t>
 settings_ids(store& db, const std::map<std::string, const std::string*>& sets) {
-  constexpr size_t chunk = 1000; // digests a statement: under both backends' parameter limits
+  constexpr size_t chunk = 500; // sets a statement: under both backends' parameter limits
   std::map<std::string, std::int64_t> ids;
-  const auto each_chunk = [&](const std::vector<store::param>& digests, auto run) {
-    for (size_t at = 0; at < digests.size(); at += chunk) {
-      const auto first = digests.begin() + static_cast<std::ptrdiff_t>(at);
-      run(std::vector<store::param>(
-          first, first + static_cast<std::ptrdiff_t>(std::min(chunk, digests.size() - at))));
-    }
-  };
   const auto keep = [&](const store::row& r) { ids[r.text(1)] = r.i64(0); };
-  std::vector<store::param> all;
-  all.reserve(sets.size());
-  for (const auto& [digest, text] : sets)
-    all.emplace_back(digest);
-  each_chunk(all, [&](const std::vector<store::param>& part) {
-    db.query("INSERT INTO mpi_t_settings (digest) VALUES " + placeholders(part.size(), true) +
-                 " ON CONFLICT (digest) DO NOTHING RETURNING settings_id, digest",
-             part, keep);
-  });
-  std::vector<std::vector<store::param>> rows;
-  for (const auto& [digest, id] : ids)
-    for (const setting& s : settings_of_text(*sets.at(digest)))
-      rows.push_back({id, s.name, s.value, s.from_environment ? 1 : 0});
-  db.append("mpi_t_setting_values", {"settings_id", "name", "value", "from_environment"}, rows);
-  // Stored before, or by another writer that committed meanwhile.
-  std::vector<store::param> known;
-  for (const auto& [digest, text] : sets)
-    if (!ids.contains(digest))
-      known.emplace_back(digest);
-  each_chunk(known, [&](const std::vector<store::param>& part) {
-    db.query("SELECT settings_id, digest FROM mpi_t_settings WHERE digest IN (" +
-                 placeholders(part.size(), false) + ")",
-             part, keep);
-  });
+  std::vector<store::param> part;
+  const auto flush = [&](bool rows) {
+    if (part.empty())
+      return;
+    if (rows)
+      db.query("INSERT INTO mpi_t_settings (digest, settings) VALUES " +
+                   pairs_of_placeholders(part.size() / 2) +
+                   " ON CONFLICT (digest) DO NOTHING RETURNING settings_id, digest",
+               part, keep);
+    else // stored before, or by another writer that committed meanwhile
+      db.query("SELECT settings_id, digest FROM mpi_t_settings WHERE digest IN (" +
+                   placeholders(part.size()) + ")",
+               part, keep);
+    part.clear();
+  };
+  for (const auto& [digest, text] : sets) {
+    part.emplace_back(digest);
+    part.emplace_back(*text);
+    if (part.size() == 2 * chunk)
+      flush(true);
+  }
+  flush(true);
+  for (const auto& [digest, text] : sets) {
+    if (ids.contains(digest))
+      continue;
+    part.emplace_back(digest);
+    if (part.size() == chunk)
+      flush(false);
+  }
+  flush(false);
   return ids;
 }
 
@@ -133,15 +139,16 @@ mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section,
   std::sort(set.begin(), set.end());
   thread_local std::string text;
   text.clear();
-  // Both in name order: one walk finds which the environment set.
-  auto from_environment = set.begin();
-  for (const auto& [name, value] : cvars) {
-    while (from_environment != set.end() && *from_environment < name)
-      ++from_environment;
-    if (!launch_identity(name))
-      append_setting_line(text, name, value,
-                          from_environment != set.end() && *from_environment == name);
-  }
+  append_setting_lines(text, [&](auto line) {
+    // Both in name order: one walk finds which the environment set.
+    auto from_environment = set.begin();
+    for (const auto& [name, value] : cvars) {
+      while (from_environment != set.end() && *from_environment < name)
+        ++from_environment;
+      if (!launch_identity(name))
+        line(name, value, from_environment != set.end() && *from_environment == name);
+    }
+  });
   known_set known = known_set_of(text);
   rows.settings = std::move(known.text);
   rows.digest = std::move(known.digest);
@@ -178,6 +185,18 @@ void add_mpi_t(store& db, const std::vector<stored_job>& jobs, const insert_resu
   }
   db.append("job_mpi_t", job_columns_of_index, job_rows);
   db.append("job_pvars", pvar_columns, pvar_rows);
+}
+
+void keep_settings_as_text(store& db) {
+  std::map<std::int64_t, std::vector<setting>> sets;
+  db.query("SELECT settings_id, name, value, from_environment FROM mpi_t_setting_values", {},
+           [&](const store::row& r) {
+             sets[r.i64(0)].push_back({r.text(1), r.text(2), r.i64(3) != 0});
+           });
+  for (const auto& [id, settings] : sets)
+    db.query("UPDATE mpi_t_settings SET settings = $1 WHERE settings_id = $2",
+             {settings_text(settings), id}, [](const store::row&) {});
+  db.execute("DROP TABLE mpi_t_setting_values");
 }
 
 void fill_mpi_t(store& db) {

@@ -26,11 +26,15 @@ mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section);
 mpi_t_rows mpi_t_rows_of(const record::mpi_t_section& section,
                          const std::vector<record::cvar_view>& cvars);
 
-// Inside store::insert's transaction: the new jobs' sets (those not stored yet added), their
-// rows in job_mpi_t and their performance variables.
+// Inside store::insert's transaction: the new jobs' sets (those not stored yet added with
+// their text), their rows in job_mpi_t and their performance variables.
 void add_mpi_t(store& db, const std::vector<stored_job>& jobs, const insert_result& r);
 
-// Migration 9: the same for every job stored before, from the records themselves.
+// Migration 10: the sets of version 9 (a row per variable in mpi_t_setting_values) as their
+// texts, that table dropped.
+void keep_settings_as_text(store& db);
+// Migration 10 from a store older than 9: add_mpi_t for every job stored before, from the
+// records themselves.
 void fill_mpi_t(store& db);
 
 } // namespace strata::site

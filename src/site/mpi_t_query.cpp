@@ -1,5 +1,6 @@
 #include "site/mpi_t_query.hpp"
 
+#include "site/mpi_t_settings.hpp"
 #include "site/store.hpp"
 
 #include <algorithm>
@@ -77,21 +78,13 @@ struct value_of_set {
 std::map<std::string, std::map<std::int64_t, value_of_set>>
 values_by_name(store& db, const std::set<std::int64_t>& settings, const mpi_t_query& q) {
   std::map<std::string, std::map<std::int64_t, value_of_set>> out;
-  const bool exact = q.name && !q.name->ends_with('*');
-  for (const std::int64_t id : settings) {
-    std::vector<store::param> params{id};
-    std::string sql = "SELECT name, value, from_environment FROM mpi_t_setting_values WHERE "
-                      "settings_id = $1";
-    if (exact) {
-      params.emplace_back(*q.name);
-      sql += " AND name = $2";
-    }
-    db.query(sql, params, [&](const store::row& r) {
-      std::string name = r.text(0);
-      if (name_matches(q.name, name))
-        out[std::move(name)][id] = {r.text(1), r.i64(2) != 0};
-    });
-  }
+  for (const std::int64_t id : settings)
+    db.query("SELECT settings FROM mpi_t_settings WHERE settings_id = $1", {id},
+             [&](const store::row& r) {
+               for (setting& s : settings_of_text(r.text(0)))
+                 if (name_matches(q.name, s.name))
+                   out[std::move(s.name)][id] = {std::move(s.value), s.from_environment};
+             });
   return out;
 }
 

@@ -67,6 +67,22 @@ TEST(MpiTSettings, TextRoundTripsAndKeepsSeparatorsOut) {
   EXPECT_TRUE(out[1].from_environment);
   EXPECT_EQ(out[2].value, "");
   EXPECT_FALSE(out[2].from_environment);
+  // Lines in name order appended at once: the same text, separators inside replaced too.
+  for (const std::vector<setting>& settings :
+       {std::vector<setting>{{"a", "1", false}, {"b", "", true}, {"c", "x y", false}},
+        std::vector<setting>{{"a", "x\x1fy\x1e", false}, {"b", "2", true}},
+        std::vector<setting>{{"a\x1e", "1", true}}, std::vector<setting>{},
+        std::vector<setting>{{"abcdefgh",
+                              "\x1f\x1e\x1f"
+                              "abcdefghijklmno",
+                              false}}}) {
+    std::string text = "before";
+    append_setting_lines(text, [&](auto line) {
+      for (const setting& v : settings)
+        line(v.name, v.value, v.from_environment);
+    });
+    EXPECT_EQ(text, "before" + settings_text(settings));
+  }
 }
 
 TEST_F(MpiTIndex, EachValueWithItsJobsAndMedianAndThePvarsOverJobs) {
@@ -211,6 +227,59 @@ TEST_F(MpiTIndex, MigrationNineIndexesTheRecordsStoredBefore) {
   ASSERT_EQ(m.cvars.size(), 1u);
   EXPECT_EQ(m.cvars[0].values.size(), 2u);
   EXPECT_FALSE(m.pvars.empty());
+}
+
+// A store of version 9 kept a set as a row per variable; version 10 moves them into the set's
+// text, and every answer stays the same.
+TEST_F(MpiTIndex, MigrationTenKeepsEachSetAsItsText) {
+  auto s = store::open(url_);
+  ASSERT_EQ(s->insert({job(1, "4096", 4, 4, 3), job(2, "8192", 8, 4, 5), job(3, "2048", 6, 8, 4)})
+                .inserted,
+            3);
+  mpi_t_query every = mine();
+  every.all = true;
+  const std::string before = render_mpi_t_json(query_mpi_t(*s, every));
+  const std::int64_t my_sets = query_mpi_t(*s, mine()).settings;
+  ASSERT_EQ(my_sets, 3) << "one a value of the eager limit";
+  // Back to version 9: the texts as rows, written as version 9 wrote them.
+  std::vector<std::pair<std::int64_t, std::string>> sets;
+  s->query("SELECT settings_id, settings FROM mpi_t_settings", {},
+           [&](const store::row& r) { sets.emplace_back(r.i64(0), r.text(1)); });
+  ASSERT_GE(sets.size(), 3u); // on PostgreSQL other tests' sets too
+  s->execute("CREATE TABLE mpi_t_setting_values (settings_id BIGINT NOT NULL, name TEXT NOT NULL, "
+             "value TEXT NOT NULL, from_environment INTEGER NOT NULL, PRIMARY KEY (settings_id, "
+             "name)); ALTER TABLE mpi_t_settings DROP COLUMN settings; DELETE FROM schema_version "
+             "WHERE version >= 10");
+  size_t rows = 0;
+  for (const auto& [id, text] : sets)
+    for (const setting& v : settings_of_text(text)) {
+      s->query("INSERT INTO mpi_t_setting_values VALUES ($1, $2, $3, $4)",
+               {id, v.name, v.value, v.from_environment ? 1 : 0}, [](const store::row&) {});
+      ++rows;
+    }
+  ASSERT_GT(rows, with_mpi_t_.mpi_t->cvars.size());
+  s.reset();
+  s = store::open(url_);
+  EXPECT_EQ(s->schema_version(), store_schema_version);
+  EXPECT_EQ(render_mpi_t_json(query_mpi_t(*s, every)), before);
+  std::vector<std::pair<std::int64_t, std::string>> after;
+  s->query("SELECT settings_id, settings FROM mpi_t_settings", {},
+           [&](const store::row& r) { after.emplace_back(r.i64(0), r.text(1)); });
+  std::sort(sets.begin(), sets.end());
+  std::sort(after.begin(), after.end());
+  EXPECT_EQ(after, sets) << "each set's text as the ingest wrote it";
+  bool table_left = true;
+  try {
+    s->query("SELECT COUNT(*) FROM mpi_t_setting_values", {}, [](const store::row&) {});
+  } catch (const std::exception&) {
+    table_left = false;
+  }
+  EXPECT_FALSE(table_left) << "version 9's table of rows is dropped";
+  // A job of a set the store holds names it; a new set is added.
+  ASSERT_EQ(s->insert({job(4, "8192", 5, 4, 1), job(5, "1024", 5, 4, 1)}).inserted, 2);
+  const mpi_t_summary m = query_mpi_t(*s, mine());
+  EXPECT_EQ(m.jobs, 5);
+  EXPECT_EQ(m.settings, my_sets + 1);
 }
 
 } // namespace

@@ -6,8 +6,8 @@
 namespace strata::site {
 namespace {
 
-constexpr char field_separator = '\x1f';  // ASCII unit separator
-constexpr char record_separator = '\x1e'; // ASCII record separator
+constexpr char field_separator = setting_field_separator;
+constexpr char record_separator = setting_record_separator;
 
 void append_clean(std::string& out, std::string_view text) {
   // memchr rather than find_first_of, which looks each character up in the set (most of an
@@ -44,6 +44,27 @@ void append_setting_line(std::string& out, std::string_view name, std::string_vi
   out += field_separator;
   out += from_environment ? '1' : '0';
   out += record_separator;
+}
+
+// memchr from one to the next (std::count, a byte at a time, took as long as writing the
+// text): about one call per separator.
+size_t count_of(std::string_view text, char c) {
+  size_t n = 0;
+  const char* at = text.data();
+  const char* const end = text.data() + text.size();
+  while (at != end) {
+    at = static_cast<const char*>(std::memchr(at, c, static_cast<size_t>(end - at)));
+    if (at == nullptr)
+      break;
+    ++n;
+    ++at;
+  }
+  return n;
+}
+
+bool only_own_separators(std::string_view lines_text, size_t lines) {
+  return count_of(lines_text, field_separator) == 2 * lines &&
+         count_of(lines_text, record_separator) == lines;
 }
 
 std::vector<setting> settings_of_text(const std::string& text) {

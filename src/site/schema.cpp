@@ -294,6 +294,14 @@ CREATE TABLE job_pvars (
   PRIMARY KEY (name, job_id)
 ) {{clustered}};
 )sql",
+    // 10: a set of control variables is one row, its text (site/mpi_t_settings.hpp) beside its
+    // digest, instead of a row per variable in mpi_t_setting_values: a new set cost a few
+    // hundred rows and index entries, as many as a hundred jobs' routines, and a site whose
+    // jobs vary in size meets a new set every few dozen jobs. keep_settings_as_text moves the
+    // rows of version 9 into the texts and drops their table.
+    R"sql(
+ALTER TABLE mpi_t_settings ADD COLUMN settings TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on
@@ -358,8 +366,12 @@ void store::migrate() {
         fill_site_days(*this);
       if (v + 1 == 8)
         fill_programs(*this);
-      if (v + 1 == 9)
-        fill_mpi_t(*this);
+      // The index of the records stored before version 9 is written as version 10 keeps it.
+      if (v + 1 == 10) {
+        keep_settings_as_text(*this);
+        if (have < 9)
+          fill_mpi_t(*this);
+      }
       execute("INSERT INTO schema_version (version) VALUES (" + std::to_string(v + 1) + ")");
     }
     execute("COMMIT");

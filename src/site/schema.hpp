@@ -1,4 +1,4 @@
-// The site store's schema, version 9. Migrations (schema.cpp) take a store from any earlier
+// The site store's schema, version 10. Migrations (schema.cpp) take a store from any earlier
 // version to this one when it is opened; docs/site-setup.md shows the tables to administrators.
 //
 //   schema_version(version)               one row per applied migration
@@ -23,14 +23,15 @@
 //   program_runs(program_id, ranks, end_time, job_id)     (8) each job's time per rank
 //   regressions(job_id, ...)              (8) jobs flagged at ingest, and why
 //   ingests(ingest_id, ...)               (8) one row per ingest: the store's health
-//   mpi_t_settings(settings_id, digest)   (9) each distinct set of MPI_T control variables
-//   mpi_t_setting_values(settings_id, name, value, from_environment)   (9) a set's variables
+//   mpi_t_settings(settings_id, digest, settings)   (9) each distinct set of MPI_T control
+//                                         variables; (10) its text (site/mpi_t_settings.hpp),
+//                                         where version 9 had a row per variable
 //   job_mpi_t(job_id, settings_id, ...)   (9) the set each job ran with (site/mpi_t_index.hpp)
 //   job_pvars(name, job_id, ...)          (9) each job's MPI_T performance variables
 #pragma once
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 9;
+inline constexpr int store_schema_version = 10;
 
 } // namespace strata::site

@@ -15,6 +15,7 @@ using simdjson::dom::element_type;
 // The reader's view of a simdjson value (see detail::reader).
 struct simdjson_value {
   element e;
+  static constexpr bool scans_for_members = true; // member() walks the object
 
   element_type type() const { return e.type(); }
   bool is_object() const { return type() == element_type::OBJECT; }

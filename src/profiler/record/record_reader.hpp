@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <fmt/format.h>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -210,6 +212,8 @@ inline std::optional<std::uint64_t> count_of_double(double v) {
 //   member(key, out)                             false when absent; the last of a repeated key
 //   members(f) elements(f)                       f(key, V) / f(V) until f returns false
 //   describe()                                   the value for a message
+//   scans_for_members (optional, any static)     member() walks the whole object: the reader
+//                                                then takes each object's members in one pass
 // Collects the first problem only: later problems are usually consequences of it. Paths of
 // messages are built only when there is a problem.
 template <typename V> class reader {
@@ -222,21 +226,26 @@ public:
   // reads the text the ordinary way.
   std::vector<cvar_view>* cvar_views = nullptr;
 
-  reader() { path_.reserve(8); } // deeper than any record goes
+  reader() {
+    if constexpr (one_pass) {
+      slots_.reserve(256);
+      present_.reserve(256);
+    }
+  }
 
   template <has_fields S> void read_root(const V& doc, S& out) { read(doc, out); }
 
   template <typename T> void operator()(std::string_view key, T& out) {
+    V found;
+    const bool present = take(key, found);
     if (!error.empty())
       return;
-    V found;
-    const bool present = object_.member(key, found);
-    path_.push_back({key, 0, false});
+    push({key, 0, false});
     if (present)
       read(found, out);
     else if (!may_be_absent<T>)
       error = path() + " is missing";
-    path_.pop_back();
+    pop();
   }
 
 private:
@@ -246,11 +255,97 @@ private:
     bool is_index;
   };
   V object_{};
-  std::vector<segment> path_;
+  // The path of the value being read, for messages: pushed and popped for every field and
+  // element, so a fixed array (records nest a few levels; deeper segments are not named).
+  static constexpr size_t path_capacity = 16;
+  std::array<segment, path_capacity> path_{};
+  size_t depth_ = 0;
+  void push(segment s) {
+    if (depth_ < path_capacity)
+      path_[depth_] = s;
+    ++depth_;
+  }
+  void pop() { --depth_; }
+
+  // Where member() walks the whole object, a struct of n fields looked up one by one cost n
+  // walks (a sixth of the site ingest's parse). Instead each object's members are taken in
+  // one walk into slots, one per key of the struct in fields() order, and the visit of
+  // fields() takes them in that order. Writers put keys in name order (nlohmann's objects
+  // are sorted), so each member's key is found by walking the struct's keys in name order
+  // alongside, with a binary search for a key out of that order. A repeated key fills its
+  // slot again: the last one counts, as with member().
+  static constexpr bool one_pass = requires { V::scans_for_members; };
+  struct struct_keys {
+    std::vector<std::string_view> visited;                   // in fields() order
+    std::vector<std::pair<std::string_view, size_t>> sorted; // by name: the key's slot
+  };
+  struct frame {
+    size_t base = 0;              // the object's first slot in slots_
+    const struct_keys* keys = {}; // its struct's keys
+    size_t next = 0;              // the slot of the next key fields() visits
+  };
+  frame frame_{};
+  std::vector<V> slots_;
+  std::vector<char> present_;
+
+  template <typename S> static const struct_keys& keys_of() {
+    static const struct_keys keys = [] {
+      struct_keys out;
+      std::remove_const_t<S> unused{};
+      auto collect = [&out](std::string_view key, auto&) {
+        out.sorted.emplace_back(key, out.visited.size());
+        out.visited.push_back(key);
+      };
+      fields(unused, collect);
+      std::sort(out.sorted.begin(), out.sorted.end());
+      return out;
+    }();
+    return keys;
+  }
+
+  template <typename S> void take_members(const V& value) {
+    const struct_keys& keys = keys_of<S>();
+    const auto& sorted = keys.sorted;
+    frame_ = {slots_.size(), &keys, 0};
+    // Both end at base here (read_object cuts them back): the new flags are all 0.
+    slots_.resize(frame_.base + sorted.size());
+    present_.resize(frame_.base + sorted.size(), 0);
+    auto cursor = sorted.begin();
+    value.members([&](std::string_view key, const V& item) {
+      while (cursor != sorted.end() && cursor->first < key)
+        ++cursor;
+      if (cursor == sorted.end() || cursor->first != key) {
+        const auto found = std::lower_bound(sorted.begin(), sorted.end(), key,
+                                            [](const std::pair<std::string_view, size_t>& k,
+                                               std::string_view v) { return k.first < v; });
+        if (found == sorted.end() || found->first != key)
+          return true; // a key the struct does not know is not read, as before
+        cursor = found;
+      }
+      slots_[frame_.base + cursor->second] = item;
+      present_[frame_.base + cursor->second] = 1;
+      return true;
+    });
+  }
+
+  // The current object's member `key`: false when absent.
+  bool take(std::string_view key, V& found) {
+    if constexpr (one_pass) {
+      const size_t at = frame_.next++;
+      assert(at < frame_.keys->visited.size() && frame_.keys->visited[at] == key);
+      (void)key;
+      if (present_[frame_.base + at] == 0)
+        return false;
+      found = slots_[frame_.base + at];
+      return true;
+    } else {
+      return object_.member(key, found);
+    }
+  }
 
   std::string path() const {
     std::string out;
-    for (const segment& s : path_) {
+    for (const segment& s : std::span(path_).first(std::min(depth_, path_capacity))) {
       if (s.is_index) {
         out += fmt::format("[{}]", s.index);
       } else {
@@ -292,17 +387,27 @@ private:
   template <typename S, typename Visit> void read_object(V value, S& out, Visit& visit) {
     if (!value.is_object())
       return fail("an object", value);
-    std::swap(object_, value);
-    fields(out, visit);
-    std::swap(object_, value);
+    if constexpr (one_pass) {
+      const frame outer = frame_;
+      take_members<S>(value);
+      fields(out, visit);
+      slots_.resize(frame_.base);
+      present_.resize(frame_.base);
+      frame_ = outer;
+    } else {
+      std::swap(object_, value);
+      fields(out, visit);
+      std::swap(object_, value);
+    }
   }
 
   void read_cvar_views(std::string_view key) {
+    V found;
+    const bool present = take(key, found);
     if (!error.empty())
       return;
-    V found;
-    path_.push_back({key, 0, false});
-    if (!object_.member(key, found))
+    push({key, 0, false});
+    if (!present)
       error = path() + " is missing";
     else if (!found.is_object())
       fail("an object", found);
@@ -310,9 +415,9 @@ private:
       found.members([&](std::string_view name, const V& item) {
         const auto text = item.string();
         if (!text) {
-          path_.push_back({name, 0, false});
+          push({name, 0, false});
           fail("a string", item);
-          path_.pop_back();
+          pop();
         } else if (!cvar_views->empty() && !(cvar_views->back().first < name)) {
           error = path() + ": names out of order";
         } else {
@@ -320,7 +425,7 @@ private:
         }
         return error.empty();
       });
-    path_.pop_back();
+    pop();
   }
 
   void read(const V& value, std::uint64_t& out) {
@@ -440,9 +545,9 @@ private:
       return fail("an array", value);
     size_t i = 0;
     value.elements([&](const V& item) {
-      path_.push_back({{}, i++, true});
+      push({{}, i++, true});
       read(item, out.emplace_back());
-      path_.pop_back();
+      pop();
       return error.empty();
     });
   }
@@ -452,12 +557,12 @@ private:
       return fail("an object", value);
     value.members([&](std::string_view key, const V& item) {
       const auto [it, fresh] = out.try_emplace(std::string(key));
-      path_.push_back({key, 0, false});
+      push({key, 0, false});
       if (fresh)
         read(item, it->second);
       else // nlohmann keeps the last, simdjson both: refuse rather than differ
         error = path() + ": the key appears twice";
-      path_.pop_back();
+      pop();
       return error.empty();
     });
   }

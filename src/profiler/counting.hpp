@@ -83,17 +83,31 @@ struct call_counting {
 // How often threads with arrays of their own move the rank's latest exit on (count_call_into).
 inline constexpr uint64_t latest_exit_grain_ns = 1'000'000;
 
-// The call's call site (and the overhead module's time over the model). Out of line: the
-// profile without call sites then keeps count_call_into's registers to what it needs itself.
+// A count or a byte figure of the event as counted: negative (none) as zero.
+inline uint64_t non_negative(int64_t bytes) {
+  return bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
+}
+
+// The message size of a call: what it sends, else what arrived, else what it posted.
+inline uint64_t message_size(const strata_event& ev) {
+  const uint64_t sent = non_negative(ev.bytes_sent);
+  const uint64_t received = non_negative(ev.bytes_received);
+  return sent != 0 ? sent : received != 0 ? received : non_negative(ev.bytes_expected);
+}
+
+// The call's call site (and the overhead module's time over the model). Out of line, reading
+// the event again: the profile without call sites then keeps count_call_into's registers to
+// what it needs itself (no frame of saved registers there).
 template <typename Adds>
 __attribute__((noinline)) void count_call_site(const call_counting& c, const strata_event& ev,
-                                               uint64_t t, uint64_t size, uint64_t bytes) {
+                                               uint64_t t) {
+  const uint64_t size = message_size(ev);
   const uint64_t wasted = c.model != nullptr ? c.model->wasted_ns(ev.function, ev.comm_size, t,
                                                                   size, c.header->model_clamped)
                                              : 0;
   count_callsite<Adds>(c.callsites, c.header->callsites_dropped,
                        callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function), t,
-                       bytes, wasted);
+                       non_negative(ev.bytes_sent) + non_negative(ev.bytes_received), wasted);
 }
 
 // One call into `slots` (the shared ones, or the thread's own) with SlotAdds, and into what
@@ -104,27 +118,18 @@ inline void count_call_into(const call_counting& c, routine_slot* slots, const s
   const auto f = static_cast<size_t>(ev.function);
   routine_slot& slot = slots[f];
   const uint64_t t = ev.t_exit_ns - ev.t_enter_ns;
-  const uint64_t received = ev.bytes_received > 0 ? static_cast<uint64_t>(ev.bytes_received) : 0;
-  const uint64_t sent = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
-  const uint64_t count = ev.count > 0 ? static_cast<uint64_t>(ev.count) : 0;
-  const bool p2p = ev.peer != STRATA_NO_RANK;
-  const uint8_t traits = c.traits[f];
-  const bool collective = (traits & routine_trait::collective) != 0;
-  // The message size of a call: what it sends, else what arrived, else what it posted.
-  const uint64_t size =
-      sent != 0       ? sent
-      : received != 0 ? received
-                      : (ev.bytes_expected > 0 ? static_cast<uint64_t>(ev.bytes_expected) : 0);
+  const uint64_t received = non_negative(ev.bytes_received);
   Adds::add(slot.calls, uint64_t{1});
   Adds::add(slot.time_ns, t);
   Adds::keep_min(slot.min_ns, t);
   Adds::keep_max(slot.max_ns, t);
-  Adds::add(slot.count_sum, count);
-  Adds::add(slot.bytes_sent, sent);
+  Adds::add(slot.count_sum, non_negative(ev.count));
+  Adds::add(slot.bytes_sent, non_negative(ev.bytes_sent));
   Adds::add(slot.bytes_received, received);
-  if (p2p || collective)
-    Adds::add(slot.size_hist[size_bin(size)], uint64_t{1});
-  if (collective)
+  const uint8_t traits = c.traits[f];
+  if (ev.peer != STRATA_NO_RANK || (traits & routine_trait::collective) != 0)
+    Adds::add(slot.size_hist[size_bin(message_size(ev))], uint64_t{1});
+  if ((traits & routine_trait::collective) != 0)
     Adds::add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], uint64_t{1});
   // Threads with arrays of their own move the latest exit on only once a millisecond, so that
   // they do not write one shared line on every call: the wall time of a rank that died may be
@@ -144,7 +149,7 @@ inline void count_call_into(const call_counting& c, routine_slot* slots, const s
     }
   }
   if (c.callsites.slots != nullptr)
-    count_call_site<SharedAdds>(c, ev, t, size, sent + received);
+    count_call_site<SharedAdds>(c, ev, t);
 }
 
 template <typename Adds>

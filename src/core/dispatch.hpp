@@ -331,8 +331,8 @@ __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R
 // read (chain_entry::fields) every field that means "none" set so (zero is a valid rank or tag).
 // The rest is left as the stack had it: no module reads it (module.h, strata_module_fields_v1).
 // The communicator's fields are left to a decoder that always sets them (Decoder::sets_comm)
-// when its enter step runs (comm_decoded).
-template <bool comm_decoded = false>
+// when its enter step runs (comm_decoded), the byte fields likewise (Decoder::sets_bytes).
+template <bool comm_decoded = false, bool bytes_decoded = false>
 __attribute__((always_inline)) inline void start_event(strata_event& ev, int function,
                                                        const thread_state& ts, uint32_t fields) {
   ev.function = function;
@@ -357,7 +357,7 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
   }
   if ((fields & STRATA_FIELD_TAG) != 0)
     ev.tag = STRATA_NO_TAG;
-  if ((fields & STRATA_FIELD_BYTES) != 0) {
+  if (!bytes_decoded && (fields & STRATA_FIELD_BYTES) != 0) {
     ev.count = 0;
     ev.bytes_sent = 0;
     ev.bytes_expected = 0;
@@ -426,7 +426,7 @@ template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline void begin_event(strata_event& ev, decode::scratch& scratch,
                                                        const thread_state& ts, uint32_t fields,
                                                        A&... args) {
-  start_event<Decoder::sets_comm>(ev, F, ts, fields);
+  start_event<Decoder::sets_comm, Decoder::sets_bytes>(ev, F, ts, fields);
   Decoder::enter(ev, scratch, fields, args...);
   ev.t_enter_ns = now_ns();
 }

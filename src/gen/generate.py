@@ -404,6 +404,11 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # core need not set them to "none" first (start_event).
             sets_comm = any(group == "COMM" for group, _ in lines)
             c.write(f"  static constexpr bool sets_comm = {'true' if sets_comm else 'false'};\n")
+            # The same for the byte fields, where the decoder sets all three whenever they are read.
+            bytes_set = [line for group, line in lines if group == "BYTES"]
+            sets_bytes = all(any(line.startswith(f"ev.{name} = ") for line in bytes_set)
+                             for name in ("count", "bytes_sent", "bytes_expected"))
+            c.write(f"  static constexpr bool sets_bytes = {'true' if sets_bytes else 'false'};\n")
             # The routine a Fortran binding's entry point notes (fortran_entries.cpp): a call of
             # the large-count twin takes the note of its base routine.
             base = n[:-2] if n.endswith("_c") and n[:-2] in known else n

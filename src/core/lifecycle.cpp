@@ -65,8 +65,8 @@ void pause_s(time_t seconds, long nanoseconds) {
 // `comm`, under a tag of its own, and leaves nothing behind; MPICH's does the same as its dup.
 int duplicate_for_tools(MPI_Comm comm, MPI_Comm* out) {
   auto comm_group = real_fn<int (*)(MPI_Comm, MPI_Group*)>("PMPI_Comm_group");
-  auto create_group = real_fn<int (*)(MPI_Comm, MPI_Group, int, MPI_Comm*)>(
-      "PMPI_Comm_create_group");
+  auto create_group =
+      real_fn<int (*)(MPI_Comm, MPI_Group, int, MPI_Comm*)>("PMPI_Comm_create_group");
   auto group_free = real_fn<int (*)(MPI_Group*)>("PMPI_Group_free");
   if (comm_group == nullptr || create_group == nullptr || group_free == nullptr)
     return MPI_ERR_INTERN;

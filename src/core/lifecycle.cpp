@@ -36,9 +36,10 @@ std::vector<int> g_app_world_ranks; // after replace_world: the application's pr
 
 MPI_Comm g_tool_world = MPI_COMM_NULL;
 // MPI_Comm_create_group's tag for the tools' communicator. The standard keeps its messages apart
-// from point-to-point ones; Open MPI sends them on the parent communicator with this tag, from
-// each process to its neighbours in a tree, inside the init call, before anything the
-// application on either side can send or receive.
+// from point-to-point ones; Open MPI sends them on the parent communicator with this tag, between
+// neighbours in a tree, inside the init call: a process receives the last of them before its
+// init returns, so no receive of the application is posted yet, and a neighbour's later messages
+// come after them (MPI does not let them overtake).
 constexpr int tools_world_tag = 27182;
 bool g_tool_world_from_session = false;
 #if MPI_VERSION >= 4
@@ -62,7 +63,7 @@ void pause_s(time_t seconds, long nanoseconds) {
 // progress call of the process (each MPI_Test, MPI_Testany, MPI_Iprobe: about 20 instructions
 // and a lock), where a program that makes no communicator of its own never has it (HPCC's
 // RandomAccess, docs/PERFORMANCE.md). The group variant agrees with point-to-point messages on
-// `comm`, under a tag of its own, and leaves nothing behind; MPICH's does the same as its dup.
+// `comm`, under a tag of its own, and leaves nothing behind (under MPICH neither call does).
 int duplicate_for_tools(MPI_Comm comm, MPI_Comm* out) {
   auto comm_group = real_fn<int (*)(MPI_Comm, MPI_Group*)>("PMPI_Comm_group");
   auto create_group =

@@ -154,10 +154,11 @@ class ResultsAndCounts(StrataTestCase):
         expected = sorted(l for l in native.stdout.splitlines() if l.startswith("progress_hooks:"))
         self.assertEqual(expected, [f"progress_hooks: rank={r} after_init=idle after_dup=registered"
                                     for r in (0, 1)])
-        for tools in ("empty", "profile"):
+        for tools in ("empty", "profile", "trace"):
             with self.subTest(tools=tools):
                 proc = strata_run(tools, [program("progress_hooks_c")],
-                                  env=base_env(STRATA_SPOOL=self.out))
+                                  env=base_env(STRATA_SPOOL=self.out,
+                                               STRATA_TRACE_DIR=os.path.join(self.out, "trace")))
                 self.assertRan(proc)
                 got = sorted(l for l in proc.stdout.splitlines() if l.startswith("progress_hooks:"))
                 self.assertEqual(got, expected)

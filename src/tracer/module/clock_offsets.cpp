@@ -14,20 +14,23 @@
 namespace strata::trace {
 namespace {
 
-constexpr int ping_tag = 1;
-constexpr int pong_tag = 2;
-constexpr int offset_tag = 3;
+// On the tools' communicator the modules share, under tags no other module uses (a duplicate of
+// it would cost more than the messages: Open MPI agrees on a new communicator with a
+// nonblocking allreduce that leaves its progress function in every later poll of the program).
+constexpr int ping_tag = 0x5470;
+constexpr int pong_tag = 0x5471;
+constexpr int offset_tag = 0x5472;
 
 // Serves a child's ping-pongs, then tells it this rank's own offset to rank 0.
 void serve(trace_state* s, int child, const double mine[2]) {
   constexpr int rounds = 8;
   for (int k = 0; k < rounds; ++k) {
     uint64_t t = 0;
-    MPI_Recv(&t, 1, MPI_UINT64_T, child, ping_tag, s->clock_comm, MPI_STATUS_IGNORE);
+    MPI_Recv(&t, 1, MPI_UINT64_T, child, ping_tag, s->world, MPI_STATUS_IGNORE);
     t = s->host->now_ns();
-    MPI_Send(&t, 1, MPI_UINT64_T, child, pong_tag, s->clock_comm);
+    MPI_Send(&t, 1, MPI_UINT64_T, child, pong_tag, s->world);
   }
-  MPI_Send(mine, 2, MPI_DOUBLE, child, offset_tag, s->clock_comm);
+  MPI_Send(mine, 2, MPI_DOUBLE, child, offset_tag, s->world);
 }
 
 // The parent's clock minus ours from the ping-pong with the smallest round trip, and half that
@@ -39,8 +42,8 @@ int64_t ping(trace_state* s, int parent, uint64_t& best_rtt) {
   for (int k = 0; k < rounds; ++k) {
     uint64_t t = 0;
     const uint64_t sent = s->host->now_ns();
-    MPI_Send(&t, 1, MPI_UINT64_T, parent, ping_tag, s->clock_comm);
-    MPI_Recv(&t, 1, MPI_UINT64_T, parent, pong_tag, s->clock_comm, MPI_STATUS_IGNORE);
+    MPI_Send(&t, 1, MPI_UINT64_T, parent, ping_tag, s->world);
+    MPI_Recv(&t, 1, MPI_UINT64_T, parent, pong_tag, s->world, MPI_STATUS_IGNORE);
     const uint64_t back = s->host->now_ns();
     if (back - sent < best_rtt) {
       best_rtt = back - sent;
@@ -60,7 +63,7 @@ int64_t measure_offset(trace_state* s, double& uncertainty) {
     uint64_t rtt = 0;
     const int64_t to_parent = ping(s, links.parent, rtt);
     double parents[2] = {0, 0};
-    MPI_Recv(parents, 2, MPI_DOUBLE, links.parent, offset_tag, s->clock_comm, MPI_STATUS_IGNORE);
+    MPI_Recv(parents, 2, MPI_DOUBLE, links.parent, offset_tag, s->world, MPI_STATUS_IGNORE);
     mine[0] = parents[0] + static_cast<double>(to_parent);
     mine[1] = parents[1] + static_cast<double>(rtt) / 2;
   }

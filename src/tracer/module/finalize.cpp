@@ -182,7 +182,6 @@ void trace_finalize(void* raw) {
   finalize_times took;
   s->clock.t2 = s->host->now_ns();
   s->clock.o2 = measure_offset(s, s->stddev_final);
-  MPI_Comm_free(&s->clock_comm);
   const int rank = s->rank;
   const int size = s->world_size;
   uint64_t t = s->host->now_ns();

@@ -108,8 +108,6 @@ void trace_mpi_ready(void* raw) {
   }
   MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, s->world);
   s->dir = dir;
-  // The ping-pongs get their own communicator: they can never match the program's receives.
-  MPI_Comm_dup(s->world, &s->clock_comm);
   s->clock.t1 = s->host->now_ns();
   s->clock.o1 = measure_offset(s, s->stddev_init);
 }

@@ -36,7 +36,6 @@ struct trace_state {
   uint64_t window_end = std::numeric_limits<uint64_t>::max();
   int rank = 0;
   int world_size = 1;
-  MPI_Comm clock_comm = MPI_COMM_NULL; // a private duplicate of the world for the ping-pongs
   std::string dir;
   // Communicators: the core's comm id -> our index (0 = not yet seen), members as world ranks.
   std::vector<uint32_t> comm_index;
@@ -81,7 +80,7 @@ void on_exit(strata_event* ev, void* raw);
 void on_region_begin(const char* name, const void* call_site, uint64_t t, void* raw);
 void on_region_end(const char* name, const void* call_site, uint64_t t, void* raw);
 
-// clock_offsets.cpp: rank 0's clock minus ours, from ping-pongs on `s->clock_comm`; the half
+// clock_offsets.cpp: rank 0's clock minus ours, from ping-pongs on `s->world`; the half
 // round trip of the best one is the uncertainty.
 int64_t measure_offset(trace_state* s, double& uncertainty);
 

@@ -97,6 +97,10 @@ struct thread_state {
   // makes next: the program's return address, and the routine (-1: none noted).
   const void* fortran_site;
   int fortran_fid;
+  // The chain entry of the timed call about to start, handed to strata_timed_X by whoever jumps
+  // there (the assembly entry point, enter_sole_exit) with the arguments untouched: written
+  // just before the jump, read at its start (sole_exit_in_place).
+  const chain_entry* timed_entry;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
@@ -471,19 +475,22 @@ __attribute__((noinline)) R invoke_sole_exit(const chain_entry& entry, R (*real)
 // read again here, a few loads.
 // The generated strata_timed_X of such a function (Decoder::timed_in_place) is this, out of
 // line; the entry point of one with arguments on the stack jumps there itself (generate.py).
+// Both leave the entry in thread_state::timed_entry: one load here, where finding it again
+// from the chain took four dependent ones.
 inline constexpr size_t register_arguments = 6; // the x86-64 System V ABI's integer registers
 template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto sole_exit_in_place(A... args) {
-  const chain_entry& entry = *chains[F]->first_below[tls.layer + 1];
-  return sole_exit_call<F, Decoder>(entry, Decoder::real_function(), args...);
+  return sole_exit_call<F, Decoder>(*tls.timed_entry, Decoder::real_function(), args...);
 }
 
 // invoke_from's jump into the usual timed call.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry, R (*real)(P...),
                                                         A... args) {
-  if constexpr (sizeof...(A) + 2 > register_arguments)
+  if constexpr (sizeof...(A) + 2 > register_arguments) {
+    tls.timed_entry = &entry;
     return Decoder::timed_in_place(args...);
+  }
   else
     return invoke_sole_exit<F, Decoder>(entry, real, args...);
 }

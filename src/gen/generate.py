@@ -217,7 +217,7 @@ def write_stack_entry(c, fn, index):
     MPI_Sendrecv's entry, 53 more in wrapped_MPI_Sendrecv's frame): here nothing moves them. No
     chain: MPI. A chain that only counts: counted_X. The application's call (layer -1, MPI not
     running, no call mark) whose first entry is the usual timed call (sole_exit_every_call):
-    its call site, and strata_timed_X. Anything else: wrapped_X, which decides as dispatch<>()
+    its call site, the entry (thread_state::timed_entry), and strata_timed_X. Anything else: wrapped_X, which decides as dispatch<>()
     does. `index`: the function's id, which is also its place in the real-function table. The
     offsets are asserted in the generated file (write_stack_entry_layout)."""
     n = fn.name
@@ -238,7 +238,7 @@ def write_stack_entry(c, fn, index):
             f"  jz strata_wrapped_{n}\n"
             "  cmpb $0, 78(%rax)\n"
             f"  je strata_wrapped_{n}\n"
-            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
+            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n  movq %rax, %fs:40(%r10)\n"
             f"  jmp strata_timed_{n}\n"
             f".cfi_endproc\n.size {n}, .-{n}\n")
     for alias in ("P" + n, "ZMPI_" + n[4:]):
@@ -258,7 +258,8 @@ def write_stack_entry_layout(c):
             "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78);\n"
             "static_assert(offsetof(core::thread_state, layer) == 0 && "
             "offsetof(core::thread_state, in_real) == 4 && "
-            "offsetof(core::thread_state, call_site) == 8);\n"
+            "offsetof(core::thread_state, call_site) == 8 && "
+            "offsetof(core::thread_state, timed_entry) == 40);\n"
             "static_assert(sizeof core::strata_call_marks == 4 && sizeof(void (*)()) == 8);\n"
             "#endif\n")
 

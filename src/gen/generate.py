@@ -372,6 +372,22 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             if "flag" in roles.get(f.name.removesuffix("_c"), {}):
                 c.write(f"  case fid_{f.name}:\n")
         c.write("    return true;\n  default:\n    return false;\n  }\n}\n")
+        # What the byte fields of a function read of the other groups (byte_expr): the
+        # communicator's size for a count per peer, whether this rank is the root for a rooted
+        # count; nothing for most (a point-to-point call's bytes are its count and datatype).
+        c.write("uint32_t bytes_prerequisites(int fid) {\n  switch (fid) {\n")
+        for f in functions:
+            spec = roles.get(f.name.removesuffix("_c"), {})
+            byte_specs = [spec[k] for k in ("send", "recv") if k in spec]
+            needs = set()
+            for b in byte_specs:
+                if "*size" in b or "@sum" in b:
+                    needs.add("STRATA_FIELD_COMM")
+                if "@root" in b or "@nonroot" in b:
+                    needs |= {"STRATA_FIELD_COMM", "STRATA_FIELD_PEER"}
+            if needs:
+                c.write(f"  case fid_{f.name}:\n    return {' | '.join(sorted(needs))};\n")
+        c.write("  default:\n    return 0;\n  }\n}\n")
         c.write("} // namespace strata::gen\n\n")
         c.write("using namespace strata;\nusing namespace strata::gen;\n"
                 "namespace dec = strata::decode;\n\n")

@@ -211,7 +211,8 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_fields_v1(void*) {
 
 // The communicator's size only where it is read: a collective's histogram, the machine model's
 // time (the overhead module). Most of a point-to-point call's decoding is its communicator
-// (a look-up and four fields): a 0-byte MPI_Sendrecv's timed path, ... instructions fewer.
+// (a look-up, four fields and the peer's world rank): about 40 instructions fewer on a timed
+// MPI_Sendrecv or MPI_Iprobe.
 extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_function_fields_v1(void* state,
                                                                           int function) {
   const auto* s = static_cast<const strata::profiler::module_state*>(state);

@@ -471,12 +471,11 @@ __attribute__((noinline)) R invoke_sole_exit(const chain_entry& entry, R (*real)
 // The same for a function whose arguments with the entry and the real function would not all
 // fit in registers (the Sendrecv's twelve): the parameters of wrapped_X, which enters it by a
 // jump that moves no argument, where passing two more made wrapped_X copy its stack arguments
-// in a frame of its own (about 50 instructions a call). The entry and the real function are
-// read again here, a few loads.
-// The generated strata_timed_X of such a function (Decoder::timed_in_place) is this, out of
-// line; the entry point of one with arguments on the stack jumps there itself (generate.py).
-// Both leave the entry in thread_state::timed_entry: one load here, where finding it again
-// from the chain took four dependent ones.
+// in a frame of its own (about 50 instructions a call). The real function is read again here;
+// the entry is where wrapped_X (enter_sole_exit below), or the entry point in assembly of a
+// function with arguments on the stack (generate.py), left it just before the jump:
+// thread_state::timed_entry, one load where finding it again from the chain took four
+// dependent ones. The generated strata_timed_X (Decoder::timed_in_place) is this, out of line.
 inline constexpr size_t register_arguments = 6; // the x86-64 System V ABI's integer registers
 template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto sole_exit_in_place(A... args) {
@@ -490,9 +489,9 @@ __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry
   if constexpr (sizeof...(A) + 2 > register_arguments) {
     tls.timed_entry = &entry;
     return Decoder::timed_in_place(args...);
-  }
-  else
+  } else {
     return invoke_sole_exit<F, Decoder>(entry, real, args...);
+  }
 }
 
 // A group of adjacent event modules: one decoded event, one clock pair, enter callbacks in

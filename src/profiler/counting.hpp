@@ -27,7 +27,7 @@ inline constexpr uint8_t collective = 1;   // gets a communicator-size histogram
 inline constexpr uint8_t sampled_poll = 2; // the core times one poll in N, counts the others
 inline constexpr uint8_t lean_poll = 4;    // ... without a look at what they completed
 inline constexpr uint8_t counted_only = 8; // every call counted by the core, never an event
-inline constexpr uint8_t with_peer = 16;   // names a peer (point to point): a message-size histogram
+inline constexpr uint8_t with_peer = 16;   // names a peer: gets a message-size histogram
 } // namespace routine_trait
 
 // A sampled poll routine's timed polls, which set what its untimed polls are charged

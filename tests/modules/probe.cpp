@@ -147,9 +147,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
       publish = args[i].value;
     else if (key == "lookup")
       s->lookup = args[i].value;
-    else if (key == "fields" && parse_fields(args[i].value, s->fields))
-      continue;
-    else if (key == "fields_of" && parse_fields_of(*host, args[i].value, *s))
+    else if ((key == "fields" && parse_fields(args[i].value, s->fields)) ||
+             (key == "fields_of" && parse_fields_of(*host, args[i].value, *s)))
       continue;
     else {
       std::snprintf(error, error_size, "unknown argument '%s'", args[i].key);

@@ -283,6 +283,15 @@ enum {
 #define STRATA_MODULE_FIELDS_SYMBOL "strata_module_fields_v1"
 typedef uint32_t (*strata_module_fields_entry)(void* state);
 
+/* Optional, for a module that reads less of some functions' events than of others: an event
+ * module that exports
+ *     uint32_t strata_module_function_fields_v1(void* state, int function);
+ * (asked once for every function id after strata_module_fields_v1) returns the STRATA_FIELD_*
+ * bits it reads of that function's events, in place of strata_module_fields_v1's for all; the
+ * same rules hold for each function. */
+#define STRATA_MODULE_FUNCTION_FIELDS_SYMBOL "strata_module_function_fields_v1"
+typedef uint32_t (*strata_module_function_fields_entry)(void* state, int function);
+
 #define STRATA_MODULE_SYMBOL "strata_module_v1"
 
 /* Optional: declared options. A module that exports

@@ -19,6 +19,8 @@
 namespace strata::gen {
 bool takes_communicator(int fid);
 bool is_poll_function(int fid);
+// The STRATA_FIELD_* groups that decoding the function's STRATA_FIELD_BYTES reads.
+uint32_t bytes_prerequisites(int fid);
 } // namespace strata::gen
 
 namespace strata::core {
@@ -38,6 +40,8 @@ struct loaded_module {
   strata_event_fn untimed_poll = nullptr;
   strata_module_counter_entry counter = nullptr; // strata_module_counter_v1, if it has it
   uint32_t fields = STRATA_FIELD_ALL; // strata_module_fields_v1: the event fields it reads
+  // strata_module_function_fields_v1, by function id, if it has it: those of each function
+  std::vector<uint32_t> function_fields;
   bool own_calls_seen = false; // strata_module_own_calls_seen_v1: its calls go to the layers below
   bool takes_ranks = false;    // strata_module_takes_ranks_v1 said yes for its arguments
   std::vector<config::option_decl> options; // strata_module_options_v1, if it declares them

@@ -97,6 +97,10 @@ struct thread_state {
   // makes next: the program's return address, and the routine (-1: none noted).
   const void* fortran_site;
   int fortran_fid;
+  // The chain entry of the timed call about to start, handed to strata_timed_X by whoever jumps
+  // there (the assembly entry point, enter_sole_exit) with the arguments untouched: written
+  // just before the jump, read at its start (sole_exit_in_place).
+  const chain_entry* timed_entry;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
@@ -467,25 +471,27 @@ __attribute__((noinline)) R invoke_sole_exit(const chain_entry& entry, R (*real)
 // The same for a function whose arguments with the entry and the real function would not all
 // fit in registers (the Sendrecv's twelve): the parameters of wrapped_X, which enters it by a
 // jump that moves no argument, where passing two more made wrapped_X copy its stack arguments
-// in a frame of its own (about 50 instructions a call). The entry and the real function are
-// read again here, a few loads.
-// The generated strata_timed_X of such a function (Decoder::timed_in_place) is this, out of
-// line; the entry point of one with arguments on the stack jumps there itself (generate.py).
+// in a frame of its own (about 50 instructions a call). The real function is read again here;
+// the entry is where wrapped_X (enter_sole_exit below), or the entry point in assembly of a
+// function with arguments on the stack (generate.py), left it just before the jump:
+// thread_state::timed_entry, one load where finding it again from the chain took four
+// dependent ones. The generated strata_timed_X (Decoder::timed_in_place) is this, out of line.
 inline constexpr size_t register_arguments = 6; // the x86-64 System V ABI's integer registers
 template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto sole_exit_in_place(A... args) {
-  const chain_entry& entry = *chains[F]->first_below[tls.layer + 1];
-  return sole_exit_call<F, Decoder>(entry, Decoder::real_function(), args...);
+  return sole_exit_call<F, Decoder>(*tls.timed_entry, Decoder::real_function(), args...);
 }
 
 // invoke_from's jump into the usual timed call.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry, R (*real)(P...),
                                                         A... args) {
-  if constexpr (sizeof...(A) + 2 > register_arguments)
+  if constexpr (sizeof...(A) + 2 > register_arguments) {
+    tls.timed_entry = &entry;
     return Decoder::timed_in_place(args...);
-  else
+  } else {
     return invoke_sole_exit<F, Decoder>(entry, real, args...);
+  }
 }
 
 // A group of adjacent event modules: one decoded event, one clock pair, enter callbacks in

@@ -167,14 +167,22 @@ void ask_fields(loaded_module& m) {
       reinterpret_cast<strata_module_fields_entry>(::dlsym(m.handle, STRATA_MODULE_FIELDS_SYMBOL));
   if (entry != nullptr)
     m.fields = entry(m.state) & STRATA_FIELD_ALL;
+  auto by_function = reinterpret_cast<strata_module_function_fields_entry>(
+      ::dlsym(m.handle, STRATA_MODULE_FUNCTION_FIELDS_SYMBOL));
+  if (by_function == nullptr)
+    return;
+  m.function_fields.resize(gen::function_count);
+  for (int fid = 0; fid < gen::function_count; ++fid)
+    m.function_fields[static_cast<size_t>(fid)] = by_function(m.state, fid) & STRATA_FIELD_ALL;
 }
 
-// What decoding `fields` needs besides: world ranks and communicator sizes come from the
-// communicator's lookup, the bytes of a rooted call from whether this rank is the root, and a
-// wildcard tag from the status; the status's fields include the bytes received.
-uint32_t with_prerequisites(uint32_t fields) {
+// What decoding `fields` of function `fid` needs besides: world ranks and communicator sizes
+// come from the communicator's lookup, the bytes of a rooted call from whether this rank is the
+// root (gen::bytes_prerequisites), and a wildcard tag from the status; the status's fields
+// include the bytes received.
+uint32_t with_prerequisites(uint32_t fields, int fid) {
   if ((fields & STRATA_FIELD_BYTES) != 0)
-    fields |= STRATA_FIELD_PEER;
+    fields |= gen::bytes_prerequisites(fid);
   if ((fields & STRATA_FIELD_TAG) != 0)
     fields |= STRATA_FIELD_STATUS;
   if ((fields & STRATA_FIELD_STATUS) != 0)
@@ -258,7 +266,8 @@ void enable_counting(core_state& s) {
 
 // A group samples polls only if all its event modules accept it; at the smallest interval. Its
 // events carry the union of the fields its modules read.
-void set_group_settings(const core_state& s, std::vector<chain_entry>& list, bool polls) {
+void set_group_settings(const core_state& s, std::vector<chain_entry>& list, int fid) {
+  const bool polls = gen::is_poll_function(fid);
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].wrapper != nullptr || (i > 0 && list[i - 1].wrapper == nullptr))
       continue; // not the first entry of an event group
@@ -269,11 +278,11 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list, boo
       const loaded_module& m = s.modules[static_cast<size_t>(list[k].layer)];
       interval = m.poll_interval < interval ? m.poll_interval : interval;
       list[k].untimed_poll = m.untimed_poll;
-      fields |= m.fields;
+      fields |= m.function_fields.empty() ? m.fields : m.function_fields[static_cast<size_t>(fid)];
       any_enter = any_enter || list[k].enter != nullptr;
     }
     list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
-    list[i].fields = with_prerequisites(fields);
+    list[i].fields = with_prerequisites(fields, fid);
     list[i].any_enter = any_enter;
     list[i].sole_exit =
         alone_above_real(list, i) && list[i].enter == nullptr && list[i].exit != nullptr;
@@ -316,7 +325,7 @@ void build_chains(core_state& s) {
                                 ? list[i + 1].group_end
                                 : static_cast<int>(i + 1);
     }
-    set_group_settings(s, list, gen::is_poll_function(fid));
+    set_group_settings(s, list, fid);
     for (size_t i = 0; i < list.size(); ++i)
       list[i].index = static_cast<int>(i);
     auto& first = s.first_below[static_cast<size_t>(fid)];

@@ -217,7 +217,7 @@ def write_stack_entry(c, fn, index):
     MPI_Sendrecv's entry, 53 more in wrapped_MPI_Sendrecv's frame): here nothing moves them. No
     chain: MPI. A chain that only counts: counted_X. The application's call (layer -1, MPI not
     running, no call mark) whose first entry is the usual timed call (sole_exit_every_call):
-    its call site, and strata_timed_X. Anything else: wrapped_X, which decides as dispatch<>()
+    its call site, the entry (thread_state::timed_entry), and strata_timed_X. Anything else: wrapped_X, which decides as dispatch<>()
     does. `index`: the function's id, which is also its place in the real-function table. The
     offsets are asserted in the generated file (write_stack_entry_layout)."""
     n = fn.name
@@ -238,7 +238,7 @@ def write_stack_entry(c, fn, index):
             f"  jz strata_wrapped_{n}\n"
             "  cmpb $0, 78(%rax)\n"
             f"  je strata_wrapped_{n}\n"
-            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
+            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n  movq %rax, %fs:40(%r10)\n"
             f"  jmp strata_timed_{n}\n"
             f".cfi_endproc\n.size {n}, .-{n}\n")
     for alias in ("P" + n, "ZMPI_" + n[4:]):
@@ -258,7 +258,8 @@ def write_stack_entry_layout(c):
             "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78);\n"
             "static_assert(offsetof(core::thread_state, layer) == 0 && "
             "offsetof(core::thread_state, in_real) == 4 && "
-            "offsetof(core::thread_state, call_site) == 8);\n"
+            "offsetof(core::thread_state, call_site) == 8 && "
+            "offsetof(core::thread_state, timed_entry) == 40);\n"
             "static_assert(sizeof core::strata_call_marks == 4 && sizeof(void (*)()) == 8);\n"
             "#endif\n")
 
@@ -371,6 +372,22 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             if "flag" in roles.get(f.name.removesuffix("_c"), {}):
                 c.write(f"  case fid_{f.name}:\n")
         c.write("    return true;\n  default:\n    return false;\n  }\n}\n")
+        # What the byte fields of a function read of the other groups (byte_expr): the
+        # communicator's size for a count per peer, whether this rank is the root for a rooted
+        # count; nothing for most (a point-to-point call's bytes are its count and datatype).
+        c.write("uint32_t bytes_prerequisites(int fid) {\n  switch (fid) {\n")
+        for f in functions:
+            spec = roles.get(f.name.removesuffix("_c"), {})
+            byte_specs = [spec[k] for k in ("send", "recv") if k in spec]
+            needs = set()
+            for b in byte_specs:
+                if "*size" in b or "@sum" in b:
+                    needs.add("STRATA_FIELD_COMM")
+                if "@root" in b or "@nonroot" in b:
+                    needs |= {"STRATA_FIELD_COMM", "STRATA_FIELD_PEER"}
+            if needs:
+                c.write(f"  case fid_{f.name}:\n    return {' | '.join(sorted(needs))};\n")
+        c.write("  default:\n    return 0;\n  }\n}\n")
         c.write("} // namespace strata::gen\n\n")
         c.write("using namespace strata;\nusing namespace strata::gen;\n"
                 "namespace dec = strata::decode;\n\n")

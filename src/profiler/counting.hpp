@@ -27,6 +27,7 @@ inline constexpr uint8_t collective = 1;   // gets a communicator-size histogram
 inline constexpr uint8_t sampled_poll = 2; // the core times one poll in N, counts the others
 inline constexpr uint8_t lean_poll = 4;    // ... without a look at what they completed
 inline constexpr uint8_t counted_only = 8; // every call counted by the core, never an event
+inline constexpr uint8_t with_peer = 16;   // names a peer: gets a message-size histogram
 } // namespace routine_trait
 
 // A sampled poll routine's timed polls, which set what its untimed polls are charged
@@ -127,7 +128,7 @@ inline void count_call_into(const call_counting& c, routine_slot* slots, const s
   Adds::add(slot.bytes_sent, non_negative(ev.bytes_sent));
   Adds::add(slot.bytes_received, received);
   const uint8_t traits = c.traits[f];
-  if (ev.peer != STRATA_NO_RANK || (traits & routine_trait::collective) != 0)
+  if ((traits & (routine_trait::with_peer | routine_trait::collective)) != 0)
     Adds::add(slot.size_hist[size_bin(message_size(ev))], uint64_t{1});
   if ((traits & routine_trait::collective) != 0)
     Adds::add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], uint64_t{1});

@@ -19,7 +19,8 @@ constexpr int send = 0, bcast = 1, test = 2;
 struct rank_in_memory {
   std::vector<routine_slot> slots = std::vector<routine_slot>(3);
   rank_header header{};
-  std::vector<uint8_t> traits = {0, routine_trait::collective, routine_trait::sampled_poll};
+  std::vector<uint8_t> traits = {routine_trait::with_peer, routine_trait::collective,
+                                 routine_trait::sampled_poll};
   std::vector<poll_figures> polls = std::vector<poll_figures>(3);
   std::vector<callsite_slot> sites;
   call_counting counting;

@@ -8,7 +8,7 @@ routine_class classify_routine(const std::string& name) {
   const routines::info* info = routines::find(name);
   if (info == nullptr)
     return {};
-  return {info->is_collective(), info->cheap};
+  return {info->is_collective(), info->cheap, (info->roles & routines::role_peer) != 0};
 }
 
 bool is_collective_name(const std::string& name) {

@@ -16,11 +16,12 @@ bool is_collective_name(const std::string& name);
 // profile counts them without timing them; the record says "timed": false for them.
 bool counted_without_time(const std::string& name);
 
-// Both of the above from one look-up in the routine table (the profile asks for every MPI
-// function at start).
+// Both of the above, and whether the routine names a peer, from one look-up in the routine
+// table (the profile asks for every MPI function at start).
 struct routine_class {
   bool collective = false;
   bool counted_without_time = false;
+  bool with_peer = false; // names a peer (a destination or a source): point to point
 };
 routine_class classify_routine(const std::string& name);
 

@@ -67,6 +67,8 @@ class ResultsAndCounts(StrataTestCase):
                                probe(self.out, "union", fields="bytes+status")]),
             "alone": probe(self.out, "alone", fields="bytes+status"),
             "received": probe(self.out, "received", fields="comm+peer+bytes+received"),
+            # A point-to-point call's bytes need neither the communicator nor the peer.
+            "bytes": probe(self.out, "bytes", fields="bytes+received"),
         }
         for name, tools in stacks.items():
             with self.subTest(stack=name):
@@ -79,6 +81,20 @@ class ResultsAndCounts(StrataTestCase):
                             os.path.join(self.out, f"commonly.{rank}.counts"))
                         self.assertEqual(only_comm["MPI_Send"][:2], (ITER, 0),
                                          "a probe without the bytes does not sum them")
+
+    def test_fields_per_function(self):
+        # strata_module_function_fields_v1: a module that reads only the communicator of every
+        # call but the receive, whose bytes and bytes received it reads, gets them decoded
+        # (from the status the core substitutes for MPI_STATUS_IGNORE) for that call alone.
+        tools = probe(self.out, "per_function", fields="comm",
+                      fields_of="MPI_Recv/bytes+received")
+        proc = strata_run(tools, [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        for rank in (0, 1):
+            counts, _ = read_counts(os.path.join(self.out, f"per_function.{rank}.counts"))
+            self.assertEqual(counts["MPI_Recv"][0], ITER)
+            self.assertEqual(counts["MPI_Recv"][2], ITER * 400, "bytes from the status")
+            self.assertEqual(counts["MPI_Send"][:2], (ITER, 0), "the send's bytes not read")
 
     def test_bytes_of_predefined_and_reused_derived_datatypes(self):
         # The core knows the predefined types' sizes from MPI_Init on and asks MPI for the

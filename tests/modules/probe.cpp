@@ -3,7 +3,8 @@
 // Arguments: out=DIR (required), name=NAME, log=GLOBS (functions logged in order, default none),
 // count=GLOBS (default "*"), publish=SERVICE, lookup=SERVICE, fields=GROUPS (the event fields it
 // declares it reads, strata_module_fields_v1: '+'-separated comm, peer, tag, bytes, requests,
-// status; without it, every field; bytes are summed only when it declares them).
+// status; without it, every field; bytes are summed only when it declares them),
+// fields_of=FUNCTION/GROUPS (those of one function instead, strata_module_function_fields_v1).
 #include <mpi.h>
 #include <strata/module.h>
 
@@ -33,9 +34,15 @@ struct probe_state {
   int rank = -1;
   long service_value = 0;
   uint32_t fields = STRATA_FIELD_ALL;
-  bool reads_bytes() const {
-    return (fields & STRATA_FIELD_BYTES) != 0 &&
-           (fields & (STRATA_FIELD_STATUS | STRATA_FIELD_RECEIVED)) != 0;
+  int own_fields_function = -1; // fields_of: this function reads own_fields instead
+  uint32_t own_fields = 0;
+  uint32_t fields_of(int function) const {
+    return function == own_fields_function ? own_fields : fields;
+  }
+  bool reads_bytes(int function) const {
+    const uint32_t f = fields_of(function);
+    return (f & STRATA_FIELD_BYTES) != 0 &&
+           (f & (STRATA_FIELD_STATUS | STRATA_FIELD_RECEIVED)) != 0;
   }
 };
 
@@ -68,6 +75,18 @@ bool parse_fields(const std::string& text, uint32_t& out) {
   return true;
 }
 
+// "MPI_Recv/bytes+received": that function's fields (fields_of); false when malformed.
+bool parse_fields_of(const strata_host& host, const std::string& text, probe_state& s) {
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos)
+    return false;
+  const int function = host.function_id(text.substr(0, slash).c_str());
+  if (function < 0 || !parse_fields(text.substr(slash + 1), s.own_fields))
+    return false;
+  s.own_fields_function = function;
+  return true;
+}
+
 void append_line(const probe_state& s, const std::string& line) {
   const std::string path = s.out + "/log." + std::to_string(s.rank);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -82,7 +101,7 @@ void on_enter(strata_event* ev, void* raw) {
   auto* s = static_cast<probe_state*>(raw);
   const auto f = static_cast<size_t>(ev->function);
   s->calls[f].fetch_add(1, std::memory_order_relaxed);
-  if (s->reads_bytes())
+  if (s->reads_bytes(ev->function))
     s->bytes_sent[f].fetch_add(ev->bytes_sent, std::memory_order_relaxed);
   if (s->logged[f] && s->rank >= 0)
     append_line(*s, s->name + " enter " + s->host->function_name(ev->function));
@@ -93,7 +112,7 @@ void on_exit(strata_event* ev, void* raw) {
   const auto f = static_cast<size_t>(ev->function);
   s->time_ns[f].fetch_add(static_cast<long>(ev->t_exit_ns - ev->t_enter_ns),
                           std::memory_order_relaxed);
-  if (s->reads_bytes() && ev->bytes_received > 0)
+  if (s->reads_bytes(ev->function) && ev->bytes_received > 0)
     s->bytes_received[f].fetch_add(ev->bytes_received, std::memory_order_relaxed);
   if (s->logged[f] && s->rank >= 0)
     append_line(*s, s->name + " exit " + s->host->function_name(ev->function));
@@ -128,7 +147,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
       publish = args[i].value;
     else if (key == "lookup")
       s->lookup = args[i].value;
-    else if (key == "fields" && parse_fields(args[i].value, s->fields))
+    else if ((key == "fields" && parse_fields(args[i].value, s->fields)) ||
+             (key == "fields_of" && parse_fields_of(*host, args[i].value, *s)))
       continue;
     else {
       std::snprintf(error, error_size, "unknown argument '%s'", args[i].key);
@@ -238,6 +258,11 @@ extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
 
 extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_fields_v1(void* state) {
   return static_cast<probe_state*>(state)->fields;
+}
+
+extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_function_fields_v1(void* state,
+                                                                          int function) {
+  return static_cast<probe_state*>(state)->fields_of(function);
 }
 
 #ifdef PROBE_OWN_CALLS_SEEN

@@ -11,6 +11,10 @@
 #include <iterator>
 #include <sys/types.h>
 
+// pthread_getspecific called through the GOT rather than the PLT (one jump fewer a call).
+extern "C" void* getspecific_through_got(pthread_key_t key) noexcept __asm__("pthread_getspecific")
+    __attribute__((noplt));
+
 namespace strata::python_sites {
 
 namespace {
@@ -249,16 +253,24 @@ uint64_t identity_of(const void* code) {
   return identity_with(*known, code);
 }
 
+// The same fields as they are (the fast path compares them instead of hashing them).
+template <typename Layout> code_fields fields_with(const Layout& l, const void* code) {
+  return {load_pointer(code, l.code_filename), load_pointer(code, l.code_qualname),
+          load<int32_t>(code, l.code_firstlineno)};
+}
+
 // This thread's state as PyGILState_GetThisThreadState gives it, read from the runtime's
-// fields: the flag, then the slot (one call, to pthread_getspecific, instead of three).
+// fields: the flag, then the slot (one call, to pthread_getspecific, instead of three). The flag
+// alone stands for the interpreter too: Py_Initialize sets it last, after the GIL state's
+// interpreter and key exist, and Py_FinalizeEx clears it first, before any thread state is
+// freed and before the key is deleted (runtime_agrees saw both once).
 template <size_t Index> const void* thread_state_from_runtime() {
   static constexpr const layout& L = layouts[Index];
   static_assert(L.runtime_initialized >= 0 && L.runtime_gil_interpreter >= 0 &&
                 L.runtime_gil_key >= 0);
-  if (load<int32_t>(runtime, L.runtime_initialized) == 0 ||
-      load_pointer(runtime, L.runtime_gil_interpreter) == nullptr)
+  if (load<int32_t>(runtime, L.runtime_initialized) == 0)
     return nullptr; // after Py_Finalize its thread states are gone
-  return ::pthread_getspecific(load<pthread_key_t>(runtime, L.runtime_gil_key + sizeof(int32_t)));
+  return getspecific_through_got(load<pthread_key_t>(runtime, L.runtime_gil_key + sizeof(int32_t)));
 }
 
 // Whether the runtime's fields say what the calls say (GIL held, reads that cannot fault).
@@ -294,12 +306,10 @@ __attribute__((always_inline)) inline const void* innermost_frame_with_layout() 
   }
   if (tstate == nullptr)
     return nullptr;
+  // A thread state's _PyCFrame pointer is never null: its own root_cframe from the start.
   const void* frame = load_pointer(tstate, l.tstate_frame);
-  if constexpr (l.cframe_frame >= 0) {
-    if (frame == nullptr)
-      return nullptr;
+  if constexpr (l.cframe_frame >= 0)
     frame = load_pointer(frame, static_cast<size_t>(l.cframe_frame));
-  }
   return frame;
 }
 
@@ -332,20 +342,25 @@ bool place_with_layout(frame_place& place, uint64_t& identity) {
 // innermost frame is compared with what the thread's last call saw (a code object of the same
 // address and identity, the instruction pointer at the same address), not checked on its own:
 // a frame of this thread that runs the code object the last call found is a live one (the frame
-// holds it), so no type check, no range check and no look at the table. Anything else goes to
-// python_call_site. Written so that the usual call keeps nothing across the thread state's
-// lookup (last_call is read again after it), which spares the function saved registers.
+// holds it), so no type check, no range check and no look at the table. last_call.code is never
+// null (unseen_code until a site was found), so a frame's code equal to it is a code object.
+// The identity's fields are compared as the last call stored them, read through last_call.code
+// (equal to the frame's, but known before the frame is: the loads need not wait for the walk
+// from the thread state). Anything else goes to python_call_site. Written so that the usual
+// call keeps nothing across the thread state's lookup (last_call is read again after it).
 template <size_t Index, bool FromRuntime> const void* repeated_site(const void* return_address) {
   static constexpr const layout& l = layouts[Index];
-  if (__builtin_expect(return_address != last_call.return_address, 0))
-    return python_call_site(return_address);
-  if (!last_call.from_extension)
-    return return_address;
+  if (__builtin_expect(return_address != last_call.extension_return_address, 0))
+    return python_call_site(return_address); // a new address, or one outside the extensions
   const void* frame = innermost_frame_with_layout<Index, FromRuntime>();
-  if (__builtin_expect(frame != nullptr, 1)) {
-    const void* code = load_pointer(frame, l.frame_code);
-    if (code == last_call.code && load_pointer(frame, l.frame_ip) == last_call.instruction &&
-        code != nullptr && identity_with(l, code) == last_call.identity)
+  if (__builtin_expect(frame != nullptr, 1) &&
+      load_pointer(frame, l.frame_code) == last_call.code &&
+      load_pointer(frame, l.frame_ip) == last_call.instruction) {
+    const void* code = last_call.code;
+    const code_fields& seen = last_call.fields;
+    if (load_pointer(code, l.code_filename) == seen.filename &&
+        load_pointer(code, l.code_qualname) == seen.qualname &&
+        load<int32_t>(code, l.code_firstlineno) == seen.first_line)
       return last_call.entry;
   }
   return python_call_site(last_call.return_address);
@@ -516,6 +531,10 @@ bool frame_cursor::describe(const frame_place& place, place_text& text) const {
 
 uint64_t frame_cursor::identity(const frame_place& place) const {
   return public_ ? 0 : identity_of(place.code);
+}
+
+code_fields frame_cursor::identity_fields(const frame_place& place) const {
+  return public_ ? code_fields{} : fields_with(*known, place.code);
 }
 
 const void* frame_cursor::instruction(const frame_place& place) const {

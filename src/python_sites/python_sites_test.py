@@ -235,6 +235,12 @@ class PythonSites(unittest.TestCase):
         self.assertEqual(buf.value.decode(), f"{THIS}:{marked('extension')} in "
                          "PythonSites.test_calls_from_an_extension_module_only")
         self.assertEqual(held.probe_call_site(address_in_libc(), buf, len(buf)), 0)
+        # From one instruction: an extension's address, then another address twice. The repeat
+        # of an address outside the extensions keeps it, though the frame is the one the
+        # extension's call was named from (the fast path is for extension addresses only).
+        libc = address_in_libc()
+        found = [held.probe_call_site(where, buf, len(buf)) for where in (ext, libc, libc)]
+        self.assertEqual(found, [1, 0, 0])
 
     def test_a_module_loaded_later_is_found(self):
         self.assertEqual(released.probe_in_extension(address_in_extension()), 1)

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <iterator>
+#include <new>
 #include <sys/types.h>
 
 // pthread_getspecific called through the GOT rather than the PLT (one jump fewer a call).
@@ -35,8 +36,17 @@ struct c_api {
   int (*addr_to_line)(void*, int) = nullptr;          // PyCode_Addr2Line
   ssize_t (*unicode_length)(void*) = nullptr;         // PyUnicode_GetLength
   uint32_t (*unicode_char)(void*, ssize_t) = nullptr; // PyUnicode_ReadChar
-  const void* code_type = nullptr;                    // &PyCode_Type
-  const void* unicode_type = nullptr;                 // &PyUnicode_Type
+  // For the thread state's watch (watch_thread_state); optional: without them, no watch.
+  void* (*current_tstate)() = nullptr;                                 // PyThreadState_GetUnchecked
+  void* (*thread_dict)() = nullptr;                                    // PyThreadState_GetDict
+  void* (*capsule_new)(void*, const char*, void (*)(void*)) = nullptr; // PyCapsule_New
+  void* (*capsule_pointer)(void*, const char*) = nullptr;              // PyCapsule_GetPointer
+  int (*dict_set)(void*, const char*, void*) = nullptr;                // PyDict_SetItemString
+  void* (*error_occurred)() = nullptr;                                 // PyErr_Occurred
+  int (*gc_disable)() = nullptr;                                       // PyGC_Disable
+  int (*gc_enable)() = nullptr;                                        // PyGC_Enable
+  const void* code_type = nullptr;                                     // &PyCode_Type
+  const void* unicode_type = nullptr;                                  // &PyUnicode_Type
 };
 
 // Where one minor version keeps a thread's innermost frame and what a frame and a code object
@@ -156,6 +166,16 @@ bool find_api() {
             find_symbol(a.addr_to_line, "PyCode_Addr2Line") &&
             find_symbol(a.unicode_length, "PyUnicode_GetLength") &&
             find_symbol(a.unicode_char, "PyUnicode_ReadChar");
+  // Optional (watch_thread_state): the GIL holder's thread state (3.13's name, then the older).
+  if (!find_symbol(a.current_tstate, "PyThreadState_GetUnchecked"))
+    find_symbol(a.current_tstate, "_PyThreadState_UncheckedGet");
+  find_symbol(a.thread_dict, "PyThreadState_GetDict");
+  find_symbol(a.capsule_new, "PyCapsule_New");
+  find_symbol(a.capsule_pointer, "PyCapsule_GetPointer");
+  find_symbol(a.dict_set, "PyDict_SetItemString");
+  find_symbol(a.error_occurred, "PyErr_Occurred");
+  find_symbol(a.gc_disable, "PyGC_Disable");
+  find_symbol(a.gc_enable, "PyGC_Enable");
   a.code_type = ::dlsym(RTLD_DEFAULT, "PyCode_Type");
   a.unicode_type = ::dlsym(RTLD_DEFAULT, "PyUnicode_Type");
   if (!ok || a.code_type == nullptr || a.unicode_type == nullptr)
@@ -297,7 +317,9 @@ template <size_t Index, bool FromRuntime>
 __attribute__((always_inline)) inline const void* innermost_frame_with_layout() {
   static constexpr const layout& l = layouts[Index];
   const void* tstate = nullptr;
-  if constexpr (FromRuntime) {
+  if (last_call.watch->alive.load(std::memory_order_relaxed)) {
+    tstate = last_call.tstate; // alive until cleared (watch_thread_state)
+  } else if constexpr (FromRuntime) {
     tstate = thread_state_from_runtime<Index>();
   } else {
     if (api.is_initialized() == 0)
@@ -453,6 +475,56 @@ bool reads_runtime_fields() {
 
 bool interpreter_running() {
   return api.is_initialized != nullptr && api.is_initialized() != 0;
+}
+
+namespace {
+constexpr char watch_name[] = "strata.python_sites.thread_state_watch";
+
+void thread_state_cleared(void* capsule) {
+  auto* watch = static_cast<thread_state_watch*>(api.capsule_pointer(capsule, watch_name));
+  if (watch != nullptr)
+    watch->alive.store(false, std::memory_order_relaxed);
+}
+} // namespace
+
+void watch_thread_state() {
+  if (last_call.watch->alive.load(std::memory_order_relaxed) ||
+      current_access() != frame_access::direct || api.current_tstate == nullptr ||
+      api.thread_dict == nullptr || api.capsule_new == nullptr || api.capsule_pointer == nullptr ||
+      api.dict_set == nullptr || api.error_occurred == nullptr || api.gc_disable == nullptr ||
+      api.gc_enable == nullptr || !interpreter_running())
+    return;
+  void* tstate = api.this_thread_state();
+  // The GIL holder's thread state is this thread's (PyGILState_Check says yes whenever
+  // subinterpreters exist), and no exception is pending that clearing ours would lose.
+  if (tstate == nullptr || api.current_tstate() != tstate || api.error_occurred() != nullptr)
+    return;
+  // A dead watch is this thread's alone (its capsule is gone): used again.
+  thread_state_watch* watch = last_call.watch;
+  if (watch == &never_watched)
+    watch = new (std::nothrow) thread_state_watch;
+  if (watch == nullptr)
+    return;
+  const int collecting = api.gc_disable(); // a collection would run finalizers inside the call
+  void* dict = api.thread_dict();
+  void* capsule =
+      dict != nullptr ? api.capsule_new(watch, watch_name, &thread_state_cleared) : nullptr;
+  if (capsule != nullptr) {
+    watch->alive.store(true, std::memory_order_relaxed);
+    if (api.dict_set(dict, watch_name, capsule) != 0)
+      watch->alive.store(false, std::memory_order_relaxed);
+    api.decref(capsule); // the dict holds it, or it goes now
+  }
+  if (api.error_occurred() != nullptr)
+    api.clear_error(); // ours: none was pending
+  if (collecting != 0)
+    api.gc_enable();
+  last_call.tstate = tstate;
+  last_call.watch = watch;
+}
+
+bool thread_state_watched() {
+  return last_call.watch->alive.load(std::memory_order_relaxed);
 }
 
 frame_cursor::frame_cursor() {

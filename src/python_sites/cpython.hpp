@@ -84,6 +84,13 @@ struct code_fields {
   const void* qualname = nullptr;
   int32_t first_line = 0;
 };
+// Whether a thread state a thread found is still there: alive from when the thread armed it
+// (watch_thread_state) until the thread state is cleared, which comes before it is freed.
+struct thread_state_watch {
+  std::atomic<bool> alive{false};
+};
+extern thread_state_watch never_watched; // last_call.watch until the thread armed one
+
 struct last_place {
   const void* return_address;
   const void* extension_return_address; // return_address if from_extension, else null
@@ -94,9 +101,21 @@ struct last_place {
   code_fields fields;
   uint64_t identity;
   const void* entry;
+  // This thread's state as PyGILState_GetThisThreadState gave it, while `watch` is alive.
+  const void* tstate;
+  thread_state_watch* watch;
 };
 extern __thread last_place last_call __attribute__((tls_model("initial-exec")));
 extern const char unseen_code[256]; // last_call.code until a site was found
+
+// After a capture the slow way: when this thread holds the GIL and its state is not watched
+// yet, puts a capsule in the thread state's dict (PyThreadState_GetDict) whose destructor marks
+// the watch dead when the thread state is cleared (PyThreadState_Clear, before a thread state
+// is freed: at a thread's end, PyGILState_Release, Py_FinalizeEx, after fork), so that the fast
+// path reads the thread state from last_call instead of looking it up. Allocates nothing that
+// collects (the collector is held off) and leaves a pending exception alone.
+void watch_thread_state();
+bool thread_state_watched();
 
 // This thread's Python frames, innermost first, C-stack shims and frames that run no code
 // object left out. Holds the references the public API hands out until it goes out of scope.

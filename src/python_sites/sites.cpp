@@ -13,8 +13,9 @@ bool enabled = false;
 site_capture capture_site = &python_call_site;
 // What last_call.code is until a site was found: no frame runs it, so no frame's code equals it.
 alignas(16) const char unseen_code[256] = {};
+thread_state_watch never_watched;
 __thread last_place last_call __attribute__((tls_model("initial-exec"))) = {
-    nullptr, nullptr, false, 0, unseen_code, nullptr, {}, 0, nullptr};
+    nullptr, nullptr, false, 0, unseen_code, nullptr, {}, 0, nullptr, nullptr, &never_watched};
 
 namespace {
 
@@ -175,6 +176,7 @@ const void* python_call_site(const void* return_address) {
   if (!last_call.from_extension)
     return return_address;
   const void* site = capture(0);
+  watch_thread_state();
   return site != nullptr ? site : return_address;
 }
 

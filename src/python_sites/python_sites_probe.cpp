@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <time.h>
 
 #include <cstdio>
 #include <string>
@@ -84,12 +85,14 @@ __attribute__((visibility("default"))) int probe_thread_state_watched() {
 
 // Calls `callback` `times` times from a thread of its own that Python did not start, as a C
 // library's worker would: each call takes and releases a thread state of its own (ctypes'
-// callbacks use PyGILState_Ensure and PyGILState_Release). 1 when the thread ran.
+// callbacks use PyGILState_Ensure and PyGILState_Release). 1 when the thread ran and ended
+// within a minute (a hang is a failure, not a stuck test; the job is then left to the thread).
 __attribute__((visibility("default"))) int probe_foreign_thread(void (*callback)(), int times) {
   struct job {
     void (*callback)();
     int times;
-  } work{callback, times};
+  };
+  auto* work = new job{callback, times};
   pthread_t thread;
   auto run = [](void* argument) -> void* {
     const auto* w = static_cast<const job*>(argument);
@@ -97,9 +100,17 @@ __attribute__((visibility("default"))) int probe_foreign_thread(void (*callback)
       w->callback();
     return nullptr;
   };
-  if (pthread_create(&thread, nullptr, run, &work) != 0)
+  if (pthread_create(&thread, nullptr, run, work) != 0) {
+    delete work;
     return 0;
-  return pthread_join(thread, nullptr) == 0 ? 1 : 0;
+  }
+  timespec deadline{};
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 60;
+  if (pthread_timedjoin_np(thread, nullptr, &deadline) != 0)
+    return 0;
+  delete work;
+  return 1;
 }
 
 __attribute__((visibility("default"))) int probe_in_extension(const void* address) {

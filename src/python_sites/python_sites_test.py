@@ -228,7 +228,8 @@ class PythonSites(unittest.TestCase):
             seen.append((before, held.probe_thread_state_watched(), buf.value.decode()))
 
         seen.clear()
-        self.assertEqual(released.probe_foreign_thread(ctypes.CFUNCTYPE(None)(callback), 3), 1)
+        self.assertEqual(released.probe_foreign_thread(ctypes.CFUNCTYPE(None)(callback), 3), 1,
+                         "the thread Python did not start ended within a minute")
         line = where.format(marked("foreign thread"), "callback")
         self.assertEqual([before for before, _, _ in seen], [0, 0, 0], "each a new thread state")
         self.assertEqual(seen[0][1], 1, "armed by the first call, the GIL held")

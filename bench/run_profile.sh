@@ -35,7 +35,8 @@
 # MPI_Iprobe that finds nothing, or HPCC's polls, MPI_Test and MPI_Testany with a status on a
 # receive never matched, instead of MPI_Comm_test_inter; STRATA_PROFILE_POLL_SAMPLE=1 times
 # every poll), RUNS=5, APPS="hpcc lammps", HPCC_N=5000, HPCC_EXACT=0 (1: HPCC also with
-# STRATA_PROFILE_POLLS=exact; every HPCC line also gives its MPIRandomAccess_time and HPL_time),
+# STRATA_PROFILE_POLLS=exact; every HPCC line also gives its MPIRandomAccess_time,
+# MPIRandomAccess_LCG_time and HPL_time),
 # LMP_BOX=20 (fcc cells per side; 4*LMP_BOX^3 atoms), LMP_STEPS=2000,
 # FIN_RANKS="2 4 8 16 32 64", FIN_REPS=3, MPIP_LIB=, MPIP_RUNS=3, QUIET_WAIT=60 (s to wait
 # for an idle machine before each run), QUIET_MAX_BUSY=10 (% of all CPUs counted as idle),
@@ -305,7 +306,8 @@ run_app() {
   # "Lean polls"); the whole run's time is mostly HPL, which swings by itself.
   # HPL's own time too: it is most of the run and jumps between two speeds by itself, so a
   # difference of whole runs can be told apart from one in the polls.
-  [[ $name == hpcc ]] && extra=" ra_s=$(sed -n 's/^MPIRandomAccess_time=//p' "$dir/hpccoutf.txt" 2>/dev/null | head -1) hpl_s=$(sed -n 's/^HPL_time=//p' "$dir/hpccoutf.txt" 2>/dev/null | head -1)"
+  # RandomAccess's second variant (LCG) polls as much as the first.
+  [[ $name == hpcc ]] && extra=" ra_s=$(sed -n 's/^MPIRandomAccess_time=//p' "$dir/hpccoutf.txt" 2>/dev/null | head -1) ra_lcg_s=$(sed -n 's/^MPIRandomAccess_LCG_time=//p' "$dir/hpccoutf.txt" 2>/dev/null | head -1) hpl_s=$(sed -n 's/^HPL_time=//p' "$dir/hpccoutf.txt" 2>/dev/null | head -1)"
   if [[ $config == profile* ]]; then
     local record
     record=$(summarize_record "$spool")
@@ -503,6 +505,7 @@ runs = defaultdict(list)    # (app, config) -> [(wall, cpu, quiet)]
 records = defaultdict(list)
 random_access = defaultdict(list)  # (app, config) -> HPCC's MPIRandomAccess_time, s
 hpl = defaultdict(list)  # (app, config) -> HPCC's HPL_time, s
+random_access_lcg = defaultdict(list)  # (app, config) -> HPCC's MPIRandomAccess_LCG_time, s
 info = {kv["app"]: kv for kv in kvs if kv.get("part") == "appinfo"}
 failed = defaultdict(int)
 for kv in kvs:
@@ -520,6 +523,8 @@ for kv in kvs:
         random_access[(kv["app"], kv["config"])].append(float(kv["ra_s"]))
     if kv.get("hpl_s"):
         hpl[(kv["app"], kv["config"])].append(float(kv["hpl_s"]))
+    if kv.get("ra_lcg_s"):
+        random_access_lcg[(kv["app"], kv["config"])].append(float(kv["ra_lcg_s"]))
 apps = [a for a in ("hpcc", "lammps") if (a, "native") in runs]
 med = statistics.median
 if apps:
@@ -553,7 +558,8 @@ if apps:
                   f"{min(walls):.2f} | {max(walls):.2f} | {(m / nat_m - 1) * 100:+.1f} % | {qm} | "
                   f"{qo} | {cpu:.1f} | {co} |")
     print()
-    for part, times in (("MPIRandomAccess_time", random_access), ("HPL_time", hpl)):
+    for part, times in (("MPIRandomAccess_time", random_access),
+                        ("MPIRandomAccess_LCG_time", random_access_lcg), ("HPL_time", hpl)):
         native_times = times.get(("hpcc", "native"))
         if not native_times:
             continue

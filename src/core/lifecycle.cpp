@@ -35,6 +35,12 @@ std::vector<int> g_app_world_ranks; // after replace_world: the application's pr
 #endif
 
 MPI_Comm g_tool_world = MPI_COMM_NULL;
+// MPI_Comm_create_group's tag for the tools' communicator. The standard keeps its messages apart
+// from point-to-point ones; Open MPI sends them on the parent communicator with this tag, between
+// neighbours in a tree, inside the init call: a process receives the last of them before its
+// init returns, so no receive of the application is posted yet, and a neighbour's later messages
+// come after them (MPI does not let them overtake).
+constexpr int tools_world_tag = 27182;
 bool g_tool_world_from_session = false;
 #if MPI_VERSION >= 4
 MPI_Session g_tool_session = MPI_SESSION_NULL;
@@ -48,6 +54,30 @@ void pause_s(time_t seconds, long nanoseconds) {
   timespec pause{seconds, nanoseconds};
   while (::nanosleep(&pause, &pause) != 0) {
   }
+}
+
+// A communicator of the same processes as `comm`, for the tools' own traffic. Made with
+// MPI_Comm_create_group over comm's whole group rather than MPI_Comm_dup: Open MPI's
+// MPI_Comm_dup agrees on the new context id with a nonblocking allreduce on `comm`, which
+// registers its nonblocking-collective component's progress function, for good, in every later
+// progress call of the process (each MPI_Test, MPI_Testany, MPI_Iprobe: about 20 instructions
+// and a lock), where a program that makes no communicator of its own never has it (HPCC's
+// RandomAccess, docs/PERFORMANCE.md). The group variant agrees with point-to-point messages on
+// `comm`, under a tag of its own, and leaves nothing behind (under MPICH neither call does).
+int duplicate_for_tools(MPI_Comm comm, MPI_Comm* out) {
+  auto comm_group = real_fn<int (*)(MPI_Comm, MPI_Group*)>("PMPI_Comm_group");
+  auto create_group =
+      real_fn<int (*)(MPI_Comm, MPI_Group, int, MPI_Comm*)>("PMPI_Comm_create_group");
+  auto group_free = real_fn<int (*)(MPI_Group*)>("PMPI_Group_free");
+  if (comm_group == nullptr || create_group == nullptr || group_free == nullptr)
+    return MPI_ERR_INTERN;
+  MPI_Group group = MPI_GROUP_NULL;
+  int result = comm_group(comm, &group);
+  if (result != MPI_SUCCESS)
+    return result;
+  result = create_group(comm, group, tools_world_tag, out);
+  group_free(&group);
+  return result;
 }
 
 #if MPI_VERSION >= 4
@@ -119,8 +149,7 @@ std::string create_tool_world() {
   if (!g_world_model)
     return "the MPI library gave the tools no communicator of its processes (a Sessions "
            "program under an MPI without a working mpi://WORLD process set)";
-  auto dup = real_fn<int (*)(MPI_Comm, MPI_Comm*)>("PMPI_Comm_dup");
-  if (dup == nullptr || dup(MPI_COMM_WORLD, &g_tool_world) != MPI_SUCCESS)
+  if (duplicate_for_tools(MPI_COMM_WORLD, &g_tool_world) != MPI_SUCCESS)
     return "the MPI library refused to duplicate MPI_COMM_WORLD for the tools";
   return {};
 }
@@ -243,8 +272,7 @@ int host_replace_world(int self, const void* comm) {
   free_tool_communicator();
   if (app == MPI_COMM_NULL)
     return 0; // a process the module keeps for itself: it ends with end_process
-  auto dup = real_fn<int (*)(MPI_Comm, MPI_Comm*)>("PMPI_Comm_dup");
-  if (dup == nullptr || dup(app, &g_tool_world) != MPI_SUCCESS)
+  if (duplicate_for_tools(app, &g_tool_world) != MPI_SUCCESS)
     return -1;
   modules_world = g_tool_world;
   world_replacing_layer = self;

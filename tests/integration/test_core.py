@@ -141,6 +141,27 @@ class ResultsAndCounts(StrataTestCase):
         counts, _ = read_counts(os.path.join(self.out, "ex.1.counts"))
         self.assertEqual(counts["MPI_Send"][0], ITER)
 
+    def test_the_tools_communicator_leaves_no_progress_hook(self):
+        # Open MPI's MPI_Comm_dup agrees on the new context id with a nonblocking allreduce,
+        # which leaves its nonblocking-collective component's progress function in every later
+        # MPI_Test and MPI_Testany of the process. The core makes the tools' communicator in
+        # MPI_Init; a program that makes none of its own (HPCC's RandomAccess) must not pay
+        # that (docs/PERFORMANCE.md). The program's own dup shows the probe sees it.
+        if FLAVOR != "openmpi":
+            self.skipTest("an Open MPI progress function; MPICH's dup leaves nothing behind")
+        native = run(mpirun(2) + [program("progress_hooks_c")])
+        self.assertRan(native)
+        expected = sorted(l for l in native.stdout.splitlines() if l.startswith("progress_hooks:"))
+        self.assertEqual(expected, [f"progress_hooks: rank={r} after_init=idle after_dup=registered"
+                                    for r in (0, 1)])
+        for tools in ("empty", "profile"):
+            with self.subTest(tools=tools):
+                proc = strata_run(tools, [program("progress_hooks_c")],
+                                  env=base_env(STRATA_SPOOL=self.out))
+                self.assertRan(proc)
+                got = sorted(l for l in proc.stdout.splitlines() if l.startswith("progress_hooks:"))
+                self.assertEqual(got, expected)
+
     def test_three_ranks(self):
         proc = strata_run(probe(self.out, "three"), [program("ring_c"), str(ITER)], ranks=3)
         self.assertRan(proc)

@@ -9,7 +9,12 @@
 #include <atomic>
 #include <cstring>
 #include <iterator>
+#include <new>
 #include <sys/types.h>
+
+// pthread_getspecific called through the GOT rather than the PLT (one jump fewer a call).
+extern "C" void* getspecific_through_got(pthread_key_t key) noexcept __asm__("pthread_getspecific")
+    __attribute__((noplt));
 
 namespace strata::python_sites {
 
@@ -31,8 +36,17 @@ struct c_api {
   int (*addr_to_line)(void*, int) = nullptr;          // PyCode_Addr2Line
   ssize_t (*unicode_length)(void*) = nullptr;         // PyUnicode_GetLength
   uint32_t (*unicode_char)(void*, ssize_t) = nullptr; // PyUnicode_ReadChar
-  const void* code_type = nullptr;                    // &PyCode_Type
-  const void* unicode_type = nullptr;                 // &PyUnicode_Type
+  // For the thread state's watch (watch_thread_state); optional: without them, no watch.
+  void* (*current_tstate)() = nullptr;                                 // PyThreadState_GetUnchecked
+  void* (*thread_dict)() = nullptr;                                    // PyThreadState_GetDict
+  void* (*capsule_new)(void*, const char*, void (*)(void*)) = nullptr; // PyCapsule_New
+  void* (*capsule_pointer)(void*, const char*) = nullptr;              // PyCapsule_GetPointer
+  int (*dict_set)(void*, const char*, void*) = nullptr;                // PyDict_SetItemString
+  void* (*error_occurred)() = nullptr;                                 // PyErr_Occurred
+  int (*gc_disable)() = nullptr;                                       // PyGC_Disable
+  int (*gc_enable)() = nullptr;                                        // PyGC_Enable
+  const void* code_type = nullptr;                                     // &PyCode_Type
+  const void* unicode_type = nullptr;                                  // &PyUnicode_Type
 };
 
 // Where one minor version keeps a thread's innermost frame and what a frame and a code object
@@ -152,6 +166,16 @@ bool find_api() {
             find_symbol(a.addr_to_line, "PyCode_Addr2Line") &&
             find_symbol(a.unicode_length, "PyUnicode_GetLength") &&
             find_symbol(a.unicode_char, "PyUnicode_ReadChar");
+  // Optional (watch_thread_state): the GIL holder's thread state (3.13's name, then the older).
+  if (!find_symbol(a.current_tstate, "PyThreadState_GetUnchecked"))
+    find_symbol(a.current_tstate, "_PyThreadState_UncheckedGet");
+  find_symbol(a.thread_dict, "PyThreadState_GetDict");
+  find_symbol(a.capsule_new, "PyCapsule_New");
+  find_symbol(a.capsule_pointer, "PyCapsule_GetPointer");
+  find_symbol(a.dict_set, "PyDict_SetItemString");
+  find_symbol(a.error_occurred, "PyErr_Occurred");
+  find_symbol(a.gc_disable, "PyGC_Disable");
+  find_symbol(a.gc_enable, "PyGC_Enable");
   a.code_type = ::dlsym(RTLD_DEFAULT, "PyCode_Type");
   a.unicode_type = ::dlsym(RTLD_DEFAULT, "PyUnicode_Type");
   if (!ok || a.code_type == nullptr || a.unicode_type == nullptr)
@@ -249,16 +273,24 @@ uint64_t identity_of(const void* code) {
   return identity_with(*known, code);
 }
 
+// The same fields as they are (the fast path compares them instead of hashing them).
+template <typename Layout> code_fields fields_with(const Layout& l, const void* code) {
+  return {load_pointer(code, l.code_filename), load_pointer(code, l.code_qualname),
+          load<int32_t>(code, l.code_firstlineno)};
+}
+
 // This thread's state as PyGILState_GetThisThreadState gives it, read from the runtime's
-// fields: the flag, then the slot (one call, to pthread_getspecific, instead of three).
+// fields: the flag, then the slot (one call, to pthread_getspecific, instead of three). The flag
+// alone stands for the interpreter too: Py_Initialize sets it last, after the GIL state's
+// interpreter and key exist, and Py_FinalizeEx clears it first, before any thread state is
+// freed and before the key is deleted (runtime_agrees saw both once).
 template <size_t Index> const void* thread_state_from_runtime() {
   static constexpr const layout& L = layouts[Index];
   static_assert(L.runtime_initialized >= 0 && L.runtime_gil_interpreter >= 0 &&
                 L.runtime_gil_key >= 0);
-  if (load<int32_t>(runtime, L.runtime_initialized) == 0 ||
-      load_pointer(runtime, L.runtime_gil_interpreter) == nullptr)
+  if (load<int32_t>(runtime, L.runtime_initialized) == 0)
     return nullptr; // after Py_Finalize its thread states are gone
-  return ::pthread_getspecific(load<pthread_key_t>(runtime, L.runtime_gil_key + sizeof(int32_t)));
+  return getspecific_through_got(load<pthread_key_t>(runtime, L.runtime_gil_key + sizeof(int32_t)));
 }
 
 // Whether the runtime's fields say what the calls say (GIL held, reads that cannot fault).
@@ -285,7 +317,9 @@ template <size_t Index, bool FromRuntime>
 __attribute__((always_inline)) inline const void* innermost_frame_with_layout() {
   static constexpr const layout& l = layouts[Index];
   const void* tstate = nullptr;
-  if constexpr (FromRuntime) {
+  if (last_call.watch->alive.load(std::memory_order_relaxed)) {
+    tstate = last_call.tstate; // alive until cleared (watch_thread_state)
+  } else if constexpr (FromRuntime) {
     tstate = thread_state_from_runtime<Index>();
   } else {
     if (api.is_initialized() == 0)
@@ -294,12 +328,10 @@ __attribute__((always_inline)) inline const void* innermost_frame_with_layout() 
   }
   if (tstate == nullptr)
     return nullptr;
+  // A thread state's _PyCFrame pointer is never null: its own root_cframe from the start.
   const void* frame = load_pointer(tstate, l.tstate_frame);
-  if constexpr (l.cframe_frame >= 0) {
-    if (frame == nullptr)
-      return nullptr;
+  if constexpr (l.cframe_frame >= 0)
     frame = load_pointer(frame, static_cast<size_t>(l.cframe_frame));
-  }
   return frame;
 }
 
@@ -332,20 +364,25 @@ bool place_with_layout(frame_place& place, uint64_t& identity) {
 // innermost frame is compared with what the thread's last call saw (a code object of the same
 // address and identity, the instruction pointer at the same address), not checked on its own:
 // a frame of this thread that runs the code object the last call found is a live one (the frame
-// holds it), so no type check, no range check and no look at the table. Anything else goes to
-// python_call_site. Written so that the usual call keeps nothing across the thread state's
-// lookup (last_call is read again after it), which spares the function saved registers.
+// holds it), so no type check, no range check and no look at the table. last_call.code is never
+// null (unseen_code until a site was found), so a frame's code equal to it is a code object.
+// The identity's fields are compared as the last call stored them, read through last_call.code
+// (equal to the frame's, but known before the frame is: the loads need not wait for the walk
+// from the thread state). Anything else goes to python_call_site. Written so that the usual
+// call keeps nothing across the thread state's lookup (last_call is read again after it).
 template <size_t Index, bool FromRuntime> const void* repeated_site(const void* return_address) {
   static constexpr const layout& l = layouts[Index];
-  if (__builtin_expect(return_address != last_call.return_address, 0))
-    return python_call_site(return_address);
-  if (!last_call.from_extension)
-    return return_address;
+  if (__builtin_expect(return_address != last_call.extension_return_address, 0))
+    return python_call_site(return_address); // a new address, or one outside the extensions
   const void* frame = innermost_frame_with_layout<Index, FromRuntime>();
-  if (__builtin_expect(frame != nullptr, 1)) {
-    const void* code = load_pointer(frame, l.frame_code);
-    if (code == last_call.code && load_pointer(frame, l.frame_ip) == last_call.instruction &&
-        code != nullptr && identity_with(l, code) == last_call.identity)
+  if (__builtin_expect(frame != nullptr, 1) &&
+      load_pointer(frame, l.frame_code) == last_call.code &&
+      load_pointer(frame, l.frame_ip) == last_call.instruction) {
+    const void* code = last_call.code;
+    const code_fields& seen = last_call.fields;
+    if (load_pointer(code, l.code_filename) == seen.filename &&
+        load_pointer(code, l.code_qualname) == seen.qualname &&
+        load<int32_t>(code, l.code_firstlineno) == seen.first_line)
       return last_call.entry;
   }
   return python_call_site(last_call.return_address);
@@ -440,6 +477,56 @@ bool interpreter_running() {
   return api.is_initialized != nullptr && api.is_initialized() != 0;
 }
 
+namespace {
+constexpr char watch_name[] = "strata.python_sites.thread_state_watch";
+
+void thread_state_cleared(void* capsule) {
+  auto* watch = static_cast<thread_state_watch*>(api.capsule_pointer(capsule, watch_name));
+  if (watch != nullptr)
+    watch->alive.store(false, std::memory_order_relaxed);
+}
+} // namespace
+
+void watch_thread_state() {
+  if (last_call.watch->alive.load(std::memory_order_relaxed) ||
+      current_access() != frame_access::direct || api.current_tstate == nullptr ||
+      api.thread_dict == nullptr || api.capsule_new == nullptr || api.capsule_pointer == nullptr ||
+      api.dict_set == nullptr || api.error_occurred == nullptr || api.gc_disable == nullptr ||
+      api.gc_enable == nullptr || !interpreter_running())
+    return;
+  void* tstate = api.this_thread_state();
+  // The GIL holder's thread state is this thread's (PyGILState_Check says yes whenever
+  // subinterpreters exist), and no exception is pending that clearing ours would lose.
+  if (tstate == nullptr || api.current_tstate() != tstate || api.error_occurred() != nullptr)
+    return;
+  // A dead watch is this thread's alone (its capsule is gone): used again.
+  thread_state_watch* watch = last_call.watch;
+  if (watch == &never_watched)
+    watch = new (std::nothrow) thread_state_watch;
+  if (watch == nullptr)
+    return;
+  const int collecting = api.gc_disable(); // a collection would run finalizers inside the call
+  void* dict = api.thread_dict();
+  void* capsule =
+      dict != nullptr ? api.capsule_new(watch, watch_name, &thread_state_cleared) : nullptr;
+  if (capsule != nullptr) {
+    watch->alive.store(true, std::memory_order_relaxed);
+    if (api.dict_set(dict, watch_name, capsule) != 0)
+      watch->alive.store(false, std::memory_order_relaxed);
+    api.decref(capsule); // the dict holds it, or it goes now
+  }
+  if (api.error_occurred() != nullptr)
+    api.clear_error(); // ours: none was pending
+  if (collecting != 0)
+    api.gc_enable();
+  last_call.tstate = tstate;
+  last_call.watch = watch;
+}
+
+bool thread_state_watched() {
+  return last_call.watch->alive.load(std::memory_order_relaxed);
+}
+
 frame_cursor::frame_cursor() {
   frame_access a = access.load(std::memory_order_relaxed);
   if (a == frame_access::none || !interpreter_running())
@@ -516,6 +603,10 @@ bool frame_cursor::describe(const frame_place& place, place_text& text) const {
 
 uint64_t frame_cursor::identity(const frame_place& place) const {
   return public_ ? 0 : identity_of(place.code);
+}
+
+code_fields frame_cursor::identity_fields(const frame_place& place) const {
+  return public_ ? code_fields{} : fields_with(*known, place.code);
 }
 
 const void* frame_cursor::instruction(const frame_place& place) const {

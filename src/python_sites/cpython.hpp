@@ -74,19 +74,48 @@ inline bool innermost_place(frame_place& place, uint64_t& identity) {
 // What this thread's last call from Python was (sites.cpp writes it, the capture's fast path
 // in cpython.cpp compares with it): the return address it came from and whether that lies in
 // an extension module, and the innermost frame's place (code object, instruction, identity)
-// with the site it gave; `code` is null until a site was found. `instruction` is the address
+// with the site it gave; `code` is unseen_code until a site was found. `instruction` is the address
 // the frame's instruction pointer then held (frame_cursor::instruction), which the fast path
-// compares as it is instead of turning it into an offset.
+// compares as it is instead of turning it into an offset; `fields` are what the identity is
+// made of, as the code object held them (frame_cursor::identity_fields), which the fast path
+// compares as they are instead of hashing them again.
+struct code_fields {
+  const void* filename = nullptr;
+  const void* qualname = nullptr;
+  int32_t first_line = 0;
+};
+// Whether a thread state a thread found is still there: alive from when the thread armed it
+// (watch_thread_state) until the thread state is cleared, which comes before it is freed.
+struct thread_state_watch {
+  std::atomic<bool> alive{false};
+};
+extern thread_state_watch never_watched; // last_call.watch until the thread armed one
+
 struct last_place {
   const void* return_address;
+  const void* extension_return_address; // return_address if from_extension, else null
   bool from_extension;
   uint32_t offset;
   const void* code;
   const void* instruction;
+  code_fields fields;
   uint64_t identity;
   const void* entry;
+  // This thread's state as PyGILState_GetThisThreadState gave it, while `watch` is alive.
+  const void* tstate;
+  thread_state_watch* watch;
 };
 extern __thread last_place last_call __attribute__((tls_model("initial-exec")));
+extern const char unseen_code[256]; // last_call.code until a site was found
+
+// After a capture the slow way: when this thread holds the GIL and its state is not watched
+// yet, puts a capsule in the thread state's dict (PyThreadState_GetDict) whose destructor marks
+// the watch dead when the thread state is cleared (PyThreadState_Clear, before a thread state
+// is freed: at a thread's end, PyGILState_Release, Py_FinalizeEx, after fork), so that the fast
+// path reads the thread state from last_call instead of looking it up. Allocates nothing that
+// collects (the collector is held off) and leaves a pending exception alone.
+void watch_thread_state();
+bool thread_state_watched();
 
 // This thread's Python frames, innermost first, C-stack shims and frames that run no code
 // object left out. Holds the references the public API hands out until it goes out of scope.
@@ -104,6 +133,8 @@ public:
   // compiled at run time): its file and name objects and first line, read directly; 0 on the
   // public API's path, whose code objects are kept alive.
   uint64_t identity(const frame_place& place) const;
+  // The fields the identity is made of, read directly; all zero on the public API's path.
+  code_fields identity_fields(const frame_place& place) const;
   // The address a frame's instruction pointer holds at a place, read directly; nullptr on the
   // public API's path.
   const void* instruction(const frame_place& place) const;

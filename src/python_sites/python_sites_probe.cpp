@@ -7,6 +7,8 @@
 #include "python_sites/lookup.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
 
 #include <cstdio>
 #include <string>
@@ -74,6 +76,41 @@ __attribute__((visibility("default"))) int probe_call_site(const void* return_ad
 // 1 when call_site takes the known layout's capture (its fast path for a repeated place).
 __attribute__((visibility("default"))) int probe_known_layout_capture() {
   return ps::capture_site != &ps::python_call_site ? 1 : 0;
+}
+
+// 1 when this thread's state is watched (the fast path reads it from the thread's last call).
+__attribute__((visibility("default"))) int probe_thread_state_watched() {
+  return ps::thread_state_watched() ? 1 : 0;
+}
+
+// Calls `callback` `times` times from a thread of its own that Python did not start, as a C
+// library's worker would: each call takes and releases a thread state of its own (ctypes'
+// callbacks use PyGILState_Ensure and PyGILState_Release). 1 when the thread ran and ended
+// within a minute (a hang is a failure, not a stuck test; the job is then left to the thread).
+__attribute__((visibility("default"))) int probe_foreign_thread(void (*callback)(), int times) {
+  struct job {
+    void (*callback)();
+    int times;
+  };
+  auto* work = new job{callback, times};
+  pthread_t thread;
+  auto run = [](void* argument) -> void* {
+    const auto* w = static_cast<const job*>(argument);
+    for (int i = 0; i < w->times; ++i)
+      w->callback();
+    return nullptr;
+  };
+  if (pthread_create(&thread, nullptr, run, work) != 0) {
+    delete work;
+    return 0;
+  }
+  timespec deadline{};
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 60;
+  if (pthread_timedjoin_np(thread, nullptr, &deadline) != 0)
+    return 0;
+  delete work;
+  return 1;
 }
 
 __attribute__((visibility("default"))) int probe_in_extension(const void* address) {

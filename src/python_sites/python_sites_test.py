@@ -22,6 +22,7 @@ for lib in (released, held):
     lib.probe_check_after_exit.argtypes = [ctypes.c_void_p]
     lib.probe_key.argtypes = [ctypes.c_long]
     lib.probe_key.restype = ctypes.c_uint64
+    lib.probe_foreign_thread.argtypes = [ctypes.c_void_p, ctypes.c_int]
 
 ACCESS = ["none", "unchecked", "direct", "public_api"]
 KNOWN_LAYOUTS = {(3, 11), (3, 12), (3, 13)}
@@ -195,6 +196,45 @@ class PythonSites(unittest.TestCase):
         self.assertEqual(len(keys), 1, keys)
         self.assertNotEqual(keys, {0})
 
+    def test_a_thread_state_is_watched_only_with_the_gil_and_only_while_it_lives(self):
+        # The fast path reads a thread's state from its last call while a watch says it lives:
+        # armed by a call with the GIL held, never without it, and dead once the thread state
+        # is cleared (here: ctypes' callbacks on a thread Python did not start each take a new
+        # thread state and release it).
+        if self.access != "direct":
+            self.skipTest("the watch serves the known layouts' fast path")
+        ext = address_in_extension()
+        buf = ctypes.create_string_buffer(4096)
+        seen = []
+
+        def released_only():
+            for _ in range(2):
+                released.probe_call_site(ext, buf, len(buf))  # site: released only
+            seen.append((held.probe_thread_state_watched(), buf.value.decode()))
+            held.probe_call_site(ext, buf, len(buf))
+            seen.append((held.probe_thread_state_watched(), buf.value.decode()))
+
+        t = threading.Thread(target=released_only)
+        t.start()
+        t.join()
+        where = f"{THIS}:{{}} in PythonSites.{self._testMethodName}.<locals>.{{}}"
+        self.assertEqual(seen, [(0, where.format(marked("released only"), "released_only")),
+                                (1, where.format(marked("released only") + 2, "released_only"))])
+
+        def callback():
+            before = held.probe_thread_state_watched()
+            for _ in range(2):
+                held.probe_call_site(ext, buf, len(buf))  # site: foreign thread
+            seen.append((before, held.probe_thread_state_watched(), buf.value.decode()))
+
+        seen.clear()
+        self.assertEqual(released.probe_foreign_thread(ctypes.CFUNCTYPE(None)(callback), 3), 1,
+                         "the thread Python did not start ended within a minute")
+        line = where.format(marked("foreign thread"), "callback")
+        self.assertEqual([before for before, _, _ in seen], [0, 0, 0], "each a new thread state")
+        self.assertEqual(seen[0][1], 1, "armed by the first call, the GIL held")
+        self.assertEqual([where for _, _, where in seen], [line] * 3)
+
     def test_threads_each_see_their_own_line(self):
         results = {}
 
@@ -235,6 +275,12 @@ class PythonSites(unittest.TestCase):
         self.assertEqual(buf.value.decode(), f"{THIS}:{marked('extension')} in "
                          "PythonSites.test_calls_from_an_extension_module_only")
         self.assertEqual(held.probe_call_site(address_in_libc(), buf, len(buf)), 0)
+        # From one instruction: an extension's address, then another address twice. The repeat
+        # of an address outside the extensions keeps it, though the frame is the one the
+        # extension's call was named from (the fast path is for extension addresses only).
+        libc = address_in_libc()
+        found = [held.probe_call_site(where, buf, len(buf)) for where in (ext, libc, libc)]
+        self.assertEqual(found, [1, 0, 0])
 
     def test_a_module_loaded_later_is_found(self):
         self.assertEqual(released.probe_in_extension(address_in_extension()), 1)

@@ -11,7 +11,11 @@ namespace strata::python_sites {
 
 bool enabled = false;
 site_capture capture_site = &python_call_site;
-__thread last_place last_call __attribute__((tls_model("initial-exec")));
+// What last_call.code is until a site was found: no frame runs it, so no frame's code equals it.
+alignas(16) const char unseen_code[256] = {};
+thread_state_watch never_watched;
+__thread last_place last_call __attribute__((tls_model("initial-exec"))) = {
+    nullptr, nullptr, false, 0, unseen_code, nullptr, {}, 0, nullptr, nullptr, &never_watched};
 
 namespace {
 
@@ -130,6 +134,7 @@ __attribute__((noinline)) const void* walk(int skip) {
     if (innermost) {
       last_call.code = place.code;
       last_call.identity = identity;
+      last_call.fields = cursor.identity_fields(place);
       last_call.entry = named;
       last_call.offset = place.offset;
       last_call.instruction = cursor.instruction(place);
@@ -166,10 +171,12 @@ const void* python_call_site(const void* return_address) {
   if (return_address != last_call.return_address) {
     last_call.from_extension = in_extension_module(reinterpret_cast<uintptr_t>(return_address));
     last_call.return_address = return_address;
+    last_call.extension_return_address = last_call.from_extension ? return_address : nullptr;
   }
   if (!last_call.from_extension)
     return return_address;
   const void* site = capture(0);
+  watch_thread_state();
   return site != nullptr ? site : return_address;
 }
 

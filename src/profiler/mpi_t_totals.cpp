@@ -235,15 +235,20 @@ std::vector<record::mpi_t_pvar> unpack_pvars(const std::vector<pvar_description>
   return out;
 }
 
-std::vector<std::string> environment_names(const std::string& flavor, const std::string& cvar) {
-  if (flavor == "openmpi")
-    return {"OMPI_MCA_" + cvar};
+std::vector<std::string> cvars_set_by(const std::string& flavor, std::string_view variable) {
+  if (flavor == "openmpi") {
+    constexpr std::string_view prefix = "OMPI_MCA_";
+    if (variable.starts_with(prefix) && variable.size() > prefix.size())
+      return {std::string(variable.substr(prefix.size()))};
+    return {};
+  }
   if (flavor == "mpich") {
     // MPICH names its variables as their environment variables, which MPICH_ also sets.
-    constexpr std::string_view prefix = "MPIR_CVAR_";
-    if (cvar.starts_with(prefix))
-      return {cvar, "MPICH_" + cvar.substr(prefix.size())};
-    return {cvar};
+    constexpr std::string_view short_prefix = "MPICH_";
+    if (variable.starts_with(short_prefix))
+      return {std::string(variable),
+              "MPIR_CVAR_" + std::string(variable.substr(short_prefix.size()))};
+    return {std::string(variable)};
   }
   return {};
 }

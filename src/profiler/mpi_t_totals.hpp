@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strata::profiler::mpi_t {
@@ -88,8 +89,10 @@ void combine_packed(const uint64_t* in, uint64_t* inout);
 std::vector<record::mpi_t_pvar> unpack_pvars(const std::vector<pvar_description>& pvars,
                                              const std::vector<uint64_t>& combined);
 
-// The environment variable that sets a control variable of this MPI ("openmpi": OMPI_MCA_NAME;
-// "mpich": the name itself, MPIR_CVAR_X, and MPICH_X), for `cvars_set`.
-std::vector<std::string> environment_names(const std::string& flavor, const std::string& cvar);
+// The control variables of this MPI an environment variable sets, for `cvars_set` ("openmpi":
+// OMPI_MCA_NAME sets NAME; "mpich": a variable is named as the environment variable that sets it,
+// and MPICH_X also sets MPIR_CVAR_X). Asked once per environment variable, not once per control
+// variable: Open MPI lists about 1,300.
+std::vector<std::string> cvars_set_by(const std::string& flavor, std::string_view variable);
 
 } // namespace strata::profiler::mpi_t

@@ -214,13 +214,18 @@ TEST(MpiTLayout, RanksAgreeOnlyWhenEveryListingRankListsTheSame) {
   EXPECT_FALSE(agree_over({{3, 0}, {3, ~0ULL}}).same_variables);
 }
 
-TEST(MpiTControlVariables, EnvironmentNamesOfEachMpi) {
-  EXPECT_EQ(environment_names("openmpi", "btl_vader_eager_limit"),
-            std::vector<std::string>{"OMPI_MCA_btl_vader_eager_limit"});
-  EXPECT_EQ(environment_names("mpich", "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"),
-            (std::vector<std::string>{"MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE",
-                                      "MPICH_CH3_EAGER_MAX_MSG_SIZE"}));
-  EXPECT_TRUE(environment_names("none", "x").empty());
+TEST(MpiTControlVariables, ControlVariablesEachEnvironmentVariableSets) {
+  using names = std::vector<std::string>;
+  EXPECT_EQ(cvars_set_by("openmpi", "OMPI_MCA_btl_vader_eager_limit"),
+            names{"btl_vader_eager_limit"});
+  EXPECT_TRUE(cvars_set_by("openmpi", "OMPI_MCA_").empty());
+  EXPECT_TRUE(cvars_set_by("openmpi", "PATH").empty());
+  EXPECT_TRUE(cvars_set_by("openmpi", "btl_vader_eager_limit").empty());
+  EXPECT_EQ(cvars_set_by("mpich", "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"),
+            names{"MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"});
+  EXPECT_EQ(cvars_set_by("mpich", "MPICH_CH3_EAGER_MAX_MSG_SIZE"),
+            (names{"MPICH_CH3_EAGER_MAX_MSG_SIZE", "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE"}));
+  EXPECT_TRUE(cvars_set_by("none", "OMPI_MCA_x").empty());
 }
 
 } // namespace

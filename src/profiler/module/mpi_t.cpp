@@ -256,28 +256,22 @@ std::string cvar_text(MPI_Datatype type, MPI_T_enum enumtype, const std::vector<
   return out;
 }
 
-// The names of the environment's variables, read once per reading of the control variables:
-// looking each of Open MPI's 1,300 up with getenv scanned the whole environment every time
-// (about 2 million instructions at finalize).
-std::set<std::string, std::less<>> environment_variable_names() {
+// The control variables the environment sets, read once per reading of the control variables:
+// looking each of Open MPI's 1,300 up in the environment cost more than reading them.
+std::set<std::string, std::less<>> cvars_set_by_environment() {
   std::set<std::string, std::less<>> names;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry)
-    names.emplace(*entry, ::strcspn(*entry, "="));
+    for (std::string& name :
+         mpi_t::cvars_set_by(STRATA_MPI_FLAVOR, std::string_view(*entry, ::strcspn(*entry, "="))))
+      names.insert(std::move(name));
   return names;
-}
-
-bool set_by_environment(const std::set<std::string, std::less<>>& environment, const char* name) {
-  for (const std::string& variable : mpi_t::environment_names(STRATA_MPI_FLAVOR, name))
-    if (environment.count(variable) != 0)
-      return true;
-  return false;
 }
 
 // Rank 0's control variables without a binding, as text: those meant for users and tuners (the
 // verbosity levels up to MPI_T_VERBOSITY_TUNER_ALL; Open MPI lists some 800 more for its own
 // developers), and whatever the environment set.
 void read_cvars(module_state& s, record::mpi_t_section& out) {
-  const std::set<std::string, std::less<>> environment = environment_variable_names();
+  const std::set<std::string, std::less<>> environment = cvars_set_by_environment();
   for (int i = 0; i < static_cast<int>(s.mpi_t.cvars_exposed); ++i) {
     char name[256] = {0}, description[8] = {0};
     int name_len = sizeof(name), description_len = sizeof(description);
@@ -286,13 +280,17 @@ void read_cvars(module_state& s, record::mpi_t_section& out) {
     MPI_T_enum enumtype = MPI_T_ENUM_NULL;
     if (MPI_T_cvar_get_info(i, name, &name_len, &verbosity, &type, &enumtype, description,
                             &description_len, &bind, &scope) != MPI_SUCCESS ||
-        bind != MPI_T_BIND_NO_OBJECT || out.cvars.count(name) != 0)
+        bind != MPI_T_BIND_NO_OBJECT)
       continue;
-    const bool set = set_by_environment(environment, name);
+    const std::string_view name_view(name, ::strnlen(name, sizeof(name)));
+    const bool set = environment.find(name_view) != environment.end();
+    if (!set && verbosity > MPI_T_VERBOSITY_TUNER_ALL)
+      continue;
+    std::string key(name_view);
+    if (out.cvars.count(key) != 0)
+      continue;
     if (set)
-      out.cvars_set.emplace_back(name);
-    else if (verbosity > MPI_T_VERBOSITY_TUNER_ALL)
-      continue;
+      out.cvars_set.push_back(key);
     MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
     int count = 0;
     if (MPI_T_cvar_handle_alloc(i, nullptr, &handle, &count) != MPI_SUCCESS)
@@ -301,7 +299,7 @@ void read_cvars(module_state& s, record::mpi_t_section& out) {
     if (count > 0 && count <= 4096 && bytes > 0) {
       std::vector<char> buffer(static_cast<size_t>(count) * static_cast<size_t>(bytes) + 1, 0);
       if (MPI_T_cvar_read(handle, buffer.data()) == MPI_SUCCESS)
-        out.cvars[name] = cvar_text(type, enumtype, buffer, count);
+        out.cvars.emplace(std::move(key), cvar_text(type, enumtype, buffer, count));
     }
     MPI_T_cvar_handle_free(&handle);
   }

@@ -687,6 +687,26 @@ TEST_F(DamagedArchiveTest, TruncatedAnchorAndDefinitions) {
   EXPECT_FALSE(error_of(trace()).empty());
 }
 
+TEST_F(DamagedArchiveTest, AnchorWhosePropertyCountTheLibraryMisreads) {
+  // OTF2 3.0.2 frees memory it never allocated when the count before the first property is out
+  // of range: the analyzer must say the anchor is damaged, not end on the library's bad free
+  // (the probe runs otf2-print, which scripts/setup.sh installs with otf2-tools).
+  write_good();
+  const fs::path anchor = fs::path(trace()) / "traces.otf2";
+  std::string bytes(fs::file_size(anchor), '\0');
+  std::ifstream(anchor, std::ios::binary)
+      .read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const size_t name = bytes.find("STRATA::VERSION");
+  ASSERT_NE(name, std::string::npos);
+  bytes[name - 1] = '\x80';
+  std::ofstream(anchor, std::ios::binary | std::ios::trunc) << bytes;
+  const std::string e = error_of(trace());
+  EXPECT_NE(e.find("traces.otf2: a damaged OTF2 anchor file: the OTF2 library fails reading it"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
 TEST_F(DamagedArchiveTest, RandomBytesEverywhere) {
   std::mt19937 rng(42);
   for (const char* victim : {"traces.otf2", "traces.def", "traces/0.evt"}) {

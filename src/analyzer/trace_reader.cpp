@@ -1,4 +1,5 @@
 #include "analyzer/trace_reader.hpp"
+#include "analyzer/anchor_probe.hpp"
 
 #include <otf2/otf2.h>
 
@@ -429,6 +430,8 @@ trace_reader::trace_reader(const std::string& path) {
     return trace_error(anchor + ": " + what);
   };
 
+  if (const std::string damaged = probe_anchor(anchor); !damaged.empty())
+    throw fail("a damaged OTF2 anchor file: " + damaged);
   state_ = new state;
   state_->reader = OTF2_Reader_Open(anchor.c_str());
   if (!state_->reader) {

@@ -12,9 +12,15 @@
 #include <new>
 #include <sys/types.h>
 
-// pthread_getspecific called through the GOT rather than the PLT (one jump fewer a call).
-extern "C" void* getspecific_through_got(pthread_key_t key) noexcept __asm__("pthread_getspecific")
-    __attribute__((noplt));
+// pthread_getspecific called through the GOT rather than the PLT (one jump fewer a call), where
+// the compiler knows how (GCC's attribute; clang has only the whole-file -fno-plt).
+#if defined(__GNUC__) && !defined(__clang__)
+#define STRATA_THROUGH_GOT __attribute__((noplt))
+#else
+#define STRATA_THROUGH_GOT
+#endif
+extern "C" void* getspecific_through_got(pthread_key_t key) noexcept
+    __asm__("pthread_getspecific") STRATA_THROUGH_GOT;
 
 namespace strata::python_sites {
 

@@ -93,8 +93,7 @@ extern thread_state_watch never_watched; // last_call.watch until the thread arm
 
 struct last_place {
   const void* return_address;
-  const void* extension_return_address; // return_address if from_extension, else null
-  bool from_extension;
+  const void* extension_return_address; // return_address if it lies in an extension, else null
   uint32_t offset;
   const void* code;
   const void* instruction;

@@ -15,7 +15,7 @@ site_capture capture_site = &python_call_site;
 alignas(16) const char unseen_code[256] = {};
 thread_state_watch never_watched;
 __thread last_place last_call __attribute__((tls_model("initial-exec"))) = {
-    nullptr, nullptr, false, 0, unseen_code, nullptr, {}, 0, nullptr, nullptr, &never_watched};
+    nullptr, nullptr, 0, unseen_code, nullptr, {}, 0, nullptr, nullptr, &never_watched};
 
 namespace {
 
@@ -169,11 +169,11 @@ void start() {
 
 const void* python_call_site(const void* return_address) {
   if (return_address != last_call.return_address) {
-    last_call.from_extension = in_extension_module(reinterpret_cast<uintptr_t>(return_address));
     last_call.return_address = return_address;
-    last_call.extension_return_address = last_call.from_extension ? return_address : nullptr;
+    last_call.extension_return_address =
+        in_extension_module(reinterpret_cast<uintptr_t>(return_address)) ? return_address : nullptr;
   }
-  if (!last_call.from_extension)
+  if (last_call.extension_return_address == nullptr)
     return return_address;
   const void* site = capture(0);
   watch_thread_state();

@@ -2,6 +2,7 @@
 // the trace module and Score-P, with known times: every matching rule, every wait-state pattern,
 // the tables, the traversals, the XML export, and damaged archives.
 #include "analyzer/analysis.hpp"
+#include "analyzer/anchor_probe.hpp"
 #include "analyzer/graph.hpp"
 #include "analyzer/render.hpp"
 #include "analyzer/trace_builder.hpp"
@@ -705,6 +706,29 @@ TEST_F(DamagedArchiveTest, AnchorWhosePropertyCountTheLibraryMisreads) {
             std::string::npos)
       << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST_F(DamagedArchiveTest, AnchorProbedOncePerContent) {
+  // The XML export opens three readers of one archive: one probe. The anchor rewritten with
+  // other bytes of the same size (within the file system's timestamp tick, as a damaged copy
+  // written over a good one may be) is probed again; bytes seen before are not.
+  write_good();
+  const fs::path anchor = fs::path(trace()) / "traces.otf2";
+  const std::string good = read_anchor_bytes(anchor.string()).value();
+  const uint64_t before = anchor_probes_started();
+  EXPECT_EQ(export_xml(trace(), (dir_ / "xml").string()).ranks, 2U);
+  EXPECT_EQ(anchor_probes_started() - before, 1U);
+  std::string damaged = good;
+  const size_t name = damaged.find("STRATA::VERSION");
+  ASSERT_NE(name, std::string::npos);
+  damaged[name - 1] = '\x80';
+  std::ofstream(anchor, std::ios::binary | std::ios::trunc) << damaged;
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NE(error_of(trace()).find("a damaged OTF2 anchor file"), std::string::npos);
+  EXPECT_EQ(anchor_probes_started() - before, 2U);
+  std::ofstream(anchor, std::ios::binary | std::ios::trunc) << good;
+  EXPECT_EQ(error_of(trace()), "");
+  EXPECT_EQ(anchor_probes_started() - before, 2U);
 }
 
 TEST_F(DamagedArchiveTest, RandomBytesEverywhere) {

@@ -2,6 +2,7 @@
 
 #include "analyzer/partial.hpp"
 #include "analyzer/process_agreement.hpp"
+#include "analyzer/shared_anchor_probe.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -88,6 +89,7 @@ replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batc
   comm_info c = comm_info_of(comm);
   c.work_cpu_s = &result.work_cpu_s;
   std::unique_ptr<trace_reader> reader;
+  probe_anchor_once(c, path);
   if (!step(c, result.error, [&] { reader = std::make_unique<trace_reader>(path); }))
     return result;
   const definitions& defs = reader->defs();

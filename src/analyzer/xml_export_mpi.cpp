@@ -2,6 +2,7 @@
 
 #include "analyzer/analysis.hpp"
 #include "analyzer/process_agreement.hpp"
+#include "analyzer/shared_anchor_probe.hpp"
 
 #include <memory>
 
@@ -12,6 +13,7 @@ parallel_xml_result export_xml_over(const std::string& trace, const std::string&
   parallel_xml_result result;
   const comm_info c = comm_info_of(comm);
   std::unique_ptr<definitions> defs;
+  probe_anchor_once(c, trace); // each process opens three readers of it, one probe in all
   // The directory exists before any process writes into it.
   if (!step(c, result.error, [&] {
         defs = std::make_unique<definitions>(trace_reader(trace).defs());

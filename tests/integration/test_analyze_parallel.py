@@ -21,9 +21,9 @@ LIMIT_S = 150
 
 
 class AnalysisCase(StrataTestCase):
-    def bounded(self, args, what):
+    def bounded(self, args, what, env=None):
         try:
-            return run(args, timeout=LIMIT_S)
+            return run(args, env=env, timeout=LIMIT_S)
         except subprocess.TimeoutExpired:
             self.fail(f"{what} did not finish within {LIMIT_S} s (hung): {' '.join(args)}")
 
@@ -214,6 +214,52 @@ class ParallelAnalysisOfSyntheticTraces(AnalysisCase):
         os.truncate(defs, os.path.getsize(defs) // 2)
         self.assertCleanParallelFailure(trace, "definitions")
         self.assertCleanParallelFailure(os.path.join(self.out, "nothing"), "no such trace archive")
+
+    def test_the_anchor_is_probed_once_per_job(self):
+        # The analyzer has otf2-print read the anchor file in a process of its own before
+        # opening it; process 0 does it for all, and the export's three readers share it. A
+        # printer first in PATH counts its starts.
+        printer = shutil.which("otf2-print")
+        if printer is None:
+            self.skipTest("otf2-print is not installed (otf2-tools)")
+        trace = os.path.join(self.out, "trace")
+        self.assertRan(run([GEN_TRACE, trace, "4", "20000"]))
+        bindir = os.path.join(self.out, "bin")
+        os.makedirs(bindir)
+        starts = os.path.join(self.out, "starts")
+        with open(os.path.join(bindir, "otf2-print"), "w") as f:
+            f.write(f'#!/bin/sh\necho "$@" >> {starts}\nexec {printer} "$@"\n')
+        os.chmod(os.path.join(bindir, "otf2-print"), 0o755)
+        env = base_env(PATH=bindir + os.pathsep + os.environ["PATH"])
+
+        def probes(command):
+            if os.path.exists(starts):
+                os.remove(starts)
+            proc = self.bounded(command, " ".join(command), env=env)
+            with open(starts) as f:
+                return proc, len(f.readlines())
+
+        out = os.path.join(self.out, "xml")
+        for command in (mpirun(3) + [STRATA, "analyze", "--json", trace],
+                        mpirun(3) + [STRATA, "trace", "export", "--xml", trace, "--out", out],
+                        [STRATA, "trace", "export", "--xml", trace, "--out", out + "-serial"]):
+            with self.subTest(command=" ".join(command)):
+                proc, count = probes(command)
+                self.assertRan(proc)
+                self.assertEqual(count, 1)
+        # A damaged anchor: process 0's verdict is every process's, one line, no hang.
+        anchor = os.path.join(trace, "traces.otf2")
+        with open(anchor, "rb") as f:
+            data = bytearray(f.read())
+        data[data.index(b"STRATA::VERSION") - 1] = 0x80
+        with open(anchor, "wb") as f:
+            f.write(data)
+        proc, count = probes(mpirun(3) + [STRATA, "analyze", "--json", trace])
+        self.assertNotEqual(proc.returncode, 0)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("strata analyze:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("a damaged OTF2 anchor file", lines[0])
+        self.assertEqual(count, 1)
 
     def test_xml_export_of_a_damaged_archive_is_one_line_and_no_collector_file(self):
         trace = os.path.join(self.out, "trace")

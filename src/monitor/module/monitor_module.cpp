@@ -11,7 +11,7 @@
 //  - file: each rank appends its rounds to DIR/rank.<r>.rounds; `strata monitor DIR` (or rank 0
 //    at finalize, when `out` is set) reduces them with the same filters.
 //  - inline: no extra ranks (launchers that cannot add them): the same filters on the
-//    application ranks over a duplicated communicator, with non-blocking collectives.
+//    application ranks over communicators of their own, with non-blocking collectives.
 //
 // Offloads are non-blocking sends from a bounded set of buffers; when all are in flight the
 // policy applies: `drop` skips the round, `block` waits for the oldest. Both are counted and
@@ -95,6 +95,29 @@ void fail(monitor_state& s, const std::string& message) {
   std::_Exit(1);
 }
 
+// A communicator of the processes [first, first + count) of the world, in their order, for the
+// monitor alone; called by those processes only. Made with MPI_Comm_create_group, not
+// MPI_Comm_dup or MPI_Comm_split: under Open MPI those agree on the new context id with a
+// nonblocking allreduce on the world, which puts the nonblocking-collective component's
+// progress function in every later MPI_Test and MPI_Wait of the application (about 20
+// instructions and a lock each) for as long as the world lives, as the core's tools'
+// communicator avoids too (docs/ARCHITECTURE.md). The tree's world is freed at once (the core
+// replaces it), which would take the function out again; the inline transport's lives on. The
+// group variant agrees with point-to-point messages on the world under `tag`, one per
+// communicator made here.
+MPI_Comm monitor_communicator(const monitor_state& s, int first, int count, int tag) {
+  MPI_Group world = MPI_GROUP_NULL;
+  MPI_Group group = MPI_GROUP_NULL;
+  MPI_Comm_group(s.world, &world);
+  int range[1][3] = {{first, first + count - 1, 1}};
+  MPI_Group_range_incl(world, 1, range, &group);
+  MPI_Comm made = MPI_COMM_NULL;
+  MPI_Comm_create_group(s.world, group, tag, &made);
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return made;
+}
+
 void ready_tree(monitor_state& s) {
   const int W = s.world_size;
   const int K = s.opt.fanout;
@@ -113,9 +136,11 @@ void ready_tree(monitor_state& s) {
                 "or use transport=inline (no extra ranks)");
   }
   const overlay::tree_layout tree = overlay::make_tree(P, K);
-  MPI_Comm_dup(s.world, &s.overlay);
+  // The overlay's traffic, between application and tool ranks: every process. The application's
+  // world: the first P; the tool ranks need no communicator of their own.
+  s.overlay = monitor_communicator(s, 0, W, overlay_comm_tag);
   const bool application = s.world_rank < P;
-  MPI_Comm_split(s.world, application ? 0 : 1, s.world_rank, &s.app);
+  s.app = application ? monitor_communicator(s, 0, P, app_comm_tag) : MPI_COMM_NULL;
   if (!application) {
     const MPI_Comm none = MPI_COMM_NULL;
     s.host->replace_world(s.self, &none);
@@ -150,9 +175,12 @@ void on_mpi_ready(void* raw) {
     if (s->file_fd < 0)
       log_line(*s, path + ": " + std::strerror(errno) + "; this rank's rounds are not kept");
   } else {
-    MPI_Comm_dup(s->world, &s->overlay);
-    MPI_Comm_dup(s->world, &s->control);
-    MPI_Comm_dup(s->world, &s->count);
+    // Its gathers are nonblocking collectives, which under Open MPI put the progress function
+    // in every later poll of the application all the same, but from the first round on (a dump,
+    // Pcontrol, the period, finalize), not from MPI_Init.
+    s->overlay = monitor_communicator(*s, 0, s->world_size, overlay_comm_tag);
+    s->control = monitor_communicator(*s, 0, s->world_size, control_comm_tag);
+    s->count = monitor_communicator(*s, 0, s->world_size, count_comm_tag);
     if (s->world_rank == 0) {
       s->inline_out = std::fopen(s->opt.out.c_str(), "w");
       if (s->inline_out == nullptr)

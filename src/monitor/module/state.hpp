@@ -26,6 +26,11 @@
 namespace strata::monitor {
 
 constexpr int overlay_tag = 0x5173; // every overlay message: one tag keeps each pair in order
+// MPI_Comm_create_group's tags for the monitor's communicators (on the world, one each).
+constexpr int overlay_comm_tag = 0x5174;
+constexpr int app_comm_tag = 0x5175;
+constexpr int control_comm_tag = 0x5176;
+constexpr int count_comm_tag = 0x5177;
 
 struct send_slot {
   std::string bytes;
@@ -70,7 +75,7 @@ struct monitor_state {
   int app_rank = 0;
   int app_size = 1;
   MPI_Comm app = MPI_COMM_NULL;     // what the application sees as its world
-  MPI_Comm overlay = MPI_COMM_NULL; // the monitor's own traffic (a duplicate of the real world)
+  MPI_Comm overlay = MPI_COMM_NULL; // the monitor's own traffic (every process of the real world)
   int parent = -1;                  // tree: the world rank this application rank offloads to
   std::vector<send_slot> slots;
   uint64_t next_round = 0;

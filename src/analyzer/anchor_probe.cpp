@@ -46,9 +46,11 @@ std::string run_printer(const std::string& anchor) {
     return {};
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  // -I: the anchor file alone (its properties included), a few hundred bytes whatever the
+  // archive's size; -A would print every definition and event of the archive too.
   std::string program = "otf2-print";
-  std::string all = "-A";
-  char* argv[] = {program.data(), all.data(), const_cast<char*>(anchor.c_str()), nullptr};
+  std::string info = "-I";
+  char* argv[] = {program.data(), info.data(), const_cast<char*>(anchor.c_str()), nullptr};
   pid_t child = 0;
   const int spawned = posix_spawnp(&child, program.c_str(), &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);

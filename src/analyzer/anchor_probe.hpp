@@ -1,7 +1,7 @@
 // Reads an OTF2 anchor file once in a process of its own before the reader opens it: the OTF2
 // library (3.0.2) frees memory it never allocated on some damaged anchor files (a property
 // count out of range), which no error code reports and which would corrupt the analyzer's heap.
-// The process is the library's own anchor printer (`otf2-print`, Debian's otf2-tools), started
+// The process is the library's own anchor printer (`otf2-print -I`, Debian's otf2-tools), started
 // fresh so that what the library does with the file does not depend on our heap; where it is
 // not installed, nothing is probed.
 //

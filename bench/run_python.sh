@@ -27,10 +27,14 @@
 # (Ir(2N) - Ir(N)) / N.
 #
 # Knobs: PYTHON=/usr/bin/python3, ROUNDS=3, REPS=5, N_C=1000000, N_PY=300000, CALLGRIND=1,
-# CG_N=20000, TIMING=1 (0: callgrind only), ANNOTATIONS=1 (0: the MPI call loops only).
+# CG_N=20000, TIMING=1 (0: callgrind only), ANNOTATIONS=1 (0: the MPI call loops only),
+# BASE=OTHER_BUILD_DIR (another build, main's say: its call-site profile is measured in the same
+# run, right after this build's, as the columns "base sites" and "base cost" of the MPI call
+# loops and "base" and "base site" of the callgrind table).
 set -euo pipefail
 
 BUILD=$(cd "${1:-build}" && pwd)
+BASE=${BASE:+$(cd "$BASE" && pwd)}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PYTHON=${PYTHON:-/usr/bin/python3}
 ROUNDS=${ROUNDS:-3}
@@ -45,6 +49,7 @@ ANNOTATIONS=${ANNOTATIONS:-1}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 lib=$BUILD/lib/strata/openmpi/libstrata.so
+base_lib=${BASE:+$BASE/lib/strata/openmpi/libstrata.so}
 c_loop=$BUILD/bench/openmpi/callsite_loop
 py_loop=$HERE/python_loop.py
 tmp=$(mktemp -d)
@@ -59,6 +64,7 @@ config_env() {
     sites) printf '%s\n' LD_PRELOAD="$lib" STRATA_TOOLS=profile STRATA_PROFILE_CALLSITES=1 ;;
     no_py) printf '%s\n' LD_PRELOAD="$lib" STRATA_TOOLS=profile STRATA_PROFILE_CALLSITES=1 \
       STRATA_PYTHON_SITES=0 ;;
+    base_sites) printf '%s\n' LD_PRELOAD="$base_lib" STRATA_TOOLS=profile STRATA_PROFILE_CALLSITES=1 ;;
     profile) printf '%s\n' LD_PRELOAD="$lib" STRATA_TOOLS=profile ;;
     trace) printf '%s\n' LD_PRELOAD="$lib" STRATA_TOOLS=trace ;;
   esac
@@ -88,9 +94,10 @@ best_ns() {
   echo "$best"
 }
 
-# callgrind_run LANG CALL CONFIG N -> the callgrind file of that run
+# callgrind_run LANG CALL CONFIG N -> the callgrind file of that run (run once, then reused)
 callgrind_run() {
   local out=$tmp/cg.$1.$2.$3.$4
+  [[ -s $out ]] && { echo "$out"; return; }
   mapfile -t envs < <(config_env "$3")
   # shellcheck disable=SC2046
   env "${envs[@]}" valgrind --tool=callgrind --trace-children=no --callgrind-out-file="$out" \
@@ -114,18 +121,24 @@ per_call() {
 
 if [[ $TIMING == 1 ]]; then
 echo "== MPI call loops: ns per call (best of $REPS repetitions, best of $ROUNDS runs)"
-printf '%-8s %-13s %9s %9s %9s %14s %14s\n' lang call none sites no_py "profile cost" "python sites"
+printf '%-8s %-13s %9s %9s %9s %14s %14s' lang call none sites no_py "profile cost" "python sites"
+if [[ -n $BASE ]]; then printf ' %10s %10s' "base sites" "base cost"; fi
+echo
 for call in rank self_barrier; do
   for lang in c c_busy c_dense python; do
     n=$N_C
     [[ $lang == python ]] && n=$N_PY
     none=$(best_ns $lang $call none "$n")
     sites=$(best_ns $lang $call sites "$n")
+    base=-
+    if [[ -n $BASE ]]; then base=$(best_ns $lang $call base_sites "$n"); fi
     no_py=-
     [[ $lang == python ]] && no_py=$(best_ns $lang $call no_py "$n")
-    echo "$lang $call $none $sites $no_py" | awk '{
+    echo "$lang $call $none $sites $no_py $base" | awk '{
       extra = $5 == "-" ? "-" : sprintf("%.1f", $4 - $5)
-      printf "%-8s %-13s %9.1f %9.1f %9s %14.1f %14s\n", $1, $2, $3, $4, $5, $4 - $3, extra }'
+      printf "%-8s %-13s %9.1f %9.1f %9s %14.1f %14s", $1, $2, $3, $4, $5, $4 - $3, extra
+      if ($6 != "-") printf " %10.1f %10.1f", $6, $6 - $3
+      printf "\n" }'
   done
 done
 
@@ -150,18 +163,29 @@ if [[ $CALLGRIND == 1 ]]; then
   echo "   strata: inclusive in libstrata's entry point (the profile and the real call);"
   echo "   python site: inclusive in the Python frame's capture (repeated_site, the known"
   echo "   layout's, where it is used; else python_call_site)"
-  printf '%-8s %-13s %12s %12s %12s\n' lang call strata no_py "python site"
+  printf '%-8s %-13s %12s %12s %12s' lang call strata no_py "python site"
+  if [[ -n $BASE ]]; then printf ' %12s %12s' base "base site"; fi
+  echo
+  site_pattern="(repeated_site<[^>]*>|python_call_site)\\(void const\\*\\) \\["
   for call in rank self_barrier; do
     entry="MPI_Comm_rank \\[.*libstrata"
     [[ $call == self_barrier ]] && entry="MPI_Barrier \\[.*libstrata"
     for lang in c python; do
       strata=$(per_call $lang $call sites "$entry")
-      no_py=- site=-
+      no_py=- site=- base=- base_site=-
       if [[ $lang == python ]]; then
         no_py=$(per_call $lang $call no_py "$entry")
-        site=$(per_call $lang $call sites "(repeated_site<[^>]*>|python_call_site)\\(void const\\*\\) \\[")
+        site=$(per_call $lang $call sites "$site_pattern")
       fi
-      printf '%-8s %-13s %12s %12s %12s\n' $lang $call "$strata" "$no_py" "$site"
+      if [[ -n $BASE ]]; then
+        base=$(per_call $lang $call base_sites "$entry")
+        if [[ $lang == python ]]; then
+          base_site=$(per_call $lang $call base_sites "$site_pattern")
+        fi
+      fi
+      printf '%-8s %-13s %12s %12s %12s' $lang $call "$strata" "$no_py" "$site"
+      if [[ -n $BASE ]]; then printf ' %12s %12s' "$base" "$base_site"; fi
+      echo
     done
   done
   [[ $ANNOTATIONS == 1 ]] || exit 0

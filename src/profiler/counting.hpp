@@ -96,19 +96,29 @@ inline uint64_t message_size(const strata_event& ev) {
   return sent != 0 ? sent : received != 0 ? received : non_negative(ev.bytes_expected);
 }
 
+// count_call_site with the overhead module's time over the model (out of line: the profile
+// has no model, and its count then keeps no frame and reads no message size for one).
+template <typename Adds>
+__attribute__((noinline)) void count_call_site_over_model(const call_counting& c,
+                                                          const strata_event& ev, uint64_t t) {
+  const uint64_t wasted =
+      c.model->wasted_ns(ev.function, ev.comm_size, t, message_size(ev), c.header->model_clamped);
+  count_callsite<Adds>(c.callsites, c.header->callsites_dropped,
+                       callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function), t,
+                       non_negative(ev.bytes_sent) + non_negative(ev.bytes_received), wasted);
+}
+
 // The call's call site (and the overhead module's time over the model). Out of line, reading
 // the event again: the profile without call sites then keeps count_call_into's registers to
 // what it needs itself (no frame of saved registers there).
 template <typename Adds>
 __attribute__((noinline)) void count_call_site(const call_counting& c, const strata_event& ev,
                                                uint64_t t) {
-  const uint64_t size = message_size(ev);
-  const uint64_t wasted = c.model != nullptr ? c.model->wasted_ns(ev.function, ev.comm_size, t,
-                                                                  size, c.header->model_clamped)
-                                             : 0;
+  if (__builtin_expect(c.model != nullptr, 0))
+    return count_call_site_over_model<Adds>(c, ev, t);
   count_callsite<Adds>(c.callsites, c.header->callsites_dropped,
                        callsite_key(reinterpret_cast<uint64_t>(ev.call_site), ev.function), t,
-                       non_negative(ev.bytes_sent) + non_negative(ev.bytes_received), wasted);
+                       non_negative(ev.bytes_sent) + non_negative(ev.bytes_received), 0);
 }
 
 // One call into `slots` (the shared ones, or the thread's own) with SlotAdds, and into what

@@ -317,28 +317,38 @@ bool runtime_agrees(const layout& l, const char* candidate) {
          ::pthread_getspecific(static_cast<pthread_key_t>(key)) == tstate;
 }
 
-// This thread's innermost frame for one known version (a shim perhaps), or nullptr: the thread
-// state's lookup, then one or two loads.
-template <size_t Index, bool FromRuntime>
-__attribute__((always_inline)) inline const void* innermost_frame_with_layout() {
+// The innermost frame a thread state points to for one known version (a shim perhaps, or
+// nullptr when no Python frame runs): one or two loads.
+template <size_t Index>
+__attribute__((always_inline)) inline const void* frame_of_thread_state(const void* tstate) {
   static constexpr const layout& l = layouts[Index];
-  const void* tstate = nullptr;
-  if (last_call.watch->alive.load(std::memory_order_relaxed)) {
-    tstate = last_call.tstate; // alive until cleared (watch_thread_state)
-  } else if constexpr (FromRuntime) {
-    tstate = thread_state_from_runtime<Index>();
-  } else {
-    if (api.is_initialized() == 0)
-      return nullptr; // after Py_Finalize its thread states are gone
-    tstate = api.this_thread_state();
-  }
-  if (tstate == nullptr)
-    return nullptr;
   // A thread state's _PyCFrame pointer is never null: its own root_cframe from the start.
   const void* frame = load_pointer(tstate, l.tstate_frame);
   if constexpr (l.cframe_frame >= 0)
     frame = load_pointer(frame, static_cast<size_t>(l.cframe_frame));
   return frame;
+}
+
+// This thread's state looked up (no watch alive): from the runtime's fields or through the
+// calls; nullptr after Py_Finalize or on a thread the interpreter does not know.
+template <size_t Index, bool FromRuntime> const void* looked_up_thread_state() {
+  if constexpr (FromRuntime) {
+    return thread_state_from_runtime<Index>();
+  } else {
+    if (api.is_initialized() == 0)
+      return nullptr; // after Py_Finalize its thread states are gone
+    return api.this_thread_state();
+  }
+}
+
+// This thread's innermost frame for one known version (a shim perhaps), or nullptr: the thread
+// state (kept while its watch lives, else looked up), then one or two loads.
+template <size_t Index, bool FromRuntime>
+__attribute__((always_inline)) inline const void* innermost_frame_with_layout() {
+  if (last_call.watch->alive.load(std::memory_order_relaxed))
+    return frame_of_thread_state<Index>(last_call.tstate); // alive until cleared, never null
+  const void* tstate = looked_up_thread_state<Index, FromRuntime>();
+  return tstate != nullptr ? frame_of_thread_state<Index>(tstate) : nullptr;
 }
 
 // innermost_place for one known version, its offsets compile-time constants (the same reads as
@@ -365,22 +375,18 @@ bool place_with_layout(frame_place& place, uint64_t& identity) {
   return true;
 }
 
-// The call path's capture for one known version (capture_site, capture.hpp): a call from the
-// same return address and the same place as this thread's last call gives its site again. The
-// innermost frame is compared with what the thread's last call saw (a code object of the same
-// address and identity, the instruction pointer at the same address), not checked on its own:
-// a frame of this thread that runs the code object the last call found is a live one (the frame
-// holds it), so no type check, no range check and no look at the table. last_call.code is never
-// null (unseen_code until a site was found), so a frame's code equal to it is a code object.
-// The identity's fields are compared as the last call stored them, read through last_call.code
-// (equal to the frame's, but known before the frame is: the loads need not wait for the walk
-// from the thread state). Anything else goes to python_call_site. Written so that the usual
-// call keeps nothing across the thread state's lookup (last_call is read again after it).
-template <size_t Index, bool FromRuntime> const void* repeated_site(const void* return_address) {
+// The last call's site if `frame` (this thread's innermost, or nullptr) runs the same place as
+// the thread's last call, else python_call_site. The frame is compared with what the thread's
+// last call saw (a code object of the same address and identity, the instruction pointer at the
+// same address), not checked on its own: a frame of this thread that runs the code object the
+// last call found is a live one (the frame holds it), so no type check, no range check and no
+// look at the table. last_call.code is never null (unseen_code until a site was found), so a
+// frame's code equal to it is a code object. The identity's fields are compared as the last
+// call stored them, read through last_call.code (equal to the frame's, but known before the
+// frame is: the loads need not wait for the walk from the thread state).
+template <size_t Index>
+__attribute__((always_inline)) inline const void* site_if_repeated(const void* frame) {
   static constexpr const layout& l = layouts[Index];
-  if (__builtin_expect(return_address != last_call.extension_return_address, 0))
-    return python_call_site(return_address); // a new address, or one outside the extensions
-  const void* frame = innermost_frame_with_layout<Index, FromRuntime>();
   if (__builtin_expect(frame != nullptr, 1) &&
       load_pointer(frame, l.frame_code) == last_call.code &&
       load_pointer(frame, l.frame_ip) == last_call.instruction) {
@@ -392,6 +398,26 @@ template <size_t Index, bool FromRuntime> const void* repeated_site(const void* 
       return last_call.entry;
   }
   return python_call_site(last_call.return_address);
+}
+
+// repeated_site when no watch keeps the thread state: looked up first (out of line, so that the
+// usual call keeps nothing across the lookup and needs no frame of its own).
+template <size_t Index, bool FromRuntime> __attribute__((noinline)) const void* site_looked_up() {
+  const void* tstate = looked_up_thread_state<Index, FromRuntime>();
+  return site_if_repeated<Index>(tstate != nullptr ? frame_of_thread_state<Index>(tstate)
+                                                   : nullptr);
+}
+
+// The call path's capture for one known version (capture_site, capture.hpp): a call from the
+// same return address and the same place as this thread's last call gives its site again
+// (site_if_repeated), from the thread state its watch keeps (never null while the watch lives).
+// Anything else goes to python_call_site.
+template <size_t Index, bool FromRuntime> const void* repeated_site(const void* return_address) {
+  if (__builtin_expect(return_address != last_call.extension_return_address, 0))
+    return python_call_site(return_address); // a new address, or one outside the extensions
+  if (__builtin_expect(!last_call.watch->alive.load(std::memory_order_relaxed), 0))
+    return site_looked_up<Index, FromRuntime>();
+  return site_if_repeated<Index>(frame_of_thread_state<Index>(last_call.tstate));
 }
 
 bool no_direct_reads(frame_place& /*place*/, uint64_t& /*identity*/) {

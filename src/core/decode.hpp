@@ -39,6 +39,12 @@ void resolve_api();
 // The application's world changed (strata_host::replace_world): world ranks are asked again.
 void forget_world_ranks();
 
+// The field groups that the usual stacks read of few calls (the profile reads none of them:
+// module.h, strata_module_function_fields_v1): a segment that reads none of them passes every
+// one with one test (start_event, the generated decoders) instead of a test each.
+inline constexpr uint32_t rare_fields =
+    STRATA_FIELD_PEER | STRATA_FIELD_TAG | STRATA_FIELD_REQUESTS | STRATA_FIELD_STATUS;
+
 template <typename H> inline uint64_t handle_bits(H h) {
   uint64_t bits = 0;
   // H is a pointer (Open MPI) or an integer (MPICH): its bits, either way.

@@ -332,16 +332,18 @@ __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R
 }
 
 // An event before decoding: the fields every event has, and of the groups the segment's modules
-// read (chain_entry::fields) every field that means "none" set so (zero is a valid rank or tag).
-// The rest is left as the stack had it: no module reads it (module.h, strata_module_fields_v1).
-// The communicator's fields are left to a decoder that always sets them (Decoder::sets_comm)
-// when its enter step runs (comm_decoded), the byte fields likewise (Decoder::sets_bytes).
-template <bool comm_decoded = false, bool bytes_decoded = false>
+// read (chain_entry::fields) every "none" value set (zero is a valid rank or tag), the rare groups
+// (decode::rare_fields) behind one test; the rest is left as the stack had it (module.h,
+// strata_module_fields_v1). The communicator's fields are left to a decoder that always sets them
+// (Decoder::sets_comm) when its enter step runs (comm_decoded), the byte fields likewise
+// (Decoder::sets_bytes). Without enter callbacks the exit time is set later (exit_set_later).
+template <bool comm_decoded = false, bool bytes_decoded = false, bool exit_set_later = false>
 __attribute__((always_inline)) inline void start_event(strata_event& ev, int function,
                                                        const thread_state& ts, uint32_t fields) {
   ev.function = function;
   ev.flags = 0;
-  ev.t_exit_ns = 0;
+  if (!exit_set_later)
+    ev.t_exit_ns = 0;
   // A call from a Python extension module (mpi4py) in a process running CPython takes the
   // innermost Python frame's site here, where an event needs it, rather than on every call:
   // a counted call never reads it (python_sites/capture.hpp; one byte tested otherwise).
@@ -354,30 +356,32 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
     ev.comm_world_ranks = nullptr;
     ev.comm_rank = -1;
   }
-  if ((fields & STRATA_FIELD_PEER) != 0) {
-    ev.peer = STRATA_NO_RANK;
-    ev.root = STRATA_NO_RANK;
-    ev.is_root = 0;
+  if ((fields & decode::rare_fields) != 0) {
+    if ((fields & STRATA_FIELD_PEER) != 0) {
+      ev.peer = STRATA_NO_RANK;
+      ev.root = STRATA_NO_RANK;
+      ev.is_root = 0;
+    }
+    if ((fields & STRATA_FIELD_TAG) != 0)
+      ev.tag = STRATA_NO_TAG;
+    if ((fields & STRATA_FIELD_REQUESTS) != 0) {
+      ev.request = 0;
+      ev.request_count = 0;
+      ev.requests = nullptr;
+    }
+    if ((fields & STRATA_FIELD_STATUS) != 0) {
+      ev.source = STRATA_NO_RANK;
+      ev.status_source = STRATA_NO_RANK;
+      ev.status_tag = STRATA_NO_TAG;
+    }
   }
-  if ((fields & STRATA_FIELD_TAG) != 0)
-    ev.tag = STRATA_NO_TAG;
   if (!bytes_decoded && (fields & STRATA_FIELD_BYTES) != 0) {
     ev.count = 0;
     ev.bytes_sent = 0;
     ev.bytes_expected = 0;
   }
-  if ((fields & STRATA_FIELD_REQUESTS) != 0) {
-    ev.request = 0;
-    ev.request_count = 0;
-    ev.requests = nullptr;
-  }
   if ((fields & STRATA_FIELD_RECEIVED) != 0)
     ev.bytes_received = -1;
-  if ((fields & STRATA_FIELD_STATUS) != 0) {
-    ev.source = STRATA_NO_RANK;
-    ev.status_source = STRATA_NO_RANK;
-    ev.status_tag = STRATA_NO_TAG;
-  }
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>
@@ -426,11 +430,11 @@ R invoke_untimed_poll(const chain* c, int pos, R (*real)(P...), A... args) {
 }
 
 // An event up to the call: its fields, what the arguments say, the time of entry.
-template <int F, typename Decoder, typename... A>
+template <int F, typename Decoder, bool no_enter_callbacks = false, typename... A>
 __attribute__((always_inline)) inline void begin_event(strata_event& ev, decode::scratch& scratch,
                                                        const thread_state& ts, uint32_t fields,
                                                        A&... args) {
-  start_event<Decoder::sets_comm, Decoder::sets_bytes>(ev, F, ts, fields);
+  start_event<Decoder::sets_comm, Decoder::sets_bytes, no_enter_callbacks>(ev, F, ts, fields);
   Decoder::enter(ev, scratch, fields, args...);
   ev.t_enter_ns = now_ns();
 }
@@ -453,7 +457,7 @@ __attribute__((always_inline)) inline R sole_exit_call(const chain_entry& entry,
   const uint32_t fields = entry.fields;
   strata_event ev;
   decode::scratch scratch;
-  begin_event<F, Decoder>(ev, scratch, ts, fields, args...);
+  begin_event<F, Decoder, true>(ev, scratch, ts, fields, args...);
   R r = call_real(real, args...);
   end_event<Decoder>(ev, scratch, fields, r, args...);
   const int saved_layer = ts.layer;

@@ -264,18 +264,38 @@ def write_stack_entry_layout(c):
             "#endif\n")
 
 
+# Field groups that the usual stacks read of few calls (decode::rare_fields): a decoder with
+# more than one of them tests them together first.
+RARE_GROUPS = ("PEER", "TAG", "REQUESTS", "STATUS")
+
+
 def write_decoder_lines(c, lines):
-    """The lines of one decoder, adjacent lines of one field group under one test."""
+    """The lines of one decoder, adjacent lines of one field group under one test; with two rare
+    groups or more, those under one test of decode::rare_fields, after the communicator (which a
+    rooted peer reads) and before the bytes (which may read the root)."""
+    rare = [line for line in lines if line[0] in RARE_GROUPS]
+    if len({group for group, _ in rare}) < 2:
+        write_group_tests(c, lines, "    ")
+        return
+    write_group_tests(c, [line for line in lines if line[0] == "COMM"], "    ")
+    c.write("    if ((fields & dec::rare_fields) != 0) {\n")
+    write_group_tests(c, rare, "      ")
+    c.write("    }\n")
+    write_group_tests(c, [line for line in lines
+                          if line[0] != "COMM" and line[0] not in RARE_GROUPS], "    ")
+
+
+def write_group_tests(c, lines, indent):
     i = 0
     while i < len(lines):
         group = lines[i][0]
         j = i
         while j < len(lines) and lines[j][0] == group:
             j += 1
-        c.write(f"    if ((fields & STRATA_FIELD_{group}) != 0) {{\n")
+        c.write(f"{indent}if ((fields & STRATA_FIELD_{group}) != 0) {{\n")
         for _, line in lines[i:j]:
-            c.write(f"      {line}\n")
-        c.write("    }\n")
+            c.write(f"{indent}  {line}\n")
+        c.write(f"{indent}}}\n")
         i = j
 
 

@@ -90,10 +90,12 @@ inline uint64_t non_negative(int64_t bytes) {
 }
 
 // The message size of a call: what it sends, else what arrived, else what it posted.
+inline uint64_t message_size(uint64_t sent, uint64_t received, uint64_t expected) {
+  return sent != 0 ? sent : received != 0 ? received : expected;
+}
 inline uint64_t message_size(const strata_event& ev) {
-  const uint64_t sent = non_negative(ev.bytes_sent);
-  const uint64_t received = non_negative(ev.bytes_received);
-  return sent != 0 ? sent : received != 0 ? received : non_negative(ev.bytes_expected);
+  return message_size(non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
+                      non_negative(ev.bytes_expected));
 }
 
 // count_call_site with the overhead module's time over the model (out of line: the profile
@@ -128,18 +130,24 @@ inline void count_call_into(const call_counting& c, routine_slot* slots, const s
   using Adds = SlotAdds;
   const auto f = static_cast<size_t>(ev.function);
   routine_slot& slot = slots[f];
+  // The event read once, before the first add: the slots' figures may alias its fields (a
+  // uint64_t and an int64_t), which otherwise made each read come again after each add.
   const uint64_t t = ev.t_exit_ns - ev.t_enter_ns;
+  const uint64_t exit_ns = ev.t_exit_ns;
+  const uint64_t count = non_negative(ev.count);
+  const uint64_t sent = non_negative(ev.bytes_sent);
   const uint64_t received = non_negative(ev.bytes_received);
+  const uint64_t expected = non_negative(ev.bytes_expected);
+  const uint8_t traits = c.traits[f];
   Adds::add(slot.calls, uint64_t{1});
   Adds::add(slot.time_ns, t);
   Adds::keep_min(slot.min_ns, t);
   Adds::keep_max(slot.max_ns, t);
-  Adds::add(slot.count_sum, non_negative(ev.count));
-  Adds::add(slot.bytes_sent, non_negative(ev.bytes_sent));
+  Adds::add(slot.count_sum, count);
+  Adds::add(slot.bytes_sent, sent);
   Adds::add(slot.bytes_received, received);
-  const uint8_t traits = c.traits[f];
   if ((traits & (routine_trait::with_peer | routine_trait::collective)) != 0)
-    Adds::add(slot.size_hist[size_bin(message_size(ev))], uint64_t{1});
+    Adds::add(slot.size_hist[size_bin(message_size(sent, received, expected))], uint64_t{1});
   if ((traits & routine_trait::collective) != 0)
     Adds::add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], uint64_t{1});
   // Threads with arrays of their own move the latest exit on only once a millisecond, so that
@@ -147,9 +155,9 @@ inline void count_call_into(const call_counting& c, routine_slot* slots, const s
   // short by that much.
   constexpr uint64_t grain = std::is_same_v<SlotAdds, SharedAdds> ? 0 : latest_exit_grain_ns;
   if (grain == 0 ||
-      ev.t_exit_ns >
+      exit_ns >
           std::atomic_ref<uint64_t>(c.header->last_mono_ns).load(std::memory_order_relaxed) + grain)
-    SharedAdds::set_latest(c.header->last_mono_ns, ev.t_exit_ns);
+    SharedAdds::set_latest(c.header->last_mono_ns, exit_ns);
   if ((traits & routine_trait::sampled_poll) != 0) {
     poll_figures& poll = c.polls[f];
     SharedAdds::add(poll.timed_polls, uint64_t{1});

@@ -7,12 +7,15 @@
 #
 # RUNS rounds, each running every configuration once (interleaved), wall time per job:
 #   mpirun      mpirun -np RANKS init_finalize
+#   mpi-t       the same with MPI_T_FIRST=1: no tool, the program itself starts MPI_T before
+#               MPI_Init (what the library charges any tool that reads its variables)
 #   preload     the same with the core preloaded by the launcher and STRATA_TOOLS=profile
 #   no-mpi-t    the same with STRATA_TOOLS=profile:mpi_t=0 (what reading MPI_T adds)
 #   run-none    strata run -np RANKS --tools "" -- init_finalize   (the command's own cost)
 #   run         strata run -np RANKS --tools profile -- init_finalize
 # and the medians with their differences: preload - mpirun is the profile's start-up and
-# finalize, run-none - mpirun is `strata run`'s own start.
+# finalize, run-none - mpirun is `strata run`'s own start, preload - mpi-t what the profile adds
+# beyond the library's own MPI_T start.
 # Knobs: FLAVOR=openmpi|mpich, RANKS=2, RUNS=15; BASE=OTHER_BUILD_DIR runs the profile of that
 # build too (preload, no-mpi-t, run), interleaved, for a before/after in the same run.
 set -euo pipefail
@@ -37,6 +40,9 @@ preload_args() { # BUILD TOOLS -> the launcher's arguments that preload BUILD's 
   else
     echo -genv LD_PRELOAD "$lib" -genv STRATA_TOOLS "$2"
   fi
+}
+env_args() { # NAME VALUE -> the launcher's arguments that set NAME=VALUE in every rank
+  if [[ $FLAVOR == openmpi ]]; then echo -x "$1=$2"; else echo -genv "$1" "$2"; fi
 }
 if [[ $FLAVOR == openmpi ]]; then
   launch=(mpirun.openmpi --oversubscribe -np "$RANKS")
@@ -65,6 +71,8 @@ for ((r = 1; r <= RUNS; r++)); do
     echo "${tag}run $(ms "$build/bin/strata" run -np "$RANKS" --tools profile -- "$PROG")"
   done
   echo "mpirun $(ms "${launch[@]}" "$PROG")"
+  # shellcheck disable=SC2046
+  echo "mpi-t $(ms "${launch[@]}" $(env_args MPI_T_FIRST 1) "$PROG")"
   echo "run-none $(ms "$BUILD/bin/strata" run -np "$RANKS" --tools "" -- "$PROG")"
 done >"$tmp/raw"
 
@@ -84,6 +92,8 @@ for tag in (["base-", "new-"] if sys.argv[5] else [""]):
         print(f"{'before' if tag == 'base-' else 'after'} ({tag[:-1]}):")
     print(f"  profile's start-up + finalize (preload - mpirun): {m[tag + 'preload'] - m['mpirun']:+.1f} ms")
     print(f"  of which reading MPI_T (preload - no-mpi-t):       {m[tag + 'preload'] - m[tag + 'no-mpi-t']:+.1f} ms")
+    print(f"  beyond the library's own MPI_T (preload - mpi-t):  {m[tag + 'preload'] - m['mpi-t']:+.1f} ms")
     print(f"  strata run --tools profile over mpirun:           {m[tag + 'run'] - m['mpirun']:+.1f} ms")
+print(f"the library's own MPI_T start, no tool (mpi-t - mpirun): {m['mpi-t'] - m['mpirun']:+.1f} ms")
 print(f"strata run's own start (run-none - mpirun):         {m['run-none'] - m['mpirun']:+.1f} ms")
 PY

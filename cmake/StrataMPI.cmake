@@ -62,6 +62,23 @@ foreach(flavor IN LISTS STRATA_ALL_MPI_FLAVORS)
     set_target_properties(strata::mpi_fortran_${flavor} PROPERTIES
       INTERFACE_INCLUDE_DIRECTORIES "${fincs}" INTERFACE_LINK_LIBRARIES "${flibs}")
   endif()
+  if(flavor STREQUAL "openmpi")
+    # Where this Open MPI keeps its components, and its libmpi: the profile loads the components
+    # ahead of MPI_T_init_thread when a job runs that very library
+    # (src/profiler/module/open_mpi_components.hpp).
+    get_filename_component(_ompi_bin "${STRATA_MPICC_openmpi}" DIRECTORY)
+    find_program(STRATA_OMPI_INFO ompi_info HINTS "${_ompi_bin}")
+    set(_ompi_components "")
+    if(STRATA_OMPI_INFO)
+      execute_process(COMMAND ${STRATA_OMPI_INFO} --parsable --path pkglibdir
+                      OUTPUT_VARIABLE _ompi_path OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      if(_ompi_path MATCHES "^path:pkglibdir:(.+)$")
+        set(_ompi_components "${CMAKE_MATCH_1}")
+      endif()
+    endif()
+    set(STRATA_OPEN_MPI_COMPONENTS "${_ompi_components}" CACHE INTERNAL "")
+    set(STRATA_OPEN_MPI_LIBRARY "${_lib_openmpi_mpi}" CACHE INTERNAL "")
+  endif()
   list(APPEND _flavors ${flavor})
 endforeach()
 set(STRATA_MPI_FLAVORS "${_flavors}" CACHE INTERNAL "")

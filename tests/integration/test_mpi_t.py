@@ -5,6 +5,7 @@ among its performance variables) and MPICH 4.0 (which, as Debian builds it, expo
 import glob
 import os
 import re
+import tempfile
 
 from strata_testlib import BUILD, FLAVOR, PROGRAMS, STRATA, program, run
 from test_profile import ProfileTestCase
@@ -118,6 +119,33 @@ class MpiT(ProfileTestCase):
         for cvar in closed.values():
             self.assertIn(cvar, t["cvars_set"])
             self.assertEqual(t["cvars"][cvar], "0", cvar)
+
+    def test_components_are_loaded_ahead_of_open_mpis_own_loading(self):
+        # The profile loads Open MPI's components in scopes of their own before
+        # MPI_T_init_thread, whose own loading of them then only makes them global: the dynamic
+        # linker says who loaded each (LD_DEBUG=files, a file per process), and in a rank it is
+        # never Open MPI's libopen-pal (as it is in mpirun).
+        if FLAVOR == "mpich":
+            self.skipTest("MPICH loads no components")
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = self.traffic(ranks=2, LD_DEBUG="files", LD_DEBUG_OUTPUT=os.path.join(tmp, "ld"))
+            ranks = []
+            for path in glob.glob(os.path.join(tmp, "ld.*")):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+                loaders = {}
+                for m in re.finditer(r"file=\S*/(mca_\w+)\.so \[0\];\s+dynamically loaded by (\S+)", text):
+                    loaders.setdefault(os.path.basename(m.group(2)), set()).add(m.group(1))
+                if re.search(r"needed by \S*/mpi_t_traffic_c \[0\]", text):
+                    ranks.append(loaders)
+        self.assertEqual(len(ranks), 2, "the two ranks' files")
+        for loaders in ranks:
+            self.assertGreater(len(loaders.get("profile.so", ())), 100, "every component of the MPI's frameworks")
+            self.assertEqual({k: v for k, v in loaders.items() if k != "profile.so"}, {},
+                             "components Open MPI loaded itself")
+            # OpenSHMEM's frameworks, which MPI_T does not register, are not loaded at all.
+            self.assertFalse([c for c in loaders["profile.so"] if c.startswith(("mca_spml_", "mca_sshmem_"))])
+        self.assertEqual(self.only_record()["mpi_t"]["cvars_exposed"], made(proc)["cvars"])
 
     def test_a_library_whose_mpi_t_cannot_start_gives_one_line(self):
         shim = glob.glob(os.path.join(PROGRAMS, "**", "libmpi_t_refuses.so"), recursive=True)

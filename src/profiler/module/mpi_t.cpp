@@ -3,13 +3,15 @@
 #include "mpi_t.hpp"
 
 #include "options.hpp"
+#if defined(OPEN_MPI)
+#include "open_mpi_components.hpp"
+#endif
 #include "state.hpp"
 
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <fmt/format.h>
-#include <link.h>
 #include <set>
 #include <string_view>
 #include <unistd.h>
@@ -324,29 +326,6 @@ void stop(mpi_t_state& t) {
   t.started = false;
 }
 
-#if defined(OPEN_MPI)
-// Open MPI's components are shared objects named mca_<framework>_<component>.so.
-bool is_open_mpi_component(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  const std::string_view file = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
-  return file.starts_with("mca_") && file.ends_with(".so");
-}
-
-// The components loaded now (only those: a set of every object's name cost as much as a tenth
-// of the references taken below).
-std::set<std::string> loaded_components() {
-  std::set<std::string> names;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* out) {
-        if (info->dlpi_name != nullptr && is_open_mpi_component(info->dlpi_name))
-          static_cast<std::set<std::string>*>(out)->emplace(info->dlpi_name);
-        return 0;
-      },
-      &names);
-  return names;
-}
-#endif
-
 std::string init_problem(int error) {
   return fmt::format("MPI_T_init_thread failed (error {}): the MPI library's own variables are "
                      "not recorded",
@@ -404,7 +383,8 @@ void mpi_t_load([[maybe_unused]] module_state& s) {
   const char* probe = s.host->get_value("strata.probe");
   if (!t.wanted || (probe != nullptr && std::strcmp(probe, "1") == 0))
     return;
-  const std::set<std::string> before = loaded_components();
+  const std::set<std::string> before = open_mpi::loaded_components();
+  const std::set<std::string> ahead = open_mpi::load_ahead();
   int provided = 0;
   // Only the module's callbacks call MPI_T, one at a time; MPI_Init sets the MPI thread level.
   if (const int error = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided); error != MPI_SUCCESS) {
@@ -412,13 +392,13 @@ void mpi_t_load([[maybe_unused]] module_state& s) {
     return;
   }
   t.initialized = true;
-  // One more reference to each component it opened, never given back: they stay loaded until
-  // the process exits, and with them the libraries they need. Only the components (whose
-  // variables Open MPI keeps in them): the libraries behind them (transports, Open MPI's common
-  // ones) stay as long as a component that needs them does, and a reference each cost as many
-  // instructions as the rest of the module's start.
-  for (const std::string& name : loaded_components())
-    if (before.count(name) == 0)
+  // One more reference to each component it opened that was not loaded ahead, never given
+  // back, like those loaded ahead: they stay loaded until the process exits, and with them the
+  // libraries they need. Only the components (whose variables Open MPI keeps in them): the
+  // libraries behind them (transports, Open MPI's common ones) stay as long as a component that
+  // needs them does.
+  for (const std::string& name : open_mpi::loaded_components())
+    if (before.count(name) == 0 && ahead.count(name) == 0)
       dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
 #endif
 }

@@ -36,14 +36,16 @@ struct mpi_t_state {
 };
 
 // In the module's load, before MPI_Init reaches MPI, under Open MPI only: MPI_T_init_thread.
-// Open MPI's opens every component of every framework to list their variables (about 200 ms,
-// most of it the constructors of transport libraries); before MPI_Init that work is shared with
-// MPI_Init, which opens those components anyway, instead of done twice. MPI_Init then closes
-// (and unloads) the components it does not select, whose control variables live in their own
-// memory: the components MPI_T_init_thread loaded (and so the libraries they need) stay loaded
-// until the process exits, so that reading those variables at finalize reads memory that is
-// still there. (Letting them go after MPI_Finalize would cost about 2.5 ms of unmapping per job,
-// for nothing: no code of theirs runs once Open MPI has closed them.)
+// Open MPI's opens every component of every framework to list their variables; before MPI_Init
+// that work is shared with MPI_Init, which opens those components anyway (after MPI_Init it
+// loads again the transport libraries MPI_Init unloaded, about 200 ms). The components are
+// loaded ahead in scopes of their own (open_mpi_components.hpp), which spares most of the
+// dynamic linker's work. MPI_Init then closes (and unloads) the components it does not select,
+// whose control variables live in their own memory: the components MPI_T_init_thread loaded (and
+// so the libraries they need) stay loaded until the process exits, so that reading those
+// variables at finalize reads memory that is still there. (Letting them go after MPI_Finalize
+// would cost about 2.5 ms of unmapping per job, for nothing: no code of theirs runs once Open
+// MPI has closed them.)
 void mpi_t_load(module_state& s);
 
 // In mpi_ready, after the profile's own start: the session, one handle per variable (MPICH;

@@ -127,25 +127,34 @@ class MpiT(ProfileTestCase):
         # never Open MPI's libopen-pal (as it is in mpirun).
         if FLAVOR == "mpich":
             self.skipTest("MPICH loads no components")
-        with tempfile.TemporaryDirectory() as tmp:
-            proc = self.traffic(ranks=2, LD_DEBUG="files", LD_DEBUG_OUTPUT=os.path.join(tmp, "ld"))
-            ranks = []
-            for path in glob.glob(os.path.join(tmp, "ld.*")):
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    text = f.read()
-                loaders = {}
-                for m in re.finditer(r"file=\S*/(mca_\w+)\.so \[0\];\s+dynamically loaded by (\S+)", text):
-                    loaders.setdefault(os.path.basename(m.group(2)), set()).add(m.group(1))
-                if re.search(r"needed by \S*/mpi_t_traffic_c \[0\]", text):
-                    ranks.append(loaders)
-        self.assertEqual(len(ranks), 2, "the two ranks' files")
-        for loaders in ranks:
-            self.assertGreater(len(loaders.get("profile.so", ())), 100, "every component of the MPI's frameworks")
-            self.assertEqual({k: v for k, v in loaders.items() if k != "profile.so"}, {},
-                             "components Open MPI loaded itself")
-            # OpenSHMEM's frameworks, which MPI_T does not register, are not loaded at all.
-            self.assertFalse([c for c in loaders["profile.so"] if c.startswith(("mca_spml_", "mca_sshmem_"))])
-        self.assertEqual(self.only_record()["mpi_t"]["cvars_exposed"], made(proc)["cvars"])
+        # The directory comes from the Open MPI Strata was built against, or from the variable
+        # that names Open MPI's component directories (here the same one, found from a run).
+        directory = None
+        for named in (False, True):
+            extra = {"OMPI_MCA_mca_base_component_path": directory} if named else {}
+            with self.subTest(**extra), tempfile.TemporaryDirectory() as tmp:
+                for f in self.records():
+                    os.remove(f)
+                proc = self.traffic(ranks=2, LD_DEBUG="files", LD_DEBUG_OUTPUT=os.path.join(tmp, "ld"), **extra)
+                ranks = []
+                for path in glob.glob(os.path.join(tmp, "ld.*")):
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        text = f.read()
+                    loaders = {}
+                    pattern = r"file=(\S*)/(mca_\w+)\.so \[0\];\s+dynamically loaded by (\S+)"
+                    for m in re.finditer(pattern, text):
+                        loaders.setdefault(os.path.basename(m.group(3)), set()).add(m.group(2))
+                        directory = m.group(1)
+                    if re.search(r"needed by \S*/mpi_t_traffic_c \[0\]", text):
+                        ranks.append(loaders)
+                self.assertEqual(len(ranks), 2, "the two ranks' files")
+                for loaders in ranks:
+                    self.assertGreater(len(loaders.get("profile.so", ())), 100, "every component of the MPI's frameworks")
+                    self.assertEqual({k: v for k, v in loaders.items() if k != "profile.so"}, {},
+                                     "components Open MPI loaded itself")
+                    # OpenSHMEM's frameworks, which MPI_T does not register, are not loaded at all.
+                    self.assertFalse([c for c in loaders["profile.so"] if c.startswith(("mca_spml_", "mca_sshmem_"))])
+                self.assertEqual(self.only_record()["mpi_t"]["cvars_exposed"], made(proc)["cvars"])
 
     def test_a_library_whose_mpi_t_cannot_start_gives_one_line(self):
         shim = glob.glob(os.path.join(PROGRAMS, "**", "libmpi_t_refuses.so"), recursive=True)

@@ -2,6 +2,7 @@
 #include "open_mpi_components.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -68,8 +69,9 @@ std::vector<std::string> component_directories() {
     }
     return dirs;
   }
-  if (std::getenv("OPAL_PREFIX") != nullptr || std::getenv("OPAL_PKGLIBDIR") != nullptr)
-    return dirs; // a relocated installation: its own directories
+  if (std::getenv("OPAL_PREFIX") != nullptr || std::getenv("OPAL_PKGLIBDIR") != nullptr ||
+      std::strlen(STRATA_OPEN_MPI_COMPONENTS) == 0)
+    return dirs; // a relocated installation (its own directories), or none known at build time
   Dl_info info{};
   void* const init = dlsym(RTLD_DEFAULT, "ompi_mpi_init");
   if (init == nullptr || dladdr(init, &info) == 0 || info.dli_fname == nullptr)

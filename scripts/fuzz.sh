@@ -43,23 +43,30 @@ mkdir -p "$out/corpus/overlay"
 # Seeds: a packet holding a real profile (the rounds the monitor's tests write use this format).
 printf '\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00SMR1\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x08\x00\x00\x00MPI_Send\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00' \
   >"$out/corpus/overlay/seed1"
-# Every target in fuzz/ (fuzz/CMakeLists.txt builds one per NAME_fuzz.cpp).
-for source in fuzz/*_fuzz.cpp; do
-  target=$(basename "$source" _fuzz.cpp)
+# Every target in fuzz/ (fuzz/CMakeLists.txt builds one per NAME_fuzz.cpp), as many at once as
+# there are cores.
+fuzz_one() { # TARGET SECONDS OUT
+  local target=$1 seconds=$2 out=$3
   mkdir -p "$out/corpus/$target"
-  echo "fuzz: $target for ${seconds}s"
   # analyze only: a damaged OTF2 anchor makes libotf2 calloc what its location count says
   # (gigabytes); with allocator_may_return_null that fails as it would for a real process, and
   # libotf2 reports it. libotf2 also leaks its archive when that open fails (suppressed).
-  env=()
+  local -a env=()
   if [[ $target == analyze ]]; then
     env=(LSAN_OPTIONS=suppressions=$PWD/src/analyzer/otf2_lsan.supp
       ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=2048)
   fi
   # A crash, leak or slow input is written into build-fuzz, not into the worktree.
-  env "${env[@]}" "$bin/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
+  if ! env "${env[@]}" "$out/fuzz/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -artifact_prefix="$out/$target-" \
     -malloc_limit_mb=$([[ $target == analyze ]] && echo 65536 || echo 2048) "$out/corpus/$target" \
-    >"$out/$target.log" 2>&1 || { tail -40 "$out/$target.log"; exit 1; }
-  grep -E '^Done|stat::number_of_executed_units' "$out/$target.log" | tail -1
-done
+    >"$out/$target.log" 2>&1; then
+    echo "fuzz: $target FAILED"
+    tail -40 "$out/$target.log"
+    return 1
+  fi
+  echo "fuzz: $target for ${seconds}s: $(grep -E '^Done|stat::number_of_executed_units' "$out/$target.log" | tail -1)"
+}
+export -f fuzz_one
+for source in fuzz/*_fuzz.cpp; do basename "$source" _fuzz.cpp; done |
+  xargs -P "$(nproc)" -I{} bash -c 'fuzz_one "$@"' _ {} "$seconds" "$out"

@@ -14,6 +14,8 @@
 #   trace      Strata's trace module
 #   overhead   Strata's overhead module, with a machine model written by `strata bench`
 #              (OVERHEAD=0 skips it: the model takes a minute or two to build)
+#   floor      the least a timing profiler does (bench/timed_floor.c: two TSC reads around the
+#              call and four adds, nothing else): what the CPU charges any tool for the clock
 #   mpiP-k0    mpiP with MPIP="-k 0" (no call sites), when mpiP is given for the flavor
 #              (MPIP_LIB: built against Open MPI; MPIP_LIB_MPICH: built against MPICH)
 #   mpiP       mpiP with its defaults (call sites one level up)
@@ -58,6 +60,7 @@ export STRATA_SPOOL=$tmp/spool STRATA_TRACE_DIR=$tmp/trace
 configs() { # FLAVOR -> the configurations that apply
   local c="native profile callsites trace"
   [[ -n $BASE ]] && c+=" before"
+  [[ -f $BUILD/bench/$1/timed_floor.so ]] && c+=" floor"
   [[ $OVERHEAD == 1 && -f $tmp/model.$1.json ]] && c+=" overhead"
   [[ -n $(mpip_for "$1") ]] && c+=" mpiP-k0 mpiP"
   if [[ -n ${CONFIGS:-} ]]; then # only these (and native, which the others are read against)
@@ -81,6 +84,7 @@ env_for() { # FLAVOR CONFIG -> VAR=VALUE words
     callsites) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CALLSITES=1" ;;
     trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_LIMIT=4G" ;;
     overhead) echo "LD_PRELOAD=$lib STRATA_TOOLS=overhead STRATA_PROFILE_POLL_SAMPLE=1 STRATA_MODEL=$tmp/model.$1.json" ;;
+    floor) echo "LD_PRELOAD=$BUILD/bench/$1/timed_floor.so" ;;
     mpiP-k0) echo "LD_PRELOAD=$(mpip_for "$1") MPIP=-k~0~-f~$tmp" ;;
     mpiP) echo "LD_PRELOAD=$(mpip_for "$1") MPIP=-f~$tmp" ;;
   esac

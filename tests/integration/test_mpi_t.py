@@ -131,6 +131,8 @@ class MpiT(ProfileTestCase):
         # that names Open MPI's component directories (here the same one, found from a run).
         directory = None
         for named in (False, True):
+            if named:
+                self.assertIsNotNone(directory, "no component directory seen in the first run")
             extra = {"OMPI_MCA_mca_base_component_path": directory} if named else {}
             with self.subTest(**extra), tempfile.TemporaryDirectory() as tmp:
                 for f in self.records():

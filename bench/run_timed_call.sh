@@ -10,6 +10,8 @@
 # not timed), through the symbol minus straight into MPI, in one process, best of ROUNDS, for:
 #   native     no tool
 #   profile    Strata's profile module (LD_PRELOAD=libstrata.so STRATA_TOOLS=profile)
+#   events     the profile with every timed call an event to its callback (core_sums=0), where
+#              by default the core sums it into the profile's slot
 #   callsites  the same with STRATA_PROFILE_CALLSITES=1
 #   trace      Strata's trace module
 #   overhead   Strata's overhead module, with a machine model written by `strata bench`
@@ -58,7 +60,7 @@ raw=${RAW:-$tmp/raw.txt}
 export STRATA_SPOOL=$tmp/spool STRATA_TRACE_DIR=$tmp/trace
 
 configs() { # FLAVOR -> the configurations that apply
-  local c="native profile callsites trace"
+  local c="native profile events callsites trace"
   [[ -n $BASE ]] && c+=" before"
   [[ -f $BUILD/bench/$1/timed_floor.so ]] && c+=" floor"
   [[ $OVERHEAD == 1 && -f $tmp/model.$1.json ]] && c+=" overhead"
@@ -80,6 +82,7 @@ env_for() { # FLAVOR CONFIG -> VAR=VALUE words
   case $2 in
     native) ;;
     profile) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
+    events) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CORE_SUMS=0" ;;
     before) echo "LD_PRELOAD=$BASE/lib/strata/$1/libstrata.so STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
     callsites) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CALLSITES=1" ;;
     trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_LIMIT=4G" ;;

@@ -256,6 +256,54 @@ enum { STRATA_COUNT_CALLS = 1, STRATA_COUNT_EMPTY_POLLS = 2, STRATA_COUNT_UNTIME
 #define STRATA_MODULE_COUNTER_SYMBOL "strata_module_counter_v1"
 typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int what);
 
+/* Optional: timed calls counted by the core. A module that wants of some function's calls only
+ * the figures below can lend the core one slot per function, and the core then sums each timed
+ * call into it after the call instead of delivering an event: no event is built and no callback
+ * runs. An event module that exports
+ *     int strata_module_timed_counts_v1(void* state, int function, strata_timed_counts* out);
+ * is asked per subscribed function, after strata_module_counter_v1's questions, where the
+ * module's entry is the only event module of its chain segment with only MPI below it, has an
+ * exit callback and no enter callback, and every call of the function is timed (no counting, no
+ * sampled polls); never when MPI_Query_thread says MPI_THREAD_MULTIPLE (the core's adds are
+ * plain). Return non-zero with out->slot and out->latest_exit_ns set to take it, or 0 to keep the
+ * events. Per call, with t the exit time less the entry time (both the event clock's): calls += 1,
+ * time_ns += t, min_ns and max_ns kept, count_sum += the event's count, bytes_sent and
+ * bytes_received += the event's (negative as 0), with STRATA_TIMED_SIZE_HISTOGRAM
+ * size_hist[strata_size_bin(message size)] += 1 (the bytes sent, else received, else expected),
+ * with STRATA_TIMED_COMM_HISTOGRAM comm_hist[strata_comm_bin(communicator size)] += 1, and
+ * *latest_exit_ns = the exit time. The slot must stay valid until unload; the core goes on adding
+ * while the module is paused (MPI_Pcontrol(0)): keep the values at the pause and put them back. */
+#define STRATA_TIMED_SIZE_BINS 40 /* bin 0: 0 bytes; bin k: [2^(k-1), 2^k); the last open */
+#define STRATA_TIMED_COMM_BINS 32 /* bin k: [2^k, 2^(k+1)) processes; the last open */
+typedef struct strata_timed_slot {
+  uint64_t calls;
+  uint64_t time_ns;
+  uint64_t min_ns; /* UINT64_MAX before the first call */
+  uint64_t max_ns;
+  uint64_t count_sum;
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t size_hist[STRATA_TIMED_SIZE_BINS];
+  uint64_t comm_hist[STRATA_TIMED_COMM_BINS];
+} strata_timed_slot;
+enum { STRATA_TIMED_SIZE_HISTOGRAM = 1u << 0, STRATA_TIMED_COMM_HISTOGRAM = 1u << 1 };
+typedef struct strata_timed_counts {
+  strata_timed_slot* slot;
+  uint64_t* latest_exit_ns;
+  uint32_t histograms; /* STRATA_TIMED_*_HISTOGRAM bits */
+} strata_timed_counts;
+static inline int strata_size_bin(uint64_t bytes) {
+  const int bin = bytes == 0 ? 0 : 64 - __builtin_clzll(bytes);
+  return bin < STRATA_TIMED_SIZE_BINS ? bin : STRATA_TIMED_SIZE_BINS - 1;
+}
+static inline int strata_comm_bin(uint64_t size) {
+  const int bin = size == 0 ? 0 : 63 - __builtin_clzll(size);
+  return bin < STRATA_TIMED_COMM_BINS ? bin : STRATA_TIMED_COMM_BINS - 1;
+}
+#define STRATA_MODULE_TIMED_COUNTS_SYMBOL "strata_module_timed_counts_v1"
+typedef int (*strata_module_timed_counts_entry)(void* state, int function,
+                                                strata_timed_counts* out);
+
 /* Optional: the fields a module reads. An event module that exports
  *     uint32_t strata_module_fields_v1(void* state);
  * (asked once after `load`) returns an or of STRATA_FIELD_* bits, and the core sets only those

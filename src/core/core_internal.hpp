@@ -38,7 +38,8 @@ struct loaded_module {
   std::vector<void*> wrappers;  // by function id: the module's own MPI_X, or null
   uint32_t poll_interval = 0;   // strata_module_polls_v1: time one poll in this many
   strata_event_fn untimed_poll = nullptr;
-  strata_module_counter_entry counter = nullptr; // strata_module_counter_v1, if it has it
+  strata_module_counter_entry counter = nullptr;           // strata_module_counter_v1, if it has it
+  strata_module_timed_counts_entry timed_counts = nullptr; // strata_module_timed_counts_v1
   uint32_t fields = STRATA_FIELD_ALL; // strata_module_fields_v1: the event fields it reads
   // strata_module_function_fields_v1, by function id, if it has it: those of each function
   std::vector<uint32_t> function_fields;

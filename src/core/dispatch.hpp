@@ -7,6 +7,7 @@
 // below itself (thread_state::layer), and MPI calling its own exported functions passes through.
 #pragma once
 
+#include "common/timed_slot.hpp"
 #include "core/clock.hpp"
 #include "core/decode.hpp"
 #include "python_sites/capture.hpp"
@@ -60,6 +61,12 @@ struct chain_entry {
   // sole_exit, and every call of it timed (no counting, no sampled polls): the entry point
   // jumps to invoke_sole_exit after one test, polls included.
   bool sole_exit_every_call = false;
+  // sole_exit_every_call, and the module lent the core its slot for this function (module.h,
+  // strata_module_timed_counts_v1): each call summed into it here, no event, no callback
+  // (count_timed_call below). Set at the end of MPI_Init.
+  strata_timed_slot* timed_slot = nullptr;
+  uint64_t* latest_exit = nullptr;
+  uint32_t timed_histograms = 0;
 };
 
 enum : uint8_t {
@@ -337,7 +344,8 @@ __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R
 // strata_module_fields_v1). The communicator's fields are left to a decoder that always sets them
 // (Decoder::sets_comm) when its enter step runs (comm_decoded), the byte fields likewise
 // (Decoder::sets_bytes). Without enter callbacks the exit time is set later (exit_set_later).
-template <bool comm_decoded = false, bool bytes_decoded = false, bool exit_set_later = false>
+template <bool comm_decoded = false, bool bytes_decoded = false, bool exit_set_later = false,
+          bool with_call_site = true>
 __attribute__((always_inline)) inline void start_event(strata_event& ev, int function,
                                                        const thread_state& ts, uint32_t fields) {
   ev.function = function;
@@ -347,7 +355,8 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
   // A call from a Python extension module (mpi4py) in a process running CPython takes the
   // innermost Python frame's site here, where an event needs it, rather than on every call:
   // a counted call never reads it (python_sites/capture.hpp; one byte tested otherwise).
-  ev.call_site = python_sites::call_site(ts.call_site);
+  if (with_call_site)
+    ev.call_site = python_sites::call_site(ts.call_site);
   ev.result = 0;
   ev.thread_layer = 0;
   if (!comm_decoded && (fields & STRATA_FIELD_COMM) != 0) {
@@ -448,6 +457,52 @@ __attribute__((always_inline)) inline void end_event(strata_event& ev, decode::s
   Decoder::exit(ev, scratch, fields, args...);
 }
 
+// A timed call summed into the slot its module lent (chain_entry::timed_slot): the event is
+// decoded as for the module's callback, but it stays in this frame, so what no sum reads of it
+// is never written; no callback, and the sum's traits come with the entry.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R count_timed_body(const chain_entry& entry, R (*real)(P...),
+                                                         A... args) {
+  const thread_state& ts = tls;
+  const uint32_t fields = entry.fields;
+  strata_event ev;
+  decode::scratch scratch;
+  start_event<true, true, true, false>(ev, F, ts, fields);
+  // What the sum reads, whichever fields the module asked for.
+  ev.count = 0;
+  ev.bytes_sent = 0;
+  ev.bytes_expected = 0;
+  ev.bytes_received = -1;
+  ev.comm_size = 0;
+  Decoder::enter(ev, scratch, fields, args...);
+  const uint64_t t_enter = now_ns();
+  R r = call_real(real, args...);
+  const uint64_t t_exit = now_ns();
+  set_result(ev, r);
+  Decoder::exit(ev, scratch, fields, args...);
+  const bool comm = (entry.timed_histograms & STRATA_TIMED_COMM_HISTOGRAM) != 0;
+  add_timed_call<plain_adds>(*entry.timed_slot,
+                             {t_exit - t_enter, non_negative(ev.count), non_negative(ev.bytes_sent),
+                              non_negative(ev.bytes_received), non_negative(ev.bytes_expected),
+                              comm ? static_cast<uint64_t>(ev.comm_size) : 0},
+                             entry.timed_histograms);
+  *entry.latest_exit = t_exit;
+  return r;
+}
+
+// Out of line, entered by a jump with the caller's own arguments: a frame of its own, smaller
+// than the event path's, which keeps an event and a callback's registers.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((noinline)) R count_timed_call(const chain_entry& entry, R (*real)(P...), A... args) {
+  return count_timed_body<F, Decoder>(entry, real, args...);
+}
+// The generated strata_summed_X (Decoder::summed_in_place), as sole_exit_in_place is
+// strata_timed_X: entered with the entry in thread_state::timed_entry.
+template <int F, typename Decoder, typename... A>
+__attribute__((always_inline)) inline auto count_timed_in_place(A... args) {
+  return count_timed_body<F, Decoder>(*tls.timed_entry, Decoder::real_function(), args...);
+}
+
 // The usual timed call (chain_entry::sole_exit): one module, its exit callback, the real
 // function. Fewer registers live across the calls than in invoke_events, so a smaller frame.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
@@ -492,8 +547,12 @@ __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry
                                                         A... args) {
   if constexpr (sizeof...(A) + 2 > register_arguments) {
     tls.timed_entry = &entry;
+    if (entry.timed_slot != nullptr)
+      return Decoder::summed_in_place(args...);
     return Decoder::timed_in_place(args...);
   } else {
+    if (entry.timed_slot != nullptr)
+      return count_timed_call<F, Decoder>(entry, real, args...);
     return invoke_sole_exit<F, Decoder>(entry, real, args...);
   }
 }

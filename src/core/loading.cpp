@@ -193,9 +193,12 @@ uint32_t with_prerequisites(uint32_t fields, int fid) {
 }
 
 void find_counter_entry(loaded_module& m) {
-  if (m.desc != nullptr && m.handle != nullptr)
-    m.counter = reinterpret_cast<strata_module_counter_entry>(
-        ::dlsym(m.handle, STRATA_MODULE_COUNTER_SYMBOL));
+  if (m.desc == nullptr || m.handle == nullptr)
+    return;
+  m.counter = reinterpret_cast<strata_module_counter_entry>(
+      ::dlsym(m.handle, STRATA_MODULE_COUNTER_SYMBOL));
+  m.timed_counts = reinterpret_cast<strata_module_timed_counts_entry>(
+      ::dlsym(m.handle, STRATA_MODULE_TIMED_COUNTS_SYMBOL));
 }
 
 // Whether every event module of the group [pos, end) gives a counter for `fid` and `what`. Each
@@ -221,10 +224,12 @@ bool alone_above_real(const std::vector<chain_entry>& list, size_t i) {
 
 // Counting instead of events (module.h, strata_module_counter_v1), asked once the modules'
 // mpi_ready have run. The mode is stored last: no other thread calls MPI before MPI_Init returns.
+void enable_timed_counts(core_state& s, int thread_level);
+
 void enable_counting(core_state& s) {
   bool any = false;
   for (const loaded_module& m : s.modules)
-    any = any || m.counter != nullptr;
+    any = any || m.counter != nullptr || m.timed_counts != nullptr;
   if (!any)
     return;
   int level = MPI_THREAD_SINGLE;
@@ -261,6 +266,29 @@ void enable_counting(core_state& s) {
       c.direct_counter = list[0].counter;
     else if (list[0].count_mode == count_untimed_polls)
       c.untimed_poll_counter = list[0].counter;
+  }
+  enable_timed_counts(s, level);
+}
+
+// Timed calls summed by the core into the slots a module lends (module.h,
+// strata_module_timed_counts_v1), asked after enable_counting: for an entry that times every
+// call of its function with one module's exit callback and nothing below it but MPI.
+void enable_timed_counts(core_state& s, int thread_level) {
+  if (thread_level == MPI_THREAD_MULTIPLE)
+    return; // the sums are plain adds
+  for (int fid = 0; fid < gen::function_count; ++fid) {
+    for (chain_entry& e : s.entries[static_cast<size_t>(fid)]) {
+      if (!e.sole_exit_every_call || e.count_mode != count_none)
+        continue;
+      const loaded_module& m = s.modules[static_cast<size_t>(e.layer)];
+      strata_timed_counts counts{};
+      if (m.timed_counts == nullptr || m.timed_counts(m.state, fid, &counts) == 0 ||
+          counts.slot == nullptr || counts.latest_exit_ns == nullptr)
+        continue;
+      e.timed_histograms = counts.histograms;
+      e.latest_exit = counts.latest_exit_ns;
+      e.timed_slot = counts.slot; // last: the call path tests it
+    }
   }
 }
 

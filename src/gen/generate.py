@@ -217,7 +217,9 @@ def write_stack_entry(c, fn, index):
     MPI_Sendrecv's entry, 53 more in wrapped_MPI_Sendrecv's frame): here nothing moves them. No
     chain: MPI. A chain that only counts: counted_X. The application's call (layer -1, MPI not
     running, no call mark) whose first entry is the usual timed call (sole_exit_every_call):
-    its call site, the entry (thread_state::timed_entry), and strata_timed_X. Anything else: wrapped_X, which decides as dispatch<>()
+    its call site, the entry (thread_state::timed_entry), and strata_summed_X when the entry
+    has a slot lent to the core (chain_entry::timed_slot), else strata_timed_X. Anything else:
+    wrapped_X, which decides as dispatch<>()
     does. `index`: the function's id, which is also its place in the real-function table. The
     offsets are asserted in the generated file (write_stack_entry_layout)."""
     n = fn.name
@@ -239,6 +241,8 @@ def write_stack_entry(c, fn, index):
             "  cmpb $0, 78(%rax)\n"
             f"  je strata_wrapped_{n}\n"
             "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n  movq %rax, %fs:40(%r10)\n"
+            "  cmpq $0, 80(%rax)\n"
+            f"  jne strata_summed_{n}\n"
             f"  jmp strata_timed_{n}\n"
             f".cfi_endproc\n.size {n}, .-{n}\n")
     for alias in ("P" + n, "ZMPI_" + n[4:]):
@@ -255,7 +259,8 @@ def write_stack_entry_layout(c):
     c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
             "static_assert(offsetof(core::chain, first_below) == 16 && "
             "offsetof(core::chain, direct_counter) == 24);\n"
-            "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78);\n"
+            "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78 && "
+            "offsetof(core::chain_entry, timed_slot) == 80);\n"
             "static_assert(offsetof(core::thread_state, layer) == 0 && "
             "offsetof(core::thread_state, in_real) == 4 && "
             "offsetof(core::thread_state, call_site) == 8 && "
@@ -420,9 +425,11 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             exits = exit_decoder(spec)
             if timed_in_place(f):
                 c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_timed_' + n)};\n")
+                c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_summed_' + n)};\n")
             c.write(f"namespace {{\nstruct decoder_{n} {{\n")
             if timed_in_place(f):
                 c.write(f"  static constexpr auto timed_in_place = strata_timed_{n};\n")
+                c.write(f"  static constexpr auto summed_in_place = strata_summed_{n};\n")
             # The real function, for the event path that reads it again (invoke_sole_exit_in_place).
             c.write(f"  static auto real_function() {{ return real.{n}; }}\n")
             # Arguments by reference: the status substitution rewrites an argument before the call.
@@ -480,6 +487,8 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             if timed_in_place(f):
                 c.write(f"extern \"C\" __attribute__((noinline)) {f.proto('strata_timed_' + n)} {{\n"
                         f"  return core::sole_exit_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
+                c.write(f"extern \"C\" __attribute__((noinline)) {f.proto('strata_summed_' + n)} {{\n"
+                        f"  return core::count_timed_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
             # The wrapped path lives in its own function taking the arguments by value, so the
             # unwrapped path stays a load, a test and a tail call (no spilled arguments). Where
             # the entry point ends in it (tail_call), it is entered by a jump with the entry's

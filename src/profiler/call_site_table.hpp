@@ -4,7 +4,7 @@
 // compare-and-swap claims a slot. No MPI here.
 #pragma once
 
-#include "profiler/figure_adds.hpp"
+#include "common/figure_adds.hpp"
 #include "profiler/rank_file.hpp"
 
 #include <cstdint>

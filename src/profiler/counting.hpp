@@ -5,8 +5,8 @@
 // (include/strata/module.h, plain C).
 #pragma once
 
+#include "common/figure_adds.hpp"
 #include "profiler/call_site_table.hpp"
-#include "profiler/figure_adds.hpp"
 #include "profiler/rank_file.hpp"
 #include "profiler/sole_counter.hpp"
 #include "profiler/time_over_model.hpp"
@@ -84,18 +84,9 @@ struct call_counting {
 // How often threads with arrays of their own move the rank's latest exit on (count_call_into).
 inline constexpr uint64_t latest_exit_grain_ns = 1'000'000;
 
-// A count or a byte figure of the event as counted: negative (none) as zero.
-inline uint64_t non_negative(int64_t bytes) {
-  return bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
-}
-
-// The message size of a call: what it sends, else what arrived, else what it posted.
-inline uint64_t message_size(uint64_t sent, uint64_t received, uint64_t expected) {
-  return sent != 0 ? sent : received != 0 ? received : expected;
-}
 inline uint64_t message_size(const strata_event& ev) {
-  return message_size(non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
-                      non_negative(ev.bytes_expected));
+  return strata::message_size(non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
+                              non_negative(ev.bytes_expected));
 }
 
 // count_call_site with the overhead module's time over the model (out of line: the profile
@@ -123,6 +114,20 @@ __attribute__((noinline)) void count_call_site(const call_counting& c, const str
                        non_negative(ev.bytes_sent) + non_negative(ev.bytes_received), 0);
 }
 
+// The histograms a routine's slot keeps, from its traits.
+inline uint32_t slot_histograms(uint8_t traits) {
+  return ((traits & (routine_trait::with_peer | routine_trait::collective)) != 0
+              ? STRATA_TIMED_SIZE_HISTOGRAM
+              : 0) |
+         ((traits & routine_trait::collective) != 0 ? STRATA_TIMED_COMM_HISTOGRAM : 0);
+}
+
+// The communicator's size where the slot reads it (a collective's): the event has it only where
+// the profile asked for it (strata_module_function_fields_v1).
+inline uint64_t comm_size(const strata_event& ev, uint8_t traits) {
+  return (traits & routine_trait::collective) != 0 ? static_cast<uint64_t>(ev.comm_size) : 0;
+}
+
 // One call into `slots` (the shared ones, or the thread's own) with SlotAdds, and into what
 // threads always share (the header, poll figures, call sites) with SharedAdds.
 template <typename SlotAdds, typename SharedAdds>
@@ -139,17 +144,8 @@ inline void count_call_into(const call_counting& c, routine_slot* slots, const s
   const uint64_t received = non_negative(ev.bytes_received);
   const uint64_t expected = non_negative(ev.bytes_expected);
   const uint8_t traits = c.traits[f];
-  Adds::add(slot.calls, uint64_t{1});
-  Adds::add(slot.time_ns, t);
-  Adds::keep_min(slot.min_ns, t);
-  Adds::keep_max(slot.max_ns, t);
-  Adds::add(slot.count_sum, count);
-  Adds::add(slot.bytes_sent, sent);
-  Adds::add(slot.bytes_received, received);
-  if ((traits & (routine_trait::with_peer | routine_trait::collective)) != 0)
-    Adds::add(slot.size_hist[size_bin(message_size(sent, received, expected))], uint64_t{1});
-  if ((traits & routine_trait::collective) != 0)
-    Adds::add(slot.comm_hist[comm_bin(static_cast<uint64_t>(ev.comm_size))], uint64_t{1});
+  add_timed_call<Adds>(slot, {t, count, sent, received, expected, comm_size(ev, traits)},
+                       slot_histograms(traits));
   // Threads with arrays of their own move the latest exit on only once a millisecond, so that
   // they do not write one shared line on every call: the wall time of a rank that died may be
   // short by that much.

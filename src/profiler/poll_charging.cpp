@@ -59,11 +59,16 @@ bool any_lean_poll(const std::vector<uint8_t>& traits) {
 void counters_lent_to_core::remember_values() {
   for (auto& [counter, at_pause] : counters_)
     at_pause = std::atomic_ref<uint64_t>(*counter).load(std::memory_order_relaxed);
+  slots_at_pause_.resize(slots_.size()); // lent at MPI_Init, so allocated once
+  for (size_t i = 0; i < slots_.size(); ++i)
+    slots_at_pause_[i] = *slots_[i]; // lent only when one thread at a time calls MPI
 }
 
 void counters_lent_to_core::put_back_values() {
   for (const auto& [counter, at_pause] : counters_)
     std::atomic_ref<uint64_t>(*counter).store(at_pause, std::memory_order_relaxed);
+  for (size_t i = 0; i < slots_.size() && i < slots_at_pause_.size(); ++i)
+    *slots_[i] = slots_at_pause_[i];
 }
 
 } // namespace strata::profiler

@@ -37,16 +37,22 @@ uint64_t calls_with_events(const routine_slot* slots, const poll_figures* polls,
 // Whether the core counts some routine's untimed polls lean (their bytes estimated).
 bool any_lean_poll(const std::vector<uint8_t>& traits);
 
-// Counters handed to the core (strata_module_counter_v1), which goes on adding to them while
-// MPI_Pcontrol(0) pauses the profile: their values at the pause, put back on resume.
+// Counters and routine slots handed to the core (strata_module_counter_v1,
+// strata_module_timed_counts_v1), which goes on adding to them while MPI_Pcontrol(0) pauses the
+// profile: their values at the pause, put back on resume.
 class counters_lent_to_core {
 public:
   void lend(uint64_t* counter) { counters_.emplace_back(counter, *counter); }
+  void lend(routine_slot* slot) { slots_.push_back(slot); }
   void remember_values(); // at the pause
   void put_back_values(); // at the resume, and before the figures are read while paused
 
 private:
   std::vector<std::pair<uint64_t*, uint64_t>> counters_;
+  // Their values at the pause, in one block allocated at the first pause and never freed before
+  // the end: freeing a block this size would raise glibc's mmap threshold for the program.
+  std::vector<routine_slot*> slots_;
+  std::vector<routine_slot> slots_at_pause_;
 };
 
 } // namespace strata::profiler

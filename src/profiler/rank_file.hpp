@@ -3,6 +3,8 @@
 // layout, no pointers; read back by `strata recover` and the site ingest. No MPI here.
 #pragma once
 
+#include "common/timed_slot.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,9 +13,9 @@ namespace strata::profiler {
 
 inline constexpr char rank_file_magic[8] = {'S', 'T', 'R', 'P', 'R', 'O', 'F', '1'};
 inline constexpr uint32_t rank_file_version = 7;
-inline constexpr uint32_t oldest_rank_file_version = 6; // read too: 7 added the thread arrays
-inline constexpr int size_bins = 40;                    // bin 0: 0 bytes; bin k: [2^(k-1), 2^k)
-inline constexpr int comm_bins = 32; // bin k: communicator sizes in [2^k, 2^(k+1))
+inline constexpr uint32_t oldest_rank_file_version = 6;  // read too: 7 added the thread arrays
+inline constexpr int size_bins = STRATA_TIMED_SIZE_BINS; // bin 0: 0 bytes; k: [2^(k-1), 2^k)
+inline constexpr int comm_bins = STRATA_TIMED_COMM_BINS; // bin k: sizes in [2^k, 2^(k+1))
 inline constexpr int max_counters = 8;
 inline constexpr uint64_t max_thread_arrays = 64; // what a reader accepts
 inline constexpr int name_length = 48;
@@ -21,18 +23,11 @@ inline constexpr int name_length = 48;
 enum class job_status : int32_t { running = 0, finalized = 1, aborted = 2, signal = 3, exited = 4 };
 const char* status_name(job_status s);
 
-// One MPI function on one rank. Written on every call (relaxed atomics when threads share it).
-struct routine_slot {
-  uint64_t calls;
-  uint64_t time_ns;
-  uint64_t min_ns;
-  uint64_t max_ns;
-  uint64_t count_sum;
-  uint64_t bytes_sent;
-  uint64_t bytes_received;
-  uint64_t size_hist[size_bins];
-  uint64_t comm_hist[comm_bins];
-};
+// One MPI function on one rank. Written on every call (relaxed atomics when threads share it),
+// by the profile or by the core (strata_module_timed_counts_v1): the module ABI's slot, whose
+// layout is the file's.
+using routine_slot = strata_timed_slot;
+static_assert(sizeof(routine_slot) == sizeof(uint64_t) * (7 + size_bins + comm_bins));
 
 // A slot before its first call: nothing counted, no minimum yet (UINT64_MAX reads as none).
 inline constexpr routine_slot empty_routine_slot = [] {
@@ -101,16 +96,12 @@ struct rank_header {
   char environment[2048]; // NUL-separated KEY=VALUE, MPI-related variables only
 };
 
-// Bin of a message size / communicator size, branch-free enough for the call path.
+// Bin of a message size / communicator size (module.h: the core bins the same way).
 inline int size_bin(uint64_t bytes) {
-  if (bytes == 0)
-    return 0;
-  const int bin = 64 - __builtin_clzll(bytes);
-  return bin < size_bins ? bin : size_bins - 1;
+  return strata_size_bin(bytes);
 }
 inline int comm_bin(uint64_t size) {
-  const int bin = size == 0 ? 0 : 63 - __builtin_clzll(size);
-  return bin < comm_bins ? bin : comm_bins - 1;
+  return strata_comm_bin(size);
 }
 inline uint64_t size_bin_lower_bound(int bin) {
   return bin == 0 ? 0 : uint64_t{1} << (bin - 1);

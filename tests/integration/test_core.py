@@ -96,6 +96,49 @@ class ResultsAndCounts(StrataTestCase):
             self.assertEqual(counts["MPI_Recv"][2], ITER * 400, "bytes from the status")
             self.assertEqual(counts["MPI_Send"][:2], (ITER, 0), "the send's bytes not read")
 
+    def timed_slots(self, name, rank):
+        _, extra = read_counts(os.path.join(self.out, f"{name}.{rank}.counts"))
+        slots = {}
+        for line in extra:
+            if line.startswith("slot "):
+                parts = line.split()
+                slots[parts[1]] = dict(p.split("=") for p in parts[2:])
+        return slots, extra
+
+    def test_timed_calls_summed_by_the_core_into_lent_slots(self):
+        # strata_module_timed_counts_v1: a module alone above MPI that lends its slots gets its
+        # timed calls summed by the core, with no event: calls, counts, bytes (received ones
+        # from the substituted status), histograms and the latest exit. Both kinds of entry:
+        # arguments in registers (MPI_Barrier) and on the stack (MPI_Send, MPI_Recv,
+        # MPI_Allreduce). Functions it did not lend still reach its callback.
+        timed = "MPI_Send+MPI_Recv+MPI_Allreduce+MPI_Barrier"
+        proc = strata_run(probe(self.out, "lent", timed=timed), [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        for rank in (0, 1):
+            slots, extra = self.timed_slots("lent", rank)
+            counts, _ = read_counts(os.path.join(self.out, f"lent.{rank}.counts"))
+            for name in timed.split("+"):
+                self.assertNotIn(name, counts, "summed by the core: no event")
+                self.assertEqual(slots[name]["time_ok"], "1", slots[name])
+            self.assertEqual(counts["MPI_Comm_rank"][0], 1, "not lent: an event")
+            send, recv = slots["MPI_Send"], slots["MPI_Recv"]
+            self.assertEqual((send["calls"], send["count"], send["sent"]),
+                             (str(ITER), str(ITER * 100), str(ITER * 400)))
+            self.assertEqual(send["size9"], str(ITER), "400 bytes: [256, 512)")
+            self.assertEqual((recv["calls"], recv["received"]), (str(ITER), str(ITER * 400)))
+            self.assertEqual(slots["MPI_Allreduce"]["calls"], "1")
+            self.assertEqual(slots["MPI_Allreduce"]["comm1"], "1", "2 processes: [2, 4)")
+            self.assertEqual(slots["MPI_Barrier"]["calls"], "1")
+            self.assertIn("latest_exit_ok 1", extra)
+        # Two modules in one segment: events for both, the slots untouched.
+        stack = ",".join([probe(self.out, "upper"), probe(self.out, "lower", timed=timed)])
+        proc = strata_run(stack, [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        for rank in (0, 1):
+            slots, _ = self.timed_slots("lower", rank)
+            self.ring_counts(f"lower.{rank}.counts")
+            self.assertEqual(slots["MPI_Send"]["calls"], "0")
+
     def test_bytes_of_predefined_and_reused_derived_datatypes(self):
         # The core knows the predefined types' sizes from MPI_Init on and asks MPI for the
         # others on every call: a derived type freed and its handle given to a larger one

@@ -5,7 +5,7 @@ import os
 import socket
 import subprocess
 
-from strata_testlib import (CORE, FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run,
+from strata_testlib import (BUILD, CORE, FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run,
                             run_until_ranks_are_gone, strata_run)
 
 ITER = 9
@@ -501,6 +501,58 @@ class CallSitesOverRanks(ProfileTestCase):
                 rec = self.only_record()
                 self.assertEqual((rec["job"]["ranks"], rec["job"]["ranks_reported"]), (2, 2))
                 self.assertFalse(rec["job"].get("partial", False))
+
+
+class CoreSums(ProfileTestCase):
+    """The core sums the profile's timed calls into its slots (strata_module_timed_counts_v1)
+    unless core_sums=0, which hands every timed call to the profile's callback as an event."""
+
+    FIGURES = ("calls", "count_sum", "bytes_sent", "bytes_received", "size_histogram",
+               "comm_size_histogram")
+
+    def figures(self, prog_args, sums, ranks=2):
+        for f in self.records():
+            os.remove(f)
+        proc = self.profile_run(prog_args, ranks=ranks,
+                                env=dict(self.env, STRATA_PROFILE_CORE_SUMS=sums))
+        self.assertRan(proc)
+        return {name: {k: r.get(k) for k in self.FIGURES}
+                for name, r in self.only_record()["routines"].items()}
+
+    def test_the_same_figures_as_events_but_the_times(self):
+        # Point to point with derived and predefined types, requests, collectives over
+        # communicators of several sizes, and the ring in three languages.
+        for prog_args, ranks in (([program("ring_c"), str(ITER)], 2),
+                                 ([program("ring_f90"), str(ITER)], 2),
+                                 ([program("datatypes_c")], 2),
+                                 ([program("requests_c"), "10"], 4),
+                                 ([program("uneven_c"), "150"], 4)):
+            with self.subTest(prog=os.path.basename(prog_args[0])):
+                summed = self.figures(prog_args, "1", ranks)
+                self.assertEqual(summed, self.figures(prog_args, "0", ranks))
+                self.assertGreater(sum(r["calls"] for r in summed.values()), 0)
+
+    def test_a_timed_call_takes_fewer_instructions_without_an_event(self):
+        # Counted by callgrind, which is exact where wall time is not (no timing here): one
+        # rank's MPI_Barrier(MPI_COMM_SELF) loop, the difference between 2N and N calls. The
+        # core's sum leaves out the event and the callback, about 100 instructions a call.
+        bench = os.path.join(BUILD, "bench", FLAVOR, "timed_call")
+        if not os.path.exists(bench):
+            self.skipTest("no bench/timed_call in this build")
+
+        def instructions(sums, calls):
+            out = os.path.join(self.out, f"cg.{sums}.{calls}")
+            env = dict(self.env, LD_PRELOAD=CORE, STRATA_TOOLS="profile",
+                       STRATA_PROFILE_CORE_SUMS=sums)
+            proc = run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", bench,
+                        "--callgrind-iters", str(calls), "--callgrind-call", "barrier"], env=env)
+            self.assertRan(proc)
+            with open(out) as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("totals:"))
+
+        per_call = {sums: (instructions(sums, 4000) - instructions(sums, 2000)) / 2000
+                    for sums in ("1", "0")}
+        self.assertLess(per_call["1"] + 50, per_call["0"], per_call)
 
 
 class Pcontrol(ProfileTestCase):

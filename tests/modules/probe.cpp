@@ -4,7 +4,10 @@
 // count=GLOBS (default "*"), publish=SERVICE, lookup=SERVICE, fields=GROUPS (the event fields it
 // declares it reads, strata_module_fields_v1: '+'-separated comm, peer, tag, bytes, requests,
 // status; without it, every field; bytes are summed only when it declares them),
-// fields_of=FUNCTION/GROUPS (those of one function instead, strata_module_function_fields_v1).
+// fields_of=FUNCTION/GROUPS (those of one function instead, strata_module_function_fields_v1),
+// timed=FUNCTIONS ('+'-separated: slots lent to the core for those, strata_module_timed_counts_v1,
+// written to the counts file as "slot" lines; the module then has no enter callback, its exit
+// callback counting the calls).
 #include <mpi.h>
 #include <strata/module.h>
 
@@ -31,6 +34,9 @@ struct probe_state {
   std::vector<std::atomic<long>> bytes_received;
   std::vector<std::atomic<long>> time_ns;
   std::vector<int> pcontrol_levels;
+  std::vector<bool> timed;              // by function: its slot lent to the core
+  std::vector<strata_timed_slot> slots; // by function
+  uint64_t latest_exit_ns = 0;
   int rank = -1;
   long service_value = 0;
   uint32_t fields = STRATA_FIELD_ALL;
@@ -107,9 +113,17 @@ void on_enter(strata_event* ev, void* raw) {
     append_line(*s, s->name + " enter " + s->host->function_name(ev->function));
 }
 
+bool exit_only = false; // timed=...: no enter callback, so that the core may count
+extern strata_module probe_module;
+
 void on_exit(strata_event* ev, void* raw) {
   auto* s = static_cast<probe_state*>(raw);
   const auto f = static_cast<size_t>(ev->function);
+  if (exit_only) {
+    s->calls[f].fetch_add(1, std::memory_order_relaxed);
+    if (s->reads_bytes(ev->function))
+      s->bytes_sent[f].fetch_add(ev->bytes_sent, std::memory_order_relaxed);
+  }
   s->time_ns[f].fetch_add(static_cast<long>(ev->t_exit_ns - ev->t_enter_ns),
                           std::memory_order_relaxed);
   if (s->reads_bytes(ev->function) && ev->bytes_received > 0)
@@ -129,6 +143,10 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->bytes_sent = std::vector<std::atomic<long>>(n);
   s->bytes_received = std::vector<std::atomic<long>>(n);
   s->time_ns = std::vector<std::atomic<long>>(n);
+  s->timed.assign(n, false);
+  strata_timed_slot empty{};
+  empty.min_ns = UINT64_MAX;
+  s->slots.assign(n, empty);
   std::string count = "*";
   std::string log;
   std::string publish;
@@ -143,7 +161,20 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
 
     else if (key == "count")
       count = args[i].value;
-    else if (key == "publish")
+    else if (key == "timed") {
+      std::string names = args[i].value;
+      size_t pos = 0;
+      while (pos <= names.size()) {
+        const size_t plus = names.find('+', pos);
+        const int f = host->function_id(names.substr(pos, plus - pos).c_str());
+        if (f >= 0)
+          s->timed[static_cast<size_t>(f)] = true;
+        if (plus == std::string::npos)
+          break;
+        pos = plus + 1;
+      }
+      exit_only = true;
+    } else if (key == "publish")
       publish = args[i].value;
     else if (key == "lookup")
       s->lookup = args[i].value;
@@ -161,6 +192,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     delete s;
     return 1;
   }
+  if (exit_only)
+    probe_module.enter = nullptr; // read when the core builds the chains, after every load
   for (char& c : log)
     if (c == '+')
       c = ',';
@@ -217,6 +250,30 @@ void on_finalize(void* raw) {
   for (int level : s->pcontrol_levels)
     std::fprintf(f, "pcontrol %d\n", level);
   std::fprintf(f, "total_sends %ld\n", total);
+  for (size_t i = 0; i < s->slots.size(); ++i) {
+    const strata_timed_slot& slot = s->slots[i];
+    if (!s->timed[i])
+      continue;
+    std::fprintf(f, "slot %s calls=%llu count=%llu sent=%llu received=%llu time_ok=%d",
+                 s->host->function_name(static_cast<int>(i)),
+                 static_cast<unsigned long long>(slot.calls),
+                 static_cast<unsigned long long>(slot.count_sum),
+                 static_cast<unsigned long long>(slot.bytes_sent),
+                 static_cast<unsigned long long>(slot.bytes_received),
+                 slot.calls == 0 || (slot.min_ns <= slot.max_ns && slot.max_ns <= slot.time_ns));
+    for (int b = 0; b < STRATA_TIMED_SIZE_BINS; ++b)
+      if (slot.size_hist[b] != 0)
+        std::fprintf(f, " size%d=%llu", b, static_cast<unsigned long long>(slot.size_hist[b]));
+    for (int b = 0; b < STRATA_TIMED_COMM_BINS; ++b)
+      if (slot.comm_hist[b] != 0)
+        std::fprintf(f, " comm%d=%llu", b, static_cast<unsigned long long>(slot.comm_hist[b]));
+    std::fprintf(f, "\n");
+  }
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const auto now_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  std::fprintf(f, "latest_exit_ok %d\n",
+               s->latest_exit_ns != 0 && s->latest_exit_ns <= now_ns + 1000000);
   // The core's event clock must stay CLOCK_MONOTONIC, whichever counter it reads. Of a few
   // tries the one with the smallest difference: a preemption between the two reads is not skew.
   long long skew = 0;
@@ -239,21 +296,33 @@ void on_finalize(void* raw) {
   std::fclose(f);
 }
 
-const strata_module probe_module = {STRATA_MODULE_ABI_VERSION,
-                                    "probe",
-                                    STRATA_MPI_FLAVOR,
-                                    "test module: counts events, logs order",
-                                    on_load,
-                                    on_ready,
-                                    on_enter,
-                                    on_exit,
-                                    on_pcontrol,
-                                    on_finalize,
-                                    nullptr};
+strata_module probe_module = {STRATA_MODULE_ABI_VERSION,
+                              "probe",
+                              STRATA_MPI_FLAVOR,
+                              "test module: counts events, logs order",
+                              on_load,
+                              on_ready,
+                              on_enter,
+                              on_exit,
+                              on_pcontrol,
+                              on_finalize,
+                              nullptr};
 } // namespace
 
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
   return &probe_module;
+}
+
+extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, int function,
+                                                                  strata_timed_counts* out) {
+  auto* s = static_cast<probe_state*>(state);
+  if (function < 0 || static_cast<size_t>(function) >= s->timed.size() ||
+      !s->timed[static_cast<size_t>(function)])
+    return 0;
+  out->slot = &s->slots[static_cast<size_t>(function)];
+  out->latest_exit_ns = &s->latest_exit_ns;
+  out->histograms = STRATA_TIMED_SIZE_HISTOGRAM | STRATA_TIMED_COMM_HISTOGRAM;
+  return 1;
 }
 
 extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_fields_v1(void* state) {

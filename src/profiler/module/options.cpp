@@ -44,6 +44,9 @@ const strata_option declarations[] = {
      STRATA_PROFILE_ONLY("STRATA_PROFILE_POLL_SAMPLE")},
     {"write_timeout_ms", "uint", "10000", "how long writing the job record may take (ms)",
      "STRATA_WRITE_TIMEOUT_MS"},
+    {"core_sums", "bool", "1",
+     "let the core sum timed calls without events where it can (0: an event for every call)",
+     nullptr},
     {"mpi_t", "bool", "1",
      "read the MPI library's own performance and control variables (MPI_T) into the record",
      STRATA_PROFILE_ONLY("STRATA_PROFILE_MPI_T")},
@@ -58,6 +61,7 @@ struct settings {
   uint32_t poll_sample = 64;
   uint64_t write_timeout_ms = 10000;
   bool mpi_t = true;
+  bool core_sums = true;
 };
 settings values;
 
@@ -101,6 +105,8 @@ std::string take(const strata_module_arg* args, int nargs) {
       if (n < 1 || n > 1000000)
         return "option poll_sample: '" + value + "' is not from 1 to 1000000";
       s.poll_sample = static_cast<uint32_t>(n);
+    } else if (key == "core_sums") {
+      s.core_sums = config::parse_bool(value).value_or(true);
     } else if (key == "mpi_t") {
       s.mpi_t = config::parse_bool(value).value_or(true);
     } else if (key == "write_timeout_ms") {
@@ -140,6 +146,9 @@ uint32_t poll_sample_interval() {
 }
 bool mpi_t() {
   return values.mpi_t;
+}
+bool core_sums() {
+  return values.core_sums;
 }
 std::chrono::milliseconds write_timeout() {
   return std::chrono::milliseconds(values.write_timeout_ms);

@@ -201,6 +201,27 @@ extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, 
   return counter;
 }
 
+// Timed calls summed by the core (module.h): what count_call would add for a routine that is
+// neither sampled nor only counted, when no call site, counter or model is kept per call and
+// one thread at a time calls MPI. The slot is the rank file's, as with events.
+extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, int function,
+                                                                  strata_timed_counts* out) {
+  using namespace strata::profiler;
+  auto* s = static_cast<module_state*>(state);
+  if (s == nullptr || !s->counting_allowed || !options::core_sums() ||
+      s->counting.model != nullptr || s->counting.threaded || function < 0 ||
+      function >= static_cast<int>(s->names.size()))
+    return 0;
+  const auto f = static_cast<size_t>(function);
+  if ((s->traits[f] & (routine_trait::sampled_poll | routine_trait::counted_only)) != 0)
+    return 0;
+  out->slot = &s->counting.slots[f];
+  out->latest_exit_ns = &s->header().last_mono_ns;
+  out->histograms = slot_histograms(s->traits[f]);
+  s->lent_counters.lend(out->slot);
+  return 1;
+}
+
 // What count_call and the counter callbacks read of an event besides its function, times and
 // call site (module.h): the communicator's size, the bytes and the bytes received; not the peer
 // (whether a routine has one is its trait), the tag, the requests nor the status's source,

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace strata::profiler {
+namespace strata {
 
 struct plain_adds {
   template <typename T> static void add(T& to, T value) { to += value; }
@@ -57,4 +57,4 @@ struct atomic_adds {
   }
 };
 
-} // namespace strata::profiler
+} // namespace strata

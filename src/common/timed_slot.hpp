@@ -1,0 +1,53 @@
+// One timed call summed into its routine's slot (strata_timed_slot, include/strata/module.h):
+// written once for the profile's exit callback and for the core, which sums the calls of a
+// module that lent it its slots (strata_module_timed_counts_v1) without building an event. No
+// MPI here.
+#pragma once
+
+#include "common/figure_adds.hpp"
+
+#include <strata/module.h>
+
+#include <cstdint>
+
+namespace strata {
+
+// What a slot takes of one timed call.
+struct timed_call {
+  uint64_t time_ns;
+  uint64_t count;
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  uint64_t bytes_expected;
+  uint64_t comm_size;
+};
+
+// A count or a byte figure of an event as counted: negative (none) as zero.
+inline uint64_t non_negative(int64_t figure) {
+  return figure > 0 ? static_cast<uint64_t>(figure) : 0;
+}
+
+// The message size of a call: what it sends, else what arrived, else what it posted.
+inline uint64_t message_size(uint64_t sent, uint64_t received, uint64_t expected) {
+  return sent != 0 ? sent : received != 0 ? received : expected;
+}
+
+template <typename Adds>
+__attribute__((always_inline)) inline void
+add_timed_call(strata_timed_slot& slot, const timed_call& call, uint32_t histograms) {
+  Adds::add(slot.calls, uint64_t{1});
+  Adds::add(slot.time_ns, call.time_ns);
+  Adds::keep_min(slot.min_ns, call.time_ns);
+  Adds::keep_max(slot.max_ns, call.time_ns);
+  Adds::add(slot.count_sum, call.count);
+  Adds::add(slot.bytes_sent, call.bytes_sent);
+  Adds::add(slot.bytes_received, call.bytes_received);
+  if ((histograms & STRATA_TIMED_SIZE_HISTOGRAM) != 0)
+    Adds::add(slot.size_hist[strata_size_bin(
+                  message_size(call.bytes_sent, call.bytes_received, call.bytes_expected))],
+              uint64_t{1});
+  if ((histograms & STRATA_TIMED_COMM_HISTOGRAM) != 0)
+    Adds::add(slot.comm_hist[strata_comm_bin(call.comm_size)], uint64_t{1});
+}
+
+} // namespace strata

@@ -211,17 +211,19 @@ def timed_in_place(fn):
     return len(fn.params) + 2 > REGISTER_ARGUMENTS
 
 
-def write_stack_entry(c, fn, index):
-    """The entry point, in assembly, of a function with arguments on the stack. GCC copies those
-    into registers and back on every tail call that passes them on (26 instructions in
-    MPI_Sendrecv's entry, 53 more in wrapped_MPI_Sendrecv's frame): here nothing moves them. No
-    chain: MPI. A chain that only counts: counted_X. The application's call (layer -1, MPI not
-    running, no call mark) whose first entry is the usual timed call (sole_exit_every_call):
-    its call site, the entry (thread_state::timed_entry), and strata_summed_X when the entry
-    has a slot lent to the core (chain_entry::timed_slot), else strata_timed_X. Anything else:
-    wrapped_X, which decides as dispatch<>()
-    does. `index`: the function's id, which is also its place in the real-function table. The
-    offsets are asserted in the generated file (write_stack_entry_layout)."""
+def write_asm_entry(c, fn, index):
+    """The entry point, in assembly. GCC copies stack arguments into registers and back on every
+    tail call that passes them on (26 instructions in MPI_Sendrecv's entry, 53 more in
+    wrapped_MPI_Sendrecv's frame), and a C++ entry point with wrapped_X tests the thread's state
+    twice: here nothing moves and each test is made once. No chain: MPI. A chain that only
+    counts: counted_X. The application's call (layer -1, MPI not running, no call mark) whose
+    first entry is the usual timed call (sole_exit_every_call): its call site, the entry
+    (thread_state::timed_entry), and strata_summed_X when the entry has a slot lent to the core
+    (chain_entry::timed_slot), else strata_timed_X. Anything else: wrapped_X, which decides as
+    dispatch<>() does. `index`: the function's id, which is also its place in the real-function
+    table. It uses only %rax, %r10 and %r11, which no MPI function takes arguments in (MPI_Pcontrol,
+    whose %al counts vector registers, is written by hand). The offsets are asserted in the
+    generated file (write_asm_entry_layout)."""
     n = fn.name
     body = (f".pushsection .text\n.p2align 4\n.globl {n}\n.type {n}, @function\n{n}:\n.cfi_startproc\n"
             f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
@@ -254,8 +256,8 @@ def write_stack_entry(c, fn, index):
     c.write(f'asm("{escaped}");\n')
 
 
-def write_stack_entry_layout(c):
-    """What the assembly entry points read, where write_stack_entry reads it."""
+def write_asm_entry_layout(c):
+    """What the assembly entry points read, where write_asm_entry reads it."""
     c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
             "static_assert(offsetof(core::chain, first_below) == 16 && "
             "offsetof(core::chain, direct_counter) == 24);\n"
@@ -416,14 +418,26 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
         c.write("} // namespace strata::gen\n\n")
         c.write("using namespace strata;\nusing namespace strata::gen;\n"
                 "namespace dec = strata::decode;\n\n")
-        write_stack_entry_layout(c)
+        write_asm_entry_layout(c)
         for index, f in enumerate(functions):
             n = f.name
             args = ", ".join(f.names())
             params = ", ".join(p[1] for p in f.params)
             lines, spec = decoder(f, roles)
             exits = exit_decoder(spec)
-            if timed_in_place(f):
+            # The wrapped path lives in its own function taking the arguments by value, so the
+            # unwrapped path stays a load, a test and a tail call (no spilled arguments). Where
+            # the entry point ends in it (tail_call), it is entered by a jump with the entry's
+            # own arguments: nothing moves, and its return address is the application's.
+            # Without optimisation there are no tail calls: the entry passes chain and address.
+            tail_call = n not in LIFECYCLE_HOOKS and n != "MPI_Group_from_session_pset"
+            # An entry point in assembly (write_asm_entry), where wrapped_X and counted_X go by
+            # the names it jumps to: every function but the polls (whose entry point counts and
+            # jumps into MPI itself, core::lean_poll), the handle conversions and the life cycle.
+            asm_entry = (tail_call and "flag" not in spec
+                         and not matches(tables_of["handle_conversion"], stem(n)))
+            timed_entries = timed_in_place(f) or asm_entry
+            if timed_entries:
                 c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_timed_' + n)};\n")
                 c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_summed_' + n)};\n")
             c.write(f"namespace {{\nstruct decoder_{n} {{\n")
@@ -484,22 +498,12 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             for comm in comms:
                 c.write(f"    if ({comm} == MPI_COMM_WORLD)\n      {comm} = world;\n")
             c.write("  }\n};\n} // namespace\n")
-            if timed_in_place(f):
+            if timed_entries:
                 c.write(f"extern \"C\" __attribute__((noinline)) {f.proto('strata_timed_' + n)} {{\n"
                         f"  return core::sole_exit_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
                 c.write(f"extern \"C\" __attribute__((noinline)) {f.proto('strata_summed_' + n)} {{\n"
                         f"  return core::count_timed_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
-            # The wrapped path lives in its own function taking the arguments by value, so the
-            # unwrapped path stays a load, a test and a tail call (no spilled arguments). Where
-            # the entry point ends in it (tail_call), it is entered by a jump with the entry's
-            # own arguments: nothing moves, and its return address is the application's.
-            # Without optimisation there are no tail calls: the entry passes chain and address.
-            tail_call = n not in LIFECYCLE_HOOKS and n != "MPI_Group_from_session_pset"
-            # An entry point in assembly (write_stack_entry), where wrapped_X and counted_X go by
-            # the names it jumps to.
-            stack_entry = (len(f.params) > REGISTER_ARGUMENTS and tail_call and "flag" not in spec
-                           and not matches(tables_of["handle_conversion"], stem(n)))
-            if stack_entry:
+            if asm_entry:
                 c.write("#if defined(__OPTIMIZE__)\n")
                 for kind in ("wrapped", "counted"):
                     c.write(f"__attribute__((used)) {f.proto(kind + '_' + n)} "
@@ -538,9 +542,9 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                     c.write(f"__attribute__((noinline, cold)) {f.proto('lean_fallback_' + n)} {{\n")
                     c.write(f"  if (core::chains[fid_{n}] == nullptr)\n    return real.{n}({args});\n")
                     c.write(f"  return {jumped};\n}}\n#endif\n")
-            if stack_entry:
+            if asm_entry:
                 c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n")
-                write_stack_entry(c, f, index)
+                write_asm_entry(c, f, index)
                 c.write("#else\n")
             c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
             c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")
@@ -594,7 +598,7 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             for prefix in ("P", "Z"):
                 c.write(f"extern \"C\" STRATA_EXPORT {f.proto(prefix + n if prefix == 'P' else 'ZMPI_' + n[4:])}"
                         f" __attribute__((alias(\"{n}\")));\n")
-            if stack_entry:
+            if asm_entry:
                 c.write("#endif\n")
             c.write("\n")
 

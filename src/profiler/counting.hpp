@@ -22,13 +22,16 @@
 namespace strata::profiler {
 
 // What is known of a routine on this rank, one byte per function id.
+// The two histogram bits are module.h's (slot_histograms).
 namespace routine_trait {
-inline constexpr uint8_t collective = 1;   // gets a communicator-size histogram
-inline constexpr uint8_t sampled_poll = 2; // the core times one poll in N, counts the others
-inline constexpr uint8_t lean_poll = 4;    // ... without a look at what they completed
-inline constexpr uint8_t counted_only = 8; // every call counted by the core, never an event
-inline constexpr uint8_t with_peer = 16;   // names a peer: gets a message-size histogram
+inline constexpr uint8_t with_peer = 1;     // names a peer: gets a message-size histogram
+inline constexpr uint8_t collective = 2;    // gets both histograms
+inline constexpr uint8_t sampled_poll = 4;  // the core times one poll in N, counts the others
+inline constexpr uint8_t lean_poll = 8;     // ... without a look at what they completed
+inline constexpr uint8_t counted_only = 16; // every call counted by the core, never an event
 } // namespace routine_trait
+static_assert(routine_trait::with_peer == STRATA_TIMED_SIZE_HISTOGRAM &&
+              routine_trait::collective == STRATA_TIMED_COMM_HISTOGRAM);
 
 // A sampled poll routine's timed polls, which set what its untimed polls are charged
 // (poll_charging.hpp).
@@ -114,12 +117,11 @@ __attribute__((noinline)) void count_call_site(const call_counting& c, const str
                        non_negative(ev.bytes_sent) + non_negative(ev.bytes_received), 0);
 }
 
-// The histograms a routine's slot keeps, from its traits.
+// The histograms a routine's slot keeps, from its traits: a collective keeps the size
+// histogram too. Two instructions on the call path.
 inline uint32_t slot_histograms(uint8_t traits) {
-  return ((traits & (routine_trait::with_peer | routine_trait::collective)) != 0
-              ? STRATA_TIMED_SIZE_HISTOGRAM
-              : 0) |
-         ((traits & routine_trait::collective) != 0 ? STRATA_TIMED_COMM_HISTOGRAM : 0);
+  const uint32_t kept = traits & (routine_trait::with_peer | routine_trait::collective);
+  return kept | (kept >> 1);
 }
 
 // The communicator's size where the slot reads it (a collective's): the event has it only where

@@ -473,18 +473,17 @@ __attribute__((always_inline)) inline R count_timed_body(const chain_entry& entr
   ev.bytes_sent = 0;
   ev.bytes_expected = 0;
   ev.bytes_received = -1;
-  ev.comm_size = 0;
+  ev.comm_size = 0; // read only for a communicator-size histogram, which asks for it
   Decoder::enter(ev, scratch, fields, args...);
   const uint64_t t_enter = now_ns();
   R r = call_real(real, args...);
   const uint64_t t_exit = now_ns();
   set_result(ev, r);
   Decoder::exit(ev, scratch, fields, args...);
-  const bool comm = (entry.timed_histograms & STRATA_TIMED_COMM_HISTOGRAM) != 0;
   add_timed_call<plain_adds>(*entry.timed_slot,
                              {t_exit - t_enter, non_negative(ev.count), non_negative(ev.bytes_sent),
                               non_negative(ev.bytes_received), non_negative(ev.bytes_expected),
-                              comm ? static_cast<uint64_t>(ev.comm_size) : 0},
+                              static_cast<uint64_t>(ev.comm_size)},
                              entry.timed_histograms);
   *entry.latest_exit = t_exit;
   return r;

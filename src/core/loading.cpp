@@ -222,10 +222,31 @@ bool alone_above_real(const std::vector<chain_entry>& list, size_t i) {
          list[i].group_end == static_cast<int>(list.size());
 }
 
-// Counting instead of events (module.h, strata_module_counter_v1), asked once the modules'
-// mpi_ready have run. The mode is stored last: no other thread calls MPI before MPI_Init returns.
-void enable_timed_counts(core_state& s, int thread_level);
+// Timed calls summed by the core into the slots a module lends (module.h,
+// strata_module_timed_counts_v1), asked after enable_counting: for an entry that times every
+// call of its function with one module's exit callback and nothing below it but MPI.
+void enable_timed_counts(core_state& s, int thread_level) {
+  if (thread_level == MPI_THREAD_MULTIPLE)
+    return; // the sums are plain adds
+  for (int fid = 0; fid < gen::function_count; ++fid) {
+    for (chain_entry& e : s.entries[static_cast<size_t>(fid)]) {
+      if (!e.sole_exit_every_call || e.count_mode != count_none)
+        continue;
+      const loaded_module& m = s.modules[static_cast<size_t>(e.layer)];
+      strata_timed_counts counts{};
+      if (m.timed_counts == nullptr || m.timed_counts(m.state, fid, &counts) == 0 ||
+          counts.slot == nullptr || counts.latest_exit_ns == nullptr)
+        continue;
+      e.timed_histograms = counts.histograms;
+      e.latest_exit = counts.latest_exit_ns;
+      e.timed_slot = counts.slot; // last: the call path tests it
+    }
+  }
+}
 
+// Counting instead of events (module.h, strata_module_counter_v1), asked once the modules'
+// mpi_ready have run, then the timed calls the core sums. The mode is stored last: no other
+// thread calls MPI before MPI_Init returns.
 void enable_counting(core_state& s) {
   bool any = false;
   for (const loaded_module& m : s.modules)
@@ -268,28 +289,6 @@ void enable_counting(core_state& s) {
       c.untimed_poll_counter = list[0].counter;
   }
   enable_timed_counts(s, level);
-}
-
-// Timed calls summed by the core into the slots a module lends (module.h,
-// strata_module_timed_counts_v1), asked after enable_counting: for an entry that times every
-// call of its function with one module's exit callback and nothing below it but MPI.
-void enable_timed_counts(core_state& s, int thread_level) {
-  if (thread_level == MPI_THREAD_MULTIPLE)
-    return; // the sums are plain adds
-  for (int fid = 0; fid < gen::function_count; ++fid) {
-    for (chain_entry& e : s.entries[static_cast<size_t>(fid)]) {
-      if (!e.sole_exit_every_call || e.count_mode != count_none)
-        continue;
-      const loaded_module& m = s.modules[static_cast<size_t>(e.layer)];
-      strata_timed_counts counts{};
-      if (m.timed_counts == nullptr || m.timed_counts(m.state, fid, &counts) == 0 ||
-          counts.slot == nullptr || counts.latest_exit_ns == nullptr)
-        continue;
-      e.timed_histograms = counts.histograms;
-      e.latest_exit = counts.latest_exit_ns;
-      e.timed_slot = counts.slot; // last: the call path tests it
-    }
-  }
 }
 
 // A group samples polls only if all its event modules accept it; at the smallest interval. Its

@@ -436,10 +436,15 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # jumps into MPI itself, core::lean_poll), the handle conversions and the life cycle.
             asm_entry = (tail_call and "flag" not in spec
                          and not matches(tables_of["handle_conversion"], stem(n)))
+            # strata_timed_X and strata_summed_X: jumped to by enter_sole_exit where the
+            # arguments would not all fit in registers, else only by the assembly entry point.
             timed_entries = timed_in_place(f) or asm_entry
+            asm_only = "" if timed_in_place(f) else "#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
             if timed_entries:
+                c.write(asm_only)
                 c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_timed_' + n)};\n")
                 c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_summed_' + n)};\n")
+                c.write("#endif\n" if asm_only else "")
             c.write(f"namespace {{\nstruct decoder_{n} {{\n")
             if timed_in_place(f):
                 c.write(f"  static constexpr auto timed_in_place = strata_timed_{n};\n")
@@ -499,10 +504,12 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                 c.write(f"    if ({comm} == MPI_COMM_WORLD)\n      {comm} = world;\n")
             c.write("  }\n};\n} // namespace\n")
             if timed_entries:
+                c.write(asm_only)
                 c.write(f"extern \"C\" __attribute__((noinline)) {f.proto('strata_timed_' + n)} {{\n"
                         f"  return core::sole_exit_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
                 c.write(f"extern \"C\" __attribute__((noinline)) {f.proto('strata_summed_' + n)} {{\n"
                         f"  return core::count_timed_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
+                c.write("#endif\n" if asm_only else "")
             if asm_entry:
                 c.write("#if defined(__OPTIMIZE__)\n")
                 for kind in ("wrapped", "counted"):

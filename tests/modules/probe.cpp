@@ -53,6 +53,17 @@ struct probe_state {
 };
 
 // "comm+bytes" -> STRATA_FIELD_COMM | STRATA_FIELD_BYTES; false for a name it does not know.
+// "a+b" -> {"a", "b"}: the words of a list written with `separator` ("" is one empty word).
+std::vector<std::string> words(const std::string& text, char separator) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  for (size_t end = text.find(separator); end != std::string::npos;
+       pos = end + 1, end = text.find(separator, pos))
+    out.push_back(text.substr(pos, end - pos));
+  out.push_back(text.substr(pos));
+  return out;
+}
+
 bool parse_fields(const std::string& text, uint32_t& out) {
   static const struct {
     const char* name;
@@ -62,10 +73,7 @@ bool parse_fields(const std::string& text, uint32_t& out) {
                 {"requests", STRATA_FIELD_REQUESTS}, {"status", STRATA_FIELD_STATUS},
                 {"received", STRATA_FIELD_RECEIVED}};
   out = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t plus = text.find('+', pos);
-    const std::string word = text.substr(pos, plus - pos);
+  for (const std::string& word : words(text, '+')) {
     bool known = word.empty();
     for (const auto& g : groups)
       if (word == g.name) {
@@ -74,9 +82,6 @@ bool parse_fields(const std::string& text, uint32_t& out) {
       }
     if (!known)
       return false;
-    if (plus == std::string::npos)
-      break;
-    pos = plus + 1;
   }
   return true;
 }
@@ -162,17 +167,9 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     else if (key == "count")
       count = args[i].value;
     else if (key == "timed") {
-      std::string names = args[i].value;
-      size_t pos = 0;
-      while (pos <= names.size()) {
-        const size_t plus = names.find('+', pos);
-        const int f = host->function_id(names.substr(pos, plus - pos).c_str());
-        if (f >= 0)
+      for (const std::string& name : words(args[i].value, '+'))
+        if (const int f = host->function_id(name.c_str()); f >= 0)
           s->timed[static_cast<size_t>(f)] = true;
-        if (plus == std::string::npos)
-          break;
-        pos = plus + 1;
-      }
       exit_only = true;
     } else if (key == "publish")
       publish = args[i].value;
@@ -201,18 +198,9 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   if (!log.empty()) {
     // Logged functions are subscribed too, and remembered for the order log.
     host->subscribe(self, log.c_str());
-    for (int f = 0; f < host->function_count(); ++f) {
-      std::string rest = log;
-      size_t pos = 0;
-      while (pos <= rest.size()) {
-        size_t comma = rest.find(',', pos);
-        if (rest.substr(pos, comma - pos) == host->function_name(f))
-          s->logged[static_cast<size_t>(f)] = true;
-        if (comma == std::string::npos)
-          break;
-        pos = comma + 1;
-      }
-    }
+    for (const std::string& name : words(log, ','))
+      if (const int f = host->function_id(name.c_str()); f >= 0)
+        s->logged[static_cast<size_t>(f)] = true;
   }
   if (!publish.empty()) {
     s->service_value = 4242;

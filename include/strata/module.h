@@ -266,9 +266,10 @@ typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int 
  * exit callback and no enter callback, and every call of the function is timed (no counting, no
  * sampled polls); never when MPI_Query_thread says MPI_THREAD_MULTIPLE (the core's adds are
  * plain). Return non-zero with out->slot and out->latest_exit_ns set to take it, or 0 to keep the
- * events. Per call, with t the exit time less the entry time (both the event clock's): calls += 1,
- * time_ns += t, min_ns and max_ns kept, count_sum += the event's count, bytes_sent and
- * bytes_received += the event's (negative as 0), with STRATA_TIMED_SIZE_HISTOGRAM
+ * events (non-zero with either left null keeps them too, and the core says so in one line per
+ * module at MPI_Init). Per call, with t the exit time less the entry time (both the event
+ * clock's): calls += 1, time_ns += t, min_ns and max_ns kept, count_sum += the event's count,
+ * bytes_sent and bytes_received += the event's (negative as 0), with STRATA_TIMED_SIZE_HISTOGRAM
  * size_hist[strata_size_bin(message size)] += 1 (the bytes sent, else received, else expected),
  * with STRATA_TIMED_COMM_HISTOGRAM comm_hist[strata_comm_bin(communicator size)] += 1, and
  * *latest_exit_ns = the exit time. The slot must stay valid until unload; the core goes on adding

@@ -30,6 +30,7 @@ inline namespace internal {
 
 struct loaded_module {
   std::string name;
+  std::string origin; // where the stack names it ("FILE:LINE", "--tools", ...), for messages
   std::string path;
   void* handle = nullptr;
   const strata_module* desc = nullptr;
@@ -110,7 +111,9 @@ void ask_takes_ranks(loaded_module& m, const config::module_spec& spec);
 // the one-line error. A module that declares none keeps its arguments as given.
 std::string resolve_module_options(loaded_module& m, config::module_spec& spec);
 void build_chains(core_state& s);
-void enable_counting(core_state& s);
+// Returns the lines to report about modules that answered a question incompletely (one per
+// module, the same on every rank).
+std::vector<std::string> enable_counting(core_state& s);
 // Every function taking a communicator gets a chain (an empty one if no module wraps it), so
 // that the application's calls pass through dispatch<>(), which substitutes the communicator.
 void chain_every_communicator_function(core_state& s);

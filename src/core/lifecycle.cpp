@@ -196,6 +196,19 @@ void free_tool_world() {
   std::_Exit(1);
 }
 
+// Lines about the stack that every rank would print alike (it read the same configuration):
+// rank 0 of the tools' world prints them, as it does a stack that cannot load.
+void report_from_rank_0(const std::vector<std::string>& lines) {
+  if (lines.empty())
+    return;
+  int rank = 0;
+  if (auto comm_rank = real_fn<int (*)(MPI_Comm, int*)>("PMPI_Comm_rank"))
+    comm_rank(g_tool_world, &rank);
+  if (rank == 0)
+    for (const std::string& line : lines)
+      report_line(line);
+}
+
 // After the application's first init, in either model.
 void start_tools() {
   if (g_ready.exchange(true))
@@ -214,7 +227,7 @@ void start_tools() {
       m.desc->mpi_ready(m.state);
   });
   s.in_mpi_ready = false;
-  enable_counting(s);
+  report_from_rank_0(enable_counting(s));
   region_listener_count.store(region_listener_pending, std::memory_order_release);
 }
 

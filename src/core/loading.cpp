@@ -60,6 +60,7 @@ std::string load_pmpi_tool(const config::module_spec& spec, loaded_module& m) {
 std::string load_module(const config::module_spec& spec, const std::vector<std::string>& dirs,
                         loaded_module& m) {
   m.name = spec.name;
+  m.origin = spec.origin;
   m.path = config::find_module(spec.name, dirs);
   if (m.path.empty()) {
     std::string where;
@@ -222,37 +223,81 @@ bool alone_above_real(const std::vector<chain_entry>& list, size_t i) {
          list[i].group_end == static_cast<int>(list.size());
 }
 
+// The functions whose slot a module took to lend (strata_module_timed_counts_v1 non-zero) and
+// then left the slot or the latest exit out: their calls stay events, and the module is told so
+// once, at its first such function.
+struct incomplete_loans {
+  int first = -1; // function id
+  int others = 0;
+  bool no_slot = false;
+  bool no_latest_exit = false;
+  void add(int fid, const strata_timed_counts& counts) {
+    if (first >= 0) {
+      ++others;
+      return;
+    }
+    first = fid;
+    no_slot = counts.slot == nullptr;
+    no_latest_exit = counts.latest_exit_ns == nullptr;
+  }
+};
+
+std::string incomplete_loans_line(const loaded_module& m, const incomplete_loans& loans) {
+  const std::string missing = loans.no_slot && loans.no_latest_exit
+                                  ? "out->slot and out->latest_exit_ns null"
+                              : loans.no_slot ? "out->slot null"
+                                              : "out->latest_exit_ns null";
+  const std::string others = loans.others == 0 ? std::string()
+                             : loans.others == 1
+                                 ? " and 1 other function"
+                                 : " and " + std::to_string(loans.others) + " other functions";
+  return "warning: " + m.origin + ": module '" + m.name + "' cannot have " +
+         gen::function_names[loans.first] + others +
+         " summed by the core: " + STRATA_MODULE_TIMED_COUNTS_SYMBOL + " returned non-zero with " +
+         missing + "; " + (loans.others == 0 ? "its" : "their") + " calls stay events";
+}
+
 // Timed calls summed by the core into the slots a module lends (module.h,
 // strata_module_timed_counts_v1), asked after enable_counting: for an entry that times every
-// call of its function with one module's exit callback and nothing below it but MPI.
-void enable_timed_counts(core_state& s, int thread_level) {
+// call of its function with one module's exit callback and nothing below it but MPI. Returns a
+// line per module that said yes without the slot or the latest exit.
+std::vector<std::string> enable_timed_counts(core_state& s, int thread_level) {
+  std::vector<std::string> lines;
   if (thread_level == MPI_THREAD_MULTIPLE)
-    return; // the sums are plain adds
+    return lines; // the sums are plain adds
+  std::vector<incomplete_loans> incomplete(s.modules.size());
   for (int fid = 0; fid < gen::function_count; ++fid) {
     for (chain_entry& e : s.entries[static_cast<size_t>(fid)]) {
       if (!e.sole_exit_every_call || e.count_mode != count_none)
         continue;
       const loaded_module& m = s.modules[static_cast<size_t>(e.layer)];
       strata_timed_counts counts{};
-      if (m.timed_counts == nullptr || m.timed_counts(m.state, fid, &counts) == 0 ||
-          counts.slot == nullptr || counts.latest_exit_ns == nullptr)
+      if (m.timed_counts == nullptr || m.timed_counts(m.state, fid, &counts) == 0)
         continue;
+      if (counts.slot == nullptr || counts.latest_exit_ns == nullptr) {
+        incomplete[static_cast<size_t>(e.layer)].add(fid, counts);
+        continue;
+      }
       e.timed_histograms = counts.histograms;
       e.latest_exit = counts.latest_exit_ns;
       e.timed_slot = counts.slot; // last: the call path tests it
     }
   }
+  for (size_t i = 0; i < incomplete.size(); ++i)
+    if (incomplete[i].first >= 0)
+      lines.push_back(incomplete_loans_line(s.modules[i], incomplete[i]));
+  return lines;
 }
 
 // Counting instead of events (module.h, strata_module_counter_v1), asked once the modules'
 // mpi_ready have run, then the timed calls the core sums. The mode is stored last: no other
 // thread calls MPI before MPI_Init returns.
-void enable_counting(core_state& s) {
+std::vector<std::string> enable_counting(core_state& s) {
   bool any = false;
   for (const loaded_module& m : s.modules)
     any = any || m.counter != nullptr || m.timed_counts != nullptr;
   if (!any)
-    return;
+    return {};
   int level = MPI_THREAD_SINGLE;
   using query_fn = int (*)(int*);
   if (auto query = reinterpret_cast<query_fn>(find_real("PMPI_Query_thread")))
@@ -288,7 +333,7 @@ void enable_counting(core_state& s) {
     else if (list[0].count_mode == count_untimed_polls)
       c.untimed_poll_counter = list[0].counter;
   }
-  enable_timed_counts(s, level);
+  return enable_timed_counts(s, level);
 }
 
 // A group samples polls only if all its event modules accept it; at the smallest interval. Its

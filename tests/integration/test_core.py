@@ -139,6 +139,27 @@ class ResultsAndCounts(StrataTestCase):
             self.ring_counts(f"lower.{rank}.counts")
             self.assertEqual(slots["MPI_Send"]["calls"], "0")
 
+    def test_a_slot_taken_but_not_lent_is_reported_once_and_keeps_the_events(self):
+        # strata_module_timed_counts_v1 non-zero with a null slot (three functions here): the
+        # core keeps their events and says so in one line for the module, on rank 0 only, not
+        # once per function; the function it did lend is still summed.
+        tools = probe(self.out, "nullslot", timed="MPI_Allreduce",
+                      timed_null="MPI_Send+MPI_Recv+MPI_Barrier")
+        proc = strata_run(tools, [program("ring_c"), str(ITER)])
+        self.assertRan(proc)
+        lines = [l for l in proc.stderr.splitlines() if "summed by the core" in l]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertRegex(lines[0], r"^strata: warning: STRATA_TOOLS: module 'probe' cannot have "
+                                   r"MPI_(Send|Recv|Barrier) and 2 other functions summed by the "
+                                   r"core: strata_module_timed_counts_v1 returned non-zero with "
+                                   r"out->slot null; their calls stay events$")
+        for rank in (0, 1):
+            counts = self.ring_counts(f"nullslot.{rank}.counts")
+            self.assertEqual(counts["MPI_Barrier"][0], 1, "kept as an event")
+            slots, _ = self.timed_slots("nullslot", rank)
+            self.assertNotIn("MPI_Allreduce", counts, "lent: summed by the core")
+            self.assertEqual(slots["MPI_Allreduce"]["calls"], "1")
+
     def test_bytes_of_predefined_and_reused_derived_datatypes(self):
         # The core knows the predefined types' sizes from MPI_Init on and asks MPI for the
         # others on every call: a derived type freed and its handle given to a larger one

@@ -7,7 +7,8 @@
 // fields_of=FUNCTION/GROUPS (those of one function instead, strata_module_function_fields_v1),
 // timed=FUNCTIONS ('+'-separated: slots lent to the core for those, strata_module_timed_counts_v1,
 // written to the counts file as "slot" lines; the module then has no enter callback, its exit
-// callback counting the calls).
+// callback counting the calls), timed_null=FUNCTIONS (the same, but answered with a null slot:
+// a module that says yes and lends nothing, whose calls the core keeps as events).
 #include <mpi.h>
 #include <strata/module.h>
 
@@ -35,6 +36,7 @@ struct probe_state {
   std::vector<std::atomic<long>> time_ns;
   std::vector<int> pcontrol_levels;
   std::vector<bool> timed;              // by function: its slot lent to the core
+  std::vector<bool> timed_null;         // by function: said yes, lent a null slot
   std::vector<strata_timed_slot> slots; // by function
   uint64_t latest_exit_ns = 0;
   int rank = -1;
@@ -149,6 +151,7 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->bytes_received = std::vector<std::atomic<long>>(n);
   s->time_ns = std::vector<std::atomic<long>>(n);
   s->timed.assign(n, false);
+  s->timed_null.assign(n, false);
   strata_timed_slot empty{};
   empty.min_ns = UINT64_MAX;
   s->slots.assign(n, empty);
@@ -166,10 +169,11 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
 
     else if (key == "count")
       count = args[i].value;
-    else if (key == "timed") {
+    else if (key == "timed" || key == "timed_null") {
+      std::vector<bool>& lent = key == "timed" ? s->timed : s->timed_null;
       for (const std::string& name : words(args[i].value, '+'))
         if (const int f = host->function_id(name.c_str()); f >= 0)
-          s->timed[static_cast<size_t>(f)] = true;
+          lent[static_cast<size_t>(f)] = true;
       exit_only = true;
     } else if (key == "publish")
       publish = args[i].value;
@@ -304,8 +308,14 @@ extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
 extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, int function,
                                                                   strata_timed_counts* out) {
   auto* s = static_cast<probe_state*>(state);
-  if (function < 0 || static_cast<size_t>(function) >= s->timed.size() ||
-      !s->timed[static_cast<size_t>(function)])
+  if (function < 0 || static_cast<size_t>(function) >= s->timed.size())
+    return 0;
+  if (s->timed_null[static_cast<size_t>(function)]) {
+    out->slot = nullptr;
+    out->latest_exit_ns = &s->latest_exit_ns;
+    return 1;
+  }
+  if (!s->timed[static_cast<size_t>(function)])
     return 0;
   out->slot = &s->slots[static_cast<size_t>(function)];
   out->latest_exit_ns = &s->latest_exit_ns;

@@ -108,4 +108,22 @@ uint64_t calibrate_call_cost(const std::vector<uint8_t>& traits, bool with_calls
   return (mono_ns() - start) / rounds;
 }
 
+uint64_t calibrate_core_sum_cost(const std::vector<uint8_t>& traits) {
+  routine_slot slot = empty_routine_slot;
+  uint64_t latest_exit_ns = 0;
+  const uint32_t histograms =
+      slot_histograms(traits.empty() ? 0 : traits[0] & routine_trait::collective);
+  constexpr int rounds = 2000;
+  const uint64_t start = mono_ns();
+  for (int i = 0; i < rounds; ++i) {
+    const uint64_t t_enter = mono_ns();
+    const uint64_t t_exit = mono_ns();
+    add_timed_call<plain_adds>(slot, {t_exit - t_enter, 1, 8, 0, 0, 2}, histograms);
+    latest_exit_ns = t_exit;
+    // The slot and the latest exit in memory after each call, as the lent ones are.
+    asm volatile("" : : "r"(&slot), "r"(&latest_exit_ns) : "memory");
+  }
+  return (mono_ns() - start) / rounds;
+}
+
 } // namespace strata::profiler

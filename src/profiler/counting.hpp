@@ -29,6 +29,7 @@ inline constexpr uint8_t collective = 2;    // gets both histograms
 inline constexpr uint8_t sampled_poll = 4;  // the core times one poll in N, counts the others
 inline constexpr uint8_t lean_poll = 8;     // ... without a look at what they completed
 inline constexpr uint8_t counted_only = 16; // every call counted by the core, never an event
+inline constexpr uint8_t core_summed = 32;  // its slot lent to the core, which sums every call
 } // namespace routine_trait
 static_assert(routine_trait::with_peer == STRATA_TIMED_SIZE_HISTOGRAM &&
               routine_trait::collective == STRATA_TIMED_COMM_HISTOGRAM);
@@ -220,5 +221,10 @@ inline void count_completed_untimed_poll(const call_counting& c, uint64_t* uncha
 // What one call costs the profiler: count_call on scratch slots, timed in a loop, for routines
 // with these traits (only `collective` matters) and with or without call sites.
 uint64_t calibrate_call_cost(const std::vector<uint8_t>& traits, bool with_callsites);
+
+// What one call the core sums into a lent slot costs (strata_module_timed_counts_v1): the core's
+// sum, add_timed_call (common/timed_slot.hpp) and the latest exit, on a scratch slot, timed in
+// the same loop as calibrate_call_cost, for the same routine's histograms.
+uint64_t calibrate_core_sum_cost(const std::vector<uint8_t>& traits);
 
 } // namespace strata::profiler

@@ -312,4 +312,8 @@ TEST(Counting, CalibrationTimesTheCallPathOnScratchSlots) {
   EXPECT_GT(plain, 0u);
   EXPECT_LT(plain, 100'000u);
   EXPECT_GT(with_sites, 0u);
+  // The core's sum into a lent slot, timed the same way.
+  const uint64_t core_sum = calibrate_core_sum_cost(traits);
+  EXPECT_GT(core_sum, 0u);
+  EXPECT_LT(core_sum, 100'000u);
 }

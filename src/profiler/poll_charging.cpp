@@ -44,9 +44,24 @@ uint64_t calls_with_events(const routine_slot* slots, const poll_figures* polls,
                            const std::vector<uint8_t>& traits) {
   uint64_t calls = 0;
   for (size_t f = 0; f < traits.size(); ++f)
-    if ((traits[f] & routine_trait::counted_only) == 0 && slots[f].calls >= polls[f].untimed_moved)
+    if ((traits[f] & (routine_trait::counted_only | routine_trait::core_summed)) == 0 &&
+        slots[f].calls >= polls[f].untimed_moved)
       calls += slots[f].calls - polls[f].untimed_moved;
   return calls;
+}
+
+uint64_t calls_summed_by_core(const routine_slot* slots, const std::vector<uint8_t>& traits) {
+  uint64_t calls = 0;
+  for (size_t f = 0; f < traits.size(); ++f)
+    if ((traits[f] & routine_trait::core_summed) != 0)
+      calls += slots[f].calls; // never a sampled poll: no untimed polls moved in
+  return calls;
+}
+
+uint64_t calls_cost_ns(const routine_slot* slots, const poll_figures* polls,
+                       const std::vector<uint8_t>& traits, call_costs costs) {
+  return calls_with_events(slots, polls, traits) * costs.event_ns +
+         calls_summed_by_core(slots, traits) * costs.core_sum_ns;
 }
 
 bool any_lean_poll(const std::vector<uint8_t>& traits) {

@@ -29,10 +29,27 @@ uint64_t estimated_poll_bytes(const poll_figures& poll, uint64_t pending);
 void charge_untimed_polls(routine_slot* slots, uint64_t* uncharged, poll_figures* polls,
                           const std::vector<uint8_t>& traits);
 
-// The calls that reached the profile as events (whose cost calibrate_call_cost measures): the
-// profiler's own overhead estimate leaves out those the core only counted (a few ns each).
+// The calls that reached the profile as events (whose cost calibrate_call_cost measures): not
+// those the core only counted (a few ns each), nor those it summed into a lent slot.
 uint64_t calls_with_events(const routine_slot* slots, const poll_figures* polls,
                            const std::vector<uint8_t>& traits);
+
+// The calls the core summed into the slots the profile lent it (routine_trait::core_summed),
+// which ran no callback of the profile.
+uint64_t calls_summed_by_core(const routine_slot* slots, const std::vector<uint8_t>& traits);
+
+// What one call costs the profiler, calibrated at the rank's start (counting.hpp): a call that
+// reaches its exit callback as an event, and one the core sums into a lent slot.
+struct call_costs {
+  uint64_t event_ns = 0;
+  uint64_t core_sum_ns = 0;
+};
+
+// The profiler's own cost of the calls (the record's overhead, before its finalize work): each
+// call with an event at the callback's cost, each call the core summed at the sum's; the calls
+// the core only counted are left out.
+uint64_t calls_cost_ns(const routine_slot* slots, const poll_figures* polls,
+                       const std::vector<uint8_t>& traits, call_costs costs);
 
 // Whether the core counts some routine's untimed polls lean (their bytes estimated).
 bool any_lean_poll(const std::vector<uint8_t>& traits);

@@ -66,6 +66,28 @@ TEST(PollCharging, UntimedPollsMoveIntoTheirSlotsAtTheMean) {
   EXPECT_FALSE(any_lean_poll({routine_trait::sampled_poll, 0}));
 }
 
+// The profiler's own cost charges a call the core summed into a lent slot at the calibrated
+// cost of the core's sum, which is not the profile's exit callback: the same calls with events
+// would cost the callback's each.
+TEST(PollCharging, CallsSummedByTheCoreCostTheSumNotTheCallback) {
+  std::vector<routine_slot> slots(4);
+  std::vector<poll_figures> polls(4);
+  const call_costs costs{100, 7};
+  slots[barrier].calls = 3;
+  slots[test].calls = 2;
+  slots[comm_rank].calls = 1000;
+  const std::vector<uint8_t> with_events = {routine_trait::collective, routine_trait::sampled_poll,
+                                            0, routine_trait::counted_only};
+  std::vector<uint8_t> lent = with_events;
+  lent[barrier] |= routine_trait::core_summed;
+  EXPECT_EQ(calls_cost_ns(slots.data(), polls.data(), with_events, costs), (3u + 2) * 100);
+  EXPECT_EQ(calls_with_events(slots.data(), polls.data(), lent), 2u);
+  EXPECT_EQ(calls_summed_by_core(slots.data(), lent), 3u);
+  EXPECT_EQ(calls_cost_ns(slots.data(), polls.data(), lent, costs), 3u * 7 + 2 * 100);
+  EXPECT_LT(calls_cost_ns(slots.data(), polls.data(), lent, costs),
+            calls_cost_ns(slots.data(), polls.data(), with_events, costs));
+}
+
 // While MPI_Pcontrol(0) pauses the profile, the core goes on adding to the counters it was
 // lent: their values at the pause are put back.
 TEST(PollCharging, CountersLentToTheCoreArePutBackAfterAPause) {

@@ -383,8 +383,7 @@ void finalize_job(module_state& s) {
   h.end_unix_ns = unix_ns();
   charge_untimed_polls(s);
   std::vector<routine_slot> merged;
-  h.overhead_ns =
-      calls_with_events(s.counted_slots(merged), s.polls.data(), s.traits) * s.per_call_overhead_ns;
+  h.overhead_ns = calls_cost_ns(s.counted_slots(merged), s.polls.data(), s.traits, s.per_call);
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
   mpi_t::agreement_layout agreement = mpi_t_agreement(s);

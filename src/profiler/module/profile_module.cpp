@@ -150,6 +150,11 @@ strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
 
 } // namespace
 
+bool lends_slots_to_core(const module_state& s) {
+  return s.counting_allowed && options::core_sums() && s.counting.model == nullptr &&
+         !s.counting.threaded;
+}
+
 void use_counting_callbacks(bool counting) {
   profile_module.enter = counting ? on_enter_counting : nullptr;
   profile_module.exit = counting ? on_exit_counting : on_exit;
@@ -203,13 +208,13 @@ extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, 
 
 // Timed calls summed by the core (module.h): what count_call would add for a routine that is
 // neither sampled nor only counted, when no call site, counter or model is kept per call and
-// one thread at a time calls MPI. The slot is the rank file's, as with events.
+// one thread at a time calls MPI. The slot is the rank file's, as with events; the routine is
+// marked, for the profiler's estimate of its own cost (the core's sum, not the callback).
 extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, int function,
                                                                   strata_timed_counts* out) {
   using namespace strata::profiler;
   auto* s = static_cast<module_state*>(state);
-  if (s == nullptr || !s->counting_allowed || !options::core_sums() ||
-      s->counting.model != nullptr || s->counting.threaded || function < 0 ||
+  if (s == nullptr || !lends_slots_to_core(*s) || function < 0 ||
       function >= static_cast<int>(s->names.size()))
     return 0;
   const auto f = static_cast<size_t>(function);
@@ -219,6 +224,7 @@ extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, i
   out->latest_exit_ns = &s->header().last_mono_ns;
   out->histograms = slot_histograms(s->traits[f]);
   s->lent_counters.lend(out->slot);
+  s->traits[f] |= routine_trait::core_summed;
   return 1;
 }
 

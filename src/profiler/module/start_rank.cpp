@@ -108,7 +108,9 @@ void start_rank(module_state& s) {
     s.counting.thread_arrays.claimed = &s.thread_arrays_claimed;
     s.counting.thread_arrays.count = module_state::thread_arrays;
   }
-  s.per_call_overhead_ns = calibrate_call_cost(s.traits, s.want_callsites);
+  s.per_call.event_ns = calibrate_call_cost(s.traits, s.want_callsites);
+  if (lends_slots_to_core(s))
+    s.per_call.core_sum_ns = calibrate_core_sum_cost(s.traits);
   open_counters(s);
   watch_abnormal_ends();
 }

@@ -77,7 +77,7 @@ struct module_state {
   MPI_Comm world = MPI_COMM_WORLD;
   std::string spool;
   std::string key;
-  uint64_t per_call_overhead_ns = 0;
+  call_costs per_call; // calibrated in start_rank (the sum's only if the profile lends slots)
   // What the rank counted: the shared routine slots, with the threads' own arrays added when
   // there are any (`storage` then holds the sum).
   const routine_slot* counted_slots(std::vector<routine_slot>& storage) const {
@@ -95,6 +95,11 @@ struct module_state {
 
   rank_header& header() { return *counting.header; }
 };
+
+// Whether the profile lends the core its routines' slots to sum timed calls into
+// (strata_module_timed_counts_v1): not with call sites, counters, a model, core_sums=0 or
+// MPI_THREAD_MULTIPLE (known from mpi_ready on).
+bool lends_slots_to_core(const module_state& s);
 
 // Moves the untimed polls into their routines' slots wherever the figures are read; while the
 // profile is paused, first puts back what the core counted since the pause.

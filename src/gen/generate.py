@@ -217,13 +217,13 @@ def write_asm_entry(c, fn, index):
     wrapped_MPI_Sendrecv's frame), and a C++ entry point with wrapped_X tests the thread's state
     twice: here nothing moves and each test is made once. No chain: MPI. A chain that only
     counts: counted_X. The application's call (layer -1, MPI not running, no call mark) whose
-    first entry is the usual timed call (sole_exit_every_call): its call site, the entry
-    (thread_state::timed_entry), and strata_summed_X when the entry has a slot lent to the core
-    (chain_entry::timed_slot), else strata_timed_X. Anything else: wrapped_X, which decides as
-    dispatch<>() does. `index`: the function's id, which is also its place in the real-function
-    table. It uses only %rax, %r10 and %r11, which no MPI function takes arguments in (MPI_Pcontrol,
-    whose %al counts vector registers, is written by hand). The offsets are asserted in the
-    generated file (write_asm_entry_layout)."""
+    first entry is the usual timed call (sole_exit_every_call): the entry
+    (thread_state::timed_entry), then strata_summed_X when the entry has a slot lent to the core
+    (chain_entry::timed_slot), which reads no call site, else the call site and strata_timed_X.
+    Anything else: wrapped_X, which decides as dispatch<>() does. `index`: the function's id,
+    which is also its place in the real-function table. It uses only %rax, %r10 and %r11, which
+    no MPI function takes arguments in (MPI_Pcontrol, whose %al counts vector registers, is
+    written by hand). The offsets are asserted in the generated file (write_asm_entry_layout)."""
     n = fn.name
     body = (f".pushsection .text\n.p2align 4\n.globl {n}\n.type {n}, @function\n{n}:\n.cfi_startproc\n"
             f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
@@ -242,9 +242,10 @@ def write_asm_entry(c, fn, index):
             f"  jz strata_wrapped_{n}\n"
             "  cmpb $0, 78(%rax)\n"
             f"  je strata_wrapped_{n}\n"
-            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n  movq %rax, %fs:40(%r10)\n"
+            "  movq %rax, %fs:40(%r10)\n"
             "  cmpq $0, 80(%rax)\n"
             f"  jne strata_summed_{n}\n"
+            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
             f"  jmp strata_timed_{n}\n"
             f".cfi_endproc\n.size {n}, .-{n}\n")
     for alias in ("P" + n, "ZMPI_" + n[4:]):

@@ -271,9 +271,12 @@ typedef uint64_t* (*strata_module_counter_entry)(void* state, int function, int 
  * clock's): calls += 1, time_ns += t, min_ns and max_ns kept, count_sum += the event's count,
  * bytes_sent and bytes_received += the event's (negative as 0), with STRATA_TIMED_SIZE_HISTOGRAM
  * size_hist[strata_size_bin(message size)] += 1 (the bytes sent, else received, else expected),
- * with STRATA_TIMED_COMM_HISTOGRAM comm_hist[strata_comm_bin(communicator size)] += 1, and
- * *latest_exit_ns = the exit time. The slot must stay valid until unload; the core goes on adding
- * while the module is paused (MPI_Pcontrol(0)): keep the values at the pause and put them back. */
+ * with STRATA_TIMED_COMM_HISTOGRAM comm_hist[strata_comm_bin(communicator size)] += 1; and
+ * *latest_exit_ns = the exit time of the first call, then of the first call more than a
+ * millisecond after the one last written (not of every call: a rank that dies may have it short
+ * by that much). The slot must stay valid
+ * until unload; the core goes on adding while the module is paused (MPI_Pcontrol(0)): keep the
+ * values at the pause and put them back. */
 #define STRATA_TIMED_SIZE_BINS 40 /* bin 0: 0 bytes; bin k: [2^(k-1), 2^k); the last open */
 #define STRATA_TIMED_COMM_BINS 32 /* bin k: [2^k, 2^(k+1)) processes; the last open */
 typedef struct strata_timed_slot {

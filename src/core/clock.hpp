@@ -50,6 +50,41 @@ inline uint64_t now_ns() {
   return monotonic_ns();
 }
 
+// The two readings of a call the core sums into a lent slot (dispatch.hpp, count_timed_body),
+// with the clock chosen once before the call rather than at each reading: the entry is read
+// raw, and only the duration and the exit time are scaled. The choice cannot change while the
+// core sums: the TSC is taken when MPI_Init returns, before the core asks for slots
+// (lifecycle.cpp). A duration scaled from the ticks between the readings may differ by 1 ns
+// from the difference of the two readings scaled apart.
+struct monotonic_readings {
+  static uint64_t raw() { return monotonic_ns(); }
+  static uint64_t duration_ns(uint64_t enter, uint64_t exit) { return exit - enter; }
+  static uint64_t time_ns(uint64_t raw) { return raw; }
+  static uint64_t raw_per_ms() { return 1'000'000; }
+};
+#if defined(__x86_64__)
+struct tsc_readings {
+  static uint64_t raw() { return __rdtsc(); }
+  static uint64_t scaled(uint64_t ticks) {
+    return static_cast<uint64_t>(
+        (static_cast<unsigned __int128>(ticks) * g_event_clock.ns_per_tick_q32) >> 32);
+  }
+  static uint64_t duration_ns(uint64_t enter, uint64_t exit) { return scaled(exit - enter); }
+  static uint64_t time_ns(uint64_t raw) {
+    return g_event_clock.ns_base + scaled(raw - static_cast<uint64_t>(g_event_clock.tsc_base));
+  }
+  static uint64_t raw_per_ms() { return (uint64_t{1'000'000} << 32) / g_event_clock.ns_per_tick_q32; }
+};
+inline bool tsc_in_use() {
+  return __builtin_expect(g_event_clock.use_tsc, true);
+}
+#else
+using tsc_readings = monotonic_readings;
+inline bool tsc_in_use() {
+  return false;
+}
+#endif
+
 // At load: the first sample of the rate measurement.
 void clock_start_calibration();
 // After MPI_Init: the second sample; switches to the TSC when it is usable (see above).

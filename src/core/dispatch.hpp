@@ -66,6 +66,7 @@ struct chain_entry {
   // (count_timed_call below). Set at the end of MPI_Init.
   strata_timed_slot* timed_slot = nullptr;
   uint64_t* latest_exit = nullptr;
+  mutable uint64_t latest_exit_due = 0; // the clock's raw reading after which it moves on
   uint32_t timed_histograms = 0;
 };
 
@@ -459,8 +460,9 @@ __attribute__((always_inline)) inline void end_event(strata_event& ev, decode::s
 
 // A timed call summed into the slot its module lent (chain_entry::timed_slot): the event is
 // decoded as for the module's callback, but it stays in this frame, so what no sum reads of it
-// is never written; no callback, and the sum's traits come with the entry.
-template <int F, typename Decoder, typename R, typename... P, typename... A>
+// is never written; no callback, and the sum's traits come with the entry. `Clock`:
+// clock.hpp's readings, chosen once by count_timed.
+template <int F, typename Decoder, typename Clock, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R count_timed_body(const chain_entry& entry, R (*real)(P...),
                                                          A... args) {
   const thread_state& ts = tls;
@@ -475,31 +477,46 @@ __attribute__((always_inline)) inline R count_timed_body(const chain_entry& entr
   ev.bytes_received = -1;
   ev.comm_size = 0; // read only for a communicator-size histogram, which asks for it
   Decoder::enter(ev, scratch, fields, args...);
-  const uint64_t t_enter = now_ns();
+  const uint64_t enter = Clock::raw();
   R r = call_real(real, args...);
-  const uint64_t t_exit = now_ns();
+  const uint64_t exit = Clock::raw();
   set_result(ev, r);
   Decoder::exit(ev, scratch, fields, args...);
   add_timed_call<plain_adds>(*entry.timed_slot,
-                             {t_exit - t_enter, non_negative(ev.count), non_negative(ev.bytes_sent),
-                              non_negative(ev.bytes_received), non_negative(ev.bytes_expected),
-                              static_cast<uint64_t>(ev.comm_size)},
+                             {Clock::duration_ns(enter, exit), non_negative(ev.count),
+                              non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
+                              non_negative(ev.bytes_expected), static_cast<uint64_t>(ev.comm_size)},
                              entry.timed_histograms);
-  *entry.latest_exit = t_exit;
+  // The latest exit moves on once a millisecond, not on every call (as the profile's threads
+  // do: counting.hpp): the wall time of a rank that died may be short by that much.
+  if (__builtin_expect(exit > entry.latest_exit_due, 0)) {
+    *entry.latest_exit = Clock::time_ns(exit);
+    entry.latest_exit_due = exit + Clock::raw_per_ms();
+  }
   return r;
+}
+
+// The sum with the clock the core uses, tested once (a test at each reading took two more
+// instructions, and scaling the entry's reading apart three more).
+template <int F, typename Decoder, typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R count_timed(const chain_entry& entry, R (*real)(P...),
+                                                    A... args) {
+  if (tsc_in_use())
+    return count_timed_body<F, Decoder, tsc_readings>(entry, real, args...);
+  return count_timed_body<F, Decoder, monotonic_readings>(entry, real, args...);
 }
 
 // Out of line, entered by a jump with the caller's own arguments: a frame of its own, smaller
 // than the event path's, which keeps an event and a callback's registers.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((noinline)) R count_timed_call(const chain_entry& entry, R (*real)(P...), A... args) {
-  return count_timed_body<F, Decoder>(entry, real, args...);
+  return count_timed<F, Decoder>(entry, real, args...);
 }
 // The generated strata_summed_X (Decoder::summed_in_place), as sole_exit_in_place is
 // strata_timed_X: entered with the entry in thread_state::timed_entry.
 template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto count_timed_in_place(A... args) {
-  return count_timed_body<F, Decoder>(*tls.timed_entry, Decoder::real_function(), args...);
+  return count_timed<F, Decoder>(*tls.timed_entry, Decoder::real_function(), args...);
 }
 
 // The usual timed call (chain_entry::sole_exit): one module, its exit callback, the real

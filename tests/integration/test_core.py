@@ -139,6 +139,21 @@ class ResultsAndCounts(StrataTestCase):
             self.ring_counts(f"lower.{rank}.counts")
             self.assertEqual(slots["MPI_Send"]["calls"], "0")
 
+    def test_the_latest_exit_of_lent_slots_follows_the_calls(self):
+        # The core moves the latest exit (the wall time of a rank that dies) on at most once a
+        # millisecond, not on every call: it must still follow calls spaced farther apart.
+        # uneven_c: rank 1's three MPI_Recv and rank 2's three MPI_Send come 150 ms apart, the
+        # last about 450 ms after the first summed call (the barrier), just before finalize.
+        timed = "MPI_Send+MPI_Recv+MPI_Barrier"
+        proc = strata_run(probe(self.out, "lag", timed=timed), [program("uneven_c")], ranks=4)
+        self.assertRan(proc)
+        for rank in (1, 2):
+            slots, extra = self.timed_slots("lag", rank)
+            self.assertEqual(slots["MPI_Recv" if rank == 1 else "MPI_Send"]["calls"], "3")
+            lag = [int(l.split()[1]) for l in extra if l.startswith("latest_exit_lag_ms ")]
+            self.assertEqual(len(lag), 1, extra)
+            self.assertLess(lag[0], 75, f"rank {rank}: the latest exit stopped following")
+
     def test_a_slot_taken_but_not_lent_is_reported_once_and_keeps_the_events(self):
         # strata_module_timed_counts_v1 non-zero with a null slot (three functions here): the
         # core keeps their events and says so in one line for the module, on rank 0 only, not

@@ -266,6 +266,9 @@ void on_finalize(void* raw) {
   const auto now_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
   std::fprintf(f, "latest_exit_ok %d\n",
                s->latest_exit_ns != 0 && s->latest_exit_ns <= now_ns + 1000000);
+  // How long before this the latest exit lies: the core moves it on once a millisecond.
+  std::fprintf(f, "latest_exit_lag_ms %lld\n",
+               static_cast<long long>(now_ns - s->latest_exit_ns) / 1000000);
   // The core's event clock must stay CLOCK_MONOTONIC, whichever counter it reads. Of a few
   // tries the one with the smallest difference: a preemption between the two reads is not skew.
   long long skew = 0;

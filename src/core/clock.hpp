@@ -73,7 +73,9 @@ struct tsc_readings {
   static uint64_t time_ns(uint64_t raw) {
     return g_event_clock.ns_base + scaled(raw - static_cast<uint64_t>(g_event_clock.tsc_base));
   }
-  static uint64_t raw_per_ms() { return (uint64_t{1'000'000} << 32) / g_event_clock.ns_per_tick_q32; }
+  static uint64_t raw_per_ms() {
+    return (uint64_t{1'000'000} << 32) / g_event_clock.ns_per_tick_q32;
+  }
 };
 inline bool tsc_in_use() {
   return __builtin_expect(g_event_clock.use_tsc, true);

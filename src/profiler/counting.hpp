@@ -178,7 +178,7 @@ inline void count_call_with(const call_counting& c, const strata_event& ev) {
 // Under MPI_THREAD_MULTIPLE: the thread's own slots, or the sole caller's plain adds, or atomics.
 __attribute__((noinline)) inline void count_call_threaded(const call_counting& c,
                                                           const strata_event& ev) {
-  if (c.sole != nullptr && !c.sole->shared_relaxed() && c.sole->enter()) {
+  if (c.sole != nullptr && !c.sole->shared() && c.sole->enter()) {
     count_call_with<plain_adds>(c, ev);
     c.sole->leave();
   } else if (routine_slot* own = own_thread_slots(c.thread_arrays); own != nullptr) {

@@ -19,13 +19,14 @@ bool sole_counter::start() {
   if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 ||
       membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
     shared_.store(true);
+    handed_over_.store(true);
     return false;
   }
   return true;
 }
 
 bool sole_counter::enter_other(uintptr_t self) {
-  if (shared_.load(std::memory_order_acquire))
+  if (handed_over_.load(std::memory_order_acquire))
     return false;
   uintptr_t none = 0;
   if (owner_.compare_exchange_strong(none, self, std::memory_order_acq_rel))
@@ -35,8 +36,9 @@ bool sole_counter::enter_other(uintptr_t self) {
 }
 
 void sole_counter::share() {
+  // A thread that comes while another hands over waits here until the sole counter is done.
   std::lock_guard<std::mutex> lock(sharing_);
-  if (shared_.load(std::memory_order_relaxed))
+  if (handed_over_.load(std::memory_order_relaxed))
     return;
   shared_.store(true, std::memory_order_seq_cst);
   // Every running thread of the process passes a full barrier: the sole counter's busy mark is
@@ -50,6 +52,7 @@ void sole_counter::share() {
     __builtin_ia32_pause();
 #endif
   }
+  handed_over_.store(true, std::memory_order_release);
 }
 
 } // namespace strata::profiler

@@ -10,7 +10,10 @@
 // `shared`, makes every thread of the process pass a full memory barrier (membarrier(2),
 // MEMBARRIER_CMD_PRIVATE_EXPEDITED: so the sole counter's plain adds and its busy mark are
 // visible, and its next check sees `shared`), waits for a counting in progress to end, and from
-// then on every thread counts with atomic adds. The sole counter's path has no locked
+// then on every thread counts with atomic adds. Until that wait has ended (`handed_over`), other
+// threads that arrive wait for it too (share()): one that counted with atomics as soon as
+// `shared` was set could add to a figure beside the sole counter's last plain add, and one of
+// the two adds would be lost. The sole counter's path has no locked
 // instruction and no fence, only compiler barriers. Where membarrier is refused (an old kernel,
 // a seccomp filter), start() says so and every thread counts with atomic adds from the start.
 #pragma once
@@ -45,10 +48,10 @@ public:
     busy_.store(false, std::memory_order_release);
   }
 
-  bool shared() const { return shared_.load(std::memory_order_acquire); }
-  // The same without ordering, for the call path: once set it stays, and the line is then only
-  // read, so threads that test it first do not write the sole counter's line on every call.
-  bool shared_relaxed() const { return shared_.load(std::memory_order_relaxed); }
+  // True once the sole counting has ended and every thread counts with atomic adds. Tested
+  // first on the call path: once set it stays, and the line is then only read, so threads do
+  // not write the sole counter's line on every call.
+  bool shared() const { return handed_over_.load(std::memory_order_acquire); }
 
 private:
   bool enter_other(uintptr_t self);
@@ -56,7 +59,8 @@ private:
 
   std::atomic<uintptr_t> owner_{0};
   std::atomic<bool> busy_{false};
-  std::atomic<bool> shared_{false};
+  std::atomic<bool> shared_{false};      // the sole counting ends: its next enter() says false
+  std::atomic<bool> handed_over_{false}; // and its last plain adds are done
   std::mutex sharing_;
 };
 

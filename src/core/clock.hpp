@@ -35,24 +35,10 @@ extern event_clock g_event_clock __attribute__((visibility("hidden")));
 
 uint64_t monotonic_ns();
 
-inline uint64_t now_ns() {
-#if defined(__x86_64__)
-  const event_clock& c = g_event_clock;
-  if (__builtin_expect(c.use_tsc, true)) {
-    // Unsigned (one multiply, where a signed one took three more instructions): tsc_base lies
-    // a margin before the anchor (clock_finish_calibration), so a thread that reads a counter
-    // a few ticks behind the anchor's on another core still has a positive difference.
-    const uint64_t ticks = __rdtsc() - static_cast<uint64_t>(c.tsc_base);
-    return c.ns_base +
-           static_cast<uint64_t>((static_cast<unsigned __int128>(ticks) * c.ns_per_tick_q32) >> 32);
-  }
-#endif
-  return monotonic_ns();
-}
-
-// The two readings of a call the core sums into a lent slot (dispatch.hpp, count_timed_body),
-// with the clock chosen once before the call rather than at each reading: the entry is read
-// raw, and only the duration and the exit time are scaled. The choice cannot change while the
+// The clock's readings, raw and scaled to CLOCK_MONOTONIC nanoseconds: now_ns below takes one;
+// a call the core sums into a lent slot (dispatch.hpp, count_timed_body) takes two, with the
+// clock chosen once before the call rather than at each reading: the entry is read raw, and
+// only the duration and the exit time are scaled. The choice cannot change while the
 // core sums: the TSC is taken when MPI_Init returns, before the core asks for slots
 // (lifecycle.cpp). A duration scaled from the ticks between the readings may differ by 1 ns
 // from the difference of the two readings scaled apart.
@@ -70,6 +56,9 @@ struct tsc_readings {
         (static_cast<unsigned __int128>(ticks) * g_event_clock.ns_per_tick_q32) >> 32);
   }
   static uint64_t duration_ns(uint64_t enter, uint64_t exit) { return scaled(exit - enter); }
+  // Unsigned (one multiply, where a signed one took three more instructions): tsc_base lies
+  // a margin before the anchor (clock_finish_calibration), so a thread that reads a counter
+  // a few ticks behind the anchor's on another core still has a positive difference.
   static uint64_t time_ns(uint64_t raw) {
     return g_event_clock.ns_base + scaled(raw - static_cast<uint64_t>(g_event_clock.tsc_base));
   }
@@ -86,6 +75,12 @@ inline bool tsc_in_use() {
   return false;
 }
 #endif
+
+inline uint64_t now_ns() {
+  if (tsc_in_use())
+    return tsc_readings::time_ns(tsc_readings::raw());
+  return monotonic_ns();
+}
 
 // At load: the first sample of the rate measurement.
 void clock_start_calibration();

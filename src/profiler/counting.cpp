@@ -44,6 +44,20 @@ private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// The mean time of one call counted by `count(t_enter, t_exit)`, given the call's two readings
+// of the clock, over 2000 rounds: what the calibrations below time.
+template <typename Count> uint64_t mean_call_ns(Count count) {
+  constexpr int rounds = 2000;
+  const uint64_t start = mono_ns();
+  for (int i = 0; i < rounds; ++i) {
+    const uint64_t t_enter = mono_ns();
+    const uint64_t t_exit = mono_ns();
+    count(t_enter, t_exit);
+  }
+  return (mono_ns() - start) / rounds;
+}
+
 } // namespace
 
 routine_slot* own_thread_slots(const thread_slot_arrays& arrays) {
@@ -98,14 +112,11 @@ uint64_t calibrate_call_cost(const std::vector<uint8_t>& traits, bool with_calls
   }
   strata_event ev{};
   ev.peer = STRATA_NO_RANK;
-  constexpr int rounds = 2000;
-  const uint64_t start = mono_ns();
-  for (int i = 0; i < rounds; ++i) {
-    ev.t_enter_ns = mono_ns();
-    ev.t_exit_ns = mono_ns();
+  return mean_call_ns([&](uint64_t t_enter, uint64_t t_exit) {
+    ev.t_enter_ns = t_enter;
+    ev.t_exit_ns = t_exit;
     count_call(scratch, ev);
-  }
-  return (mono_ns() - start) / rounds;
+  });
 }
 
 uint64_t calibrate_core_sum_cost(const std::vector<uint8_t>& traits) {
@@ -113,17 +124,12 @@ uint64_t calibrate_core_sum_cost(const std::vector<uint8_t>& traits) {
   uint64_t latest_exit_ns = 0;
   const uint32_t histograms =
       slot_histograms(traits.empty() ? 0 : traits[0] & routine_trait::collective);
-  constexpr int rounds = 2000;
-  const uint64_t start = mono_ns();
-  for (int i = 0; i < rounds; ++i) {
-    const uint64_t t_enter = mono_ns();
-    const uint64_t t_exit = mono_ns();
+  return mean_call_ns([&](uint64_t t_enter, uint64_t t_exit) {
     add_timed_call<plain_adds>(slot, {t_exit - t_enter, 1, 8, 0, 0, 2}, histograms);
     latest_exit_ns = t_exit;
     // The slot and the latest exit in memory after each call, as the lent ones are.
     asm volatile("" : : "r"(&slot), "r"(&latest_exit_ns) : "memory");
-  }
-  return (mono_ns() - start) / rounds;
+  });
 }
 
 } // namespace strata::profiler

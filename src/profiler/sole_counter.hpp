@@ -13,9 +13,9 @@
 // then on every thread counts with atomic adds. Until that wait has ended (`handed_over`), other
 // threads that arrive wait for it too (share()): one that counted with atomics as soon as
 // `shared` was set could add to a figure beside the sole counter's last plain add, and one of
-// the two adds would be lost. The sole counter's path has no locked
-// instruction and no fence, only compiler barriers. Where membarrier is refused (an old kernel,
-// a seccomp filter), start() says so and every thread counts with atomic adds from the start.
+// the two adds would be lost. The sole counter's path has no locked instruction and no fence,
+// only compiler barriers. Where membarrier is refused (an old kernel, a seccomp filter), start()
+// says so and every thread counts with atomic adds from the start.
 #pragma once
 
 #include <atomic>

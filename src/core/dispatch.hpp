@@ -50,10 +50,12 @@ struct chain_entry {
   bool count_direct = false;
   int index = 0; // this entry's position in its chain (chain::first_below finds it by address)
   uint64_t* counter = nullptr;
-  // On the first entry of an event group: the strata_event fields its modules read (module.h,
-  // strata_module_fields_v1), with what decoding them needs; the others are not decoded.
+  // Event entries, for the rest of their group from them on (a call may enter a group in its
+  // middle, loading.cpp): the strata_event fields its modules read (module.h,
+  // strata_module_fields_v1), with what decoding them needs (the others are not decoded), and
+  // whether some module of it has an enter callback.
   uint32_t fields = STRATA_FIELD_ALL;
-  bool any_enter = true; // first entry of an event group: some module of it has an enter callback
+  bool any_enter = true;
   // An event group of this entry alone, with an exit callback and no enter callback, and
   // nothing below it but the real function (the profile alone): invoke_sole_exit, the
   // shortest event path.

@@ -337,12 +337,16 @@ std::vector<std::string> enable_counting(core_state& s) {
 }
 
 // A group samples polls only if all its event modules accept it; at the smallest interval. Its
-// events carry the union of the fields its modules read.
+// events carry the union of the fields its modules read. A call can also enter a group in its
+// middle: a module's own call from its layer (its wrapper of another function calling this one,
+// where the module is also this group's event module) starts below the module. So each entry
+// gets the settings of the rest of its group; only a group's first entry takes the shortcuts
+// (sole exit, counting), which a call entering in the middle never looks for.
 void set_group_settings(const core_state& s, std::vector<chain_entry>& list, int fid) {
   const bool polls = gen::is_poll_function(fid);
   for (size_t i = 0; i < list.size(); ++i) {
-    if (list[i].wrapper != nullptr || (i > 0 && list[i - 1].wrapper == nullptr))
-      continue; // not the first entry of an event group
+    if (list[i].wrapper != nullptr)
+      continue;
     uint32_t interval = UINT32_MAX;
     uint32_t fields = 0;
     bool any_enter = false;
@@ -356,6 +360,8 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list, int
     list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
     list[i].fields = with_prerequisites(fields, fid);
     list[i].any_enter = any_enter;
+    if (i > 0 && list[i - 1].wrapper == nullptr)
+      continue; // not the first entry of an event group
     list[i].sole_exit =
         alone_above_real(list, i) && list[i].enter == nullptr && list[i].exit != nullptr;
     // Counting, set later, clears it (enable_counting).

@@ -1,5 +1,6 @@
-"""Every module alone, every ordered pair and the whole stack, on a C, a Fortran and (MPICH) a
-Sessions program: the application's output unchanged, each module's output exact (counts against
+"""Every module alone, every ordered pair and the whole stack, on a C, a Fortran, a nonblocking
+(every way of completing a request, persistent and cancelled requests, a derived communicator) and
+(MPICH) a Sessions program: the application's output unchanged, each module's output exact (counts against
 what the program did), and an end within a bound. A hang fails with a message naming the stack.
 It is a correctness matrix, not a benchmark: small programs, two runs at a time."""
 import glob
@@ -32,12 +33,41 @@ MODULES = {
     "pmpi": "count_a",
 }
 
-# Program -> (path, arguments, what each rank calls: sends, receives, allreduces, barriers).
+# Program -> (path, arguments).
 PROGRAMS = {
     "c": ("ring_c", [str(ITER)]),
     "fortran": ("ring_f90", [str(ITER)]),
     "sessions": ("sessions", ["one", str(ITER)]),
+    "completions": ("completions_c", [str(ITER)]),
 }
+
+
+def ring_facts(err):
+    """What the ring programs do: each rank sends ITER messages with MPI_Send."""
+    return {"routines": {"MPI_Send": ITER * RANKS, "MPI_Recv": ITER * RANKS,
+                         "MPI_Allreduce": RANKS, "MPI_Barrier": RANKS},
+            "messages": ITER * RANKS, "monitored": ("MPI_Send", ITER * RANKS),
+            "pmpi": {"MPI_Send": ITER, "MPI_Allreduce": 1, "MPI_Barrier": 1}}
+
+
+def completions_facts(err):
+    """What completions.c does (its header); its MPI_Test calls, which depend on timing, are
+    what its ranks printed."""
+    tests = [int(n) for n in re.findall(r"^completions: rank \d+ tests=(\d+)$", err, re.M)]
+    per_rank = {"MPI_Irecv": 4 * ITER + 1, "MPI_Isend": 4 * ITER, "MPI_Wait": 3 * ITER + 1,
+                "MPI_Waitall": 2 * ITER, "MPI_Waitany": 2 * ITER, "MPI_Startall": ITER,
+                "MPI_Send_init": 1, "MPI_Recv_init": 1, "MPI_Request_free": 2, "MPI_Cancel": 1,
+                "MPI_Comm_split": 1, "MPI_Allreduce": 1, "MPI_Comm_free": 1, "MPI_Barrier": 1}
+    routines = {name: calls * RANKS for name, calls in per_rank.items()}
+    routines["MPI_Test"] = sum(tests) if len(tests) == RANKS else None
+    # The trace has no message records of persistent requests (docs/tracing.md, limits).
+    return {"routines": routines, "messages": 4 * ITER * RANKS,
+            "monitored": ("MPI_Isend", 4 * ITER * RANKS),
+            "pmpi": {"MPI_Allreduce": 1, "MPI_Barrier": 1}}
+
+
+FACTS = {"c": ring_facts, "fortran": ring_facts, "sessions": ring_facts,
+         "completions": completions_facts}
 
 
 def stacks():
@@ -106,11 +136,11 @@ class Combinations(StrataTestCase):
                 return f"{label}: exit {rc}: {err.strip().splitlines()[-1:] if err else ''}"
             if out != native_out:
                 return f"{label}: the application's output changed: {out!r}"
-            found = "; ".join(p for p in self.check_outputs(kind, stack, work, err) if p)
+            facts = FACTS[kind](err)
+            found = "; ".join(p for p in self.check_outputs(kind, facts, stack, work, err) if p)
             return f"{label}: {found}" if found else ""
 
-    def check_outputs(self, kind, stack, work, err):
-        sends = ITER * RANKS
+    def check_outputs(self, kind, facts, stack, work, err):
         if "profile" in stack or "overhead" in stack:
             records = sorted(glob.glob(os.path.join(work, "spool", "*.json")))
             wanted = ("profile" in stack) + ("overhead" in stack)
@@ -119,8 +149,7 @@ class Combinations(StrataTestCase):
             for path in records:
                 with open(path) as f:
                     routines = json.load(f)["routines"]
-                for name, calls in (("MPI_Send", sends), ("MPI_Recv", sends),
-                                    ("MPI_Allreduce", RANKS), ("MPI_Barrier", RANKS)):
+                for name, calls in facts["routines"].items():
                     got = routines.get(name, {}).get("calls")
                     if got != calls:
                         yield f"{os.path.basename(path)}: {name} {got} calls, not {calls}"
@@ -131,16 +160,18 @@ class Combinations(StrataTestCase):
             else:
                 analysis = run([STRATA, "analyze", "--json", found.group(1)])
                 summary = json.loads(analysis.stdout) if analysis.returncode == 0 else {}
-                if summary.get("messages") != sends or summary.get("ranks") != RANKS:
+                messages = facts["messages"]
+                if summary.get("messages") != messages or summary.get("ranks") != RANKS:
                     yield f"trace: {summary.get('messages')} messages of {summary.get('ranks')} " \
-                          f"ranks, not {sends} of {RANKS} ({analysis.stderr.strip()})"
+                          f"ranks, not {messages} of {RANKS} ({analysis.stderr.strip()})"
         if "monitor" in stack:
             try:
                 with open(os.path.join(work, "rounds.jsonl")) as f:
                     final = [json.loads(line) for line in f][-1]
-                got = final["events"]["MPI_Send"]["calls"]["sum"]
-                if final["ranks"] != RANKS or got != sends:
-                    yield f"monitor: {got} sends over {final['ranks']} ranks, not {sends}"
+                name, calls = facts["monitored"]
+                got = final["events"][name]["calls"]["sum"]
+                if final["ranks"] != RANKS or got != calls:
+                    yield f"monitor: {got} {name} over {final['ranks']} ranks, not {calls}"
             except (OSError, IndexError, KeyError, ValueError) as e:
                 yield f"monitor: no final round ({e})"
         if "pmpi" in stack and kind != "sessions":  # the tool writes at MPI_Finalize
@@ -151,8 +182,7 @@ class Combinations(StrataTestCase):
                 except OSError as e:
                     yield f"PMPI tool: no counts ({e})"
                     continue
-                for name, calls in (("MPI_Send", ITER), ("MPI_Allreduce", 1),
-                                    ("MPI_Barrier", 1)):
+                for name, calls in facts["pmpi"].items():
                     if int(counts.get(name, -1)) != calls:
                         yield f"PMPI tool rank {rank}: {name} {counts.get(name)}, not {calls}"
 
@@ -228,6 +258,9 @@ class Combinations(StrataTestCase):
 
     def test_sessions_program(self):
         self.check_program("sessions")
+
+    def test_nonblocking_completions(self):
+        self.check_program("completions")
 
 
 if __name__ == "__main__":

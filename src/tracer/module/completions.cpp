@@ -128,19 +128,23 @@ void record_completed(trace_state* s, int fid, uint64_t t0, uint64_t t1, uint64_
   r->id = record::make_id(p.recv ? record_kind::recv_complete : record_kind::send_complete, 0);
   r->source = STRATA_NO_RANK;
   r->recv_tag = STRATA_NO_TAG;
+  if (status == nullptr)
+    return;
+  // Reading the status is the tracer's own business: straight to MPI, seen by no layer below
+  // (the application made no such call).
+  const int saved_layer = s->host->set_layer(STRATA_LAYER_MPI);
   // A cancelled request's status says nothing of a message (its source is undefined).
   int cancelled = 0;
-  if (status != nullptr && PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled) {
+  if (PMPI_Test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled) {
     r->id = record::make_id(record_kind::cancelled, 0);
-    return;
-  }
-  if (p.recv && status != nullptr) {
+  } else if (p.recv) {
     int count = 0;
     if (PMPI_Get_count(status, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
       r->bytes_received = count;
     r->source = status->MPI_SOURCE;
     r->recv_tag = status->MPI_TAG;
   }
+  s->host->set_layer(saved_layer);
 }
 
 int fid_of(trace_state* s, const char* name) {

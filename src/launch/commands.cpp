@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,6 +192,15 @@ bool find_usable_target(const launch_options& o, bool allow_launcher_env, target
   return false;
 }
 
+// A program whose MPI calls the preloaded core cannot see runs as it is, with one line saying
+// that no module will see it (so no record, no trace), rather than in silence.
+void warn_if_unobservable(const target& t, const config::stack& stack) {
+  if (stack.modules.empty() || !first_rank())
+    return;
+  if (const std::string why = launch::unobservable_program(t.path); !why.empty())
+    error_line("warning: " + why + "; it runs without the modules (no record, no trace)");
+}
+
 } // namespace
 
 int exec_command(const launch_options& o) {
@@ -204,6 +214,7 @@ int exec_command(const launch_options& o) {
     int extra_ranks = 0;
     if (int rc = check_stack(stack, core, 0, extra_ranks); rc != 0)
       return rc;
+    warn_if_unobservable(t, stack);
   }
   ::setenv("LD_PRELOAD", launch::preload_value(core, env("LD_PRELOAD")).c_str(), 1);
   for (const auto& [name, value] : launch::tool_rank_environment(env))
@@ -230,7 +241,19 @@ int run_command(const launch_options& o) {
   int extra_ranks = 0;
   if (int rc = check_stack(stack, layout.core_library(t.flavor), o.ranks, extra_ranks); rc != 0)
     return rc;
+  warn_if_unobservable(t, stack);
   const int processes = o.ranks + extra_ranks;
+  rlimit nproc{};
+  const long process_limit =
+      ::getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY
+          ? static_cast<long>(nproc.rlim_cur)
+          : 0;
+  if (const std::string why = launch::too_many_processes(
+          processes, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)), process_limit, env);
+      !why.empty()) {
+    error_line("error: -np " + std::to_string(o.ranks) + ": " + why);
+    return 2;
+  }
   // Tool ranks on a full machine must not change how the application's ranks wait.
   const launch::wait_plan waits = launch::plan_waits(
       t.flavor, o.ranks, extra_ranks, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)),

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace strata::launch {
@@ -64,6 +65,17 @@ const libelf_functions* libelf(std::string& problem) {
 
 } // namespace
 
+namespace {
+void note_start_symbol(const char* name, elf_dynamic& result) {
+  if (name[0] == 'Z' && std::strcmp(name, "ZMPI_Init") == 0)
+    result.defines_strata = true;
+  else if (name[0] == 'M' &&
+           (std::strcmp(name, "MPI_Init") == 0 || std::strcmp(name, "MPI_Init_thread") == 0 ||
+            std::strcmp(name, "MPI_Session_init") == 0))
+    result.defines_mpi_start = true;
+}
+} // namespace
+
 elf_dynamic read_elf_dynamic(const std::string& path) {
   elf_dynamic result;
   std::string problem;
@@ -101,7 +113,8 @@ elf_dynamic read_elf_dynamic(const std::string& path) {
           if (const char* name = lib.strptr(elf, shdr.sh_link, dyn.d_un.d_val))
             result.libraries.emplace_back(name);
         }
-      } else if (shdr.sh_type == SHT_DYNSYM) {
+      } else if (shdr.sh_type == SHT_DYNSYM || shdr.sh_type == SHT_SYMTAB) {
+        const bool dynsym = shdr.sh_type == SHT_DYNSYM;
         for (size_t i = 1; data != nullptr && i < count; ++i) {
           GElf_Sym sym;
           if (lib.getsym(data, static_cast<int>(i), &sym) == nullptr)
@@ -109,7 +122,11 @@ elf_dynamic read_elf_dynamic(const std::string& path) {
           const char* name = lib.strptr(elf, shdr.sh_link, sym.st_name);
           if (name == nullptr || name[0] == '\0')
             continue;
-          (sym.st_shndx == SHN_UNDEF ? result.imported : result.exported).emplace_back(name);
+          const bool defined = sym.st_shndx != SHN_UNDEF;
+          if (defined)
+            note_start_symbol(name, result);
+          if (dynsym)
+            (defined ? result.exported : result.imported).emplace_back(name);
         }
       }
     }
@@ -120,6 +137,21 @@ elf_dynamic read_elf_dynamic(const std::string& path) {
     lib.end(elf);
   ::close(fd);
   return result;
+}
+
+std::string unobservable_program(const std::string& path) {
+  const elf_dynamic elf = read_elf_dynamic(path);
+  if (elf.defines_strata)
+    return {};
+  const std::string relink = "relink it with -lstrata ahead of the MPI library (README.md)";
+  if (elf.error.find("statically linked") != std::string::npos)
+    return path + " is statically linked: the core cannot be preloaded into it; " + relink;
+  if (elf.error.empty() && elf.defines_mpi_start)
+    return path +
+           " has its MPI library linked in (it defines MPI_Init itself): its calls "
+           "never reach the preloaded core; " +
+           relink;
+  return {};
 }
 
 std::string flavor_of_library(const std::string& soname) {
@@ -232,6 +264,26 @@ std::vector<std::string> rank_environment(const std::string& flavor, const std::
   if (flavor == "openmpi")
     return {"-x", name + "=" + value};
   return {"-genv", name, value};
+}
+
+std::string too_many_processes(int processes, int cores, long process_limit,
+                               const char* (*getenv)(const char*)) {
+  for (const char* job : {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID"})
+    if (const char* id = getenv(job); id != nullptr && id[0] != '\0')
+      return {};
+  constexpr long per_core = 64;
+  const long cap = per_core * std::max(cores, 1);
+  const std::string job = std::to_string(processes) + " processes";
+  const std::string elsewhere =
+      "; start a larger job through a batch system, or with mpirun -np N strata exec ...";
+  if (processes > cap)
+    return job + " on this machine's " + std::to_string(cores) + " core" + (cores == 1 ? "" : "s") +
+           " (at most " + std::to_string(cap) + ", " + std::to_string(per_core) +
+           " a core, in a job on one machine)" + elsewhere;
+  if (process_limit > 0 && processes > process_limit)
+    return job + " over this user's process limit (" + std::to_string(process_limit) +
+           ", ulimit -u)" + elsewhere;
+  return {};
 }
 
 namespace {

@@ -9,14 +9,24 @@
 namespace strata::launch {
 
 // The dynamic linking facts of an ELF file: its DT_NEEDED entries and the names of the symbols
-// it imports (undefined) and exports (defined) in .dynsym; or an error.
+// it imports (undefined) and exports (defined) in .dynsym; or an error. Also whether the file
+// itself defines MPI's start (MPI_Init, MPI_Init_thread or MPI_Session_init, in .dynsym or in a
+// .symtab that was not stripped) and Strata's (ZMPI_Init): a program with its MPI library linked
+// in, ahead of which no preloaded core can be placed, unless Strata is linked in with it.
 struct elf_dynamic {
   std::vector<std::string> libraries;
   std::vector<std::string> imported;
   std::vector<std::string> exported;
+  bool defines_mpi_start = false;
+  bool defines_strata = false;
   std::string error;
 };
 elf_dynamic read_elf_dynamic(const std::string& path);
+
+// Why the tools cannot see a program's MPI calls when the core is preloaded, as a sentence
+// about `path`; "" when they can (or the file is no ELF file, a script). Statically linked
+// programs, and programs with their MPI library linked in without Strata ahead of it.
+std::string unobservable_program(const std::string& path);
 
 // The MPI flavor an ELF file needs ("openmpi", "mpich"), from its DT_NEEDED entries; "" if none.
 std::string flavor_of_libraries(const std::vector<std::string>& libraries);
@@ -75,6 +85,14 @@ std::vector<std::string> rank_environment(const std::string& flavor, const std::
 // the application's ranks keep the busy polling they would have without Strata, and only the
 // tool ranks (world ranks from `tool_ranks_from` on, which `strata exec` recognises) yield; they
 // sleep between probes in any case. MPICH's ranks wait the same way oversubscribed or not.
+// Why a job of `processes` processes is too large to start on this machine alone (`cores`
+// cores), or "" when it is not: at most 64 processes a core, and none over the user's process
+// limit (`process_limit`, RLIMIT_NPROC; 0 when unlimited). Inside a batch allocation
+// (`getenv` finds Slurm's, PBS's, LSF's or Flux's job) the launcher spreads them over its nodes
+// and no limit is applied here.
+std::string too_many_processes(int processes, int cores, long process_limit,
+                               const char* (*getenv)(const char*));
+
 struct wait_plan {
   std::vector<std::pair<std::string, std::string>> environment; // to set for the launcher
   std::string announcement;                                     // "" when there are no tool ranks

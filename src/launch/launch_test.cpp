@@ -141,3 +141,21 @@ TEST(Paths, AnInstallationMissingAFlavorSaysWhichItHas) {
                 "where mpicc.mpich is found, or install its mpich part");
   std::filesystem::remove_all(prefix);
 }
+
+TEST(Limits, AJobTooLargeForThisMachineIsRefusedWithTheReason) {
+  const auto none = [](const char*) -> const char* { return nullptr; };
+  EXPECT_EQ(too_many_processes(128, 2, 0, none), "");
+  EXPECT_EQ(too_many_processes(100000, 2, 0, none),
+            "100000 processes on this machine's 2 cores (at most 128, 64 a core, in a job on one "
+            "machine); start a larger job through a batch system, or with mpirun -np N strata "
+            "exec ...");
+  EXPECT_EQ(too_many_processes(129, 2, 0, none).substr(0, 33), "129 processes on this machine's 2");
+  EXPECT_EQ(too_many_processes(100, 2, 50, none),
+            "100 processes over this user's process limit (50, ulimit -u); start a larger job "
+            "through a batch system, or with mpirun -np N strata exec ...");
+  // Inside an allocation the launcher places the processes on its nodes.
+  const auto slurm = [](const char* name) -> const char* {
+    return std::string(name) == "SLURM_JOB_ID" ? "42" : nullptr;
+  };
+  EXPECT_EQ(too_many_processes(100000, 2, 0, slurm), "");
+}

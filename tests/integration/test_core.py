@@ -506,6 +506,40 @@ class Errors(StrataTestCase):
         proc = run([STRATA, "exec", "--tools", "empty"])
         self.assertOneErrorLine(proc, "no program given")
 
+    def test_a_job_too_large_for_this_machine_is_refused_before_it_starts(self):
+        proc = strata_run("profile", [program("ring_c"), "1"], ranks=100000,
+                          env=base_env(STRATA_SPOOL=self.out))
+        self.assertOneErrorLine(proc, "-np 100000: 100000 processes on this machine's")
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(proc.stdout, "")
+        self.assertEqual(os.listdir(self.out), [])
+
+    def test_a_program_with_its_mpi_linked_in_runs_with_one_warning(self):
+        # The preloaded core never sees the calls of a program that carries its MPI library
+        # inside: it runs unchanged, and the user is told that no module sees it.
+        path = program("ring_mpi_linked_in")
+        if not os.path.exists(path):
+            self.skipTest(f"no program with {FLAVOR} linked in (Debian ships libmpich.a only)")
+        native = run(mpirun(2) + [path, str(ITER)])
+        self.assertRan(native)
+        env = base_env(STRATA_SPOOL=self.out)
+        for command in ([STRATA, "run", "-np", "2", "--mpi", FLAVOR, "--tools", "profile", "--",
+                         path, str(ITER)],
+                        mpirun(2) + [STRATA, "exec", "--mpi", FLAVOR, "--tools", "profile", "--",
+                                     path, str(ITER)]):
+            with self.subTest(command=command[0]):
+                proc = run(command, env=env)
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout, native.stdout)
+                lines = [l for l in proc.stderr.splitlines() if l.startswith("strata:")]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertRegex(lines[0], r"^strata: warning: \S*ring_mpi_linked_in has its MPI "
+                                 r"library linked in .*; it runs without the modules \(no record")
+        proc = run([STRATA, "run", "-np", "2", "--tools", "profile", "--", program("ring_c"), "1"],
+                   env=env)
+        self.assertRan(proc)
+        self.assertNotIn("warning", proc.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

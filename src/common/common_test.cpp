@@ -108,6 +108,22 @@ extern "C" __attribute__((noinline)) uint64_t strata_common_test_caller(int* lin
   return address;
 }
 
+namespace strata_common_test {
+// A C++ caller: its name is given as the source writes it, not as the linker's symbol.
+__attribute__((noinline)) uint64_t cpp_caller(int times) {
+  const uint64_t address = strata_common_test_return_address();
+  asm volatile("" ::: "memory");
+  return address + static_cast<uint64_t>(times) * 0;
+}
+} // namespace strata_common_test
+
+TEST(Symbols, ACppCallerIsNamedAsItsSourceNamesIt) {
+  const std::vector<source_location> where =
+      resolve_return_addresses({strata_common_test::cpp_caller(1)});
+  ASSERT_EQ(where.size(), 1u);
+  EXPECT_EQ(where[0].function, "strata_common_test::cpp_caller(int)");
+}
+
 TEST(Markup, EscapesWhatChangesHowHtmlOrXmlIsReadAndKeepsTheRest) {
   EXPECT_EQ(strata::escape_markup("<script>alert('x')</script>&\""),
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;");

@@ -8,6 +8,8 @@
 #include <elfutils/libdwfl.h>
 #include <unistd.h>
 
+#include <cxxabi.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -124,6 +126,17 @@ void leave_inlined(const libdw_functions& dw, Dwfl_Module* module, Dwarf_Addr at
   std::free(scopes);
 }
 
+// A C++ function's name as its source writes it (ns::solver::step(int)); others as they are.
+std::string readable_function(const char* name) {
+  if (name[0] != '_' || name[1] != 'Z')
+    return name;
+  int status = -1;
+  char* plain = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string result = status == 0 && plain != nullptr ? plain : name;
+  std::free(plain);
+  return result;
+}
+
 } // namespace
 
 std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t>& addresses,
@@ -154,7 +167,7 @@ std::vector<source_location> resolve_return_addresses(const std::vector<uint64_t
     if (module == nullptr)
       continue;
     if (const char* name = dw.module_addrname(module, at))
-      out[i].function = name;
+      out[i].function = readable_function(name);
     if (Dwfl_Line* line = dw.module_getsrc(module, at)) {
       int lineno = 0;
       if (const char* file = dw.lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {

@@ -25,8 +25,10 @@ local_index collect_local(const event_buffer& records, const rank_context& rank)
   const std::vector<source_site> places = rank.resolve(addresses);
   std::map<std::pair<std::string, uint32_t>, int32_t> site_index;
   for (size_t i = 0; i < addresses.size() && i < places.size(); ++i) {
-    if (places[i].line == 0)
-      continue; // no line information: the Enter goes without a call site
+    // Without line information (a stripped program) a place is still named by its binary and
+    // offset, with line 0, as in the profile's record; an address in no known binary has none.
+    if (places[i].file.empty() || places[i].file == "?")
+      continue;
     auto [it, added] = site_index.emplace(std::make_pair(places[i].file, places[i].line),
                                           static_cast<int32_t>(li.defs.sites.size()));
     if (added)

@@ -50,12 +50,14 @@ struct test_rank {
     for (int r = 0; r < size; ++r)
       world.push_back(r);
     context.comm_members = {{}, world};
-    // Addresses are fake: 0x100 * line in "app.c", 0x999 has no line information.
+    // Addresses are fake: 0x100 * line in "app.c", 0x999 in no known binary, 0xaaa in a
+    // stripped one (no line information).
     context.resolve = [](const std::vector<uint64_t>& addresses) {
       std::vector<source_site> out;
       for (uint64_t a : addresses)
-        out.push_back(a == 0x999 ? source_site{"?", 0}
-                                 : source_site{"app.c", static_cast<uint32_t>(a / 0x100)});
+        out.push_back(a == 0x999   ? source_site{"?", 0}
+                      : a == 0xaaa ? source_site{"app+0xaaa", 0}
+                                   : source_site{"app.c", static_cast<uint32_t>(a / 0x100)});
       return out;
     };
   }
@@ -371,8 +373,9 @@ TEST(RankRecords, CollectLocalNamesWhatTheRecordsUseInFirstUseOrder) {
   k.context.region_names = {"a", "b"};
   k.call(allreduce, 1, 2, 0x100 * 4);
   k.call(isend, 3, 4, 0x100 * 4 + 1); // another address on the same line: one site
-  k.call(allreduce, 5, 6, 0x999);     // no line information: no site
+  k.call(allreduce, 5, 6, 0x999);     // in no known binary: no site
   k.call(irecv, 7, 8, 0x100 * 2);
+  k.call(irecv, 9, 10, 0xaaa); // a stripped binary: its name and offset, line 0
   const local_index li = collect_local(k.records, k.context);
   EXPECT_EQ(li.defs.host, "node-a");
   EXPECT_EQ(li.defs.mpi_regions,
@@ -380,11 +383,13 @@ TEST(RankRecords, CollectLocalNamesWhatTheRecordsUseInFirstUseOrder) {
   EXPECT_EQ(li.mpi_region_of_fid[allreduce], 0);
   EXPECT_EQ(li.mpi_region_of_fid[send], -1);
   EXPECT_EQ(li.defs.user_regions, k.context.region_names);
-  ASSERT_EQ(li.defs.sites.size(), 2u);
+  ASSERT_EQ(li.defs.sites.size(), 3u);
   EXPECT_EQ(li.defs.sites[0], (source_site{"app.c", 4}));
+  EXPECT_EQ(li.defs.sites[2], (source_site{"app+0xaaa", 0}));
   EXPECT_EQ(li.site_of_address.at(0x100 * 4 + 1), 0);
   EXPECT_EQ(li.site_of_address.at(0x999), -1);
   EXPECT_EQ(li.site_of_address.at(0x100 * 2), 1);
+  EXPECT_EQ(li.site_of_address.at(0xaaa), 2);
   EXPECT_EQ(li.defs.comms, (std::vector<std::vector<int>>{{0, 1}}));
 }
 

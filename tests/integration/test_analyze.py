@@ -124,6 +124,28 @@ class AnalyzeRealTraces(StrataTestCase):
             self.assertLessEqual(float(grid.get("start_time")), float(mpi.get("start_time")))
             self.assertLessEqual(float(mpi.get("finish_time")), float(grid.get("finish_time")))
 
+    def test_a_stripped_program_has_call_sites_by_binary_and_offset_as_in_the_profile(self):
+        # No line information: the trace names each call site as the profile's record does,
+        # binary+offset with line 0, and the analyzer's tables keep them.
+        stripped = os.path.join(self.out, "ring_stripped")
+        shutil.copy(program("ring_c"), stripped)
+        self.assertRan(run(["strip", stripped]))
+        trace, spool = os.path.join(self.out, "trace"), os.path.join(self.out, "spool")
+        proc = strata_run("trace,profile:callsites=1", [stripped, "3"],
+                          env=base_env(STRATA_TRACE_DIR=trace, STRATA_SPOOL=spool))
+        self.assertRan(proc)
+        traced = {(row["operation"], row["file"], row["line"])
+                  for row in self.analyze(trace)["operations"] if row["operation"] != "MPI_Init"}
+        [record] = [os.path.join(spool, f) for f in os.listdir(spool) if f.endswith(".json")]
+        with open(record) as f:
+            profiled = {(site["function"], site["file"], site["line"])
+                        for site in json.load(f)["callsites"]}
+        self.assertIn(("MPI_Send", ), {(op, ) for op, _, _ in traced})
+        for operation, file, line in traced:
+            self.assertRegex(file, r"ring_stripped\+0x[0-9a-f]+$", operation)
+            self.assertEqual(line, 0)
+        self.assertEqual(traced, {site for site in profiled if site[0] != "MPI_Init"})
+
     def test_text_and_csv_name_the_same_call_sites(self):
         trace = self.traced([program("injected_delay_c"), "4", "10"])
         text = run([STRATA, "analyze", trace])

@@ -503,6 +503,19 @@ class CallSitesOverRanks(ProfileTestCase):
                 self.assertFalse(rec["job"].get("partial", False))
 
 
+class CppCallers(ProfileTestCase):
+    def test_a_cpp_caller_is_named_as_its_source_names_it_in_record_and_report(self):
+        out = os.path.join(self.out, "report.txt")
+        proc = self.profile_run([program("hello_cpp")], tools=f"profile:callsites=1:out={out}")
+        self.assertRan(proc)
+        callers = {c["function"]: c["caller"] for c in self.only_record()["callsites"]}
+        self.assertEqual(callers["MPI_Allreduce"], "hello::sum_of_ranks(int)")
+        with open(out) as f:
+            report = f.read()
+        self.assertIn("hello::sum_of_ranks(int)", report)
+        self.assertNotIn("_ZN5hello", report)
+
+
 class CoreSums(ProfileTestCase):
     """The core sums the profile's timed calls into its slots (strata_module_timed_counts_v1)
     unless core_sums=0, which hands every timed call to the profile's callback as an event."""

@@ -21,6 +21,21 @@ void spread::add(double value, int rank) {
   sum += value;
 }
 
+int64_t rank_end_unix_ns(const rank_header& h, const std::vector<std::string>& names,
+                         const std::vector<routine_slot>& slots) {
+  if (h.end_unix_ns > 0)
+    return h.end_unix_ns;
+  // A rank killed without a word: its latest call's exit, on the wall clock from MPI_Init's
+  // entry plus MPI_Init's own time (the monotonic clock starts at its return).
+  if (h.start_unix_ns <= 0 || h.init_mono_ns == 0 || h.last_mono_ns < h.init_mono_ns)
+    return 0;
+  for (size_t i = 0; i < slots.size() && i < names.size(); ++i)
+    if ((names[i] == "MPI_Init" || names[i] == "MPI_Init_thread") && slots[i].calls == 1)
+      return h.start_unix_ns + static_cast<int64_t>(slots[i].time_ns) +
+             static_cast<int64_t>(h.last_mono_ns - h.init_mono_ns);
+  return 0;
+}
+
 double rank_wall_seconds(const rank_header& h) {
   return static_cast<double>(rank_wall_ns(h)) / 1e9;
 }
@@ -44,16 +59,20 @@ void add_rank(job_figures& job, const rank_data& rank) {
   if (std::find(job.host_names.begin(), job.host_names.end(), h.host) == job.host_names.end())
     job.host_names.emplace_back(h.host);
   // The job's end is the most telling end of any rank: an abort, then a fault (the launcher's
-  // SIGTERM to the other ranks is a consequence), then another signal, then an exit.
+  // SIGTERM to the other ranks is a consequence), then another signal, then an exit, then a rank
+  // killed without a chance to say so (its file still says running: SIGKILL), most often by
+  // the launcher after another rank's end (MPICH's does so), so the job's own only when no
+  // rank said anything else.
   const auto s = static_cast<job_status>(h.status);
   auto severity = [](job_status x, int detail) {
     switch (x) {
     case job_status::aborted:
-      return 5;
+      return 6;
     case job_status::signal:
-      return detail == SIGTERM || detail == SIGINT || detail == SIGKILL || detail == SIGHUP ? 3 : 4;
-    case job_status::running:
+      return detail == SIGTERM || detail == SIGINT || detail == SIGKILL || detail == SIGHUP ? 4 : 5;
     case job_status::exited:
+      return 3;
+    case job_status::running:
       return 2;
     case job_status::finalized:
       break;
@@ -61,9 +80,10 @@ void add_rank(job_figures& job, const rank_data& rank) {
     return 1;
   };
   if (severity(s, h.status_detail) > severity(job.status, job.status_detail)) {
-    job.status = s == job_status::running ? job_status::exited : s;
+    job.status = s;
     job.status_detail = h.status_detail;
   }
+  job.end_unix_ns = std::max(job.end_unix_ns, rank_end_unix_ns(h, rank.names, rank.slots));
   const double wall = rank_wall_seconds(h);
   const double mpi = rank_mpi_seconds(rank.names, rank.slots);
   job.wall_s = std::max(job.wall_s, wall);
@@ -119,8 +139,9 @@ record::job_status record_status(job_status status) {
     return record::job_status::aborted;
   case job_status::signal:
     return record::job_status::signal;
-  case job_status::exited:
   case job_status::running:
+    return record::job_status::killed;
+  case job_status::exited:
     break;
   }
   return record::job_status::exit;
@@ -166,7 +187,7 @@ record::job_record to_record(const job_figures& job) {
   if (f.strata_version[0] != '\0')
     j.strata_version = f.strata_version;
   j.start = iso_time(f.start_unix_ns);
-  j.end = iso_time(f.end_unix_ns);
+  j.end = iso_time(job.end_unix_ns > 0 ? job.end_unix_ns : f.end_unix_ns);
   j.status = record_status(job.status);
   if (job.status == job_status::aborted)
     j.abort_code = job.status_detail;

@@ -74,6 +74,8 @@ struct job_figures {
   bool partial = false;
   job_status status = job_status::finalized;
   int status_detail = 0;
+  // The latest end of the ranks added by add_rank (strata recover): 0 when none is known.
+  int64_t end_unix_ns = 0;
   std::vector<std::string> host_names;
   double wall_s = 0;     // the longest rank
   double mpi_s = 0;      // summed over ranks
@@ -98,6 +100,10 @@ struct job_figures {
 
 // Wall and MPI time of one rank from its header and slots.
 double rank_wall_seconds(const rank_header& h);
+// A rank's end on the wall clock: the end its handlers marked, else (a rank killed without a
+// word) its latest call's exit; 0 when neither is known.
+int64_t rank_end_unix_ns(const rank_header& h, const std::vector<std::string>& names,
+                         const std::vector<routine_slot>& slots);
 double rank_mpi_seconds(const std::vector<std::string>& names,
                         const std::vector<routine_slot>& slots);
 

@@ -127,6 +127,29 @@ TEST(JobFigures, SumsSpreadAndStatusAcrossRanks) {
 
 // The record's bytes are those the profiler has always written (testdata/fixed_job.json was
 // written by the profiler's earlier writer): sites and tools may compare or hash them.
+TEST(JobFigures, RanksKilledWithoutAWordEndAtTheirLatestCall) {
+  // Both ranks killed (MPICH's launcher ends the others with SIGKILL): their files still say
+  // running. The job is "killed", and it ended at the latest call's exit on the wall clock:
+  // MPI_Init's entry + MPI_Init's 0.5 s + the time from its return to the latest call.
+  job_figures job;
+  job.partial = true;
+  for (int rank = 0; rank < 2; ++rank) {
+    rank_data r = make_rank(rank, 2, job_status::running, 10, 100);
+    r.header.start_unix_ns = 1'700'000'000'000'000'000;
+    r.header.init_mono_ns = 5'000;
+    r.header.last_mono_ns = 5'000 + 1'000'000'000ull * static_cast<uint64_t>(rank + 1);
+    add_rank(job, r);
+  }
+  EXPECT_EQ(job.status, job_status::running);
+  EXPECT_EQ(job.end_unix_ns, 1'700'000'002'500'000'000);
+  const strata::record::job_record record = to_record(job);
+  EXPECT_EQ(strata::record::status_name(record.job.status), "killed");
+  EXPECT_EQ(record.job.end, "2023-11-14T22:13:22Z");
+  // An exit without MPI_Finalize on another rank says more than a kill.
+  add_rank(job, make_rank(2, 3, job_status::exited, 10, 100));
+  EXPECT_EQ(strata::record::status_name(to_record(job).job.status), "exit");
+}
+
 TEST(JobFigures, TheRecordIsWrittenByteForByteAsBefore) {
   const std::string expected = read_testdata("fixed_job.json");
   ASSERT_FALSE(expected.empty());

@@ -18,8 +18,9 @@ const char* status_name(job_status s) {
     return "aborted";
   case job_status::signal:
     return "signal";
+  case job_status::running: // a rank file read after its rank is gone: no handler ran
+    return "killed";
   case job_status::exited:
-  case job_status::running:
     break;
   }
   return "exit";

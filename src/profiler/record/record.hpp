@@ -19,7 +19,7 @@ namespace strata::record {
 
 inline constexpr std::string_view record_schema = "strata.job/1";
 
-enum class job_status { finalized, aborted, signal, exit };
+enum class job_status { finalized, aborted, signal, exit, killed };
 
 // A figure over the ranks that reported, and the rank holding the largest value.
 struct rank_spread {

@@ -23,8 +23,8 @@
 
 namespace strata::record::detail {
 
-inline constexpr std::array<std::string_view, 4> status_names = {"finalized", "aborted", "signal",
-                                                                 "exit"};
+inline constexpr std::array<std::string_view, 5> status_names = {"finalized", "aborted", "signal",
+                                                                 "exit", "killed"};
 
 // ---- One key list per struct, shared by the readers and the writer so they cannot drift ----
 

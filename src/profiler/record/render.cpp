@@ -139,6 +139,9 @@ std::string status_text(const job_facts& job) {
     text = job.signal ? fmt::format("killed by signal {}", *job.signal) : "killed by a signal";
   if (job.status == job_status::exit)
     text = "exited without MPI_Finalize";
+  if (job.status == job_status::killed)
+    text = "killed without a chance to say so (SIGKILL: a time limit, the out-of-memory killer or "
+           "the launcher ending the job)";
   if (job.ranks_reported < job.ranks)
     text += fmt::format("; only {} of {} ranks reported", job.ranks_reported, job.ranks);
   // Partial: not the finalize's reduction over every rank (ranks left out of it, or a record that

@@ -95,12 +95,14 @@ config::stack apply_stack_options(const launch_options& o) {
     ::setenv("STRATA_CONFIG", absolute(o.config).c_str(), 1);
     ::unsetenv("STRATA_TOOLS");
   }
-  if (!o.tools.empty()) {
+  if (!o.tools.empty())
     ::setenv("STRATA_TOOLS", o.tools.c_str(), 1);
-    return config::parse_tool_list(o.tools, "--tools");
-  }
-  return config::select_stack(env, launch::find_layout(launch::self_executable()).prefix +
-                                       "/etc/strata/strata.conf");
+  config::stack selected = config::select_stack(
+      env, launch::find_layout(launch::self_executable()).prefix + "/etc/strata/strata.conf");
+  // STRATA_DISABLE=1 wins over --tools, as it does in the ranks: no module, no tool rank.
+  if (o.tools.empty() || selected.origin == "STRATA_DISABLE")
+    return selected;
+  return config::parse_tool_list(o.tools, "--tools");
 }
 
 struct target {
@@ -242,6 +244,16 @@ int run_command(const launch_options& o) {
   if (int rc = check_stack(stack, layout.core_library(t.flavor), o.ranks, extra_ranks); rc != 0)
     return rc;
   warn_if_unobservable(t, stack);
+  if (extra_ranks > 0 && !o.mpi.empty() && !launch::runs_python(t.path, env("PATH"))) {
+    // Tool ranks are taken out of the world in MPI_Init: a program that never calls it would
+    // just run once more for each.
+    std::string why;
+    if (launch::flavor_of_command(t.path, env("PATH"), why).empty()) {
+      error_line("warning: " + t.path + " is not linked against an MPI library, so no tool rank " +
+                 "is started: the stack's modules see no call of it");
+      extra_ranks = 0;
+    }
+  }
   const int processes = o.ranks + extra_ranks;
   rlimit nproc{};
   const long process_limit =

@@ -141,6 +141,21 @@ class MonitorTree(StrataTestCase):
         self.assertGreater(final["root_wall_s"], 0.9)
         self.assertLess(final["root_cpu_s"], 0.25 * final["root_wall_s"], final)
 
+    def test_disabled_the_job_runs_alone_without_tool_ranks(self):
+        # STRATA_DISABLE=1 wins over --tools: no tool rank is started beside the application.
+        proc, out = self.monitored("monitor", [program("monitor_app"), str(ITER)],
+                                   STRATA_DISABLE="1")
+        self.assertRan(proc)
+        self.assertEqual(re.search(r"monitor_app: .*", proc.stdout).group(0), self.baseline)
+        self.assertNotIn("tool rank", proc.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_a_program_that_is_not_mpi_runs_as_often_as_asked(self):
+        proc = strata_run("monitor", ["/bin/echo", "once"], ranks=2, extra=("--mpi", FLAVOR))
+        self.assertRan(proc)
+        self.assertEqual(proc.stdout.split(), ["once", "once"])
+        self.assertIn("/bin/echo is not linked against an MPI library, so no tool rank", proc.stderr)
+
     def test_abort_ends_the_job(self):
         # Tool ranks sleep in their loop; MPI_Abort on the application's world must take them
         # down too. The subprocess timeout is the bound.

@@ -13,7 +13,7 @@
 #   events     the profile with every timed call an event to its callback (core_sums=0), where
 #              by default the core sums it into the profile's slot
 #   callsites  the same with STRATA_PROFILE_CALLSITES=1
-#   trace      Strata's trace module
+#   trace      Strata's trace module, every call recorded (cheap_calls=record)
 #   overhead   Strata's overhead module, with a machine model written by `strata bench`
 #              (OVERHEAD=0 skips it: the model takes a minute or two to build)
 #   floor      the least a timing profiler does (bench/timed_floor.c: two TSC reads around the
@@ -85,7 +85,7 @@ env_for() { # FLAVOR CONFIG -> VAR=VALUE words
     events) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CORE_SUMS=0" ;;
     before) echo "LD_PRELOAD=$BASE/lib/strata/$1/libstrata.so STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
     callsites) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CALLSITES=1" ;;
-    trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_LIMIT=4G" ;;
+    trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_LIMIT=4G STRATA_TRACE_CHEAP_CALLS=record" ;;
     overhead) echo "LD_PRELOAD=$lib STRATA_TOOLS=overhead STRATA_PROFILE_POLL_SAMPLE=1 STRATA_MODEL=$tmp/model.$1.json" ;;
     floor) echo "LD_PRELOAD=$BUILD/bench/$1/timed_floor.so" ;;
     mpiP-k0) echo "LD_PRELOAD=$(mpip_for "$1") MPIP=-k~0~-f~$tmp" ;;

@@ -7,7 +7,8 @@
 #   native   no Strata (plain mpirun)
 #   0        Strata preloaded, no module
 #   profile  Strata with the profile module (for comparison: the same core path, counters only)
-#   trace    Strata with the trace module (every call and region recorded, archive written)
+#   trace    Strata with the trace module (every call and region recorded, archive written;
+#            cheap_calls=record, since MPI_Comm_test_inter is a call it would only count)
 # and prints, per traced MPI_Comm_test_inter (one record, two OTF2 events: Enter with its call
 # site, Leave) and per region begin or end (one record, one OTF2 event), the time over the MPI
 # library's own entry in the same process; the instructions of the same loops under callgrind
@@ -43,10 +44,10 @@ launch() {
   if [[ $tools != native ]]; then
     if [[ $flavor == openmpi ]]; then
       env=(-x "LD_PRELOAD=$lib" -x "STRATA_TOOLS=$tools" -x "STRATA_TRACE_DIR=$tmp/trace"
-        -x "STRATA_SPOOL=$tmp/spool")
+        -x "STRATA_SPOOL=$tmp/spool" -x STRATA_TRACE_CHEAP_CALLS=record)
     else
       env=(-genv LD_PRELOAD "$lib" -genv STRATA_TOOLS "$tools" -genv STRATA_TRACE_DIR "$tmp/trace"
-        -genv STRATA_SPOOL "$tmp/spool")
+        -genv STRATA_SPOOL "$tmp/spool" -genv STRATA_TRACE_CHEAP_CALLS record)
     fi
   fi
   if [[ $flavor == openmpi ]]; then
@@ -72,7 +73,7 @@ archive_bytes() {
 callgrind_ir() {
   local flavor=$1 tools=$2 fn=$3 out=$tmp/cg.$1.$3.${2:-none}
   LD_PRELOAD=$BUILD/lib/strata/$flavor/libstrata.so STRATA_TOOLS=$tools \
-    STRATA_TRACE_DIR=$tmp/cgtrace valgrind --tool=callgrind --collect-atstart=no \
+    STRATA_TRACE_DIR=$tmp/cgtrace STRATA_TRACE_CHEAP_CALLS=record valgrind --tool=callgrind --collect-atstart=no \
     --toggle-collect="$fn" --callgrind-out-file="$out" \
     "$BUILD/bench/$flavor/trace_cost" --callgrind-iters "$CG_ITERS" >"$out.log" 2>&1 || {
     echo "callgrind run failed ($flavor, '$tools', $fn)" >&2

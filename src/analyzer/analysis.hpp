@@ -83,6 +83,15 @@ struct wait_state_row {
   uint64_t count = 0; // operation instances that waited
 };
 
+// A rank that dropped events at the tracer's size limit: its events after (the stop policy) or
+// before (ring) a time are missing; negative when the archive does not say.
+struct truncation_row {
+  uint32_t rank = 0;
+  uint64_t dropped_events = 0;
+  double missing_after_s = -1;
+  double missing_before_s = -1;
+};
+
 struct report {
   std::string archive;
   std::string creator; // what wrote the archive; empty when it does not say
@@ -99,6 +108,12 @@ struct report {
   uint64_t collectives = 0; // complete collective instances
   uint64_t incomplete_collectives = 0;
   std::vector<std::string> warnings; // inconsistencies the analysis worked around
+  // What the tracer dropped at its size limit (the first warning says so in one line) ...
+  uint64_t dropped_events = 0;
+  std::vector<truncation_row> truncation;
+  std::string truncated; // that line; empty for a complete trace
+  // ... and the calls it counted rather than recorded (MPI_Wtime, MPI_Comm_rank, ...).
+  std::vector<counted_calls> counted;
 };
 
 // Several analysis processes share a trace: process `self` of `processes` reads the ranks

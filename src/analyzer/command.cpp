@@ -80,11 +80,7 @@ int analyze_command(const analyze_options& o) {
     return run_worker("strata analyze", o.processes, o.mpi, launched_by, args);
   }
   try {
-    const report r = analyze_trace(o.trace);
-    const std::string text = o.format == "json"  ? render_json(r)
-                             : o.format == "csv" ? render_csv(r)
-                                                 : render_text(r);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    print_report(analyze_trace(o.trace), o.format, "strata analyze");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata analyze: %s\n", e.what());
@@ -110,6 +106,8 @@ int export_xml_command(const export_options& o) {
   try {
     const xml_export_result x = export_xml(trace, dir);
     std::printf("%s: %u ranks, %llu operations\n", x.config.c_str(), x.ranks, x.operations);
+    if (!x.truncated.empty())
+      std::fprintf(stderr, "strata trace export: warning: %s\n", x.truncated.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata trace export: %s\n", e.what());

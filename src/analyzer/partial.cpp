@@ -158,6 +158,14 @@ report assemble_report(const definitions& defs, std::vector<partial_result>& par
   out.unmatched_sends = sum.unmatched_sends;
   out.unmatched_receives = sum.unmatched_receives;
   out.incomplete_collectives = sum.incomplete_collectives;
+  out.truncated = truncation_line(defs.notes, defs.global_offset, defs.timer_resolution);
+  if (!out.truncated.empty())
+    out.warnings.push_back(out.truncated);
+  out.dropped_events = defs.notes.dropped();
+  for (const rank_drops& d : defs.notes.drops)
+    out.truncation.push_back({d.rank, d.events, d.after != 0 ? defs.seconds(d.after) : -1,
+                              d.before != 0 ? defs.seconds(d.before) : -1});
+  out.counted = defs.notes.counted;
   if (sum.open_at_end)
     out.warnings.push_back(std::to_string(sum.open_at_end) +
                            " operations were still open at the end of the trace; closed at each "

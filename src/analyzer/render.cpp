@@ -5,6 +5,7 @@
 #include <strata/version.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 namespace strata::analyze {
@@ -66,6 +67,16 @@ std::string render_text(const report& r) {
   for (const process_row& p : r.processes)
     out += fmt::format("{:>8} {:>14.6f} {:>14.6f}\n", p.rank, p.communication_s, p.total_s);
 
+  if (!r.counted.empty()) {
+    size_t name_width = 9;
+    for (const counted_calls& c : r.counted)
+      name_width = std::max(name_width, c.routine.size());
+    out += "\nCalls counted, not recorded, per process (trace:cheap_calls=record records them)\n";
+    out += fmt::format("{:>8} {:<{}} {:>12}\n", "process", "operation", name_width, "count");
+    for (const counted_calls& c : r.counted)
+      out += fmt::format("{:>8} {:<{}} {:>12}\n", c.rank, c.routine, name_width, c.calls);
+  }
+
   out += "\nWait states by call site\n";
   if (r.wait_states.empty()) {
     out += "(none)\n";
@@ -100,6 +111,19 @@ std::string render_json(const report& r) {
   j["collectives"] = r.collectives;
   j["incomplete_collectives"] = r.incomplete_collectives;
   j["warnings"] = r.warnings;
+  j["dropped_events"] = r.dropped_events;
+  j["truncation"] = json::array();
+  for (const truncation_row& t : r.truncation) {
+    json row = {{"rank", t.rank}, {"dropped_events", t.dropped_events}};
+    if (t.missing_after_s >= 0)
+      row["missing_after_s"] = t.missing_after_s;
+    if (t.missing_before_s >= 0)
+      row["missing_before_s"] = t.missing_before_s;
+    j["truncation"].push_back(row);
+  }
+  j["counted_calls"] = json::array();
+  for (const counted_calls& c : r.counted)
+    j["counted_calls"].push_back({{"rank", c.rank}, {"operation", c.routine}, {"count", c.calls}});
   j["levels"] = json::array();
   for (const level_row& l : r.levels)
     j["levels"].push_back({{"rank", l.rank}, {"level", l.level}, {"count", l.count}});
@@ -167,7 +191,25 @@ std::string render_csv(const report& r) {
   for (const wait_state_row& w : r.wait_states)
     out += fmt::format("wait_states,{},{},{},{},{},{:.9f},{}\n", w.pattern, csv_field(w.function),
                        csv_field(w.file), w.line, w.rank, w.time_s, w.count);
+  out += "\ntable,rank,operation,count\n";
+  for (const counted_calls& c : r.counted)
+    out += fmt::format("counted_calls,{},{},{}\n", c.rank, csv_field(c.routine), c.calls);
+  out += "\ntable,rank,dropped_events,missing_after_s,missing_before_s\n";
+  auto optional_seconds = [](double s) { return s >= 0 ? fmt::format("{:.9f}", s) : ""; };
+  for (const truncation_row& t : r.truncation)
+    out += fmt::format("truncation,{},{},{},{}\n", t.rank, t.dropped_events,
+                       optional_seconds(t.missing_after_s), optional_seconds(t.missing_before_s));
   return out;
+}
+
+void print_report(const report& r, const std::string& format, const char* command) {
+  const std::string text = format == "json"  ? render_json(r)
+                           : format == "csv" ? render_csv(r)
+                                             : render_text(r);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  if (format != "text" && !r.truncated.empty())
+    std::fprintf(stderr, "%s: warning: %s\n", command, r.truncated.c_str());
 }
 
 } // namespace strata::analyze

@@ -75,6 +75,12 @@ struct raw_definitions {
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> comms; // ref -> (name, group)
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> sites; // ref -> (file, line)
   std::vector<raw_location> locations;
+  struct property {
+    uint64_t location;
+    uint32_t name;
+    uint64_t value;
+  };
+  std::vector<property> location_properties; // the unsigned ones
   uint32_t call_site_attr = UINT32_MAX;
   std::unordered_map<uint32_t, std::string> attribute_names;
   uint64_t resolution = 0, offset = 0, length = 0;
@@ -136,6 +142,14 @@ OTF2_CallbackCode on_location(void* data, OTF2_LocationRef self, OTF2_StringRef,
                               OTF2_LocationGroupRef group) {
   auto* d = static_cast<raw_definitions*>(data);
   d->locations.push_back({self, events, group, type});
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_location_property(void* data, OTF2_LocationRef location, OTF2_StringRef name,
+                                       OTF2_Type type, OTF2_AttributeValue value) {
+  if (type == OTF2_TYPE_UINT64)
+    static_cast<raw_definitions*>(data)->location_properties.push_back(
+        {location, name, value.uint64});
   return OTF2_CALLBACK_SUCCESS;
 }
 
@@ -462,6 +476,7 @@ trace_reader::trace_reader(const std::string& path) {
     OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cb, on_group);
     OTF2_GlobalDefReaderCallbacks_SetCommCallback(cb, on_comm);
     OTF2_GlobalDefReaderCallbacks_SetLocationCallback(cb, on_location);
+    OTF2_GlobalDefReaderCallbacks_SetLocationPropertyCallback(cb, on_location_property);
     OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(cb, on_source_location);
     OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(cb, on_attribute);
     OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(cb, on_clock);
@@ -533,6 +548,11 @@ trace_reader::trace_reader(const std::string& path) {
     for (size_t i = 0; i < state_->rank_of_small_location.size(); ++i)
       if (std::find(ranks.begin(), ranks.end(), i) == ranks.end())
         state_->rank_of_small_location[i] = UINT32_MAX;
+
+    for (const raw_definitions::property& p : raw.location_properties)
+      if (const uint32_t rank = state_->rank(p.location); rank != UINT32_MAX)
+        defs_.notes.note(rank, string(p.name), p.value);
+    defs_.notes.finish();
 
     defs_.regions.resize(raw.regions.size());
     for (size_t i = 0; i < raw.regions.size(); ++i) {

@@ -3,6 +3,8 @@
 // an archive larger than memory reads in the memory of its open chunks.
 #pragma once
 
+#include "analyzer/recording_notes.hpp"
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -50,8 +52,9 @@ struct definitions {
   uint64_t timer_resolution = 1'000'000'000;
   uint64_t global_offset = 0;
   uint64_t trace_length = 0;
-  std::string archive; // path of the anchor file
-  std::string creator; // what wrote it ("Strata 0.1.0"); empty when the archive does not say
+  std::string archive;   // path of the anchor file
+  std::string creator;   // what wrote it ("Strata 0.1.0"); empty when the archive does not say
+  recording_notes notes; // events the tracer dropped, calls it counted
 
   [[nodiscard]] double seconds(uint64_t timestamp) const {
     return static_cast<double>(timestamp - global_offset) / static_cast<double>(timer_resolution);

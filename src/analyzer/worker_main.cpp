@@ -34,10 +34,13 @@ int export_xml_files(const std::string& trace, const std::string& dir, int rank)
   const strata::analyze::parallel_xml_result x =
       strata::analyze::export_xml_over(trace, dir, MPI_COMM_WORLD);
   if (rank == 0) {
-    if (x.ok)
+    if (x.ok) {
       std::printf("%s: %u ranks, %llu operations\n", x.written.config.c_str(), x.written.ranks,
                   x.written.operations);
-    else
+      std::fflush(stdout);
+      if (!x.written.truncated.empty())
+        std::fprintf(stderr, "strata trace export: warning: %s\n", x.written.truncated.c_str());
+    } else
       std::fprintf(stderr, "strata trace export: %s\n", x.error.c_str());
     std::fflush(stdout);
   }
@@ -97,11 +100,7 @@ int main(int argc, char** argv) {
   }
   if (rank == 0) {
     if (r.ok) {
-      const std::string text = format == "json"  ? strata::analyze::render_json(r.rep)
-                               : format == "csv" ? strata::analyze::render_csv(r.rep)
-                                                 : strata::analyze::render_text(r.rep);
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
+      strata::analyze::print_report(r.rep, format, "strata analyze");
     } else {
       std::fprintf(stderr, "strata analyze: %s\n", r.error.c_str());
     }

@@ -327,6 +327,10 @@ std::string write_xml_config(const definitions& defs, const std::string& out_dir
       "<?xml version=\"1.0\"?>\n<!DOCTYPE hieraCollector SYSTEM \"hieraCollector.dtd\">\n"
       "<hieraCollector application=\"{}\" count_proc=\"{}\">\n",
       escape_markup(app), defs.ranks());
+  if (const std::string truncated =
+          truncation_line(defs.notes, defs.global_offset, defs.timer_resolution);
+      !truncated.empty())
+    text += "  <!-- " + escape_markup(truncated) + " -->\n";
   for (size_t r = 0; r < defs.ranks(); ++r)
     text += fmt::format("  <collect_file rank=\"P{}\">trace{}.xml</collect_file>\n", r, r);
   text += "</hieraCollector>\n";
@@ -343,6 +347,7 @@ xml_export_result export_xml(const std::string& trace, const std::string& out_di
   result.ranks = static_cast<unsigned>(defs.ranks());
   result.operations = export_xml_ranks(trace, out_dir, 0, static_cast<uint32_t>(defs.ranks()));
   result.config = write_xml_config(defs, out_dir);
+  result.truncated = truncation_line(defs.notes, defs.global_offset, defs.timer_resolution);
   return result;
 }
 

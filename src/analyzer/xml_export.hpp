@@ -16,6 +16,7 @@ struct xml_export_result {
   std::string config; // path of hieraCollector.xml
   unsigned ranks = 0;
   unsigned long long operations = 0;
+  std::string truncated; // the trace is truncated (analyzer/recording_notes.hpp); empty if not
 };
 
 // Streams the archive twice (the first pass learns when operations with children end, since the

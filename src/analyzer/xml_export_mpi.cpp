@@ -41,6 +41,8 @@ parallel_xml_result export_xml_over(const std::string& trace, const std::string&
         result.written.config = write_xml_config(*defs, out_dir);
         result.written.ranks = static_cast<unsigned>(defs->ranks());
         result.written.operations = total;
+        result.written.truncated =
+            truncation_line(defs->notes, defs->global_offset, defs->timer_resolution);
       }))
     return result;
   result.ok = true;

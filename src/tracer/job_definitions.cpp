@@ -9,7 +9,7 @@
 namespace strata::trace {
 
 archive_definitions describe_job(const global_defs& g, const std::vector<rank_figures>& ranks,
-                                 const job_clock& clock) {
+                                 const job_clock& clock, limit_policy policy) {
   archive_definitions d;
   uint64_t first = std::numeric_limits<uint64_t>::max();
   uint64_t last = 0;
@@ -24,9 +24,19 @@ archive_definitions describe_job(const global_defs& g, const std::vector<rank_fi
   d.length = last - first + 1;
   d.realtime_ns = clock.init_real - (clock.init_mono - first); // rank 0 defines the clock
   d.hosts = g.hosts;
-  for (size_t r = 0; r < ranks.size(); ++r)
-    d.ranks.push_back({r < g.rank_host.size() ? g.rank_host[r] : 0, ranks[r].events,
-                       ranks[r].dropped, ranks[r].offset_init, ranks[r].offset_final});
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    archive_definitions::rank rank;
+    rank.host = r < g.rank_host.size() ? g.rank_host[r] : 0;
+    rank.events = ranks[r].events;
+    rank.dropped = ranks[r].dropped;
+    rank.offset_init_ns = ranks[r].offset_init;
+    rank.offset_final_ns = ranks[r].offset_final;
+    if (rank.dropped > 0)
+      (policy == limit_policy::stop ? rank.dropped_after : rank.dropped_before) =
+          ranks[r].events > 0 ? (policy == limit_policy::stop ? ranks[r].last : ranks[r].first)
+                              : clock.init_corrected;
+    d.ranks.push_back(std::move(rank));
+  }
   for (const std::string& name : g.mpi_regions)
     d.regions.push_back({name, role_of(classify(name)), OTF2_PARADIGM_MPI});
   for (const std::string& name : g.user_regions)

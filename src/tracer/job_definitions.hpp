@@ -3,6 +3,7 @@
 // No MPI.
 #pragma once
 
+#include "tracer/buffer.hpp"
 #include "tracer/otf2_writer.hpp"
 #include "tracer/rank_records.hpp"
 #include "tracer/unify.hpp"
@@ -21,8 +22,9 @@ struct job_clock {
 // MPI regions come first (their roles from the tracer's classification), then user regions. A
 // communicator of every rank in order is MPI_COMM_WORLD if it is the first one, "comm N"
 // otherwise (a duplicate of the world is not the world). An archive without events starts and
-// ends at MPI_Init.
+// ends at MPI_Init. A rank that dropped events at the size limit dropped them after its last
+// event written (the stop policy) or before its first (ring).
 archive_definitions describe_job(const global_defs& global, const std::vector<rank_figures>& ranks,
-                                 const job_clock& clock);
+                                 const job_clock& clock, limit_policy policy);
 
 } // namespace strata::trace

@@ -23,6 +23,10 @@ const strata_option trace_options[] = {
     {"limit", "size", "256M", "memory per rank for records (72 bytes each)", nullptr},
     {"policy", "enum:stop|ring", "stop", "at the limit: stop keeps the beginning, ring the end",
      nullptr},
+    {"cheap_calls", "enum:count|record", "count",
+     "calls that never wait and cost a few ns (MPI_Wtime, MPI_Comm_rank, ...): count counts "
+     "them per rank and routine, record records each as an event",
+     nullptr},
     {"prefault", "size", "16M", "of the limit, allocated and touched at MPI_Init", nullptr},
     {"analyze", "bool", "0",
      "1: analyse the archive at MPI_Finalize on the job's ranks (analysis.json and .txt in it)",
@@ -98,6 +102,10 @@ std::string parse_options(const std::vector<std::pair<std::string, std::string>>
       if (value != "stop" && value != "ring")
         return "policy=" + value + " is neither stop nor ring";
       out.policy = value == "ring" ? limit_policy::ring : limit_policy::stop;
+    } else if (key == "cheap_calls") {
+      if (value != "count" && value != "record")
+        return "cheap_calls=" + value + " is neither count nor record";
+      out.record_cheap_calls = value == "record";
     } else if (key == "analyze") {
       out.analyze = config::parse_bool(value).value_or(false);
     } else if (key == "analyze_limit") {

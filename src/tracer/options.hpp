@@ -24,8 +24,9 @@ struct options {
   uint64_t limit_bytes = 256ull << 20;   // per rank, in memory
   uint64_t prefault_bytes = 16ull << 20; // of it allocated and touched at MPI_Init
   limit_policy policy = limit_policy::stop;
-  bool analyze = false;        // analyse the archive at finalize, on the job's own ranks
-  double analyze_limit_s = 60; // ... unless the estimated time exceeds this
+  bool record_cheap_calls = false; // false: cheap calls (fn_info::cheap) are only counted
+  bool analyze = false;            // analyse the archive at finalize, on the job's own ranks
+  double analyze_limit_s = 60;     // ... unless the estimated time exceeds this
 
   bool region_wanted(const char* name) const;
 };

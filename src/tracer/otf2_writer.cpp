@@ -44,6 +44,9 @@ struct archive_writer::open_location {
 };
 
 archive_writer::archive_writer(const std::string& dir) {
+  // OTF2 prints every failure (a full disk: a line per buffer it could not write); the writer
+  // keeps the first instead, for the caller's one line.
+  previous_callback_ = OTF2_Error_RegisterCallback(keep_error, this);
   archive_ = OTF2_Archive_Open(dir.c_str(), "traces", OTF2_FILEMODE_WRITE, chunk_bytes, pool_bytes,
                                OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
   if (archive_ == nullptr) {
@@ -59,6 +62,16 @@ archive_writer::archive_writer(const std::string& dir) {
 
 archive_writer::~archive_writer() {
   close();
+}
+
+OTF2_ErrorCode archive_writer::keep_error(void* self, const char*, uint64_t, const char*,
+                                          OTF2_ErrorCode code, const char*, va_list) {
+  // The description is the cause ("No space left on device"); the message adds OTF2's own
+  // steps ("POSIX: Posix call 'fclose()' failed!").
+  auto* writer = static_cast<archive_writer*>(self);
+  if (writer->error_.empty())
+    writer->error_ = OTF2_Error_GetDescription(code);
+  return code;
 }
 
 OTF2_ErrorCode archive_writer::check(OTF2_ErrorCode rc, const char* what) {
@@ -158,6 +171,12 @@ OTF2_ErrorCode archive_writer::write_global_definitions(const archive_definition
     comm_names.push_back(str(c.name));
   const OTF2_StringRef locations_name = str("MPI locations");
   const OTF2_StringRef dropped_name = str("strata:dropped_events");
+  const OTF2_StringRef dropped_after_name = str("strata:dropped_after_ns");
+  const OTF2_StringRef dropped_before_name = str("strata:dropped_before_ns");
+  std::vector<std::vector<OTF2_StringRef>> counted_names(d.ranks.size());
+  for (size_t r = 0; r < d.ranks.size(); ++r)
+    for (const auto& [routine, calls] : d.ranks[r].counted_calls)
+      counted_names[r].push_back(str("strata:counted_calls:" + routine));
   const OTF2_StringRef offset_init_name = str("strata:clock_offset_init_ns");
   const OTF2_StringRef offset_final_name = str("strata:clock_offset_finalize_ns");
   for (size_t i = 0; i < str.list.size(); ++i)
@@ -222,17 +241,38 @@ OTF2_ErrorCode archive_writer::write_global_definitions(const archive_definition
     v.int64 = d.ranks[r].offset_final_ns;
     ok(OTF2_GlobalDefWriter_WriteLocationProperty(w, static_cast<OTF2_LocationRef>(r),
                                                   offset_final_name, OTF2_TYPE_INT64, v));
+    for (const auto& [name, time] : {std::pair{dropped_after_name, d.ranks[r].dropped_after},
+                                     std::pair{dropped_before_name, d.ranks[r].dropped_before}})
+      if (time != 0) {
+        v.uint64 = time;
+        ok(OTF2_GlobalDefWriter_WriteLocationProperty(w, static_cast<OTF2_LocationRef>(r), name,
+                                                      OTF2_TYPE_UINT64, v));
+      }
+    for (size_t i = 0; i < d.ranks[r].counted_calls.size(); ++i) {
+      v.uint64 = d.ranks[r].counted_calls[i].second;
+      ok(OTF2_GlobalDefWriter_WriteLocationProperty(w, static_cast<OTF2_LocationRef>(r),
+                                                    counted_names[r][i], OTF2_TYPE_UINT64, v));
+    }
   }
   return first;
 }
 
 OTF2_ErrorCode archive_writer::close() {
-  if (archive_ == nullptr)
-    return OTF2_SUCCESS;
-  locations_.clear();
-  OTF2_Archive* archive = archive_;
-  archive_ = nullptr;
-  return check(OTF2_Archive_Close(archive), "close the archive");
+  OTF2_ErrorCode rc = OTF2_SUCCESS;
+  if (archive_ != nullptr) {
+    locations_.clear();
+    OTF2_Archive* archive = archive_;
+    archive_ = nullptr;
+    rc = check(OTF2_Archive_Close(archive), "close the archive");
+  }
+  if (previous_callback_ != keep_error) {
+    // OTF2's handler as it was, unless another was set meanwhile (then that one stays).
+    const OTF2_ErrorCallback current = OTF2_Error_RegisterCallback(previous_callback_, nullptr);
+    if (current != keep_error)
+      OTF2_Error_RegisterCallback(current, nullptr);
+    previous_callback_ = keep_error;
+  }
+  return rc;
 }
 
 std::string prepare_archive_directory(const std::string& dir) {

@@ -12,9 +12,11 @@
 
 #include <otf2/otf2.h>
 
+#include <cstdarg>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::trace {
@@ -121,7 +123,12 @@ struct archive_definitions {
   struct rank {
     uint32_t host = 0; // index into hosts
     uint64_t events = 0;
-    uint64_t dropped = 0; // records lost at the size limit
+    uint64_t dropped = 0; // records lost at the size limit ...
+    // ... after this time (the stop policy) or before it (ring), on the job's clock; 0: none.
+    uint64_t dropped_after = 0;
+    uint64_t dropped_before = 0;
+    // Calls counted rather than recorded (routine, calls), by routine name.
+    std::vector<std::pair<std::string, uint64_t>> counted_calls;
     int64_t offset_init_ns = 0;
     int64_t offset_final_ns = 0;
   };
@@ -154,7 +161,8 @@ public:
   archive_writer& operator=(const archive_writer&) = delete;
 
   [[nodiscard]] bool ok() const { return archive_ != nullptr; }
-  // OTF2's description of the first failure, empty while there was none.
+  // OTF2's description of the first failure (what it would have printed: OTF2 prints nothing
+  // while a writer is open), empty while there was none.
   [[nodiscard]] const std::string& error() const { return error_; }
   // For OTF2_MPI_Archive_SetCollectiveCallbacks, which only an MPI program can call.
   [[nodiscard]] OTF2_Archive* handle() const { return archive_; }
@@ -183,7 +191,11 @@ public:
 
 private:
   OTF2_ErrorCode check(OTF2_ErrorCode rc, const char* what);
+  static OTF2_ErrorCode keep_error(void* self, const char* file, uint64_t line,
+                                   const char* function, OTF2_ErrorCode code, const char* format,
+                                   va_list args);
   struct open_location;
+  OTF2_ErrorCallback previous_callback_ = nullptr;
   OTF2_Archive* archive_ = nullptr;
   std::vector<std::unique_ptr<open_location>> locations_;
   std::string error_;

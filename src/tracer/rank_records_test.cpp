@@ -116,7 +116,8 @@ std::vector<rank_figures> write_job(const std::string& dir, std::deque<test_rank
   }
   EXPECT_EQ(archive.close_event_files(), OTF2_SUCCESS) << archive.error();
   EXPECT_EQ(archive.write_local_definitions(locals_out), OTF2_SUCCESS) << archive.error();
-  EXPECT_EQ(archive.write_global_definitions(describe_job(global, figures, {0, 0, 1000})),
+  EXPECT_EQ(archive.write_global_definitions(
+                describe_job(global, figures, {0, 0, 1000}, limit_policy::stop)),
             OTF2_SUCCESS)
       << archive.error();
   EXPECT_EQ(archive.close(), OTF2_SUCCESS) << archive.error();
@@ -404,7 +405,7 @@ TEST(JobDefinitions, TheWorldByItsMembersRolesAndTheClock) {
   ranks[0] = {10, 0, 500, 900, 0, 0};
   ranks[1] = {0, 0, 0, 0, 0, 0}; // no events: does not count for the clock
   ranks[2] = {7, 3, 400, 1000, -5, 6};
-  const archive_definitions d = describe_job(g, ranks, {450, 440, 10'000});
+  const archive_definitions d = describe_job(g, ranks, {450, 440, 10'000}, limit_policy::stop);
   EXPECT_EQ(d.first_time, 400u);
   EXPECT_EQ(d.length, 601u);
   EXPECT_EQ(d.realtime_ns, 10'000u - 40u);
@@ -422,7 +423,15 @@ TEST(JobDefinitions, TheWorldByItsMembersRolesAndTheClock) {
   EXPECT_EQ(d.ranks[2].host, 1u);
   EXPECT_EQ(d.ranks[2].dropped, 3u);
   EXPECT_EQ(d.ranks[2].offset_init_ns, -5);
-  const archive_definitions empty = describe_job(g, std::vector<rank_figures>(3), {450, 440, 0});
+  // Dropped at the limit: the stop policy after the last event written, ring before the first.
+  EXPECT_EQ(d.ranks[2].dropped_after, 1000u);
+  EXPECT_EQ(d.ranks[2].dropped_before, 0u);
+  EXPECT_EQ(d.ranks[0].dropped_after, 0u);
+  const archive_definitions ring = describe_job(g, ranks, {450, 440, 10'000}, limit_policy::ring);
+  EXPECT_EQ(ring.ranks[2].dropped_before, 400u);
+  EXPECT_EQ(ring.ranks[2].dropped_after, 0u);
+  const archive_definitions empty =
+      describe_job(g, std::vector<rank_figures>(3), {450, 440, 0}, limit_policy::stop);
   EXPECT_EQ(empty.first_time, 450u); // no events: MPI_Init
   EXPECT_EQ(empty.length, 1u);
 }
@@ -456,9 +465,61 @@ TEST_F(RankRecordsTest, AWriterThatCannotWriteItsArchiveSaysWhy) {
   archive.close_event_files();
   archive.write_local_definitions({{0, {}}});
   archive.write_global_definitions({});
+  ::testing::internal::CaptureStderr();
   archive.close();
+  // OTF2 printed nothing of its own: the caller says it, once.
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   EXPECT_FALSE(archive.error().empty());
   EXPECT_EQ(archive.error().find('\n'), std::string::npos) << archive.error();
+}
+
+TEST_F(RankRecordsTest, DropsAndCountedCallsReachEveryReader) {
+  std::deque<test_rank> ranks;
+  ranks.emplace_back(2);
+  ranks.emplace_back(2);
+  for (test_rank& k : ranks) {
+    k.call(init, 1'000'000'000, 1'100'000'000);
+    k.call(allreduce, 2'000'000'000, 2'500'000'000);
+  }
+  write_job(trace(), ranks);
+  // What rank 0's finalize adds to the job's definitions: rank 1 dropped events after its last
+  // one kept, both counted their clock readings.
+  {
+    const analyze::definitions defs = analyze::trace_reader(trace()).defs();
+    EXPECT_TRUE(defs.notes.drops.empty());
+    EXPECT_EQ(analyze::truncation_line(defs.notes, defs.global_offset, defs.timer_resolution), "");
+  }
+  archive_definitions d;
+  d.first_time = 1'000'000'000;
+  d.length = 1'500'000'001;
+  d.hosts = {"node-a"};
+  d.ranks.resize(2);
+  d.ranks[0].counted_calls = {{"MPI_Comm_rank", 3}, {"MPI_Wtime", 8'000'000}};
+  d.ranks[1].counted_calls = {{"MPI_Wtime", 7}};
+  d.ranks[1].dropped = 1234;
+  d.ranks[1].dropped_after = 2'500'000'000;
+  fs::remove_all(trace());
+  archive_writer archive(trace());
+  archive.use_serial_collectives();
+  archive.open_event_files();
+  archive.close_event_files();
+  archive.write_local_definitions({{0, {}}, {1, {}}});
+  EXPECT_EQ(archive.write_global_definitions(d), OTF2_SUCCESS) << archive.error();
+  EXPECT_EQ(archive.close(), OTF2_SUCCESS) << archive.error();
+  const analyze::definitions defs = analyze::trace_reader(trace()).defs();
+  ASSERT_EQ(defs.notes.drops.size(), 1u);
+  EXPECT_EQ(defs.notes.drops[0].rank, 1u);
+  EXPECT_EQ(defs.notes.drops[0].events, 1234u);
+  EXPECT_EQ(defs.notes.drops[0].after, 2'500'000'000u);
+  EXPECT_EQ(defs.notes.drops[0].before, 0u);
+  ASSERT_EQ(defs.notes.counted.size(), 3u);
+  EXPECT_EQ(defs.notes.counted[1].rank, 0u);
+  EXPECT_EQ(defs.notes.counted[1].routine, "MPI_Wtime");
+  EXPECT_EQ(defs.notes.counted[1].calls, 8'000'000u);
+  EXPECT_EQ(defs.notes.counted[2].rank, 1u);
+  EXPECT_EQ(analyze::truncation_line(defs.notes, defs.global_offset, defs.timer_resolution),
+            "the trace is truncated: 1234 events were dropped at the tracer's size limit (rank 1: "
+            "1234 after 1.500 s); what they held is missing here");
 }
 
 } // namespace

@@ -90,6 +90,7 @@ fn_info classify(const std::string& name) {
   const routines::info* r = routines::find(name);
   if (r == nullptr)
     return info;
+  info.cheap = r->cheap;
   switch (r->kind) {
   case routines::kind::send:
     info.cls = fn_class::send;

@@ -28,7 +28,11 @@ struct fn_info {
   fn_class cls = fn_class::other;
   OTF2_CollectiveOp op = OTF2_COLLECTIVE_OP_BARRIER; // fn_class::collective only
   OTF2_RegionRole role = OTF2_REGION_ROLE_FUNCTION;
-  bool wanted = false; // selected by the module's function filter (not set by classify)
+  // Local and a few ns (MPI_Wtime, MPI_Comm_rank, ...: the table's cheap routines): counted per
+  // rank rather than recorded, unless the module's cheap_calls option says record.
+  bool cheap = false;
+  bool wanted = false;  // selected by the module's function filter (not set by classify)
+  bool counted = false; // cheap and only counted, by the module's option (not set by classify)
 };
 
 // By name ("MPI_Send", "MPI_Send_c"); a name the table does not know is a plain function.

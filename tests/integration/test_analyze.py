@@ -22,9 +22,9 @@ def marked_line(source, marker):
 
 @unittest.skipUnless(os.path.exists(TRACE_MODULE), "the trace module is not built")
 class AnalyzeRealTraces(StrataTestCase):
-    def traced(self, prog_args, ranks=2, output=None):
+    def traced(self, prog_args, ranks=2, output=None, tools="trace"):
         trace = os.path.join(self.out, "trace")
-        proc = strata_run("trace", prog_args, ranks=ranks, env=base_env(STRATA_TRACE_DIR=trace),
+        proc = strata_run(tools, prog_args, ranks=ranks, env=base_env(STRATA_TRACE_DIR=trace),
                           timeout=180)
         self.assertRan(proc)
         if output is not None:
@@ -156,6 +156,59 @@ class AnalyzeRealTraces(StrataTestCase):
         csv = run([STRATA, "analyze", "--csv", trace])
         self.assertRan(csv)
         self.assertRegex(csv.stdout, rf"wait_states,late_sender,MPI_Recv,[^,]*injected_delay.c,{line},0,")
+
+    def test_a_truncated_trace_is_said_by_every_reader(self):
+        # timer_loop's 80,000 MPI_Wtime and MPI_Comm_rank a rank recorded as events
+        # (cheap_calls=record) overflow limit=1M: both ranks drop events, messages among them.
+        trace = os.path.join(self.out, "trace")
+        proc = strata_run("trace:limit=1M:cheap_calls=record",
+                          [program("timer_loop_c"), "40", "1000"], ranks=2,
+                          env=base_env(STRATA_TRACE_DIR=trace), timeout=180)
+        self.assertRan(proc)
+        dropped = {int(r): int(d) for r, d in re.findall(r"rank (\d) dropped (\d+) events",
+                                                           proc.stderr)}
+        self.assertEqual(sorted(dropped), [0, 1], proc.stderr)
+        total = sum(dropped.values())
+
+        report = self.analyze(trace)
+        self.assertEqual(report["dropped_events"], total)
+        self.assertEqual({t["rank"]: t["dropped_events"] for t in report["truncation"]}, dropped)
+        for t in report["truncation"]:
+            self.assertGreater(t["missing_after_s"], 0, t)
+        said = [w for w in report["warnings"] if "truncated" in w]
+        self.assertEqual(len(said), 1, report["warnings"])
+        self.assertIn(f"{total} events", said[0])
+
+        def truncation_lines(proc):
+            self.assertRan(proc)
+            return [l for l in (proc.stdout + proc.stderr).splitlines() if "truncated" in l]
+
+        text = truncation_lines(run([STRATA, "analyze", trace]))
+        self.assertEqual(len(text), 1, text)
+        self.assertRegex(text[0], rf"{total} events .*rank 0: {dropped[0]} after [0-9.]+ s")
+        csv = run([STRATA, "analyze", "--csv", trace])
+        self.assertEqual(len(truncation_lines(csv)), 1)
+        self.assertRegex(csv.stdout, rf"\ntruncation,0,{dropped[0]},[0-9.]+,\n")
+        xml = truncation_lines(run([STRATA, "trace", "export", "--xml", trace, "--out",
+                                    os.path.join(self.out, "xml")]))
+        self.assertEqual(len(xml), 1, xml)
+        self.assertIn(f"{total} events", xml[0])
+
+        # Counted rather than recorded (the default), the same run is complete: no reader says
+        # anything of a truncation.
+        shutil.rmtree(trace)
+        output = []
+        trace = self.traced([program("timer_loop_c"), "40", "1000"], ranks=2, output=output,
+                            tools="trace:limit=1M")
+        report = self.analyze(trace)
+        self.assertEqual((report["dropped_events"], report["truncation"]), (0, []))
+        self.assertEqual(report["messages"], 80)
+        for args in (["analyze", trace], ["analyze", "--csv", trace],
+                     ["trace", "export", "--xml", trace, "--out", os.path.join(self.out, "xml2")]):
+            self.assertEqual(truncation_lines(run([STRATA] + args)), [], args)
+        text = run([STRATA, "analyze", trace]).stdout
+        wtimes = int(re.search(r"timer_loop rank 1: MPI_Wtime=(\d+)", output[0]).group(1))
+        self.assertRegex(text, rf"\n\s+1\s+MPI_Wtime\s+{wtimes}\n")
 
     def test_xml_export_of_a_real_trace(self):
         ranks = 3

@@ -360,7 +360,9 @@ class TraceTest(StrataTestCase):
         # poll_c: rank 0 polls with MPI_Test / MPI_Testany until each of 12 messages is there
         # (rank 1 sends them 2 ms apart), then with MPI_Iprobe; at the end 50 MPI_Iprobe, each
         # after an MPI_Comm_size. Rank 0 prints how many calls it made.
-        proc, anchor = self.trace([program("poll_c"), "12"], ranks=2)
+        # MPI_Comm_size recorded as an event (cheap_calls=record), so that it ends a run.
+        proc, anchor = self.trace([program("poll_c"), "12"], ranks=2,
+                                  tools="trace:cheap_calls=record")
         made = dict(re.findall(r"(tests|testanys|iprobes)=(\d+)",
                                [l for l in proc.stdout.splitlines() if l.startswith("rank 0")][0]))
         loc = read_events(anchor)[0]
@@ -422,6 +424,54 @@ class TraceTest(StrataTestCase):
         report = analyze(anchor)
         self.assertEqual(report["warnings"], [])
         self.assertEqual(report["messages"], 24)
+
+    def test_cheap_calls_are_counted_and_leave_the_buffer_to_the_messages(self):
+        # timer_loop: 40 rounds of 2000 MPI_Wtime and 2000 MPI_Comm_rank per rank, each round
+        # ending in a message each way and a barrier: 160,000 cheap calls a rank, twenty times
+        # what limit=1M (one chunk of 8192 records) holds, were they events.
+        rounds, reads = 40, 2000
+        proc, anchor = self.trace([program("timer_loop_c"), str(rounds), str(reads)], ranks=2,
+                                  tools="trace:limit=1M")
+        self.assertNotIn("dropped", proc.stderr)
+        made = {int(rank): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", rest)}
+                for rank, rest in re.findall(r"timer_loop rank (\d): (.*)", proc.stdout)}
+        self.assertEqual(made[0]["MPI_Wtime"], rounds * reads + 2)
+        for rank, loc in read_events(anchor).items():
+            regions = {e.region for e in loc if e.kind == "ENTER"}
+            self.assertFalse(regions & {"MPI_Wtime", "MPI_Comm_rank", "MPI_Comm_size"}, regions)
+            self.assertEqual(len(calls(loc, "MPI_Barrier")), rounds)
+            self.assertEqual(len([e for e in loc if e.kind == "MPI_SEND"]), rounds)
+        # The counts are in the archive, per rank and routine, and in the analysis.
+        defs = read_definitions(anchor)
+        counted = {(int(loc), name): int(value) for loc, name, value in re.findall(
+            r'^LOCATION_PROPERTY\s+Location: "[^"]*" <(\d+)>, Name: "strata:counted_calls:(\w+)"'
+            r'.*Value: (\d+)$', defs, re.M)}
+        for rank in (0, 1):
+            for function in ("MPI_Wtime", "MPI_Comm_rank", "MPI_Comm_size"):
+                self.assertEqual(counted.get((rank, function)), made[rank][function],
+                                 (rank, function, defs))
+        report = analyze(anchor)
+        self.assertEqual(report["messages"], 2 * rounds)
+        self.assertEqual(report["unmatched_sends"] + report["unmatched_receives"], 0)
+        self.assertEqual(report["warnings"], [])
+        self.assertEqual(report["dropped_events"], 0)
+        self.assertEqual({(c["rank"], c["operation"]): c["count"] for c in report["counted_calls"]
+                          if c["operation"] in ("MPI_Wtime", "MPI_Comm_rank")},
+                         {(r, f): made[r][f] for r in (0, 1) for f in ("MPI_Wtime", "MPI_Comm_rank")})
+        text = run([STRATA, "analyze", anchor])
+        self.assertRan(text)
+        self.assertRegex(text.stdout, rf"\n\s+0\s+MPI_Wtime\s+{made[0]['MPI_Wtime']}\n")
+
+        # cheap_calls=record: every call an event, as before, and the buffer overflows.
+        proc, anchor = self.trace([program("timer_loop_c"), str(rounds), str(reads)], ranks=2,
+                                  tools="trace:limit=1M:cheap_calls=record")
+        self.assertRegex(proc.stderr, r"rank 0 dropped \d+ events at limit=1048576 bytes "
+                                      r"\(policy stop\): the events after [0-9.]+ s are missing")
+        loc = read_events(anchor)[0]
+        self.assertGreater(len(calls(loc, "MPI_Wtime")), 1000)
+        defs = read_definitions(anchor)
+        self.assertNotIn("strata:counted_calls", defs)
+        self.assertRegex(defs, r'"strata:dropped_after_ns".*Value: \d+')
 
     def test_cancelled_requests_proc_null_and_any_source(self):
         delay_ms = 100
@@ -502,6 +552,48 @@ class TraceTest(StrataTestCase):
         self.assertRan(proc)
         self.assertTrue(os.path.exists(os.path.join(self.out, "strata-trace-4242.1", "traces.otf2")),
                         proc.stderr)
+
+@unittest.skipUnless(os.geteuid() == 0, "mounting a file system needs root")
+class FullFileSystem(StrataTestCase):
+    """The archive's directory on a file system with no space left: a tmpfs of 64 KiB, filled."""
+
+    def setUp(self):
+        super().setUp()
+        self.mount = os.path.join(self.out, "full")
+        os.makedirs(self.mount)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", self.mount],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+        os.makedirs(os.path.join(self.mount, "trace"))
+        fd = os.open(os.path.join(self.mount, "filler"), os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"x" * 4096) > 0:
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def tearDown(self):
+        subprocess.run(["umount", self.mount], check=True)
+        super().tearDown()
+
+    def test_one_clear_line_and_the_application_runs_on(self):
+        trace_dir = os.path.join(self.mount, "trace")
+        native = run(mpirun(2) + [program("traced_c")], env=base_env())
+        self.assertRan(native)
+        proc = strata_run("trace", [program("traced_c")], ranks=2,
+                          env=base_env(STRATA_TRACE_DIR=trace_dir), timeout=240)
+        self.assertRan(proc)
+        self.assertEqual(proc.stdout, native.stdout)
+        self.assertNotIn("[OTF2]", proc.stderr)
+        self.assertNotIn("events of 2 ranks in", proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("strata: trace:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(f"no trace written: {trace_dir}/traces", lines[0])
+        self.assertIn("No space left on device", lines[0])
+
 
 if __name__ == "__main__":
     unittest.main()

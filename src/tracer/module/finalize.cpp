@@ -16,6 +16,7 @@
 #include "tracer/unify.hpp"
 
 #include <cstdio>
+#include <limits>
 #include <unistd.h>
 
 namespace strata::trace {
@@ -23,6 +24,7 @@ namespace {
 
 constexpr int defs_tag = 11;
 constexpr int map_tag = 12;
+constexpr int error_tag = 13;
 
 std::string receive_bytes(MPI_Comm comm, int from, int tag) {
   MPI_Status status;
@@ -86,6 +88,62 @@ rank_map unify_over_tree(const trace_state* s, const local_defs& local, global_d
   return ok ? prefix(ids, local) : rank_map{};
 }
 
+// The calls each rank counted rather than recorded, on rank 0 (by rank: routine, calls); only
+// the routines a rank called travel.
+std::vector<std::vector<std::pair<std::string, uint64_t>>>
+gather_counted_calls(const trace_state* s) {
+  std::vector<uint64_t> mine;
+  for (size_t fid = 0; fid < s->counted.size(); ++fid)
+    if (const uint64_t calls = __atomic_load_n(&s->counted[fid], __ATOMIC_RELAXED); calls > 0) {
+      mine.push_back(fid);
+      mine.push_back(calls);
+    }
+  const int n = static_cast<int>(mine.size());
+  const size_t ranks = s->rank == 0 ? static_cast<size_t>(s->world_size) : 0;
+  std::vector<int> sizes(ranks);
+  std::vector<int> starts(ranks);
+  MPI_Gather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, s->world);
+  int total = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    starts[r] = total;
+    total += sizes[r];
+  }
+  std::vector<uint64_t> all(static_cast<size_t>(total));
+  MPI_Gatherv(mine.data(), n, MPI_UINT64_T, all.data(), sizes.data(), starts.data(), MPI_UINT64_T,
+              0, s->world);
+  std::vector<std::vector<std::pair<std::string, uint64_t>>> out(ranks);
+  for (size_t r = 0; r < ranks; ++r)
+    for (auto i = static_cast<size_t>(starts[r]); i + 1 < static_cast<size_t>(starts[r] + sizes[r]);
+         i += 2)
+      out[r].emplace_back(s->host->function_name(static_cast<int>(all[i])), all[i + 1]);
+  return out;
+}
+
+// Whether every rank's part of the archive was written (a full disk fails them all, as a rule):
+// every rank learns it; rank 0 also how many failed and the first failing rank's error.
+struct written_parts {
+  bool all = true;
+  int failed = 0;
+  std::string error;
+};
+
+written_parts gather_written(const trace_state* s, const std::string& error) {
+  const int mine = error.empty() ? std::numeric_limits<int>::max() : s->rank;
+  int first = mine;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, s->world);
+  written_parts out;
+  if (first == std::numeric_limits<int>::max())
+    return out;
+  out.all = false;
+  const int failed = error.empty() ? 0 : 1;
+  MPI_Reduce(&failed, &out.failed, 1, MPI_INT, MPI_SUM, 0, s->world);
+  if (first != 0 && s->rank == first)
+    send_bytes(s->world, 0, error_tag, error);
+  if (s->rank == 0)
+    out.error = first == 0 ? error : receive_bytes(s->world, first, error_tag);
+  return out;
+}
+
 // What this rank knows besides its records: its host, the names, and the call sites resolved
 // with libdw (the program's own line, not the annotation header's).
 rank_context context_of(const trace_state* s) {
@@ -123,19 +181,41 @@ std::string milliseconds(uint64_t ns) {
   return text;
 }
 
+std::string seconds(uint64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
 void log_figures(const trace_state* s, const rank_figures& mine,
-                 const std::vector<rank_figures>& ranks, const finalize_times& took) {
+                 const std::vector<rank_figures>& ranks, const finalize_times& took,
+                 const written_parts& written) {
   const int rank = s->rank;
+  if (!written.all) {
+    // One line for the job, never a claim of success: what is on disk is incomplete.
+    if (rank == 0)
+      s->host->log(s->self, ("no trace written: " + s->dir + "/traces.otf2: " + written.error +
+                             " (writing failed on " + std::to_string(written.failed) + " of " +
+                             std::to_string(s->world_size) + " ranks)")
+                                .c_str());
+    return;
+  }
   if (s->unbalanced_ends > 0)
     s->host->log(s->self,
                  ("rank " + std::to_string(rank) + ": " + std::to_string(s->unbalanced_ends) +
                   " region ends without a begin were ignored")
                      .c_str());
   if (mine.dropped > 0) {
+    // Stop keeps the beginning, ring the end: the time (from MPI_Init) where the trace's events
+    // of this rank end or begin.
+    const bool ring = s->opt.policy == limit_policy::ring;
+    const uint64_t init = s->clock.correct(s->init_mono);
+    const uint64_t edge = mine.events == 0 ? init : ring ? mine.first : mine.last;
     const std::string line =
         "rank " + std::to_string(rank) + " dropped " + std::to_string(mine.dropped) +
         " events at limit=" + std::to_string(s->opt.limit_bytes) + " bytes (policy " +
-        (s->opt.policy == limit_policy::ring ? "ring" : "stop") + ")";
+        (ring ? "ring" : "stop") + "): the events " + (ring ? "before " : "after ") +
+        seconds(edge > init ? edge - init : 0) + " s are missing";
     s->host->log(s->self, line.c_str());
   }
   if (rank == 0) {
@@ -243,13 +323,19 @@ void trace_finalize(void* raw) {
   mine.offset_final = s->clock.o2;
   std::vector<rank_figures> ranks(static_cast<size_t>(rank == 0 ? size : 0));
   MPI_Gather(&mine, 6, MPI_UINT64_T, ranks.data(), 6, MPI_UINT64_T, 0, s->world);
-  if (rank == 0)
-    archive.write_global_definitions(
-        describe_job(g, ranks, {s->clock.correct(s->init_mono), s->init_mono, s->init_real}));
+  auto counted = gather_counted_calls(s);
+  if (rank == 0) {
+    archive_definitions d = describe_job(
+        g, ranks, {s->clock.correct(s->init_mono), s->init_mono, s->init_real}, s->opt.policy);
+    for (size_t r = 0; r < counted.size() && r < d.ranks.size(); ++r)
+      d.ranks[r].counted_calls = std::move(counted[r]);
+    archive.write_global_definitions(d);
+  }
   archive.close();
   took.writing = s->host->now_ns() - t;
-  log_figures(s, mine, ranks, took);
-  if (s->opt.analyze)
+  const written_parts written = gather_written(s, archive.error());
+  log_figures(s, mine, ranks, took, written);
+  if (s->opt.analyze && written.all)
     analyze_at_finalize(s, mine.events);
 }
 

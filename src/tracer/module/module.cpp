@@ -46,8 +46,12 @@ int trace_load(const strata_host* host, int self, const strata_module_arg* args,
   }
   const int count = host->function_count();
   s->functions.resize(static_cast<size_t>(count));
-  for (int fid = 0; fid < count; ++fid)
-    s->functions[static_cast<size_t>(fid)] = classify(host->function_name(fid));
+  for (int fid = 0; fid < count; ++fid) {
+    fn_info& f = s->functions[static_cast<size_t>(fid)];
+    f = classify(host->function_name(fid));
+    f.counted = f.cheap && !s->opt.record_cheap_calls;
+  }
+  s->counted.assign(static_cast<size_t>(count), 0);
   // The completion functions are wrapped whatever the filter says; they record only if wanted.
   if (host->subscribe(self, s->opt.functions.c_str()) == 0) {
     std::snprintf(error, error_size, "functions=%s matches no MPI function",
@@ -149,4 +153,17 @@ extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_optio
 
 extern "C" STRATA_MODULE_EXPORT const strata_module_regions* strata_module_regions_v1(void) {
   return &strata::trace::trace_regions;
+}
+
+// Counting without events (module.h): a call that never waits and costs a few ns (MPI_Wtime,
+// MPI_Comm_rank, ...) would otherwise cost a record of 72 bytes, and a program that reads the
+// clock millions of times would fill the buffer with them and crowd out its messages.
+extern "C" STRATA_MODULE_EXPORT uint64_t* strata_module_counter_v1(void* state, int function,
+                                                                   int what) {
+  auto* s = static_cast<strata::trace::trace_state*>(state);
+  if (s == nullptr || what != STRATA_COUNT_CALLS || function < 0 ||
+      static_cast<size_t>(function) >= s->functions.size() ||
+      !s->functions[static_cast<size_t>(function)].counted)
+    return nullptr;
+  return &s->counted[static_cast<size_t>(function)];
 }

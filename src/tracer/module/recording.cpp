@@ -48,9 +48,13 @@ uint32_t region_index(trace_state* s, const char* name) {
 
 void on_exit(strata_event* ev, void* raw) {
   auto* s = static_cast<trace_state*>(raw);
+  const fn_info& f = s->functions[static_cast<size_t>(ev->function)];
+  if (f.counted) { // the core delivers such a call when another module of its group wants it
+    __atomic_fetch_add(&s->counted[static_cast<size_t>(ev->function)], 1, __ATOMIC_RELAXED);
+    return;
+  }
   if (!tracing(s) || !in_window(s, ev->t_enter_ns))
     return;
-  const fn_info& f = s->functions[static_cast<size_t>(ev->function)];
   record* r = s->buffer->append();
   if (r == nullptr)
     return;

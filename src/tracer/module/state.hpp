@@ -31,6 +31,10 @@ struct trace_state {
   options opt;
   std::unique_ptr<event_buffer> buffer;
   std::vector<fn_info> functions;
+  // Calls of the functions only counted (fn_info::counted), by function id: the core adds to
+  // them (strata_module_counter_v1), or on_exit when a call reaches it all the same. Sized once,
+  // at load: the core keeps pointers into it.
+  std::vector<uint64_t> counted;
   pthread_t traced_thread = 0; // the thread that loaded the module, while recording
   uint64_t window_begin = 0;
   uint64_t window_end = std::numeric_limits<uint64_t>::max();

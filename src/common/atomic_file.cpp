@@ -42,6 +42,13 @@ bool make_writable_dir(const std::string& dir) {
         return false;
     }
   }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    return false;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return false;
+  }
   return ::access(dir.c_str(), W_OK | X_OK) == 0;
 }
 

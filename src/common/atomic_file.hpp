@@ -11,7 +11,8 @@ namespace strata::common {
 // renames it over `path`. Returns an error message, empty on success.
 std::string write_atomically(const std::string& path, const std::string& text, mode_t mode = 0640);
 
-// Creates the directory and its parents (0700) if needed; true when it is writable.
+// Creates the directory and its parents (0700) if needed; true when it is a writable directory
+// (else errno says why: ENOTDIR for a file in the way).
 bool make_writable_dir(const std::string& dir);
 
 } // namespace strata::common

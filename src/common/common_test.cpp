@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -58,6 +59,10 @@ TEST(AtomicFile, MakesDirectoriesWithTheirParents) {
   EXPECT_FALSE(make_writable_dir(""));
   std::ofstream(top + "/file") << "x";
   EXPECT_FALSE(make_writable_dir(top + "/file/c")); // a file in the way
+  ::chmod((top + "/file").c_str(), 0755);
+  errno = 0;
+  EXPECT_FALSE(make_writable_dir(top + "/file")); // a file, however writable
+  EXPECT_EQ(errno, ENOTDIR);
   std::remove((top + "/file").c_str());
   ::rmdir((top + "/a/b").c_str());
   ::rmdir((top + "/a").c_str());

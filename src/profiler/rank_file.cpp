@@ -79,15 +79,19 @@ rank_mapping create_rank_file(const std::string& path, const std::vector<std::st
     m.error = path + ": " + std::strerror(errno);
     return m;
   }
-  if (::ftruncate(fd, static_cast<off_t>(m.bytes)) != 0) {
-    m.error = path + ": " + std::strerror(errno);
+  // Every block reserved now, not a sparse file: a store through the mapping into a hole the
+  // file system cannot fill (a full disk, a quota) is a SIGBUS, which kills the application.
+  if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(m.bytes)); e != 0) {
+    m.error = path + " (" + std::to_string(m.bytes) + " bytes): " + std::strerror(e);
     ::close(fd);
+    ::unlink(path.c_str());
     return m;
   }
   void* p = ::mmap(nullptr, m.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) {
     m.error = path + ": mmap: " + std::strerror(errno);
+    ::unlink(path.c_str());
     return m;
   }
   m.header = static_cast<rank_header*>(p);

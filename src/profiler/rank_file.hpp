@@ -133,8 +133,9 @@ struct rank_mapping {
   void unmap();
 };
 
-// Creates PATH (0600) sized for these functions and maps it; names are stored in the file so
-// the reader needs no knowledge of the MPI the job used.
+// Creates PATH (0600) sized for these functions, its blocks reserved, and maps it; names are
+// stored in the file so the reader needs no knowledge of the MPI the job used. When the file
+// system has no room for it, nothing is left behind and `error` says so.
 rank_mapping create_rank_file(const std::string& path, const std::vector<std::string>& names,
                               uint32_t callsite_capacity = 0, uint32_t thread_arrays = 0);
 

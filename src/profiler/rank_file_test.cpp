@@ -2,8 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace strata::profiler;
@@ -43,6 +50,55 @@ TEST(RankFile, WrittenThroughTheMappingAndReadBack) {
   EXPECT_EQ(r.data.slots[1].calls, 7u);
   EXPECT_EQ(r.data.slots[0].min_ns, UINT64_MAX);
   std::remove(path.c_str());
+}
+
+// On a full file system the file is refused with a message, and nothing is left: no sparse file
+// whose first store through the mapping is a SIGBUS. In a child with a mount namespace of its
+// own, where a small tmpfs is filled up.
+TEST(RankFile, AFullFileSystemIsAnErrorNotASignal) {
+  const std::string dir = temp_path("full");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_ends[0]);
+    const auto say = [&](const std::string& text, int code) {
+      [[maybe_unused]] ssize_t n = ::write(pipe_ends[1], text.data(), text.size());
+      ::_exit(code);
+    };
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=64k") != 0)
+      say(std::string("cannot mount a tmpfs here: ") + std::strerror(errno), 2);
+    const int fill = ::open((dir + "/fill").c_str(), O_WRONLY | O_CREAT, 0600);
+    static const char block[4096] = {1};
+    while (::write(fill, block, sizeof(block)) > 0) {
+    }
+    const std::string path = dir + "/rank0.prof";
+    rank_mapping m = create_rank_file(path, {"MPI_Init", "MPI_Send"}, 4096, 8);
+    if (m.ok())
+      say("created on a full file system", 1);
+    if (::access(path.c_str(), F_OK) == 0)
+      say("left behind: " + path, 1);
+    say(m.error, 0);
+  }
+  ::close(pipe_ends[1]);
+  std::string said;
+  char buf[512];
+  for (ssize_t n; (n = ::read(pipe_ends[0], buf, sizeof(buf))) > 0;)
+    said.append(buf, static_cast<size_t>(n));
+  ::close(pipe_ends[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ::rmdir(dir.c_str());
+  ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
+  if (WEXITSTATUS(status) == 2)
+    GTEST_SKIP() << said;
+  ASSERT_EQ(WEXITSTATUS(status), 0) << said;
+  EXPECT_EQ(said.rfind(dir + "/rank0.prof (", 0), 0u) << said;
+  EXPECT_NE(said.find(" bytes): No space left on device"), std::string::npos) << said;
 }
 
 TEST(RankFile, UnchargedPollsAreAddedAtTheMeanOfTheCallsInTheSlot) {

@@ -46,23 +46,46 @@ std::string write_with_deadline(const std::string& path, const std::string& text
   return result->error;
 }
 
-spool_choice choose_spool(const char* configured, const std::string& install_default,
-                          const char* home, unsigned uid) {
-  const std::string wanted =
-      configured != nullptr && configured[0] != '\0' ? configured : install_default;
-  if (common::make_writable_dir(wanted))
-    return {wanted, {}};
-  const std::string why = std::strerror(errno == 0 ? EACCES : errno);
-  std::vector<std::string> fallbacks;
+std::vector<std::string> spool_candidates(const char* configured,
+                                          const std::string& install_default, const char* home,
+                                          unsigned uid) {
+  std::vector<std::string> spools;
+  spools.push_back(configured != nullptr && configured[0] != '\0' ? configured : install_default);
   if (home != nullptr && home[0] != '\0')
-    fallbacks.push_back(std::string(home) + "/.strata/spool");
-  fallbacks.push_back("/tmp/strata-spool-" + std::to_string(uid));
-  for (const std::string& f : fallbacks)
-    if (common::make_writable_dir(f))
-      return {f, "spool " + wanted + " is not writable (" + why + "); records go to " + f};
-  return {{},
-          "spool " + wanted + " is not writable (" + why + ") and neither is " + fallbacks.back() +
-              "; no record is kept"};
+    spools.push_back(std::string(home) + "/.strata/spool");
+  spools.push_back("/tmp/strata-spool-" + std::to_string(uid));
+  return spools;
+}
+
+std::string spool_unusable(const std::string& dir) {
+  errno = 0;
+  if (common::make_writable_dir(dir))
+    return {};
+  if (errno == ENOTDIR)
+    return "spool " + dir + " is not a directory";
+  return "spool " + dir + " is not writable (" + std::strerror(errno == 0 ? EACCES : errno) + ")";
+}
+
+placed_rank_file place_rank_file(const std::vector<std::string>& spools, size_t first,
+                                 const std::string& file_name,
+                                 const std::vector<std::string>& names, uint32_t callsite_capacity,
+                                 uint32_t thread_arrays) {
+  placed_rank_file placed;
+  for (size_t i = first; i < spools.size(); ++i) {
+    std::string why = spool_unusable(spools[i]);
+    if (why.empty()) {
+      placed.mapping =
+          create_rank_file(spools[i] + "/" + file_name, names, callsite_capacity, thread_arrays);
+      if (placed.mapping.ok()) {
+        placed.spool = i;
+        return placed;
+      }
+      why = "spool " + spools[i] + " cannot hold " + placed.mapping.error;
+    }
+    if (i == first)
+      placed.why_not_first = std::move(why);
+  }
+  return placed;
 }
 
 std::string profile_twin(const std::string& record_name) {

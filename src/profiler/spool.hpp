@@ -3,6 +3,8 @@
 // never finalized into records marked partial. No MPI here.
 #pragma once
 
+#include "profiler/rank_file.hpp"
+
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -23,14 +25,29 @@ inline constexpr std::string_view overhead_key_suffix = ".overhead";
 // the same job run; else empty.
 std::string profile_twin(const std::string& record_name);
 
-struct spool_choice {
-  std::string dir;     // empty when nothing at all can be written
-  std::string message; // one line when the configured spool could not be used
+// Where a job's files may go, in order: the configured spool (STRATA_SPOOL, else the install's
+// default), ~/.strata/spool, /tmp/strata-spool-UID.
+std::vector<std::string> spool_candidates(const char* configured,
+                                          const std::string& install_default, const char* home,
+                                          unsigned uid);
+
+// Why DIR cannot be a spool ("spool DIR is not writable (...)", "... is not a directory"); empty
+// when it is a writable directory (made, with its parents, if missing).
+std::string spool_unusable(const std::string& dir);
+
+// A rank's file "<spool>/<file_name>" in the first of `spools`, from `first` on, that is a
+// writable directory with room for all of it (rank_file.hpp reserves the whole file: a full
+// disk is found here, not by a store into the mapping).
+struct placed_rank_file {
+  static constexpr size_t nowhere = ~size_t{0};
+  size_t spool = nowhere; // index into `spools`
+  rank_mapping mapping;
+  std::string why_not_first; // why spools[first] was not used, empty when it was
 };
-// The configured spool (STRATA_SPOOL, else the install's default), else ~/.strata/spool, else
-// /tmp/strata-spool-UID.
-spool_choice choose_spool(const char* configured, const std::string& install_default,
-                          const char* home, unsigned uid);
+placed_rank_file place_rank_file(const std::vector<std::string>& spools, size_t first,
+                                 const std::string& file_name,
+                                 const std::vector<std::string>& names, uint32_t callsite_capacity,
+                                 uint32_t thread_arrays);
 
 struct recovery {
   std::string job_key;

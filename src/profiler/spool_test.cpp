@@ -54,15 +54,48 @@ TEST(Spool, AFileSystemThatDoesNotAnswerCostsTheDeadlineOnly) {
   std::remove(tmp.c_str());
 }
 
+TEST(Spool, TheConfiguredSpoolThenHomeThenTmp) {
+  EXPECT_EQ(spool_candidates("/s", "/default", "/home/u", 7),
+            (std::vector<std::string>{"/s", "/home/u/.strata/spool", "/tmp/strata-spool-7"}));
+  EXPECT_EQ(spool_candidates("", "/default", nullptr, 7),
+            (std::vector<std::string>{"/default", "/tmp/strata-spool-7"}));
+}
+
 TEST(Spool, AnUnwritableSpoolFallsBackToHome) {
   const std::string home = temp_path("home");
-  const spool_choice fine = choose_spool((home + "/spool").c_str(), "/nonexistent", nullptr, 0);
-  EXPECT_EQ(fine.dir, home + "/spool");
-  EXPECT_EQ(fine.message, "");
-  const spool_choice fallback = choose_spool("/proc/no-spool-here", "/x", home.c_str(), 0);
-  EXPECT_EQ(fallback.dir, home + "/.strata/spool");
-  EXPECT_NE(fallback.message.find("spool /proc/no-spool-here is not writable"), std::string::npos);
-  EXPECT_NE(fallback.message.find("records go to " + home + "/.strata/spool"), std::string::npos);
+  const std::vector<std::string> fine = {home + "/spool", "/nonexistent"};
+  placed_rank_file placed = place_rank_file(fine, 0, "job.rank0.prof", {"MPI_Init"}, 0, 0);
+  ASSERT_TRUE(placed.mapping.ok()) << placed.mapping.error;
+  EXPECT_EQ(placed.spool, 0u);
+  EXPECT_EQ(placed.why_not_first, "");
+  placed.mapping.unmap();
+  std::remove((home + "/spool/job.rank0.prof").c_str());
+  const std::vector<std::string> spools =
+      spool_candidates("/proc/no-spool-here", "/x", home.c_str(), 0);
+  placed = place_rank_file(spools, 0, "job.rank0.prof", {"MPI_Init"}, 0, 0);
+  ASSERT_TRUE(placed.mapping.ok()) << placed.mapping.error;
+  EXPECT_EQ(placed.spool, 1u);
+  EXPECT_EQ(placed.mapping.path, home + "/.strata/spool/job.rank0.prof");
+  EXPECT_EQ(placed.why_not_first.rfind("spool /proc/no-spool-here is not writable (", 0), 0u)
+      << placed.why_not_first;
+  placed.mapping.unmap();
+  std::remove(placed.mapping.path.c_str());
+}
+
+TEST(Spool, ASpoolThatIsAFileFallsBackToHome) {
+  const std::string home = temp_path("home-file");
+  const std::string file = temp_path("spool-file");
+  std::ofstream(file) << "x";
+  ::chmod(file.c_str(), 0755); // writable and searchable, were it a directory
+  EXPECT_EQ(spool_unusable(file), "spool " + file + " is not a directory");
+  const std::vector<std::string> spools = spool_candidates(file.c_str(), "/x", home.c_str(), 0);
+  placed_rank_file placed = place_rank_file(spools, 0, "job.rank0.prof", {"MPI_Init"}, 0, 0);
+  ASSERT_TRUE(placed.mapping.ok()) << placed.mapping.error;
+  EXPECT_EQ(placed.spool, 1u);
+  EXPECT_EQ(placed.why_not_first, "spool " + file + " is not a directory");
+  placed.mapping.unmap();
+  std::remove(placed.mapping.path.c_str());
+  std::remove(file.c_str());
 }
 
 TEST(Spool, TheOverheadRecordNamesItsProfileTwin) {

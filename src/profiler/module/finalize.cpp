@@ -279,16 +279,27 @@ bool write_outputs(module_state& s, const job_figures& job,
   job_record.mpi_t = std::move(mpi_t);
   const std::string json = record::to_json(job_record);
   const auto timeout = options::write_timeout();
+  // In this rank's spool, else in the first later one (spool.hpp) that takes it.
   bool spooled = false;
-  if (!s.spool.empty()) {
-    const std::string path = s.spool + "/" + s.key + ".json";
-    const std::string error = write_with_deadline(path, json, timeout);
+  std::string first_error;
+  for (size_t i = s.spool_index; i < s.spools.size() && !spooled; ++i) {
+    if (i > s.spool_index && !spool_unusable(s.spools[i]).empty())
+      continue;
+    const std::string path = s.spools[i] + "/" + s.key + ".json";
+    std::string error = write_with_deadline(path, json, timeout);
     spooled = error.empty();
-    if (!spooled)
-      s.host->log(s.self, ("cannot write the job record: " + error +
-                           "; the per-rank files stay in the spool for strata recover")
-                              .c_str());
+    if (spooled && !first_error.empty())
+      s.host->log(s.self,
+                  ("cannot write the job record: " + first_error + "; it went to " + path).c_str());
+    else if (!spooled && first_error.empty())
+      first_error = std::move(error);
   }
+  if (!spooled && !first_error.empty())
+    s.host->log(s.self, ("cannot write the job record: " + first_error +
+                         (s.mapping.ok() ? "; the per-rank files stay in the spool for strata "
+                                           "recover"
+                                         : "; no record is kept"))
+                            .c_str());
   if (const char* copy = options::record_copy()) {
     if (const std::string error = write_with_deadline(copy, json, timeout); !error.empty())
       s.host->log(s.self, ("cannot write STRATA_PROFILE_JSON: " + error).c_str());

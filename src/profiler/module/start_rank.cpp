@@ -39,11 +39,24 @@ void start_rank(module_state& s) {
     s.counting.sole = &s.sole;
   // One job id for all ranks: the resource manager's, else rank 0's host, pid and start; in one
   // broadcast with rank 0's start and pid (each collective costs a scheduling round when the
-  // ranks outnumber the cores).
+  // ranks outnumber the cores), and the spool rank 0's file went to, where the others' go too:
+  // a spool that cannot be used is found, and said, once.
   struct {
     long long start_pid[2];
+    long long spool_index;
     char id[128];
-  } job{{s.header().start_unix_ns / 1000000000, ::getpid()}, {0}};
+  } job{{s.header().start_unix_ns / 1000000000, ::getpid()}, 0, {0}};
+  s.spools =
+      spool_candidates(options::spool(), STRATA_DEFAULT_SPOOL, std::getenv("HOME"), ::getuid());
+  placed_rank_file placed;
+  const auto place = [&](size_t first) {
+    // Each module its own files (spool.hpp).
+    s.key = job_key(job.id) + "-" + std::to_string(job.start_pid[1]) +
+            (is_overhead_module ? std::string(overhead_key_suffix) : std::string());
+    placed = place_rank_file(s.spools, first, s.key + ".rank" + std::to_string(s.rank) + ".prof",
+                             s.names, s.want_callsites ? callsite_table::capacity : 0,
+                             s.counting.threaded ? module_state::thread_arrays : 0);
+  };
   if (s.rank == 0) {
     std::string job_id = job_id_from_environment();
     char host[64] = {0};
@@ -51,16 +64,46 @@ void start_rank(module_state& s) {
     if (job_id.empty())
       job_id = local_job_id(host, job.start_pid[1], job.start_pid[0]);
     copy_field(job.id, sizeof(job.id), job_id);
+    place(0);
+    job.spool_index = static_cast<long long>(placed.spool);
   }
   MPI_Bcast(&job, sizeof(job), MPI_BYTE, 0, s.world);
-  // Each module its own files (spool.hpp).
-  s.key = job_key(job.id) + "-" + std::to_string(job.start_pid[1]) +
-          (is_overhead_module ? std::string(overhead_key_suffix) : std::string());
-  const spool_choice spool =
-      choose_spool(options::spool(), STRATA_DEFAULT_SPOOL, std::getenv("HOME"), ::getuid());
-  s.spool = spool.dir;
-  if (!spool.message.empty() && s.rank == 0)
-    s.host->log(s.self, spool.message.c_str());
+  const auto rank0_spool = static_cast<size_t>(job.spool_index);
+  if (s.rank != 0)
+    place(rank0_spool); // nowhere when rank 0 found no room: counted in memory
+  s.mapping = std::move(placed.mapping);
+  if (s.mapping.ok()) {
+    s.spool_index = placed.spool;
+  } else {
+    // Counted in memory; the record is still written at the end, where there is room then.
+    s.spool_index = s.spools.size();
+    for (size_t i = 0; i < s.spools.size() && s.spool_index == s.spools.size(); ++i)
+      if (spool_unusable(s.spools[i]).empty())
+        s.spool_index = i;
+  }
+  if (s.spool_index < s.spools.size())
+    s.spool = s.spools[s.spool_index];
+  if (s.rank == 0 && !placed.why_not_first.empty()) {
+    std::string line = placed.why_not_first;
+    if (s.mapping.ok()) {
+      line += "; records go to " + s.spool;
+    } else {
+      line += "; neither can ";
+      for (size_t i = 1; i < s.spools.size(); ++i)
+        line += (i > 1 ? " nor " : "") + s.spools[i];
+      line += s.spool.empty() ? " hold this job's files; no record is kept"
+                              : " hold this job's files; the counters stay in memory (an abnormal "
+                                "end loses them) and the record goes to " +
+                                    s.spool + " at MPI_Finalize if there is room then";
+    }
+    s.host->log(s.self, line.c_str());
+  } else if (s.rank != 0 && rank0_spool < s.spools.size() && placed.spool != rank0_spool) {
+    s.host->log(s.self,
+                (placed.why_not_first + (s.mapping.ok() ? "; this rank's file goes to " + s.spool
+                                                        : "; this rank's counters stay in memory "
+                                                          "(an abnormal end loses them)"))
+                    .c_str());
+  }
   if (s.rank == 0)
     for (const std::string& problem : s.setting_problems)
       s.host->log(s.self, problem.c_str());
@@ -75,15 +118,6 @@ void start_rank(module_state& s) {
   facts.world_size = s.world_size;
   facts.thread_level = level;
   facts.init_mono_ns = mono_ns();
-  if (!s.spool.empty()) {
-    s.mapping = create_rank_file(s.spool + "/" + s.key + ".rank" + std::to_string(s.rank) + ".prof",
-                                 s.names, s.want_callsites ? callsite_table::capacity : 0,
-                                 s.counting.threaded ? module_state::thread_arrays : 0);
-    if (!s.mapping.ok() && s.rank == 0)
-      s.host->log(s.self, ("cannot keep per-rank counters on disk: " + s.mapping.error +
-                           "; an abnormal end will lose them")
-                              .c_str());
-  }
   if (s.mapping.ok()) {
     move_into_rank_file(s.mapping, facts, s.early_slots, s.uncharged_in_memory);
     s.counting.header = s.mapping.header;

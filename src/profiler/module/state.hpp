@@ -75,7 +75,11 @@ struct module_state {
   // (finalize.cpp), instead of going over a duplicate, whose creation cost every job one more
   // communicator creation (two synchronizing rounds at start).
   MPI_Comm world = MPI_COMM_WORLD;
+  // Where the job's files may go (spool.hpp), and the one this rank's file went to; the record
+  // goes to rank 0's, else to a later one that takes it. Empty when none is a directory.
+  std::vector<std::string> spools;
   std::string spool;
+  size_t spool_index = 0;
   std::string key;
   call_costs per_call; // calibrated in start_rank (the sum's only if the profile lends slots)
   // What the rank counted: the shared routine slots, with the threads' own arrays added when

@@ -58,11 +58,12 @@ void read_kernel_clocksource() {
 // The CPU this thread runs on, as the kernel numbers it; -1 when it does not say. Neither
 // rdtscp's nor RDPID's auxiliary value, which is whatever is in TSC_AUX: some virtual machines
 // leave it the same on every CPU or fill it with the host's numbers; nor sched_getcpu(), which
-// glibc answers from TSC_AUX too (the vDSO's RDPID) where rseq is not registered. A system
-// call, made only by the calibration and the check.
+// glibc answers from TSC_AUX too (the vDSO's RDPID) where rseq is not registered, unless the
+// system call is refused (a seccomp filter). A system call, made only by the calibration and
+// the check.
 int current_cpu() {
   unsigned cpu = 0;
-  return syscall(SYS_getcpu, &cpu, nullptr, nullptr) == 0 ? static_cast<int>(cpu) : -1;
+  return syscall(SYS_getcpu, &cpu, nullptr, nullptr) == 0 ? static_cast<int>(cpu) : sched_getcpu();
 }
 
 #if defined(__x86_64__)

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -22,7 +24,7 @@ namespace {
 struct clock_sample {
   int64_t tsc = 0;
   uint64_t ns = 0;
-  int cpu = -1; // from rdtscp's auxiliary value; -1 without rdtscp or when the thread moved
+  int cpu = -1; // the kernel's CPU number (current_cpu); -1 when not known
 };
 
 clock_sample g_first;
@@ -53,17 +55,18 @@ void read_kernel_clocksource() {
   std::fclose(f);
 }
 
-#if defined(__x86_64__)
-bool g_has_rdtscp = false;
-
-void read_cpu_features() {
-  unsigned eax = 0;
-  unsigned ebx = 0;
-  unsigned ecx = 0;
-  unsigned edx = 0;
-  g_has_rdtscp = __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 27));
+// The CPU this thread runs on, as the kernel numbers it; -1 when it does not say. Neither
+// rdtscp's nor RDPID's auxiliary value, which is whatever is in TSC_AUX: some virtual machines
+// leave it the same on every CPU or fill it with the host's numbers; nor sched_getcpu(), which
+// glibc answers from TSC_AUX too (the vDSO's RDPID) where rseq is not registered, unless the
+// system call is refused (a seccomp filter). A system call, made only by the calibration and
+// the check.
+int current_cpu() {
+  unsigned cpu = 0;
+  return syscall(SYS_getcpu, &cpu, nullptr, nullptr) == 0 ? static_cast<int>(cpu) : sched_getcpu();
 }
 
+#if defined(__x86_64__)
 bool tsc_is_invariant() {
   unsigned eax = 0;
   unsigned ebx = 0;
@@ -74,40 +77,38 @@ bool tsc_is_invariant() {
   return (edx & (1u << 8)) != 0;
 }
 
-// Linux puts the CPU number in the low 12 bits of TSC_AUX (the node above them).
-int64_t read_counter(int& cpu) {
-  if (!g_has_rdtscp) {
-    cpu = -1;
-    return static_cast<int64_t>(__rdtsc());
-  }
-  unsigned aux = 0;
-  const auto t = static_cast<int64_t>(__rdtscp(&aux));
-  cpu = static_cast<int>(aux & 0xfffu);
+// rdtsc kept in its place by lfence on both sides: earlier instructions have completed and
+// later ones (clock_gettime's own reads) start after it. Not rdtscp: valgrind's CPUID says
+// every CPU has it, while valgrind decodes it only where the host's CPUID does (SIGILL
+// elsewhere), and its auxiliary value names no CPU for certain (current_cpu).
+int64_t ordered_counter() {
+  _mm_lfence();
+  const auto t = static_cast<int64_t>(__rdtsc());
+  _mm_lfence();
   return t;
 }
 
 // clock_gettime between two counter reads, taken at their midpoint; of 20 tries the narrowest
 // pair read on one CPU (a first call can take microseconds, faulting in the vDSO's data, or be
-// preempted), which brings the rate's error to parts per billion instead of 100 ppm.
+// preempted), which brings the rate's error to parts per billion instead of 100 ppm. The CPU
+// is asked before and after the bracket, outside it, so that it does not widen the pair.
 clock_sample take_sample() {
   clock_sample best;
   int64_t best_width = INT64_MAX;
   for (int i = 0; i < 20; ++i) {
-    int cpu_before = -1;
-    int cpu_after = -1;
-    const int64_t before = read_counter(cpu_before);
+    const int cpu_before = current_cpu();
+    const int64_t before = ordered_counter();
     const uint64_t ns = monotonic_ns();
-    const int64_t after = read_counter(cpu_after);
-    if (cpu_before != cpu_after)
-      continue; // moved between the readings: the pair compares two CPUs' counters
+    const int64_t after = ordered_counter();
+    if (current_cpu() != cpu_before)
+      continue; // moved between the readings: the pair may compare two CPUs' counters
     if (after - before < best_width) {
       best_width = after - before;
       best = {before + (after - before) / 2, ns, cpu_before};
     }
   }
   if (best_width == INT64_MAX) { // moved in every try: the last pair, CPU unknown
-    int cpu = -1;
-    best.tsc = read_counter(cpu);
+    best.tsc = ordered_counter();
     best.ns = monotonic_ns();
   }
   return best;
@@ -159,14 +160,13 @@ uint64_t monotonic_ns() {
 void clock_start_calibration() {
   read_kernel_clocksource();
 #if defined(__x86_64__)
-  read_cpu_features();
   g_first = take_sample();
 #endif
 }
 
 void clock_finish_calibration() {
   g_anchor.ns = monotonic_ns();
-  g_anchor.cpu = sched_getcpu();
+  g_anchor.cpu = current_cpu();
 #if defined(__x86_64__)
   const char* choice = std::getenv("STRATA_CLOCK");
   if (choice != nullptr && std::strcmp(choice, "monotonic") == 0) {
@@ -263,7 +263,7 @@ int clock_check(strata_clock_check* out) {
     return 0;
   }
 #endif
-  r.check_cpu = sched_getcpu();
+  r.check_cpu = current_cpu();
   r.checked_over_s = static_cast<double>(monotonic_ns() - g_anchor.ns) / 1e9;
   *out = r;
   return 0;

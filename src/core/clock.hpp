@@ -13,7 +13,9 @@
 //
 // rdtsc, not rdtscp, on the call path: a call's two readings bracket MPI's own work, and
 // rdtscp's wait for earlier instructions adds cost without making a call's time more exact.
-// The calibration and the check use rdtscp, whose auxiliary value names the CPU (Linux).
+// The calibration and the check fence rdtsc with lfence and ask the kernel for the CPU (the
+// getcpu system call): rdtscp's auxiliary value does not name it on every virtual machine,
+// and valgrind cannot run rdtscp on every x86-64 (clock.cpp).
 #pragma once
 
 #include <cstdint>

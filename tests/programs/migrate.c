@@ -8,24 +8,32 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* The kernel's CPU number: sched_getcpu() may read TSC_AUX (the vDSO's RDPID) where glibc has no
+ * rseq, and some virtual machines leave that the same on every CPU. */
+static int current_cpu(void) {
+  unsigned cpu = 0;
+  return syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 ? (int)cpu : 0;
+}
 
 int main(int argc, char** argv) {
   const int delay = argc > 1 ? atoi(argv[1]) : 200;
   /* Held on one CPU from before MPI_Init (where the clock is calibrated) to the move. */
   cpu_set_t here;
   CPU_ZERO(&here);
-  CPU_SET(sched_getcpu(), &here);
+  CPU_SET(current_cpu(), &here);
   sched_setaffinity(0, sizeof here, &here);
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int where[2] = {(int)getpid(), sched_getcpu()};
+  int where[2] = {(int)getpid(), current_cpu()};
   int buf = 0;
   if (rank == 0) {
     MPI_Send(where, 2, MPI_INT, 1, 0, MPI_COMM_WORLD);
     MPI_Recv(&buf, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    printf("migrated from %d to %d\n", where[1], sched_getcpu());
+    printf("migrated from %d to %d\n", where[1], current_cpu());
     fflush(stdout);
   } else if (rank == 1) {
     MPI_Recv(where, 2, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

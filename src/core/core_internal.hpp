@@ -21,6 +21,11 @@ bool takes_communicator(int fid);
 bool is_poll_function(int fid);
 // The STRATA_FIELD_* groups that decoding the function's STRATA_FIELD_BYTES reads.
 uint32_t bytes_prerequisites(int fid);
+// The function makes a request (MPI_Isend, MPI_Irecv, MPI_Ibcast, ...): its exit decoder notes
+// the request's kind under STRATA_FIELD_RECEIVED (core/completions.hpp).
+bool makes_request(int fid);
+// The function completes requests and reads the bytes received of their statuses.
+bool completes_requests(int fid);
 } // namespace strata::gen
 
 namespace strata::core {

@@ -152,6 +152,7 @@ void resolve_api() {
   resolve(api.type_size_x, "PMPI_Type_size_x");
   resolve(api.get_count, "PMPI_Get_count");
   resolve(api.get_elements_x, "PMPI_Get_elements_x");
+  resolve(api.test_cancelled, "PMPI_Test_cancelled");
   resolve(real_comm.comm_size, "PMPI_Comm_size");
   resolve(real_comm.comm_rank, "PMPI_Comm_rank");
   resolve(real_comm.comm_test_inter, "PMPI_Comm_test_inter");

@@ -19,11 +19,18 @@ struct comm_info {
   const int* world_ranks = nullptr; // peer rank -> world rank; nullptr = identity (world)
 };
 
+struct completion_space;
+
 // Per-call space that outlives the enter decoder: a status to hand MPI when the application
-// passed MPI_STATUS_IGNORE, so bytes received can still be read.
+// passed MPI_STATUS_IGNORE, so bytes received can still be read; what a completion noted of its
+// requests before the call (completions.hpp: written there before it is read, so not here on
+// every call).
 struct scratch {
   MPI_Status status;
   const comm_info* comm = nullptr;
+  bool receive;            // MPI_Wait, MPI_Test: the request is a receive's
+  int receives;            // the other completions: how many are (-1: unknown)
+  completion_space* space; // ... and which, when any is
 };
 
 // The few real MPI functions the decoder uses, resolved once (never through our entries).
@@ -32,6 +39,7 @@ struct mpi_api {
   int (*type_size_x)(MPI_Datatype, MPI_Count*);
   int (*get_count)(const MPI_Status*, MPI_Datatype, int*);
   int (*get_elements_x)(const MPI_Status*, MPI_Datatype, MPI_Count*);
+  int (*test_cancelled)(const MPI_Status*, int*);
 };
 extern mpi_api api __attribute__((visibility("hidden")));
 void resolve_api();
@@ -173,11 +181,12 @@ template <typename N, typename R> inline void set_requests(strata_event& ev, N c
   ev.request_count = static_cast<int>(count);
   ev.requests = array;
 }
-inline void substitute_status(strata_event& ev, scratch& s, MPI_Status*& status) {
-  if (status == MPI_STATUS_IGNORE) {
-    status = &s.status;
-    ev.flags |= STRATA_EVENT_STATUS_FROM_CORE;
-  }
+// A status of the core's where the application ignores it; true when substituted.
+inline bool substitute_ignored(scratch& s, MPI_Status*& status) {
+  if (status != MPI_STATUS_IGNORE)
+    return false;
+  status = &s.status;
+  return true;
 }
 // The bytes a status says were received, read from the status itself instead of a call into
 // MPI per completed receive (MPI_Get_elements_x, about 90 instructions): MPICH (and its

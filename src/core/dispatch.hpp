@@ -185,7 +185,8 @@ R enter_sole_exit(const chain_entry& entry, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_at(const chain* c, int pos, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... A>
-R deliver_untimed_poll(const chain* c, int pos, R r, bool substituted, A... args);
+R deliver_untimed_poll(const chain* c, int pos, R r, decode::scratch& scratch, bool substituted,
+                       A... args);
 
 // Sampled polls: true when this poll is to be timed. The gaps are uniform in [1, 2 * interval - 1]
 // (mean `interval`), from a per-thread xorshift, so no periodic pattern of the program aliases.
@@ -266,8 +267,8 @@ __attribute__((always_inline)) inline R invoke_entry(const chain* c, const chain
       // polls complete nothing and are only counted.
       if (entry.count_mode == count_empty_polls && !time_this_poll(ts, entry.poll_interval)) {
         const int end = entry.group_end;
-        MPI_Status status_space;
-        const bool substituted = Decoder::substitute_ignored_status(status_space, args...);
+        decode::scratch scratch;
+        const bool substituted = Decoder::prepare_untimed(scratch, args...);
         R r = invoke_below<F, Decoder>(c, end, real, args...);
         if (__builtin_expect(!Decoder::completed(args...), 1)) {
           if (__builtin_expect(entry.count_direct, 1))
@@ -276,7 +277,7 @@ __attribute__((always_inline)) inline R invoke_entry(const chain* c, const chain
             count_group(c->entries, pos, end);
           return r;
         }
-        return deliver_untimed_poll<F, Decoder>(c, pos, r, substituted, args...);
+        return deliver_untimed_poll<F, Decoder>(c, pos, r, scratch, substituted, args...);
       }
       // Timed: every poll (no interval), or a counting group has just decided so.
       if (entry.sole_exit && (entry.poll_interval == 0 || entry.count_mode != count_none))
@@ -403,12 +404,13 @@ __attribute__((noinline)) R invoke_at(const chain* c, int pos, R (*real)(P...), 
 
 // An untimed poll after the call, for the group's untimed callbacks: decoded when it completed
 // something (most complete nothing), else only function, call site and result.
-// The status the call wrote, the application's or the caller's stand-in, is in the arguments.
+// The status the call wrote, the application's or the caller's stand-in, is in the arguments;
+// what the bytes received need from before the call, in `scratch` (Decoder::prepare_untimed).
 template <int F, typename Decoder, typename R, typename... A>
-__attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r, bool substituted,
+__attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r,
+                                                 decode::scratch& scratch, bool substituted,
                                                  A... args) {
   thread_state& ts = tls;
-  decode::scratch scratch;
   const chain_entry* entries = c->entries;
   const int saved_layer = ts.layer;
   const int end = entries[pos].group_end;
@@ -420,7 +422,9 @@ __attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r, b
     ev.flags |= STRATA_EVENT_STATUS_FROM_CORE;
   set_result(ev, r);
   if (Decoder::completed(args...)) {
-    Decoder::enter(ev, scratch, fields, args...);
+    // The requests' handles are gone by now: what the bytes received need of them was taken
+    // before the call.
+    Decoder::enter(ev, scratch, fields & ~STRATA_FIELD_RECEIVED, args...);
     Decoder::exit(ev, scratch, fields, args...);
   }
   for (int i = end - 1; i >= pos; --i) {
@@ -435,10 +439,10 @@ __attribute__((noinline)) R deliver_untimed_poll(const chain* c, int pos, R r, b
 // enter callbacks; every poll reaches the untimed callbacks.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_untimed_poll(const chain* c, int pos, R (*real)(P...), A... args) {
-  MPI_Status status_space;
-  const bool substituted = Decoder::substitute_ignored_status(status_space, args...);
+  decode::scratch scratch;
+  const bool substituted = Decoder::prepare_untimed(scratch, args...);
   R r = invoke<F, Decoder>(c, c->entries[pos].group_end, real, args...);
-  return deliver_untimed_poll<F, Decoder>(c, pos, r, substituted, args...);
+  return deliver_untimed_poll<F, Decoder>(c, pos, r, scratch, substituted, args...);
 }
 
 // An event up to the call: its fields, what the arguments say, the time of entry.
@@ -737,7 +741,7 @@ __attribute__((always_inline)) inline bool lean_poll(uint64_t* counter) {
 // completed something, and the stand-in. Kept in the frame rather than in saved registers: a
 // store each before the call, and after it only the flag is read back.
 template <typename... A> struct poll_frame {
-  MPI_Status stand_in;
+  decode::scratch stand_in; // the status, and what the bytes received need from before the call
   std::tuple<A...> args;
 };
 
@@ -751,7 +755,8 @@ __attribute__((noinline, cold)) R counted_poll_completed(const void* return_addr
       [&](A&... args) { return Decoder::status_is(frame.stand_in, args...); }, frame.args);
   return std::apply(
       [&](A... args) {
-        return deliver_untimed_poll<F, Decoder>(chains[F], 0, r, substituted, args...);
+        return deliver_untimed_poll<F, Decoder>(chains[F], 0, r, frame.stand_in, substituted,
+                                                args...);
       },
       frame.args);
 }
@@ -766,7 +771,7 @@ __attribute__((always_inline)) inline R counted(R (*real)(P...), R (*wrapped)(P.
     return wrapped(args...); // a jump: wrapped_X takes the application's return address
   if constexpr (Decoder::is_poll) {
     poll_frame<A...> frame;
-    Decoder::substitute_ignored_status(frame.stand_in, args...);
+    Decoder::prepare_untimed(frame.stand_in, args...);
     frame.args = std::tuple<A...>(args...);
     R r = call_real(real, args...);
     if (__builtin_expect(

@@ -3,6 +3,7 @@
 // point; this file finds those bindings and tells the MPI library's own code apart from the
 // program's (the bindings' handle conversions are the library's business).
 #include "core/core_internal.hpp"
+#include "core/dispatch.hpp"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -80,7 +81,76 @@ extern "C" __attribute__((visibility("hidden"))) void* strata_fortran_resolve_in
   return binding;
 }
 
+// Open MPI's Fortran bindings of MPI_Waitall, _Waitany, _Waitsome, _Testall, _Testany and
+// _Testsome return at once when the count is 0, without the C call by which every layer sees the
+// program's call (they spare themselves a malloc(0)): such calls went uncounted. Their entry
+// points (generate.py, zero_count_check) call this first, with the binding's note taken: it makes
+// the call the binding skips, with a count of 0 and no request (the call MPICH's bindings make),
+// at the program's line. The binding then returns as before, having called nothing.
+extern "C" __attribute__((visibility("hidden"))) void strata_fortran_zero_count(int fid) {
+  using namespace strata;
+  if (core::chains[fid] == nullptr || core::tls.layer >= 0 || core::tls.in_real != 0)
+    return; // nothing counts it, or not the program's call: the binding's note stays as it was
+  MPI_Request none = MPI_REQUEST_NULL;
+  int index = 0;
+  int flag = 0;
+  int outcount = 0;
+  int indices[1] = {0};
+  switch (fid) {
+  case gen::fid_MPI_Waitall:
+    MPI_Waitall(0, &none, MPI_STATUSES_IGNORE);
+    break;
+  case gen::fid_MPI_Waitany:
+    MPI_Waitany(0, &none, &index, MPI_STATUS_IGNORE);
+    break;
+  case gen::fid_MPI_Waitsome:
+    MPI_Waitsome(0, &none, &outcount, indices, MPI_STATUSES_IGNORE);
+    break;
+  case gen::fid_MPI_Testall:
+    MPI_Testall(0, &none, &flag, MPI_STATUSES_IGNORE);
+    break;
+  case gen::fid_MPI_Testany:
+    MPI_Testany(0, &none, &index, &flag, MPI_STATUS_IGNORE);
+    break;
+  case gen::fid_MPI_Testsome:
+    MPI_Testsome(0, &none, &outcount, indices, MPI_STATUSES_IGNORE);
+    break;
+  default:
+    break;
+  }
+}
+
 #if defined(__x86_64__)
+// The entry points' call of strata_fortran_zero_count, with the routine's id in %r11d: every
+// argument register kept (the binding is jumped to next with them). Eight pushes keep the stack
+// 16-byte aligned at the call, as it was at this stub's first instruction (the entry point, 8
+// off at its own, called it).
+asm(".text\n"
+    ".globl strata_fortran_zero_count_stub\n"
+    ".hidden strata_fortran_zero_count_stub\n"
+    ".type strata_fortran_zero_count_stub, @function\n"
+    "strata_fortran_zero_count_stub:\n"
+    "  pushq %rdi\n"
+    "  pushq %rsi\n"
+    "  pushq %rdx\n"
+    "  pushq %rcx\n"
+    "  pushq %r8\n"
+    "  pushq %r9\n"
+    "  pushq %rax\n"
+    "  pushq %r10\n"
+    "  movl %r11d, %edi\n"
+    "  call strata_fortran_zero_count\n"
+    "  popq %r10\n"
+    "  popq %rax\n"
+    "  popq %r9\n"
+    "  popq %r8\n"
+    "  popq %rcx\n"
+    "  popq %rdx\n"
+    "  popq %rsi\n"
+    "  popq %rdi\n"
+    "  ret\n"
+    ".size strata_fortran_zero_count_stub, .-strata_fortran_zero_count_stub\n");
+
 // The generic way out of a Fortran entry point with no binding yet: every argument register
 // kept across the resolution (Fortran passes pointers and lengths: integer registers only), then
 // the jump with the arguments as they came. Seven pushes keep the stack 16-byte aligned at the

@@ -336,13 +336,26 @@ std::vector<std::string> enable_counting(core_state& s) {
   return enable_timed_counts(s, level);
 }
 
+// Some module reads the bytes received by a completion: every call that makes a request must
+// then note its kind (core/completions.hpp), whatever its own modules read of it.
+bool request_kinds_wanted(const core_state& s) {
+  for (const loaded_module& m : s.modules)
+    for (int fid = 0; fid < gen::function_count; ++fid)
+      if (gen::completes_requests(fid) &&
+          ((m.function_fields.empty() ? m.fields : m.function_fields[static_cast<size_t>(fid)]) &
+           (STRATA_FIELD_RECEIVED | STRATA_FIELD_STATUS)) != 0)
+        return true;
+  return false;
+}
+
 // A group samples polls only if all its event modules accept it; at the smallest interval. Its
 // events carry the union of the fields its modules read. A call can also enter a group in its
 // middle: a module's own call from its layer (its wrapper of another function calling this one,
 // where the module is also this group's event module) starts below the module. So each entry
 // gets the settings of the rest of its group; only a group's first entry takes the shortcuts
 // (sole exit, counting), which a call entering in the middle never looks for.
-void set_group_settings(const core_state& s, std::vector<chain_entry>& list, int fid) {
+void set_group_settings(const core_state& s, std::vector<chain_entry>& list, int fid,
+                        bool note_request_kinds) {
   const bool polls = gen::is_poll_function(fid);
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].wrapper != nullptr)
@@ -358,6 +371,8 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list, int
       any_enter = any_enter || list[k].enter != nullptr;
     }
     list[i].poll_interval = interval > 1 && interval != UINT32_MAX ? interval : 0;
+    if (note_request_kinds && gen::makes_request(fid))
+      fields |= STRATA_FIELD_RECEIVED;
     list[i].fields = with_prerequisites(fields, fid);
     list[i].any_enter = any_enter;
     if (i > 0 && list[i - 1].wrapper == nullptr)
@@ -374,6 +389,7 @@ void build_chains(core_state& s) {
   s.entries.assign(gen::function_count, {});
   s.first_below.assign(gen::function_count, {});
   s.chain_storage.assign(gen::function_count, {});
+  const bool note_request_kinds = request_kinds_wanted(s);
   for (int fid = 0; fid < gen::function_count; ++fid) {
     auto& list = s.entries[static_cast<size_t>(fid)];
     for (size_t layer = 0; layer < layers; ++layer) {
@@ -403,7 +419,7 @@ void build_chains(core_state& s) {
                                 ? list[i + 1].group_end
                                 : static_cast<int>(i + 1);
     }
-    set_group_settings(s, list, fid);
+    set_group_settings(s, list, fid, note_request_kinds);
     for (size_t i = 0; i < list.size(); ++i)
       list[i].index = static_cast<int>(i);
     auto& first = s.first_below[static_cast<size_t>(fid)];

@@ -149,12 +149,43 @@ def count_expr(spec):
     return f"static_cast<int64_t>({count})"
 
 
+# Calls that make a request but have no roles.txt line are found by their MPI_Request* parameter
+# (file I/O, one-sided R* operations, persistent collectives, ...): not a receive's. These take an
+# MPI_Request* and make none.
+TAKES_REQUEST_MAKES_NONE = {"MPI_Request_free", "MPI_Cancel"}
+# Receives' requests of MPI-4 routines that not both MPIs declare, so that roles.txt cannot name
+# them (a status of their completion says what arrived).
+RECEIVE_REQUEST_MAKERS = {"MPI_Isendrecv": "request", "MPI_Isendrecv_replace": "request"}
+
+
+def resolve_roles(fn, spec):
+    """The spec with each parameter named as this header names it: a role may give alternatives
+    (index|indx) where the MPIs' headers name a parameter differently."""
+    out = {}
+    for key, value in spec.items():
+        parts = []
+        for part in value.split(":"):
+            names = part.split("|")
+            found = next((n for n in names if fn.param_type(n.split("*")[0].split("@")[0])), names[0])
+            parts.append(found)
+        out[key] = ":".join(parts)
+    if fn.name.removesuffix("_c") in RECEIVE_REQUEST_MAKERS and "recv_request" not in out:
+        out["recv_request"] = RECEIVE_REQUEST_MAKERS[fn.name.removesuffix("_c")]
+        out.pop("request", None)
+    if not any(k in out for k in ("request", "recv_request", "wait", "requests")) and \
+            fn.name.removesuffix("_c") not in TAKES_REQUEST_MAKES_NONE:
+        made = [p[0] for p in fn.params if p[3] == "MPI_Request" and not p[1].endswith("]")]
+        if len(made) == 1:
+            out["made_request"] = made[0]
+    return out
+
+
 def decoder(fn, roles):
     """Body of the enter decoder: fills the strata_event from the arguments, once per call.
 
     Each line as (field group, C++ line): the core decodes only the groups the segment's modules
     read (module.h, strata_module_fields_v1)."""
-    spec = roles.get(fn.name.removesuffix("_c"), {})
+    spec = resolve_roles(fn, roles.get(fn.name.removesuffix("_c"), {}))
     lines = []
     comm = spec.get("comm")
     if comm is None:
@@ -178,8 +209,8 @@ def decoder(fn, roles):
     if "requests" in spec:
         count, _, array = spec["requests"].partition(":")
         lines.append(("REQUESTS", f"dec::set_requests(ev, {count}, {array});"))
-    if "status" in spec:
-        lines.append(("RECEIVED", f"dec::substitute_status(ev, scratch, {spec['status']});"))
+    for line in received_enter_lines(spec):
+        lines.append(("RECEIVED", f"if ({line}) ev.flags |= STRATA_EVENT_STATUS_FROM_CORE;"))
     for key in spec:
         if key in ("send", "recv"):
             continue
@@ -189,14 +220,54 @@ def decoder(fn, roles):
     return lines, spec
 
 
+def received_enter_lines(spec):
+    """Before the call, for the bytes received: each a C++ expression, true when it substituted a
+    status of the core's for one the application ignores (completions.hpp). A completion notes
+    which of its requests are receives' and substitutes only then; another call with a status
+    (a receive, a probe) substitutes whenever it is ignored."""
+    if "status" in spec and "wait" in spec:
+        return [f"dec::note_completion(scratch, {spec['wait']}, {spec['status']})"]
+    if "requests" in spec and ("status" in spec or "statuses" in spec):
+        count, _, array = spec["requests"].partition(":")
+        note = f"(dec::note_completions(scratch, {count}, {array}), "
+        if "statuses" in spec:
+            return [note + f"dec::substitute_statuses(scratch, {spec['statuses']}))"]
+        return [note + f"dec::substitute_status_of_any(scratch, {spec['status']}))"]
+    if "status" in spec:
+        return [f"dec::substitute_ignored(scratch, {spec['status']})"]
+    return []
+
+
 def exit_decoder(spec):
     lines = []
-    if "request" in spec:
-        lines.append(("REQUESTS", f"dec::set_request(ev, {spec['request']});"))
-    if "status" in spec:
-        flag = f"*{spec['flag']} != 0" if "flag" in spec else "true"
+    if "request" in spec or "recv_request" in spec:
+        lines.append(("REQUESTS",
+                      f"dec::set_request(ev, {spec.get('recv_request') or spec['request']});"))
+    # Every call that makes a request says of what kind (completions.hpp), under the bytes
+    # received, which are what the kinds are kept for.
+    made = spec.get("recv_request") or spec.get("request") or spec.get("made_request")
+    if made is not None:
+        receive = "true" if "recv_request" in spec else "false"
+        lines.append(("RECEIVED", f"dec::note_request_made(ev, {made}, {receive});"))
+    done = (f"*{spec['flag']} != 0" if "flag" in spec else
+            f"*{spec['done']} != 0" if "done" in spec else "true")
+    if "requests" in spec and ("status" in spec or "statuses" in spec):
+        count = spec["requests"].partition(":")[0]
+        if "outcount" in spec:
+            read = (f"dec::read_some_completions(ev, scratch, {count}, *{spec['outcount']}, "
+                    f"{spec['indices']}, {spec['statuses']})")
+        elif "index" in spec:
+            read = (f"dec::read_indexed_completion(ev, scratch, {count}, *{spec['index']}, "
+                    f"{spec['status']})")
+        else:
+            read = f"dec::read_all_completions(ev, scratch, {count}, {spec['statuses']})"
+        lines.append(("RECEIVED", f"if ({done}) {read};"))
+    elif "status" in spec and "wait" in spec:
         lines.append(("RECEIVED",
-                      f"if ({flag}) dec::read_status(ev, scratch, fields, {spec['status']});"))
+                      f"if ({done}) dec::read_completion(ev, scratch, fields, {spec['status']});"))
+    elif "status" in spec:
+        lines.append(("RECEIVED",
+                      f"if ({done}) dec::read_status(ev, scratch, fields, {spec['status']});"))
     return lines
 
 
@@ -351,7 +422,7 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
 
     with open(os.path.join(out, "strata_entries.cpp"), "w") as c:
         c.write(f"// Generated by src/gen/generate.py from {flavor}'s mpi.h. Do not edit.\n")
-        c.write("#include \"core/dispatch.hpp\"\n#include \"core/decode.hpp\"\n\n")
+        c.write("#include \"core/dispatch.hpp\"\n#include \"core/completions.hpp\"\n#include \"core/decode.hpp\"\n\n")
         c.write("namespace strata::gen {\n")
         c.write("const char* const function_names[function_count] = {\n")
         for n in all_names:
@@ -416,6 +487,16 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             if needs:
                 c.write(f"  case fid_{f.name}:\n    return {' | '.join(sorted(needs))};\n")
         c.write("  default:\n    return 0;\n  }\n}\n")
+        # Who notes a request's kind and who reads it (core/completions.hpp).
+        decoded = [(f, decoder(f, roles)[1]) for f in functions]
+        for question, keys in (("makes_request", ("request", "recv_request", "made_request")),
+                               ("completes_requests", ("status", "statuses"))):
+            c.write(f"bool {question}(int fid) {{\n  switch (fid) {{\n")
+            for f, spec in decoded:
+                if any(k in spec for k in keys) and (question == "makes_request" or
+                                                     "wait" in spec or "requests" in spec):
+                    c.write(f"  case fid_{f.name}:\n")
+            c.write("    return true;\n  default:\n    return false;\n  }\n}\n")
         c.write("} // namespace strata::gen\n\n")
         c.write("using namespace strata;\nusing namespace strata::gen;\n"
                 "namespace dec = strata::decode;\n\n")
@@ -482,21 +563,18 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # when the poll completed something.
             c.write(f"  static constexpr bool is_poll = {'true' if 'flag' in spec else 'false'};\n")
             if "flag" in spec:
-                c.write(f"  static bool substitute_ignored_status([[maybe_unused]] MPI_Status& "
-                        f"space, {ref_list}) {{\n")
-                if "status" in spec:
-                    st = spec['status']
-                    c.write(f"    if ({st} != MPI_STATUS_IGNORE)\n      return false;\n"
-                            f"    {st} = &space;\n    return true;\n")
-                else:
-                    c.write("    return false;\n")
-                c.write("  }\n")
+                # Before an untimed poll: what the enter decoder does for the bytes received
+                # (which the core then leaves out of the enter decoder it runs after the call).
+                c.write(f"  static bool prepare_untimed([[maybe_unused]] dec::scratch& scratch, "
+                        f"{ref_list}) {{\n")
+                prepared = received_enter_lines(spec)
+                c.write(f"    return {' || '.join(prepared) if prepared else 'false'};\n  }}\n")
                 c.write(f"  static bool completed({ref_list}) {{ return *{spec['flag']} != 0; }}\n")
                 # Whether the status passed to MPI was the stand-in (substituted, see above).
-                c.write(f"  static bool status_is([[maybe_unused]] const MPI_Status& space, "
+                c.write(f"  static bool status_is([[maybe_unused]] const dec::scratch& scratch, "
                         f"{ref_list}) {{\n")
                 if "status" in spec:
-                    c.write(f"    return {spec['status']} == &space;\n  }}\n")
+                    c.write(f"    return {spec['status']} == &scratch.status;\n  }}\n")
                 else:
                     c.write("    return false;\n  }\n")
             c.write(f"  static void remap_comms([[maybe_unused]] MPI_Comm world"
@@ -631,6 +709,15 @@ def fortran_symbols(libraries):
 # `use mpi_f08` (Open MPI's _f08_, MPICH's _f08_ and, for routines with choice buffers, _f08ts_).
 FORTRAN_SUFFIXES = ("_", "_f08_", "_f08ts_")
 
+# Bindings that return at once for a count of 0, without the C call that the program's call is
+# counted by: Open MPI's (4.1, 5.0) completions of many requests, to spare a malloc(0). Their
+# entry points make that call first (fortran.cpp, strata_fortran_zero_count). MPICH's call C.
+ZERO_COUNT_SHORTCUTS = {
+    "openmpi": {"MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Testall", "MPI_Testany",
+                "MPI_Testsome"},
+    "mpich": set(),
+}
+
 
 def write_fortran_entries(out, flavor, functions, fids, exported):
     """fortran_entries.cpp: an entry point for each Fortran binding of the MPI, which notes the
@@ -677,7 +764,8 @@ def write_fortran_entries(out, flavor, functions, fids, exported):
                     '  cmpb $0, strata_call_marks+1(%rip)\\n'
                     '  jne 2f\\n'
                     '  movb $1, strata_call_marks+1(%rip)\\n'
-                    f'2: movq strata_fortran_real+{8 * i}(%rip), %r11\\n'
+                    '2: ' + zero_count_check(flavor, cname, fid) +
+                    f'movq strata_fortran_real+{8 * i}(%rip), %r11\\n'
                     '  testq %r11, %r11\\n'
                     '  jz 1f\\n'
                     '  jmp *%r11\\n'
@@ -687,11 +775,24 @@ def write_fortran_entries(out, flavor, functions, fids, exported):
         c.write("#endif\n")
 
 
+def zero_count_check(flavor, cname, fid):
+    """Assembly for an entry point whose binding skips the C call for a count of 0 (its first
+    argument, a pointer in %rdi): that call made first, through strata_fortran_zero_count_stub,
+    which keeps every argument register."""
+    if cname not in ZERO_COUNT_SHORTCUTS[flavor]:
+        return ""
+    return ("cmpl $0, (%rdi)\\n  jne 3f\\n"
+            f"  movl ${fid}, %r11d\\n  call strata_fortran_zero_count_stub\\n3: ")
+
+
 def ref_decl(param):
     """The parameter's declaration with its name made a reference (arrays stay pointers)."""
     pname, decl, _, _ = param
+    if decl.endswith(f"{pname}[]"):
+        # An array of one dimension, as the pointer it is: a completion substitutes statuses.
+        return decl.removesuffix(f"{pname}[]").rstrip() + f"*& {pname}"
     if decl.endswith("]") or "(*" in decl:
-        return decl  # arrays and function pointers: never rewritten
+        return decl  # arrays of more dimensions and function pointers: never rewritten
     return re.sub(rf"\b{re.escape(pname)}$", f"&{pname}", decl)
 
 

@@ -38,7 +38,7 @@ PROGRAMS = {
     "c": ("ring_c", [str(ITER)]),
     "fortran": ("ring_f90", [str(ITER)]),
     "sessions": ("sessions", ["one", str(ITER)]),
-    "completions": ("completions_c", [str(ITER)]),
+    "completions": ("completion_ring_c", [str(ITER)]),
 }
 
 
@@ -51,9 +51,9 @@ def ring_facts(err):
 
 
 def completions_facts(err):
-    """What completions.c does (its header); its MPI_Test calls, which depend on timing, are
+    """What completion_ring.c does (its header); its MPI_Test calls, which depend on timing, are
     what its ranks printed."""
-    tests = [int(n) for n in re.findall(r"^completions: rank \d+ tests=(\d+)$", err, re.M)]
+    tests = [int(n) for n in re.findall(r"^completion_ring: rank \d+ tests=(\d+)$", err, re.M)]
     per_rank = {"MPI_Irecv": 4 * ITER + 1, "MPI_Isend": 4 * ITER, "MPI_Wait": 3 * ITER + 1,
                 "MPI_Waitall": 2 * ITER, "MPI_Waitany": 2 * ITER, "MPI_Startall": ITER,
                 "MPI_Send_init": 1, "MPI_Recv_init": 1, "MPI_Request_free": 2, "MPI_Cancel": 1,

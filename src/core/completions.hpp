@@ -1,0 +1,212 @@
+// Bytes received by the calls that complete requests (MPI_Wait, MPI_Test and their -all, -any
+// and -some forms). A status says what arrived only for a receive: the status of a completed send
+// is undefined (MPI 4.0, 3.7.3), and the MPIs fill it differently (Open MPI with the send's own
+// size, MPICH not at all but for the cancelled bit). So the core keeps the kind of the requests
+// the application makes, by handle: a call that makes a receive request (MPI_Irecv,
+// MPI_Recv_init, MPI_Imrecv) marks its handle, any other call that makes a request unmarks it.
+// A handle that MPI reuses thus has the kind of its latest maker, and nothing needs removing when
+// a request completes (a poll that the core counts without a look at what it completed removes
+// nothing). A completion reads the statuses of the receives it completed and no other,
+// substituting statuses of its own where the application ignores them.
+#pragma once
+
+#include "core/decode.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace strata::decode {
+
+// Open addressing keyed by the handle's bits (a pointer under Open MPI, an int under MPICH: both
+// below 2^63): (bits << 1) | 1 for a receive's request, (bits << 1) for another's once it was a
+// receive's; 0 is empty. Keys stay: a handle's slot only changes its kind. Lock-free: a new key
+// takes an empty slot by compare-and-swap; a handle is made by one call at a time.
+inline constexpr size_t request_kind_slots = size_t{1} << 16;
+extern std::atomic<uint64_t> request_kinds[request_kind_slots]
+    __attribute__((visibility("hidden")));
+
+inline size_t request_kind_home(uint64_t bits) {
+  return static_cast<size_t>((bits * 0x9E3779B97F4A7C15ull) >> 48);
+}
+static_assert(request_kind_slots == size_t{1} << 16, "request_kind_home's shift");
+
+// The request was made by a receive (its latest maker, among the application's calls).
+inline bool made_by_receive(uint64_t bits) {
+  // Never full (mark_receive_request keeps a quarter empty), so an empty slot ends the probe.
+  for (size_t i = request_kind_home(bits);; i = (i + 1) & (request_kind_slots - 1)) {
+    const uint64_t entry = request_kinds[i].load(std::memory_order_acquire);
+    if (entry == 0)
+      return false;
+    if ((entry >> 1) == bits)
+      return (entry & 1) != 0;
+  }
+}
+
+// A handle not yet in the table, made by a receive: a new key (out of line, the rarer case: MPI
+// reuses its handles). When three quarters of the slots are taken, it is left out, and one line
+// says that the bytes received by completions are short from then on.
+void mark_receive_request(uint64_t bits);
+
+// A call that makes a request (exit): its kind, by the handle it wrote.
+template <typename R>
+inline void note_request_made(const strata_event& ev, const R* request, bool receive) {
+  if (ev.result != MPI_SUCCESS || request == nullptr || *request == MPI_REQUEST_NULL)
+    return;
+  const uint64_t bits = handle_bits(*request);
+  for (size_t i = request_kind_home(bits);; i = (i + 1) & (request_kind_slots - 1)) {
+    const uint64_t entry = request_kinds[i].load(std::memory_order_acquire);
+    if (entry == 0)
+      break;
+    if ((entry >> 1) == bits) {
+      if ((entry & 1) != static_cast<uint64_t>(receive))
+        request_kinds[i].store((bits << 1) | static_cast<uint64_t>(receive),
+                               std::memory_order_release);
+      return;
+    }
+  }
+  if (receive)
+    mark_receive_request(bits);
+}
+
+template <typename R> inline bool is_receive_request(const R& request) {
+  return request != MPI_REQUEST_NULL && made_by_receive(handle_bits(request));
+}
+
+// The status was cancelled: a cancelled request received nothing.
+inline bool status_cancelled(const MPI_Status* status) {
+#if defined(MPICH)
+  return (status->count_hi_and_cancelled & 1) != 0;
+#elif defined(OPEN_MPI)
+  return status->_cancelled != 0;
+#else
+  int cancelled = 0;
+  return api.test_cancelled(status, &cancelled) == MPI_SUCCESS && cancelled != 0;
+#endif
+}
+
+// What a completed receive's status says arrived; 0 when it was cancelled.
+inline int64_t received_bytes(const MPI_Status* status) {
+  if (status_cancelled(status))
+    return 0;
+  const int64_t bytes = status_bytes(status);
+  return bytes > 0 ? bytes : 0;
+}
+
+// One request (MPI_Wait, MPI_Test), before the call: whether it is a receive's, and then a status
+// of the core's where the application ignores it. True when the status was substituted.
+template <typename R>
+inline bool note_completion(scratch& s, const R* request, MPI_Status*& status) {
+  s.receive = request != nullptr && is_receive_request(*request);
+  if (!s.receive || status != MPI_STATUS_IGNORE)
+    return false;
+  status = &s.status;
+  return true;
+}
+
+// After the call (when it completed the request): the bytes a receive's status says arrived, and
+// for the modules that read the status its source and tag.
+inline void read_completion(strata_event& ev, const scratch& s, uint32_t fields,
+                            const MPI_Status* status) {
+  if (!s.receive || ev.result != MPI_SUCCESS)
+    return;
+  read_status(ev, s, fields, status);
+  if (status_cancelled(status))
+    ev.bytes_received = 0;
+}
+
+// Space for the completion of many requests, the calling thread's, grown to the largest count it
+// completed (a derived MPI_Waitall may nest in another layer's on the same thread, with the same
+// count: then it is the same space, not grown). nullptr when memory is short.
+struct completion_space {
+  uint8_t* receive = nullptr;     // by index: the request was a receive's
+  MPI_Status* statuses = nullptr; // substituted for MPI_STATUSES_IGNORE
+  size_t capacity = 0;
+};
+completion_space* completion_space_for(size_t count);
+
+// Many requests (the -all, -any and -some forms), before the call: which of them are receives'
+// (scratch::receives: how many, -1 when unknown). Nothing is kept when none is.
+template <typename R> inline void note_completions(scratch& s, int count, const R* requests) {
+  s.receives = 0;
+  s.space = nullptr;
+  int first = 0;
+  while (requests != nullptr && first < count && !is_receive_request(requests[first]))
+    ++first;
+  if (requests == nullptr || first >= count)
+    return;
+  completion_space* space = completion_space_for(static_cast<size_t>(count));
+  if (space == nullptr) {
+    s.receives = -1;
+    return;
+  }
+  s.space = space;
+  int receives = 0;
+  for (int i = 0; i < count; ++i) {
+    const bool receive = i >= first && is_receive_request(requests[i]);
+    space->receive[i] = receive ? 1 : 0;
+    receives += receive ? 1 : 0;
+  }
+  s.receives = receives;
+}
+
+// ... and the statuses of the core's where the application ignores them and a receive is among
+// the requests. True when they were substituted.
+inline bool substitute_statuses(scratch& s, MPI_Status*& statuses) {
+  if (s.receives <= 0 || statuses != MPI_STATUSES_IGNORE)
+    return false;
+  statuses = s.space->statuses;
+  return true;
+}
+inline bool substitute_status_of_any(scratch& s, MPI_Status*& status) {
+  if (s.receives <= 0 || status != MPI_STATUS_IGNORE)
+    return false;
+  status = &s.status;
+  return true;
+}
+
+// A status that describes a completed request: the call succeeded, or it reported per request
+// and this one's went well.
+inline bool completed_well(const strata_event& ev, const MPI_Status* status) {
+  return ev.result == MPI_SUCCESS ||
+         (ev.result == MPI_ERR_IN_STATUS && status->MPI_ERROR == MPI_SUCCESS);
+}
+
+// After MPI_Waitall, or MPI_Testall that completed them: every receive's bytes.
+inline void read_all_completions(strata_event& ev, const scratch& s, int count,
+                                 const MPI_Status* statuses) {
+  if (s.receives <= 0 || statuses == MPI_STATUSES_IGNORE)
+    return;
+  int64_t total = 0;
+  for (int i = 0; i < count; ++i)
+    if (s.space->receive[i] != 0 && completed_well(ev, &statuses[i]))
+      total += received_bytes(&statuses[i]);
+  ev.bytes_received = total;
+}
+
+// After MPI_Waitany, or MPI_Testany that completed one: that one's bytes, if a receive's.
+inline void read_indexed_completion(strata_event& ev, const scratch& s, int count, int index,
+                                    const MPI_Status* status) {
+  if (s.receives <= 0 || ev.result != MPI_SUCCESS || index < 0 || index >= count ||
+      status == MPI_STATUS_IGNORE)
+    return;
+  ev.bytes_received = s.space->receive[index] != 0 ? received_bytes(status) : 0;
+}
+
+// After MPI_Waitsome, MPI_Testsome: the bytes of the receives among those it completed (the
+// statuses are in the order of the indices).
+inline void read_some_completions(strata_event& ev, const scratch& s, int count, int outcount,
+                                  const int* indices, const MPI_Status* statuses) {
+  if (s.receives <= 0 || outcount == MPI_UNDEFINED || statuses == MPI_STATUSES_IGNORE ||
+      (ev.result != MPI_SUCCESS && ev.result != MPI_ERR_IN_STATUS))
+    return;
+  int64_t total = 0;
+  for (int k = 0; k < outcount; ++k) {
+    const int i = indices[k];
+    if (i >= 0 && i < count && s.space->receive[i] != 0 && completed_well(ev, &statuses[k]))
+      total += received_bytes(&statuses[k]);
+  }
+  ev.bytes_received = total;
+}
+
+} // namespace strata::decode

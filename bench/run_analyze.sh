@@ -13,6 +13,7 @@
 # archive just written, so it is usually in the page cache; DROP_CACHES=1 (root) drops the cache
 # before each run to include disk reading.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 build=${1:-build}
 events=${EVENTS:-100000000}
 ranks=${RANKS:-16}

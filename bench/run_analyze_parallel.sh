@@ -19,9 +19,10 @@
 #   1024, EVENTS default 30000000), RUNS times (default 3) alternating: `strata analyze --np 2`
 #   (the launcher started by Strata, the user's command), `mpirun -np 2` of the worker with the
 #   launcher's defaults, and the worker's own time from MPI_Init's return to the report; then a
-#   job that only starts and ends MPI under both launches (the fixed cost). On an idle machine:
-#   bash bench/quiet.sh bash bench/run_analyze_parallel.sh build wall
+#   job that only starts and ends MPI under both launches (the fixed cost). Best on an idle machine:
+#   bash bench/run_analyze_parallel.sh build wall
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 build=$(cd "${1:-build}" && pwd)
 mode=${2:-scaling}
 flavor=${FLAVOR:-openmpi}

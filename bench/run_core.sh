@@ -16,6 +16,7 @@
 # kept per figure), CALLGRIND=0 to skip valgrind, CG_ITERS=100000, RAW=<file> to keep the raw
 # "bench core" lines.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 FLAVORS=${FLAVORS:-"openmpi mpich"}

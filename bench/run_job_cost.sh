@@ -3,7 +3,7 @@
 # starts and ends MPI (BUILD_DIR/bench/<flavor>/init_finalize). Figures behind
 # docs/PERFORMANCE.md ("Profile", fixed cost per job).
 #
-#   bash bench/quiet.sh bash bench/run_job_cost.sh [BUILD_DIR]     (RUNS=15: about a minute)
+#   bash bench/run_job_cost.sh [BUILD_DIR]     (RUNS=15: about a minute)
 #
 # RUNS rounds, each running every configuration once (interleaved), wall time per job:
 #   mpirun      mpirun -np RANKS init_finalize
@@ -19,6 +19,7 @@
 # Knobs: FLAVOR=openmpi|mpich, RANKS=2, RUNS=15; BASE=OTHER_BUILD_DIR runs the profile of that
 # build too (preload, no-mpi-t, run), interleaved, for a before/after in the same run.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 FLAVOR=${FLAVOR:-openmpi}

@@ -16,6 +16,7 @@
 # cost at STEPS. Deterministic on 1 rank; on more, MPI's polling while a rank waits adds a few
 # 0.1 % of noise. Knobs: RANKS, CELLS=4, STEPS=50, STEPS2=150, RUNS=3 (median).
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 FLAVOR=${FLAVOR:-openmpi}
 TOOLS=${TOOLS:-trace}

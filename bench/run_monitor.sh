@@ -25,6 +25,7 @@
 #
 # Knobs: FLAVOR=openmpi, RUNS=5, PERTURB_NP=4, SWEEP_ARGS="40 16 200" (iterations blocks work), SIM_FANOUTS=2,8,16, PERIODS="0 100 1000 10000".
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
 flavor=${FLAVOR:-openmpi}

@@ -10,6 +10,7 @@
 # totals, which includes the MPI_T reduction and rank 0's reading of the control variables),
 # of the time in MPI_Finalize (last rank in to last rank out), and the record's size.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 build=$(cd "${1:-build}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../scripts/mpi-env.sh"

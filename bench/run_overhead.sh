@@ -14,6 +14,7 @@
 # Knobs: FLAVOR=openmpi|mpich (default openmpi), RUNS=3, MODEL_PS="2 4" (the model of the last
 # one is used for parts 2-4; MPICH with 4 ranks polling on 2 cores takes over 15 minutes).
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 FLAVOR=${FLAVOR:-openmpi}
 RUNS=${RUNS:-3}

@@ -15,6 +15,7 @@
 # Knobs: PARTS="counts cost callgrind", RUNS=3, LMP_STEPS=1000, LMP_BOX=10, CG_ITERS=20000. Needs lmp, valgrind, and mpiP built against
 # Open MPI (see docs/PERFORMANCE.md, "mpiP, for comparison").
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 STRATA=$BUILD/bin/strata

@@ -27,6 +27,7 @@
 # above), NP=2 (ranks; 1 leaves a core to whatever else runs), PAIRS=0, RAW=<file> to keep the
 # "bench pollloop" / "bench pollpairs" lines.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 FLAVORS=${FLAVORS:-"openmpi mpich"}

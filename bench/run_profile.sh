@@ -44,6 +44,7 @@
 # keep the raw "bench prof" lines, APPEND=1 to add to RAW instead of starting it afresh (the
 # report covers all of it: run parts separately, or PARTS=none to only print the report).
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -3,7 +3,6 @@
 # same loop in C, and what the strata package's annotations cost with and without Strata.
 #
 #   bash bench/run_python.sh [BUILD_DIR]            (default ./build; Open MPI, mpi4py)
-#   bash bench/quiet.sh bash bench/run_python.sh    (wall times with the machine paused)
 #
 # Each run is a singleton (one process, no launcher) of BUILD_DIR/bench/openmpi/callsite_loop
 # (C, MPI_THREAD_MULTIPLE as mpi4py asks) or bench/python_loop.py (Debian's python3 and mpi4py):
@@ -32,6 +31,7 @@
 # run, right after this build's, as the columns "base sites" and "base cost" of the MPI call
 # loops and "base" and "base site" of the callgrind table).
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 BASE=${BASE:+$(cd "$BASE" && pwd)}

@@ -34,6 +34,7 @@
 # binary), BACKENDS="sqlite postgresql", ROUNDS (ingest pairs, 1), MPI_T (0),
 # WORK (a directory with room: about 3.5 GB per million records and backend).
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 cd "$(dirname "$0")/.."
 strata=$(realpath "${STRATA:-build/bin/strata}")
 ingest_n=${1:-100000}

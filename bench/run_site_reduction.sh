@@ -18,6 +18,7 @@
 # SIM_RANKS="2,8,64,1024,16384,100000" (empty: no simulation), SIM_SITES=30 (call sites per
 # rank in the simulation; it runs once with no call site of a rank's own, once with one each).
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 NEW=$(cd "${1:?usage: run_site_reduction.sh NEW_BUILD [OLD_BUILD]}" && pwd)
 OLD=${2:+$(cd "$2" && pwd)}

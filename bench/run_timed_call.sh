@@ -33,9 +33,10 @@
 # BASE=<other build dir> adds "before": the profile of that build's libstrata.so, interleaved
 # with the others (a change's before and after in the same run),
 # MODEL_DIR=<dir> with model.<flavor>.json (from `strata bench`) to reuse instead of building one,
-# RAW=<file> to keep the raw lines. For a wall-time figure on this shared machine run it under
-# bench/quiet.sh with ROUNDS=1 and FLAVORS of one MPI at a time (each quiet run under 3 minutes).
+# RAW=<file> to keep the raw lines. On a shared machine the ns move with the load: compare
+# configurations within one run (ROUNDS of them, best of each) and take callgrind's counts.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 FLAVORS=${FLAVORS:-"openmpi mpich"}

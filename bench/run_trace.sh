@@ -20,6 +20,7 @@
 # archive sizes only), BATCH=10000, CALLGRIND=0 to skip valgrind, CG_ITERS=100000, RAW=<file> to
 # keep the raw lines.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 FLAVORS=${FLAVORS:-"openmpi mpich"}

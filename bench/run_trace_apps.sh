@@ -22,6 +22,7 @@
 # LMP_BOX=16, LMP_STEPS=1000, LIMIT= (trace:limit=, default the module's 256M), BEFORE=,
 # RAW=<file> to keep the raw lines.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:-build}" && pwd)
 APPS=${APPS:-"hpcc lammps"}

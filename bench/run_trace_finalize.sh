@@ -16,6 +16,7 @@
 # Knobs (environment): FLAVOR=openmpi, RANKS="2 4 8 16 32 64", REPS=5, ROUNDS=20 (rounds of the
 # program's call mix), BEFORE= (a trace module .so to compare), SIM_RANKS=2,...,100000.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-build}" && pwd)

@@ -10,6 +10,7 @@
 #   STRATA_WEB_BENCH_MATRIX=N     repeats per request of the jobs-list matrix (every sort under
 #                                 each filter; 0: none; default 5)
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 cd "$(dirname "$0")/.."
 count=${1:-1000000}
 work=${2:-$(mktemp -d /tmp/strata-web-bench.XXXXXX)}

@@ -3,6 +3,8 @@
 # ASan+UBSan, smoke-runs the fuzzers, then runs every test (unit and MPI integration) with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache across checkouts for the sanitizer build too, as scripts/build.sh sets it.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 bash scripts/setup.sh
 bash scripts/build.sh
 source scripts/mpi-env.sh

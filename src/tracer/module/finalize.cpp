@@ -113,8 +113,8 @@ gather_counted_calls(const trace_state* s) {
               0, s->world);
   std::vector<std::vector<std::pair<std::string, uint64_t>>> out(ranks);
   for (size_t r = 0; r < ranks; ++r)
-    for (auto i = static_cast<size_t>(starts[r]); i + 1 < static_cast<size_t>(starts[r] + sizes[r]);
-         i += 2)
+    for (auto i = static_cast<size_t>(starts[r]);
+         i + 1 < static_cast<size_t>(starts[r]) + static_cast<size_t>(sizes[r]); i += 2)
       out[r].emplace_back(s->host->function_name(static_cast<int>(all[i])), all[i + 1]);
   return out;
 }

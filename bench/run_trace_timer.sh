@@ -13,6 +13,7 @@
 # Knobs (environment): FLAVOR=openmpi|mpich, ROUNDS=4, READS=2000000 (8 M MPI_Wtime a rank),
 # REPS=5, BASE=<build dir>.
 set -euo pipefail
+source "$(dirname "$0")/lock.sh"
 BUILD=$(cd "${1:-build}" && pwd)
 FLAVOR=${FLAVOR:-openmpi}
 ROUNDS=${ROUNDS:-4}

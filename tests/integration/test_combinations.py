@@ -39,6 +39,7 @@ PROGRAMS = {
     "fortran": ("ring_f90", [str(ITER)]),
     "sessions": ("sessions", ["one", str(ITER)]),
     "completions": ("completion_ring_c", [str(ITER)]),
+    "fortran_nonblocking": ("nonblocking_f90", [str(ITER)]),
 }
 
 
@@ -66,8 +67,20 @@ def completions_facts(err):
             "pmpi": {"MPI_Allreduce": 1, "MPI_Barrier": 1}}
 
 
+def fortran_nonblocking_facts(err):
+    """What nonblocking.f90 does (its source) through Open MPI's or MPICH's Fortran bindings;
+    its MPI_Test calls are what its ranks printed."""
+    tests = [int(n) for n in re.findall(r"^nonblocking: rank \d+ tests=(\d+)$", err, re.M)]
+    per_rank = {"MPI_Irecv": ITER + 2, "MPI_Isend": ITER, "MPI_Waitall": ITER, "MPI_Send": 2,
+                "MPI_Wait": 1}
+    routines = {name: calls * RANKS for name, calls in per_rank.items()}
+    routines["MPI_Test"] = sum(tests) if len(tests) == RANKS else None
+    return {"routines": routines, "messages": (ITER + 2) * RANKS,
+            "monitored": ("MPI_Isend", ITER * RANKS), "pmpi": {"MPI_Send": 2}}
+
+
 FACTS = {"c": ring_facts, "fortran": ring_facts, "sessions": ring_facts,
-         "completions": completions_facts}
+         "completions": completions_facts, "fortran_nonblocking": fortran_nonblocking_facts}
 
 
 def stacks():
@@ -261,6 +274,9 @@ class Combinations(StrataTestCase):
 
     def test_nonblocking_completions(self):
         self.check_program("completions")
+
+    def test_fortran_nonblocking(self):
+        self.check_program("fortran_nonblocking")
 
 
 if __name__ == "__main__":

@@ -255,21 +255,20 @@ int run_command(const launch_options& o) {
     }
   }
   const int processes = o.ranks + extra_ranks;
+  const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   rlimit nproc{};
   const long process_limit =
       ::getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY
           ? static_cast<long>(nproc.rlim_cur)
           : 0;
-  if (const std::string why = launch::too_many_processes(
-          processes, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)), process_limit, env);
+  if (const std::string why = launch::too_many_processes(processes, cores, process_limit, env);
       !why.empty()) {
     error_line("error: -np " + std::to_string(o.ranks) + ": " + why);
     return 2;
   }
   // Tool ranks on a full machine must not change how the application's ranks wait.
-  const launch::wait_plan waits = launch::plan_waits(
-      t.flavor, o.ranks, extra_ranks, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)),
-      env("OMPI_MCA_mpi_yield_when_idle"));
+  const launch::wait_plan waits = launch::plan_waits(t.flavor, o.ranks, extra_ranks, cores,
+                                                     env("OMPI_MCA_mpi_yield_when_idle"));
   for (const auto& [name, value] : waits.environment)
     ::setenv(name.c_str(), value.c_str(), 1);
   if (!waits.announcement.empty())

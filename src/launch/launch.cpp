@@ -63,9 +63,7 @@ const libelf_functions* libelf(std::string& problem) {
   return loaded;
 }
 
-} // namespace
-
-namespace {
+// Whether a symbol the file defines starts MPI or Strata (elf_dynamic's two flags).
 void note_start_symbol(const char* name, elf_dynamic& result) {
   if (name[0] == 'Z' && std::strcmp(name, "ZMPI_Init") == 0)
     result.defines_strata = true;
@@ -74,6 +72,7 @@ void note_start_symbol(const char* name, elf_dynamic& result) {
             std::strcmp(name, "MPI_Session_init") == 0))
     result.defines_mpi_start = true;
 }
+
 } // namespace
 
 elf_dynamic read_elf_dynamic(const std::string& path) {
@@ -130,6 +129,7 @@ elf_dynamic read_elf_dynamic(const std::string& path) {
         }
       }
     }
+    result.statically_linked = !dynamic;
     if (!dynamic)
       result.error = path + ": statically linked (no dynamic section); link it with -lstrata";
   }
@@ -144,7 +144,7 @@ std::string unobservable_program(const std::string& path) {
   if (elf.defines_strata)
     return {};
   const std::string relink = "relink it with -lstrata ahead of the MPI library (README.md)";
-  if (elf.error.find("statically linked") != std::string::npos)
+  if (elf.statically_linked)
     return path + " is statically linked: the core cannot be preloaded into it; " + relink;
   if (elf.error.empty() && elf.defines_mpi_start)
     return path +

@@ -17,6 +17,7 @@ struct elf_dynamic {
   std::vector<std::string> libraries;
   std::vector<std::string> imported;
   std::vector<std::string> exported;
+  bool statically_linked = false; // no dynamic section (then also the error)
   bool defines_mpi_start = false;
   bool defines_strata = false;
   std::string error;

@@ -1,4 +1,5 @@
 """Shared helpers for the integration tests: real programs, real mpirun, one MPI flavor per run."""
+import errno
 import os
 import subprocess
 import tempfile
@@ -83,9 +84,37 @@ class StrataTestCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="strata-test-")
         self.out = self.tmp.name
+        self.mounts = []
 
     def tearDown(self):
+        for mount in reversed(self.mounts):
+            subprocess.run(["umount", "-l", mount], check=True)
         self.tmp.cleanup()
+
+    def tmpfs(self, name, options):
+        """A tmpfs of our own at OUT/NAME, unmounted at the test's end; the test is skipped when
+        mounting is refused."""
+        path = os.path.join(self.out, name)
+        os.makedirs(path)
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", path],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs ({proc.stderr.strip()})")
+        self.mounts.append(path)
+        return path
+
+    def fill(self, path, leave=0):
+        """Fills the file system at PATH until it has no room, then frees LEAVE bytes."""
+        filler = os.path.join(path, "filler")
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while True:
+                os.write(fd, b"x" * 4096)
+        except OSError as e:
+            self.assertEqual(e.errno, errno.ENOSPC, e)
+        finally:
+            os.close(fd)
+        os.truncate(filler, os.path.getsize(filler) - leave)
 
     def assertRan(self, proc):
         self.assertEqual(proc.returncode, 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")

@@ -3,15 +3,17 @@ the application runs as it would without the tool (exit code, output, within a b
 module says in a few lines what happened to its output, never a raw library message; where a
 module keeps its output elsewhere, it is there. A killed rank and a killed tool rank end the job
 with the launcher's exit code, within the bound, and leave what the modules promise."""
-import errno
 import glob
+import json
 import os
 import re
 import subprocess
 import tempfile
+import unittest
 
-from strata_testlib import FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run
+from strata_testlib import STRATA, StrataTestCase, base_env, mpirun, program, run
 from test_combinations import BOUND_S, run_bounded
+from test_overhead import synthetic_model
 
 ITER = 3
 
@@ -28,36 +30,13 @@ WRITERS = {
 class OutputPaths(StrataTestCase):
     def setUp(self):
         super().setUp()
-        self.mounts = []
         native = run(mpirun(2) + [program("ring_c"), str(ITER)])
         self.assertRan(native)
         self.native = native.stdout
 
-    def tearDown(self):
-        for mount in reversed(self.mounts):
-            subprocess.run(["umount", "-l", mount], check=False)
-        super().tearDown()
-
-    def tmpfs(self, name, options):
-        path = os.path.join(self.out, name)
-        os.makedirs(path)
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", path],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            self.skipTest(f"cannot mount a tmpfs ({proc.stderr.strip()})")
-        self.mounts.append(path)
-        return path
-
     def full_fs(self):
         path = self.tmpfs("full", "size=64k")
-        fd = os.open(os.path.join(path, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            while True:
-                os.write(fd, b"x" * 4096)
-        except OSError as e:
-            self.assertEqual(e.errno, errno.ENOSPC, e)
-        finally:
-            os.close(fd)
+        self.fill(path)
         return path
 
     def read_only_fs(self):
@@ -87,8 +66,6 @@ class OutputPaths(StrataTestCase):
         home = tempfile.mkdtemp(prefix="home-", dir=self.out)
         env = base_env(HOME=home, **{variable: target})
         if module == "overhead":
-            from test_overhead import synthetic_model
-            import json
             model = os.path.join(self.out, "model.json")
             with open(model, "w") as f:
                 json.dump(synthetic_model(1e-3), f)
@@ -124,8 +101,6 @@ class OutputPaths(StrataTestCase):
                                         for l in lines), lines)
                     self.assertFalse(any(re.search(r"\d+ events of \d+ ranks in", l)
                                          for l in lines), lines)
-                while self.mounts:
-                    subprocess.run(["umount", "-l", self.mounts.pop()], check=False)
 
     def test_profile(self):
         self.check_every_condition("profile")
@@ -217,5 +192,4 @@ class KilledProcesses(StrataTestCase):
 
 
 if __name__ == "__main__":
-    import unittest
     unittest.main()

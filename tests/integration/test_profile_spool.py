@@ -1,11 +1,9 @@
 """The profile's spool when it cannot be used as configured: full, read-only, not a directory.
 The application runs as it would without the tool; one line says why and where the record went."""
-import errno
 import glob
 import json
 import os
 import re
-import subprocess
 
 from strata_testlib import mpirun, program, run
 from test_profile import ProfileTestCase
@@ -17,36 +15,6 @@ class SpoolTestCase(ProfileTestCase):
     def setUp(self):
         super().setUp()
         self.fallback = os.path.join(self.out, ".strata", "spool")  # HOME is self.out
-        self.mounts = []
-
-    def tearDown(self):
-        for mount in reversed(self.mounts):
-            subprocess.run(["umount", mount], check=True)
-        super().tearDown()
-
-    def tmpfs(self, name, options):
-        """A tmpfs of our own at OUT/NAME; the test is skipped when mounting is refused."""
-        path = os.path.join(self.out, name)
-        os.makedirs(path)
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", path],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            self.skipTest(f"cannot mount a tmpfs ({proc.stderr.strip()})")
-        self.mounts.append(path)
-        return path
-
-    def fill(self, path, leave=0):
-        """Fills the file system at PATH until it has no room, then frees LEAVE bytes."""
-        filler = os.path.join(path, "filler")
-        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            while True:
-                os.write(fd, b"x" * 4096)
-        except OSError as e:
-            self.assertEqual(e.errno, errno.ENOSPC, e)
-        finally:
-            os.close(fd)
-        os.truncate(filler, os.path.getsize(filler) - leave)
 
     def native_output(self):
         proc = run(mpirun(2) + [program("ring_c"), str(ITER)])

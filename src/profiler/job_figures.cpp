@@ -25,14 +25,15 @@ int64_t rank_end_unix_ns(const rank_header& h, const std::vector<std::string>& n
                          const std::vector<routine_slot>& slots) {
   if (h.end_unix_ns > 0)
     return h.end_unix_ns;
-  // A rank killed without a word: its latest call's exit, on the wall clock from MPI_Init's
-  // entry plus MPI_Init's own time (the monotonic clock starts at its return).
-  if (h.start_unix_ns <= 0 || h.init_mono_ns == 0 || h.last_mono_ns < h.init_mono_ns)
+  // A rank killed without a word: the end of its wall time (its latest call's exit), on the
+  // wall clock from MPI_Init's entry plus MPI_Init's own time (wall time starts at its return).
+  const uint64_t wall_ns = rank_wall_ns(h);
+  if (h.start_unix_ns <= 0 || wall_ns == 0)
     return 0;
   for (size_t i = 0; i < slots.size() && i < names.size(); ++i)
     if ((names[i] == "MPI_Init" || names[i] == "MPI_Init_thread") && slots[i].calls == 1)
       return h.start_unix_ns + static_cast<int64_t>(slots[i].time_ns) +
-             static_cast<int64_t>(h.last_mono_ns - h.init_mono_ns);
+             static_cast<int64_t>(wall_ns);
   return 0;
 }
 

@@ -138,6 +138,7 @@ TEST(JobFigures, RanksKilledWithoutAWordEndAtTheirLatestCall) {
     r.header.start_unix_ns = 1'700'000'000'000'000'000;
     r.header.init_mono_ns = 5'000;
     r.header.last_mono_ns = 5'000 + 1'000'000'000ull * static_cast<uint64_t>(rank + 1);
+    r.header.final_mono_ns = 0; // never entered MPI_Finalize
     add_rank(job, r);
   }
   EXPECT_EQ(job.status, job_status::running);

@@ -21,6 +21,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from asm_entries import timed_in_place, write_asm_entry, write_asm_entry_layout  # noqa: E402
 from tables import matches, parse_roles, read_sections, stem  # noqa: E402
 
 # Functions the core writes by hand: a variadic one, and the one that must see every level.
@@ -274,78 +275,6 @@ def exit_decoder(spec):
         lines.append(("RECEIVED",
                       f"if ({done}) dec::read_status(ev, scratch, fields, {spec['status']});"))
     return lines
-
-
-# Arguments the x86-64 System V ABI passes in registers (the integer ones: MPI's are all such).
-REGISTER_ARGUMENTS = 6
-
-
-def timed_in_place(fn):
-    """The timed call of a function whose arguments with the chain entry and the real function
-    would not all fit in registers reads those two again itself (dispatch.hpp,
-    sole_exit_in_place): strata_timed_X, out of line."""
-    return len(fn.params) + 2 > REGISTER_ARGUMENTS
-
-
-def write_asm_entry(c, fn, index):
-    """The entry point, in assembly. GCC copies stack arguments into registers and back on every
-    tail call that passes them on (26 instructions in MPI_Sendrecv's entry, 53 more in
-    wrapped_MPI_Sendrecv's frame), and a C++ entry point with wrapped_X tests the thread's state
-    twice: here nothing moves and each test is made once. No chain: MPI. A chain that only
-    counts: counted_X. The application's call (layer -1, MPI not running, no call mark) whose
-    first entry is the usual timed call (sole_exit_every_call): the entry
-    (thread_state::timed_entry), then strata_summed_X when the entry has a slot lent to the core
-    (chain_entry::timed_slot), which reads no call site, else the call site and strata_timed_X.
-    Anything else: wrapped_X, which decides as dispatch<>() does. `index`: the function's id,
-    which is also its place in the real-function table. It uses only %rax, %r10 and %r11, which
-    no MPI function takes arguments in (MPI_Pcontrol, whose %al counts vector registers, is
-    written by hand). The offsets are asserted in the generated file (write_asm_entry_layout)."""
-    n = fn.name
-    body = (f".pushsection .text\n.p2align 4\n.globl {n}\n.type {n}, @function\n{n}:\n.cfi_startproc\n"
-            f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
-            "  testq %rax, %rax\n  jnz 1f\n"
-            f"  jmp *_ZN6strata3gen4realE+{8 * index}(%rip)\n"
-            "1: cmpq $0, 24(%rax)\n"
-            f"  jne strata_counted_{n}\n"
-            "  movq _ZN6strata4core3tlsE@gottpoff(%rip), %r10\n"
-            "  movl $0xffffffff, %r11d\n"
-            "  cmpq %r11, %fs:(%r10)\n"
-            f"  jne strata_wrapped_{n}\n"
-            "  cmpl $0, strata_call_marks(%rip)\n"
-            f"  jne strata_wrapped_{n}\n"
-            "  movq 16(%rax), %rax\n  movq (%rax), %rax\n"
-            "  testq %rax, %rax\n"
-            f"  jz strata_wrapped_{n}\n"
-            "  cmpb $0, 78(%rax)\n"
-            f"  je strata_wrapped_{n}\n"
-            "  movq %rax, %fs:40(%r10)\n"
-            "  cmpq $0, 80(%rax)\n"
-            f"  jne strata_summed_{n}\n"
-            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
-            f"  jmp strata_timed_{n}\n"
-            f".cfi_endproc\n.size {n}, .-{n}\n")
-    for alias in ("P" + n, "ZMPI_" + n[4:]):
-        body += f".globl {alias}\n.type {alias}, @function\n.set {alias}, {n}\n"
-    body += ".popsection\n"
-    c.write(f"static_assert(fid_{n} == {index} && "
-            f"offsetof(strata::gen::real_functions, {n}) == {8 * index});\n")
-    escaped = body.replace("\n", "\\n")
-    c.write(f'asm("{escaped}");\n')
-
-
-def write_asm_entry_layout(c):
-    """What the assembly entry points read, where write_asm_entry reads it."""
-    c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
-            "static_assert(offsetof(core::chain, first_below) == 16 && "
-            "offsetof(core::chain, direct_counter) == 24);\n"
-            "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78 && "
-            "offsetof(core::chain_entry, timed_slot) == 80);\n"
-            "static_assert(offsetof(core::thread_state, layer) == 0 && "
-            "offsetof(core::thread_state, in_real) == 4 && "
-            "offsetof(core::thread_state, call_site) == 8 && "
-            "offsetof(core::thread_state, timed_entry) == 40);\n"
-            "static_assert(sizeof core::strata_call_marks == 4 && sizeof(void (*)()) == 8);\n"
-            "#endif\n")
 
 
 # Field groups that the usual stacks read of few calls (decode::rare_fields): a decoder with

@@ -1,0 +1,150 @@
+"""The entry points in assembly (x86-64, optimized builds): the application's MPI_X with its
+PMPI_X alias, and ZMPI_X, which wrapper modules and the modules' callbacks call for the layer
+below their own. generate.py writes them into the generated entry files; the C++ entry points
+of the other builds do the same through dispatch<>() (src/core/dispatch.hpp)."""
+
+# Arguments the x86-64 System V ABI passes in registers (the integer ones: MPI's are all such).
+REGISTER_ARGUMENTS = 6
+
+
+def timed_in_place(fn):
+    """The timed call of a function whose arguments with the chain entry and the real function
+    would not all fit in registers reads those two again itself (dispatch.hpp,
+    sole_exit_in_place): strata_timed_X, out of line."""
+    return len(fn.params) + 2 > REGISTER_ARGUMENTS
+
+
+def write_asm_entry(c, fn, index):
+    """The entry point, in assembly. GCC copies stack arguments into registers and back on every
+    tail call that passes them on (26 instructions in MPI_Sendrecv's entry, 53 more in
+    wrapped_MPI_Sendrecv's frame), and a C++ entry point with wrapped_X tests the thread's state
+    twice: here nothing moves and each test is made once. No chain: MPI. A chain that only
+    counts: counted_X. The application's call (layer -1, MPI not running, no call mark) whose
+    first entry is the usual timed call (sole_exit_every_call): the entry
+    (thread_state::timed_entry), then strata_summed_X when the entry has a slot lent to the core
+    (chain_entry::timed_slot), which reads no call site, else the call site and strata_timed_X.
+    A wrapper module first, for a function whose arguments are all in registers:
+    application_to_wrapper. Anything else: wrapped_X, which decides as dispatch<>() does. `index`: the function's id,
+    which is also its place in the real-function table. It uses only %rax, %r10 and %r11, which
+    no MPI function takes arguments in (MPI_Pcontrol, whose %al counts vector registers, is
+    written by hand). The offsets are asserted in the generated file (write_asm_entry_layout)."""
+    n = fn.name
+    body = (f".pushsection .text\n.p2align 4\n.globl {n}\n.type {n}, @function\n{n}:\n.cfi_startproc\n"
+            f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
+            "  testq %rax, %rax\n  jnz 1f\n"
+            f"  jmp *_ZN6strata3gen4realE+{8 * index}(%rip)\n"
+            "1: cmpq $0, 24(%rax)\n"
+            f"  jne strata_counted_{n}\n"
+            "  movq _ZN6strata4core3tlsE@gottpoff(%rip), %r10\n"
+            "  movl $0xffffffff, %r11d\n"
+            "  cmpq %r11, %fs:(%r10)\n"
+            f"  jne strata_wrapped_{n}\n"
+            "  cmpl $0, strata_call_marks(%rip)\n"
+            f"  jne strata_wrapped_{n}\n"
+            "  movq 16(%rax), %rax\n  movq (%rax), %rax\n"
+            "  testq %rax, %rax\n"
+            f"  jz strata_wrapped_{n}\n"
+            "  cmpb $0, 78(%rax)\n"
+            f"  je {'3f' if len(fn.params) <= REGISTER_ARGUMENTS else 'strata_wrapped_' + n}\n"
+            "  movq %rax, %fs:40(%r10)\n"
+            "  cmpq $0, 80(%rax)\n"
+            f"  jne strata_summed_{n}\n"
+            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
+            f"  jmp strata_timed_{n}\n")
+    if len(fn.params) <= REGISTER_ARGUMENTS:
+        body += application_to_wrapper(n)
+    body += f".cfi_endproc\n.size {n}, .-{n}\n"
+    aliases = ["P" + n]
+    if len(fn.params) > REGISTER_ARGUMENTS:
+        aliases.append("ZMPI_" + n[4:])
+    for alias in aliases:
+        body += f".globl {alias}\n.type {alias}, @function\n.set {alias}, {n}\n"
+    if len(fn.params) <= REGISTER_ARGUMENTS:
+        body += module_call_entry(n, index)
+    body += ".popsection\n"
+    c.write(f"static_assert(fid_{n} == {index} && "
+            f"offsetof(strata::gen::real_functions, {n}) == {8 * index});\n")
+    escaped = body.replace("\n", "\\n")
+    c.write(f'asm("{escaped}");\n')
+
+
+def application_to_wrapper(n):
+    """MPI_X's way into a wrapper module at the top of the chain (label 3, %rax the entry): the
+    call site noted, the module's layer set, its MPI_X called, layer -1 set back; what
+    wrapped_X and invoke_framed would do, without their two calls. Registers only, as
+    module_call_entry."""
+    tls = "_ZN6strata4core3tlsE@gottpoff(%rip)"
+    return ("3: cmpq $0, (%rax)\n"
+            f"  je strata_wrapped_{n}\n"
+            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
+            "  subq $8, %rsp\n  .cfi_adjust_cfa_offset 8\n"
+            "  movl 32(%rax), %r11d\n  movl %r11d, %fs:(%r10)\n"
+            "  call *(%rax)\n"
+            f"  movq {tls}, %r10\n"
+            "  movl $-1, %fs:(%r10)\n"
+            "  addq $8, %rsp\n  .cfi_adjust_cfa_offset -8\n"
+            "  ret\n")
+
+
+def module_call_entry(n, index):
+    """ZMPI_X, a module's call to the layer below its own, for a function whose arguments are
+    all in registers. The usual cases go without the C++ path (wrapped_X, dispatch<>(),
+    invoke_framed), which cost a wrapper layer three calls and about 60 instructions: the next
+    entry a wrapper module (its layer set, its MPI_X called, the caller's layer set back) or
+    nothing below (MPI called with thread_state::in_real set, so that MPI's calls of its own
+    exported functions pass through). An event entry, MPI running, a call that is not a
+    module's (layer -1) or a replaced MPI_COMM_WORLD (the general path maps the modules' world)
+    take strata_wrapped_X. The saved word on the stack keeps it aligned for the call; stack
+    arguments would move, hence registers only."""
+    z = "ZMPI_" + n[4:]
+    real = f"_ZN6strata3gen4realE+{8 * index}(%rip)"
+    tls = "_ZN6strata4core3tlsE@gottpoff(%rip)"
+    return (f".p2align 4\n.globl {z}\n.type {z}, @function\n{z}:\n.cfi_startproc\n"
+            f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
+            "  testq %rax, %rax\n  jnz 1f\n"
+            f"  jmp *{real}\n"
+            f"1: movq {tls}, %r10\n"
+            "  movslq %fs:(%r10), %r11\n"
+            "  testl %r11d, %r11d\n"
+            f"  js strata_wrapped_{n}\n"
+            "  cmpl $0, %fs:4(%r10)\n"
+            f"  jne strata_wrapped_{n}\n"
+            "  cmpb $0, strata_call_marks+2(%rip)\n"
+            f"  jne strata_wrapped_{n}\n"
+            "  movq 16(%rax), %rax\n  movq 8(%rax,%r11,8), %rax\n"
+            "  testq %rax, %rax\n  jz 2f\n"
+            "  cmpq $0, (%rax)\n"
+            f"  je strata_wrapped_{n}\n"
+            "  pushq %r11\n  .cfi_adjust_cfa_offset 8\n"
+            "  movl 32(%rax), %r11d\n  movl %r11d, %fs:(%r10)\n"
+            "  call *(%rax)\n"
+            "  popq %r11\n  .cfi_adjust_cfa_offset -8\n"
+            f"  movq {tls}, %r10\n"
+            "  movl %r11d, %fs:(%r10)\n"
+            "  ret\n"
+            "2: subq $8, %rsp\n  .cfi_adjust_cfa_offset 8\n"
+            "  movl $1, %fs:4(%r10)\n"
+            f"  call *{real}\n"
+            f"  movq {tls}, %r10\n"
+            "  movl $0, %fs:4(%r10)\n"
+            "  addq $8, %rsp\n  .cfi_adjust_cfa_offset -8\n"
+            "  ret\n"
+            f".cfi_endproc\n.size {z}, .-{z}\n")
+
+
+def write_asm_entry_layout(c):
+    """What the assembly entry points read, where write_asm_entry reads it."""
+    c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
+            "static_assert(offsetof(core::chain, first_below) == 16 && "
+            "offsetof(core::chain, direct_counter) == 24);\n"
+            "static_assert(offsetof(core::chain_entry, wrapper) == 0 && "
+            "offsetof(core::chain_entry, layer) == 32);\n"
+            "static_assert(core::mark_world_replaced == 2);\n"
+            "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78 && "
+            "offsetof(core::chain_entry, timed_slot) == 80);\n"
+            "static_assert(offsetof(core::thread_state, layer) == 0 && "
+            "offsetof(core::thread_state, in_real) == 4 && "
+            "offsetof(core::thread_state, call_site) == 8 && "
+            "offsetof(core::thread_state, timed_entry) == 40);\n"
+            "static_assert(sizeof core::strata_call_marks == 4 && sizeof(void (*)()) == 8);\n"
+            "#endif\n")

@@ -86,17 +86,17 @@ parallel_perfetto_result export_perfetto_over(const std::string& trace, const st
       end += sizes[2 * static_cast<size_t>(p) + 1];
     }
     ok = step(c, result.error, [&] {
-      file_descriptor file;
-      file.fd = c.rank == 0 ? slices->fd() : ::open(partial.c_str(), O_WRONLY | O_CLOEXEC);
-      if (file.fd < 0)
+      // Process 0 writes into its own stream's file; the others open it.
+      file_descriptor opened;
+      if (c.rank != 0 && (opened.fd = ::open(partial.c_str(), O_WRONLY | O_CLOEXEC)) < 0)
         throw std::runtime_error(partial + ": cannot write (" + std::strerror(errno) + ")");
+      const int file = c.rank == 0 ? slices->fd() : opened.fd;
       if (c.rank != 0)
-        slices->copy_into(file.fd, slices_at, partial);
-      links->copy_into(file.fd, links_at, partial);
+        slices->copy_into(file, slices_at, partial);
+      links->copy_into(file, links_at, partial);
       if (c.rank == 0) {
-        file.fd = -1; // the stream's own
         const std::string footer = perfetto_footer(*defs, selection);
-        if (::pwrite(slices->fd(), footer.data(), footer.size(), static_cast<off_t>(end)) !=
+        if (::pwrite(file, footer.data(), footer.size(), static_cast<off_t>(end)) !=
             static_cast<ssize_t>(footer.size()))
           throw std::runtime_error(partial + ": write failed (" + std::strerror(errno) + ")");
       }

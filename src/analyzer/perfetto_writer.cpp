@@ -4,6 +4,7 @@
 
 #include "analyzer/wait_states.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -100,7 +101,7 @@ struct perfetto_writer::impl final : public event_handler, public graph_observer
     if (defs.timer_resolution != 1'000'000'000)
       ns = static_cast<uint64_t>(static_cast<unsigned __int128>(ns) * 1'000'000'000U /
                                  defs.timer_resolution);
-    fmt::format_to(std::back_inserter(line), "{}.{:03}", ns / 1000, ns % 1000);
+    fmt::format_to(std::back_inserter(line), FMT_COMPILE("{}.{:03}"), ns / 1000, ns % 1000);
   }
   void duration(uint64_t enter, uint64_t leave) { time(defs.global_offset + (leave - enter)); }
 
@@ -109,7 +110,8 @@ struct perfetto_writer::impl final : public event_handler, public graph_observer
     line.clear();
     const uint64_t pid = uint64_t{rank} + 1;
     fmt::format_to(std::back_inserter(line),
-                   ",\n{{\"ph\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":", phase, pid, pid);
+                   FMT_COMPILE(",\n{{\"ph\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":"), phase, pid,
+                   pid);
     time(t);
   }
   void put(std::string_view text) { line.append(text.data(), text.data() + text.size()); }
@@ -167,8 +169,8 @@ struct perfetto_writer::impl final : public event_handler, public graph_observer
       put(first ? (sent ? ",\"sent\":[" : ",\"received\":[") : ",");
       first = false;
       fmt::format_to(std::back_inserter(line),
-                     "{{\"{}\":{},\"tag\":{},\"bytes\":{},\"comm\":", sent ? "to" : "from", m.peer,
-                     m.tag, m.bytes);
+                     FMT_COMPILE("{{\"{}\":{},\"tag\":{},\"bytes\":{},\"comm\":"),
+                     sent ? "to" : "from", m.peer, m.tag, m.bytes);
       put(comm_names[m.comm]);
       put("}");
     }
@@ -200,9 +202,11 @@ struct perfetto_writer::impl final : public event_handler, public graph_observer
         put(",\"comm\":");
         put(comm_names[fr->collective.comm]);
         if (fr->collective.root != no_root)
-          fmt::format_to(std::back_inserter(line), ",\"root\":{}", fr->collective.root);
-        fmt::format_to(std::back_inserter(line), ",\"bytes_sent\":{},\"bytes_received\":{}",
-                       fr->collective.sent, fr->collective.received);
+          fmt::format_to(std::back_inserter(line), FMT_COMPILE(",\"root\":{}"),
+                         fr->collective.root);
+        fmt::format_to(std::back_inserter(line),
+                       FMT_COMPILE(",\"bytes_sent\":{},\"bytes_received\":{}"), fr->collective.sent,
+                       fr->collective.received);
       }
     }
     put("}}");
@@ -218,11 +222,12 @@ struct perfetto_writer::impl final : public event_handler, public graph_observer
     next_id += id_step;
     begin_event('s', from, e.send_enter);
     fmt::format_to(std::back_inserter(line),
-                   ",\"id\":{},\"name\":\"message\",\"cat\":\"message\"}}", id);
+                   FMT_COMPILE(",\"id\":{},\"name\":\"message\",\"cat\":\"message\"}}"), id);
     links.append(line.data(), line.size());
     begin_event('f', to, e.receive_enter);
-    fmt::format_to(std::back_inserter(line),
-                   ",\"bp\":\"e\",\"id\":{},\"name\":\"message\",\"cat\":\"message\"}}", id);
+    fmt::format_to(
+        std::back_inserter(line),
+        FMT_COMPILE(",\"bp\":\"e\",\"id\":{},\"name\":\"message\",\"cat\":\"message\"}}"), id);
     links.append(line.data(), line.size());
     ++counts.flows;
   }
@@ -236,7 +241,8 @@ struct perfetto_writer::impl final : public event_handler, public graph_observer
     begin_event('X', rank, w.enter);
     put(",\"dur\":");
     duration(w.enter, w.enter + w.ticks);
-    fmt::format_to(std::back_inserter(line), ",\"name\":\"{}\",\"cat\":\"wait_state\"}}",
+    fmt::format_to(std::back_inserter(line),
+                   FMT_COMPILE(",\"name\":\"{}\",\"cat\":\"wait_state\"}}"),
                    pattern_names[w.pattern]);
     links.append(line.data(), line.size());
     ++counts.waits;

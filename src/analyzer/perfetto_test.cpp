@@ -99,6 +99,13 @@ TEST_F(PerfettoTest, PairsAreTheMessagesSentInWorldRanksPerKind) {
                                       {"from":2,"to":1,"messages":1,"bytes":102}])"));
   EXPECT_EQ(j["communication"]["by_kind"]["sendrecv"].size(), 2U);
   EXPECT_NE(render_csv(r).find("\npairs,2,0,point_to_point,1,4096\n"), std::string::npos);
+  const std::string text = render_text(r);
+  const size_t table = text.find("Point-to-point messages between ranks, heaviest first\n");
+  ASSERT_NE(table, std::string::npos) << text;
+  const size_t heaviest = text.find("       2        0            1             4096\n", table);
+  const size_t lightest = text.find("       0        1            1               64\n", table);
+  EXPECT_NE(lightest, std::string::npos) << text;
+  EXPECT_LT(heaviest, lightest) << text;
 }
 
 TEST_F(PerfettoTest, SlicesFlowsAndWaitStatesOfTheWholeTrace) {

@@ -75,6 +75,7 @@ struct channel {
 struct wait_slot {
   uint64_t enter, leave;
   uint64_t worst;
+  uint64_t op;
   uint32_t rank, region, site;
   uint32_t pending;
   wait_pattern kind;
@@ -150,6 +151,10 @@ bool is_blocking_send(const std::string& name) {
          name == "MPI_Sendrecv_replace";
 }
 
+bool is_sendrecv(const std::string& name) {
+  return name == "MPI_Sendrecv" || name == "MPI_Sendrecv_replace";
+}
+
 } // namespace
 
 struct analyzer::impl {
@@ -159,6 +164,7 @@ struct analyzer::impl {
   uint32_t first_rank = 0; // locs[i] is rank first_rank + i
   std::vector<location_state> locs;
   std::vector<uint8_t> region_is_mpi, region_blocking_send;
+  std::vector<uint8_t> region_pair_kind; // a message_kind for the sends inside it
   std::unordered_map<channel_key, channel, channel_hash> channels;
   std::vector<wait_slot> slots;
   std::vector<uint32_t> free_slots;
@@ -180,9 +186,13 @@ struct analyzer::impl {
         out_members(p.processes), out_waits(p.processes) {
     region_is_mpi.resize(d.regions.size());
     region_blocking_send.resize(d.regions.size());
+    region_pair_kind.resize(d.regions.size());
     for (size_t i = 0; i < d.regions.size(); ++i) {
       region_is_mpi[i] = d.regions[i].cat == category::mpi;
       region_blocking_send[i] = region_is_mpi[i] && is_blocking_send(d.regions[i].name);
+      region_pair_kind[i] = region_is_mpi[i] && is_sendrecv(d.regions[i].name)
+                                ? pair_kind_sendrecv
+                                : pair_kind_point_to_point;
     }
     comms.resize(d.comms.size());
   }
@@ -206,8 +216,11 @@ struct analyzer::impl {
 
   void settle(uint32_t i) {
     wait_slot& s = slots[i];
-    if (s.worst > 0)
+    if (s.worst > 0) {
       add_wait(s.kind, s.rank, s.region, s.site, s.worst);
+      if (observer)
+        observer->on_wait({s.op, s.enter, s.leave, s.worst, s.kind});
+    }
     s.pending = 0;
     free_slots.push_back(i);
   }
@@ -220,7 +233,7 @@ struct analyzer::impl {
   void match(const send_end& s, const recv_end& r) {
     ++matched;
     if (observer)
-      observer->on_partner(s.op, r.op);
+      observer->on_partner({s.op, s.enter, s.leave, r.op, r.enter, r.leave});
     if (r.slot != no_slot) {
       wait_slot& w = slots[r.slot];
       w.worst = std::max(w.worst, late_sender_wait(s.enter, r.enter, r.leave));
@@ -308,6 +321,19 @@ struct analyzer::impl {
   void close(uint32_t rank, location_state& ls, uint64_t t) {
     const open_op op = ls.stack.back();
     const uint32_t level = static_cast<uint32_t>(ls.stack.size() - 1);
+    // The observer hears of the operation before any edge or wait of it.
+    if (observer) {
+      operation v;
+      v.id = op.id;
+      v.parent = ls.stack.size() >= 2 ? ls.stack[ls.stack.size() - 2].id : no_parent;
+      v.rank = rank;
+      v.level = level;
+      v.region = op.region;
+      v.site = op.site;
+      v.enter = op.enter;
+      v.leave = t;
+      observer->on_operation(v);
+    }
 
     // Messages this operation sent or completed, now that its leave time is known.
     uint32_t sends = 0, recvs = 0;
@@ -315,9 +341,9 @@ struct analyzer::impl {
       (ls.msgs[i].kind == msg_kind::send ? sends : recvs)++;
     uint32_t send_slot = no_slot, recv_slot = no_slot;
     if (recvs)
-      recv_slot = new_slot({op.enter, t, 0, rank, op.region, op.site, recvs, late_sender});
+      recv_slot = new_slot({op.enter, t, 0, op.id, rank, op.region, op.site, recvs, late_sender});
     if (sends && region_blocking_send[op.region])
-      send_slot = new_slot({op.enter, t, 0, rank, op.region, op.site, sends, late_receiver});
+      send_slot = new_slot({op.enter, t, 0, op.id, rank, op.region, op.site, sends, late_receiver});
     for (size_t i = op.msg_begin; i < ls.msgs.size(); ++i) {
       const pending_msg m = ls.msgs[i];
       if (m.kind == msg_kind::send) {
@@ -348,18 +374,6 @@ struct analyzer::impl {
     if (region_is_mpi[op.region]) {
       if (--ls.mpi_depth == 0)
         ls.tables.comm_ticks += t - op.enter;
-    }
-    if (observer) {
-      operation v;
-      v.id = op.id;
-      v.parent = ls.stack.size() >= 2 ? ls.stack[ls.stack.size() - 2].id : no_parent;
-      v.rank = rank;
-      v.level = level;
-      v.region = op.region;
-      v.site = op.site;
-      v.enter = op.enter;
-      v.leave = t;
-      observer->on_operation(v);
     }
     ls.stack.pop_back();
   }
@@ -448,11 +462,23 @@ struct analyzer::impl {
     collective_waits(kind, inst.members, root, [&](uint32_t i, uint64_t ticks) {
       const coll_member& m = inst.members[i];
       add_wait(kind, rank_of(m.op), m.region, m.site, ticks);
+      if (observer)
+        observer->on_wait({m.op, m.enter, m.leave, ticks, static_cast<uint8_t>(kind)});
     });
   }
 
   uint64_t top_enter(location_state& ls, uint64_t t) {
     return ls.stack.empty() ? t : ls.stack.back().enter;
+  }
+
+  // Every recorded send counts towards its pair, also one outside any operation.
+  void count_send(uint32_t rank, uint32_t receiver, uint64_t bytes) {
+    location_state& ls = loc(rank);
+    const uint64_t kind = ls.stack.empty() ? uint64_t{pair_kind_point_to_point}
+                                           : region_pair_kind[ls.stack.back().region];
+    pair_stat& p = ls.tables.pairs[(kind << 32) | receiver];
+    ++p.messages;
+    p.bytes += bytes;
   }
 
   void add_msg(uint32_t rank, uint64_t t, const pending_msg& m) {
@@ -482,8 +508,8 @@ struct analyzer::impl {
 analyzer::analyzer(const definitions& defs, graph_observer* observer)
     : impl_(std::make_unique<impl>(defs, observer,
                                    partition{1, 0, static_cast<uint32_t>(defs.ranks())})) {}
-analyzer::analyzer(const definitions& defs, const partition& part)
-    : impl_(std::make_unique<impl>(defs, nullptr, part)) {}
+analyzer::analyzer(const definitions& defs, const partition& part, graph_observer* observer)
+    : impl_(std::make_unique<impl>(defs, observer, part)) {}
 analyzer::~analyzer() = default;
 
 void analyzer::enter(uint32_t rank, uint64_t time, uint32_t region, uint32_t site) {
@@ -493,11 +519,13 @@ void analyzer::leave(uint32_t rank, uint64_t time, uint32_t region) {
   impl_->leave(rank, time, region);
 }
 void analyzer::send(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm, uint32_t tag,
-                    uint64_t) {
+                    uint64_t bytes) {
+  impl_->count_send(rank, receiver, bytes);
   impl_->add_msg(rank, time, {msg_kind::send, receiver, comm, tag, 0, direct});
 }
 void analyzer::isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm, uint32_t tag,
-                     uint64_t, uint64_t) {
+                     uint64_t bytes, uint64_t) {
+  impl_->count_send(rank, receiver, bytes);
   impl_->add_msg(rank, time, {msg_kind::send, receiver, comm, tag, 0, direct});
 }
 void analyzer::isend_complete(uint32_t rank, uint64_t time, uint64_t) {

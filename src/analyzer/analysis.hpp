@@ -32,15 +32,35 @@ inline uint32_t rank_of(uint64_t op_id) {
   return static_cast<uint32_t>(op_id >> 40);
 }
 
+// A message matched from its send to its receive: the operations at both ends with their times
+// (the receive's is the operation that completed it, a Wait for an Irecv).
+struct partner_edge {
+  uint64_t send_op = 0, send_enter = 0, send_leave = 0;
+  uint64_t receive_op = 0, receive_enter = 0, receive_leave = 0;
+};
+
+// Time one operation lost in a wait state, from its enter on (wait_states.hpp's patterns).
+struct operation_wait {
+  uint64_t op = 0;
+  uint64_t enter = 0, leave = 0; // the operation's
+  uint64_t ticks = 0;
+  uint8_t pattern = 0; // a wait_pattern
+};
+
 // Receives the graph as it is discovered. Operations arrive when they end (children before their
-// parent); a partner edge when a send and its receive are both complete; a collective edge set
-// when every member of one collective instance has left it.
+// parent), and before any edge or wait that involves them; a partner edge when a send and its
+// receive are both complete; a collective edge set when every member of one collective instance
+// has left it; an operation's wait once it is known (for a receive completing several messages,
+// once all are matched). With several analysis processes, each process's observer hears of the
+// operations of its ranks, of the partner edges whose receive it reads, of the collectives whose
+// communicator's first member it reads and of the waits it computes, which may be other ranks'.
 class graph_observer {
 public:
   virtual ~graph_observer() = default;
   virtual void on_operation(const operation& op) = 0;
-  virtual void on_partner(uint64_t send_op, uint64_t receive_op) = 0;
+  virtual void on_partner(const partner_edge& edge) = 0;
   virtual void on_collective(const std::vector<uint64_t>& ops) = 0;
+  virtual void on_wait(const operation_wait& /*wait*/) {}
 };
 
 struct level_row {
@@ -85,6 +105,15 @@ struct wait_state_row {
 
 // A rank that dropped events at the tracer's size limit: its events after (the stop policy) or
 // before (ring) a time are missing; negative when the archive does not say.
+// Point-to-point messages from one rank to another (world ranks), counted at the sender: every
+// send the trace records. `kind` is "point_to_point" (Send, Isend and their kin) or "sendrecv"
+// (MPI_Sendrecv, MPI_Sendrecv_replace).
+struct message_pair {
+  uint32_t from = 0, to = 0;
+  std::string kind;
+  uint64_t messages = 0, bytes = 0;
+};
+
 struct truncation_row {
   uint32_t rank = 0;
   uint64_t dropped_events = 0;
@@ -102,6 +131,7 @@ struct report {
   std::vector<operation_total> totals;     // Tables 3 and 8
   std::vector<process_row> processes;      // Table 4
   std::vector<wait_state_row> wait_states; // by time, largest first
+  std::vector<message_pair> pairs;         // by sender, receiver and kind
   uint64_t messages = 0;                   // matched send/receive pairs
   uint64_t unmatched_sends = 0;
   uint64_t unmatched_receives = 0;
@@ -159,8 +189,8 @@ struct partial_result; // analyzer/partial.hpp
 class analyzer final : public event_handler {
 public:
   explicit analyzer(const definitions& defs, graph_observer* observer = nullptr);
-  // One process's part of an analysis shared by several (no observer).
-  analyzer(const definitions& defs, const partition& part);
+  // One process's part of an analysis shared by several.
+  analyzer(const definitions& defs, const partition& part, graph_observer* observer = nullptr);
   ~analyzer() override;
   analyzer(const analyzer&) = delete;
   analyzer& operator=(const analyzer&) = delete;

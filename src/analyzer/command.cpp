@@ -2,6 +2,7 @@
 #include "common/exec_argv.hpp"
 
 #include "analyzer/analysis.hpp"
+#include "analyzer/perfetto_export.hpp"
 #include "analyzer/render.hpp"
 #include "analyzer/xml_export.hpp"
 #include "launch/launch.hpp"
@@ -10,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -88,16 +90,20 @@ int analyze_command(const analyze_options& o) {
   }
 }
 
+// The archive's directory, as the default outputs are named after it.
+std::string archive_base(const std::string& trace) {
+  std::filesystem::path base(trace);
+  if (!base.has_filename())
+    base = base.parent_path();
+  if (base.extension() == ".otf2") // the anchor file: its directory is the archive
+    base = base.parent_path();
+  return base.string();
+}
+
 int export_xml_command(const export_options& o) {
   std::string dir = o.out_dir;
-  if (dir.empty()) {
-    std::filesystem::path base(o.trace);
-    if (!base.has_filename())
-      base = base.parent_path();
-    if (base.extension() == ".otf2") // the anchor file: its directory is the archive
-      base = base.parent_path();
-    dir = base.string() + "-xml";
-  }
+  if (dir.empty())
+    dir = archive_base(o.trace) + "-xml";
   const std::string launched_by = launcher_flavor();
   if (o.processes > 0 || !launched_by.empty())
     return run_worker("strata trace export", o.processes, o.mpi, launched_by,
@@ -108,6 +114,65 @@ int export_xml_command(const export_options& o) {
     std::printf("%s: %u ranks, %llu operations\n", x.config.c_str(), x.ranks, x.operations);
     if (!x.truncated.empty())
       std::fprintf(stderr, "strata trace export: warning: %s\n", x.truncated.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata trace export: %s\n", e.what());
+    return 1;
+  }
+}
+
+namespace {
+// Seconds as given on the command line: a number, not negative.
+bool parse_seconds(const std::string& text, const char* option, double& seconds) {
+  size_t used = 0;
+  try {
+    seconds = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(seconds >= 0) || std::isinf(seconds)) {
+    std::fprintf(stderr, "strata trace export: %s %s: not a time in seconds such as 0.5 or 12\n",
+                 option, text.c_str());
+    return false;
+  }
+  return true;
+}
+} // namespace
+
+int export_perfetto_command(const perfetto_options& o) {
+  perfetto_selection selection;
+  if (!o.from.empty() && !parse_seconds(o.from, "--from", selection.from_s))
+    return 2;
+  if (!o.to.empty() && !parse_seconds(o.to, "--to", selection.to_s))
+    return 2;
+  if (!(selection.to_s > selection.from_s)) {
+    std::fprintf(stderr,
+                 "strata trace export: --from %s --to %s: the window ends before it begins\n",
+                 o.from.c_str(), o.to.c_str());
+    return 2;
+  }
+  if (!o.ranks.empty()) {
+    try {
+      parse_rank_range(o.ranks, selection);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "strata trace export: --ranks %s\n", e.what());
+      return 2;
+    }
+  }
+  const std::string file =
+      o.out_file.empty() ? archive_base(o.trace) + "-perfetto.json" : o.out_file;
+  const std::string launched_by = launcher_flavor();
+  if (o.processes > 0 || !launched_by.empty()) {
+    std::vector<std::string> args{"--perfetto", file};
+    for (const auto& [option, value] :
+         {std::pair{"--from", o.from}, std::pair{"--to", o.to}, std::pair{"--ranks", o.ranks}})
+      if (!value.empty())
+        args.insert(args.end(), {option, value});
+    args.push_back(o.trace);
+    return run_worker("strata trace export", o.processes, o.mpi, launched_by, args);
+  }
+  try {
+    print_perfetto_result(export_perfetto(o.trace, file, selection));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata trace export: %s\n", e.what());
@@ -134,10 +199,28 @@ public:
     CLI::App* trace = strata.add_subcommand("trace", "work with OTF2 traces");
     trace->require_subcommand(1);
     export_command_ = trace->add_subcommand("export", "convert a trace to another format");
-    export_command_->add_flag("--xml", as_xml_, "the HieraAnalyses XML (one file per rank)")
-        ->required();
+    auto* xml =
+        export_command_->add_flag("--xml", as_xml_, "the HieraAnalyses XML (one file per rank)");
+    auto* perfetto = export_command_->add_flag(
+        "--perfetto", as_perfetto_,
+        "Chrome trace-event JSON for ui.perfetto.dev and Chromium's trace viewer (one file)");
+    xml->excludes(perfetto);
     export_command_->add_option("TRACE", export_.trace, "OTF2 archive")->required();
-    export_command_->add_option("--out", export_.out_dir, "output directory (default: TRACE-xml)");
+    export_command_->add_option(
+        "-o,--out", export_.out_dir,
+        "output directory (--xml, default TRACE-xml) or file (--perfetto, default "
+        "TRACE-perfetto.json)");
+    export_command_
+        ->add_option("--from", perfetto_.from,
+                     "--perfetto: operations that end at or after this time (seconds from the "
+                     "start of the trace)")
+        ->needs(perfetto);
+    export_command_
+        ->add_option("--to", perfetto_.to,
+                     "--perfetto: operations that begin at or before this time (seconds)")
+        ->needs(perfetto);
+    export_command_->add_option("--ranks", perfetto_.ranks, "--perfetto: ranks A-B (or A) only")
+        ->needs(perfetto);
     export_command_
         ->add_option("-n,--np", export_.processes,
                      "export processes, started with mpirun (default: one, no launcher)")
@@ -152,15 +235,29 @@ public:
       o.format = json_ ? "json" : csv_ ? "csv" : "text";
       return analyze_command(o);
     }
-    if (export_command_->parsed())
+    if (export_command_->parsed()) {
+      if (as_perfetto_) {
+        perfetto_options o = perfetto_;
+        o.trace = export_.trace;
+        o.out_file = export_.out_dir;
+        o.processes = export_.processes;
+        o.mpi = export_.mpi;
+        return export_perfetto_command(o);
+      }
+      if (!as_xml_) {
+        std::fprintf(stderr, "strata trace export: say which format: --xml or --perfetto\n");
+        return 2;
+      }
       return export_xml_command(export_);
+    }
     return std::nullopt;
   }
 
 private:
   analyze_options options_;
   export_options export_;
-  bool json_ = false, csv_ = false, as_xml_ = false;
+  perfetto_options perfetto_;
+  bool json_ = false, csv_ = false, as_xml_ = false, as_perfetto_ = false;
   CLI::App* analyze_ = nullptr;
   CLI::App* export_command_ = nullptr;
 };

@@ -33,6 +33,20 @@ struct export_options {
 // through the flavor's worker, each process writing its block of ranks.
 int export_xml_command(const export_options& o);
 
+struct perfetto_options {
+  std::string trace;
+  std::string out_file; // default: TRACE-perfetto.json next to the archive
+  std::string from, to; // seconds from the start of the trace, as given
+  std::string ranks;    // "A-B" or "A", as given
+  int processes = 0;    // --np: as analyze_options
+  std::string mpi;      // --mpi: as analyze_options
+};
+
+// Writes the trace as Chrome trace-event JSON (analyzer/perfetto_export.hpp); under a launcher,
+// or with processes > 0, through the flavor's worker, each process analysing and writing its
+// block of ranks.
+int export_perfetto_command(const perfetto_options& o);
+
 // Registers `analyze` and `trace export` on `strata`.
 std::unique_ptr<cli::wing_commands> add_analyzer_commands(CLI::App& strata);
 

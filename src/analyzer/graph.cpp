@@ -12,9 +12,9 @@ void event_graph::on_operation(const operation& op) {
     children_[op.parent].push_back(op.id);
 }
 
-void event_graph::on_partner(uint64_t send_op, uint64_t receive_op) {
-  partners_[send_op].push_back(receive_op);
-  partners_[receive_op].push_back(send_op);
+void event_graph::on_partner(const partner_edge& edge) {
+  partners_[edge.send_op].push_back(edge.receive_op);
+  partners_[edge.receive_op].push_back(edge.send_op);
 }
 
 void event_graph::on_collective(const std::vector<uint64_t>& ops) {

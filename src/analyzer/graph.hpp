@@ -16,7 +16,7 @@ namespace strata::analyze {
 class event_graph final : public graph_observer {
 public:
   void on_operation(const operation& op) override;
-  void on_partner(uint64_t send_op, uint64_t receive_op) override;
+  void on_partner(const partner_edge& edge) override;
   void on_collective(const std::vector<uint64_t>& ops) override;
 
   [[nodiscard]] size_t size() const { return vertices_.size(); }

@@ -58,6 +58,9 @@ std::vector<uint64_t> encode_partial(const partial_result& part) {
     w.push_back(t.ops.size());
     for (const auto& [key, stat] : t.ops)
       w.insert(w.end(), {key, stat.count, stat.ticks});
+    w.push_back(t.pairs.size());
+    for (const auto& [key, stat] : t.pairs)
+      w.insert(w.end(), {key, stat.messages, stat.bytes});
   }
   w.push_back(part.waits.size());
   for (const auto& [key, value] : part.waits)
@@ -80,7 +83,7 @@ partial_result decode_partial(const uint64_t* words, size_t count) {
   p.messages = in.next();
   p.collectives = in.next();
   p.incomplete_collectives = in.next();
-  const uint64_t ranks = in.count(6);
+  const uint64_t ranks = in.count(7);
   for (uint64_t i = 0; i < ranks; ++i) {
     p.ranks.push_back(narrow(in.next()));
     rank_tables& t = p.tables.emplace_back();
@@ -97,6 +100,16 @@ partial_result decode_partial(const uint64_t* words, size_t count) {
       op_stat& stat = t.ops[key];
       stat.count = in.next();
       stat.ticks = in.next();
+    }
+    const uint64_t pairs = in.count(3);
+    t.pairs.reserve(pairs);
+    for (uint64_t k = 0; k < pairs; ++k) {
+      const uint64_t key = in.next();
+      if ((key >> 32) >= pair_kind_count)
+        throw trace_error("a partial analysis result names an unknown kind of message");
+      pair_stat& stat = t.pairs[key];
+      stat.messages += in.next();
+      stat.bytes += in.next();
     }
   }
   const uint64_t waits = in.count(6);

@@ -10,6 +10,28 @@
 
 namespace strata::analyze {
 
+namespace {
+// The report's pairs summed over their kinds, by sender and receiver.
+std::vector<message_pair> pair_totals(const report& r) {
+  std::map<std::pair<uint32_t, uint32_t>, message_pair> sums;
+  for (const message_pair& p : r.pairs) {
+    message_pair& s = sums[{p.from, p.to}];
+    s.from = p.from;
+    s.to = p.to;
+    s.messages += p.messages;
+    s.bytes += p.bytes;
+  }
+  std::vector<message_pair> out;
+  out.reserve(sums.size());
+  for (auto& [key, p] : sums)
+    out.push_back(p);
+  return out;
+}
+
+// Text reports list this many of the heaviest pairs.
+constexpr size_t text_pairs = 20;
+} // namespace
+
 std::string render_text(const report& r) {
   std::string out = "Strata " STRATA_VERSION " analysis";
   out += r.creator.empty() ? std::string("\n") : " of a trace written by " + r.creator + "\n";
@@ -75,6 +97,21 @@ std::string render_text(const report& r) {
     out += fmt::format("{:>8} {:<{}} {:>12}\n", "process", "operation", name_width, "count");
     for (const counted_calls& c : r.counted)
       out += fmt::format("{:>8} {:<{}} {:>12}\n", c.rank, c.routine, name_width, c.calls);
+  }
+
+  std::vector<message_pair> pairs = pair_totals(r);
+  if (!pairs.empty()) {
+    std::stable_sort(pairs.begin(), pairs.end(), [](const message_pair& a, const message_pair& b) {
+      return a.bytes > b.bytes;
+    });
+    out += "\nPoint-to-point messages between ranks, heaviest first\n";
+    out += fmt::format("{:>8} {:>8} {:>12} {:>16}\n", "from", "to", "messages", "bytes");
+    for (size_t i = 0; i < pairs.size() && i < text_pairs; ++i)
+      out += fmt::format("{:>8} {:>8} {:>12} {:>16}\n", pairs[i].from, pairs[i].to,
+                         pairs[i].messages, pairs[i].bytes);
+    if (pairs.size() > text_pairs)
+      out += fmt::format("({} more pairs: --json or --csv lists them all)\n",
+                         pairs.size() - text_pairs);
   }
 
   out += "\nWait states by call site\n";
@@ -146,6 +183,16 @@ std::string render_json(const report& r) {
   for (const process_row& p : r.processes)
     j["processes"].push_back(
         {{"rank", p.rank}, {"communication_s", p.communication_s}, {"total_s", p.total_s}});
+  // The communication matrix: every pair, and the same per kind of message.
+  json pairs = json::array();
+  for (const message_pair& p : pair_totals(r))
+    pairs.push_back({{"from", p.from}, {"to", p.to}, {"messages", p.messages}, {"bytes", p.bytes}});
+  json kinds = json::object();
+  for (const message_pair& p : r.pairs) {
+    json& list = kinds[p.kind];
+    list.push_back({{"from", p.from}, {"to", p.to}, {"messages", p.messages}, {"bytes", p.bytes}});
+  }
+  j["communication"] = {{"pairs", pairs}, {"by_kind", kinds}};
   j["wait_states"] = json::array();
   for (const wait_state_row& w : r.wait_states)
     j["wait_states"].push_back({{"pattern", w.pattern},
@@ -191,6 +238,9 @@ std::string render_csv(const report& r) {
   for (const wait_state_row& w : r.wait_states)
     out += fmt::format("wait_states,{},{},{},{},{},{:.9f},{}\n", w.pattern, csv_field(w.function),
                        csv_field(w.file), w.line, w.rank, w.time_s, w.count);
+  out += "\ntable,from,to,kind,messages,bytes\n";
+  for (const message_pair& p : r.pairs)
+    out += fmt::format("pairs,{},{},{},{},{}\n", p.from, p.to, p.kind, p.messages, p.bytes);
   out += "\ntable,rank,operation,count\n";
   for (const counted_calls& c : r.counted)
     out += fmt::format("counted_calls,{},{},{}\n", c.rank, csv_field(c.routine), c.calls);

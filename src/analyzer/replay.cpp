@@ -1,5 +1,6 @@
 #include "analyzer/replay.hpp"
 
+#include "analyzer/event_tee.hpp"
 #include "analyzer/partial.hpp"
 #include "analyzer/process_agreement.hpp"
 #include "analyzer/shared_anchor_probe.hpp"
@@ -84,7 +85,8 @@ bool exchange_round(const comm_info& c, analyzer& a, std::string& error) {
 
 } // namespace
 
-replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batch) {
+replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batch,
+                           const replay_taps& taps) {
   replay_result result;
   comm_info c = comm_info_of(comm);
   c.work_cpu_s = &result.work_cpu_s;
@@ -96,18 +98,22 @@ replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batc
   const partition part{static_cast<uint32_t>(c.size), static_cast<uint32_t>(c.rank),
                        static_cast<uint32_t>(defs.ranks())};
   std::optional<analyzer> a;
+  std::optional<event_tee> tee;
   uint64_t share = 0; // the records this process's ranks declare
   if (!step(c, result.error, [&] {
         if (static_cast<size_t>(c.size) > defs.ranks())
           throw trace_error(defs.archive + ": " + std::to_string(c.size) +
                             " analysis processes for a trace of " + std::to_string(defs.ranks()) +
                             " locations; use at most " + std::to_string(defs.ranks()));
-        a.emplace(defs, part);
+        a.emplace(defs, part, taps.observer);
         result.first_rank = part.first(part.self);
         result.last_rank = part.first(part.self + 1);
         for (uint32_t r = result.first_rank; r < result.last_rank; ++r)
           share += defs.declared_events[r];
-        reader->open_events(*a, result.first_rank, result.last_rank);
+        event_handler* handler = &*a;
+        if (taps.events != nullptr)
+          handler = &tee.emplace(*taps.events, *a);
+        reader->open_events(*handler, result.first_rank, result.last_rank);
       }))
     return result;
   // As many rounds as the largest share needs; each process reads its share's fraction in each.

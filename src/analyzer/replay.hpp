@@ -29,7 +29,16 @@ struct replay_result {
 // Each process reads its share in rounds of about `batch` records (the same number of rounds on
 // every process, so that all move through the trace's time together) and exchanges what crosses
 // to other processes after each, so what waits for a partner stays about one round's worth.
+//
+// `taps`, when given, also hears every event this process reads (before the analysis does) and
+// observes the graph this process discovers (analysis.hpp's graph_observer): the exports that
+// need the matched messages and the wait states.
 inline constexpr uint64_t default_batch = uint64_t{1} << 20;
-replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batch = default_batch);
+struct replay_taps {
+  event_handler* events = nullptr;
+  graph_observer* observer = nullptr;
+};
+replay_result replay_trace(const std::string& path, MPI_Comm comm, uint64_t batch = default_batch,
+                           const replay_taps& taps = {});
 
 } // namespace strata::analyze

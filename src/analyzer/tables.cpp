@@ -59,6 +59,14 @@ void fill_tables(const definitions& defs, const std::vector<const rank_tables*>&
       }
       out.operations.push_back(row);
     }
+    std::vector<std::pair<uint64_t, pair_stat>> pairs(counts.pairs.begin(), counts.pairs.end());
+    std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
+      return std::make_pair(a.first & 0xffffffffU, a.first >> 32) <
+             std::make_pair(b.first & 0xffffffffU, b.first >> 32);
+    });
+    for (const auto& [key, stat] : pairs)
+      out.pairs.push_back({r, static_cast<uint32_t>(key & 0xffffffffU), pair_kind_names[key >> 32],
+                           stat.messages, stat.bytes});
     const double total =
         counts.first == UINT64_MAX ? 0.0 : static_cast<double>(counts.last - counts.first) * tick;
     out.processes.push_back({r, static_cast<double>(counts.comm_ticks) * tick, total});

@@ -21,12 +21,21 @@ struct op_stat {
   uint64_t ticks = 0; // inclusive
 };
 
+struct pair_stat {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+};
+// The kinds of message_pair (analysis.hpp), as kept in rank_tables::pairs.
+enum pair_kind : uint8_t { pair_kind_point_to_point, pair_kind_sendrecv, pair_kind_count };
+inline constexpr const char* pair_kind_names[pair_kind_count] = {"point_to_point", "sendrecv"};
+
 // One rank's counts, kept up to date as its operations close.
 struct rank_tables {
   uint64_t first = UINT64_MAX, last = 0; // the rank's first and last event
   uint64_t comm_ticks = 0;               // inside outermost MPI operations
   std::vector<uint64_t> level_counts;
-  std::unordered_map<uint64_t, op_stat> ops; // (region << 32) | site
+  std::unordered_map<uint64_t, op_stat> ops;     // (region << 32) | site
+  std::unordered_map<uint64_t, pair_stat> pairs; // (pair_kind << 32) | receiver, sent by this rank
 
   void operation(uint32_t level, uint32_t region, uint32_t site, uint64_t ticks) {
     if (level >= level_counts.size())

@@ -4,12 +4,15 @@
 //
 //   strata-analyze [--json | --csv] [--stats] [--batch N] TRACE
 //   strata-analyze --xml DIR TRACE
+//   strata-analyze --perfetto FILE [--from S] [--to S] [--ranks A-B] TRACE
 //
 // --xml DIR: the HieraAnalyses XML export into DIR instead (`strata trace export --xml`), each
-// process writing the files of its block of ranks.
+// process writing the files of its block of ranks. --perfetto FILE: the Chrome trace-event JSON
+// export into FILE (`strata trace export --perfetto`, which has checked the selection's syntax).
 // --stats: each process writes one line of its own figures to stderr (the benchmark's).
 // --batch N: records each process reads between exchanges (default 1 Mi; the tests use small
 // ones to exercise many rounds).
+#include "analyzer/perfetto_export_mpi.hpp"
 #include "analyzer/render.hpp"
 #include "analyzer/replay.hpp"
 #include "analyzer/xml_export_mpi.hpp"
@@ -20,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 namespace {
@@ -47,6 +51,21 @@ int export_xml_files(const std::string& trace, const std::string& dir, int rank)
   MPI_Finalize();
   return x.ok ? 0 : 1;
 }
+// The Perfetto export, finished with MPI_Finalize; process 0 prints what the serial export prints.
+int export_perfetto_file(const std::string& trace, const std::string& file,
+                         const strata::analyze::perfetto_selection& selection, int rank) {
+  const strata::analyze::parallel_perfetto_result x =
+      strata::analyze::export_perfetto_over(trace, file, selection, MPI_COMM_WORLD);
+  if (rank == 0) {
+    if (x.ok)
+      strata::analyze::print_perfetto_result(x.written);
+    else
+      std::fprintf(stderr, "strata trace export: %s\n", x.error.c_str());
+    std::fflush(stdout);
+  }
+  MPI_Finalize();
+  return x.ok ? 0 : 1;
+}
 } // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +75,8 @@ int main(int argc, char** argv) {
   std::string format = "text";
   std::string trace;
   std::string xml_dir;
+  std::string perfetto_file;
+  strata::analyze::perfetto_selection selection;
   bool usage = false;
   bool stats = false;
   uint64_t batch = strata::analyze::default_batch;
@@ -66,7 +87,19 @@ int main(int argc, char** argv) {
       format = "csv";
     else if (std::strcmp(argv[i], "--xml") == 0 && i + 1 < argc)
       xml_dir = argv[++i];
-    else if (std::strcmp(argv[i], "--stats") == 0)
+    else if (std::strcmp(argv[i], "--perfetto") == 0 && i + 1 < argc)
+      perfetto_file = argv[++i];
+    else if (std::strcmp(argv[i], "--from") == 0 && i + 1 < argc)
+      selection.from_s = std::strtod(argv[++i], nullptr);
+    else if (std::strcmp(argv[i], "--to") == 0 && i + 1 < argc)
+      selection.to_s = std::strtod(argv[++i], nullptr);
+    else if (std::strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+      try {
+        strata::analyze::parse_rank_range(argv[++i], selection);
+      } catch (const std::invalid_argument&) {
+        usage = true;
+      }
+    } else if (std::strcmp(argv[i], "--stats") == 0)
       stats = true;
     else if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
       batch = std::strtoull(argv[++i], nullptr, 10);
@@ -78,12 +111,16 @@ int main(int argc, char** argv) {
   if (usage || trace.empty()) {
     if (rank == 0)
       std::fprintf(stderr, "usage: strata-analyze [--json | --csv] [--stats] [--batch N] TRACE\n"
-                           "       strata-analyze --xml DIR TRACE\n");
+                           "       strata-analyze --xml DIR TRACE\n"
+                           "       strata-analyze --perfetto FILE [--from S] [--to S] "
+                           "[--ranks A-B] TRACE\n");
     MPI_Finalize();
     return 2;
   }
   if (!xml_dir.empty())
     return export_xml_files(trace, xml_dir, rank);
+  if (!perfetto_file.empty())
+    return export_perfetto_file(trace, perfetto_file, selection, rank);
   const double start = MPI_Wtime();
   const double cpu_start = cpu_seconds();
   const strata::analyze::replay_result r =

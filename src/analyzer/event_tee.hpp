@@ -1,0 +1,69 @@
+// An event handler that hands every event to two others in turn: a writer that needs what the
+// trace records of each operation (its messages' peers, tags, sizes) and the analysis, which
+// tells the writer what it derives (matched messages, wait states) through its observer.
+#pragma once
+
+#include "analyzer/trace_reader.hpp"
+
+namespace strata::analyze {
+
+class event_tee final : public event_handler {
+public:
+  event_tee(event_handler& first, event_handler& second) : first_(first), second_(second) {}
+
+  void enter(uint32_t rank, uint64_t time, uint32_t region, uint32_t site) override {
+    first_.enter(rank, time, region, site);
+    second_.enter(rank, time, region, site);
+  }
+  void leave(uint32_t rank, uint64_t time, uint32_t region) override {
+    first_.leave(rank, time, region);
+    second_.leave(rank, time, region);
+  }
+  void send(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm, uint32_t tag,
+            uint64_t bytes) override {
+    first_.send(rank, time, receiver, comm, tag, bytes);
+    second_.send(rank, time, receiver, comm, tag, bytes);
+  }
+  void isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm, uint32_t tag,
+             uint64_t bytes, uint64_t request) override {
+    first_.isend(rank, time, receiver, comm, tag, bytes, request);
+    second_.isend(rank, time, receiver, comm, tag, bytes, request);
+  }
+  void isend_complete(uint32_t rank, uint64_t time, uint64_t request) override {
+    first_.isend_complete(rank, time, request);
+    second_.isend_complete(rank, time, request);
+  }
+  void irecv_request(uint32_t rank, uint64_t time, uint64_t request) override {
+    first_.irecv_request(rank, time, request);
+    second_.irecv_request(rank, time, request);
+  }
+  void recv(uint32_t rank, uint64_t time, uint32_t sender, uint32_t comm, uint32_t tag,
+            uint64_t bytes) override {
+    first_.recv(rank, time, sender, comm, tag, bytes);
+    second_.recv(rank, time, sender, comm, tag, bytes);
+  }
+  void irecv(uint32_t rank, uint64_t time, uint32_t sender, uint32_t comm, uint32_t tag,
+             uint64_t bytes, uint64_t request) override {
+    first_.irecv(rank, time, sender, comm, tag, bytes, request);
+    second_.irecv(rank, time, sender, comm, tag, bytes, request);
+  }
+  void request_cancelled(uint32_t rank, uint64_t time, uint64_t request) override {
+    first_.request_cancelled(rank, time, request);
+    second_.request_cancelled(rank, time, request);
+  }
+  void collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_t comm, uint32_t root,
+                      uint64_t sent, uint64_t received) override {
+    first_.collective_end(rank, time, op, comm, root, sent, received);
+    second_.collective_end(rank, time, op, comm, root, sent, received);
+  }
+  void program_event(uint32_t rank, uint64_t time) override {
+    first_.program_event(rank, time);
+    second_.program_event(rank, time);
+  }
+
+private:
+  event_handler& first_;
+  event_handler& second_;
+};
+
+} // namespace strata::analyze

@@ -6,6 +6,7 @@
 #include "site/health.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
+#include "site/web/reply.hpp"
 #include "site/web/tokens.hpp"
 #include "site/web/views.hpp"
 
@@ -213,7 +214,7 @@ public:
       return false;
     std::ostringstream s;
     s << in.rdbuf();
-    script_ = s.str();
+    script_ = std::make_shared<const fixed_body>(s.str());
     return true;
   }
 
@@ -226,7 +227,7 @@ public:
                                "'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"}});
     http.set_payload_max_length(std::size_t{64} * 1024);
     http.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
           std::string what = "internal error";
           try {
             std::rethrow_exception(std::move(ep));
@@ -236,18 +237,18 @@ public:
           }
           std::fprintf(stderr, "strata site serve: %s\n", what.c_str());
           res.status = 500;
-          res.set_content(json({{"error", what}}).dump(), "application/json");
+          reply(req, res, json({{"error", what}}).dump(), "application/json");
         });
 
-    http.Get("/assets/strata-web.js", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/assets/strata-web.js", [this](const httplib::Request& req, httplib::Response& res) {
       res.set_header("Cache-Control", "max-age=3600");
-      res.set_content(script_, "text/javascript; charset=utf-8");
+      reply(req, res, script_, "text/javascript; charset=utf-8");
     });
-    http.Get("/assets/strata-web.css", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(stylesheet, "text/css; charset=utf-8");
+    http.Get("/assets/strata-web.css", [](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, stylesheet, "text/css; charset=utf-8");
     });
-    http.Get("/login", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(login_form({}), "text/html; charset=utf-8");
+    http.Get("/login", [](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, login_form({}), "text/html; charset=utf-8");
     });
     http.Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
       const std::string token = req.has_param("token") ? req.get_param_value("token") : "";
@@ -258,8 +259,8 @@ public:
       }
       if (!who) {
         res.status = 401;
-        res.set_content(login_form("Unknown, expired or revoked token."),
-                        "text/html; charset=utf-8");
+        reply(req, res, login_form("Unknown, expired or revoked token."),
+              "text/html; charset=utf-8");
         return;
       }
       std::string cookie =
@@ -370,14 +371,14 @@ public:
       return *h;
     });
     // The store's health for Prometheus (aggregates only: no login, as scrapers have none).
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
       site::store_health h;
       {
         auto db = pool_.take();
         h = site::read_health(*db);
       }
       res.set_header("Cache-Control", "no-store");
-      res.set_content(site::health_metrics(h, now()), "text/plain; version=0.0.4; charset=utf-8");
+      reply(req, res, site::health_metrics(h, now()), "text/plain; version=0.0.4; charset=utf-8");
     });
     api_route(http, "/api/site", [this](const httplib::Request& req, const viewer& v) {
       if (!v.admin)
@@ -450,17 +451,19 @@ private:
       try {
         auto [status, html] = make(req, *v);
         res.status = status;
-        res.set_content(html, "text/html; charset=utf-8");
+        reply(req, res, std::move(html), "text/html; charset=utf-8");
       } catch (const bad_request& e) {
         res.status = 400;
-        res.set_content(page("Bad request", "error", &*v,
-                             "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
-                        "text/html; charset=utf-8");
+        reply(req, res,
+              page("Bad request", "error", &*v,
+                   "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
+              "text/html; charset=utf-8");
       } catch (const forbidden& e) {
         res.status = 403;
-        res.set_content(page("Forbidden", "error", &*v,
-                             "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
-                        "text/html; charset=utf-8");
+        reply(req, res,
+              page("Forbidden", "error", &*v,
+                   "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
+              "text/html; charset=utf-8");
       }
     });
   }
@@ -470,14 +473,14 @@ private:
       res.set_header("Cache-Control", "no-store");
       auto fail = [&](int status, const std::string& message) {
         res.status = status;
-        res.set_content(json({{"error", message}}).dump(), "application/json");
+        reply(req, res, json({{"error", message}}).dump(), "application/json");
       };
       const std::optional<viewer> v = authenticate(req);
       if (!v)
         return fail(401, "log in first: a valid token as cookie or Authorization: Bearer");
       try {
-        res.set_content(make(req, *v).dump(-1, ' ', false, json::error_handler_t::replace),
-                        "application/json");
+        reply(req, res, make(req, *v).dump(-1, ' ', false, json::error_handler_t::replace),
+              "application/json");
       } catch (const bad_request& e) {
         fail(400, e.what());
       } catch (const forbidden& e) {
@@ -616,7 +619,7 @@ public:
 private:
   server_options options_;
   store_pool pool_;
-  std::string script_;
+  std::shared_ptr<const fixed_body> script_;
   std::mutex cache_mutex_, compute_mutex_;
   std::map<int, std::string> site_cache_;
   std::mutex stop_mutex_;

@@ -1,3 +1,4 @@
+#include "site/web/reply.hpp"
 #include "site/web/tokens.hpp"
 
 #include <gtest/gtest.h>
@@ -58,6 +59,28 @@ TEST_F(TokenStore, ExpiredAndRevokedTokensFail) {
   EXPECT_EQ(revoke_tokens(*db_, 7, later), 1); // the expired one is not counted
   EXPECT_FALSE(check_token(*db_, u.token, later));
   EXPECT_TRUE(check_token(*db_, other.token, later));
+}
+
+TEST(Reply, GzipOnlyWhereTheClientAcceptsIt) {
+  EXPECT_TRUE(accepts_gzip("gzip, deflate, br, zstd")); // Chromium
+  EXPECT_TRUE(accepts_gzip("br;q=1.0, GZIP;q=0.5"));
+  EXPECT_TRUE(accepts_gzip("*"));
+  EXPECT_FALSE(accepts_gzip(""));
+  EXPECT_FALSE(accepts_gzip("br"));
+  EXPECT_FALSE(accepts_gzip("identity"));
+  EXPECT_FALSE(accepts_gzip("gzip;q=0, br"));
+  EXPECT_FALSE(accepts_gzip("gzip ; q=0.000"));
+  EXPECT_FALSE(accepts_gzip("*, gzip;q=0"));
+  EXPECT_FALSE(accepts_gzip("xgzip"));
+}
+
+TEST(Reply, GzipIsTheGzipFormat) {
+  const std::string text(5000, 'a');
+  const std::string packed = gzip(text, 1);
+  ASSERT_GE(packed.size(), 18U);
+  EXPECT_EQ(static_cast<unsigned char>(packed[0]), 0x1f); // the gzip magic
+  EXPECT_EQ(static_cast<unsigned char>(packed[1]), 0x8b);
+  EXPECT_LT(packed.size(), text.size() / 10);
 }
 
 TEST(Groups, RootIsInItsPrimaryGroupAndNotInAMissingOne) {

@@ -1,0 +1,176 @@
+"""The web interface under ordinary conditions that test_web.py's store does not meet: browsers'
+own Accept-Encoding, a second server on a taken port, sessions ended by logging out, pasted
+tokens, strings thousands of characters long, lists paged past their end and the site page's
+period. One SQLite store (a few synthetic jobs and hand-made ones owned by test_web.py's users),
+one server; headless Chromium (web_pages_browser.js) logs in as a user and as an admin. Needs
+root (useradd, runuser)."""
+import glob
+import gzip
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import test_web
+from strata_testlib import STRATA
+from test_site import make_record
+from test_web import ADMIN, ADMIN_GROUP, DAY, NODE_MODULES, USER_A, USER_B, free_port, record
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# What Chromium sends with every request (its own choice; a page cannot change it).
+BROWSER_ACCEPT_ENCODING = "gzip, deflate, br, zstd"
+LONG_EXECUTABLE = "/home/a/" + "x" * 4400
+LONG_ARGUMENT = "y" * 20000
+
+
+def setUpModule():
+    test_web.setUpModule()
+
+
+def tearDownModule():
+    test_web.tearDownModule()
+
+
+def start_server(url, port, log):
+    """`strata site serve` on `port`, once it answers; the process."""
+    server = subprocess.Popen([STRATA, "site", "serve", "--db", url, "--port", str(port),
+                               "--admin-group", ADMIN_GROUP], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=5).read()
+            break
+        except OSError:
+            if server.poll() is not None:
+                break
+            time.sleep(0.1)
+    return server
+
+
+class WebPagesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="strata-web-pages-")
+        os.chmod(cls.tmp, 0o777)
+        cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
+        spool = os.path.join(cls.tmp, "spool")
+        subprocess.run([STRATA, "site", "synth", "--count", "12", "--users", "2", "--no-chown",
+                        "--out", spool], check=True, capture_output=True)
+        uid = {n: pwd.getpwnam(n).pw_uid for n in (USER_A, USER_B)}
+        for i, path in enumerate(sorted(glob.glob(os.path.join(spool, "*.json")))):
+            os.chown(path, uid[USER_A if i % 2 == 0 else USER_B], -1)
+        now = int(time.time())
+        records = {"long.json": record("test:long", now - DAY, LONG_EXECUTABLE,
+                                       ["./x", LONG_ARGUMENT])}
+        # A program with a long path run at four sizes: a model and a history on the trends page.
+        for ranks in (1, 2, 4, 8):
+            for n in range(3):
+                records[f"scale-{ranks}-{n}.json"] = make_record(
+                    f"scale:{ranks}:{n}", USER_A, uid[USER_A], ranks, 2.0 + 0.01 * n,
+                    {"MPI_Allreduce": (50 * ranks, 0.02 * ranks, 400 * ranks)},
+                    now - 2 * DAY + (n * 4 + ranks) * 600, executable=LONG_EXECUTABLE + "/solver")
+        for name, rec in records.items():
+            path = os.path.join(spool, name)
+            with open(path, "w") as f:
+                json.dump(rec, f)
+            os.chown(path, uid[USER_A], -1)
+        subprocess.run([STRATA, "site", "ingest", "--db", cls.url, spool], check=True,
+                       capture_output=True)
+        os.chmod(cls.url[len("sqlite:"):], 0o666)
+        cls.tokens = {name: cls.token_of(name) for name in (USER_A, USER_B, ADMIN)}
+        cls.port = free_port()
+        cls.base = f"http://127.0.0.1:{cls.port}"
+        cls.log = open(os.path.join(cls.tmp, "serve.log"), "w+")
+        cls.server = start_server(cls.url, cls.port, cls.log)
+        assert cls.server.poll() is None, cls.server_log()
+        cls.jobs = cls.api_as(USER_A, "/api/jobs?per_page=500")["jobs"]
+
+    @classmethod
+    def tearDownClass(cls):
+        if getattr(cls, "server", None) is not None:
+            cls.server.terminate()
+            cls.server.wait(timeout=30)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def server_log(cls):
+        cls.log.seek(0)
+        return cls.log.read()
+
+    @classmethod
+    def token_of(cls, user):
+        out = subprocess.run(["runuser", "-u", user, "--", STRATA, "site", "token", "--db",
+                              cls.url], check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    @classmethod
+    def raw(cls, path, headers=None, data=None):
+        """(status, body bytes as sent, headers); no redirect followed."""
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kw):
+                return None
+
+        req = urllib.request.Request(cls.base + path, data=data, headers=dict(headers or {}))
+        try:
+            with urllib.request.build_opener(NoRedirect).open(req, timeout=60) as r:
+                return r.status, r.read(), r.headers
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), e.headers
+
+    @classmethod
+    def api_as(cls, user, path):
+        status, body, _ = cls.raw(path, {"Authorization": "Bearer " + cls.tokens[user]})
+        assert status == 200, (path, status, body)
+        return json.loads(body)
+
+    def job(self, record_id):
+        return [j for j in self.jobs if j["record_id"] == record_id][0]
+
+    def browse(self, **extra):
+        """What web_pages_browser.js saw as USER_A (and the admin)."""
+        if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
+            self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
+        scenario = {"base": self.base, "token": self.tokens[USER_A],
+                    "admin_token": self.tokens[ADMIN], **extra}
+        out = subprocess.run(["node", os.path.join(HERE, "web_pages_browser.js"),
+                              json.dumps(scenario)], capture_output=True, text=True,
+                             env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
+        self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
+        seen = json.loads(out.stdout)
+        self.assertEqual(seen["errors"], [])
+        return seen
+
+    # ---- compression ----
+
+    def test_answers_to_browsers_are_gzip_never_slow_brotli(self):
+        plain = self.raw("/api/jobs?per_page=500", {"Authorization": "Bearer " + self.tokens[USER_A]})
+        self.assertEqual(plain[0], 200)
+        self.assertIsNone(plain[2]["Content-Encoding"])
+        for path in ("/assets/strata-web.js", "/api/jobs?per_page=500"):
+            status, body, headers = self.raw(path, {
+                "Authorization": "Bearer " + self.tokens[USER_A],
+                "Accept-Encoding": BROWSER_ACCEPT_ENCODING})
+            self.assertEqual(status, 200, path)
+            self.assertEqual(headers["Content-Encoding"], "gzip", path)
+            self.assertIn("Accept-Encoding", headers["Vary"])
+            if path.startswith("/api"):
+                self.assertEqual(gzip.decompress(body), plain[1])
+        # A client that refuses gzip, or knows only Brotli, gets the body as it is.
+        for accept in ("br", "gzip;q=0, br", "identity"):
+            status, body, headers = self.raw("/api/jobs?per_page=500", {
+                "Authorization": "Bearer " + self.tokens[USER_A], "Accept-Encoding": accept})
+            self.assertIsNone(headers["Content-Encoding"], accept)
+            self.assertEqual(body, plain[1], accept)
+
+    def test_browser_receives_gzip(self):
+        seen = self.browse()
+        self.assertEqual(seen["encodings"], {"script": "gzip", "jobs_api": "gzip"})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,49 @@
+// Drives headless Chromium (Debian's, through playwright-core) for test_web_pages.py. Input
+// (argv[2]): JSON {base, token, admin_token}. Output (stdout): JSON of what the browser saw;
+// the test makes the assertions.
+const { chromium } = require("playwright-core");
+
+async function login(browser, base, token) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(base + "/jobs");
+  await page.fill("input[name=token]", token);
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  return { context, page };
+}
+
+async function ready(page, url) {
+  const r = await page.goto(url);
+  await page.waitForSelector("body[data-ready]", { timeout: 30000 });
+  return r.status();
+}
+
+// The Content-Encoding of what the browser fetches with its own Accept-Encoding.
+async function encodings(page) {
+  return page.evaluate(async () => {
+    const of = async (path) => (await fetch(path, { cache: "no-store" })).headers.get("content-encoding");
+    return { script: await of("/assets/strata-web.js"), jobs_api: await of("/api/jobs?per_page=500") };
+  });
+}
+
+(async () => {
+  const input = JSON.parse(process.argv[2]);
+  const browser = await chromium.launch({
+    executablePath: process.env.STRATA_CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+  const seen = { errors: [] };
+  try {
+    const { context, page } = await login(browser, input.base, input.token);
+    page.on("pageerror", (e) => seen.errors.push(String(e)));
+    await ready(page, input.base + "/jobs");
+    seen.encodings = await encodings(page);
+    await context.close();
+    process.stdout.write(JSON.stringify(seen));
+  } finally {
+    await browser.close();
+  }
+})().catch((e) => {
+  console.error(String((e && e.stack) || e));
+  process.exit(1);
+});

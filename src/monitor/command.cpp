@@ -1,4 +1,5 @@
 #include "monitor/command.hpp"
+#include "common/http_listen.hpp"
 
 #include "monitor/metrics.hpp"
 
@@ -91,10 +92,12 @@ int monitor_serve_command(const std::string& file, const std::string& bind, int 
     response.set_header("Cache-Control", "no-store");
     response.set_content(body, "application/json");
   });
+  listen_exclusively(server);
   const int bound =
       port == 0 ? server.bind_to_any_port(bind) : (server.bind_to_port(bind, port) ? port : -1);
   if (bound < 0) {
-    std::fprintf(stderr, "strata: error: cannot listen on %s:%d\n", bind.c_str(), port);
+    std::fprintf(stderr, "strata: error: cannot listen on %s:%d: %s\n", bind.c_str(), port,
+                 why_not_listening(bind, port).c_str());
     return 2;
   }
   server.Get("/metrics", [file](const httplib::Request&, httplib::Response& response) {

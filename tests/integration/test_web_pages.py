@@ -171,6 +171,35 @@ class WebPagesTest(unittest.TestCase):
         seen = self.browse()
         self.assertEqual(seen["encodings"], {"script": "gzip", "jobs_api": "gzip"})
 
+    # ---- the port ----
+
+    def test_second_server_on_a_taken_port_fails_naming_the_port(self):
+        with open(os.path.join(self.tmp, "second.log"), "w+") as log:
+            second = subprocess.Popen([STRATA, "site", "serve", "--db", self.url, "--port",
+                                       str(self.port)], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                returncode = second.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                second.terminate()
+                second.wait(timeout=30)
+                returncode = None
+            log.seek(0)
+            message = log.read()
+        self.assertEqual(returncode, 1, "a second server started on a port in use: " + message)
+        self.assertEqual(message.count("\n"), 1, message)
+        self.assertIn(f"port {self.port} is already in use", message)
+        # The first server answers every request still.
+        for _ in range(20):
+            self.assertEqual(self.api_as(USER_A, "/api/me")["user"], USER_A)
+
+    def test_monitor_on_a_taken_port_fails_naming_the_port(self):
+        rounds = os.path.join(self.tmp, "rounds.jsonl")
+        open(rounds, "w").close()
+        proc = subprocess.run([STRATA, "monitor", "serve", rounds, "--port", str(self.port)],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn(f"port {self.port} is already in use", proc.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

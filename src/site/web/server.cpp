@@ -1,4 +1,5 @@
 #include "site/web/server.hpp"
+#include "common/http_listen.hpp"
 #include "common/markup.hpp"
 
 #include "profiler/record/record.hpp"
@@ -653,9 +654,10 @@ int serve(const server_options& options) {
   }
   httplib::Server http;
   web.routes(http);
+  listen_exclusively(http);
   if (!http.bind_to_port(options.bind, options.port)) {
-    std::fprintf(stderr, "strata site serve: cannot listen on %s:%d\n", options.bind.c_str(),
-                 options.port);
+    std::fprintf(stderr, "strata site serve: cannot listen on %s:%d: %s\n", options.bind.c_str(),
+                 options.port, why_not_listening(options.bind, options.port).c_str());
     return 1;
   }
   running = &http;

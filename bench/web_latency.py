@@ -72,6 +72,7 @@ def main():
         ("jobs list API, one user", f"/api/jobs?per_page=50&user={user}"),
         ("jobs list API, one user, MPI % > 20, by CPU time", f"/api/jobs?per_page=50&user={user}&min_mpi=20&sort=cpu"),
         ("jobs list API, page 100", "/api/jobs?per_page=50&page=100"),
+        ("jobs list API, 500 a page (the largest page)", "/api/jobs?per_page=500"),
         ("job page (HTML with the report)", f"/job/{job['id']}"),
         ("job API", f"/api/job/{job['id']}"),
         ("user page API (26 weeks)", f"/api/user/weeks?weeks=26&user={user}"),

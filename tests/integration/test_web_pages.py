@@ -15,6 +15,7 @@ import tempfile
 import time
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import test_web
@@ -135,7 +136,8 @@ class WebPagesTest(unittest.TestCase):
         """What web_pages_browser.js saw as USER_A (and the admin)."""
         if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
             self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
-        scenario = {"base": self.base, "token": self.tokens[USER_A],
+        # As pasted from a terminal, with a space after (a password field drops line ends).
+        scenario = {"base": self.base, "token": self.tokens[USER_A] + " ",
                     "admin_token": self.tokens[ADMIN], **extra}
         out = subprocess.run(["node", os.path.join(HERE, "web_pages_browser.js"),
                               json.dumps(scenario)], capture_output=True, text=True,
@@ -199,6 +201,61 @@ class WebPagesTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
         self.assertIn(f"port {self.port} is already in use", proc.stderr)
+
+    # ---- sessions ----
+
+    def login(self, token):
+        """The session cookie ("name=value") that logging in with `token` sets."""
+        status, body, headers = self.raw("/login", data=urllib.parse.urlencode(
+            {"token": token}).encode())
+        self.assertEqual(status, 303, body)
+        self.assertEqual(headers["Location"], "/jobs")
+        return headers["Set-Cookie"].split(";")[0]
+
+    def test_logout_ends_the_session_on_the_server(self):
+        token = self.tokens[USER_A]
+        cookie = self.login(token)
+        other = self.login(token)  # another browser of the same user
+        self.assertTrue(cookie.startswith("strata_session="))
+        self.assertNotIn(token, cookie, "the cookie holds the token itself")
+        self.assertNotEqual(cookie, other)
+        me = lambda c: self.raw("/api/me", {"Cookie": c})[0]
+        self.assertEqual(me(cookie), 200)
+        status, _, headers = self.raw("/logout", {"Cookie": cookie}, data=b"")
+        self.assertEqual(status, 303)
+        self.assertIn("Max-Age=0", headers["Set-Cookie"])
+        # A copy of the cookie kept after logging out opens nothing.
+        self.assertEqual(me(cookie), 401)
+        status, _, headers = self.raw("/jobs", {"Cookie": cookie})
+        self.assertEqual((status, headers["Location"]), (303, "/login"))
+        self.assertEqual(me(other), 200)
+        # Revoking the token ends the sessions it opened.
+        token = self.token_of(USER_B)
+        cookie = self.login(token)
+        self.assertEqual(me(cookie), 200)
+        subprocess.run(["runuser", "-u", USER_B, "--", STRATA, "site", "token", "--db", self.url,
+                        "--revoke"], check=True, capture_output=True)
+        self.assertEqual(me(cookie), 401)
+        self.tokens[USER_B] = self.token_of(USER_B)
+
+    def test_pasted_token_with_blanks_and_bearer_in_any_case(self):
+        token = self.tokens[USER_A]
+        for pasted in (token + "\n", " " + token + " \r\n", "\t" + token):
+            self.assertEqual(self.raw("/api/me", {"Cookie": self.login(pasted)})[0], 200)
+        for header in ("bearer " + token, "BEARER " + token, "Bearer  " + token):
+            status, body, _ = self.raw("/api/me", {"Authorization": header})
+            self.assertEqual(status, 200, header)
+            self.assertEqual(json.loads(body)["user"], USER_A)
+        self.assertEqual(self.raw("/api/me", {"Authorization": "Basic " + token})[0], 401)
+        status, body, _ = self.raw("/login", data=urllib.parse.urlencode(
+            {"token": token[:-1] + " "}).encode())
+        self.assertEqual(status, 401)
+
+    def test_browser_logs_in_with_a_pasted_token_and_out_for_good(self):
+        seen = self.browse()
+        self.assertEqual(seen["after_login"], "/jobs")
+        self.assertEqual(seen["after_logout"], "/login")
+        self.assertEqual(seen["old_cookie_after_logout"], 401)
 
 
 if __name__ == "__main__":

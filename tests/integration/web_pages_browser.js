@@ -36,8 +36,16 @@ async function encodings(page) {
   try {
     const { context, page } = await login(browser, input.base, input.token);
     page.on("pageerror", (e) => seen.errors.push(String(e)));
+    seen.after_login = new URL(page.url()).pathname;
     await ready(page, input.base + "/jobs");
     seen.encodings = await encodings(page);
+
+    // Log out with the page's button; the cookie the browser had opens nothing afterwards.
+    const cookie = (await context.cookies()).find((c) => c.name === "strata_session");
+    await Promise.all([page.waitForNavigation(), page.click("nav form button")]);
+    seen.after_logout = new URL(page.url()).pathname;
+    const again = await context.request.get(input.base + "/api/me", { headers: { Cookie: `strata_session=${cookie.value}` } });
+    seen.old_cookie_after_logout = again.status();
     await context.close();
     process.stdout.write(JSON.stringify(seen));
   } finally {

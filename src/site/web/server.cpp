@@ -8,6 +8,7 @@
 #include "site/report.hpp"
 #include "site/store.hpp"
 #include "site/web/reply.hpp"
+#include "site/web/sessions.hpp"
 #include "site/web/tokens.hpp"
 #include "site/web/views.hpp"
 
@@ -252,7 +253,8 @@ public:
       reply(req, res, login_form({}), "text/html; charset=utf-8");
     });
     http.Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
-      const std::string token = req.has_param("token") ? req.get_param_value("token") : "";
+      const std::string token(
+          trim_token(req.has_param("token") ? req.get_param_value("token") : ""));
       std::optional<identity> who;
       {
         auto db = pool_.take();
@@ -264,14 +266,17 @@ public:
               "text/html; charset=utf-8");
         return;
       }
-      std::string cookie =
-          std::string(session_cookie) + "=" + token + "; Path=/; HttpOnly; SameSite=Strict";
+      std::string cookie = std::string(session_cookie) + "=" +
+                           sessions_.open(sha256_hex(token), now()) +
+                           "; Path=/; HttpOnly; SameSite=Strict";
       if (options_.secure_cookie)
         cookie += "; Secure";
       res.set_header("Set-Cookie", cookie);
       res.set_redirect("/jobs", 303);
     });
-    http.Post("/logout", [](const httplib::Request&, httplib::Response& res) {
+    http.Post("/logout", [this](const httplib::Request& req, httplib::Response& res) {
+      if (const auto id = cookie_value(req, session_cookie))
+        sessions_.close(*id);
       res.set_header("Set-Cookie", std::string(session_cookie) +
                                        "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
       res.set_redirect("/login", 303);
@@ -424,18 +429,20 @@ private:
   }
 
   std::optional<viewer> authenticate(const httplib::Request& req) {
-    std::string token;
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0)
-      token = auth.substr(7);
-    else if (auto c = cookie_value(req, session_cookie))
-      token = *c;
-    if (token.empty())
+    // A script's token, or the session of the browser's cookie and the token that opened it.
+    std::string token_hash;
+    const std::string authorization = req.get_header_value("Authorization");
+    const std::string_view token = bearer_token(authorization);
+    if (!token.empty())
+      token_hash = sha256_hex(token);
+    else if (auto id = cookie_value(req, session_cookie))
+      token_hash = sessions_.token_hash_of(*id, now()).value_or("");
+    if (token_hash.empty() || token.size() > 200)
       return std::nullopt;
     std::optional<identity> who;
     {
       auto db = pool_.take();
-      who = check_token(*db, token, now());
+      who = check_token_hash(*db, token_hash, now());
     }
     if (!who)
       return std::nullopt;
@@ -620,6 +627,7 @@ public:
 private:
   server_options options_;
   store_pool pool_;
+  session_table sessions_;
   std::shared_ptr<const fixed_body> script_;
   std::mutex cache_mutex_, compute_mutex_;
   std::map<int, std::string> site_cache_;

@@ -138,7 +138,8 @@ class WebPagesTest(unittest.TestCase):
             self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
         # As pasted from a terminal, with a space after (a password field drops line ends).
         scenario = {"base": self.base, "token": self.tokens[USER_A] + " ",
-                    "admin_token": self.tokens[ADMIN], **extra}
+                    "admin_token": self.tokens[ADMIN], "long_job": self.job("test:long")["id"],
+                    **extra}
         out = subprocess.run(["node", os.path.join(HERE, "web_pages_browser.js"),
                               json.dumps(scenario)], capture_output=True, text=True,
                              env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
@@ -256,6 +257,26 @@ class WebPagesTest(unittest.TestCase):
         self.assertEqual(seen["after_login"], "/jobs")
         self.assertEqual(seen["after_logout"], "/login")
         self.assertEqual(seen["old_cookie_after_logout"], 401)
+
+    # ---- long strings ----
+
+    def test_long_strings_leave_pages_as_wide_as_the_window(self):
+        seen = self.browse()
+        for name, w in seen["widths"].items():
+            self.assertLessEqual(w["scroll"], w["window"], name)
+        # Shortened in the list, the whole path on demand (the title).
+        self.assertIn(LONG_EXECUTABLE, seen["executable_titles"])
+        self.assertIn(LONG_EXECUTABLE + "/solver", seen["executable_titles"])
+        self.assertTrue(any(LONG_EXECUTABLE in t for t in seen["program_titles"]))
+        # The report's argument: its start, and the whole of it at the button.
+        self.assertEqual(len(seen["report_cut"]), 2)  # the executable and the arguments
+        self.assertTrue(all(n <= 301 for n in seen["report_cut"]))
+        self.assertIn(LONG_ARGUMENT, seen["report_expanded"][-1])
+
+    def test_long_strings_reach_the_page_whole(self):
+        detail = self.api_as(USER_A, f"/api/job/{self.job('test:long')['id']}")
+        self.assertEqual(detail["job"]["executable"], LONG_EXECUTABLE)
+        self.assertEqual(detail["argv"], ["./x", LONG_ARGUMENT])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 // Drives headless Chromium (Debian's, through playwright-core) for test_web_pages.py. Input
-// (argv[2]): JSON {base, token, admin_token}. Output (stdout): JSON of what the browser saw;
+// (argv[2]): JSON {base, token, admin_token, long_job}. Output (stdout): JSON of what the browser saw;
 // the test makes the assertions.
 const { chromium } = require("playwright-core");
 
@@ -26,6 +26,11 @@ async function encodings(page) {
   });
 }
 
+// How wide the page is against the window it is shown in.
+async function width(page) {
+  return page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, window: window.innerWidth }));
+}
+
 (async () => {
   const input = JSON.parse(process.argv[2]);
   const browser = await chromium.launch({
@@ -39,6 +44,21 @@ async function encodings(page) {
     seen.after_login = new URL(page.url()).pathname;
     await ready(page, input.base + "/jobs");
     seen.encodings = await encodings(page);
+
+    // Strings thousands of characters long: every page stays as wide as the window.
+    seen.widths = { jobs: await width(page) };
+    seen.executable_titles = await page.$$eval("#jobs tbody td span.short", (s) => s.map((x) => x.title));
+    await ready(page, `${input.base}/job/${input.long_job}`);
+    seen.widths.job = await width(page);
+    seen.report_cut = await page.$$eval(".report td span.cut", (s) => s.map((x) => x.textContent.length));
+    if (seen.report_cut.length) {
+      await page.click(".report td button.expand >> nth=-1");
+      seen.report_expanded = await page.$$eval(".report td span.cut", (s) => s.map((x) => x.textContent));
+      seen.widths.job_expanded = await width(page);
+    }
+    await ready(page, input.base + "/user");
+    seen.widths.user = await width(page);
+    seen.program_titles = await page.$$eval("#trends h3.program span.short", (s) => s.map((x) => x.title));
 
     // Log out with the page's button; the cookie the browser had opens nothing afterwards.
     const cookie = (await context.cookies()).find((c) => c.name === "strata_session");

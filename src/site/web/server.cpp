@@ -190,8 +190,10 @@ std::string page(const std::string& title, const std::string& page_name, const v
 constexpr const char* stylesheet = R"css(
 body{font-family:sans-serif;margin:0}nav{background:#234;color:#fff;padding:6px 12px}
 nav a{color:#fff;margin-right:12px}nav .who{margin-left:24px}form.inline{display:inline}
-main{padding:12px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}
-td.n{text-align:right}.chart{position:relative;width:760px;height:320px;margin:12px 0}
+main{padding:12px;overflow-wrap:anywhere}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}
+.chart{position:relative;width:760px;max-width:100%;height:320px;margin:12px 0}
+button.expand{font-size:smaller}
 .error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}
 )css";
 

@@ -38,6 +38,37 @@ export function chart(id, config) {
   return c;
 }
 
+// A string from a job that may be thousands of characters long (paths, arguments): its start and
+// end around an ellipsis, the whole of it in the title (shown on hover).
+export function shortText(text, max = 80) {
+  text = String(text);
+  if (text.length <= max) return text;
+  const head = Math.ceil(max * 0.6);
+  return el("span", { title: text, class: "short" }, text.slice(0, head) + "\u2026" + text.slice(text.length - (max - head - 1)));
+}
+
+// The same for a chart's title or label, which has no title to hover.
+export const shortLabel = (text, max = 100) =>
+  (String(text).length <= max ? String(text) : String(text).slice(0, max - 1) + "\u2026");
+
+// The report's cells too long to read in a row (a 20,000-character argument): their start, and a
+// button that shows the whole text, wrapped.
+function collapseLongCells(root, max = 300) {
+  for (const td of root.querySelectorAll("td")) {
+    const full = td.textContent;
+    if (full.length <= max) continue;
+    const text = el("span", { class: "cut" }, full.slice(0, max) + "\u2026");
+    const button = el("button", { type: "button", class: "expand" }, `show all ${full.length.toLocaleString("en")} characters`);
+    button.addEventListener("click", () => {
+      const open = button.dataset.open === "1";
+      text.textContent = open ? full.slice(0, max) + "\u2026" : full;
+      button.textContent = open ? `show all ${full.length.toLocaleString("en")} characters` : "show less";
+      button.dataset.open = open ? "" : "1";
+    });
+    td.replaceChildren(text, " ", button);
+  }
+}
+
 export const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));
 export const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16);
 
@@ -47,8 +78,8 @@ function jobsTable(jobs, showOwner) {
   const table = el("table", { id: "jobs" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
   const body = el("tbody");
   for (const j of jobs) {
-    const link = el("a", { href: `/job/${j.id}` }, j.record_id);
-    const cells = [link, when(j.end), showOwner ? j.owner : null, j.executable, j.language,
+    const link = el("a", { href: `/job/${j.id}` }, shortText(j.record_id, 40));
+    const cells = [link, when(j.end), showOwner ? shortText(j.owner, 24) : null, shortText(j.executable), shortText(j.language, 24),
       j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent)];
     const tr = el("tr", { "data-owner": j.owner });
     for (const c of cells) if (c !== null) tr.append(el("td", {}, c));
@@ -106,13 +137,15 @@ async function jobsPage(app) {
 async function jobPage() {
   const id = document.body.dataset.job;
   const main = document.querySelector("main");
+  const report = main.querySelector(".report");
+  if (report) collapseLongCells(report);
   try {
     const r = await api(`/api/job/${id}`);
     const routines = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
     chart("imbalance", {
       type: "bar",
       data: {
-        labels: routines.map((x) => x.name),
+        labels: routines.map((x) => shortLabel(x.name, 40)),
         datasets: [
           { label: "min over ranks (s)", data: routines.map((x) => x.per_rank_time_s.min) },
           { label: "mean (s)", data: routines.map((x) => x.per_rank_time_s.mean) },

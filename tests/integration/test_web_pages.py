@@ -88,14 +88,14 @@ class WebPagesTest(unittest.TestCase):
         cls.base = f"http://127.0.0.1:{cls.port}"
         cls.log = open(os.path.join(cls.tmp, "serve.log"), "w+")
         cls.server = start_server(cls.url, cls.port, cls.log)
+        cls.addClassCleanup(cls.stop_server)  # also when the rest of the set-up fails
         assert cls.server.poll() is None, cls.server_log()
         cls.jobs = cls.api_as(USER_A, "/api/jobs?per_page=500")["jobs"]
 
     @classmethod
-    def tearDownClass(cls):
-        if getattr(cls, "server", None) is not None:
-            cls.server.terminate()
-            cls.server.wait(timeout=30)
+    def stop_server(cls):
+        cls.server.terminate()
+        cls.server.wait(timeout=30)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @classmethod
@@ -132,21 +132,22 @@ class WebPagesTest(unittest.TestCase):
     def job(self, record_id):
         return [j for j in self.jobs if j["record_id"] == record_id][0]
 
-    def browse(self, **extra):
-        """What web_pages_browser.js saw as USER_A (and the admin)."""
+    def browse(self):
+        """What web_pages_browser.js saw as USER_A and as the admin: one visit for every test
+        that asks."""
         if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
             self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
-        # As pasted from a terminal, with a space after (a password field drops line ends).
-        scenario = {"base": self.base, "token": self.tokens[USER_A] + " ",
-                    "admin_token": self.tokens[ADMIN], "long_job": self.job("test:long")["id"],
-                    **extra}
-        out = subprocess.run(["node", os.path.join(HERE, "web_pages_browser.js"),
-                              json.dumps(scenario)], capture_output=True, text=True,
-                             env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
-        self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
-        seen = json.loads(out.stdout)
-        self.assertEqual(seen["errors"], [])
-        return seen
+        if getattr(type(self), "seen", None) is None:
+            # As pasted from a terminal, with a space after (a password field drops line ends).
+            scenario = {"base": self.base, "token": self.tokens[USER_A] + " ",
+                        "admin_token": self.tokens[ADMIN], "long_job": self.job("test:long")["id"]}
+            out = subprocess.run(["node", os.path.join(HERE, "web_pages_browser.js"),
+                                  json.dumps(scenario)], capture_output=True, text=True,
+                                 env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
+            self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
+            type(self).seen = json.loads(out.stdout)
+        self.assertEqual(self.seen["errors"], [])
+        return self.seen
 
     # ---- compression ----
 
@@ -277,6 +278,41 @@ class WebPagesTest(unittest.TestCase):
         detail = self.api_as(USER_A, f"/api/job/{self.job('test:long')['id']}")
         self.assertEqual(detail["job"]["executable"], LONG_EXECUTABLE)
         self.assertEqual(detail["argv"], ["./x", LONG_ARGUMENT])
+
+    # ---- lists ----
+
+    def test_lists_count_to_the_end_and_stop_at_the_last_page(self):
+        seen = self.browse()["lists"]
+        n = len(self.jobs)
+        self.assertEqual(n, 19)  # 6 synthetic, the long one, 12 runs of the program
+        self.assertEqual(seen["first"]["total"], "19 jobs, page 1 of 4")
+        self.assertEqual(seen["first"]["rows"], 5)
+        self.assertEqual(seen["first"]["links"], [["next", 2], ["last (4)", 4]])
+        self.assertEqual(seen["past"]["total"], "19 jobs: page 99 is past the last page, 4")
+        self.assertEqual(seen["past"]["rows"], 0)
+        self.assertEqual(seen["past"]["links"], [["first", 1], ["previous", 4]])
+        self.assertEqual(seen["one"]["total"], "1 job, page 1 of 1")
+        self.assertEqual(seen["one"]["links"], [])
+
+    def test_count_counts_every_match(self):
+        for query, expected in (("", 19), ("q=test:long", 1), ("min_ranks=4", 6 + sum(
+                1 for j in self.jobs if j["ranks"] >= 4 and not j["record_id"].startswith("scale:")))):
+            self.assertEqual(self.api_as(USER_A, "/api/jobs/count?" + query)["total"], expected, query)
+        admin = self.api_as(ADMIN, "/api/jobs/count")["total"]
+        self.assertEqual(admin, self.api_as(ADMIN, "/api/jobs?per_page=1")["total"])
+        self.assertGreater(admin, 19)
+        status, _, _ = self.raw(f"/api/jobs/count?user={USER_B}",
+                                {"Authorization": "Bearer " + self.tokens[USER_A]})
+        self.assertEqual(status, 403)
+
+    def test_site_page_shows_the_period_asked_for(self):
+        site = self.browse()["site"]
+        self.assertTrue(site["default"]["totals"].startswith("Last 28 whole days"), site)
+        self.assertEqual(site["default"]["chosen"], "28")
+        self.assertTrue(site["asked"]["totals"].startswith("Last 7 whole days"), site)
+        self.assertEqual(site["asked"]["chosen"], "7")
+        self.assertEqual(site["chosen"]["url"], "/site?days=90")
+        self.assertTrue(site["chosen"]["totals"].startswith("Last 90 whole days"), site)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,17 @@ async function width(page) {
     seen.widths.user = await width(page);
     seen.program_titles = await page.$$eval("#trends h3.program span.short", (s) => s.map((x) => x.title));
 
+    // Lists: a real count, a last page, and paging past it stops.
+    const list = async (query) => {
+      await ready(page, `${input.base}/jobs?${query}`);
+      return {
+        total: await page.textContent("#total"),
+        rows: await page.$$eval("#jobs tbody tr", (r) => r.length),
+        links: await page.$$eval("#pager a", (a) => a.map((x) => [x.textContent, Number(x.dataset.page)])),
+      };
+    };
+    seen.lists = { first: await list("per_page=5"), past: await list("per_page=5&page=99"), one: await list("q=test:long") };
+
     // Log out with the page's button; the cookie the browser had opens nothing afterwards.
     const cookie = (await context.cookies()).find((c) => c.name === "strata_session");
     await Promise.all([page.waitForNavigation(), page.click("nav form button")]);
@@ -67,6 +78,22 @@ async function width(page) {
     const again = await context.request.get(input.base + "/api/me", { headers: { Cookie: `strata_session=${cookie.value}` } });
     seen.old_cookie_after_logout = again.status();
     await context.close();
+
+    // The site page's period, as ?days=N says and as its control changes it.
+    const admin = await login(browser, input.base, input.admin_token);
+    admin.page.on("pageerror", (e) => seen.errors.push(String(e)));
+    const period = async () => ({
+      totals: await admin.page.textContent("#site-totals"),
+      chosen: await admin.page.$eval("#period select", (s) => s.value),
+    });
+    await ready(admin.page, input.base + "/site");
+    seen.site = { default: await period() };
+    await ready(admin.page, input.base + "/site?days=7");
+    seen.site.asked = await period();
+    await Promise.all([admin.page.waitForNavigation(), admin.page.selectOption("#period select", "90")]);
+    await admin.page.waitForSelector("body[data-ready]", { timeout: 30000 });
+    seen.site.chosen = { url: admin.page.url().replace(input.base, ""), ...(await period()) };
+    await admin.context.close();
     process.stdout.write(JSON.stringify(seen));
   } finally {
     await browser.close();

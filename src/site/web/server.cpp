@@ -336,6 +336,13 @@ public:
     });
     api_route(http, "/api/jobs",
               [this](const httplib::Request& req, const viewer& v) { return jobs_json(req, v); });
+    // Every match counted, where the list said "at least": the page asks for it after showing
+    // the rows, so that the rows do not wait for it.
+    api_route(http, "/api/jobs/count", [this](const httplib::Request& req, const viewer& v) {
+      const site::job_filter f = jobs_filter(req, v);
+      auto db = pool_.take();
+      return json{{"total", site::count_jobs(*db, f)}};
+    });
     api_route(http, R"(/api/job/(\d+))", [this](const httplib::Request& req, const viewer& v) {
       const auto id = parse_id(req.matches[1]);
       auto db = pool_.take();
@@ -501,7 +508,8 @@ private:
     });
   }
 
-  json jobs_json(const httplib::Request& req, const viewer& v) {
+  // The jobs a list request asks for, the viewer's restriction included.
+  static site::job_filter jobs_filter(const httplib::Request& req, const viewer& v) {
     site::job_filter f;
     if (v.admin)
       f.owner = text_param(req, "user");
@@ -533,6 +541,11 @@ private:
                           *sort + "\"");
       f.order = it->second;
     }
+    return f;
+  }
+
+  json jobs_json(const httplib::Request& req, const viewer& v) {
+    site::job_filter f = jobs_filter(req, v);
     const std::int64_t per_page = int_param(req, "per_page", 1, 500).value_or(50);
     const std::int64_t page_no = int_param(req, "page", 1, 1000000).value_or(1);
     f.limit = per_page;

@@ -117,22 +117,31 @@ async function jobsPage(app) {
   for (const [k, v] of params) if (v !== "") query.set(k, v);
   try {
     const r = await api("/api/jobs?" + query.toString());
+    const total = el("p", { id: "total" }, `at least ${count(r.total, "job")}`);
+    const pager = el("p", { id: "pager" });
+    app.append(total, jobsTable(r.jobs, me.admin), pager);
+    // A large list is counted to its end only now, the rows already shown.
+    if (r.total_is_lower_bound) r.total = (await api("/api/jobs/count?" + query.toString())).total;
     const pages = Math.max(1, Math.ceil(r.total / r.per_page));
-    const count = r.total_is_lower_bound ? `at least ${r.total}` : `${r.total}`;
-    app.append(el("p", { id: "total" }, `${count} jobs, page ${r.page} of ${r.total_is_lower_bound ? "many" : pages}`));
-    app.append(jobsTable(r.jobs, me.admin));
-    const nav = el("p");
-    for (const [label, p] of [["previous", r.page - 1], ["next", r.page + 1]]) {
-      if (p < 1 || (p > pages && !r.total_is_lower_bound)) continue;
+    total.textContent = r.page <= pages
+      ? `${count(r.total, "job")}, page ${r.page} of ${pages}`
+      : `${count(r.total, "job")}: page ${r.page} is past the last page, ${pages}`;
+    const link = (label, p) => {
       const q = new URLSearchParams(query);
       q.set("page", p);
-      nav.append(el("a", { href: "/jobs?" + q.toString() }, label), " ");
-    }
-    app.append(nav);
+      return el("a", { href: "/jobs?" + q.toString(), "data-page": p }, label);
+    };
+    const links = [];
+    if (r.page > 1) links.push(link("first", 1), link("previous", Math.min(r.page - 1, pages)));
+    if (r.page < pages) links.push(link("next", r.page + 1), link(`last (${pages})`, pages));
+    for (const a of links) pager.append(a, " ");
   } catch (e) {
     showError(app, e);
   }
 }
+
+// "1 job", "2 jobs", with thousands separated.
+export const count = (n, noun) => `${Number(n).toLocaleString("en")} ${noun}${n === 1 ? "" : "s"}`;
 
 async function jobPage() {
   const id = document.body.dataset.job;
@@ -197,12 +206,29 @@ async function userPage(app) {
   }
 }
 
+// The site page's period: the last N whole days, as ?days=N says.
+function periodForm(days) {
+  const select = el("select", { name: "days" });
+  const choices = [[1, "today"], [7, "last 7 days"], [28, "last 28 days"], [90, "last 90 days"], [365, "last 365 days"]];
+  if (!choices.some(([n]) => n === days)) choices.push([days, `last ${days} days`]);
+  for (const [n, label] of choices.sort((a, b) => a[0] - b[0])) {
+    const o = el("option", { value: n }, label);
+    if (n === days) o.selected = true;
+    select.append(o);
+  }
+  const form = el("form", { method: "get", action: "/site", id: "period" }, el("label", {}, "Period ", select), " ", el("button", { type: "submit" }, "Show"));
+  select.addEventListener("change", () => form.submit());
+  return form;
+}
+
 async function sitePage(app) {
+  const asked = new URLSearchParams(location.search).get("days");
   try {
-    const r = await api("/api/site");
+    const r = await api("/api/site" + (asked ? "?days=" + encodeURIComponent(asked) : ""));
+    document.querySelector("main h1").after(periodForm(r.days));
     const t = r.totals || { jobs: 0, cpu_time_s: 0, mpi_percent: 0 };
     document.querySelector("main h1").after(el("p", { id: "site-totals" },
-      `Last ${r.days} whole days (UTC, ${when(r.from).slice(0, 10)} to ${when(r.to - 1).slice(0, 10)}): ${t.jobs} jobs of ${r.users || 0} users, ${fmt(t.cpu_time_s / 3600, 0)} CPU hours, MPI ${fmt(t.mpi_percent)} %.`));
+      `Last ${count(r.days, "whole day")} (UTC, ${when(r.from).slice(0, 10)} to ${when(r.to - 1).slice(0, 10)}): ${count(t.jobs, "job")} of ${count(r.users || 0, "user")}, ${fmt(t.cpu_time_s / 3600, 0)} CPU hours, MPI ${fmt(t.mpi_percent)} %.`));
     const share = (id, title, lines) => chart(id, {
       type: "bar",
       data: {

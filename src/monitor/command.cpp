@@ -1,5 +1,5 @@
 #include "monitor/command.hpp"
-#include "common/http_listen.hpp"
+#include "common/http_server.hpp"
 
 #include "monitor/metrics.hpp"
 
@@ -65,6 +65,7 @@ int monitor_serve_command(const std::string& file, const std::string& bind, int 
     return 2;
   }
   httplib::Server server;
+  server.set_default_headers(security_headers());
   if (!server.set_mount_point("/", web_dir)) {
     std::fprintf(stderr, "strata: error: %s: cannot serve this directory\n", web_dir.c_str());
     return 2;

@@ -314,6 +314,36 @@ class WebPagesTest(unittest.TestCase):
         self.assertEqual(site["chosen"]["url"], "/site?days=90")
         self.assertTrue(site["chosen"]["totals"].startswith("Last 90 whole days"), site)
 
+    # ---- facts ----
+
+    def test_favicon_is_served(self):
+        status, body, headers = self.raw("/favicon.ico")  # browsers ask without a session
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["Content-Type"], "image/x-icon")
+        self.assertEqual(body[:6], bytes([0, 0, 1, 0, 1, 0]))  # an icon directory of one image
+        self.assertEqual((body[6], body[7]), (16, 16))
+        self.assertEqual(len(body), 22 + 40 + 16 * 16 * 4 + 16 * 4)
+
+    def test_monitor_view_has_the_sites_security_headers(self):
+        names = ("Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options",
+                 "Referrer-Policy")
+        site = self.raw("/login")[2]
+        rounds = os.path.join(self.tmp, "live.jsonl")
+        with open(rounds, "w") as f:
+            f.write('{"round": 1}\n')
+        monitor = subprocess.Popen([STRATA, "monitor", "serve", rounds, "--port", "0"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            url = monitor.stdout.readline().split()[1]
+            for path in ("", "view.js", "rounds", "metrics"):
+                with urllib.request.urlopen(url + path, timeout=30) as r:
+                    self.assertEqual(r.status, 200, path)
+                    for name in names:
+                        self.assertEqual(r.headers[name], site[name], (path, name))
+        finally:
+            monitor.terminate()
+            monitor.communicate(timeout=30)
+
 
 if __name__ == "__main__":
     unittest.main()

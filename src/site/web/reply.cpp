@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -125,6 +126,29 @@ void reply(const httplib::Request& req, httplib::Response& res,
     send_as_is(res, body->gzipped, body, content_type);
   } else
     send_as_is(res, body->plain, body, content_type);
+}
+
+std::string favicon_ico() {
+  constexpr int side = 16;
+  constexpr std::uint32_t pixels = side * side * 4, mask = side * 4; // mask rows: 32 bits
+  std::string out;
+  const auto put = [&out](std::uint32_t value, int bytes) { // little-endian
+    for (int i = 0; i < bytes; ++i)
+      out += static_cast<char>((value >> (8 * i)) & 0xff);
+  };
+  put(0, 2), put(1, 2), put(1, 2);                               // an icon directory of one image
+  put(side, 1), put(side, 1), put(0, 1), put(0, 1);              // 16 x 16, no palette
+  put(1, 2), put(32, 2), put(40 + pixels + mask, 4), put(22, 4); // 32 bits, size, offset
+  put(40, 4), put(side, 4), put(2 * side, 4), put(1, 2), put(32, 2); // the bitmap's header
+  put(0, 4), put(pixels + mask, 4), put(0, 4), put(0, 4), put(0, 4), put(0, 4);
+  for (int y = 0; y < side; ++y) // bottom row first
+    for (int x = 0; x < side; ++x) {
+      const int bar = x >= 3 && x <= 4 ? 5 : x >= 7 && x <= 8 ? 9 : x >= 11 && x <= 12 ? 12 : 0;
+      const bool white = y >= 2 && y < 2 + bar;
+      put(white ? 0xffffffffU : 0xff223344U, 4); // bytes B, G, R, A: #223344
+    }
+  out.append(mask, '\0'); // every pixel shown (the alpha decides)
+  return out;
 }
 
 } // namespace strata::web

@@ -1,5 +1,5 @@
 #include "site/web/server.hpp"
-#include "common/http_listen.hpp"
+#include "common/http_server.hpp"
 #include "common/markup.hpp"
 
 #include "profiler/record/record.hpp"
@@ -181,7 +181,8 @@ std::string page(const std::string& title, const std::string& page_name, const v
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
          escape_markup(title) +
-         " - Strata</title>\n<link rel=\"stylesheet\" href=\"/assets/strata-web.css\">"
+         " - Strata</title>\n<link rel=\"icon\" href=\"/favicon.ico\"><link rel=\"stylesheet\" "
+         "href=\"/assets/strata-web.css\">"
          "<script defer src=\"/assets/strata-web.js\"></script></head>\n<body data-page=\"" +
          escape_markup(page_name) + "\"" + data_attributes + ">\n" + nav + "\n<main>\n<h1>" +
          escape_markup(title) + "</h1>\n" + main_html + "\n</main></body></html>\n";
@@ -223,12 +224,7 @@ public:
   }
 
   void routes(httplib::Server& http) {
-    http.set_default_headers({{"X-Content-Type-Options", "nosniff"},
-                              {"X-Frame-Options", "DENY"},
-                              {"Referrer-Policy", "no-referrer"},
-                              {"Content-Security-Policy",
-                               "default-src 'self'; script-src 'self'; style-src 'self' "
-                               "'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"}});
+    http.set_default_headers(security_headers());
     http.set_payload_max_length(std::size_t{64} * 1024);
     http.set_exception_handler(
         [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -247,6 +243,10 @@ public:
     http.Get("/assets/strata-web.js", [this](const httplib::Request& req, httplib::Response& res) {
       res.set_header("Cache-Control", "max-age=3600");
       reply(req, res, script_, "text/javascript; charset=utf-8");
+    });
+    http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Cache-Control", "max-age=86400");
+      res.set_content(favicon_ico(), "image/x-icon");
     });
     http.Get("/assets/strata-web.css", [](const httplib::Request& req, httplib::Response& res) {
       reply(req, res, stylesheet, "text/css; charset=utf-8");

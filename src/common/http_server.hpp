@@ -1,5 +1,6 @@
-// Listening sockets for Strata's web servers (cpp-httplib). httplib sets SO_REUSEPORT on them by
-// default, so a second server on a port in use started without error and the kernel split the
+// What Strata's web servers (cpp-httplib: `strata site serve`, `strata monitor serve`) share:
+// the security headers of every answer, and listening sockets. httplib sets SO_REUSEPORT on them
+// by default, so a second server on a port in use started without error and the kernel split the
 // connections between the two; here a port is one server's, and a port in use is an error
 // that says so.
 #pragma once
@@ -15,6 +16,17 @@
 #include <string>
 
 namespace strata {
+
+// Sent with every answer: no sniffing, no framing, no referrer, and scripts only from the server
+// itself (styles may be inline: the pages have a few).
+inline httplib::Headers security_headers() {
+  return {{"X-Content-Type-Options", "nosniff"},
+          {"X-Frame-Options", "DENY"},
+          {"Referrer-Policy", "no-referrer"},
+          {"Content-Security-Policy",
+           "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src "
+           "'self' data:; frame-ancestors 'none'"}};
+}
 
 // SO_REUSEADDR only: a restart may take over a port its predecessor's closed connections still
 // hold (TIME_WAIT), never one that another process listens on.

@@ -123,9 +123,10 @@ async function jobsPage(app) {
     // A large list is counted to its end only now, the rows already shown.
     if (r.total_is_lower_bound) r.total = (await api("/api/jobs/count?" + query.toString())).total;
     const pages = Math.max(1, Math.ceil(r.total / r.per_page));
+    const number = (n) => n.toLocaleString("en");
     total.textContent = r.page <= pages
-      ? `${count(r.total, "job")}, page ${r.page} of ${pages}`
-      : `${count(r.total, "job")}: page ${r.page} is past the last page, ${pages}`;
+      ? `${count(r.total, "job")}, page ${number(r.page)} of ${number(pages)}`
+      : `${count(r.total, "job")}: page ${number(r.page)} is past the last page, ${number(pages)}`;
     const link = (label, p) => {
       const q = new URLSearchParams(query);
       q.set("page", p);
@@ -133,7 +134,7 @@ async function jobsPage(app) {
     };
     const links = [];
     if (r.page > 1) links.push(link("first", 1), link("previous", Math.min(r.page - 1, pages)));
-    if (r.page < pages) links.push(link("next", r.page + 1), link(`last (${pages})`, pages));
+    if (r.page < pages) links.push(link("next", r.page + 1), link(`last (${number(pages)})`, pages));
     for (const a of links) pager.append(a, " ");
   } catch (e) {
     showError(app, e);

@@ -1,4 +1,5 @@
 #include "monitor/command.hpp"
+#include "common/http_server.hpp"
 
 #include "monitor/metrics.hpp"
 
@@ -64,6 +65,7 @@ int monitor_serve_command(const std::string& file, const std::string& bind, int 
     return 2;
   }
   httplib::Server server;
+  server.set_default_headers(security_headers());
   if (!server.set_mount_point("/", web_dir)) {
     std::fprintf(stderr, "strata: error: %s: cannot serve this directory\n", web_dir.c_str());
     return 2;
@@ -91,10 +93,12 @@ int monitor_serve_command(const std::string& file, const std::string& bind, int 
     response.set_header("Cache-Control", "no-store");
     response.set_content(body, "application/json");
   });
+  listen_exclusively(server);
   const int bound =
       port == 0 ? server.bind_to_any_port(bind) : (server.bind_to_port(bind, port) ? port : -1);
   if (bound < 0) {
-    std::fprintf(stderr, "strata: error: cannot listen on %s:%d\n", bind.c_str(), port);
+    std::fprintf(stderr, "strata: error: cannot listen on %s:%d: %s\n", bind.c_str(), port,
+                 why_not_listening(bind, port).c_str());
     return 2;
   }
   server.Get("/metrics", [file](const httplib::Request&, httplib::Response& response) {

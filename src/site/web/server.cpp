@@ -1,4 +1,5 @@
 #include "site/web/server.hpp"
+#include "common/http_server.hpp"
 #include "common/markup.hpp"
 
 #include "profiler/record/record.hpp"
@@ -6,6 +7,8 @@
 #include "site/health.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
+#include "site/web/reply.hpp"
+#include "site/web/sessions.hpp"
 #include "site/web/tokens.hpp"
 #include "site/web/views.hpp"
 
@@ -178,7 +181,8 @@ std::string page(const std::string& title, const std::string& page_name, const v
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
          escape_markup(title) +
-         " - Strata</title>\n<link rel=\"stylesheet\" href=\"/assets/strata-web.css\">"
+         " - Strata</title>\n<link rel=\"icon\" href=\"/favicon.ico\"><link rel=\"stylesheet\" "
+         "href=\"/assets/strata-web.css\">"
          "<script defer src=\"/assets/strata-web.js\"></script></head>\n<body data-page=\"" +
          escape_markup(page_name) + "\"" + data_attributes + ">\n" + nav + "\n<main>\n<h1>" +
          escape_markup(title) + "</h1>\n" + main_html + "\n</main></body></html>\n";
@@ -187,8 +191,10 @@ std::string page(const std::string& title, const std::string& page_name, const v
 constexpr const char* stylesheet = R"css(
 body{font-family:sans-serif;margin:0}nav{background:#234;color:#fff;padding:6px 12px}
 nav a{color:#fff;margin-right:12px}nav .who{margin-left:24px}form.inline{display:inline}
-main{padding:12px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}
-td.n{text-align:right}.chart{position:relative;width:760px;height:320px;margin:12px 0}
+main{padding:12px;overflow-wrap:anywhere}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}
+.chart{position:relative;width:760px;max-width:100%;height:320px;margin:12px 0}
+button.expand{font-size:smaller}
 .error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}
 )css";
 
@@ -213,20 +219,15 @@ public:
       return false;
     std::ostringstream s;
     s << in.rdbuf();
-    script_ = s.str();
+    script_ = std::make_shared<const fixed_body>(s.str());
     return true;
   }
 
   void routes(httplib::Server& http) {
-    http.set_default_headers({{"X-Content-Type-Options", "nosniff"},
-                              {"X-Frame-Options", "DENY"},
-                              {"Referrer-Policy", "no-referrer"},
-                              {"Content-Security-Policy",
-                               "default-src 'self'; script-src 'self'; style-src 'self' "
-                               "'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"}});
+    http.set_default_headers(security_headers());
     http.set_payload_max_length(std::size_t{64} * 1024);
     http.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
           std::string what = "internal error";
           try {
             std::rethrow_exception(std::move(ep));
@@ -236,21 +237,26 @@ public:
           }
           std::fprintf(stderr, "strata site serve: %s\n", what.c_str());
           res.status = 500;
-          res.set_content(json({{"error", what}}).dump(), "application/json");
+          reply(req, res, json({{"error", what}}).dump(), "application/json");
         });
 
-    http.Get("/assets/strata-web.js", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/assets/strata-web.js", [this](const httplib::Request& req, httplib::Response& res) {
       res.set_header("Cache-Control", "max-age=3600");
-      res.set_content(script_, "text/javascript; charset=utf-8");
+      reply(req, res, script_, "text/javascript; charset=utf-8");
     });
-    http.Get("/assets/strata-web.css", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(stylesheet, "text/css; charset=utf-8");
+    http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Cache-Control", "max-age=86400");
+      res.set_content(favicon_ico(), "image/x-icon");
     });
-    http.Get("/login", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(login_form({}), "text/html; charset=utf-8");
+    http.Get("/assets/strata-web.css", [](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, stylesheet, "text/css; charset=utf-8");
+    });
+    http.Get("/login", [](const httplib::Request& req, httplib::Response& res) {
+      reply(req, res, login_form({}), "text/html; charset=utf-8");
     });
     http.Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
-      const std::string token = req.has_param("token") ? req.get_param_value("token") : "";
+      const std::string token(
+          trim_token(req.has_param("token") ? req.get_param_value("token") : ""));
       std::optional<identity> who;
       {
         auto db = pool_.take();
@@ -258,18 +264,21 @@ public:
       }
       if (!who) {
         res.status = 401;
-        res.set_content(login_form("Unknown, expired or revoked token."),
-                        "text/html; charset=utf-8");
+        reply(req, res, login_form("Unknown, expired or revoked token."),
+              "text/html; charset=utf-8");
         return;
       }
-      std::string cookie =
-          std::string(session_cookie) + "=" + token + "; Path=/; HttpOnly; SameSite=Strict";
+      std::string cookie = std::string(session_cookie) + "=" +
+                           sessions_.open(sha256_hex(token), now()) +
+                           "; Path=/; HttpOnly; SameSite=Strict";
       if (options_.secure_cookie)
         cookie += "; Secure";
       res.set_header("Set-Cookie", cookie);
       res.set_redirect("/jobs", 303);
     });
-    http.Post("/logout", [](const httplib::Request&, httplib::Response& res) {
+    http.Post("/logout", [this](const httplib::Request& req, httplib::Response& res) {
+      if (const auto id = cookie_value(req, session_cookie))
+        sessions_.close(*id);
       res.set_header("Set-Cookie", std::string(session_cookie) +
                                        "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
       res.set_redirect("/login", 303);
@@ -327,6 +336,13 @@ public:
     });
     api_route(http, "/api/jobs",
               [this](const httplib::Request& req, const viewer& v) { return jobs_json(req, v); });
+    // Every match counted, where the list said "at least": the page asks for it after showing
+    // the rows, so that the rows do not wait for it.
+    api_route(http, "/api/jobs/count", [this](const httplib::Request& req, const viewer& v) {
+      const site::job_filter f = jobs_filter(req, v);
+      auto db = pool_.take();
+      return json{{"total", site::count_jobs(*db, f)}};
+    });
     api_route(http, R"(/api/job/(\d+))", [this](const httplib::Request& req, const viewer& v) {
       const auto id = parse_id(req.matches[1]);
       auto db = pool_.take();
@@ -370,14 +386,14 @@ public:
       return *h;
     });
     // The store's health for Prometheus (aggregates only: no login, as scrapers have none).
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
       site::store_health h;
       {
         auto db = pool_.take();
         h = site::read_health(*db);
       }
       res.set_header("Cache-Control", "no-store");
-      res.set_content(site::health_metrics(h, now()), "text/plain; version=0.0.4; charset=utf-8");
+      reply(req, res, site::health_metrics(h, now()), "text/plain; version=0.0.4; charset=utf-8");
     });
     api_route(http, "/api/site", [this](const httplib::Request& req, const viewer& v) {
       if (!v.admin)
@@ -422,18 +438,20 @@ private:
   }
 
   std::optional<viewer> authenticate(const httplib::Request& req) {
-    std::string token;
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0)
-      token = auth.substr(7);
-    else if (auto c = cookie_value(req, session_cookie))
-      token = *c;
-    if (token.empty())
+    // A script's token, or the session of the browser's cookie and the token that opened it.
+    std::string token_hash;
+    const std::string authorization = req.get_header_value("Authorization");
+    const std::string_view token = bearer_token(authorization);
+    if (!token.empty())
+      token_hash = sha256_hex(token);
+    else if (auto id = cookie_value(req, session_cookie))
+      token_hash = sessions_.token_hash_of(*id, now()).value_or("");
+    if (token_hash.empty() || token.size() > 200)
       return std::nullopt;
     std::optional<identity> who;
     {
       auto db = pool_.take();
-      who = check_token(*db, token, now());
+      who = check_token_hash(*db, token_hash, now());
     }
     if (!who)
       return std::nullopt;
@@ -450,17 +468,19 @@ private:
       try {
         auto [status, html] = make(req, *v);
         res.status = status;
-        res.set_content(html, "text/html; charset=utf-8");
+        reply(req, res, std::move(html), "text/html; charset=utf-8");
       } catch (const bad_request& e) {
         res.status = 400;
-        res.set_content(page("Bad request", "error", &*v,
-                             "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
-                        "text/html; charset=utf-8");
+        reply(req, res,
+              page("Bad request", "error", &*v,
+                   "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
+              "text/html; charset=utf-8");
       } catch (const forbidden& e) {
         res.status = 403;
-        res.set_content(page("Forbidden", "error", &*v,
-                             "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
-                        "text/html; charset=utf-8");
+        reply(req, res,
+              page("Forbidden", "error", &*v,
+                   "<p class=\"error\">" + escape_markup(e.what()) + "</p>"),
+              "text/html; charset=utf-8");
       }
     });
   }
@@ -470,14 +490,14 @@ private:
       res.set_header("Cache-Control", "no-store");
       auto fail = [&](int status, const std::string& message) {
         res.status = status;
-        res.set_content(json({{"error", message}}).dump(), "application/json");
+        reply(req, res, json({{"error", message}}).dump(), "application/json");
       };
       const std::optional<viewer> v = authenticate(req);
       if (!v)
         return fail(401, "log in first: a valid token as cookie or Authorization: Bearer");
       try {
-        res.set_content(make(req, *v).dump(-1, ' ', false, json::error_handler_t::replace),
-                        "application/json");
+        reply(req, res, make(req, *v).dump(-1, ' ', false, json::error_handler_t::replace),
+              "application/json");
       } catch (const bad_request& e) {
         fail(400, e.what());
       } catch (const forbidden& e) {
@@ -488,7 +508,8 @@ private:
     });
   }
 
-  json jobs_json(const httplib::Request& req, const viewer& v) {
+  // The jobs a list request asks for, the viewer's restriction included.
+  static site::job_filter jobs_filter(const httplib::Request& req, const viewer& v) {
     site::job_filter f;
     if (v.admin)
       f.owner = text_param(req, "user");
@@ -520,6 +541,11 @@ private:
                           *sort + "\"");
       f.order = it->second;
     }
+    return f;
+  }
+
+  json jobs_json(const httplib::Request& req, const viewer& v) {
+    site::job_filter f = jobs_filter(req, v);
     const std::int64_t per_page = int_param(req, "per_page", 1, 500).value_or(50);
     const std::int64_t page_no = int_param(req, "page", 1, 1000000).value_or(1);
     f.limit = per_page;
@@ -616,7 +642,8 @@ public:
 private:
   server_options options_;
   store_pool pool_;
-  std::string script_;
+  session_table sessions_;
+  std::shared_ptr<const fixed_body> script_;
   std::mutex cache_mutex_, compute_mutex_;
   std::map<int, std::string> site_cache_;
   std::mutex stop_mutex_;
@@ -650,9 +677,10 @@ int serve(const server_options& options) {
   }
   httplib::Server http;
   web.routes(http);
+  listen_exclusively(http);
   if (!http.bind_to_port(options.bind, options.port)) {
-    std::fprintf(stderr, "strata site serve: cannot listen on %s:%d\n", options.bind.c_str(),
-                 options.port);
+    std::fprintf(stderr, "strata site serve: cannot listen on %s:%d: %s\n", options.bind.c_str(),
+                 options.port, why_not_listening(options.bind, options.port).c_str());
     return 1;
   }
   running = &http;

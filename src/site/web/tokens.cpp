@@ -67,12 +67,16 @@ std::string sha256_hex(std::string_view text) {
   return hex(digest.data(), length);
 }
 
-issued_token issue_token(site::store& db, const identity& who, int ttl_days, std::int64_t now) {
-  std::array<unsigned char, 32> random{};
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> random(bytes);
   if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1)
     throw site::store_error("no random bytes for a token (OpenSSL RAND_bytes)");
+  return hex(random.data(), random.size());
+}
+
+issued_token issue_token(site::store& db, const identity& who, int ttl_days, std::int64_t now) {
   issued_token t;
-  t.token = "strata_" + hex(random.data(), random.size());
+  t.token = "strata_" + random_hex(32);
   t.expires = now + std::int64_t{ttl_days} * 86400;
   site::add_web_token(db, sha256_hex(t.token), {who.uid, who.user}, now, t.expires);
   return t;
@@ -85,8 +89,12 @@ std::int64_t revoke_tokens(site::store& db, std::int64_t uid, std::int64_t now) 
 std::optional<identity> check_token(site::store& db, std::string_view token, std::int64_t now) {
   if (token.empty() || token.size() > 200)
     return std::nullopt;
-  const std::optional<site::token_holder> holder =
-      site::web_token_holder(db, sha256_hex(token), now);
+  return check_token_hash(db, sha256_hex(token), now);
+}
+
+std::optional<identity> check_token_hash(site::store& db, const std::string& token_hash,
+                                         std::int64_t now) {
+  const std::optional<site::token_holder> holder = site::web_token_holder(db, token_hash, now);
   if (!holder)
     return std::nullopt;
   return identity{holder->uid, holder->user};

@@ -41,6 +41,12 @@ std::int64_t revoke_tokens(site::store& db, std::int64_t uid, std::int64_t now);
 
 // The owner of a valid (known, not revoked, not expired) token.
 std::optional<identity> check_token(site::store& db, std::string_view token, std::int64_t now);
+// The same by the token's hash (a session keeps only that).
+std::optional<identity> check_token_hash(site::store& db, const std::string& token_hash,
+                                         std::int64_t now);
+
+// `bytes` random bytes (OpenSSL) in lowercase hex.
+std::string random_hex(std::size_t bytes);
 
 // Whether `user` is a member of Unix group `group` (primary or supplementary).
 bool in_group(const std::string& user, const std::string& group);

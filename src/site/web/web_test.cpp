@@ -1,3 +1,5 @@
+#include "site/web/reply.hpp"
+#include "site/web/sessions.hpp"
 #include "site/web/tokens.hpp"
 
 #include <gtest/gtest.h>
@@ -58,6 +60,54 @@ TEST_F(TokenStore, ExpiredAndRevokedTokensFail) {
   EXPECT_EQ(revoke_tokens(*db_, 7, later), 1); // the expired one is not counted
   EXPECT_FALSE(check_token(*db_, u.token, later));
   EXPECT_TRUE(check_token(*db_, other.token, later));
+}
+
+TEST(Reply, GzipOnlyWhereTheClientAcceptsIt) {
+  EXPECT_TRUE(accepts_gzip("gzip, deflate, br, zstd")); // Chromium
+  EXPECT_TRUE(accepts_gzip("br;q=1.0, GZIP;q=0.5"));
+  EXPECT_TRUE(accepts_gzip("*"));
+  EXPECT_FALSE(accepts_gzip(""));
+  EXPECT_FALSE(accepts_gzip("br"));
+  EXPECT_FALSE(accepts_gzip("identity"));
+  EXPECT_FALSE(accepts_gzip("gzip;q=0, br"));
+  EXPECT_FALSE(accepts_gzip("gzip ; q=0.000"));
+  EXPECT_FALSE(accepts_gzip("*, gzip;q=0"));
+  EXPECT_FALSE(accepts_gzip("xgzip"));
+}
+
+TEST(Reply, GzipIsTheGzipFormat) {
+  const std::string text(5000, 'a');
+  const std::string packed = gzip(text, 1);
+  ASSERT_GE(packed.size(), 18U);
+  EXPECT_EQ(static_cast<unsigned char>(packed[0]), 0x1f); // the gzip magic
+  EXPECT_EQ(static_cast<unsigned char>(packed[1]), 0x8b);
+  EXPECT_LT(packed.size(), text.size() / 10);
+}
+
+TEST(Sessions, CookieHoldsAnIdThatEndsAtLogout) {
+  session_table sessions;
+  const std::string id = sessions.open("hash-of-token", 1000);
+  EXPECT_EQ(id.find("hash-of-token"), std::string::npos);
+  EXPECT_EQ(sessions.token_hash_of(id, 1001), "hash-of-token");
+  EXPECT_FALSE(sessions.token_hash_of(id + "x", 1001));
+  EXPECT_FALSE(sessions.token_hash_of(id, 1000 + session_table::lifetime_s));
+  const std::string other = sessions.open("hash-of-token", 1000);
+  EXPECT_NE(other, id);
+  sessions.close(id);
+  EXPECT_FALSE(sessions.token_hash_of(id, 1001));
+  EXPECT_EQ(sessions.token_hash_of(other, 1001), "hash-of-token");
+}
+
+TEST(Sessions, PastedTokensAndTheBearerScheme) {
+  EXPECT_EQ(trim_token(" strata_ab \r\n"), "strata_ab");
+  EXPECT_EQ(trim_token("\t\n"), "");
+  EXPECT_EQ(bearer_token("Bearer strata_ab"), "strata_ab");
+  EXPECT_EQ(bearer_token("bearer strata_ab"), "strata_ab");
+  EXPECT_EQ(bearer_token("BEARER   strata_ab \n"), "strata_ab");
+  EXPECT_EQ(bearer_token("Bearerstrata_ab"), "");
+  EXPECT_EQ(bearer_token("Basic dXNlcjpwYXNz"), "");
+  EXPECT_EQ(bearer_token("Bearer "), "");
+  EXPECT_EQ(bearer_token(""), "");
 }
 
 TEST(Groups, RootIsInItsPrimaryGroupAndNotInAMissingOne) {

@@ -38,6 +38,37 @@ export function chart(id, config) {
   return c;
 }
 
+// A string from a job that may be thousands of characters long (paths, arguments): its start and
+// end around an ellipsis, the whole of it in the title (shown on hover).
+export function shortText(text, max = 80) {
+  text = String(text);
+  if (text.length <= max) return text;
+  const head = Math.ceil(max * 0.6);
+  return el("span", { title: text, class: "short" }, text.slice(0, head) + "\u2026" + text.slice(text.length - (max - head - 1)));
+}
+
+// The same for a chart's title or label, which has no title to hover.
+export const shortLabel = (text, max = 100) =>
+  (String(text).length <= max ? String(text) : String(text).slice(0, max - 1) + "\u2026");
+
+// The report's cells too long to read in a row (a 20,000-character argument): their start, and a
+// button that shows the whole text, wrapped.
+function collapseLongCells(root, max = 300) {
+  for (const td of root.querySelectorAll("td")) {
+    const full = td.textContent;
+    if (full.length <= max) continue;
+    const text = el("span", { class: "cut" }, full.slice(0, max) + "\u2026");
+    const button = el("button", { type: "button", class: "expand" }, `show all ${full.length.toLocaleString("en")} characters`);
+    button.addEventListener("click", () => {
+      const open = button.dataset.open === "1";
+      text.textContent = open ? full.slice(0, max) + "\u2026" : full;
+      button.textContent = open ? `show all ${full.length.toLocaleString("en")} characters` : "show less";
+      button.dataset.open = open ? "" : "1";
+    });
+    td.replaceChildren(text, " ", button);
+  }
+}
+
 export const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));
 export const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16);
 
@@ -47,8 +78,8 @@ function jobsTable(jobs, showOwner) {
   const table = el("table", { id: "jobs" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
   const body = el("tbody");
   for (const j of jobs) {
-    const link = el("a", { href: `/job/${j.id}` }, j.record_id);
-    const cells = [link, when(j.end), showOwner ? j.owner : null, j.executable, j.language,
+    const link = el("a", { href: `/job/${j.id}` }, shortText(j.record_id, 40));
+    const cells = [link, when(j.end), showOwner ? shortText(j.owner, 24) : null, shortText(j.executable), shortText(j.language, 24),
       j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent)];
     const tr = el("tr", { "data-owner": j.owner });
     for (const c of cells) if (c !== null) tr.append(el("td", {}, c));
@@ -86,33 +117,45 @@ async function jobsPage(app) {
   for (const [k, v] of params) if (v !== "") query.set(k, v);
   try {
     const r = await api("/api/jobs?" + query.toString());
+    const total = el("p", { id: "total" }, `at least ${count(r.total, "job")}`);
+    const pager = el("p", { id: "pager" });
+    app.append(total, jobsTable(r.jobs, me.admin), pager);
+    // A large list is counted to its end only now, the rows already shown.
+    if (r.total_is_lower_bound) r.total = (await api("/api/jobs/count?" + query.toString())).total;
     const pages = Math.max(1, Math.ceil(r.total / r.per_page));
-    const count = r.total_is_lower_bound ? `at least ${r.total}` : `${r.total}`;
-    app.append(el("p", { id: "total" }, `${count} jobs, page ${r.page} of ${r.total_is_lower_bound ? "many" : pages}`));
-    app.append(jobsTable(r.jobs, me.admin));
-    const nav = el("p");
-    for (const [label, p] of [["previous", r.page - 1], ["next", r.page + 1]]) {
-      if (p < 1 || (p > pages && !r.total_is_lower_bound)) continue;
+    const number = (n) => n.toLocaleString("en");
+    total.textContent = r.page <= pages
+      ? `${count(r.total, "job")}, page ${number(r.page)} of ${number(pages)}`
+      : `${count(r.total, "job")}: page ${number(r.page)} is past the last page, ${number(pages)}`;
+    const link = (label, p) => {
       const q = new URLSearchParams(query);
       q.set("page", p);
-      nav.append(el("a", { href: "/jobs?" + q.toString() }, label), " ");
-    }
-    app.append(nav);
+      return el("a", { href: "/jobs?" + q.toString(), "data-page": p }, label);
+    };
+    const links = [];
+    if (r.page > 1) links.push(link("first", 1), link("previous", Math.min(r.page - 1, pages)));
+    if (r.page < pages) links.push(link("next", r.page + 1), link(`last (${number(pages)})`, pages));
+    for (const a of links) pager.append(a, " ");
   } catch (e) {
     showError(app, e);
   }
 }
 
+// "1 job", "2 jobs", with thousands separated.
+export const count = (n, noun) => `${Number(n).toLocaleString("en")} ${noun}${n === 1 ? "" : "s"}`;
+
 async function jobPage() {
   const id = document.body.dataset.job;
   const main = document.querySelector("main");
+  const report = main.querySelector(".report");
+  if (report) collapseLongCells(report);
   try {
     const r = await api(`/api/job/${id}`);
     const routines = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
     chart("imbalance", {
       type: "bar",
       data: {
-        labels: routines.map((x) => x.name),
+        labels: routines.map((x) => shortLabel(x.name, 40)),
         datasets: [
           { label: "min over ranks (s)", data: routines.map((x) => x.per_rank_time_s.min) },
           { label: "mean (s)", data: routines.map((x) => x.per_rank_time_s.mean) },
@@ -164,12 +207,29 @@ async function userPage(app) {
   }
 }
 
+// The site page's period: the last N whole days, as ?days=N says.
+function periodForm(days) {
+  const select = el("select", { name: "days" });
+  const choices = [[1, "today"], [7, "last 7 days"], [28, "last 28 days"], [90, "last 90 days"], [365, "last 365 days"]];
+  if (!choices.some(([n]) => n === days)) choices.push([days, `last ${days} days`]);
+  for (const [n, label] of choices.sort((a, b) => a[0] - b[0])) {
+    const o = el("option", { value: n }, label);
+    if (n === days) o.selected = true;
+    select.append(o);
+  }
+  const form = el("form", { method: "get", action: "/site", id: "period" }, el("label", {}, "Period ", select), " ", el("button", { type: "submit" }, "Show"));
+  select.addEventListener("change", () => form.submit());
+  return form;
+}
+
 async function sitePage(app) {
+  const asked = new URLSearchParams(location.search).get("days");
   try {
-    const r = await api("/api/site");
+    const r = await api("/api/site" + (asked ? "?days=" + encodeURIComponent(asked) : ""));
+    document.querySelector("main h1").after(periodForm(r.days));
     const t = r.totals || { jobs: 0, cpu_time_s: 0, mpi_percent: 0 };
     document.querySelector("main h1").after(el("p", { id: "site-totals" },
-      `Last ${r.days} whole days (UTC, ${when(r.from).slice(0, 10)} to ${when(r.to - 1).slice(0, 10)}): ${t.jobs} jobs of ${r.users || 0} users, ${fmt(t.cpu_time_s / 3600, 0)} CPU hours, MPI ${fmt(t.mpi_percent)} %.`));
+      `Last ${count(r.days, "whole day")} (UTC, ${when(r.from).slice(0, 10)} to ${when(r.to - 1).slice(0, 10)}): ${count(t.jobs, "job")} of ${count(r.users || 0, "user")}, ${fmt(t.cpu_time_s / 3600, 0)} CPU hours, MPI ${fmt(t.mpi_percent)} %.`));
     const share = (id, title, lines) => chart(id, {
       type: "bar",
       data: {

@@ -1,7 +1,7 @@
 // The trends page's scaling models and histories, and the job page's comparison with the
 // previous run of the same program at the same size (site/web/views.cpp gives the JSON). Job
 // strings go into the page as text nodes only.
-import { api, chart, el, fmt, showError, when } from "./app.js";
+import { api, chart, el, fmt, shortLabel, shortText, showError, when } from "./app.js";
 
 const MAX_PROGRAMS = 8; // charts per page: the programs with the most runs
 
@@ -36,7 +36,7 @@ function scalingChart(holder, program, wall) {
     },
     options: {
       scales: { x: { type: "logarithmic", title: { display: true, text: "ranks" } }, y: { title: { display: true, text: "wall time per rank (s)" } } },
-      plugins: { title: { display: true, text: "Scaling: " + programName(program) } },
+      plugins: { title: { display: true, text: shortLabel("Scaling: " + programName(program)) } },
     },
   });
 }
@@ -57,7 +57,7 @@ async function historyChart(holder, user, program) {
     data: { datasets },
     options: {
       scales: { x: { type: "linear", ticks: { callback: (v) => when(v).slice(0, 10) } }, y: { title: { display: true, text: "wall time per rank (s)" } } },
-      plugins: { title: { display: true, text: "History at each size: " + programName(program) } },
+      plugins: { title: { display: true, text: shortLabel("History at each size: " + programName(program)) } },
     },
   });
 }
@@ -72,9 +72,9 @@ export async function trendsPart(app, user) {
       const wall = r.models.find((m) => m.program_id === p.program_id && m.routine === "wall");
       const lines = r.models.filter((m) => m.program_id === p.program_id);
       const list = el("ul", { class: "models" });
-      for (const m of lines) list.append(el("li", {}, `${m.routine}: ${m.formula} s per rank`));
+      for (const m of lines) list.append(el("li", {}, shortText(m.routine, 60), `: ${m.formula} s per rank`));
       const at = p.predictions.map((x) => `at ${x.ranks} ranks: wall ${fmt(x.wall, 3)} s per rank` + (x.dominant ? `, ${x.dominant} dominates` : ""));
-      holder.append(el("h3", { class: "program" }, programName(p)),
+      holder.append(el("h3", { class: "program" }, shortText(programName(p), 120)),
         el("p", {}, `${p.ranks.length} sizes (${p.ranks.join(", ")} ranks), ${p.runs} runs` + (p.left_out ? `; ${p.left_out} partial or unfinished left out` : "")),
         list, el("p", { class: "prediction" }, at.join("; ")));
       scalingChart(holder, p, wall);
@@ -83,7 +83,7 @@ export async function trendsPart(app, user) {
     const others = r.programs.filter((p) => !p.modelled);
     if (others.length) {
       const list = el("ul", { id: "not-modelled" });
-      for (const p of others) list.append(el("li", {}, `${programName(p)}: ${p.missing}`));
+      for (const p of others) list.append(el("li", {}, shortText(programName(p), 120), `: ${p.missing}`));
       holder.append(el("h3", {}, "Not modelled"), list);
     }
     if (!r.programs.length) holder.append(el("p", {}, "No programs yet."));
@@ -107,19 +107,19 @@ export function comparePart(main, r) {
     return;
   }
   holder.append(el("h2", {}, "Compared with the previous run at this size"),
-    el("p", {}, "Previous: ", el("a", { href: `/job/${p.job.id}` }, p.job.record_id), ` ended ${when(p.job.end)}: wall ${fmt(p.wall_s, 3)} s, MPI ${fmt(p.mpi_s, 3)} s per rank; this job: wall ${fmt(p.this_wall_s, 3)} s, MPI ${fmt(p.this_mpi_s, 3)} s.`),
+    el("p", {}, "Previous: ", el("a", { href: `/job/${p.job.id}` }, shortText(p.job.record_id, 40)), ` ended ${when(p.job.end)}: wall ${fmt(p.wall_s, 3)} s, MPI ${fmt(p.mpi_s, 3)} s per rank; this job: wall ${fmt(p.this_wall_s, 3)} s, MPI ${fmt(p.this_mpi_s, 3)} s.`),
     el("div", { class: "chart" }, el("canvas", { id: "compare-chart" })));
   const table = el("table", { id: "compare-table" }, el("tr", {}, ...["routine", "this job (s per rank)", "previous", "change"].map((h) => el("th", {}, h))));
   for (const x of p.routines) {
     const change = x.previous_time_s > 0 ? `${fmt(100 * (x.time_s / x.previous_time_s - 1))} %` : "new";
-    table.append(el("tr", {}, el("td", {}, x.name), el("td", { class: "n" }, fmt(x.time_s, 4)), el("td", { class: "n" }, fmt(x.previous_time_s, 4)), el("td", { class: "n" }, change)));
+    table.append(el("tr", {}, el("td", {}, shortText(x.name, 60)), el("td", { class: "n" }, fmt(x.time_s, 4)), el("td", { class: "n" }, fmt(x.previous_time_s, 4)), el("td", { class: "n" }, change)));
   }
   holder.append(table);
   const top = p.routines.slice(0, 12);
   chart("compare-chart", {
     type: "bar",
     data: {
-      labels: top.map((x) => x.name),
+      labels: top.map((x) => shortLabel(x.name, 40)),
       datasets: [
         { label: "this job (s per rank)", data: top.map((x) => x.time_s) },
         { label: "previous run (s per rank)", data: top.map((x) => x.previous_time_s) },

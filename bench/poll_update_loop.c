@@ -1,7 +1,7 @@
 /* The shape of HPCC's MPIRandomAccess inner loop: one random update of a large table, then one
  * poll (MPI_Test on a receive that is never matched). It asks what a layer in the poll costs a
  * memory-bound loop, which instruction counts of the poll alone do not predict (see
- * docs/PERFORMANCE.md, "HPCC measured after the leaf"). A plain MPI program: run it natively
+ * docs/PERFORMANCE.md, "Lean polls"). A plain MPI program: run it natively
  * and under Strata (bench/run_profile.sh PARTS=pollloop) and compare the ns per iteration.
  *
  * poll_update_loop [LOG2_WORDS [ITERATIONS [POLL_EVERY [HUGE_PAGES [TESTANY [PAIRS]]]]]]

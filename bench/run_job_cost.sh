@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fixed cost per job: what the profile and `strata run` add to a 2-rank job that only
 # starts and ends MPI (BUILD_DIR/bench/<flavor>/init_finalize). Figures behind
-# docs/PERFORMANCE.md ("Profile", fixed cost per job).
+# docs/PERFORMANCE.md ("Profiler", "The fixed cost per job").
 #
 #   bash bench/run_job_cost.sh [BUILD_DIR]     (RUNS=15: about a minute)
 #

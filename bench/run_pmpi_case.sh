@@ -13,7 +13,7 @@
 #    MPI_Comm_test_inter under callgrind for each layer (bench/<flavor>/core_overhead, singleton).
 #
 # Knobs: PARTS="counts cost callgrind", RUNS=3, LMP_STEPS=1000, LMP_BOX=10, CG_ITERS=20000. Needs lmp, valgrind, and mpiP built against
-# Open MPI (see docs/PERFORMANCE.md, "mpiP, for comparison").
+# Open MPI (see docs/PERFORMANCE.md, "How to read the figures", peers).
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
 

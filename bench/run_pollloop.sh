@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What a layer in the poll costs a memory-bound loop (docs/PERFORMANCE.md, "HPCC measured after
-# the leaf"): BUILD_DIR/bench/<flavor>/poll_update_loop, one random table update and one MPI_Test
+# What a layer in the poll costs a memory-bound loop (docs/PERFORMANCE.md, "Lean polls"):
+# BUILD_DIR/bench/<flavor>/poll_update_loop, one random table update and one MPI_Test
 # per iteration (HPCC's MPIRandomAccess in miniature), on 2 ranks, in interleaved rounds of
 #   native    plain mpirun
 #   nomodule  Strata loaded with an empty stack (STRATA_DISABLE=1: the entry point only)

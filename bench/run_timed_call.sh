@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The profile's cost per call it times, side by side with mpiP: the figures behind
-# docs/PERFORMANCE.md ("Profile", the timed call).
+# docs/PERFORMANCE.md ("Profiler", "The timed call").
 #
 #   bash bench/run_timed_call.sh [BUILD_DIR]      (default ./build; a few minutes)
 #

@@ -1,5 +1,5 @@
 // `strata bench`: checks the options, then runs the flavor's strata-bench under its launcher.
-// No MPI here; the benchmark itself is bench_main.cpp.
+// No MPI here; the benchmark itself is strata_bench.cpp.
 #pragma once
 
 #include "common/wing_commands.hpp"

@@ -15,7 +15,7 @@ bool is_collective_name(const std::string& name) {
   return classify_routine(name).collective;
 }
 
-// docs/PERFORMANCE.md, "Untimed polls and cheap calls", has the figures behind the table's list.
+// docs/PERFORMANCE.md, "Calls the profile does not time", has the figures behind the table's list.
 bool counted_without_time(const std::string& name) {
   return classify_routine(name).counted_without_time;
 }

@@ -45,8 +45,7 @@ struct ingest_summary {
 // through, got about half a core; the workers only need the cycles the writer leaves. Five nice
 // levels below the thread that starts them (CFS weight 335 against 1024), at most 19, and not
 // more: where other programs fill the cores the workers still get a third of a share each, so
-// the ingest slows down but never stalls (docs/PERFORMANCE.md, "Ingest: parse workers below
-// the writer").
+// the ingest slows down but never stalls (docs/PERFORMANCE.md, "Site store").
 inline constexpr int parse_worker_niceness_step = 5;
 // Raises the calling thread's nice value (and only that thread's) by the step above.
 void lower_this_threads_priority();

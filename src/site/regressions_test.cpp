@@ -88,7 +88,7 @@ TEST(Regressions, FlagNamesTheMetricAndTheRoutinesThatMovedMost) {
 
 // False alarms on noise-only histories and detection of a job 20 % slower, and of one routine
 // taking a fifth of the wall time 50 % longer, at noise levels around those of real runs here
-// (docs/site-setup.md, "Regressions": short runs on this shared machine vary by 30 % and more),
+// (docs/site-models.md, "Regressions": short runs on this shared machine vary by 30 % and more),
 // with 5 and 20 earlier runs. The tables are printed;
 // the goals (false alarms under 5 %, detection of +20 % over 95 %) are asserted where the
 // noise allows them.

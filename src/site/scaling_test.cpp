@@ -99,7 +99,7 @@ TEST(ScalingModel, SampleOfRunsIsMedianSpreadAndRobustNoise) {
 // exponents exactly, and the share whose prediction at twice the largest size (128 ranks) is
 // within 10 % of the law's, 200 programs per class and noise level, 7 sizes (1 to 64 ranks) of 5
 // runs each. The tables are printed; the floors asserted sit under what was measured
-// (docs/site-setup.md, "Scaling models").
+// (docs/site-models.md, "How much noise each class tolerates").
 TEST(ScalingModel, NoiseEachClassTolerates) {
   struct law {
     const char* name;

@@ -1,5 +1,5 @@
 // The trace module's settings. The core finds each value (the module's argument, else
-// STRATA_TRACE_<KEY>, else the declared default: trace_option_declarations) and checks its type;
+// STRATA_TRACE_<KEY>, else the declared default: trace_option_list) and checks its type;
 // parse_options turns the values into `options` and checks what a type cannot say. No MPI.
 #pragma once
 

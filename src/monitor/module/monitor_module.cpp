@@ -101,7 +101,7 @@ void fail(monitor_state& s, const std::string& message) {
 // nonblocking allreduce on the world, which puts the nonblocking-collective component's
 // progress function in every later MPI_Test and MPI_Wait of the application (about 20
 // instructions and a lock each) for as long as the world lives, as the core's tools'
-// communicator avoids too (docs/ARCHITECTURE.md). The tree's world is freed at once (the core
+// communicator avoids too (src/core/README.md). The tree's world is freed at once (the core
 // replaces it), which would take the function out again; the inline transport's lives on. The
 // group variant agrees with point-to-point messages on the world under `tag`, one per
 // communicator made here.

@@ -195,7 +195,11 @@ std::string flavor_of_command(const std::string& path, const char* path_env, std
   if (std::string flavor = flavor_of_libraries(elf.libraries); !flavor.empty())
     return flavor;
   if (!is_python(elf)) {
-    error = subject + " is not linked against Open MPI or MPICH" + say_mpi;
+    error = subject +
+            (elf.defines_mpi_start || elf.carries_mpi_library
+                 ? " has its MPI library linked in, which no preloaded core can see"
+                 : " is not linked against Open MPI or MPICH") +
+            say_mpi;
     return {};
   }
   if (program == path)

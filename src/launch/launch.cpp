@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 namespace strata::launch {
 
@@ -73,6 +74,22 @@ void note_start_symbol(const char* name, elf_dynamic& result) {
     result.defines_mpi_start = true;
 }
 
+// Whether a stripped program's read-only data holds the messages MPI libraries name their
+// start routine in (MPICH: "MPI_Init_thread(argc=%p, ...) failed"; Open MPI: the routine's name
+// as its FUNC_NAME): its MPI linked in, where no symbol says so.
+bool holds_mpi_messages(const libelf_functions& lib, const std::vector<Elf_Scn*>& sections) {
+  static constexpr std::string_view marker = "MPI_Init_thread";
+  for (Elf_Scn* section : sections) {
+    const Elf_Data* data = lib.getdata(section, nullptr);
+    if (data == nullptr || data->d_buf == nullptr)
+      continue;
+    const std::string_view bytes(static_cast<const char*>(data->d_buf), data->d_size);
+    if (bytes.find(marker) != std::string_view::npos)
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 elf_dynamic read_elf_dynamic(const std::string& path) {
@@ -94,10 +111,18 @@ elf_dynamic read_elf_dynamic(const std::string& path) {
     result.error = path + ": not an ELF executable";
   } else {
     bool dynamic = false;
+    bool has_symtab = false;
+    std::vector<Elf_Scn*> read_only_data;
     Elf_Scn* scn = nullptr;
     while ((scn = lib.nextscn(elf, scn)) != nullptr) {
       GElf_Shdr shdr;
-      if (lib.getshdr(scn, &shdr) == nullptr || shdr.sh_entsize == 0)
+      if (lib.getshdr(scn, &shdr) == nullptr)
+        continue;
+      if (shdr.sh_type == SHT_PROGBITS && (shdr.sh_flags & SHF_ALLOC) != 0 &&
+          (shdr.sh_flags & (SHF_WRITE | SHF_EXECINSTR)) == 0)
+        read_only_data.push_back(scn);
+      has_symtab = has_symtab || shdr.sh_type == SHT_SYMTAB;
+      if (shdr.sh_entsize == 0)
         continue;
       Elf_Data* data = lib.getdata(scn, nullptr);
       const size_t count = shdr.sh_size / shdr.sh_entsize;
@@ -129,6 +154,8 @@ elf_dynamic read_elf_dynamic(const std::string& path) {
         }
       }
     }
+    if (!has_symtab && !result.defines_mpi_start && flavor_of_libraries(result.libraries).empty())
+      result.carries_mpi_library = holds_mpi_messages(lib, read_only_data);
     result.statically_linked = !dynamic;
     if (!dynamic)
       result.error = path + ": statically linked (no dynamic section); link it with -lstrata";
@@ -146,11 +173,11 @@ std::string unobservable_program(const std::string& path) {
   const std::string relink = "relink it with -lstrata ahead of the MPI library (README.md)";
   if (elf.statically_linked)
     return path + " is statically linked: the core cannot be preloaded into it; " + relink;
-  if (elf.error.empty() && elf.defines_mpi_start)
-    return path +
-           " has its MPI library linked in (it defines MPI_Init itself): its calls "
-           "never reach the preloaded core; " +
-           relink;
+  if (elf.error.empty() && (elf.defines_mpi_start || elf.carries_mpi_library))
+    return path + " has its MPI library linked in (" +
+           (elf.defines_mpi_start ? "it defines MPI_Init itself"
+                                  : "stripped, its data holds MPI's own messages") +
+           "): its calls never reach the preloaded core; " + relink;
   return {};
 }
 

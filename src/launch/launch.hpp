@@ -20,6 +20,9 @@ struct elf_dynamic {
   bool statically_linked = false; // no dynamic section (then also the error)
   bool defines_mpi_start = false;
   bool defines_strata = false;
+  // Stripped (no .symtab), no MPI library needed, and MPI's own messages in its read-only data:
+  // an MPI library linked in that no symbol shows.
+  bool carries_mpi_library = false;
   std::string error;
 };
 elf_dynamic read_elf_dynamic(const std::string& path);

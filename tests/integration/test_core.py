@@ -1,6 +1,7 @@
 """The core: loading, chaining and ordering modules in real MPI programs (issue: Strata core)."""
 import os
 import re
+import subprocess
 import unittest
 
 from strata_testlib import (CORE, FLAVOR, OTHER_FLAVOR, PROGRAMS as PROGRAMS_DIR, STRATA, BUILD,
@@ -537,6 +538,31 @@ class Errors(StrataTestCase):
                                  r"library linked in .*; it runs without the modules \(no record")
         proc = run([STRATA, "run", "-np", "2", "--tools", "profile", "--", program("ring_c"), "1"],
                    env=env)
+        self.assertRan(proc)
+        self.assertNotIn("warning", proc.stderr)
+
+    def test_a_stripped_program_with_its_mpi_linked_in_is_told_apart(self):
+        # No symbol says that MPI is inside; MPI's own messages in its read-only data do.
+        path = program("ring_mpi_linked_in")
+        if not os.path.exists(path):
+            self.skipTest(f"no program with {FLAVOR} linked in (Debian ships libmpich.a only)")
+        stripped = os.path.join(self.out, "ring_stripped")
+        subprocess.run(["strip", "-o", stripped, path], check=True)
+        env = base_env(STRATA_SPOOL=self.out)
+        proc = run([STRATA, "run", "-np", "2", "--tools", "profile", "--", stripped, "1"], env=env)
+        self.assertOneErrorLine(proc, "has its MPI library linked in")
+        self.assertEqual(proc.returncode, 2)
+        proc = run([STRATA, "run", "-np", "2", "--mpi", FLAVOR, "--tools", "profile", "--",
+                    stripped, "1"], env=env)
+        self.assertRan(proc)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("strata:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertRegex(lines[0], r"^strata: warning: \S*ring_stripped has its MPI library "
+                         r"linked in \(stripped, its data holds MPI's own messages\)")
+        # A stripped program that uses a shared MPI library is not mistaken for one.
+        ring = os.path.join(self.out, "ring_c_stripped")
+        subprocess.run(["strip", "-o", ring, program("ring_c")], check=True)
+        proc = run([STRATA, "run", "-np", "2", "--tools", "profile", "--", ring, "1"], env=env)
         self.assertRan(proc)
         self.assertNotIn("warning", proc.stderr)
 

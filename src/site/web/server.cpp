@@ -184,15 +184,17 @@ std::string page(const std::string& title, const std::string& page_name, const v
          " - Strata</title>\n<link rel=\"icon\" href=\"/favicon.ico\"><link rel=\"stylesheet\" "
          "href=\"/assets/strata-web.css\">"
          "<script defer src=\"/assets/strata-web.js\"></script></head>\n<body data-page=\"" +
-         escape_markup(page_name) + "\"" + data_attributes + ">\n" + nav + "\n<main>\n<h1>" +
-         escape_markup(title) + "</h1>\n" + main_html + "\n</main></body></html>\n";
+         escape_markup(page_name) + "\"" +
+         (v ? " data-self=\"" + escape_markup(v->who.user) + "\"" : std::string()) +
+         data_attributes + ">\n" + nav + "\n<main>\n<h1>" + escape_markup(title) + "</h1>\n" +
+         main_html + "\n</main></body></html>\n";
 }
 
 constexpr const char* stylesheet = R"css(
 body{font-family:sans-serif;margin:0}nav{background:#234;color:#fff;padding:6px 12px}
 nav a{color:#fff;margin-right:12px}nav .who{margin-left:24px}form.inline{display:inline}
 main{padding:12px;overflow-wrap:anywhere}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}
+td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}tr.chosen{background:#ffd}
 .chart{position:relative;width:760px;max-width:100%;height:320px;margin:12px 0}
 button.expand{font-size:smaller}
 .error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}

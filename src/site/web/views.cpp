@@ -184,6 +184,8 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
   o["routines"] = routines;
   if (const std::optional<site::regression_row> g = site::regression_of(db, sj.job.job_id))
     o["regression"] = flag_json(g->flag);
+  if (const std::optional<site::program> prog = site::program_of(db, sj))
+    o["program_id"] = prog->id;
   o["previous"] = previous_run_json(db, sj);
   return o;
 }
@@ -191,7 +193,14 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
 json models_json(site::store& db, const std::string& user) {
   site::model_options o;
   o.owner = user;
-  return json::parse(site::render_models_json(site::build_models(db, o)));
+  json out = json::parse(site::render_models_json(site::build_models(db, o)));
+  // Each program's flagged runs, so that the page draws those programs first.
+  std::map<std::int64_t, std::int64_t> flagged;
+  for (const site::regression_row& g : site::regressions_in(db, {0, INT64_MAX}, user, 100000))
+    ++flagged[g.prog.id];
+  for (json& p : out["programs"])
+    p["flagged"] = flagged[p.value("program_id", std::int64_t{0})];
+  return out;
 }
 
 std::optional<json> history_json(site::store& db, std::int64_t program_id,

@@ -62,31 +62,57 @@ async function historyChart(holder, user, program) {
   });
 }
 
+// Every program of the user in a table (the chosen one's charts below it); without a choice,
+// the charts of the programs with flagged regressions and then of those with the most runs.
+function programTable(programs, user, chosen) {
+  const table = el("table", { id: "programs" }, el("thead", {}, el("tr", {},
+    ...["Program", "Runs", "Sizes (ranks)", "Flagged regressions", "Model"].map((h) => el("th", {}, h)))));
+  const body = el("tbody");
+  for (const p of programs) {
+    const q = new URLSearchParams({ program: p.program_id });
+    if (user !== document.body.dataset.self) q.set("user", user);
+    const link = el("a", { href: "/user?" + q.toString() + "#program-" + p.program_id }, shortText(programName(p), 100));
+    const tr = el("tr", { "data-program": p.program_id, class: p.program_id === chosen ? "chosen" : "" },
+      el("td", {}, link), el("td", { class: "n" }, p.runs), el("td", {}, p.ranks.join(", ")),
+      el("td", { class: "n" }, p.flagged || 0), el("td", {}, p.modelled ? "yes" : p.missing));
+    body.append(tr);
+  }
+  table.append(body);
+  return table;
+}
+
 export async function trendsPart(app, user) {
   const holder = el("section", { id: "trends" }, el("h2", {}, "Scaling and history of your programs"));
   app.append(holder);
   try {
     const r = await api("/api/user/models?user=" + encodeURIComponent(user));
-    const modelled = r.programs.filter((p) => p.modelled).sort((a, b) => b.runs - a.runs).slice(0, MAX_PROGRAMS);
-    for (const p of modelled) {
+    const chosen = Number(new URLSearchParams(location.search).get("program")) || null;
+    const programs = r.programs.slice().sort((a, b) => (b.flagged || 0) - (a.flagged || 0) || b.runs - a.runs);
+    if (!programs.length) {
+      holder.append(el("p", {}, "No programs yet."));
+      return;
+    }
+    const modelled = programs.filter((p) => p.modelled);
+    const drawn = chosen ? modelled.filter((p) => p.program_id === chosen) : modelled.slice(0, MAX_PROGRAMS);
+    const note = chosen
+      ? (drawn.length ? `Charts of the program chosen below (${programs.length} in all).`
+        : "The program chosen has no model yet (see why in the table).")
+      : `${programs.length} programs; charts of ${drawn.length}` +
+        (modelled.length > drawn.length ? ` of the ${modelled.length} modelled (flagged regressions first, then most runs): choose another in the table.` : ".");
+    holder.append(el("p", { id: "programs-note" }, note), programTable(programs, user, chosen));
+    for (const p of drawn) {
       const wall = r.models.find((m) => m.program_id === p.program_id && m.routine === "wall");
       const lines = r.models.filter((m) => m.program_id === p.program_id);
       const list = el("ul", { class: "models" });
       for (const m of lines) list.append(el("li", {}, shortText(m.routine, 60), `: ${m.formula} s per rank`));
       const at = p.predictions.map((x) => `at ${x.ranks} ranks: wall ${fmt(x.wall, 3)} s per rank` + (x.dominant ? `, ${x.dominant} dominates` : ""));
-      holder.append(el("h3", { class: "program" }, shortText(programName(p), 120)),
-        el("p", {}, `${p.ranks.length} sizes (${p.ranks.join(", ")} ranks), ${p.runs} runs` + (p.left_out ? `; ${p.left_out} partial or unfinished left out` : "")),
+      holder.append(el("h3", { class: "program", id: `program-${p.program_id}` }, shortText(programName(p), 120)),
+        el("p", {}, `${p.ranks.length} sizes (${p.ranks.join(", ")} ranks), ${p.runs} runs` + (p.left_out ? `; ${p.left_out} partial or unfinished left out` : "") +
+          (p.flagged ? `; ${p.flagged} flagged as regressions` : "")),
         list, el("p", { class: "prediction" }, at.join("; ")));
       scalingChart(holder, p, wall);
       await historyChart(holder, user, p);
     }
-    const others = r.programs.filter((p) => !p.modelled);
-    if (others.length) {
-      const list = el("ul", { id: "not-modelled" });
-      for (const p of others) list.append(el("li", {}, shortText(programName(p), 120), `: ${p.missing}`));
-      holder.append(el("h3", {}, "Not modelled"), list);
-    }
-    if (!r.programs.length) holder.append(el("p", {}, "No programs yet."));
   } catch (e) {
     showError(holder, e);
   }
@@ -96,8 +122,14 @@ export function comparePart(main, r) {
   if (r.regression) {
     const g = r.regression;
     const moved = g.moved.map((m) => `${m.routine} +${fmt(m.value_s - m.baseline_s, 3)} s`).join(", ");
-    main.querySelector("h1").after(el("p", { id: "regression", class: "error" },
-      `Regression: ${g.metric} ${fmt(g.value_s, 3)} s per rank against ${fmt(g.baseline_s, 3)} s over ${g.history_runs} earlier runs at this size` + (moved ? `; moved most: ${moved}` : "")));
+    const banner = el("p", { id: "regression", class: "error" },
+      `Regression: ${g.metric} ${fmt(g.value_s, 3)} s per rank against ${fmt(g.baseline_s, 3)} s over ${g.history_runs} earlier runs at this size` + (moved ? `; moved most: ${moved}` : "") + ". ");
+    if (r.program_id) {
+      const q = new URLSearchParams({ program: r.program_id });
+      if (r.job.owner !== document.body.dataset.self) q.set("user", r.job.owner);
+      banner.append(el("a", { id: "program-history", href: "/user?" + q.toString() + "#program-" + r.program_id }, "The program's history"));
+    }
+    main.querySelector("h1").after(banner);
   }
   const p = r.previous;
   const holder = el("section", { id: "compare" });

@@ -1,0 +1,157 @@
+"""What the web pages show and how: every program of a user on the trends page (not only those
+with the most runs) and a flagged job's link to its program's history; charts that can be read
+(distinct colours, units, axes from zero, no empty chart, MPI_Init apart from the wall time,
+imbalance by size, "new" only for routines no earlier run had); the facts of a job (its real
+owner against what the record claims, how it ended); jobs ranked by MPI core-hours. One SQLite
+store of hand-made records owned by test_web.py's users, one server, headless Chromium
+(web_views_browser.js). Needs root (useradd, runuser)."""
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import test_web
+from strata_testlib import STRATA
+from test_site import make_record
+from test_web import ADMIN, DAY, NODE_MODULES, USER_A, USER_B, free_port
+from test_web_pages import start_server
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = 9  # programs of USER_A run often, beside the rarely run one that regressed
+RARE = "/home/a/rare"
+
+
+def setUpModule():
+    test_web.setUpModule()
+
+
+def tearDownModule():
+    test_web.tearDownModule()
+
+
+def records(uid_a, uid_b, now):
+    """{file name: (record, owner uid)} of the store."""
+    out = {}
+
+    def add(name, rec, uid=uid_a):
+        out[name] = (rec, uid)
+
+    def run(job_id, ranks, wall, routines, end, executable):
+        rec = make_record(job_id, USER_A, uid_a, ranks, wall, routines, end, executable=executable)
+        rec["job"]["argv"] = [executable]  # no arguments: the program is named by its path
+        return rec
+
+    # Nine programs with four runs at each of four sizes; one with fewer runs whose last run at
+    # 4 ranks is 60 % slower in MPI_Allreduce (a flagged regression).
+    for k in range(PROGRAMS):
+        for ranks in (1, 2, 4, 8):
+            for n in range(4):
+                t = 0.01 + 0.02 * ranks
+                add(f"p{k}-{ranks}-{n}.json", run(f"p{k}:{ranks}:{n}", ranks, 2.0 + t, {
+                    "MPI_Allreduce": (50 * ranks, t * ranks, 400 * ranks)},
+                    now - 5 * DAY + (k * 40 + n * 8 + ranks) * 300, f"/home/a/prog{k}"))
+    for ranks in (1, 2, 4, 8):
+        for n in range(6 if ranks == 4 else 3):
+            jitter = 1 + 0.005 * ((n * 37 + ranks) % 5 - 2)
+            t = (0.01 + 0.02 * ranks) * jitter * (1.6 if (ranks, n) == (4, 5) else 1.0)
+            add(f"rare-{ranks}-{n}.json", run(f"rare:{ranks}:{n}", ranks, 2.0 * jitter + t, {
+                "MPI_Allreduce": (50 * ranks, t * ranks, 400 * ranks)},
+                now - 3 * DAY + (n * 8 + ranks) * 600, RARE))
+    return out
+
+
+class WebViewsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="strata-web-views-")
+        os.chmod(cls.tmp, 0o777)
+        cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
+        spool = os.path.join(cls.tmp, "spool")
+        os.makedirs(spool)
+        uid = {n: pwd.getpwnam(n).pw_uid for n in (USER_A, USER_B)}
+        for name, (rec, owner) in records(uid[USER_A], uid[USER_B], int(time.time())).items():
+            path = os.path.join(spool, name)
+            with open(path, "w") as f:
+                json.dump(rec, f)
+            os.chown(path, owner, -1)
+        subprocess.run([STRATA, "site", "ingest", "--db", cls.url, spool], check=True,
+                       capture_output=True)
+        os.chmod(cls.url[len("sqlite:"):], 0o666)
+        cls.tokens = {name: cls.token_of(name) for name in (USER_A, ADMIN)}
+        cls.port = free_port()
+        cls.base = f"http://127.0.0.1:{cls.port}"
+        cls.log = open(os.path.join(cls.tmp, "serve.log"), "w+")
+        cls.server = start_server(cls.url, cls.port, cls.log)
+        cls.addClassCleanup(cls.stop_server)
+        assert cls.server.poll() is None, cls.server_log()
+        cls.jobs = {j["record_id"]: j for j in cls.api("/api/jobs?per_page=500")["jobs"]}
+
+    @classmethod
+    def stop_server(cls):
+        cls.server.terminate()
+        cls.server.wait(timeout=30)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def server_log(cls):
+        cls.log.seek(0)
+        return cls.log.read()
+
+    @classmethod
+    def token_of(cls, user):
+        out = subprocess.run(["runuser", "-u", user, "--", STRATA, "site", "token", "--db",
+                              cls.url], check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    @classmethod
+    def api(cls, path, user=USER_A):
+        status, body, _ = test_web.WebTests.request.__func__(cls, path, cls.tokens[user])
+        assert status == 200, (path, status, body)
+        return json.loads(body)
+
+    def browse(self):
+        """What web_views_browser.js saw: one visit for every test that asks."""
+        if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
+            self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
+        if getattr(type(self), "seen", None) is None:
+            scenario = {"base": self.base, "token": self.tokens[USER_A],
+                        "admin_token": self.tokens[ADMIN],
+                        "jobs": {k: j["id"] for k, j in self.jobs.items()}}
+            out = subprocess.run(["node", os.path.join(HERE, "web_views_browser.js"),
+                                  json.dumps(scenario)], capture_output=True, text=True,
+                                 env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
+            self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
+            type(self).seen = json.loads(out.stdout)
+        self.assertEqual(self.seen["errors"], [])
+        return self.seen
+
+    # ---- the trends page ----
+
+    def test_trends_page_lists_every_program_and_draws_the_flagged_one(self):
+        seen = self.browse()["trends"]
+        self.assertEqual(len(seen["rows"]), PROGRAMS + 1, seen)
+        # The rarely run program that regressed: listed first, its flag counted, its charts drawn.
+        self.assertEqual(seen["rows"][0], [RARE, "15", "1, 2, 4, 8", "1", "yes"])
+        self.assertEqual(sorted(r[0] for r in seen["rows"][1:]),
+                         [f"/home/a/prog{k}" for k in range(PROGRAMS)])
+        self.assertIn("10 programs; charts of 8 of the 10 modelled", seen["note"])
+        self.assertEqual(len(seen["drawn"]), 8)
+        self.assertEqual(seen["drawn"][0], RARE)
+        # Any program chosen in the table: its charts.
+        self.assertEqual(seen["chosen"]["drawn"], [seen["rows"][-1][0]])
+        self.assertEqual(len(seen["chosen"]["charts"]), 2)
+
+    def test_flagged_job_links_to_its_programs_history(self):
+        seen = self.browse()["flagged"]
+        self.assertTrue(seen["banner"].startswith("Regression: MPI"), seen)
+        self.assertRegex(seen["link"], r"^/user\?program=\d+#program-\d+$")
+        self.assertEqual(seen["followed"]["drawn"], [RARE])
+        self.assertEqual(len(seen["followed"]["charts"]), 2)  # its scaling and its history
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -61,6 +61,21 @@ def records(uid_a, uid_b, now):
             add(f"rare-{ranks}-{n}.json", run(f"rare:{ranks}:{n}", ranks, 2.0 * jitter + t, {
                 "MPI_Allreduce": (50 * ranks, t * ranks, 400 * ranks)},
                 now - 3 * DAY + (n * 8 + ranks) * 600, RARE))
+    # A job whose MPI_Init took longer than anything it did after: 4 s of a 3 s wall time.
+    init = run("init:1", 4, 3.0, {"MPI_Init": (4, 16.0, 0), "MPI_Bcast": (40, 0.3, 800),
+                                  "MPI_Allreduce": (40, 1.0, 800), "MPI_Send": (40, 1.6, 800)},
+               now - 2 * DAY, "/home/a/init")
+    for name, most in (("MPI_Init", 4.0), ("MPI_Bcast", 0.1), ("MPI_Allreduce", 0.3),
+                       ("MPI_Send", 0.5)):
+        init["routines"][name]["per_rank"]["time_s"] = {"min": most / 2, "mean": most * 0.75,
+                                                        "max": most, "max_rank": 1}
+    init["routines"]["MPI_Send"]["size_histogram"] = [[256, 40]]
+    add("init.json", init)
+    # A program whose second run skipped MPI_Bcast and whose third added MPI_Gather.
+    for n, names in enumerate((("MPI_Send", "MPI_Bcast"), ("MPI_Send",),
+                               ("MPI_Send", "MPI_Bcast", "MPI_Gather"))):
+        add(f"newer-{n}.json", run(f"newer:{n}", 2, 2.0, {r: (20, 0.1, 160) for r in names},
+                                   now - DAY + n * 600, "/home/a/newer"))
     return out
 
 
@@ -133,16 +148,18 @@ class WebViewsTest(unittest.TestCase):
 
     def test_trends_page_lists_every_program_and_draws_the_flagged_one(self):
         seen = self.browse()["trends"]
-        self.assertEqual(len(seen["rows"]), PROGRAMS + 1, seen)
+        self.assertEqual(len(seen["rows"]), PROGRAMS + 3, seen)  # with init and newer
         # The rarely run program that regressed: listed first, its flag counted, its charts drawn.
         self.assertEqual(seen["rows"][0], [RARE, "15", "1, 2, 4, 8", "1", "yes"])
-        self.assertEqual(sorted(r[0] for r in seen["rows"][1:]),
+        self.assertEqual(sorted(r[0] for r in seen["rows"][1:PROGRAMS + 1]),
                          [f"/home/a/prog{k}" for k in range(PROGRAMS)])
-        self.assertIn("10 programs; charts of 8 of the 10 modelled", seen["note"])
+        self.assertEqual(sorted(r[0] for r in seen["rows"][PROGRAMS + 1:]),
+                         ["/home/a/init", "/home/a/newer"])
+        self.assertIn("12 programs; charts of 8 of the 10 modelled", seen["note"])
         self.assertEqual(len(seen["drawn"]), 8)
         self.assertEqual(seen["drawn"][0], RARE)
-        # Any program chosen in the table: its charts.
-        self.assertEqual(seen["chosen"]["drawn"], [seen["rows"][-1][0]])
+        # Any program chosen in the table: its charts (the last modelled one, the 10th row).
+        self.assertEqual(seen["chosen"]["drawn"], [seen["rows"][PROGRAMS][0]])
         self.assertEqual(len(seen["chosen"]["charts"]), 2)
 
     def test_flagged_job_links_to_its_programs_history(self):
@@ -151,6 +168,41 @@ class WebViewsTest(unittest.TestCase):
         self.assertRegex(seen["link"], r"^/user\?program=\d+#program-\d+$")
         self.assertEqual(seen["followed"]["drawn"], [RARE])
         self.assertEqual(len(seen["followed"]["charts"]), 2)  # its scaling and its history
+
+    # ---- charts ----
+
+    def test_charts_have_distinct_colours_units_and_axes_from_zero(self):
+        charts = self.browse()["charts"]
+        pages = {c["page"] for c in charts}
+        self.assertEqual(pages, {"job", "init", "user", "site"})
+        self.assertGreaterEqual(len(charts), 14)
+        for c in charts:
+            where = (c["page"], c["id"])
+            colours = [str(x).lower() for x in c["colours"]]
+            self.assertTrue(all(colours), where)  # none left to the library's grey default
+            self.assertEqual(len(set(colours)), len(colours), where)
+            self.assertTrue(c["value_title"], where)
+            self.assertRegex(c["value_title"], r"\(s\)|%|hours|jobs|messages", where)
+            self.assertEqual(c["value_min"], 0, where)
+
+    def test_job_without_message_sizes_has_a_note_not_an_empty_chart(self):
+        seen = self.browse()
+        self.assertFalse(seen["job"]["sizes_chart"])
+        self.assertIn("no message sizes", seen["job"]["sizes_note"])
+        self.assertTrue(seen["init"]["sizes_chart"])  # a job with sizes has its chart
+        self.assertIsNone(seen["init"]["sizes_note"])
+
+    def test_mpi_init_apart_from_the_wall_time_and_imbalance_by_size(self):
+        init = self.browse()["init"]
+        self.assertEqual(init["imbalance"], ["MPI_Send", "MPI_Allreduce", "MPI_Bcast"])
+        self.assertIn("Outside the measured wall time", init["outside"])
+        self.assertIn("MPI_Init 4.000 s", init["outside"])
+
+    def test_new_only_for_routines_no_earlier_run_had(self):
+        change = dict(self.browse()["newer"])
+        self.assertEqual(change["MPI_Gather"], "new")
+        self.assertEqual(change["MPI_Bcast"], "not in the previous run")
+        self.assertEqual(change["MPI_Send"], "0.0 %")
 
 
 if __name__ == "__main__":

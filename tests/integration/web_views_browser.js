@@ -31,6 +31,33 @@ async function drawn(page) {
   };
 }
 
+// What each chart of the page draws: its series' colours, its value axis's title and start.
+async function charts(page, name) {
+  return page.evaluate((name) => (window.strataCharts || []).map((c) => {
+    const value = c.options.indexAxis === "y" ? "x" : "y";
+    const scale = c.options.scales[value] || {};
+    return {
+      page: name, id: c.canvas.id, colours: c.data.datasets.map((d) => d.borderColor || null),
+      value_title: scale.title && scale.title.display ? scale.title.text : "",
+      value_min: c.scales[value].min,
+    };
+  }), name);
+}
+
+// A job page's charts and notes.
+async function jobPage(page, url) {
+  await ready(page, url);
+  return {
+    sizes_chart: (await page.$("canvas#sizes")) !== null,
+    sizes_note: await text(page, "#sizes-note"),
+    outside: await text(page, "#outside-wall"),
+    imbalance: await page.evaluate(() => {
+      const c = (window.strataCharts || []).find((x) => x.canvas.id === "imbalance");
+      return c ? c.data.labels : null;
+    }),
+  };
+}
+
 (async () => {
   const input = JSON.parse(process.argv[2]);
   const browser = await chromium.launch({
@@ -49,8 +76,10 @@ async function drawn(page) {
       ...(await drawn(page)),
     };
     if (seen.trends.rows.length) {
-      await Promise.all([page.waitForNavigation(), page.click("#programs tbody tr:last-child a")]);
-      await ready(page);
+      // The last modelled program in the table (drawn only when chosen).
+      const href = await page.$$eval("#programs tbody tr", (r) =>
+        r.filter((tr) => tr.cells[4].textContent === "yes").pop().querySelector("a").getAttribute("href"));
+      await ready(page, input.base + href);
       seen.trends.chosen = await drawn(page);
     }
 
@@ -65,6 +94,22 @@ async function drawn(page) {
       await ready(page);
       seen.flagged.followed = await drawn(page);
     }
+    seen.charts = await charts(page, "user");
+
+    // Job pages: one without message sizes (with a comparison), one with a long MPI_Init.
+    seen.job = await jobPage(page, `${input.base}/job/${input.jobs["rare:4:5"]}`);
+    seen.charts.push(...(await charts(page, "job")));
+    seen.init = await jobPage(page, `${input.base}/job/${input.jobs["init:1"]}`);
+    seen.charts.push(...(await charts(page, "init")));
+    await ready(page, `${input.base}/job/${input.jobs["newer:2"]}`);
+    seen.newer = await page.$$eval("#compare-table tr", (r) => r.slice(1).map((tr) => {
+      const td = tr.querySelectorAll("td");
+      return [td[0].textContent, td[3].textContent];
+    }));
+
+    const admin = await login(browser, input.base, input.admin_token, seen);
+    await ready(admin.page, input.base + "/site");
+    seen.charts.push(...(await charts(admin.page, "site")));
     process.stdout.write(JSON.stringify(seen));
   } finally {
     await browser.close();

@@ -3,17 +3,21 @@
 
 #include "profiler/record/record.hpp"
 #include "profiler/record/render.hpp"
+#include "profiler/routine_classes.hpp"
 #include "site/programs.hpp"
 
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace strata::web {
 
 using nlohmann::json;
 
 namespace {
+
+constexpr int earlier_runs = 20; // of the program at the job's size, for routines new to it
 
 json flag_json(const site::regression_flag& f) {
   json moved = json::array();
@@ -29,22 +33,37 @@ json previous_run_json(site::store& db, const site::stored_job& sj) {
   const std::optional<site::program> prog = site::program_of(db, sj);
   if (!prog)
     return nullptr;
+  // The earlier runs tell a routine new to the program from one the previous run skipped.
   const std::vector<site::program_run> before =
-      site::history_of(db, prog->id, sj.job.ranks, sj.job.end_time, 1);
+      site::history_of(db, prog->id, sj.job.ranks, sj.job.end_time, earlier_runs);
   if (before.empty())
     return nullptr;
+  std::vector<std::int64_t> earlier_ids;
+  for (const site::program_run& r : before)
+    earlier_ids.push_back(r.job_id);
+  std::set<std::string> ran_earlier;
+  for (const auto& [job, times] : site::routine_times(db, earlier_ids))
+    for (const auto& [routine, t] : times)
+      ran_earlier.insert(routine);
   const std::optional<site::stored_job> prev = db.job(before.front().job_id);
   if (!prev)
     return nullptr;
   const double ranks = static_cast<double>(std::max<std::int64_t>(sj.job.ranks, 1));
   std::map<std::string, std::pair<double, double>> by_routine; // this, previous
+  std::set<std::string> in_previous;
   for (const site::routine_row& r : sj.routines)
     by_routine[r.routine].first = r.time_s / ranks;
-  for (const site::routine_row& r : prev->routines)
+  for (const site::routine_row& r : prev->routines) {
     by_routine[r.routine].second = r.time_s / ranks;
+    in_previous.insert(r.routine);
+  }
   json routines = json::array();
   for (const auto& [name, t] : by_routine)
-    routines.push_back({{"name", name}, {"time_s", t.first}, {"previous_time_s", t.second}});
+    routines.push_back({{"name", name},
+                        {"time_s", t.first},
+                        {"previous_time_s", t.second},
+                        {"in_previous", in_previous.count(name) != 0},
+                        {"in_earlier_runs", ran_earlier.count(name) != 0}});
   std::sort(routines.begin(), routines.end(), [](const json& a, const json& b) {
     return a["time_s"].get<double>() + a["previous_time_s"].get<double>() >
            b["time_s"].get<double>() + b["previous_time_s"].get<double>();
@@ -179,6 +198,8 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
                 {"size_histogram", r.value("size_histogram", json::array())}};
       if (r.contains("per_rank") && r["per_rank"].is_object())
         x["per_rank_time_s"] = r["per_rank"].value("time_s", json::object());
+      // MPI_Init's and MPI_Finalize's time lies outside the wall time the job's figures use.
+      x["outside_wall_time"] = profiler::excluded_from_mpi_time(name);
       routines.push_back(x);
     }
   o["routines"] = routines;

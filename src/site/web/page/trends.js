@@ -1,7 +1,7 @@
 // The trends page's scaling models and histories, and the job page's comparison with the
 // previous run of the same program at the same size (site/web/views.cpp gives the JSON). Job
 // strings go into the page as text nodes only.
-import { api, chart, el, fmt, shortLabel, shortText, showError, when } from "./app.js";
+import { api, axis, chart, el, fmt, shortLabel, shortText, showError, when } from "./app.js";
 
 const MAX_PROGRAMS = 8; // charts per page: the programs with the most runs
 
@@ -35,7 +35,7 @@ function scalingChart(holder, program, wall) {
       ],
     },
     options: {
-      scales: { x: { type: "logarithmic", title: { display: true, text: "ranks" } }, y: { title: { display: true, text: "wall time per rank (s)" } } },
+      scales: { x: axis("ranks", { type: "logarithmic" }), y: axis("wall time per rank (s)") },
       plugins: { title: { display: true, text: shortLabel("Scaling: " + programName(program)) } },
     },
   });
@@ -51,12 +51,12 @@ async function historyChart(holder, user, program) {
   }));
   const flagged = [];
   for (const s of h.sizes) for (const r of s.runs) if (r.flagged) flagged.push({ x: r.end, y: r.wall_s });
-  datasets.push({ label: "flagged regressions", data: flagged, showLine: false, pointStyle: "crossRot", pointRadius: 9, borderWidth: 3, borderColor: "#c00" });
+  datasets.push({ label: "flagged regressions", data: flagged, showLine: false, pointStyle: "crossRot", pointRadius: 9, borderWidth: 3, borderColor: "#000", backgroundColor: "#000" });
   chart(id, {
     type: "line",
     data: { datasets },
     options: {
-      scales: { x: { type: "linear", ticks: { callback: (v) => when(v).slice(0, 10) } }, y: { title: { display: true, text: "wall time per rank (s)" } } },
+      scales: { x: axis("end of the run (UTC)", { type: "linear", ticks: { callback: (v) => when(v).slice(0, 10) } }), y: axis("wall time per rank (s)") },
       plugins: { title: { display: true, text: shortLabel("History at each size: " + programName(program)) } },
     },
   });
@@ -143,7 +143,9 @@ export function comparePart(main, r) {
     el("div", { class: "chart" }, el("canvas", { id: "compare-chart" })));
   const table = el("table", { id: "compare-table" }, el("tr", {}, ...["routine", "this job (s per rank)", "previous", "change"].map((h) => el("th", {}, h))));
   for (const x of p.routines) {
-    const change = x.previous_time_s > 0 ? `${fmt(100 * (x.time_s / x.previous_time_s - 1))} %` : "new";
+    // "new" only for a routine that no earlier run at this size called.
+    const change = x.previous_time_s > 0 ? `${fmt(100 * (x.time_s / x.previous_time_s - 1))} %`
+      : x.in_previous ? "no time before" : x.in_earlier_runs ? "not in the previous run" : "new";
     table.append(el("tr", {}, el("td", {}, shortText(x.name, 60)), el("td", { class: "n" }, fmt(x.time_s, 4)), el("td", { class: "n" }, fmt(x.previous_time_s, 4)), el("td", { class: "n" }, change)));
   }
   holder.append(table);
@@ -157,6 +159,6 @@ export function comparePart(main, r) {
         { label: "previous run (s per rank)", data: top.map((x) => x.previous_time_s) },
       ],
     },
-    options: { plugins: { title: { display: true, text: "Routine by routine against the previous run" } } },
+    options: { scales: { y: axis("time per rank (s)") }, plugins: { title: { display: true, text: "Routine by routine against the previous run" } } },
   });
 }

@@ -76,6 +76,16 @@ def records(uid_a, uid_b, now):
                                ("MPI_Send", "MPI_Bcast", "MPI_Gather"))):
         add(f"newer-{n}.json", run(f"newer:{n}", 2, 2.0, {r: (20, 0.1, 160) for r in names},
                                    now - DAY + n * 600, "/home/a/newer"))
+    # A's file whose record names B; a job that called MPI_Abort(2); one ended by a signal.
+    claim = run("claim:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/claim")
+    claim["job"].update({"user": USER_B, "uid": uid_b})
+    add("claim.json", claim)
+    aborted = run("abort:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
+    aborted["job"].update({"status": "aborted", "abort_code": 2})
+    add("abort.json", aborted)
+    signalled = run("signal:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
+    signalled["job"].update({"status": "signal", "signal": 11})
+    add("signal.json", signalled)
     return out
 
 
@@ -148,14 +158,14 @@ class WebViewsTest(unittest.TestCase):
 
     def test_trends_page_lists_every_program_and_draws_the_flagged_one(self):
         seen = self.browse()["trends"]
-        self.assertEqual(len(seen["rows"]), PROGRAMS + 3, seen)  # with init and newer
+        self.assertEqual(len(seen["rows"]), PROGRAMS + 5, seen)  # with init, newer, claim, abort
         # The rarely run program that regressed: listed first, its flag counted, its charts drawn.
         self.assertEqual(seen["rows"][0], [RARE, "15", "1, 2, 4, 8", "1", "yes"])
         self.assertEqual(sorted(r[0] for r in seen["rows"][1:PROGRAMS + 1]),
                          [f"/home/a/prog{k}" for k in range(PROGRAMS)])
         self.assertEqual(sorted(r[0] for r in seen["rows"][PROGRAMS + 1:]),
-                         ["/home/a/init", "/home/a/newer"])
-        self.assertIn("12 programs; charts of 8 of the 10 modelled", seen["note"])
+                         ["/home/a/abort", "/home/a/claim", "/home/a/init", "/home/a/newer"])
+        self.assertIn("14 programs; charts of 8 of the 10 modelled", seen["note"])
         self.assertEqual(len(seen["drawn"]), 8)
         self.assertEqual(seen["drawn"][0], RARE)
         # Any program chosen in the table: its charts (the last modelled one, the 10th row).
@@ -203,6 +213,27 @@ class WebViewsTest(unittest.TestCase):
         self.assertEqual(change["MPI_Gather"], "new")
         self.assertEqual(change["MPI_Bcast"], "not in the previous run")
         self.assertEqual(change["MPI_Send"], "0.0 %")
+
+    # ---- facts ----
+
+    def test_job_claiming_another_user_shows_its_owner_and_the_claim(self):
+        facts = self.browse()["facts"]
+        uid = {n: pwd.getpwnam(n).pw_uid for n in (USER_A, USER_B)}
+        self.assertIn(f"Owner: {USER_A} (uid {uid[USER_A]})", facts["claim"]["owner"])
+        self.assertIn(f"claims another user: {USER_B} (uid {uid[USER_B]})", facts["claim"]["mismatch"])
+        self.assertIn(f"Owner: {USER_A}", facts["init"]["owner"])
+        self.assertIsNone(facts["init"]["mismatch"])
+
+    def test_job_page_says_how_the_job_ended(self):
+        facts = self.browse()["facts"]
+        self.assertEqual(facts["abort"]["ended"], "Ended: aborted by MPI_Abort with code 2.")
+        self.assertEqual(facts["signal"]["ended"], "Ended: ended by signal 11.")
+        # The record has no exit code after MPI_Finalize: the page says so, not "finalized".
+        self.assertIn("exit code afterwards is not recorded", facts["init"]["ended"])
+
+    def test_bad_number_names_its_range_as_written(self):
+        error = self.browse()["bad_number"]
+        self.assertIn('parameter min_mpi must be a number from 0 to 100, not "lots"', error)
 
 
 if __name__ == "__main__":

@@ -107,6 +107,15 @@ async function jobPage(page, url) {
       return [td[0].textContent, td[3].textContent];
     }));
 
+    // Whose job and how it ended.
+    seen.facts = {};
+    for (const [name, record] of [["claim", "claim:1"], ["abort", "abort:1"], ["signal", "signal:1"], ["init", "init:1"]]) {
+      await ready(page, `${input.base}/job/${input.jobs[record]}`);
+      seen.facts[name] = { owner: await text(page, "#job-owner"), mismatch: await text(page, "#owner-mismatch"), ended: await text(page, "#job-ended") };
+    }
+    await ready(page, `${input.base}/jobs?min_mpi=lots`);
+    seen.bad_number = await text(page, "p.error");
+
     const admin = await login(browser, input.base, input.admin_token, seen);
     await ready(admin.page, input.base + "/site");
     seen.charts.push(...(await charts(admin.page, "site")));

@@ -141,6 +141,13 @@ std::optional<std::int64_t> int_param(const httplib::Request& req, const std::st
   return n;
 }
 
+// A bound as a person writes it: 0, 100, 0.5 (not 0.000000).
+std::string shortest(double d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", d);
+  return text;
+}
+
 std::optional<double> number_param(const httplib::Request& req, const std::string& name, double min,
                                    double max) {
   if (!req.has_param(name) || req.get_param_value(name).empty())
@@ -154,8 +161,8 @@ std::optional<double> number_param(const httplib::Request& req, const std::strin
     used = 0;
   }
   if (used != v.size() || !(d >= min && d <= max))
-    throw bad_request("parameter " + name + " must be a number from " + std::to_string(min) +
-                      " to " + std::to_string(max) + ", not \"" + v + "\"");
+    throw bad_request("parameter " + name + " must be a number from " + shortest(min) + " to " +
+                      shortest(max) + ", not \"" + v + "\"");
   return d;
 }
 

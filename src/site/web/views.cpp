@@ -83,6 +83,9 @@ json job_json(const site::job_row& j) {
             {"record_id", j.record_id},
             {"owner", j.owner},
             {"owner_uid", j.owner_uid},
+            {"claimed_user", j.claimed_user},
+            {"claimed_uid", j.claimed_uid},
+            {"owner_mismatch", j.owner_mismatch},
             {"start", j.start_time},
             {"end", j.end_time},
             {"ranks", j.ranks},
@@ -186,6 +189,11 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
     return o;
   const json& job = rec.value("job", json::object());
   o["argv"] = job.value("argv", json::array());
+  // How the job ended. A process's exit code after MPI_Finalize is not in the record: the
+  // record is written inside MPI_Finalize, before the program returns its code.
+  o["ended"] = {{"status", job.value("status", json(sj.job.status))},
+                {"abort_code", job.value("abort_code", json(nullptr))},
+                {"signal", job.value("signal", json(nullptr))}};
   o["mpi_percent_by_rank"] = job.value("mpi_percent_by_rank", json::object());
   json routines = json::array();
   if (rec.contains("routines") && rec["routines"].is_object())

@@ -165,6 +165,30 @@ async function jobsPage(app) {
 // "1 job", "2 jobs", with thousands separated.
 export const count = (n, noun) => `${Number(n).toLocaleString("en")} ${noun}${n === 1 ? "" : "s"}`;
 
+// How a job ended, in words; the record has no exit code for a job that reached MPI_Finalize.
+function endedText(e) {
+  switch (e.status) {
+    case "finalized": return "MPI_Finalize reached on every rank (the program's exit code afterwards is not recorded).";
+    case "aborted": return `aborted by MPI_Abort` + (e.abort_code !== null && e.abort_code !== undefined ? ` with code ${e.abort_code}.` : ".");
+    case "signal": return `ended by signal ${e.signal}.`;
+    case "exit": return "a rank exited without calling MPI_Finalize (its exit code is not recorded).";
+    case "killed": return "a rank was killed with no handler run (SIGKILL); the record was rebuilt by strata recover.";
+    default: return String(e.status) + ".";
+  }
+}
+
+// Whose job it is (the owner of its record's file) against whom the record names, and how it ended.
+function jobFacts(main, r) {
+  const j = r.job;
+  const facts = el("section", { id: "job-facts" },
+    el("p", { id: "job-owner" }, `Owner: ${j.owner} (uid ${j.owner_uid}), who wrote its record.`));
+  if (j.owner_mismatch)
+    facts.append(el("p", { id: "owner-mismatch", class: "error" },
+      `The record claims another user: ${j.claimed_user || "(none)"} (uid ${j.claimed_uid}). The report below shows the claim; the owner above is what the file system says.`));
+  facts.append(el("p", { id: "job-ended", class: r.ended.status === "finalized" ? "" : "error" }, "Ended: " + endedText(r.ended)));
+  main.querySelector("h1").after(facts);
+}
+
 async function jobPage() {
   const id = document.body.dataset.job;
   const main = document.querySelector("main");
@@ -172,6 +196,7 @@ async function jobPage() {
   if (report) collapseLongCells(report);
   try {
     const r = await api(`/api/job/${id}`);
+    jobFacts(main, r);
     const measured = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
     // MPI_Init and MPI_Finalize bracket the wall time: shown apart, not as bars against it.
     const routines = measured.filter((x) => !x.outside_wall_time).sort((a, b) => b.per_rank_time_s.max - a.per_rank_time_s.max);

@@ -70,6 +70,7 @@ def records(uid_a, uid_b, now):
         init["routines"][name]["per_rank"]["time_s"] = {"min": most / 2, "mean": most * 0.75,
                                                         "max": most, "max_rank": 1}
     init["routines"]["MPI_Send"]["size_histogram"] = [[256, 40]]
+    init["job"].update({"mpi_time_s": 2.9, "mpi_percent": 100 * 2.9 / 12})  # MPI_Init not in it
     add("init.json", init)
     # A program whose second run skipped MPI_Bcast and whose third added MPI_Gather.
     for n, names in enumerate((("MPI_Send", "MPI_Bcast"), ("MPI_Send",),
@@ -86,6 +87,13 @@ def records(uid_a, uid_b, now):
     signalled = run("signal:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
     signalled["job"].update({"status": "signal", "signal": 11})
     add("signal.json", signalled)
+    # Critical jobs (MPI over 15 %): short test runs, the newest, and one that lost 19.2 MPI
+    # core-hours (64 ranks for an hour, 30 % in MPI) three weeks ago.
+    for n in range(5):
+        add(f"tiny-{n}.json", run(f"tiny:{n}", 1, 1.0, {"MPI_Barrier": (10, 0.5, 0)},
+                                  now - 600 + n, "/home/a/tiny"))
+    add("big.json", run("big:1", 64, 3600.0, {"MPI_Allreduce": (64000, 0.3 * 3600 * 64, 10 ** 9)},
+                        now - 20 * DAY, "/home/a/big"))
     return out
 
 
@@ -158,14 +166,15 @@ class WebViewsTest(unittest.TestCase):
 
     def test_trends_page_lists_every_program_and_draws_the_flagged_one(self):
         seen = self.browse()["trends"]
-        self.assertEqual(len(seen["rows"]), PROGRAMS + 5, seen)  # with init, newer, claim, abort
+        self.assertEqual(len(seen["rows"]), PROGRAMS + 7, seen)  # with init, newer, claim, abort, tiny, big
         # The rarely run program that regressed: listed first, its flag counted, its charts drawn.
         self.assertEqual(seen["rows"][0], [RARE, "15", "1, 2, 4, 8", "1", "yes"])
         self.assertEqual(sorted(r[0] for r in seen["rows"][1:PROGRAMS + 1]),
                          [f"/home/a/prog{k}" for k in range(PROGRAMS)])
         self.assertEqual(sorted(r[0] for r in seen["rows"][PROGRAMS + 1:]),
-                         ["/home/a/abort", "/home/a/claim", "/home/a/init", "/home/a/newer"])
-        self.assertIn("14 programs; charts of 8 of the 10 modelled", seen["note"])
+                         ["/home/a/abort", "/home/a/big", "/home/a/claim", "/home/a/init",
+                          "/home/a/newer", "/home/a/tiny"])
+        self.assertIn("16 programs; charts of 8 of the 10 modelled", seen["note"])
         self.assertEqual(len(seen["drawn"]), 8)
         self.assertEqual(seen["drawn"][0], RARE)
         # Any program chosen in the table: its charts (the last modelled one, the 10th row).
@@ -234,6 +243,32 @@ class WebViewsTest(unittest.TestCase):
     def test_bad_number_names_its_range_as_written(self):
         error = self.browse()["bad_number"]
         self.assertIn('parameter min_mpi must be a number from 0 to 100, not "lots"', error)
+
+    # ---- ranking by waste ----
+
+    def test_jobs_ranked_by_mpi_core_hours_with_status_and_regression(self):
+        ranked = self.browse()["ranked"]
+        for name in ("MPI core-h", "Ended", "Regression"):
+            self.assertIn(name, ranked["head"])
+        column = {name: ranked["head"].index(name) for name in ranked["head"]}
+        first = ranked["rows"][0]
+        self.assertEqual(first[column["Job"]], "big:1")
+        self.assertEqual(first[column["MPI core-h"]], "19")  # 0.3 x 64 ranks x 1 h
+        hours = [float(r[column["MPI core-h"]]) for r in ranked["rows"]]
+        self.assertEqual(hours, sorted(hours, reverse=True))
+        self.assertEqual(ranked["sort"], "mpi_hours")
+        ended = {r[column["Job"]]: r[column["Ended"]] for r in ranked["rare"] + ranked["abort"]}
+        self.assertEqual(ended["abort:1"], "aborted")
+        self.assertEqual(ended["rare:4:5"], "finalized")
+        flagged = {r[column["Job"]] for r in ranked["rare"] if r[column["Regression"]] == "flagged"}
+        self.assertEqual(flagged, {"rare:4:5"})
+
+    def test_critical_jobs_led_by_the_most_mpi_core_hours(self):
+        critical = self.browse()["critical"]
+        self.assertEqual(critical["jobs"][0], "big:1", critical)  # not the newest tiny runs
+        self.assertEqual(len(critical["hours"]), len(critical["jobs"]))
+        self.assertEqual(critical["hours"], sorted(critical["hours"], reverse=True))
+        self.assertIn("most MPI core-hours first", critical["title"])
 
 
 if __name__ == "__main__":

@@ -116,9 +116,31 @@ async function jobPage(page, url) {
     await ready(page, `${input.base}/jobs?min_mpi=lots`);
     seen.bad_number = await text(page, "p.error");
 
+    // Jobs ranked by MPI core-hours, with how each ended and whether it was flagged.
+    const rows = () => page.$$eval("#jobs tbody tr", (r) => r.map((tr) => [...tr.cells].map((td) => td.textContent)));
+    await ready(page, `${input.base}/jobs?sort=mpi_hours&per_page=10`);
+    seen.ranked = {
+      head: await page.$$eval("#jobs thead th", (h) => h.map((x) => x.textContent)),
+      rows: await rows(),
+      sort: await page.$eval("#filter select[name=sort]", (s) => s.value).catch(() => null),
+    };
+    await ready(page, `${input.base}/jobs?q=rare&per_page=50`);
+    seen.ranked.rare = await rows();
+    await ready(page, `${input.base}/jobs?q=abort:&per_page=50`);
+    seen.ranked.abort = await rows();
+
     const admin = await login(browser, input.base, input.admin_token, seen);
     await ready(admin.page, input.base + "/site");
     seen.charts.push(...(await charts(admin.page, "site")));
+    seen.critical = {
+      title: await text(admin.page, "#app h2"),
+      ...(await admin.page.evaluate(() => {
+        const head = [...document.querySelectorAll("#jobs thead th")].map((x) => x.textContent);
+        const at = head.indexOf("MPI core-h");
+        const rows = [...document.querySelectorAll("#jobs tbody tr")].map((tr) => [...tr.cells].map((td) => td.textContent));
+        return { jobs: rows.map((r) => r[0]), hours: at < 0 ? [] : rows.map((r) => Number(r[at])) };
+      })),
+    };
     process.stdout.write(JSON.stringify(seen));
   } finally {
     await browser.close();

@@ -408,7 +408,12 @@ public:
       if (!v.admin)
         throw forbidden("the site figures are for admins");
       const int days = static_cast<int>(int_param(req, "days", 1, 3660).value_or(28));
-      return json::parse(site_figures(days));
+      json figures = json::parse(site_figures(days));
+      if (figures.contains("critical_jobs")) {
+        auto db = pool_.take();
+        mark_flagged(*db, figures["critical_jobs"]);
+      }
+      return figures;
     });
   }
 
@@ -538,16 +543,15 @@ private:
       f.when = site::period{t - *days * day, t};
     }
     static const std::map<std::string, site::job_order> orders = {
-        {"end", site::job_order::end_desc},
-        {"end_asc", site::job_order::end_asc},
-        {"mpi", site::job_order::mpi_percent_desc},
-        {"cpu", site::job_order::cpu_time_desc},
-        {"ranks", site::job_order::ranks_desc}};
+        {"end", site::job_order::end_desc},         {"end_asc", site::job_order::end_asc},
+        {"mpi", site::job_order::mpi_percent_desc}, {"cpu", site::job_order::cpu_time_desc},
+        {"ranks", site::job_order::ranks_desc},     {"mpi_hours", site::job_order::mpi_time_desc}};
     if (const auto sort = text_param(req, "sort")) {
       const auto it = orders.find(*sort);
       if (it == orders.end())
-        throw bad_request("parameter sort must be one of end, end_asc, mpi, cpu, ranks, not \"" +
-                          *sort + "\"");
+        throw bad_request(
+            "parameter sort must be one of end, end_asc, mpi, cpu, ranks, mpi_hours, not \"" +
+            *sort + "\"");
       f.order = it->second;
     }
     return f;
@@ -559,18 +563,17 @@ private:
     const std::int64_t page_no = int_param(req, "page", 1, 1000000).value_or(1);
     f.limit = per_page;
     f.offset = (page_no - 1) * per_page;
-    std::vector<site::job_row> rows;
+    json a = json::array();
     std::int64_t total = 0;
     {
       auto db = pool_.take();
       // Counting every match of a million jobs costs more than the page: count up to a bound.
       site::job_page found = site::jobs_and_count(*db, f, count_bound);
-      rows = std::move(found.rows);
       total = found.matches;
+      for (const auto& j : found.rows)
+        a.push_back(job_json(j));
+      mark_flagged(*db, a);
     }
-    json a = json::array();
-    for (const auto& j : rows)
-      a.push_back(job_json(j));
     return {{"total", total},
             {"total_is_lower_bound", total >= count_bound},
             {"page", page_no},

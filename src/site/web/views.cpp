@@ -219,6 +219,22 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
   return o;
 }
 
+void mark_flagged(site::store& db, json& jobs) {
+  if (jobs.empty())
+    return;
+  std::vector<site::store::param> ids;
+  std::string in;
+  for (const json& j : jobs) {
+    ids.emplace_back(j.value("id", std::int64_t{0}));
+    in += (in.empty() ? "$" : ", $") + std::to_string(ids.size());
+  }
+  std::set<std::int64_t> flagged;
+  db.query("SELECT job_id FROM regressions WHERE job_id IN (" + in + ")", ids,
+           [&](const site::store::row& r) { flagged.insert(r.i64(0)); });
+  for (json& j : jobs)
+    j["flagged"] = flagged.count(j.value("id", std::int64_t{0})) != 0;
+}
+
 json models_json(site::store& db, const std::string& user) {
   site::model_options o;
   o.owner = user;

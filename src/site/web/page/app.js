@@ -93,15 +93,19 @@ function collapseLongCells(root, max = 300) {
 export const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));
 export const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16);
 
+// MPI core-hours (the MPI time summed over ranks): enough digits that a short run is not 0.00.
+const mpiHours = (s) => { const h = s / 3600; return h >= 10 ? fmt(h, 0) : h >= 0.01 ? fmt(h, 2) : h > 0 ? h.toPrecision(2) : "0"; };
+
 function jobsTable(jobs, showOwner) {
   const head = ["Job", "End (UTC)", showOwner ? "User" : null, "Executable", "Language", "Ranks",
-    "Wall s", "CPU h", "MPI %"].filter((h) => h !== null);
+    "Wall s", "CPU h", "MPI %", "MPI core-h", "Ended", "Regression"].filter((h) => h !== null);
   const table = el("table", { id: "jobs" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
   const body = el("tbody");
   for (const j of jobs) {
     const link = el("a", { href: `/job/${j.id}` }, shortText(j.record_id, 40));
     const cells = [link, when(j.end), showOwner ? shortText(j.owner, 24) : null, shortText(j.executable), shortText(j.language, 24),
-      j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent)];
+      j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent),
+      mpiHours(j.mpi_time_s), j.status, j.flagged ? el("a", { href: `/job/${j.id}`, class: "error" }, "flagged") : ""];
     const tr = el("tr", { "data-owner": j.owner });
     for (const c of cells) if (c !== null) tr.append(el("td", {}, c));
     body.append(tr);
@@ -127,7 +131,7 @@ async function jobsPage(app) {
   form.append(el("label", {}, lang), field("Ranks from", "min_ranks", { size: 5 }),
     field("to", "max_ranks", { size: 5 }), field("MPI % over", "min_mpi", { size: 4 }));
   const sort = el("select", { name: "sort" });
-  for (const [v, t] of [["end", "newest"], ["end_asc", "oldest"], ["mpi", "MPI %"], ["cpu", "CPU time"], ["ranks", "ranks"]]) {
+  for (const [v, t] of [["end", "newest"], ["end_asc", "oldest"], ["mpi_hours", "MPI core-hours"], ["mpi", "MPI %"], ["cpu", "CPU time"], ["ranks", "ranks"]]) {
     const o = el("option", { value: v }, t);
     if ((params.get("sort") || "end") === v) o.selected = true;
     sort.append(o);
@@ -342,7 +346,7 @@ async function sitePage(app) {
       options: { scales: { y: axis("%") }, plugins: { title: { display: true, text: "Routine groups used (Fig. 11)" } } },
     });
     if ((r.critical_jobs || []).length) {
-      app.append(el("h2", {}, `Critical jobs (${r.critical_job_count})`));
+      app.append(el("h2", {}, `Critical jobs (${count(r.critical_job_count, "job")}), most MPI core-hours first`));
       app.append(jobsTable(r.critical_jobs, true));
     }
   } catch (e) {

@@ -42,6 +42,8 @@ std::string_view order_column(job_order o) {
     return "cpu_time_s";
   case job_order::ranks_desc:
     return "ranks";
+  case job_order::mpi_time_desc:
+    return "mpi_time_s";
   case job_order::end_asc:
   case job_order::end_desc:
   case job_order::latest:
@@ -146,6 +148,7 @@ std::string order_clause(job_order o, list_plan plan = list_plan::planner) {
   case job_order::mpi_percent_desc:
   case job_order::cpu_time_desc:
   case job_order::ranks_desc:
+  case job_order::mpi_time_desc:
     break;
   }
   // Ties (many jobs share a size, some an MPI % or CPU time) newest first: the site-wide
@@ -213,8 +216,11 @@ job_page jobs_and_count(store& db, const job_filter& filter, std::int64_t cap) {
   // PostgreSQL); one owner's or program's jobs, read from their index, cost the same on any
   // page.
   const bool deep = filter.offset + filter.limit > 1000 && (filter.owner || filter.text);
+  // MPI time has no index to walk: a filter's index, then sort (the whole table when unfiltered).
+  const bool no_order_index = filter.order == job_order::mpi_time_desc;
   if (chooses)
-    plan = page.matches < db.list_threshold() || deep ? list_plan::by_filter : list_plan::by_order;
+    plan = page.matches < db.list_threshold() || deep || no_order_index ? list_plan::by_filter
+                                                                        : list_plan::by_order;
   // The page's job ids first, from an index that holds every filter and sort column (no row
   // is read for the rows skipped or filtered out, unless a text is searched), then their rows.
   std::vector<store::param> params;

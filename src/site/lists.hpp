@@ -16,8 +16,18 @@ class store;
 
 // end_desc and end_asc break ties by job id (stable pages); latest orders by end time alone,
 // which the period indexes deliver without sorting (reports' "latest critical jobs").
-// By MPI %, CPU time or size: ties newest first.
-enum class job_order { end_desc, end_asc, mpi_percent_desc, cpu_time_desc, ranks_desc, latest };
+// By MPI %, CPU time, size or MPI time (summed over ranks: CPU time x MPI share, the MPI
+// core-hours a job lost; no index of its own, so its matches are read and sorted): ties newest
+// first.
+enum class job_order {
+  end_desc,
+  end_asc,
+  mpi_percent_desc,
+  cpu_time_desc,
+  ranks_desc,
+  latest,
+  mpi_time_desc
+};
 
 struct job_filter {
   std::optional<period> when;

@@ -370,7 +370,9 @@ report build_report(store& db, const report_options& o) {
   job_filter critical;
   critical.when = o.when;
   critical.min_mpi_percent = o.critical_mpi_percent;
-  critical.order = job_order::latest;
+  // The site's critical jobs by what they lost (MPI core-hours), not newest first: a period's
+  // newest are mostly short test runs of a few seconds.
+  critical.order = job_order::mpi_time_desc;
   critical.limit = o.critical_job_limit;
   if (site_only) {
     s.critical_job_count = count_critical(db, o.when, o.critical_mpi_percent);

@@ -409,8 +409,9 @@ std::string render_text(const report& r) {
     out += "\nMPI routines' profiles (Fig. 10):\n" +
            text_table(routine_table(s.routines, any_split(s.routines)));
     out += "\nUsage of the MPI routines' groups (Fig. 11):\n" + text_table(group_table(s.groups));
-    out += fmt::format("\nCritical jobs (MPI above {:g} %, latest {} of {}):\n",
-                       o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
+    out +=
+        fmt::format("\nCritical jobs (MPI above {:g} %, the {} of {} with most MPI core-hours):\n",
+                    o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
     out += text_table(jobs_table(s.critical_jobs, true));
     out += fmt::format("\nRegressions ({}; latest {} of {}):\n", regressions_intro,
                        s.regressions.size(), s.regression_count);
@@ -445,8 +446,9 @@ std::string render_html(const report& r) {
             html_table(routine_table(s.routines, any_split(s.routines)));
     body += "<h2>Usage of the MPI routines' groups (Fig. 11)</h2>\n" +
             html_table(group_table(s.groups));
-    body += fmt::format("<h2>Critical jobs (MPI above {:g} %, latest {} of {})</h2>\n",
-                        o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
+    body += fmt::format(
+        "<h2>Critical jobs (MPI above {:g} %, the {} of {} with most MPI core-hours)</h2>\n",
+        o.critical_mpi_percent, s.critical_jobs.size(), s.critical_job_count);
     body += html_table(jobs_table(s.critical_jobs, true));
     body += fmt::format("<h2>Regressions (latest {} of {})</h2>\n<p>{}</p>\n", s.regressions.size(),
                         s.regression_count, escape_markup(regressions_intro));

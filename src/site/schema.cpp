@@ -302,6 +302,17 @@ CREATE TABLE job_pvars (
     R"sql(
 ALTER TABLE mpi_t_settings ADD COLUMN settings TEXT NOT NULL DEFAULT '';
 )sql",
+    // 11: the jobs' MPI time (MPI core-hours) in the period's and the owner's list indexes, so
+    // that the site's critical jobs by MPI time and the lists ranked by it sort index entries
+    // instead of reading every matching row (the site page of 90 days at 200,000 jobs: 1.4 s).
+    R"sql(
+DROP INDEX jobs_period;
+CREATE INDEX jobs_period ON jobs (end_time, mpi_percent, owner, language, ranks, cpu_class,
+  cpu_time_s, mpi_time_s{{row_id}});
+DROP INDEX jobs_owner_list;
+CREATE INDEX jobs_owner_list ON jobs (owner, end_time, mpi_percent, cpu_time_s, ranks, language,
+  mpi_time_s{{row_id}});
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on

@@ -17,7 +17,8 @@
 //                                         language, size class and CPU-time class
 //   (4: covering indexes of the jobs lists; 5: per-owner sort indexes, dropped again by 6)
 //   executables(executable)               (6) distinct paths: what a search looks up first
-//   (6: jobs_by_executable, jobs_record_id; 7: job_routines loses its end_time index)
+//   (6: jobs_by_executable, jobs_record_id; 7: job_routines loses its end_time index;
+//   11: jobs_period and jobs_owner_list hold mpi_time_s)
 //   programs(program_id, owner, executable, arguments)    (8) what models and regressions
 //                                         group runs by (site/programs.hpp)
 //   program_runs(program_id, ranks, end_time, job_id)     (8) each job's time per rank
@@ -32,6 +33,6 @@
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 10;
+inline constexpr int store_schema_version = 11;
 
 } // namespace strata::site

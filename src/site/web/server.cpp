@@ -141,6 +141,13 @@ std::optional<std::int64_t> int_param(const httplib::Request& req, const std::st
   return n;
 }
 
+// A bound as a person writes it: 0, 100, 0.5 (not 0.000000).
+std::string shortest(double d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", d);
+  return text;
+}
+
 std::optional<double> number_param(const httplib::Request& req, const std::string& name, double min,
                                    double max) {
   if (!req.has_param(name) || req.get_param_value(name).empty())
@@ -154,8 +161,8 @@ std::optional<double> number_param(const httplib::Request& req, const std::strin
     used = 0;
   }
   if (used != v.size() || !(d >= min && d <= max))
-    throw bad_request("parameter " + name + " must be a number from " + std::to_string(min) +
-                      " to " + std::to_string(max) + ", not \"" + v + "\"");
+    throw bad_request("parameter " + name + " must be a number from " + shortest(min) + " to " +
+                      shortest(max) + ", not \"" + v + "\"");
   return d;
 }
 
@@ -184,15 +191,17 @@ std::string page(const std::string& title, const std::string& page_name, const v
          " - Strata</title>\n<link rel=\"icon\" href=\"/favicon.ico\"><link rel=\"stylesheet\" "
          "href=\"/assets/strata-web.css\">"
          "<script defer src=\"/assets/strata-web.js\"></script></head>\n<body data-page=\"" +
-         escape_markup(page_name) + "\"" + data_attributes + ">\n" + nav + "\n<main>\n<h1>" +
-         escape_markup(title) + "</h1>\n" + main_html + "\n</main></body></html>\n";
+         escape_markup(page_name) + "\"" +
+         (v ? " data-self=\"" + escape_markup(v->who.user) + "\"" : std::string()) +
+         data_attributes + ">\n" + nav + "\n<main>\n<h1>" + escape_markup(title) + "</h1>\n" +
+         main_html + "\n</main></body></html>\n";
 }
 
 constexpr const char* stylesheet = R"css(
 body{font-family:sans-serif;margin:0}nav{background:#234;color:#fff;padding:6px 12px}
 nav a{color:#fff;margin-right:12px}nav .who{margin-left:24px}form.inline{display:inline}
 main{padding:12px;overflow-wrap:anywhere}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}
+td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}tr.chosen{background:#ffd}
 .chart{position:relative;width:760px;max-width:100%;height:320px;margin:12px 0}
 button.expand{font-size:smaller}
 .error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}
@@ -399,7 +408,12 @@ public:
       if (!v.admin)
         throw forbidden("the site figures are for admins");
       const int days = static_cast<int>(int_param(req, "days", 1, 3660).value_or(28));
-      return json::parse(site_figures(days));
+      json figures = json::parse(site_figures(days));
+      if (figures.contains("critical_jobs")) {
+        auto db = pool_.take();
+        mark_flagged(*db, figures["critical_jobs"]);
+      }
+      return figures;
     });
   }
 
@@ -529,16 +543,15 @@ private:
       f.when = site::period{t - *days * day, t};
     }
     static const std::map<std::string, site::job_order> orders = {
-        {"end", site::job_order::end_desc},
-        {"end_asc", site::job_order::end_asc},
-        {"mpi", site::job_order::mpi_percent_desc},
-        {"cpu", site::job_order::cpu_time_desc},
-        {"ranks", site::job_order::ranks_desc}};
+        {"end", site::job_order::end_desc},         {"end_asc", site::job_order::end_asc},
+        {"mpi", site::job_order::mpi_percent_desc}, {"cpu", site::job_order::cpu_time_desc},
+        {"ranks", site::job_order::ranks_desc},     {"mpi_hours", site::job_order::mpi_time_desc}};
     if (const auto sort = text_param(req, "sort")) {
       const auto it = orders.find(*sort);
       if (it == orders.end())
-        throw bad_request("parameter sort must be one of end, end_asc, mpi, cpu, ranks, not \"" +
-                          *sort + "\"");
+        throw bad_request(
+            "parameter sort must be one of end, end_asc, mpi, cpu, ranks, mpi_hours, not \"" +
+            *sort + "\"");
       f.order = it->second;
     }
     return f;
@@ -550,18 +563,17 @@ private:
     const std::int64_t page_no = int_param(req, "page", 1, 1000000).value_or(1);
     f.limit = per_page;
     f.offset = (page_no - 1) * per_page;
-    std::vector<site::job_row> rows;
+    json a = json::array();
     std::int64_t total = 0;
     {
       auto db = pool_.take();
       // Counting every match of a million jobs costs more than the page: count up to a bound.
       site::job_page found = site::jobs_and_count(*db, f, count_bound);
-      rows = std::move(found.rows);
       total = found.matches;
+      for (const auto& j : found.rows)
+        a.push_back(job_json(j));
+      mark_flagged(*db, a);
     }
-    json a = json::array();
-    for (const auto& j : rows)
-      a.push_back(job_json(j));
     return {{"total", total},
             {"total_is_lower_bound", total >= count_bound},
             {"page", page_no},

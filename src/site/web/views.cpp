@@ -3,17 +3,21 @@
 
 #include "profiler/record/record.hpp"
 #include "profiler/record/render.hpp"
+#include "profiler/routine_classes.hpp"
 #include "site/programs.hpp"
 
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace strata::web {
 
 using nlohmann::json;
 
 namespace {
+
+constexpr int earlier_runs = 20; // of the program at the job's size, for routines new to it
 
 json flag_json(const site::regression_flag& f) {
   json moved = json::array();
@@ -29,22 +33,37 @@ json previous_run_json(site::store& db, const site::stored_job& sj) {
   const std::optional<site::program> prog = site::program_of(db, sj);
   if (!prog)
     return nullptr;
+  // The earlier runs tell a routine new to the program from one the previous run skipped.
   const std::vector<site::program_run> before =
-      site::history_of(db, prog->id, sj.job.ranks, sj.job.end_time, 1);
+      site::history_of(db, prog->id, sj.job.ranks, sj.job.end_time, earlier_runs);
   if (before.empty())
     return nullptr;
+  std::vector<std::int64_t> earlier_ids;
+  for (const site::program_run& r : before)
+    earlier_ids.push_back(r.job_id);
+  std::set<std::string> ran_earlier;
+  for (const auto& [job, times] : site::routine_times(db, earlier_ids))
+    for (const auto& [routine, t] : times)
+      ran_earlier.insert(routine);
   const std::optional<site::stored_job> prev = db.job(before.front().job_id);
   if (!prev)
     return nullptr;
   const double ranks = static_cast<double>(std::max<std::int64_t>(sj.job.ranks, 1));
   std::map<std::string, std::pair<double, double>> by_routine; // this, previous
+  std::set<std::string> in_previous;
   for (const site::routine_row& r : sj.routines)
     by_routine[r.routine].first = r.time_s / ranks;
-  for (const site::routine_row& r : prev->routines)
+  for (const site::routine_row& r : prev->routines) {
     by_routine[r.routine].second = r.time_s / ranks;
+    in_previous.insert(r.routine);
+  }
   json routines = json::array();
   for (const auto& [name, t] : by_routine)
-    routines.push_back({{"name", name}, {"time_s", t.first}, {"previous_time_s", t.second}});
+    routines.push_back({{"name", name},
+                        {"time_s", t.first},
+                        {"previous_time_s", t.second},
+                        {"in_previous", in_previous.count(name) != 0},
+                        {"in_earlier_runs", ran_earlier.count(name) != 0}});
   std::sort(routines.begin(), routines.end(), [](const json& a, const json& b) {
     return a["time_s"].get<double>() + a["previous_time_s"].get<double>() >
            b["time_s"].get<double>() + b["previous_time_s"].get<double>();
@@ -64,6 +83,9 @@ json job_json(const site::job_row& j) {
             {"record_id", j.record_id},
             {"owner", j.owner},
             {"owner_uid", j.owner_uid},
+            {"claimed_user", j.claimed_user},
+            {"claimed_uid", j.claimed_uid},
+            {"owner_mismatch", j.owner_mismatch},
             {"start", j.start_time},
             {"end", j.end_time},
             {"ranks", j.ranks},
@@ -167,6 +189,11 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
     return o;
   const json& job = rec.value("job", json::object());
   o["argv"] = job.value("argv", json::array());
+  // How the job ended. A process's exit code after MPI_Finalize is not in the record: the
+  // record is written inside MPI_Finalize, before the program returns its code.
+  o["ended"] = {{"status", job.value("status", json(sj.job.status))},
+                {"abort_code", job.value("abort_code", json(nullptr))},
+                {"signal", job.value("signal", json(nullptr))}};
   o["mpi_percent_by_rank"] = job.value("mpi_percent_by_rank", json::object());
   json routines = json::array();
   if (rec.contains("routines") && rec["routines"].is_object())
@@ -179,19 +206,46 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
                 {"size_histogram", r.value("size_histogram", json::array())}};
       if (r.contains("per_rank") && r["per_rank"].is_object())
         x["per_rank_time_s"] = r["per_rank"].value("time_s", json::object());
+      // MPI_Init's and MPI_Finalize's time lies outside the wall time the job's figures use.
+      x["outside_wall_time"] = profiler::excluded_from_mpi_time(name);
       routines.push_back(x);
     }
   o["routines"] = routines;
   if (const std::optional<site::regression_row> g = site::regression_of(db, sj.job.job_id))
     o["regression"] = flag_json(g->flag);
+  if (const std::optional<site::program> prog = site::program_of(db, sj))
+    o["program_id"] = prog->id;
   o["previous"] = previous_run_json(db, sj);
   return o;
+}
+
+void mark_flagged(site::store& db, json& jobs) {
+  if (jobs.empty())
+    return;
+  std::vector<site::store::param> ids;
+  std::string in;
+  for (const json& j : jobs) {
+    ids.emplace_back(j.value("id", std::int64_t{0}));
+    in += (in.empty() ? "$" : ", $") + std::to_string(ids.size());
+  }
+  std::set<std::int64_t> flagged;
+  db.query("SELECT job_id FROM regressions WHERE job_id IN (" + in + ")", ids,
+           [&](const site::store::row& r) { flagged.insert(r.i64(0)); });
+  for (json& j : jobs)
+    j["flagged"] = flagged.count(j.value("id", std::int64_t{0})) != 0;
 }
 
 json models_json(site::store& db, const std::string& user) {
   site::model_options o;
   o.owner = user;
-  return json::parse(site::render_models_json(site::build_models(db, o)));
+  json out = json::parse(site::render_models_json(site::build_models(db, o)));
+  // Each program's flagged runs, so that the page draws those programs first.
+  std::map<std::int64_t, std::int64_t> flagged;
+  for (const site::regression_row& g : site::regressions_in(db, {0, INT64_MAX}, user, 100000))
+    ++flagged[g.prog.id];
+  for (json& p : out["programs"])
+    p["flagged"] = flagged[p.value("program_id", std::int64_t{0})];
+  return out;
 }
 
 std::optional<json> history_json(site::store& db, std::int64_t program_id,

@@ -29,6 +29,10 @@ std::string job_report_html(const std::string& record_json);
 // by routine, the previous complete run of its program at its size.
 nlohmann::json job_detail_json(site::store& db, const site::stored_job& sj);
 
+// Sets "flagged" on each of a page's jobs (job_json's form): whether ingest flagged it as a
+// regression. One query for the page.
+void mark_flagged(site::store& db, nlohmann::json& jobs);
+
 // A user's programs with their models (render_models_json's form) for the trends page.
 nlohmann::json models_json(site::store& db, const std::string& user);
 // One program's runs at each size over time, flagged regressions marked; nothing when the

@@ -28,11 +28,32 @@ export function showError(where, err) {
   where.append(el("p", { class: "error" }, String(err.message || err)));
 }
 
+// Okabe and Ito's palette, told apart in the common forms of colour blindness; yellow last, as it
+// is faint on white.
+export const palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"];
+
+// An axis titled with its unit.
+export const axis = (text, extra = {}) => Object.assign({ title: { display: true, text } }, extra);
+
 export function chart(id, config) {
   const canvas = document.getElementById(id);
   if (!canvas) return null;
   config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false },
     config.options || {});
+  // Each series its own colour; the value axes from zero, so that a change of 0.1 % looks as
+  // small as it is.
+  config.data.datasets.forEach((d, k) => {
+    const colour = palette[k % palette.length];
+    if (d.borderColor === undefined) d.borderColor = colour;
+    if (d.backgroundColor === undefined) d.backgroundColor = colour;
+  });
+  const scales = (config.options.scales = config.options.scales || {});
+  const value = config.options.indexAxis === "y" ? "x" : "y";
+  for (const name of [value, "y1"]) {
+    if (name === "y1" && !scales.y1) continue;
+    if (scales[name] && scales[name].type === "logarithmic") continue;
+    scales[name] = Object.assign({ beginAtZero: true }, scales[name] || {});
+  }
   const c = new Chart(canvas, config);
   window.strataCharts.push(c);
   return c;
@@ -72,15 +93,19 @@ function collapseLongCells(root, max = 300) {
 export const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));
 export const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16);
 
+// MPI core-hours (the MPI time summed over ranks): enough digits that a short run is not 0.00.
+const mpiHours = (s) => { const h = s / 3600; return h >= 10 ? fmt(h, 0) : h >= 0.01 ? fmt(h, 2) : h > 0 ? h.toPrecision(2) : "0"; };
+
 function jobsTable(jobs, showOwner) {
   const head = ["Job", "End (UTC)", showOwner ? "User" : null, "Executable", "Language", "Ranks",
-    "Wall s", "CPU h", "MPI %"].filter((h) => h !== null);
+    "Wall s", "CPU h", "MPI %", "MPI core-h", "Ended", "Regression"].filter((h) => h !== null);
   const table = el("table", { id: "jobs" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
   const body = el("tbody");
   for (const j of jobs) {
     const link = el("a", { href: `/job/${j.id}` }, shortText(j.record_id, 40));
     const cells = [link, when(j.end), showOwner ? shortText(j.owner, 24) : null, shortText(j.executable), shortText(j.language, 24),
-      j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent)];
+      j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent),
+      mpiHours(j.mpi_time_s), j.status, j.flagged ? el("a", { href: `/job/${j.id}`, class: "error" }, "flagged") : ""];
     const tr = el("tr", { "data-owner": j.owner });
     for (const c of cells) if (c !== null) tr.append(el("td", {}, c));
     body.append(tr);
@@ -106,7 +131,7 @@ async function jobsPage(app) {
   form.append(el("label", {}, lang), field("Ranks from", "min_ranks", { size: 5 }),
     field("to", "max_ranks", { size: 5 }), field("MPI % over", "min_mpi", { size: 4 }));
   const sort = el("select", { name: "sort" });
-  for (const [v, t] of [["end", "newest"], ["end_asc", "oldest"], ["mpi", "MPI %"], ["cpu", "CPU time"], ["ranks", "ranks"]]) {
+  for (const [v, t] of [["end", "newest"], ["end_asc", "oldest"], ["mpi_hours", "MPI core-hours"], ["mpi", "MPI %"], ["cpu", "CPU time"], ["ranks", "ranks"]]) {
     const o = el("option", { value: v }, t);
     if ((params.get("sort") || "end") === v) o.selected = true;
     sort.append(o);
@@ -144,6 +169,30 @@ async function jobsPage(app) {
 // "1 job", "2 jobs", with thousands separated.
 export const count = (n, noun) => `${Number(n).toLocaleString("en")} ${noun}${n === 1 ? "" : "s"}`;
 
+// How a job ended, in words; the record has no exit code for a job that reached MPI_Finalize.
+function endedText(e) {
+  switch (e.status) {
+    case "finalized": return "MPI_Finalize reached on every rank (the program's exit code afterwards is not recorded).";
+    case "aborted": return `aborted by MPI_Abort` + (e.abort_code !== null && e.abort_code !== undefined ? ` with code ${e.abort_code}.` : ".");
+    case "signal": return `ended by signal ${e.signal}.`;
+    case "exit": return "a rank exited without calling MPI_Finalize (its exit code is not recorded).";
+    case "killed": return "a rank was killed with no handler run (SIGKILL); the record was rebuilt by strata recover.";
+    default: return String(e.status) + ".";
+  }
+}
+
+// Whose job it is (the owner of its record's file) against whom the record names, and how it ended.
+function jobFacts(main, r) {
+  const j = r.job;
+  const facts = el("section", { id: "job-facts" },
+    el("p", { id: "job-owner" }, `Owner: ${j.owner} (uid ${j.owner_uid}), who wrote its record.`));
+  if (j.owner_mismatch)
+    facts.append(el("p", { id: "owner-mismatch", class: "error" },
+      `The record claims another user: ${j.claimed_user || "(none)"} (uid ${j.claimed_uid}). The report below shows the claim; the owner above is what the file system says.`));
+  facts.append(el("p", { id: "job-ended", class: r.ended.status === "finalized" ? "" : "error" }, "Ended: " + endedText(r.ended)));
+  main.querySelector("h1").after(facts);
+}
+
 async function jobPage() {
   const id = document.body.dataset.job;
   const main = document.querySelector("main");
@@ -151,7 +200,15 @@ async function jobPage() {
   if (report) collapseLongCells(report);
   try {
     const r = await api(`/api/job/${id}`);
-    const routines = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
+    jobFacts(main, r);
+    const measured = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
+    // MPI_Init and MPI_Finalize bracket the wall time: shown apart, not as bars against it.
+    const routines = measured.filter((x) => !x.outside_wall_time).sort((a, b) => b.per_rank_time_s.max - a.per_rank_time_s.max);
+    const outside = measured.filter((x) => x.outside_wall_time);
+    if (outside.length)
+      document.getElementById("imbalance").parentNode.after(el("p", { id: "outside-wall" },
+        "Outside the measured wall time (before MPI_Init returned, and in MPI_Finalize), slowest rank: " +
+        outside.map((x) => `${x.name} ${fmt(x.per_rank_time_s.max, 3)} s`).join(", ") + "."));
     chart("imbalance", {
       type: "bar",
       data: {
@@ -162,17 +219,27 @@ async function jobPage() {
           { label: "max (s)", data: routines.map((x) => x.per_rank_time_s.max) },
         ],
       },
-      options: { plugins: { title: { display: true, text: "Time in each routine across ranks" } } },
+      options: {
+        scales: { y: axis("time per rank (s)"), x: axis("routine, the slowest rank's time first") },
+        plugins: { title: { display: true, text: "Time in each routine across ranks" } },
+      },
     });
     const sizes = new Map();
     for (const x of r.routines)
       for (const [size, count] of x.size_histogram || []) sizes.set(size, (sizes.get(size) || 0) + count);
     const keys = [...sizes.keys()].sort((a, b) => a - b);
-    chart("sizes", {
-      type: "bar",
-      data: { labels: keys.map((k) => `${k} B`), datasets: [{ label: "messages", data: keys.map((k) => sizes.get(k)) }] },
-      options: { plugins: { title: { display: true, text: "Message sizes (all routines)" } } },
-    });
+    if (!keys.length)
+      document.getElementById("sizes").parentNode.replaceWith(el("p", { id: "sizes-note" },
+        "This job recorded no message sizes (no point-to-point or collective call that carries data)."));
+    else
+      chart("sizes", {
+        type: "bar",
+        data: { labels: keys.map((k) => `${k} B`), datasets: [{ label: "messages", data: keys.map((k) => sizes.get(k)) }] },
+        options: {
+          scales: { y: axis("messages"), x: axis("message size (bytes, from)") },
+          plugins: { title: { display: true, text: "Message sizes (all routines)" } },
+        },
+      });
     comparePart(main, r);
   } catch (e) {
     showError(main, e);
@@ -193,12 +260,15 @@ async function userPage(app) {
           { label: "CPU hours", data: r.weeks.map((w) => w.cpu_time_s / 3600), yAxisID: "y1", type: "line" },
         ],
       },
-      options: { scales: { y1: { position: "right" } }, plugins: { title: { display: true, text: "Jobs and CPU time per week" } } },
+      options: {
+        scales: { y: axis("jobs"), y1: axis("CPU hours", { position: "right" }), x: axis("week from (UTC)") },
+        plugins: { title: { display: true, text: "Jobs and CPU time per week" } },
+      },
     });
     chart("weeks-mpi", {
       type: "line",
       data: { labels, datasets: [{ label: "MPI % of CPU time", data: r.weeks.map((w) => w.mpi_percent) }] },
-      options: { plugins: { title: { display: true, text: "MPI share per week" } } },
+      options: { scales: { y: axis("MPI % of CPU time"), x: axis("week from (UTC)") }, plugins: { title: { display: true, text: "MPI share per week" } } },
     });
     if (r.weeks.length === 0) app.append(el("p", {}, "No jobs in the last 26 weeks."));
     await trendsPart(app, user);
@@ -240,7 +310,7 @@ async function sitePage(app) {
           { label: "MPI %", data: lines.map((l) => l.mpi_percent) },
         ],
       },
-      options: { plugins: { title: { display: true, text: title } } },
+      options: { scales: { y: axis("%") }, plugins: { title: { display: true, text: title } } },
     });
     share("by-size", "By job size in ranks (Fig. 8)", r.by_size || []);
     share("by-cpu-class", "By CPU time class, log10 s (Figs. 6, 7)", r.by_cpu_class || []);
@@ -255,13 +325,13 @@ async function sitePage(app) {
           { label: "% of jobs", data: langs.map((l) => l.jobs_percent) },
         ],
       },
-      options: { plugins: { title: { display: true, text: "By language binding (Fig. 5)" } } },
+      options: { scales: { y: axis("%") }, plugins: { title: { display: true, text: "By language binding (Fig. 5)" } } },
     });
     const routines = (r.routines || []).slice(0, 20);
     chart("routines", {
       type: "bar",
       data: { labels: routines.map((x) => x.name), datasets: [{ label: "% of MPI time", data: routines.map((x) => x.share_of_mpi) }] },
-      options: { indexAxis: "y", plugins: { title: { display: true, text: "MPI routines by time (Fig. 10)" } } },
+      options: { indexAxis: "y", scales: { x: axis("% of MPI time") }, plugins: { title: { display: true, text: "MPI routines by time (Fig. 10)" } } },
     });
     const groups = r.groups || [];
     chart("groups", {
@@ -273,10 +343,10 @@ async function sitePage(app) {
           { label: "% of CPU time", data: groups.map((g) => g.cpu_weighted_percent) },
         ],
       },
-      options: { plugins: { title: { display: true, text: "Routine groups used (Fig. 11)" } } },
+      options: { scales: { y: axis("%") }, plugins: { title: { display: true, text: "Routine groups used (Fig. 11)" } } },
     });
     if ((r.critical_jobs || []).length) {
-      app.append(el("h2", {}, `Critical jobs (${r.critical_job_count})`));
+      app.append(el("h2", {}, `Critical jobs (${count(r.critical_job_count, "job")}), most MPI core-hours first`));
       app.append(jobsTable(r.critical_jobs, true));
     }
   } catch (e) {

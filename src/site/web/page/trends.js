@@ -1,7 +1,7 @@
 // The trends page's scaling models and histories, and the job page's comparison with the
 // previous run of the same program at the same size (site/web/views.cpp gives the JSON). Job
 // strings go into the page as text nodes only.
-import { api, chart, el, fmt, shortLabel, shortText, showError, when } from "./app.js";
+import { api, axis, chart, el, fmt, shortLabel, shortText, showError, when } from "./app.js";
 
 const MAX_PROGRAMS = 8; // charts per page: the programs with the most runs
 
@@ -35,7 +35,7 @@ function scalingChart(holder, program, wall) {
       ],
     },
     options: {
-      scales: { x: { type: "logarithmic", title: { display: true, text: "ranks" } }, y: { title: { display: true, text: "wall time per rank (s)" } } },
+      scales: { x: axis("ranks", { type: "logarithmic" }), y: axis("wall time per rank (s)") },
       plugins: { title: { display: true, text: shortLabel("Scaling: " + programName(program)) } },
     },
   });
@@ -51,15 +51,34 @@ async function historyChart(holder, user, program) {
   }));
   const flagged = [];
   for (const s of h.sizes) for (const r of s.runs) if (r.flagged) flagged.push({ x: r.end, y: r.wall_s });
-  datasets.push({ label: "flagged regressions", data: flagged, showLine: false, pointStyle: "crossRot", pointRadius: 9, borderWidth: 3, borderColor: "#c00" });
+  datasets.push({ label: "flagged regressions", data: flagged, showLine: false, pointStyle: "crossRot", pointRadius: 9, borderWidth: 3, borderColor: "#000", backgroundColor: "#000" });
   chart(id, {
     type: "line",
     data: { datasets },
     options: {
-      scales: { x: { type: "linear", ticks: { callback: (v) => when(v).slice(0, 10) } }, y: { title: { display: true, text: "wall time per rank (s)" } } },
+      scales: { x: axis("end of the run (UTC)", { type: "linear", ticks: { callback: (v) => when(v).slice(0, 10) } }), y: axis("wall time per rank (s)") },
       plugins: { title: { display: true, text: shortLabel("History at each size: " + programName(program)) } },
     },
   });
+}
+
+// Every program of the user in a table (the chosen one's charts below it); without a choice,
+// the charts of the programs with flagged regressions and then of those with the most runs.
+function programTable(programs, user, chosen) {
+  const table = el("table", { id: "programs" }, el("thead", {}, el("tr", {},
+    ...["Program", "Runs", "Sizes (ranks)", "Flagged regressions", "Model"].map((h) => el("th", {}, h)))));
+  const body = el("tbody");
+  for (const p of programs) {
+    const q = new URLSearchParams({ program: p.program_id });
+    if (user !== document.body.dataset.self) q.set("user", user);
+    const link = el("a", { href: "/user?" + q.toString() + "#program-" + p.program_id }, shortText(programName(p), 100));
+    const tr = el("tr", { "data-program": p.program_id, class: p.program_id === chosen ? "chosen" : "" },
+      el("td", {}, link), el("td", { class: "n" }, p.runs), el("td", {}, p.ranks.join(", ")),
+      el("td", { class: "n" }, p.flagged || 0), el("td", {}, p.modelled ? "yes" : p.missing));
+    body.append(tr);
+  }
+  table.append(body);
+  return table;
 }
 
 export async function trendsPart(app, user) {
@@ -67,26 +86,33 @@ export async function trendsPart(app, user) {
   app.append(holder);
   try {
     const r = await api("/api/user/models?user=" + encodeURIComponent(user));
-    const modelled = r.programs.filter((p) => p.modelled).sort((a, b) => b.runs - a.runs).slice(0, MAX_PROGRAMS);
-    for (const p of modelled) {
+    const chosen = Number(new URLSearchParams(location.search).get("program")) || null;
+    const programs = r.programs.slice().sort((a, b) => (b.flagged || 0) - (a.flagged || 0) || b.runs - a.runs);
+    if (!programs.length) {
+      holder.append(el("p", {}, "No programs yet."));
+      return;
+    }
+    const modelled = programs.filter((p) => p.modelled);
+    const drawn = chosen ? modelled.filter((p) => p.program_id === chosen) : modelled.slice(0, MAX_PROGRAMS);
+    const note = chosen
+      ? (drawn.length ? `Charts of the program chosen below (${programs.length} in all).`
+        : "The program chosen has no model yet (see why in the table).")
+      : `${programs.length} programs; charts of ${drawn.length}` +
+        (modelled.length > drawn.length ? ` of the ${modelled.length} modelled (flagged regressions first, then most runs): choose another in the table.` : ".");
+    holder.append(el("p", { id: "programs-note" }, note), programTable(programs, user, chosen));
+    for (const p of drawn) {
       const wall = r.models.find((m) => m.program_id === p.program_id && m.routine === "wall");
       const lines = r.models.filter((m) => m.program_id === p.program_id);
       const list = el("ul", { class: "models" });
       for (const m of lines) list.append(el("li", {}, shortText(m.routine, 60), `: ${m.formula} s per rank`));
       const at = p.predictions.map((x) => `at ${x.ranks} ranks: wall ${fmt(x.wall, 3)} s per rank` + (x.dominant ? `, ${x.dominant} dominates` : ""));
-      holder.append(el("h3", { class: "program" }, shortText(programName(p), 120)),
-        el("p", {}, `${p.ranks.length} sizes (${p.ranks.join(", ")} ranks), ${p.runs} runs` + (p.left_out ? `; ${p.left_out} partial or unfinished left out` : "")),
+      holder.append(el("h3", { class: "program", id: `program-${p.program_id}` }, shortText(programName(p), 120)),
+        el("p", {}, `${p.ranks.length} sizes (${p.ranks.join(", ")} ranks), ${p.runs} runs` + (p.left_out ? `; ${p.left_out} partial or unfinished left out` : "") +
+          (p.flagged ? `; ${p.flagged} flagged as regressions` : "")),
         list, el("p", { class: "prediction" }, at.join("; ")));
       scalingChart(holder, p, wall);
       await historyChart(holder, user, p);
     }
-    const others = r.programs.filter((p) => !p.modelled);
-    if (others.length) {
-      const list = el("ul", { id: "not-modelled" });
-      for (const p of others) list.append(el("li", {}, shortText(programName(p), 120), `: ${p.missing}`));
-      holder.append(el("h3", {}, "Not modelled"), list);
-    }
-    if (!r.programs.length) holder.append(el("p", {}, "No programs yet."));
   } catch (e) {
     showError(holder, e);
   }
@@ -96,8 +122,14 @@ export function comparePart(main, r) {
   if (r.regression) {
     const g = r.regression;
     const moved = g.moved.map((m) => `${m.routine} +${fmt(m.value_s - m.baseline_s, 3)} s`).join(", ");
-    main.querySelector("h1").after(el("p", { id: "regression", class: "error" },
-      `Regression: ${g.metric} ${fmt(g.value_s, 3)} s per rank against ${fmt(g.baseline_s, 3)} s over ${g.history_runs} earlier runs at this size` + (moved ? `; moved most: ${moved}` : "")));
+    const banner = el("p", { id: "regression", class: "error" },
+      `Regression: ${g.metric} ${fmt(g.value_s, 3)} s per rank against ${fmt(g.baseline_s, 3)} s over ${g.history_runs} earlier runs at this size` + (moved ? `; moved most: ${moved}` : "") + ". ");
+    if (r.program_id) {
+      const q = new URLSearchParams({ program: r.program_id });
+      if (r.job.owner !== document.body.dataset.self) q.set("user", r.job.owner);
+      banner.append(el("a", { id: "program-history", href: "/user?" + q.toString() + "#program-" + r.program_id }, "The program's history"));
+    }
+    main.querySelector("h1").after(banner);
   }
   const p = r.previous;
   const holder = el("section", { id: "compare" });
@@ -111,7 +143,9 @@ export function comparePart(main, r) {
     el("div", { class: "chart" }, el("canvas", { id: "compare-chart" })));
   const table = el("table", { id: "compare-table" }, el("tr", {}, ...["routine", "this job (s per rank)", "previous", "change"].map((h) => el("th", {}, h))));
   for (const x of p.routines) {
-    const change = x.previous_time_s > 0 ? `${fmt(100 * (x.time_s / x.previous_time_s - 1))} %` : "new";
+    // "new" only for a routine that no earlier run at this size called.
+    const change = x.previous_time_s > 0 ? `${fmt(100 * (x.time_s / x.previous_time_s - 1))} %`
+      : x.in_previous ? "no time before" : x.in_earlier_runs ? "not in the previous run" : "new";
     table.append(el("tr", {}, el("td", {}, shortText(x.name, 60)), el("td", { class: "n" }, fmt(x.time_s, 4)), el("td", { class: "n" }, fmt(x.previous_time_s, 4)), el("td", { class: "n" }, change)));
   }
   holder.append(table);
@@ -125,6 +159,6 @@ export function comparePart(main, r) {
         { label: "previous run (s per rank)", data: top.map((x) => x.previous_time_s) },
       ],
     },
-    options: { plugins: { title: { display: true, text: "Routine by routine against the previous run" } } },
+    options: { scales: { y: axis("time per rank (s)") }, plugins: { title: { display: true, text: "Routine by routine against the previous run" } } },
   });
 }

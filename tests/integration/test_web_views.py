@@ -1,0 +1,275 @@
+"""What the web pages show and how: every program of a user on the trends page (not only those
+with the most runs) and a flagged job's link to its program's history; charts that can be read
+(distinct colours, units, axes from zero, no empty chart, MPI_Init apart from the wall time,
+imbalance by size, "new" only for routines no earlier run had); the facts of a job (its real
+owner against what the record claims, how it ended); jobs ranked by MPI core-hours. One SQLite
+store of hand-made records owned by test_web.py's users, one server, headless Chromium
+(web_views_browser.js). Needs root (useradd, runuser)."""
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import test_web
+from strata_testlib import STRATA
+from test_site import make_record
+from test_web import ADMIN, DAY, NODE_MODULES, USER_A, USER_B, free_port
+from test_web_pages import start_server
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = 9  # programs of USER_A run often, beside the rarely run one that regressed
+RARE = "/home/a/rare"
+
+
+def setUpModule():
+    test_web.setUpModule()
+
+
+def tearDownModule():
+    test_web.tearDownModule()
+
+
+def records(uid_a, uid_b, now):
+    """{file name: (record, owner uid)} of the store."""
+    out = {}
+
+    def add(name, rec, uid=uid_a):
+        out[name] = (rec, uid)
+
+    def run(job_id, ranks, wall, routines, end, executable):
+        rec = make_record(job_id, USER_A, uid_a, ranks, wall, routines, end, executable=executable)
+        rec["job"]["argv"] = [executable]  # no arguments: the program is named by its path
+        return rec
+
+    # Nine programs with four runs at each of four sizes; one with fewer runs whose last run at
+    # 4 ranks is 60 % slower in MPI_Allreduce (a flagged regression).
+    for k in range(PROGRAMS):
+        for ranks in (1, 2, 4, 8):
+            for n in range(4):
+                t = 0.01 + 0.02 * ranks
+                add(f"p{k}-{ranks}-{n}.json", run(f"p{k}:{ranks}:{n}", ranks, 2.0 + t, {
+                    "MPI_Allreduce": (50 * ranks, t * ranks, 400 * ranks)},
+                    now - 5 * DAY + (k * 40 + n * 8 + ranks) * 300, f"/home/a/prog{k}"))
+    for ranks in (1, 2, 4, 8):
+        for n in range(6 if ranks == 4 else 3):
+            jitter = 1 + 0.005 * ((n * 37 + ranks) % 5 - 2)
+            t = (0.01 + 0.02 * ranks) * jitter * (1.6 if (ranks, n) == (4, 5) else 1.0)
+            add(f"rare-{ranks}-{n}.json", run(f"rare:{ranks}:{n}", ranks, 2.0 * jitter + t, {
+                "MPI_Allreduce": (50 * ranks, t * ranks, 400 * ranks)},
+                now - 3 * DAY + (n * 8 + ranks) * 600, RARE))
+    # A job whose MPI_Init took longer than anything it did after: 4 s of a 3 s wall time.
+    init = run("init:1", 4, 3.0, {"MPI_Init": (4, 16.0, 0), "MPI_Bcast": (40, 0.3, 800),
+                                  "MPI_Allreduce": (40, 1.0, 800), "MPI_Send": (40, 1.6, 800)},
+               now - 2 * DAY, "/home/a/init")
+    for name, most in (("MPI_Init", 4.0), ("MPI_Bcast", 0.1), ("MPI_Allreduce", 0.3),
+                       ("MPI_Send", 0.5)):
+        init["routines"][name]["per_rank"]["time_s"] = {"min": most / 2, "mean": most * 0.75,
+                                                        "max": most, "max_rank": 1}
+    init["routines"]["MPI_Send"]["size_histogram"] = [[256, 40]]
+    init["job"].update({"mpi_time_s": 2.9, "mpi_percent": 100 * 2.9 / 12})  # MPI_Init not in it
+    add("init.json", init)
+    # A program whose second run skipped MPI_Bcast and whose third added MPI_Gather.
+    for n, names in enumerate((("MPI_Send", "MPI_Bcast"), ("MPI_Send",),
+                               ("MPI_Send", "MPI_Bcast", "MPI_Gather"))):
+        add(f"newer-{n}.json", run(f"newer:{n}", 2, 2.0, {r: (20, 0.1, 160) for r in names},
+                                   now - DAY + n * 600, "/home/a/newer"))
+    # A's file whose record names B; a job that called MPI_Abort(2); one ended by a signal.
+    claim = run("claim:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/claim")
+    claim["job"].update({"user": USER_B, "uid": uid_b})
+    add("claim.json", claim)
+    aborted = run("abort:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
+    aborted["job"].update({"status": "aborted", "abort_code": 2})
+    add("abort.json", aborted)
+    signalled = run("signal:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
+    signalled["job"].update({"status": "signal", "signal": 11})
+    add("signal.json", signalled)
+    # Critical jobs (MPI over 15 %): short test runs, the newest, and one that lost 19.2 MPI
+    # core-hours (64 ranks for an hour, 30 % in MPI) three weeks ago.
+    for n in range(5):
+        add(f"tiny-{n}.json", run(f"tiny:{n}", 1, 1.0, {"MPI_Barrier": (10, 0.5, 0)},
+                                  now - 600 + n, "/home/a/tiny"))
+    add("big.json", run("big:1", 64, 3600.0, {"MPI_Allreduce": (64000, 0.3 * 3600 * 64, 10 ** 9)},
+                        now - 20 * DAY, "/home/a/big"))
+    return out
+
+
+class WebViewsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="strata-web-views-")
+        os.chmod(cls.tmp, 0o777)
+        cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
+        spool = os.path.join(cls.tmp, "spool")
+        os.makedirs(spool)
+        uid = {n: pwd.getpwnam(n).pw_uid for n in (USER_A, USER_B)}
+        for name, (rec, owner) in records(uid[USER_A], uid[USER_B], int(time.time())).items():
+            path = os.path.join(spool, name)
+            with open(path, "w") as f:
+                json.dump(rec, f)
+            os.chown(path, owner, -1)
+        subprocess.run([STRATA, "site", "ingest", "--db", cls.url, spool], check=True,
+                       capture_output=True)
+        os.chmod(cls.url[len("sqlite:"):], 0o666)
+        cls.tokens = {name: cls.token_of(name) for name in (USER_A, ADMIN)}
+        cls.port = free_port()
+        cls.base = f"http://127.0.0.1:{cls.port}"
+        cls.log = open(os.path.join(cls.tmp, "serve.log"), "w+")
+        cls.server = start_server(cls.url, cls.port, cls.log)
+        cls.addClassCleanup(cls.stop_server)
+        assert cls.server.poll() is None, cls.server_log()
+        cls.jobs = {j["record_id"]: j for j in cls.api("/api/jobs?per_page=500")["jobs"]}
+
+    @classmethod
+    def stop_server(cls):
+        cls.server.terminate()
+        cls.server.wait(timeout=30)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def server_log(cls):
+        cls.log.seek(0)
+        return cls.log.read()
+
+    @classmethod
+    def token_of(cls, user):
+        out = subprocess.run(["runuser", "-u", user, "--", STRATA, "site", "token", "--db",
+                              cls.url], check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    @classmethod
+    def api(cls, path, user=USER_A):
+        status, body, _ = test_web.WebTests.request.__func__(cls, path, cls.tokens[user])
+        assert status == 200, (path, status, body)
+        return json.loads(body)
+
+    def browse(self):
+        """What web_views_browser.js saw: one visit for every test that asks."""
+        if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
+            self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
+        if getattr(type(self), "seen", None) is None:
+            scenario = {"base": self.base, "token": self.tokens[USER_A],
+                        "admin_token": self.tokens[ADMIN],
+                        "jobs": {k: j["id"] for k, j in self.jobs.items()}}
+            out = subprocess.run(["node", os.path.join(HERE, "web_views_browser.js"),
+                                  json.dumps(scenario)], capture_output=True, text=True,
+                                 env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
+            self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
+            type(self).seen = json.loads(out.stdout)
+        self.assertEqual(self.seen["errors"], [])
+        return self.seen
+
+    # ---- the trends page ----
+
+    def test_trends_page_lists_every_program_and_draws_the_flagged_one(self):
+        seen = self.browse()["trends"]
+        self.assertEqual(len(seen["rows"]), PROGRAMS + 7, seen)  # with init, newer, claim, abort, tiny, big
+        # The rarely run program that regressed: listed first, its flag counted, its charts drawn.
+        self.assertEqual(seen["rows"][0], [RARE, "15", "1, 2, 4, 8", "1", "yes"])
+        self.assertEqual(sorted(r[0] for r in seen["rows"][1:PROGRAMS + 1]),
+                         [f"/home/a/prog{k}" for k in range(PROGRAMS)])
+        self.assertEqual(sorted(r[0] for r in seen["rows"][PROGRAMS + 1:]),
+                         ["/home/a/abort", "/home/a/big", "/home/a/claim", "/home/a/init",
+                          "/home/a/newer", "/home/a/tiny"])
+        self.assertIn("16 programs; charts of 8 of the 10 modelled", seen["note"])
+        self.assertEqual(len(seen["drawn"]), 8)
+        self.assertEqual(seen["drawn"][0], RARE)
+        # Any program chosen in the table: its charts (the last modelled one, the 10th row).
+        self.assertEqual(seen["chosen"]["drawn"], [seen["rows"][PROGRAMS][0]])
+        self.assertEqual(len(seen["chosen"]["charts"]), 2)
+
+    def test_flagged_job_links_to_its_programs_history(self):
+        seen = self.browse()["flagged"]
+        self.assertTrue(seen["banner"].startswith("Regression: MPI"), seen)
+        self.assertRegex(seen["link"], r"^/user\?program=\d+#program-\d+$")
+        self.assertEqual(seen["followed"]["drawn"], [RARE])
+        self.assertEqual(len(seen["followed"]["charts"]), 2)  # its scaling and its history
+
+    # ---- charts ----
+
+    def test_charts_have_distinct_colours_units_and_axes_from_zero(self):
+        charts = self.browse()["charts"]
+        pages = {c["page"] for c in charts}
+        self.assertEqual(pages, {"job", "init", "user", "site"})
+        self.assertGreaterEqual(len(charts), 14)
+        for c in charts:
+            where = (c["page"], c["id"])
+            colours = [str(x).lower() for x in c["colours"]]
+            self.assertTrue(all(colours), where)  # none left to the library's grey default
+            self.assertEqual(len(set(colours)), len(colours), where)
+            self.assertTrue(c["value_title"], where)
+            self.assertRegex(c["value_title"], r"\(s\)|%|hours|jobs|messages", where)
+            self.assertEqual(c["value_min"], 0, where)
+
+    def test_job_without_message_sizes_has_a_note_not_an_empty_chart(self):
+        seen = self.browse()
+        self.assertFalse(seen["job"]["sizes_chart"])
+        self.assertIn("no message sizes", seen["job"]["sizes_note"])
+        self.assertTrue(seen["init"]["sizes_chart"])  # a job with sizes has its chart
+        self.assertIsNone(seen["init"]["sizes_note"])
+
+    def test_mpi_init_apart_from_the_wall_time_and_imbalance_by_size(self):
+        init = self.browse()["init"]
+        self.assertEqual(init["imbalance"], ["MPI_Send", "MPI_Allreduce", "MPI_Bcast"])
+        self.assertIn("Outside the measured wall time", init["outside"])
+        self.assertIn("MPI_Init 4.000 s", init["outside"])
+
+    def test_new_only_for_routines_no_earlier_run_had(self):
+        change = dict(self.browse()["newer"])
+        self.assertEqual(change["MPI_Gather"], "new")
+        self.assertEqual(change["MPI_Bcast"], "not in the previous run")
+        self.assertEqual(change["MPI_Send"], "0.0 %")
+
+    # ---- facts ----
+
+    def test_job_claiming_another_user_shows_its_owner_and_the_claim(self):
+        facts = self.browse()["facts"]
+        uid = {n: pwd.getpwnam(n).pw_uid for n in (USER_A, USER_B)}
+        self.assertIn(f"Owner: {USER_A} (uid {uid[USER_A]})", facts["claim"]["owner"])
+        self.assertIn(f"claims another user: {USER_B} (uid {uid[USER_B]})", facts["claim"]["mismatch"])
+        self.assertIn(f"Owner: {USER_A}", facts["init"]["owner"])
+        self.assertIsNone(facts["init"]["mismatch"])
+
+    def test_job_page_says_how_the_job_ended(self):
+        facts = self.browse()["facts"]
+        self.assertEqual(facts["abort"]["ended"], "Ended: aborted by MPI_Abort with code 2.")
+        self.assertEqual(facts["signal"]["ended"], "Ended: ended by signal 11.")
+        # The record has no exit code after MPI_Finalize: the page says so, not "finalized".
+        self.assertIn("exit code afterwards is not recorded", facts["init"]["ended"])
+
+    def test_bad_number_names_its_range_as_written(self):
+        error = self.browse()["bad_number"]
+        self.assertIn('parameter min_mpi must be a number from 0 to 100, not "lots"', error)
+
+    # ---- ranking by waste ----
+
+    def test_jobs_ranked_by_mpi_core_hours_with_status_and_regression(self):
+        ranked = self.browse()["ranked"]
+        for name in ("MPI core-h", "Ended", "Regression"):
+            self.assertIn(name, ranked["head"])
+        column = {name: ranked["head"].index(name) for name in ranked["head"]}
+        first = ranked["rows"][0]
+        self.assertEqual(first[column["Job"]], "big:1")
+        self.assertEqual(first[column["MPI core-h"]], "19")  # 0.3 x 64 ranks x 1 h
+        hours = [float(r[column["MPI core-h"]]) for r in ranked["rows"]]
+        self.assertEqual(hours, sorted(hours, reverse=True))
+        self.assertEqual(ranked["sort"], "mpi_hours")
+        ended = {r[column["Job"]]: r[column["Ended"]] for r in ranked["rare"] + ranked["abort"]}
+        self.assertEqual(ended["abort:1"], "aborted")
+        self.assertEqual(ended["rare:4:5"], "finalized")
+        flagged = {r[column["Job"]] for r in ranked["rare"] if r[column["Regression"]] == "flagged"}
+        self.assertEqual(flagged, {"rare:4:5"})
+
+    def test_critical_jobs_led_by_the_most_mpi_core_hours(self):
+        critical = self.browse()["critical"]
+        self.assertEqual(critical["jobs"][0], "big:1", critical)  # not the newest tiny runs
+        self.assertEqual(len(critical["hours"]), len(critical["jobs"]))
+        self.assertEqual(critical["hours"], sorted(critical["hours"], reverse=True))
+        self.assertIn("most MPI core-hours first", critical["title"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -296,5 +296,13 @@ TEST(Diagnose, AllMembersInsideOneCollectiveIsNamedAsSuch) {
   EXPECT_EQ(d.stuck_complete_collectives[0].ranks, (std::vector<int32_t>{0, 1}));
 }
 
+TEST(Diagnose, JsonOfNamesThatAreNotUtf8IsStillJson) {
+  rank_state r = rank_in(0, 1, "MPI_Recv", 0, 1, 5);
+  r.threads[0].file = "caf\xe9.c"; // Latin-1, as an old source tree may name it
+  const diagnosis d = diagnose({r}, now, threshold);
+  const auto j = nlohmann::json::parse(format_json(d));
+  EXPECT_EQ(j["classes"][0]["file"], "caf\xef\xbf\xbd.c");
+}
+
 } // namespace
 } // namespace strata::hang

@@ -291,7 +291,8 @@ std::string format_json(const diagnosis& d) {
   for (const rank_class& c : d.classes)
     classes.push_back(class_json(c));
   j["classes"] = classes;
-  return j.dump(2) + "\n";
+  // Names come from the ranks' files: bytes that are not UTF-8 are shown replaced, not refused.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 } // namespace strata::hang

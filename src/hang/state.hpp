@@ -92,6 +92,8 @@ struct rank_state {
 
 inline constexpr uint32_t state_version = 1;
 inline constexpr size_t max_listed_pending = 6;
+// Larger worlds than any machine runs are a damaged header (the analysis sizes tables by it).
+inline constexpr int32_t max_world_size = 1 << 24;
 inline constexpr size_t max_routine = 32, max_file = 96, max_function = 48, max_host = 16;
 
 // One problem with a state file, in one line naming it.

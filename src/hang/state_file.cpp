@@ -223,7 +223,8 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
     return fail("malformed header (header or slot size does not match version 1)");
   if (h.slot_count == 0 || h.slot_count > 4096)
     return fail("malformed header (" + std::to_string(h.slot_count) + " thread slots)");
-  if (h.world_size <= 0 || h.world_rank < 0 || h.world_rank >= h.world_size)
+  if (h.world_size <= 0 || h.world_size > max_world_size || h.world_rank < 0 ||
+      h.world_rank >= h.world_size)
     return fail("malformed header (rank " + std::to_string(h.world_rank) + " of " +
                 std::to_string(h.world_size) + ")");
   const uint64_t expected = uint64_t{h.header_bytes} + uint64_t{h.slot_count} * h.slot_bytes;
@@ -339,7 +340,8 @@ std::string encode_state(const rank_state& state) {
 std::optional<state_writer> state_writer::open(const std::string& path, int32_t world_rank,
                                                int32_t world_size, uint32_t slots,
                                                std::string& error) {
-  if (slots == 0 || slots > 4096 || world_size <= 0 || world_rank < 0 || world_rank >= world_size) {
+  if (slots == 0 || slots > 4096 || world_size <= 0 || world_size > max_world_size ||
+      world_rank < 0 || world_rank >= world_size) {
     error = "invalid rank, size or slot count for a hang state file";
     return std::nullopt;
   }

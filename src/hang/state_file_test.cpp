@@ -169,6 +169,13 @@ TEST(StateFile, NewerVersionsAndBadFieldsAreNamed) {
   EXPECT_EQ(parse_state(bytes, "f").error, "f: thread slot 0: a peer outside the world of 8 ranks");
 }
 
+TEST(StateFile, AWorldLargerThanAnyMachineIsAMalformedHeader) {
+  std::string bytes = encode_state(sample());
+  const int32_t huge = 1 << 30;
+  std::memcpy(bytes.data() + 28, &huge, sizeof(huge)); // world_size
+  EXPECT_EQ(parse_state(bytes, "f").error, "f: malformed header (rank 2 of 1073741824)");
+}
+
 TEST(StateFile, ReadingAMissingFileSaysSo) {
   const state_read_result read = read_state_file(temp_path("absent.hang"));
   ASSERT_FALSE(read.ok());

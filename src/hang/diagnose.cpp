@@ -631,8 +631,9 @@ void analysis::chains() {
             continue;
           parent[u] = {v, i};
           (v == c ? cr.waiting_directly : cr.waiting_indirectly).push_back(u);
+          if (following.empty())
+            farthest = u; // the lowest rank at the deepest level
           following.push_back(u);
-          farthest = u;
         }
       frontier = std::move(following);
     }

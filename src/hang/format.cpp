@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace strata::hang {
@@ -132,21 +133,6 @@ std::string format_text(const diagnosis& d) {
   if (!d.torn_ranks.empty())
     out += "The state of " + ranks_text(d.torn_ranks) +
            " was being rewritten on every read (its writer may have died mid-update).\n";
-  for (const deadlock& dl : d.deadlocks) {
-    std::vector<int32_t> members;
-    for (const waiting_rank& w : dl.cycle)
-      members.push_back(w.rank);
-    out += "\nDEADLOCK: " + ranks_text(members) + " wait for each other in a cycle:\n";
-    for (size_t i = 0; i < dl.cycle.size() && i < shown_members; ++i)
-      out += "  " + call(dl.cycle[i]) + "\n    waits for " + dl.cycle[i].waits_for + "\n";
-    if (dl.cycle.size() > shown_members)
-      out += "  ... and " + std::to_string(dl.cycle.size() - shown_members) +
-             " more (see the classes below)\n";
-    if (!dl.blocked_behind.empty())
-      out += "  Also blocked behind it: " + ranks_text(dl.blocked_behind) + "\n";
-    out += "  Act: change the order of these calls so that one side sends (or enters the "
-           "collective) first, or use MPI_Sendrecv or nonblocking calls.\n";
-  }
   for (const unmatched_receive& u : d.unmatched) {
     out += std::string("\nUNMATCHED RECEIVE (") + reason_text(u.reason) + "): " + call(u.receiver) +
            "\n    waits for " + u.receiver.waits_for + "\n";
@@ -163,6 +149,29 @@ std::string format_text(const diagnosis& d) {
                  "waits elsewhere.\n"
                : "  Act: make the tag, source and communicator of the send and the receive "
                  "agree.\n";
+  }
+  for (const deadlock& dl : d.deadlocks) {
+    std::vector<int32_t> members;
+    for (const waiting_rank& w : dl.cycle)
+      members.push_back(w.rank);
+    out += "\nDEADLOCK: " + ranks_text(members) + " wait for each other in a cycle:\n";
+    for (size_t i = 0; i < dl.cycle.size() && i < shown_members; ++i)
+      out += "  " + call(dl.cycle[i]) + "\n    waits for " + dl.cycle[i].waits_for + "\n";
+    if (dl.cycle.size() > shown_members)
+      out += "  ... and " + std::to_string(dl.cycle.size() - shown_members) +
+             " more (see the classes below)\n";
+    if (!dl.blocked_behind.empty())
+      out += "  Also blocked behind it: " + ranks_text(dl.blocked_behind) + "\n";
+    const bool collective =
+        std::any_of(dl.cycle.begin(), dl.cycle.end(), [](const waiting_rank& w) {
+          return w.waits_for.find(" to enter ") != std::string::npos;
+        });
+    out += collective ? "  Act: every rank of a communicator must call the same collectives in the "
+                        "same order; find the branch where these ranks part.\n"
+                      : "  Act: change the order of these calls so that one side sends first, or "
+                        "use MPI_Sendrecv or nonblocking calls.\n";
+    if (!d.unmatched.empty())
+      out += "  (A receive above matches no send: that is the likely cause.)\n";
   }
   for (const computing_rank& c : d.computing) {
     out += "\n";

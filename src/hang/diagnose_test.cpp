@@ -226,6 +226,19 @@ TEST(Diagnose, AMissingRankIsNamedAsWhatTheOthersWaitFor) {
   EXPECT_FALSE(d.computing[0].has_state);
 }
 
+TEST(Diagnose, ARankThatFinalizedIsNamedAsSuch) {
+  rank_state done = computing(1, 2, "MPI_Finalize", 80, 12);
+  done.threads[0].phase = thread_phase::finalized;
+  const diagnosis d = diagnose({rank_in(0, 2, "MPI_Recv", 1, 0, 10), done}, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  ASSERT_EQ(d.computing.size(), 1u);
+  EXPECT_TRUE(d.computing[0].finalized);
+  EXPECT_NE(format_text(d).find("WAITING FOR A FINALIZED RANK: rank 1 called MPI_Finalize 12.0 s "
+                                "ago at app.c:80 (main)"),
+            std::string::npos)
+      << format_text(d);
+}
+
 TEST(Diagnose, WaitallOnRequestsWaitsForTheirPeers) {
   rank_state a = rank_in(0, 2, "MPI_Waitall", no_peer, 0, 10);
   a.threads[0].pending = {{op_kind::recv, true, 1, 1, 8, world(2)}};

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <ctime>
 
@@ -81,6 +82,13 @@ struct file_slot {
   file_pending pending[max_listed_pending];
 };
 static_assert(sizeof(file_slot) == 560);
+// The offsets docs/hang.md gives.
+static_assert(offsetof(file_header, observed_ns) == 40 && offsetof(file_header, host) == 48);
+static_assert(offsetof(file_slot, line) == 12 && offsetof(file_slot, peer) == 24 &&
+              offsetof(file_slot, since_ns) == 48 && offsetof(file_slot, comm) == 64 &&
+              offsetof(file_slot, pending_total) == 88 && offsetof(file_slot, routine) == 96 &&
+              offsetof(file_slot, file) == 128 && offsetof(file_slot, function) == 224 &&
+              offsetof(file_slot, pending) == 272);
 static_assert(sizeof(file_slot) % 8 == 0);
 
 // Writes `text` truncated, keeping its end (a path's file name matters more than its root).

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <type_traits>
 
 namespace strata::hang {
 
@@ -224,14 +225,40 @@ public:
     }
   }
 
+  // Sends by destination, receives by receiver: each lookup sees only its rank's messages.
+  void index_messages() {
+    sends_to_.assign(static_cast<size_t>(d_.world_size), {});
+    recvs_at_.assign(static_cast<size_t>(d_.world_size), {});
+    for (size_t i = 0; i < sends_.size(); ++i)
+      if (sends_[i].dest >= 0 && sends_[i].dest < d_.world_size)
+        sends_to_[static_cast<size_t>(sends_[i].dest)].push_back(i);
+    for (size_t i = 0; i < recvs_.size(); ++i)
+      recvs_at_[static_cast<size_t>(recvs_[i].receiver)].push_back(i);
+  }
+
   bool recv_is_matched(const recv_seen& r) const {
-    return std::any_of(sends_.begin(), sends_.end(),
-                       [&](const send_seen& s) { return send_matches_recv(s, r); });
+    const auto& to = sends_to_[static_cast<size_t>(r.receiver)];
+    return std::any_of(to.begin(), to.end(),
+                       [&](size_t i) { return send_matches_recv(sends_[i], r); });
   }
 
   bool send_is_matched(const send_seen& s) const {
-    return std::any_of(recvs_.begin(), recvs_.end(),
-                       [&](const recv_seen& r) { return send_matches_recv(s, r); });
+    if (s.dest < 0 || s.dest >= d_.world_size)
+      return false;
+    const auto& at = recvs_at_[static_cast<size_t>(s.dest)];
+    return std::any_of(at.begin(), at.end(),
+                       [&](size_t i) { return send_matches_recv(s, recvs_[i]); });
+  }
+
+  // The wait items of one rank (waits_ is in rank order).
+  std::pair<std::vector<wait_item>::const_iterator, std::vector<wait_item>::const_iterator>
+  waits_of(int32_t rank) const {
+    return std::equal_range(waits_.begin(), waits_.end(), rank, [](const auto& a, const auto& b) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(a)>, int32_t>)
+        return a < b.rank;
+      else
+        return a.rank < b;
+    });
   }
 
   // The members of `comm` other than `self` (empty when they are not known).
@@ -288,9 +315,8 @@ public:
              : why == unmatched_receive::why::wrong_source ? 2
                                                            : 1;
     };
-    for (const send_seen& s : sends_) {
-      if (s.dest != r.receiver)
-        continue;
+    for (const size_t i : sends_to_[static_cast<size_t>(r.receiver)]) {
+      const send_seen& s = sends_[i];
       const bool source_ok = r.source == any_source || r.source == s.sender;
       const bool tag_ok = r.tag == any_tag || r.tag == s.tag;
       unmatched_receive::why why;
@@ -354,18 +380,12 @@ public:
       break;
     }
     case call_kind::collective: {
-      std::vector<int32_t> missing;
-      for (const int32_t m : others(t.comm, rank))
-        if (!in_same_collective(m, t))
-          missing.push_back(m);
       if (!t.comm.members_known() && t.comm.size > 1)
         w.known = false;
-      w.targets = missing;
-      if (!missing.empty())
-        add_text(w, "rank" + std::string(missing.size() > 1 ? "s " : " ") + rank_ranges(missing) +
-                        " to enter " + t.routine + " on its communicator (" +
-                        std::to_string(t.comm.size) + " ranks)");
-      else if (w.known)
+      const collective_wait& c = collective_of(t);
+      w.targets = c.missing;
+      w.waits_for = c.text;
+      if (c.missing.empty() && w.known)
         complete_collective_ranks_.insert(rank);
       break;
     }
@@ -376,6 +396,29 @@ public:
     if (w.known && w.targets.empty() && !complete_collective_ranks_.count(rank))
       w.known = false; // matched: the transfer is under way
     return w;
+  }
+
+  // The members of a communicator not in this collective on it: the same for every rank in it,
+  // so found once per collective (a world of ranks in one barrier is linear, not quadratic).
+  struct collective_wait {
+    std::vector<int32_t> missing;
+    std::string text;
+  };
+  const collective_wait& collective_of(const thread_state& t) {
+    const auto key =
+        std::make_tuple(t.comm.id, t.comm.first, t.comm.stride, t.comm.size, t.routine);
+    const auto found = collectives_.find(key);
+    if (found != collectives_.end())
+      return found->second;
+    collective_wait c;
+    for (const int32_t m : others(t.comm, no_peer))
+      if (!in_same_collective(m, t))
+        c.missing.push_back(m);
+    if (!c.missing.empty())
+      c.text = "rank" + std::string(c.missing.size() > 1 ? "s " : " ") + rank_ranges(c.missing) +
+               " to enter " + t.routine + " on its communicator (" + std::to_string(t.comm.size) +
+               " ranks)";
+    return collectives_.emplace(key, std::move(c)).first->second;
   }
 
   bool in_same_collective(int32_t member, const thread_state& t) const {
@@ -404,13 +447,17 @@ private:
   std::vector<const rank_state*> by_rank_;
   std::vector<send_seen> sends_;
   std::vector<recv_seen> recvs_;
+  std::vector<std::vector<size_t>> sends_to_, recvs_at_;
   std::vector<wait_item> waits_;
   std::set<int32_t> wildcard_ranks_, complete_collective_ranks_;
+  std::map<std::tuple<uint64_t, int32_t, int32_t, uint32_t, std::string>, collective_wait>
+      collectives_;
   std::vector<char> can_act_; // per rank: may still proceed (or make others proceed)
 };
 
 void analysis::graph() {
   collect_messages();
+  index_messages();
   for (int32_t rank = 0; rank < d_.world_size; ++rank)
     if (blocked(rank))
       for (const thread_state& t : state(rank)->threads)
@@ -543,10 +590,10 @@ void analysis::cycles() {
           deadlock dl;
           for (size_t i = 0; i < members.size(); ++i) {
             const int32_t to = members[(i + 1) % members.size()];
-            for (const wait_item& w : waits_)
-              if (w.rank == members[i] &&
-                  std::binary_search(w.targets.begin(), w.targets.end(), to)) {
-                dl.cycle.push_back(waiting(w));
+            const auto [first, last] = waits_of(members[i]);
+            for (auto w = first; w != last; ++w)
+              if (std::binary_search(w->targets.begin(), w->targets.end(), to)) {
+                dl.cycle.push_back(waiting(*w));
                 break;
               }
             cycle_of[static_cast<size_t>(members[i])] = static_cast<int>(d_.deadlocks.size());
@@ -577,12 +624,12 @@ void analysis::cycles() {
   for (const int32_t r : wildcard_ranks_)
     if (stuck(r) && std::none_of(d_.unmatched.begin(), d_.unmatched.end(),
                                  [&](const unmatched_receive& u) { return u.receiver.rank == r; }))
-      for (const wait_item& w : waits_)
-        if (w.rank == r && w.thread->peer == any_source) {
+      for (auto [w, last] = waits_of(r); w != last; ++w)
+        if (w->thread->peer == any_source) {
           unmatched_receive u;
-          u.receiver = waiting(w);
+          u.receiver = waiting(*w);
           u.source = any_source;
-          u.tag = w.thread->tag;
+          u.tag = w->thread->tag;
           d_.unmatched.push_back(std::move(u));
           break;
         }

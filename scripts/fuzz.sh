@@ -36,6 +36,9 @@ printf 'node1\tnode2\nMPI_Send\ta.c\t12\tmain\t3\t900\t64\t0\t2\nMPI_Recv\tb.f90
   >"$out/corpus/callsite_lines/seed"
 # A real rank file, as a killed job leaves it.
 "$bin/rank_file_seed" "$out/corpus/rank_file/seed.prof"
+# Real hang state files, as the writer leaves them.
+mkdir -p "$out/corpus/hang_state"
+"$bin/hang_state_seed" "$out/corpus/hang_state"
 printf 'profile out="a b" x=1\n# c\ndelay usec=5\n' >"$out/corpus/config/seed1"
 printf 'a,b:k=v:k2=v2,c' >"$out/corpus/config/seed2"
 cp build/lib/strata/*/modules/empty.so "$out/corpus/patch/" 2>/dev/null || true

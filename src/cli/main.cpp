@@ -2,6 +2,7 @@
 // (src/common/wing_commands.hpp); this file only splits off the program after "--", checks the
 // command words, parses, and runs what was chosen.
 #include "analyzer/command.hpp"
+#include "hang/command.hpp"
 #include "launch/commands.hpp"
 #include "model/bench_command.hpp"
 #include "monitor/command.hpp"
@@ -96,6 +97,7 @@ int run_main(int argc, char** argv) {
   wings.push_back(strata::profiler::add_profiler_commands(app));
   wings.push_back(strata::bench::add_model_commands(app));
   wings.push_back(strata::analyze::add_analyzer_commands(app));
+  wings.push_back(strata::hang::add_hang_commands(app));
   wings.push_back(strata::site::add_site_commands(app));
 
   const CLI::App* chosen = &app;

@@ -1,0 +1,140 @@
+#include "hang/command.hpp"
+#include "hang/diagnose.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace strata::hang {
+namespace {
+
+// "JOB.rank12.hang" -> "JOB"; "" when the name is not of that form.
+std::string job_of(const std::string& file_name) {
+  if (!file_name.ends_with(".hang"))
+    return "";
+  const size_t rank = file_name.rfind(".rank");
+  return rank == std::string::npos ? "" : file_name.substr(0, rank);
+}
+
+} // namespace
+
+loaded_states load_states(const hang_options& o) {
+  namespace fs = std::filesystem;
+  loaded_states out;
+  std::vector<std::string> files;
+  for (const std::string& input : o.inputs) {
+    std::error_code ec;
+    if (!fs::is_directory(input, ec)) {
+      files.push_back(input);
+      continue;
+    }
+    std::map<std::string, std::vector<std::string>> by_job;
+    for (const fs::directory_entry& e : fs::directory_iterator(input, ec)) {
+      const std::string name = e.path().filename().string();
+      if (const std::string job = job_of(name); !job.empty() && (o.job.empty() || job == o.job))
+        by_job[job].push_back(e.path().string());
+    }
+    if (ec) {
+      out.error = input + ": cannot list (" + ec.message() + ")";
+      return out;
+    }
+    if (by_job.empty()) {
+      out.error = input + ": no hang state files (JOB.rankR.hang)" +
+                  (o.job.empty() ? "" : " of job " + o.job);
+      return out;
+    }
+    if (by_job.size() > 1) {
+      std::string jobs;
+      for (const auto& [job, paths] : by_job)
+        jobs += (jobs.empty() ? "" : ", ") + job;
+      out.error = input + " holds the states of several jobs (" + jobs + "): choose one with --job";
+      return out;
+    }
+    std::vector<std::string>& paths = by_job.begin()->second;
+    std::sort(paths.begin(), paths.end());
+    files.insert(files.end(), paths.begin(), paths.end());
+  }
+  std::set<int32_t> seen;
+  for (const std::string& file : files) {
+    state_read_result read = read_state_file(file);
+    if (!read.ok()) {
+      out.error = read.error;
+      return out;
+    }
+    if (!out.states.empty() && read.state->world_size != out.states.front().world_size) {
+      out.error = file + ": rank " + std::to_string(read.state->world_rank) + " of " +
+                  std::to_string(read.state->world_size) + " ranks, but " +
+                  out.states.front().source + " is of " +
+                  std::to_string(out.states.front().world_size) + ": not the same job";
+      return out;
+    }
+    if (!seen.insert(read.state->world_rank).second) {
+      out.error = file + ": a second state for rank " + std::to_string(read.state->world_rank) +
+                  ": not the same job";
+      return out;
+    }
+    out.states.push_back(std::move(*read.state));
+  }
+  return out;
+}
+
+uint64_t judging_time(const std::vector<rank_state>& states, uint64_t threshold_ns,
+                      uint64_t now_ns) {
+  const uint64_t latest = latest_time(states);
+  return latest + threshold_ns >= now_ns ? std::max(now_ns, latest) : latest;
+}
+
+int hang_command(const hang_options& o) {
+  if (!(o.hang_after_s >= 0) || !std::isfinite(o.hang_after_s)) {
+    std::fprintf(stderr, "strata: error: --hang-after must be 0 or more seconds\n");
+    return 2;
+  }
+  const loaded_states loaded = load_states(o);
+  if (!loaded.error.empty()) {
+    std::fprintf(stderr, "strata: error: %s\n", loaded.error.c_str());
+    return 2;
+  }
+  const auto threshold = static_cast<uint64_t>(o.hang_after_s * 1e9);
+  const diagnosis d =
+      diagnose(loaded.states, judging_time(loaded.states, threshold, realtime_ns()), threshold);
+  const std::string text = o.format == "json" ? format_json(d) : format_text(d);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+namespace {
+class hang_commands final : public cli::wing_commands {
+public:
+  explicit hang_commands(CLI::App& strata) {
+    hang_ = strata.add_subcommand(
+        "hang", "why a job stopped making progress: where each rank waits, deadlocks, and who "
+                "they wait for (from the job's hang state files)");
+    hang_->add_option("inputs", o_.inputs, "a spool directory or JOB.rankR.hang files")->required();
+    hang_->add_option("--format", o_.format, "text for people, json for tools")
+        ->check(CLI::IsMember({"text", "json"}));
+    hang_->add_option("--job", o_.job, "the job whose files to read, in a directory of several");
+    hang_->add_option("--hang-after", o_.hang_after_s,
+                      "seconds a rank must wait in one call, with no rank completing any, to "
+                      "count as hung (default 10)");
+  }
+
+  [[nodiscard]] std::optional<int> run() const override {
+    if (hang_->parsed())
+      return hang_command(o_);
+    return std::nullopt;
+  }
+
+private:
+  hang_options o_;
+  CLI::App* hang_ = nullptr;
+};
+} // namespace
+
+std::unique_ptr<cli::wing_commands> add_hang_commands(CLI::App& strata) {
+  return std::make_unique<hang_commands>(strata);
+}
+
+} // namespace strata::hang

@@ -1,0 +1,41 @@
+// `strata hang DIR_OR_FILES`: the diagnosis from the per-rank state files a job leaves in its
+// spool (JOB.rankR.hang), as text or JSON. No MPI.
+#pragma once
+
+#include "common/wing_commands.hpp"
+#include "hang/state.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata::hang {
+
+struct hang_options {
+  std::vector<std::string> inputs; // directories and state files
+  std::string format = "text";
+  std::string job;          // which job's files in a directory holding several
+  double hang_after_s = 10; // a rank waiting this long in one call, nobody completing any: hung
+};
+
+// The states named by `inputs`, or one line (without "strata: error: ") saying what is wrong.
+struct loaded_states {
+  std::vector<rank_state> states;
+  std::string error;
+};
+loaded_states load_states(const hang_options& o);
+
+// The time to judge the states at: now while their writers are alive (a heartbeat within the
+// threshold), else the last heartbeat (a job that ended or was killed, as it was then).
+uint64_t judging_time(const std::vector<rank_state>& states, uint64_t threshold_ns,
+                      uint64_t now_ns);
+
+// Prints the diagnosis; 0 when printed, 2 for bad input.
+int hang_command(const hang_options& o);
+
+// Registers `hang` on `strata`.
+std::unique_ptr<cli::wing_commands> add_hang_commands(CLI::App& strata);
+
+} // namespace strata::hang

@@ -1,0 +1,123 @@
+// `strata hang` on files the writer made, as the profile will leave them in a spool.
+#include "hang/command.hpp"
+#include "hang/diagnose.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace strata::hang {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uint64_t second = 1'000'000'000;
+
+class HangCommand : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/hang_command_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Rank `rank` of `size` of job "job1" in `routine` from `peer`, entered a minute ago.
+  void write_rank(int32_t rank, int32_t size, const std::string& routine, int32_t peer,
+                  uint32_t line) {
+    std::string error;
+    std::optional<state_writer> w = state_writer::open(
+        dir_ + "/job1.rank" + std::to_string(rank) + ".hang", rank, size, 2, error);
+    ASSERT_TRUE(w) << error;
+    thread_state t;
+    t.phase = thread_phase::in_mpi;
+    t.lang = language::c;
+    t.routine = routine;
+    t.file = "ring.c";
+    t.line = line;
+    t.function = "main";
+    t.comm = {7, static_cast<uint32_t>(size), 0, 1};
+    t.peer = peer;
+    t.tag = 3;
+    t.since_ns = realtime_ns() - 60 * second;
+    w->write(0, t);
+    w->observe(realtime_ns());
+  }
+
+  std::pair<int, std::string> run(hang_options o) {
+    ::testing::internal::CaptureStdout();
+    const int status = hang_command(o);
+    return {status, ::testing::internal::GetCapturedStdout()};
+  }
+
+  std::string dir_;
+};
+
+TEST_F(HangCommand, DiagnosesADeadlockFromASpoolDirectory) {
+  write_rank(0, 2, "MPI_Recv", 1, 12);
+  write_rank(1, 2, "MPI_Recv", 0, 12);
+  const auto [status, text] = run({{dir_}, "text", "", 10});
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(text.find("HANG"), std::string::npos) << text;
+  EXPECT_NE(text.find("DEADLOCK: ranks 0-1 wait for each other"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 1 in MPI_Recv at ring.c:12 (main)"), std::string::npos) << text;
+  const auto [json_status, json_text] = run({{dir_}, "json", "", 10});
+  EXPECT_EQ(json_status, 0);
+  const auto j = nlohmann::json::parse(json_text);
+  EXPECT_EQ(j["verdict"], "hang");
+  EXPECT_EQ(j["deadlocks"][0]["cycle"][0]["line"], 12);
+}
+
+TEST_F(HangCommand, AThresholdLongerThanTheWaitIsNoHang) {
+  write_rank(0, 2, "MPI_Recv", 1, 12);
+  write_rank(1, 2, "MPI_Recv", 0, 12);
+  const auto [status, text] = run({{dir_}, "text", "", 3600});
+  EXPECT_EQ(status, 0);
+  EXPECT_TRUE(text.starts_with("No hang: the job made progress")) << text;
+}
+
+TEST_F(HangCommand, ATruncatedStateFileIsOneClearError) {
+  write_rank(0, 2, "MPI_Recv", 1, 12);
+  write_rank(1, 2, "MPI_Recv", 0, 12);
+  fs::resize_file(dir_ + "/job1.rank1.hang", 300);
+  const hang_options o{{dir_}, "text", "", 10};
+  const loaded_states loaded = load_states(o);
+  EXPECT_EQ(loaded.error, dir_ + "/job1.rank1.hang: truncated: 300 bytes, its header says 1184");
+  ::testing::internal::CaptureStderr();
+  const auto [status, text] = run(o);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(status, 2);
+  EXPECT_TRUE(text.empty());
+  EXPECT_EQ(err, "strata: error: " + loaded.error + "\n");
+}
+
+TEST_F(HangCommand, SeveralJobsInADirectoryNeedJob) {
+  write_rank(0, 1, "MPI_Barrier", no_peer, 5);
+  std::ofstream(dir_ + "/job2.rank0.hang") << "x";
+  EXPECT_EQ(load_states({{dir_}, "text", "", 10}).error,
+            dir_ + " holds the states of several jobs (job1, job2): choose one with --job");
+  const loaded_states one = load_states({{dir_}, "text", "job1", 10});
+  EXPECT_TRUE(one.error.empty()) << one.error;
+  EXPECT_EQ(one.states.size(), 1u);
+  EXPECT_NE(load_states({{dir_ + "/job2.rank0.hang"}, "text", "", 10})
+                .error.find("not a Strata hang state file"),
+            std::string::npos);
+}
+
+TEST_F(HangCommand, AnEmptyDirectoryIsNamed) {
+  EXPECT_EQ(load_states({{dir_}, "text", "", 10}).error,
+            dir_ + ": no hang state files (JOB.rankR.hang)");
+}
+
+TEST(JudgingTime, LiveStatesAreJudgedNowEndedOnesAtTheirLastHeartbeat) {
+  rank_state r;
+  r.observed_ns = 1000 * second;
+  EXPECT_EQ(judging_time({r}, 10 * second, 1005 * second), 1005 * second);
+  EXPECT_EQ(judging_time({r}, 10 * second, 5000 * second), 1000 * second);
+}
+
+} // namespace
+} // namespace strata::hang

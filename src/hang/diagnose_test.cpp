@@ -1,0 +1,321 @@
+// The analysis on recorded states, each a way programs hang, without MPI.
+#include "hang/diagnose.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace strata::hang {
+namespace {
+
+constexpr uint64_t second = 1'000'000'000;
+constexpr uint64_t now = 1000 * second;
+constexpr uint64_t threshold = 10 * second;
+
+communicator world(int32_t size) {
+  return {1, static_cast<uint32_t>(size), 0, 1};
+}
+
+rank_state rank_in(int32_t rank, int32_t size, const std::string& routine, int32_t peer,
+                   int32_t tag, uint32_t line, uint64_t waiting_s = 60) {
+  rank_state r;
+  r.world_rank = rank;
+  r.world_size = size;
+  r.observed_ns = now;
+  thread_state t;
+  t.phase = thread_phase::in_mpi;
+  t.routine = routine;
+  t.file = "app.c";
+  t.line = line;
+  t.function = "main";
+  t.comm = world(size);
+  t.peer = peer;
+  t.tag = tag;
+  t.bytes = 1 << 20;
+  t.since_ns = now - waiting_s * second;
+  r.threads.push_back(t);
+  return r;
+}
+
+rank_state computing(int32_t rank, int32_t size, const std::string& last, uint32_t line,
+                     uint64_t for_s) {
+  rank_state r = rank_in(rank, size, last, no_peer, 0, line);
+  r.threads[0].phase = thread_phase::outside_mpi;
+  r.threads[0].since_ns = now - for_s * second;
+  return r;
+}
+
+TEST(RankRanges, MergesRunsInAnyOrder) {
+  EXPECT_EQ(rank_ranges({7, 0, 2, 1, 3, 3}), "0-3,7");
+  EXPECT_EQ(rank_ranges({}), "");
+  EXPECT_EQ(rank_ranges({5}), "5");
+  EXPECT_EQ(rank_ranges({1, 3, 4}), "1,3-4");
+}
+
+TEST(Diagnose, TwoRanksReceivingFromEachOtherAreADeadlockWithTheirLines) {
+  const diagnosis d = diagnose(
+      {rank_in(0, 2, "MPI_Recv", 1, 7, 12), rank_in(1, 2, "MPI_Recv", 0, 7, 18)}, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  ASSERT_EQ(d.deadlocks.size(), 1u);
+  const auto& cycle = d.deadlocks[0].cycle;
+  ASSERT_EQ(cycle.size(), 2u);
+  EXPECT_EQ(cycle[0].rank, 0);
+  EXPECT_EQ(cycle[0].line, 12u);
+  EXPECT_EQ(cycle[0].waits_for, "a message from rank 1 (tag 7)");
+  EXPECT_EQ(cycle[1].rank, 1);
+  EXPECT_EQ(cycle[1].line, 18u);
+  EXPECT_TRUE(d.computing.empty());
+  EXPECT_TRUE(d.unmatched.empty());
+  const std::string text = format_text(d);
+  EXPECT_NE(text.find("DEADLOCK: ranks 0-1 wait for each other"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 0 in MPI_Recv at app.c:12 (main)"), std::string::npos) << text;
+}
+
+TEST(Diagnose, SendSendWithLargeMessagesIsADeadlock) {
+  const diagnosis d = diagnose(
+      {rank_in(0, 2, "MPI_Send", 1, 0, 30), rank_in(1, 2, "MPI_Send", 0, 0, 30)}, now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u);
+  EXPECT_EQ(d.deadlocks[0].cycle[0].waits_for,
+            "rank 1 to receive its message (tag 0, 1048576 bytes)");
+}
+
+TEST(Diagnose, AMatchingSendAndReceiveInProgressIsNotADeadlock) {
+  // A receive and the send it matches, both still inside MPI: the transfer is under way.
+  const diagnosis d = diagnose(
+      {rank_in(0, 2, "MPI_Recv", 1, 7, 12), rank_in(1, 2, "MPI_Send", 0, 7, 20)}, now, threshold);
+  EXPECT_TRUE(d.deadlocks.empty());
+  EXPECT_TRUE(d.unmatched.empty());
+}
+
+TEST(Diagnose, ARankThatNeverReachesTheCollectiveIsNamedWithItsLastCallAndTime) {
+  std::vector<rank_state> states;
+  for (int32_t r = 0; r < 4; ++r)
+    states.push_back(r == 2 ? computing(2, 4, "MPI_Allreduce", 88, 300)
+                            : rank_in(r, 4, "MPI_Barrier", no_peer, 0, 40));
+  const diagnosis d = diagnose(states, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  EXPECT_TRUE(d.deadlocks.empty());
+  ASSERT_EQ(d.computing.size(), 1u);
+  EXPECT_EQ(d.computing[0].rank, 2);
+  EXPECT_EQ(d.computing[0].last_routine, "MPI_Allreduce");
+  EXPECT_EQ(d.computing[0].line, 88u);
+  EXPECT_EQ(d.computing[0].computing_ns, 300 * second);
+  EXPECT_EQ(rank_ranges(d.computing[0].waiting_directly), "0-1,3");
+  const std::string text = format_text(d);
+  EXPECT_NE(text.find("rank 2 has been outside MPI for 300.0 s, since MPI_Allreduce at app.c:88"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Diagnose, AChainEndsAtTheComputingRank) {
+  // 0 waits for 1, 1 waits for 2, 2 computes.
+  const diagnosis d =
+      diagnose({rank_in(0, 3, "MPI_Recv", 1, 0, 10), rank_in(1, 3, "MPI_Recv", 2, 0, 20),
+                computing(2, 3, "MPI_Send", 30, 120)},
+               now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  EXPECT_TRUE(d.deadlocks.empty());
+  ASSERT_EQ(d.computing.size(), 1u);
+  EXPECT_EQ(d.computing[0].rank, 2);
+  EXPECT_EQ(d.computing[0].waiting_directly, std::vector<int32_t>{1});
+  EXPECT_EQ(d.computing[0].waiting_indirectly, std::vector<int32_t>{0});
+  ASSERT_EQ(d.computing[0].chain.size(), 2u);
+  EXPECT_EQ(d.computing[0].chain[0].rank, 0);
+  EXPECT_EQ(d.computing[0].chain[1].rank, 1);
+}
+
+TEST(Diagnose, AReceiveWithTheWrongTagNamesTheSendersPendingSend) {
+  rank_state sender = rank_in(0, 2, "MPI_Wait", no_peer, 0, 50);
+  sender.threads[0].pending.push_back({op_kind::recv, true, 1, 3, 8, world(2)});
+  sender.threads[0].pending.push_back({op_kind::send, false, 1, 6, 8, world(2)});
+  sender.threads[0].pending_total = 2;
+  const diagnosis d = diagnose({sender, rank_in(1, 2, "MPI_Recv", 0, 5, 60)}, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  ASSERT_FALSE(d.unmatched.empty());
+  const unmatched_receive& u = d.unmatched[0];
+  EXPECT_EQ(u.reason, unmatched_receive::why::wrong_tag);
+  EXPECT_EQ(u.receiver.rank, 1);
+  EXPECT_EQ(u.receiver.line, 60u);
+  ASSERT_EQ(u.sends.size(), 1u);
+  EXPECT_EQ(u.sends[0].sender, 0);
+  EXPECT_EQ(u.sends[0].tag, 6);
+  EXPECT_TRUE(u.sends[0].pending);
+  const std::string text = format_text(d);
+  EXPECT_NE(text.find("UNMATCHED RECEIVE (wrong tag): rank 1 in MPI_Recv at app.c:60"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 0 sends to it with tag 6 (an MPI_Isend not yet completed)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Diagnose, AReceiveFromTheWrongSourceIsNamed) {
+  // Rank 2 receives from 0, but it is rank 1 that sends to it (with the right tag).
+  const diagnosis d =
+      diagnose({rank_in(0, 3, "MPI_Barrier", no_peer, 0, 9), rank_in(1, 3, "MPI_Send", 2, 4, 20),
+                rank_in(2, 3, "MPI_Recv", 0, 4, 30)},
+               now, threshold);
+  ASSERT_FALSE(d.unmatched.empty());
+  EXPECT_EQ(d.unmatched[0].reason, unmatched_receive::why::wrong_source);
+  EXPECT_EQ(d.unmatched[0].sends[0].sender, 1);
+  EXPECT_EQ(d.unmatched[0].sends[0].line, 20u);
+}
+
+TEST(Diagnose, AWildcardReceiveNothingMatchesIsNamed) {
+  // Rank 0 takes any message; the others wait in a barrier for rank 0.
+  std::vector<rank_state> states{rank_in(0, 4, "MPI_Recv", any_source, any_tag, 70)};
+  for (int32_t r = 1; r < 4; ++r)
+    states.push_back(rank_in(r, 4, "MPI_Barrier", no_peer, 0, 80));
+  const diagnosis d = diagnose(states, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  EXPECT_FALSE(d.deadlocks.empty());
+  ASSERT_EQ(d.unmatched.size(), 1u);
+  EXPECT_EQ(d.unmatched[0].reason, unmatched_receive::why::nothing_matches);
+  EXPECT_EQ(d.unmatched[0].source, any_source);
+  EXPECT_EQ(d.unmatched[0].receiver.line, 70u);
+  EXPECT_NE(format_text(d).find("UNMATCHED RECEIVE (nothing matches): rank 0 in MPI_Recv"),
+            std::string::npos);
+}
+
+TEST(Diagnose, AWildcardReceiveIsNotStuckWhileARankItWaitsForComputes) {
+  const diagnosis d =
+      diagnose({rank_in(0, 3, "MPI_Recv", any_source, any_tag, 70),
+                rank_in(1, 3, "MPI_Barrier", no_peer, 0, 80), computing(2, 3, "MPI_Send", 5, 100)},
+               now, threshold);
+  EXPECT_TRUE(d.deadlocks.empty()) << format_text(d);
+  EXPECT_TRUE(d.unmatched.empty());
+  ASSERT_EQ(d.computing.size(), 1u);
+  EXPECT_EQ(d.computing[0].rank, 2);
+}
+
+TEST(Diagnose, CollectivesInADifferentOrderAreADeadlock) {
+  const diagnosis d =
+      diagnose({rank_in(0, 2, "MPI_Bcast", 0, 0, 10), rank_in(1, 2, "MPI_Barrier", no_peer, 0, 11)},
+               now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u);
+  EXPECT_NE(d.deadlocks[0].cycle[0].waits_for.find("to enter MPI_Bcast"), std::string::npos);
+}
+
+TEST(Diagnose, ARecentCallMeansProgressNotAHang) {
+  std::vector<rank_state> states{rank_in(0, 2, "MPI_Recv", 1, 0, 10)};
+  states.push_back(computing(1, 2, "MPI_Send", 20, 3)); // computing for 3 s < 10 s
+  const diagnosis d = diagnose(states, now, threshold);
+  EXPECT_EQ(d.result, verdict::progressing);
+  EXPECT_TRUE(d.computing.empty());
+  EXPECT_NE(
+      format_text(d).find("No hang: the job made progress (rank 1 completed MPI_Send 3.0 s ago"),
+      std::string::npos);
+  // The same deadlock entered just now is not reported yet.
+  EXPECT_EQ(diagnose({rank_in(0, 2, "MPI_Recv", 1, 7, 12, 2), rank_in(1, 2, "MPI_Recv", 0, 7, 18)},
+                     now, threshold)
+                .result,
+            verdict::progressing);
+}
+
+TEST(Diagnose, EveryRankComputingIsNoHang) {
+  const diagnosis d = diagnose(
+      {computing(0, 2, "MPI_Bcast", 1, 600), computing(1, 2, "MPI_Bcast", 1, 600)}, now, threshold);
+  EXPECT_EQ(d.result, verdict::all_computing);
+  EXPECT_TRUE(d.deadlocks.empty());
+}
+
+TEST(Diagnose, AMissingRankIsNamedAsWhatTheOthersWaitFor) {
+  const diagnosis d = diagnose({rank_in(0, 2, "MPI_Recv", 1, 0, 10)}, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  EXPECT_EQ(d.missing_ranks, std::vector<int32_t>{1});
+  ASSERT_EQ(d.computing.size(), 1u);
+  EXPECT_FALSE(d.computing[0].has_state);
+}
+
+TEST(Diagnose, ARankThatFinalizedIsNamedAsSuch) {
+  rank_state done = computing(1, 2, "MPI_Finalize", 80, 12);
+  done.threads[0].phase = thread_phase::finalized;
+  const diagnosis d = diagnose({rank_in(0, 2, "MPI_Recv", 1, 0, 10), done}, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  ASSERT_EQ(d.computing.size(), 1u);
+  EXPECT_TRUE(d.computing[0].finalized);
+  EXPECT_NE(format_text(d).find("WAITING FOR A FINALIZED RANK: rank 1 called MPI_Finalize 12.0 s "
+                                "ago at app.c:80 (main)"),
+            std::string::npos)
+      << format_text(d);
+}
+
+TEST(Diagnose, WaitallOnRequestsWaitsForTheirPeers) {
+  rank_state a = rank_in(0, 2, "MPI_Waitall", no_peer, 0, 10);
+  a.threads[0].pending = {{op_kind::recv, true, 1, 1, 8, world(2)}};
+  rank_state b = rank_in(1, 2, "MPI_Waitall", no_peer, 0, 20);
+  b.threads[0].pending = {{op_kind::recv, true, 0, 1, 8, world(2)}};
+  const diagnosis d = diagnose({a, b}, now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u);
+  EXPECT_EQ(d.deadlocks[0].cycle.size(), 2u);
+}
+
+TEST(Diagnose, ClassesAndRangesAtAThousandRanks) {
+  // 997 ranks in a barrier, rank 500 computing, 998-999 in a receive from 500.
+  std::vector<rank_state> states;
+  for (int32_t r = 0; r < 1000; ++r) {
+    if (r == 500)
+      states.push_back(computing(r, 1000, "MPI_Allreduce", 88, 400));
+    else if (r >= 998)
+      states.push_back(rank_in(r, 1000, "MPI_Recv", 500, 1, 55));
+    else
+      states.push_back(rank_in(r, 1000, "MPI_Barrier", no_peer, 0, 40));
+  }
+  const diagnosis d = diagnose(states, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  ASSERT_EQ(d.classes.size(), 3u);
+  EXPECT_EQ(d.classes[0].routine, "MPI_Barrier");
+  EXPECT_EQ(rank_ranges(d.classes[0].ranks), "0-499,501-997");
+  EXPECT_EQ(d.classes[0].line, 40u);
+  EXPECT_EQ(rank_ranges(d.classes[1].ranks), "998-999");
+  EXPECT_EQ(rank_ranges(d.classes[2].ranks), "500");
+  EXPECT_FALSE(d.classes[2].in_mpi);
+  ASSERT_EQ(d.computing.size(), 1u);
+  EXPECT_EQ(d.computing[0].rank, 500);
+  EXPECT_EQ(d.computing[0].waiting_directly.size(), 999u);
+  EXPECT_TRUE(d.deadlocks.empty());
+  const auto j = nlohmann::json::parse(format_json(d));
+  EXPECT_EQ(j["verdict"], "hang");
+  EXPECT_EQ(j["classes"][0]["ranks"], "0-499,501-997");
+  EXPECT_EQ(j["waiting_for"][0]["rank"], 500);
+  EXPECT_EQ(j["waiting_for"][0]["waiting_directly"], "0-499,501-999");
+}
+
+TEST(Diagnose, ARingDeadlockAtAThousandRanksListsAFewMembersInText) {
+  std::vector<rank_state> states;
+  for (int32_t r = 0; r < 1000; ++r)
+    states.push_back(rank_in(r, 1000, "MPI_Recv", (r + 999) % 1000, 0, 12));
+  const diagnosis d = diagnose(states, now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u);
+  EXPECT_EQ(d.deadlocks[0].cycle.size(), 1000u);
+  EXPECT_NE(format_text(d).find("... and 992 more"), std::string::npos);
+}
+
+TEST(Diagnose, RanksBehindADeadlockAreNamed) {
+  const diagnosis d =
+      diagnose({rank_in(0, 3, "MPI_Recv", 1, 0, 10), rank_in(1, 3, "MPI_Recv", 0, 0, 10),
+                rank_in(2, 3, "MPI_Recv", 0, 0, 20)},
+               now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u);
+  EXPECT_EQ(d.deadlocks[0].blocked_behind, std::vector<int32_t>{2});
+}
+
+TEST(Diagnose, AllMembersInsideOneCollectiveIsNamedAsSuch) {
+  const diagnosis d = diagnose({rank_in(0, 2, "MPI_Allreduce", no_peer, 0, 10),
+                                rank_in(1, 2, "MPI_Allreduce", no_peer, 0, 10)},
+                               now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  EXPECT_TRUE(d.deadlocks.empty());
+  ASSERT_EQ(d.stuck_complete_collectives.size(), 1u);
+  EXPECT_EQ(d.stuck_complete_collectives[0].ranks, (std::vector<int32_t>{0, 1}));
+}
+
+TEST(Diagnose, JsonOfNamesThatAreNotUtf8IsStillJson) {
+  rank_state r = rank_in(0, 1, "MPI_Recv", 0, 1, 5);
+  r.threads[0].file = "caf\xe9.c"; // Latin-1, as an old source tree may name it
+  const diagnosis d = diagnose({r}, now, threshold);
+  const auto j = nlohmann::json::parse(format_json(d));
+  EXPECT_EQ(j["classes"][0]["file"], "caf\xef\xbf\xbd.c");
+}
+
+} // namespace
+} // namespace strata::hang

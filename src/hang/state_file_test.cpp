@@ -1,0 +1,195 @@
+#include "hang/state.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+namespace strata::hang {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/hang_state_" + std::to_string(::getpid()) + "_" + name;
+}
+
+rank_state sample() {
+  rank_state r;
+  r.world_rank = 2;
+  r.world_size = 8;
+  r.pid = 4242;
+  r.host = "node17";
+  r.observed_ns = 5'000'000'000;
+  thread_state t;
+  t.phase = thread_phase::in_mpi;
+  t.lang = language::fortran;
+  t.os_thread = 99;
+  t.routine = "MPI_Waitall";
+  t.file = "solver/halo.f90";
+  t.line = 120;
+  t.function = "exchange_halo";
+  t.comm = {0xabc, 4, 0, 2};
+  t.since_ns = 4'000'000'000;
+  t.calls_completed = 77;
+  t.pending_total = 9;
+  for (int i = 0; i < 6; ++i)
+    t.pending.push_back({i % 2 == 0 ? op_kind::send : op_kind::recv,
+                         i < 3,
+                         i,
+                         10 + i,
+                         uint64_t(1000 * i),
+                         {0xabc, 4, 0, 2}});
+  r.threads.push_back(t);
+  thread_state idle;
+  idle.phase = thread_phase::outside_mpi;
+  idle.routine = "MPI_Allreduce";
+  idle.file = std::string(200, 'd') + "/main.c"; // longer than the field: its end is kept
+  idle.line = 3;
+  idle.since_ns = 3'000'000'000;
+  r.threads.push_back(idle);
+  return r;
+}
+
+TEST(StateFile, EncodedStateReadsBackWithLongPathsKeepingTheirEnd) {
+  const rank_state r = sample();
+  const std::string bytes = encode_state(r);
+  EXPECT_LT(bytes.size(), 64u + 2 * 600u) << "a few hundred bytes per thread";
+  const state_read_result read = parse_state(bytes, "x");
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_EQ(read.state->world_rank, 2);
+  EXPECT_EQ(read.state->world_size, 8);
+  EXPECT_EQ(read.state->host, "node17");
+  EXPECT_EQ(read.state->observed_ns, 5'000'000'000u);
+  ASSERT_EQ(read.state->threads.size(), 2u);
+  EXPECT_EQ(read.state->threads[0], r.threads[0]);
+  EXPECT_TRUE(read.state->threads[1].file.ends_with("ddd/main.c"));
+  EXPECT_EQ(read.state->threads[1].file.size(), max_file - 1);
+}
+
+TEST(StateFile, WriterUpdatesInPlaceAndTheReaderSeesEachUpdate) {
+  const std::string path = temp_path("writer.hang");
+  std::string error;
+  std::optional<state_writer> w = state_writer::open(path, 1, 8, 2, error);
+  ASSERT_TRUE(w) << error;
+  state_read_result read = read_state_file(path);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_TRUE(read.state->threads.empty()) << "unused slots are not threads";
+  thread_state t = sample().threads[0];
+  w->write(1, t);
+  read = read_state_file(path);
+  ASSERT_TRUE(read.ok()) << read.error;
+  ASSERT_EQ(read.state->threads.size(), 1u);
+  EXPECT_EQ(read.state->threads[0], t);
+  EXPECT_EQ(read.state->world_rank, 1);
+  w->leave_call(1, 4'500'000'000);
+  read = read_state_file(path);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_EQ(read.state->threads[0].phase, thread_phase::outside_mpi);
+  EXPECT_EQ(read.state->threads[0].since_ns, 4'500'000'000u);
+  EXPECT_EQ(read.state->threads[0].calls_completed, 78u);
+  EXPECT_EQ(read.state->threads[0].routine, "MPI_Waitall") << "the last call stays named";
+  std::remove(path.c_str());
+}
+
+// A reader racing a writer never returns a mix of two updates: every field of a slot written as
+// one update carries the same number.
+TEST(StateFile, ReaderNeverReturnsATornSlotWhileTheWriterRuns) {
+  const std::string path = temp_path("race.hang");
+  std::string error;
+  std::optional<state_writer> w = state_writer::open(path, 0, 1 << 20, 1, error);
+  ASSERT_TRUE(w) << error;
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    thread_state t;
+    t.phase = thread_phase::in_mpi;
+    t.routine = "MPI_Recv";
+    for (int32_t i = 1; !stop.load(); i = i % 1000000 + 1) {
+      t.peer = i;
+      t.tag = i;
+      t.line = static_cast<uint32_t>(i);
+      t.since_ns = static_cast<uint64_t>(i);
+      t.file = std::to_string(i);
+      w->write(0, t);
+    }
+  });
+  int whole = 0;
+  for (int reads = 0; reads < 20000; ++reads) {
+    const state_read_result read = read_state_file(path);
+    ASSERT_TRUE(read.ok()) << read.error;
+    if (read.state->threads.empty() || read.state->threads[0].torn)
+      continue;
+    const thread_state& t = read.state->threads[0];
+    ASSERT_EQ(t.tag, t.peer);
+    ASSERT_EQ(t.line, static_cast<uint32_t>(t.peer));
+    ASSERT_EQ(t.since_ns, static_cast<uint64_t>(t.peer));
+    ASSERT_EQ(t.file, std::to_string(t.peer));
+    ++whole;
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(whole, 0);
+  std::remove(path.c_str());
+}
+
+TEST(StateFile, ASlotLeftMidUpdateIsMarkedTornNotMisread) {
+  rank_state r = sample();
+  r.threads[0].torn = true; // encoded with an odd sequence counter
+  const state_read_result read = parse_state(encode_state(r));
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_TRUE(read.state->threads[0].torn);
+  EXPECT_TRUE(read.state->threads[0].routine.empty());
+}
+
+TEST(StateFile, EveryTruncationIsOneClearError) {
+  const std::string bytes = encode_state(sample());
+  for (size_t size = 0; size < bytes.size(); ++size) {
+    const state_read_result read = parse_state(bytes.substr(0, size), "r.hang");
+    ASSERT_FALSE(read.ok()) << size;
+    ASSERT_TRUE(read.error.starts_with("r.hang: ")) << read.error;
+  }
+  EXPECT_EQ(parse_state(bytes.substr(0, 100), "r.hang").error,
+            "r.hang: truncated: 100 bytes, its header says 1184");
+  EXPECT_EQ(parse_state("hello", "r.hang").error,
+            "r.hang: not a Strata hang state file (no strata.hang-state header)");
+}
+
+TEST(StateFile, NewerVersionsAndBadFieldsAreNamed) {
+  std::string bytes = encode_state(sample());
+  bytes[8] = 2;
+  EXPECT_EQ(parse_state(bytes, "f").error, "f: strata.hang-state version 2, this strata reads 1");
+  bytes = encode_state(sample());
+  bytes[64 + 8] = 9; // the first slot's phase
+  EXPECT_EQ(parse_state(bytes, "f").error, "f: thread slot 0: unknown phase 9");
+  bytes = encode_state(sample());
+  const int32_t far_peer = 1000;
+  std::memcpy(bytes.data() + 64 + 24, &far_peer, sizeof(far_peer)); // the first slot's peer
+  EXPECT_EQ(parse_state(bytes, "f").error, "f: thread slot 0: a peer outside the world of 8 ranks");
+}
+
+TEST(StateFile, AWorldLargerThanAnyMachineIsAMalformedHeader) {
+  std::string bytes = encode_state(sample());
+  const int32_t huge = 1 << 30;
+  std::memcpy(bytes.data() + 28, &huge, sizeof(huge)); // world_size
+  EXPECT_EQ(parse_state(bytes, "f").error, "f: malformed header (rank 2 of 1073741824)");
+}
+
+TEST(StateFile, ReadingAMissingFileSaysSo) {
+  const state_read_result read = read_state_file(temp_path("absent.hang"));
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.error.find("cannot open (No such file or directory)"), std::string::npos);
+}
+
+TEST(Communicator, MembersFromFirstAndStride) {
+  const communicator odd{1, 4, 1, 2};
+  EXPECT_TRUE(odd.contains(7));
+  EXPECT_FALSE(odd.contains(9));
+  EXPECT_FALSE(odd.contains(2));
+  EXPECT_EQ(odd.member(3), 7);
+  EXPECT_FALSE((communicator{1, 4, 0, 0}.members_known()));
+}
+
+} // namespace
+} // namespace strata::hang

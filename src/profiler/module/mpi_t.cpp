@@ -3,6 +3,7 @@
 #include "mpi_t.hpp"
 
 #include "options.hpp"
+#include "profiler/clock.hpp"
 #if defined(OPEN_MPI)
 #include "open_mpi_components.hpp"
 #endif
@@ -22,6 +23,15 @@ namespace strata::profiler {
 namespace {
 
 using mpi_t::value_kind;
+
+// What starting MPI_T and reading its variables costs a job, measured on 2 to 4 ranks
+// (docs/profile.md): Open MPI 4.1's MPI_T_init_thread after MPI_Init opens every component again
+// (about 205 ms); MPICH's start is free and the reading at finalize about 4 ms.
+#if defined(OPEN_MPI)
+constexpr double mpi_t_cost_s = 0.25;
+#else
+constexpr double mpi_t_cost_s = 0.005;
+#endif
 
 // Larger arrays (one element per peer of a communicator of that many ranks) are not read.
 constexpr int max_elements = 1 << 16;
@@ -332,10 +342,29 @@ std::string init_problem(int error) {
                      error);
 }
 
-// MPI_T, its session and handles, once, at the first need.
-void ensure_started(module_state& s) {
+// mpi_t=auto at MPI_Finalize: whether the job ran long enough for MPI_T to cost under 0.1 %;
+// if not, says why in the record. Every rank decides on its own time since MPI_Init returned,
+// which the ranks share to within their skew at MPI_Init and MPI_Finalize; a job that ends that
+// close to the threshold may find its ranks disagree, which the record says as a problem.
+bool long_enough(module_state& s) {
+  const uint64_t init = s.header().init_mono_ns;
+  const double ran_s = init != 0 ? static_cast<double>(mono_ns() - init) / 1e9 : 0.0;
+  if (ran_s >= min_job_s_for_mpi_t())
+    return true;
+  s.mpi_t.not_read =
+      fmt::format("not read: the job ran {:.3g} s, under the {:.0f} s from which starting MPI_T "
+                  "costs it less than 0.1 % (mpi_t=1 reads them in any job)",
+                  ran_s, min_job_s_for_mpi_t());
+  return false;
+}
+
+// MPI_T, its session and handles, once, at the first need (with mpi_t=auto at finalize, only
+// in a job long enough).
+void ensure_started(module_state& s, bool at_finalize) {
   mpi_t_state& t = s.mpi_t;
   if (!t.wanted || t.tried)
+    return;
+  if (t.automatic && at_finalize && !long_enough(s))
     return;
   t.tried = true;
   if (!t.initialized) {
@@ -376,12 +405,17 @@ void ensure_started(module_state& s) {
 
 } // namespace
 
+double min_job_s_for_mpi_t() {
+  return 1000 * mpi_t_cost_s;
+}
+
 void mpi_t_load([[maybe_unused]] module_state& s) {
 #if defined(OPEN_MPI)
   mpi_t_state& t = s.mpi_t;
-  t.wanted = options::mpi_t();
+  t.wanted = options::mpi_t() != options::mpi_t_reading::off;
   const char* probe = s.host->get_value("strata.probe");
-  if (!t.wanted || (probe != nullptr && std::strcmp(probe, "1") == 0))
+  if (options::mpi_t() != options::mpi_t_reading::always ||
+      (probe != nullptr && std::strcmp(probe, "1") == 0))
     return;
   const std::set<std::string> before = open_mpi::loaded_components();
   const std::set<std::string> ahead = open_mpi::load_ahead();
@@ -405,17 +439,19 @@ void mpi_t_load([[maybe_unused]] module_state& s) {
 
 void mpi_t_start(module_state& s) {
   mpi_t_state& t = s.mpi_t;
-  t.wanted = options::mpi_t();
+  t.wanted = options::mpi_t() != options::mpi_t_reading::off;
+  t.automatic = options::mpi_t() == options::mpi_t_reading::automatic;
 #if defined(OPEN_MPI)
   if (!t.initialized && !t.problem.empty() && s.rank == 0)
     s.host->log(s.self, t.problem.c_str());
 #else
-  ensure_started(s);
+  if (!t.automatic)
+    ensure_started(s, false);
 #endif
 }
 
 void mpi_t_reset(module_state& s) {
-  ensure_started(s);
+  ensure_started(s, false);
   mpi_t_state& t = s.mpi_t;
   if (!t.started)
     return;
@@ -428,11 +464,11 @@ void mpi_t_reset(module_state& s) {
     }
 }
 
-mpi_t::agreement_layout mpi_t_agreement(module_state& s) {
+mpi_t::agreement_layout mpi_t_agreement(module_state& s, bool at_finalize) {
   mpi_t_state& t = s.mpi_t;
   if (!t.wanted)
     return {};
-  ensure_started(s);
+  ensure_started(s, at_finalize);
   return mpi_t::agreement_of_rank(t.pvars.size(), mpi_t::layout_fingerprint(t.pvars));
 }
 
@@ -458,6 +494,8 @@ std::optional<record::mpi_t_section> mpi_t_section(module_state& s,
   if (s.rank == 0) {
     record::mpi_t_section& section = out.emplace();
     section.problem = t.problem;
+    if (!t.not_read.empty())
+      section.not_read = t.not_read;
     if (!mpi_t::agreement_over_ranks(reduced).same_variables && section.problem.empty())
       section.problem = "the ranks expose different performance variables: none are recorded";
     section.pvars_exposed = t.pvars_exposed;

@@ -129,6 +129,17 @@ TEST(RecordMpiT, BothReadersAgreeWhateverTheOrderOfKeys) {
   }
 }
 
+TEST(RecordMpiT, SaysWhyNothingWasReadAndReadsRecordsWithoutIt) {
+  job_record record = with_mpi_t();
+  record.mpi_t->pvars.clear();
+  record.mpi_t->not_read = "not read: the job ran 0.4 s, under the 250 s";
+  const std::string text = to_json(record);
+  EXPECT_NE(text.find("\"not_read\""), std::string::npos);
+  expect_all_readers_give(text, record);
+  expect_all_readers_give(dump_reversed(json::parse(text)), record);
+  EXPECT_EQ(to_json(with_mpi_t()).find("not_read"), std::string::npos);
+}
+
 TEST(RecordMpiT, AbsentWhenNotRead) {
   job_record record = with_mpi_t();
   record.mpi_t.reset();
@@ -237,6 +248,9 @@ TEST(RecordMpiT, ALibraryThatExposesNothingSaysSo) {
   mpi_t_section failed;
   failed.problem = "MPI_T_init_thread failed (error 16)";
   EXPECT_EQ(mpi_t_tables(failed)[0].note, "MPI_T_init_thread failed (error 16)");
+  mpi_t_section short_job;
+  short_job.not_read = "not read: the job ran 0.4 s, under the 250 s";
+  EXPECT_EQ(mpi_t_tables(short_job)[0].note, *short_job.not_read);
   EXPECT_EQ(pvar_text({-2.5}), "-2.5");
   EXPECT_EQ(pvar_text({std::int64_t{-7}}), "-7");
 }

@@ -11,7 +11,10 @@ std::string pvar_text(const pvar_number& number) {
 
 std::vector<mpi_t_table> mpi_t_tables(const mpi_t_section& section) {
   std::vector<mpi_t_table> out;
-  mpi_t_table summary{"MPI library variables (MPI_T)", false, {}, section.problem};
+  mpi_t_table summary{"MPI library variables (MPI_T)",
+                      false,
+                      {},
+                      section.problem.empty() ? section.not_read.value_or("") : section.problem};
   summary.rows.push_back({"performance variables", std::to_string(section.pvars_exposed)});
   summary.rows.push_back({"control variables", std::to_string(section.cvars_exposed)});
   summary.rows.push_back({"events", section.events_exposed
@@ -38,7 +41,7 @@ std::vector<mpi_t_table> mpi_t_tables(const mpi_t_section& section) {
                 "watermarks, states and percentages (the highest; the lowest for low "
                 "watermarks); counters, timers and aggregates count from the last MPI_Pcontrol(2)";
     out.push_back(std::move(read));
-  } else if (section.problem.empty()) {
+  } else if (section.problem.empty() && !section.not_read) {
     out.front().note = section.pvars_exposed == 0
                            ? "the MPI library exposes no performance variables"
                            : "no performance variable could be read";

@@ -332,7 +332,11 @@ void stop(mpi_t_state& t) {
       MPI_T_pvar_handle_free(t.session, &h);
   if (t.session != MPI_T_PVAR_SESSION_NULL)
     MPI_T_pvar_session_free(&t.session);
+#if defined(OPEN_MPI)
   MPI_T_finalize();
+#endif
+  // MPICH keeps the profile's reference until the process exits: its last MPI_T_finalize frees
+  // its variables for good (mpi_t_start), even while MPI or the program still needs them.
   t.started = false;
 }
 
@@ -343,12 +347,13 @@ std::string init_problem(int error) {
 }
 
 // mpi_t=auto at MPI_Finalize: whether the job ran long enough for MPI_T to cost under 0.1 %;
-// if not, says why in the record. Every rank decides on its own time since MPI_Init returned,
-// which the ranks share to within their skew at MPI_Init and MPI_Finalize; a job that ends that
-// close to the threshold may find its ranks disagree, which the record says as a problem.
+// if not, says why in the record. The job's time is its longest rank's since MPI_Init returned
+// (one MPI_Allreduce of one number), so that every rank decides alike.
 bool long_enough(module_state& s) {
   const uint64_t init = s.header().init_mono_ns;
-  const double ran_s = init != 0 ? static_cast<double>(mono_ns() - init) / 1e9 : 0.0;
+  uint64_t ran_ns = init != 0 ? mono_ns() - init : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ran_ns, 1, MPI_UINT64_T, MPI_MAX, s.world);
+  const double ran_s = static_cast<double>(ran_ns) / 1e9;
   if (ran_s >= min_job_s_for_mpi_t())
     return true;
   s.mpi_t.not_read =
@@ -358,13 +363,10 @@ bool long_enough(module_state& s) {
   return false;
 }
 
-// MPI_T, its session and handles, once, at the first need (with mpi_t=auto at finalize, only
-// in a job long enough).
-void ensure_started(module_state& s, bool at_finalize) {
+// MPI_T, its session and handles, once, at the first need.
+void ensure_started(module_state& s) {
   mpi_t_state& t = s.mpi_t;
   if (!t.wanted || t.tried)
-    return;
-  if (t.automatic && at_finalize && !long_enough(s))
     return;
   t.tried = true;
   if (!t.initialized) {
@@ -445,13 +447,18 @@ void mpi_t_start(module_state& s) {
   if (!t.initialized && !t.problem.empty() && s.rank == 0)
     s.host->log(s.self, t.problem.c_str());
 #else
-  if (!t.automatic)
-    ensure_started(s, false);
+  // Whatever the option: MPICH (4.0) cannot start MPI_T again after its last MPI_T_finalize
+  // (its tables of variables are freed and never rebuilt: the next MPI_T call dereferences
+  // null), and that last MPI_T_finalize frees variables MPI_Init set, which MPI goes on reading.
+  // A program that starts and ends MPI_T itself would otherwise make the profile's later start
+  // crash it. Started here, it costs microseconds; the profile gives its reference back never.
+  ensure_started(s);
 #endif
 }
 
 void mpi_t_reset(module_state& s) {
-  ensure_started(s, false);
+  s.mpi_t.asked = true;
+  ensure_started(s);
   mpi_t_state& t = s.mpi_t;
   if (!t.started)
     return;
@@ -468,7 +475,11 @@ mpi_t::agreement_layout mpi_t_agreement(module_state& s, bool at_finalize) {
   mpi_t_state& t = s.mpi_t;
   if (!t.wanted)
     return {};
-  ensure_started(s, at_finalize);
+  if (!at_finalize)
+    t.asked = true;
+  else if (t.automatic && !t.asked && !long_enough(s))
+    return {}; // no rank reads: none starts MPI_T for it (the MPI may have started it: MPICH)
+  ensure_started(s);
   return mpi_t::agreement_of_rank(t.pvars.size(), mpi_t::layout_fingerprint(t.pvars));
 }
 
@@ -498,12 +509,14 @@ std::optional<record::mpi_t_section> mpi_t_section(module_state& s,
       section.not_read = t.not_read;
     if (!mpi_t::agreement_over_ranks(reduced).same_variables && section.problem.empty())
       section.problem = "the ranks expose different performance variables: none are recorded";
-    section.pvars_exposed = t.pvars_exposed;
-    section.cvars_exposed = t.cvars_exposed;
-    section.events_exposed = t.events_exposed;
+    if (t.started) { // else not known: MPI_T was never started
+      section.pvars_exposed = t.pvars_exposed;
+      section.cvars_exposed = t.cvars_exposed;
+      section.events_exposed = t.events_exposed;
+    }
     if (!combined.empty())
       section.pvars = mpi_t::unpack_pvars(t.pvars, combined);
-    if (at_finalize && t.started)
+    if (at_finalize && t.started && t.not_read.empty())
       read_cvars(s, section);
   }
   if (at_finalize)

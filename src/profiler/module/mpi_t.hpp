@@ -22,7 +22,8 @@ struct module_state;
 
 struct mpi_t_state {
   bool wanted = true;       // the option mpi_t (mpi_t=0 turns the reading off)
-  bool automatic = false;   // mpi_t=auto: started only where the job is long enough
+  bool automatic = false;   // mpi_t=auto: read only where the job is long enough
+  bool asked = false;       // the program asked for the variables (MPI_Pcontrol 2 or 4)
   std::string not_read;     // mpi_t=auto on a short job: why the variables were not read
   bool started = false;     // MPI_T_init_thread succeeded
   bool tried = false;       // MPI_T_init_thread was called (once)
@@ -37,10 +38,10 @@ struct mpi_t_state {
   std::optional<uint64_t> events_exposed;
 };
 
-// With mpi_t=auto (the default) nothing is started before the first reading: MPI_Pcontrol(2) or
-// (4), which the program asks for, start MPI_T; MPI_Finalize starts it only when the job ran at
-// least min_job_s_for_mpi_t (1000 times what starting and reading MPI_T costs: under 0.1 %),
-// otherwise the record says why the variables were not read. mpi_t=1 starts it as below.
+// With mpi_t=auto (the default) the variables are read only where the program asks for them
+// (MPI_Pcontrol 2 or 4) or at MPI_Finalize of a job that ran at least min_job_s_for_mpi_t
+// (1000 times what starting and reading MPI_T costs: under 0.1 %); otherwise the record says why
+// they were not read, and under Open MPI, MPI_T is never started. mpi_t=1 reads them in any job.
 double min_job_s_for_mpi_t();
 
 // In the module's load, before MPI_Init reaches MPI, under Open MPI only, with mpi_t=1:
@@ -57,9 +58,10 @@ double min_job_s_for_mpi_t();
 // MPI has closed them.)
 void mpi_t_load(module_state& s);
 
-// In mpi_ready, after the profile's own start: the session, one handle per variable (MPICH;
-// Open MPI at the first reading, MPI_Pcontrol 2 or 4 or MPI_Finalize: its variables are all
-// kept continuously, so nothing is lost).
+// In mpi_ready, after the profile's own start: under MPICH, MPI_T, the session and one handle per
+// variable, whatever the option but 0 (see mpi_t.cpp). Under Open MPI at the first reading
+// instead (MPI_Pcontrol 2 or 4, or MPI_Finalize): its variables are all kept continuously, so
+// nothing is lost.
 void mpi_t_start(module_state& s);
 
 // MPI_Pcontrol(2): what accumulated so far is left out of later readings.

@@ -347,12 +347,15 @@ std::string init_problem(int error) {
 }
 
 // mpi_t=auto at MPI_Finalize: whether the job ran long enough for MPI_T to cost under 0.1 %;
-// if not, says why in the record. The job's time is its longest rank's since MPI_Init returned
-// (one MPI_Allreduce of one number), so that every rank decides alike.
+// if not, says why in the record. Each rank decides on its own time since MPI_Init returned,
+// without a collective of its own (each costs a scheduling round where ranks outnumber cores):
+// the ranks' times differ by their skew at MPI_Init and MPI_Finalize, so only a job that ends
+// within it of the threshold can see them decide apart. Rank 0's decision is then the record's,
+// and a rank that did not read while rank 0 did is left out of the variables' figures (each says
+// how many ranks it has).
 bool long_enough(module_state& s) {
   const uint64_t init = s.header().init_mono_ns;
-  uint64_t ran_ns = init != 0 ? mono_ns() - init : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &ran_ns, 1, MPI_UINT64_T, MPI_MAX, s.world);
+  const uint64_t ran_ns = init != 0 ? mono_ns() - init : 0;
   const double ran_s = static_cast<double>(ran_ns) / 1e9;
   if (ran_s >= min_job_s_for_mpi_t())
     return true;

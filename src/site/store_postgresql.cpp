@@ -2,6 +2,8 @@
 // jobs goes in with binary COPY (see insert_rows).
 #include "site/store_backends.hpp"
 
+#include "common/on_demand_library.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -17,18 +19,83 @@
 namespace strata::site {
 namespace {
 
+// libpq, loaded at the first PostgreSQL store rather than linked: with the libraries it needs
+// (TLS, Kerberos, LDAP: some twenty), linked it cost every strata command's start, `strata run`
+// among them, about 8 M instructions.
+struct libpq_functions {
+  decltype(&PQclear) clear = nullptr;
+  decltype(&PQconnectdb) connectdb = nullptr;
+  decltype(&PQerrorMessage) errorMessage = nullptr;
+  decltype(&PQexec) exec = nullptr;
+  decltype(&PQexecParams) execParams = nullptr;
+  decltype(&PQfinish) finish = nullptr;
+  decltype(&PQfreemem) freemem = nullptr;
+  decltype(&PQftype) ftype = nullptr;
+  decltype(&PQgetResult) getResult = nullptr;
+  decltype(&PQgetisnull) getisnull = nullptr;
+  decltype(&PQgetlength) getlength = nullptr;
+  decltype(&PQgetvalue) getvalue = nullptr;
+  decltype(&PQnfields) nfields = nullptr;
+  decltype(&PQntuples) ntuples = nullptr;
+  decltype(&PQputCopyData) putCopyData = nullptr;
+  decltype(&PQputCopyEnd) putCopyEnd = nullptr;
+  decltype(&PQresultErrorMessage) resultErrorMessage = nullptr;
+  decltype(&PQresultStatus) resultStatus = nullptr;
+  decltype(&PQstatus) status = nullptr;
+  decltype(&PQunescapeBytea) unescapeBytea = nullptr;
+};
+
+// Loaded once; functions is nullptr when libpq cannot be loaded, and problem says why.
+struct loaded_libpq {
+  const libpq_functions* functions = nullptr;
+  std::string problem;
+};
+const loaded_libpq& libpq() {
+  static const loaded_libpq loaded = [] {
+    common::on_demand_library library(STRATA_LIBPQ_SONAME);
+    static libpq_functions f;
+    library.bind("PQclear", f.clear);
+    library.bind("PQconnectdb", f.connectdb);
+    library.bind("PQerrorMessage", f.errorMessage);
+    library.bind("PQexec", f.exec);
+    library.bind("PQexecParams", f.execParams);
+    library.bind("PQfinish", f.finish);
+    library.bind("PQfreemem", f.freemem);
+    library.bind("PQftype", f.ftype);
+    library.bind("PQgetResult", f.getResult);
+    library.bind("PQgetisnull", f.getisnull);
+    library.bind("PQgetlength", f.getlength);
+    library.bind("PQgetvalue", f.getvalue);
+    library.bind("PQnfields", f.nfields);
+    library.bind("PQntuples", f.ntuples);
+    library.bind("PQputCopyData", f.putCopyData);
+    library.bind("PQputCopyEnd", f.putCopyEnd);
+    library.bind("PQresultErrorMessage", f.resultErrorMessage);
+    library.bind("PQresultStatus", f.resultStatus);
+    library.bind("PQstatus", f.status);
+    library.bind("PQunescapeBytea", f.unescapeBytea);
+    return library.ok() ? loaded_libpq{&f, ""} : loaded_libpq{nullptr, library.problem()};
+  }();
+  return loaded;
+}
+
+// libpq's functions, where a connection exists (so libpq was loaded).
+const libpq_functions& pq() {
+  return *libpq().functions;
+}
+
 struct result_deleter {
-  void operator()(PGresult* r) const { PQclear(r); }
+  void operator()(PGresult* r) const { pq().clear(r); }
 };
 using result_ptr = std::unique_ptr<PGresult, result_deleter>;
 
 class pg_row final : public store::row {
 public:
   pg_row(PGresult* r, int index) : r_(r), row_(index) {}
-  bool is_null(int c) const override { return PQgetisnull(r_, row_, c) != 0; }
+  bool is_null(int c) const override { return pq().getisnull(r_, row_, c) != 0; }
   std::int64_t i64(int c) const override {
     // Whole numbers arrive as "123"; sums done in double precision as "1.5e+20".
-    const char* v = PQgetvalue(r_, row_, c);
+    const char* v = pq().getvalue(r_, row_, c);
     char* end = nullptr;
     const long long whole = std::strtoll(v, &end, 10);
     if (*end == '\0')
@@ -36,19 +103,20 @@ public:
     const double d = std::strtod(v, nullptr);
     return d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<std::int64_t>(d);
   }
-  double f64(int c) const override { return std::strtod(PQgetvalue(r_, row_, c), nullptr); }
+  double f64(int c) const override { return std::strtod(pq().getvalue(r_, row_, c), nullptr); }
   std::string blob(int c) const override {
     size_t n = 0;
     unsigned char* bytes =
-        PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(r_, row_, c)), &n);
+        pq().unescapeBytea(reinterpret_cast<const unsigned char*>(pq().getvalue(r_, row_, c)), &n);
     if (bytes == nullptr)
       return {};
     std::string out(reinterpret_cast<const char*>(bytes), n);
-    PQfreemem(bytes);
+    pq().freemem(bytes);
     return out;
   }
   std::string text(int c) const override {
-    return std::string(PQgetvalue(r_, row_, c), static_cast<size_t>(PQgetlength(r_, row_, c)));
+    return std::string(pq().getvalue(r_, row_, c),
+                       static_cast<size_t>(pq().getlength(r_, row_, c)));
   }
 
 private:
@@ -133,16 +201,18 @@ class pg_store final : public store {
 public:
   explicit pg_store(const std::string& conninfo)
       : conninfo_(conninfo), shown_(shown_url(conninfo)) {
-    conn_ = PQconnectdb(conninfo.c_str());
-    if (conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK) {
-      const std::string why = conn_ != nullptr ? PQerrorMessage(conn_) : "out of memory";
-      PQfinish(conn_);
+    if (libpq().functions == nullptr)
+      throw store_error(shown_ + ": a PostgreSQL store needs libpq: " + libpq().problem);
+    conn_ = pq().connectdb(conninfo.c_str());
+    if (conn_ == nullptr || pq().status(conn_) != CONNECTION_OK) {
+      const std::string why = conn_ != nullptr ? pq().errorMessage(conn_) : "out of memory";
+      pq().finish(conn_);
       conn_ = nullptr;
       throw store_error(shown_ + ": " + one_line(why));
     }
     execute("SET client_min_messages = warning");
   }
-  ~pg_store() override { PQfinish(conn_); }
+  ~pg_store() override { pq().finish(conn_); }
   pg_store(const pg_store&) = delete;
   pg_store& operator=(const pg_store&) = delete;
 
@@ -151,7 +221,9 @@ public:
   // inserts used one core of the server (docs/PERFORMANCE.md, "Site store").
   std::unique_ptr<store> another_writer() override { return std::make_unique<pg_store>(conninfo_); }
 
-  void execute(const std::string& sql) override { check(result_ptr(PQexec(conn_, sql.c_str()))); }
+  void execute(const std::string& sql) override {
+    check(result_ptr(pq().exec(conn_, sql.c_str())));
+  }
 
 protected:
   void begin_write() override {
@@ -221,14 +293,14 @@ protected:
       // In key order, not the batch's: two writers inserting the same keys (a record spooled
       // twice) then wait for each other in one order and cannot deadlock.
       {
-        result_ptr r(PQexec(conn_, ("INSERT INTO jobs (" + std::string(insert_columns) +
-                                    ") SELECT " + insert_columns +
-                                    " FROM ingest_jobs ORDER BY job_key, n ON CONFLICT "
-                                    "(job_key) DO "
-                                    "NOTHING RETURNING job_id, job_key")
-                                       .c_str()));
+        result_ptr r(pq().exec(conn_, ("INSERT INTO jobs (" + std::string(insert_columns) +
+                                       ") SELECT " + insert_columns +
+                                       " FROM ingest_jobs ORDER BY job_key, n ON CONFLICT "
+                                       "(job_key) DO "
+                                       "NOTHING RETURNING job_id, job_key")
+                                          .c_str()));
         check(r, PGRES_TUPLES_OK);
-        for (int i = 0; i < PQntuples(r.get()); ++i) {
+        for (int i = 0; i < pq().ntuples(r.get()); ++i) {
           const pg_row pr(r.get(), i);
           const std::string key = pr.text(1);
           if (const auto it = first_of_key.find(key); it != first_of_key.end())
@@ -268,10 +340,10 @@ protected:
                 routines);
       }
     } catch (...) {
-      while (PGresult* extra = PQgetResult(conn_)) { // drain what is left for ROLLBACK
-        const bool copying = PQresultStatus(extra) == PGRES_COPY_IN;
-        PQclear(extra);
-        if (copying && PQputCopyEnd(conn_, "strata ingest cut short") != 1)
+      while (PGresult* extra = pq().getResult(conn_)) { // drain what is left for ROLLBACK
+        const bool copying = pq().resultStatus(extra) == PGRES_COPY_IN;
+        pq().clear(extra);
+        if (copying && pq().putCopyEnd(conn_, "strata ingest cut short") != 1)
           break;
       }
       throw;
@@ -334,10 +406,10 @@ protected:
     }
     for (size_t i = 0; i < params.size(); ++i)
       pointers.push_back(params[i].t == param::type::null ? nullptr : values[i].c_str());
-    result_ptr r(PQexecParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
-                              pointers.data(), nullptr, nullptr, 0));
+    result_ptr r(pq().execParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
+                                 pointers.data(), nullptr, nullptr, 0));
     check(r); // rows, or none for an INSERT
-    for (int i = 0; i < PQntuples(r.get()); ++i)
+    for (int i = 0; i < pq().ntuples(r.get()); ++i)
       each(pg_row(r.get(), i));
   }
   std::string id_column_type() const override { return "BIGSERIAL PRIMARY KEY"; }
@@ -379,11 +451,11 @@ private:
     const std::string key = table + "(" + columns + ")";
     if (const auto it = types_.find(key); it != types_.end())
       return it->second;
-    result_ptr r(PQexec(conn_, ("SELECT " + columns + " FROM " + table + " LIMIT 0").c_str()));
+    result_ptr r(pq().exec(conn_, ("SELECT " + columns + " FROM " + table + " LIMIT 0").c_str()));
     check(r, PGRES_TUPLES_OK);
-    std::vector<Oid> types(static_cast<size_t>(PQnfields(r.get())));
+    std::vector<Oid> types(static_cast<size_t>(pq().nfields(r.get())));
     for (size_t c = 0; c < types.size(); ++c)
-      types[c] = PQftype(r.get(), static_cast<int>(c));
+      types[c] = pq().ftype(r.get(), static_cast<int>(c));
     return types_.emplace(key, std::move(types)).first->second;
   }
   // One value in the binary form of its column's type (int8, int4, float8, text; pg_type.h).
@@ -444,30 +516,30 @@ private:
     return url.substr(0, colon) + ":***" + url.substr(at);
   }
   void copy_in(const std::string& sql, copy_binary& rows) {
-    check(result_ptr(PQexec(conn_, sql.c_str())), PGRES_COPY_IN);
+    check(result_ptr(pq().exec(conn_, sql.c_str())), PGRES_COPY_IN);
     const std::string& data = rows.finish();
     constexpr size_t piece = 1 << 20;
     bool sent = true;
     for (size_t at = 0; at < data.size() && sent; at += piece)
-      sent = PQputCopyData(conn_, data.data() + at,
-                           static_cast<int>(std::min(piece, data.size() - at))) == 1;
-    const std::string why = sent ? std::string() : one_line(PQerrorMessage(conn_));
+      sent = pq().putCopyData(conn_, data.data() + at,
+                              static_cast<int>(std::min(piece, data.size() - at))) == 1;
+    const std::string why = sent ? std::string() : one_line(pq().errorMessage(conn_));
     // Ending the COPY (with an error message when cut short) leaves the connection usable.
-    if (PQputCopyEnd(conn_, sent ? nullptr : "strata ingest cut short") != 1 && sent)
-      throw store_error(shown_ + ": " + one_line(PQerrorMessage(conn_)));
-    result_ptr r(PQgetResult(conn_));
-    while (PGresult* extra = PQgetResult(conn_))
-      PQclear(extra);
+    if (pq().putCopyEnd(conn_, sent ? nullptr : "strata ingest cut short") != 1 && sent)
+      throw store_error(shown_ + ": " + one_line(pq().errorMessage(conn_)));
+    result_ptr r(pq().getResult(conn_));
+    while (PGresult* extra = pq().getResult(conn_))
+      pq().clear(extra);
     if (!sent)
       throw store_error(shown_ + ": " + why);
     check(r);
   }
   void check(const result_ptr& r, ExecStatusType wanted = PGRES_COMMAND_OK) {
-    const ExecStatusType got = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    const ExecStatusType got = r ? pq().resultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (got == wanted || (wanted == PGRES_COMMAND_OK && got == PGRES_TUPLES_OK))
       return;
     throw store_error(shown_ + ": " +
-                      one_line(r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_)));
+                      one_line(r ? pq().resultErrorMessage(r.get()) : pq().errorMessage(conn_)));
   }
 
   std::string conninfo_;

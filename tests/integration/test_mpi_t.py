@@ -34,8 +34,9 @@ def pvar_row(report, name):
 
 class MpiT(ProfileTestCase):
     def traffic(self, ranks=3, **extra):
+        # mpi_t=1: read in any job, as a long job does by default (a short one does not, below).
         env_name, _, value = SET_CVAR[FLAVOR]
-        env = dict(self.env, **{env_name: value}, **extra)
+        env = dict(self.env, **{env_name: value, "STRATA_PROFILE_MPI_T": "1", **extra})
         proc = self.profile_run([program("mpi_t_traffic_c")], ranks=ranks, env=env)
         self.assertRan(proc)
         return proc
@@ -171,6 +172,48 @@ class MpiT(ProfileTestCase):
         self.assertEqual(record["mpi_t"]["pvars"], [])
         self.assertEqual(record["job"]["status"], "finalized")
         self.assertEqual(record["routines"]["MPI_Barrier"]["calls"], 3)
+
+    def test_a_short_job_does_not_read_them_and_says_why(self):
+        # By default (mpi_t=auto) MPI_T is started only in a job long enough for it to cost
+        # under 0.1 %: a hello of a few messages is not, and never starts it (under Open MPI no
+        # component is loaded ahead by the profile: the dynamic linker says who loaded each).
+        with tempfile.TemporaryDirectory() as tmp:
+            # (MPICH loads no components; its mpiexec dies under LD_DEBUG.)
+            ld_debug = {"LD_DEBUG": "files", "LD_DEBUG_OUTPUT": os.path.join(tmp, "ld")} if FLAVOR == "openmpi" else {}
+            env = dict(self.env, **ld_debug)
+            proc = self.profile_run([program("hello_cpp")], ranks=2, env=env)
+            self.assertRan(proc)
+            loaders = set()
+            for path in glob.glob(os.path.join(tmp, "ld.*")):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for m in re.finditer(r"file=\S*/mca_\w+\.so \[0\];\s+dynamically loaded by (\S+)", f.read()):
+                        loaders.add(os.path.basename(m.group(1)))
+        if FLAVOR == "openmpi":
+            self.assertIn("libopen-pal.so.40", loaders, "Open MPI loads its components itself")
+        self.assertNotIn("profile.so", loaders)
+        t = self.only_record()["mpi_t"]
+        self.assertRegex(t["not_read"], r"^not read: the job ran [0-9.e-]+ s, under the [0-9]+ s "
+                                        r"from which starting MPI_T costs it less than 0\.1 % \(mpi_t=1")
+        self.assertEqual((t["pvars"], t["cvars"], t["problem"]), ([], {}, ""))
+        if FLAVOR == "openmpi":  # MPI_T never started: how many variables it has is not known
+            self.assertNotIn("cvars_exposed", t)
+        else:  # the profile holds MPICH's MPI_T from MPI_Init (it cannot start twice)
+            self.assertGreater(t["cvars_exposed"], 100)
+        report = run([STRATA, "report", self.records()[0]])
+        self.assertRan(report)
+        self.assertIn(t["not_read"], report.stdout)
+        # MPI_Pcontrol(4) asks for the variables: under mpi_t=auto they are read then, in a
+        # program that started and ended MPI_T itself before (MPICH crashed there when MPI_T was
+        # started only at this first reading).
+        for f in self.records():
+            os.remove(f)
+        env_name, _, value = SET_CVAR[FLAVOR]
+        proc = self.profile_run([program("mpi_t_traffic_c")], ranks=2, env=dict(self.env, **{env_name: value}))
+        self.assertRan(proc)
+        t = self.only_record()["mpi_t"]
+        self.assertNotIn("not_read", t)
+        self.assertEqual(t["cvars_exposed"], made(proc)["cvars"])
+        self.assertGreater(len(t["cvars"]), 0)
 
     def test_turned_off(self):
         # The module's option mpi_t, given in the stack or by its variable (as before it was an

@@ -497,6 +497,17 @@ class SqliteSite(SiteTests, StrataTestCase):
         return "sqlite:" + os.path.join(self.out, "store", "site.db")
 
 
+class CommandStart(StrataTestCase):
+    def test_libpq_is_loaded_only_for_a_postgresql_store(self):
+        # libpq and the twenty libraries it needs cost every strata command's start, strata run's
+        # among them: a command that opens no PostgreSQL store does not load it (PostgresSite
+        # below uses it).
+        proc = run([STRATA, "--version"], env=dict(os.environ, LD_DEBUG="files"))
+        self.assertRan(proc)
+        self.assertIn("libsqlite3", proc.stderr, "LD_DEBUG names what is loaded")
+        self.assertNotIn("libpq", proc.stderr)
+
+
 @unittest.skipIf(postgres_bindir() is None,
                  "PostgreSQL server binaries (initdb, pg_ctl) are not installed: "
                  "scripts/setup.sh installs them")

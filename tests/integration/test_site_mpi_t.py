@@ -32,6 +32,8 @@ class SiteMpiTTests:
         env_name, _, default, larger = EAGER[FLAVOR]
         spool = os.path.join(out, "runs")
         for value in (default, default, larger):
+            # The default stack: a job this short has its variables read because the program asks
+            # for them (MPI_Pcontrol(4)).
             env = base_env(STRATA_SPOOL=spool, HOME=out, **{env_name: value})
             proc = strata_run("profile", [program("mpi_t_traffic_c")], ranks=2, env=env)
             if proc.returncode != 0:

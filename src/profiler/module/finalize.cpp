@@ -370,7 +370,7 @@ void pcontrol_level(module_state& s, int level) {
     charge_untimed_polls(s);
     s.header().final_mono_ns = mono_ns();
     store_counter_totals(s);
-    mpi_t::agreement_layout agreement = mpi_t_agreement(s);
+    mpi_t::agreement_layout agreement = mpi_t_agreement(s, false);
     const job_reduction reduced = reduce_over_ranks(s, agreement);
     auto mpi_t = mpi_t_section(s, agreement, reduced.mpi_t, false);
     s.header().final_mono_ns = 0;
@@ -397,7 +397,7 @@ void finalize_job(module_state& s) {
   h.overhead_ns = calls_cost_ns(s.counted_slots(merged), s.polls.data(), s.traits, s.per_call);
   h.status = static_cast<int32_t>(job_status::finalized);
   store_counter_totals(s);
-  mpi_t::agreement_layout agreement = mpi_t_agreement(s);
+  mpi_t::agreement_layout agreement = mpi_t_agreement(s, true);
   job_reduction reduced = reduce_over_ranks(s, agreement);
   job_figures& job = reduced.job;
   auto mpi_t = mpi_t_section(s, agreement, reduced.mpi_t, true);

@@ -3,6 +3,7 @@
 #include "mpi_t.hpp"
 
 #include "options.hpp"
+#include "profiler/clock.hpp"
 #if defined(OPEN_MPI)
 #include "open_mpi_components.hpp"
 #endif
@@ -22,6 +23,15 @@ namespace strata::profiler {
 namespace {
 
 using mpi_t::value_kind;
+
+// What starting MPI_T and reading its variables costs a job, measured on 2 to 4 ranks
+// (docs/profile.md): Open MPI 4.1's MPI_T_init_thread after MPI_Init opens every component again
+// (about 205 ms); MPICH's start is free and the reading at finalize about 4 ms.
+#if defined(OPEN_MPI)
+constexpr double mpi_t_cost_s = 0.25;
+#else
+constexpr double mpi_t_cost_s = 0.005;
+#endif
 
 // Larger arrays (one element per peer of a communicator of that many ranks) are not read.
 constexpr int max_elements = 1 << 16;
@@ -322,7 +332,11 @@ void stop(mpi_t_state& t) {
       MPI_T_pvar_handle_free(t.session, &h);
   if (t.session != MPI_T_PVAR_SESSION_NULL)
     MPI_T_pvar_session_free(&t.session);
+#if defined(OPEN_MPI)
   MPI_T_finalize();
+#endif
+  // MPICH keeps the profile's reference until the process exits: its last MPI_T_finalize frees
+  // its variables for good (mpi_t_start), even while MPI or the program still needs them.
   t.started = false;
 }
 
@@ -330,6 +344,26 @@ std::string init_problem(int error) {
   return fmt::format("MPI_T_init_thread failed (error {}): the MPI library's own variables are "
                      "not recorded",
                      error);
+}
+
+// mpi_t=auto at MPI_Finalize: whether the job ran long enough for MPI_T to cost under 0.1 %;
+// if not, says why in the record. Each rank decides on its own time since MPI_Init returned,
+// without a collective of its own (each costs a scheduling round where ranks outnumber cores):
+// the ranks' times differ by their skew at MPI_Init and MPI_Finalize, so only a job that ends
+// within it of the threshold can see them decide apart. Rank 0's decision is then the record's,
+// and a rank that did not read while rank 0 did is left out of the variables' figures (each says
+// how many ranks it has).
+bool long_enough(module_state& s) {
+  const uint64_t init = s.header().init_mono_ns;
+  const uint64_t ran_ns = init != 0 ? mono_ns() - init : 0;
+  const double ran_s = static_cast<double>(ran_ns) / 1e9;
+  if (ran_s >= min_job_s_for_mpi_t())
+    return true;
+  s.mpi_t.not_read =
+      fmt::format("not read: the job ran {:.3g} s, under the {:.0f} s from which starting MPI_T "
+                  "costs it less than 0.1 % (mpi_t=1 reads them in any job)",
+                  ran_s, min_job_s_for_mpi_t());
+  return false;
 }
 
 // MPI_T, its session and handles, once, at the first need.
@@ -376,12 +410,17 @@ void ensure_started(module_state& s) {
 
 } // namespace
 
+double min_job_s_for_mpi_t() {
+  return 1000 * mpi_t_cost_s;
+}
+
 void mpi_t_load([[maybe_unused]] module_state& s) {
 #if defined(OPEN_MPI)
   mpi_t_state& t = s.mpi_t;
-  t.wanted = options::mpi_t();
+  t.wanted = options::mpi_t() != options::mpi_t_reading::off;
   const char* probe = s.host->get_value("strata.probe");
-  if (!t.wanted || (probe != nullptr && std::strcmp(probe, "1") == 0))
+  if (options::mpi_t() != options::mpi_t_reading::always ||
+      (probe != nullptr && std::strcmp(probe, "1") == 0))
     return;
   const std::set<std::string> before = open_mpi::loaded_components();
   const std::set<std::string> ahead = open_mpi::load_ahead();
@@ -405,16 +444,23 @@ void mpi_t_load([[maybe_unused]] module_state& s) {
 
 void mpi_t_start(module_state& s) {
   mpi_t_state& t = s.mpi_t;
-  t.wanted = options::mpi_t();
+  t.wanted = options::mpi_t() != options::mpi_t_reading::off;
+  t.automatic = options::mpi_t() == options::mpi_t_reading::automatic;
 #if defined(OPEN_MPI)
   if (!t.initialized && !t.problem.empty() && s.rank == 0)
     s.host->log(s.self, t.problem.c_str());
 #else
+  // Whatever the option: MPICH (4.0) cannot start MPI_T again after its last MPI_T_finalize
+  // (its tables of variables are freed and never rebuilt: the next MPI_T call dereferences
+  // null), and that last MPI_T_finalize frees variables MPI_Init set, which MPI goes on reading.
+  // A program that starts and ends MPI_T itself would otherwise make the profile's later start
+  // crash it. Started here, it costs microseconds; the profile gives its reference back never.
   ensure_started(s);
 #endif
 }
 
 void mpi_t_reset(module_state& s) {
+  s.mpi_t.asked = true;
   ensure_started(s);
   mpi_t_state& t = s.mpi_t;
   if (!t.started)
@@ -428,10 +474,14 @@ void mpi_t_reset(module_state& s) {
     }
 }
 
-mpi_t::agreement_layout mpi_t_agreement(module_state& s) {
+mpi_t::agreement_layout mpi_t_agreement(module_state& s, bool at_finalize) {
   mpi_t_state& t = s.mpi_t;
   if (!t.wanted)
     return {};
+  if (!at_finalize)
+    t.asked = true;
+  else if (t.automatic && !t.asked && !long_enough(s))
+    return {}; // no rank reads: none starts MPI_T for it (the MPI may have started it: MPICH)
   ensure_started(s);
   return mpi_t::agreement_of_rank(t.pvars.size(), mpi_t::layout_fingerprint(t.pvars));
 }
@@ -458,14 +508,18 @@ std::optional<record::mpi_t_section> mpi_t_section(module_state& s,
   if (s.rank == 0) {
     record::mpi_t_section& section = out.emplace();
     section.problem = t.problem;
+    if (!t.not_read.empty())
+      section.not_read = t.not_read;
     if (!mpi_t::agreement_over_ranks(reduced).same_variables && section.problem.empty())
       section.problem = "the ranks expose different performance variables: none are recorded";
-    section.pvars_exposed = t.pvars_exposed;
-    section.cvars_exposed = t.cvars_exposed;
-    section.events_exposed = t.events_exposed;
+    if (t.started) { // else not known: MPI_T was never started
+      section.pvars_exposed = t.pvars_exposed;
+      section.cvars_exposed = t.cvars_exposed;
+      section.events_exposed = t.events_exposed;
+    }
     if (!combined.empty())
       section.pvars = mpi_t::unpack_pvars(t.pvars, combined);
-    if (at_finalize && t.started)
+    if (at_finalize && t.started && t.not_read.empty())
       read_cvars(s, section);
   }
   if (at_finalize)

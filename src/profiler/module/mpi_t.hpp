@@ -22,6 +22,9 @@ struct module_state;
 
 struct mpi_t_state {
   bool wanted = true;       // the option mpi_t (mpi_t=0 turns the reading off)
+  bool automatic = false;   // mpi_t=auto: read only where the job is long enough
+  bool asked = false;       // the program asked for the variables (MPI_Pcontrol 2 or 4)
+  std::string not_read;     // mpi_t=auto on a short job: why the variables were not read
   bool started = false;     // MPI_T_init_thread succeeded
   bool tried = false;       // MPI_T_init_thread was called (once)
   bool initialized = false; // MPI_T_init_thread succeeded in load, before MPI_Init (Open MPI)
@@ -35,7 +38,14 @@ struct mpi_t_state {
   std::optional<uint64_t> events_exposed;
 };
 
-// In the module's load, before MPI_Init reaches MPI, under Open MPI only: MPI_T_init_thread.
+// With mpi_t=auto (the default) the variables are read only where the program asks for them
+// (MPI_Pcontrol 2 or 4) or at MPI_Finalize of a job that ran at least min_job_s_for_mpi_t
+// (1000 times what starting and reading MPI_T costs: under 0.1 %); otherwise the record says why
+// they were not read, and under Open MPI, MPI_T is never started. mpi_t=1 reads them in any job.
+double min_job_s_for_mpi_t();
+
+// In the module's load, before MPI_Init reaches MPI, under Open MPI only, with mpi_t=1:
+// MPI_T_init_thread.
 // Open MPI's opens every component of every framework to list their variables; before MPI_Init
 // that work is shared with MPI_Init, which opens those components anyway (after MPI_Init it
 // loads again the transport libraries MPI_Init unloaded, about 200 ms). The components are
@@ -48,18 +58,19 @@ struct mpi_t_state {
 // MPI has closed them.)
 void mpi_t_load(module_state& s);
 
-// In mpi_ready, after the profile's own start: the session, one handle per variable (MPICH;
-// Open MPI at the first reading, MPI_Pcontrol 2 or 4 or MPI_Finalize: its variables are all
-// kept continuously, so nothing is lost).
+// In mpi_ready, after the profile's own start: under MPICH, MPI_T, the session and one handle per
+// variable, whatever the option but 0 (see mpi_t.cpp). Under Open MPI at the first reading
+// instead (MPI_Pcontrol 2 or 4, or MPI_Finalize): its variables are all kept continuously, so
+// nothing is lost.
 void mpi_t_start(module_state& s);
 
 // MPI_Pcontrol(2): what accumulated so far is left out of later readings.
 void mpi_t_reset(module_state& s);
 
 // This rank's words of the ranks' agreement on the variables (mpi_t_totals.hpp), which the
-// figures' MPI_Allreduce carries (starting MPI_T at the first need); zeros when the reading is
-// off.
-mpi_t::agreement_layout mpi_t_agreement(module_state& s);
+// figures' MPI_Allreduce carries (starting MPI_T at the first need, see min_job_s_for_mpi_t);
+// zeros when the reading is off.
+mpi_t::agreement_layout mpi_t_agreement(module_state& s, bool at_finalize);
 
 // This rank's performance variables packed (mpi_t_totals.hpp) to go up the figures' tree, given
 // the agreement words reduced over the ranks: as many words on every rank, none when the

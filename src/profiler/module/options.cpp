@@ -47,8 +47,9 @@ const strata_option declarations[] = {
     {"core_sums", "bool", "1",
      "let the core sum timed calls without events where it can (0: an event for every call)",
      nullptr},
-    {"mpi_t", "bool", "1",
-     "read the MPI library's own performance and control variables (MPI_T) into the record",
+    {"mpi_t", "enum:0|1|auto", "auto",
+     "read the MPI library's own performance and control variables (MPI_T) into the record: "
+     "1 always, auto only for a job long enough that starting MPI_T costs under 0.1 %",
      STRATA_PROFILE_ONLY("STRATA_PROFILE_MPI_T")},
 };
 const strata_module_options declared_list = {
@@ -60,7 +61,7 @@ struct settings {
   bool lean_polls = true;
   uint32_t poll_sample = 64;
   uint64_t write_timeout_ms = 10000;
-  bool mpi_t = true;
+  mpi_t_reading mpi_t = mpi_t_reading::automatic;
   bool core_sums = true;
 };
 settings values;
@@ -108,7 +109,12 @@ std::string take(const strata_module_arg* args, int nargs) {
     } else if (key == "core_sums") {
       s.core_sums = config::parse_bool(value).value_or(true);
     } else if (key == "mpi_t") {
-      s.mpi_t = config::parse_bool(value).value_or(true);
+      if (value == "auto")
+        s.mpi_t = mpi_t_reading::automatic;
+      else if (const std::optional<bool> on = config::parse_bool(value))
+        s.mpi_t = *on ? mpi_t_reading::always : mpi_t_reading::off;
+      else
+        return "option mpi_t: '" + value + "' is not 0, 1 or auto";
     } else if (key == "write_timeout_ms") {
       const uint64_t ms = config::parse_uint(value).value_or(0);
       if (ms == 0)
@@ -144,7 +150,7 @@ bool lean_polls() {
 uint32_t poll_sample_interval() {
   return values.poll_sample;
 }
-bool mpi_t() {
+mpi_t_reading mpi_t() {
   return values.mpi_t;
 }
 bool core_sums() {

@@ -28,7 +28,9 @@ const char* machine_model();               // model: the machine model file; nul
 bool lean_polls();                         // polls: lean (the default) or exact
 uint32_t poll_sample_interval();           // poll_sample: the core times one poll in about N
 std::chrono::milliseconds write_timeout(); // write_timeout_ms: how long a record's write may take
-bool mpi_t();                              // mpi_t: read the library's MPI_T variables
-bool core_sums();                          // core_sums: timed calls summed by the core
+// mpi_t: read the library's MPI_T variables never, always, or where the job is long enough.
+enum class mpi_t_reading { off, always, automatic };
+mpi_t_reading mpi_t();
+bool core_sums(); // core_sums: timed calls summed by the core
 
 } // namespace strata::profiler::options

@@ -42,7 +42,9 @@ using cvar_view = std::pair<std::string_view, std::string_view>;
 
 struct mpi_t_section {
   std::string problem; // one line when MPI_T could not be used or the ranks disagreed; else ""
-  std::uint64_t pvars_exposed = 0, cvars_exposed = 0;
+  std::optional<std::string> not_read; // why nothing was read (a job too short); absent if read
+  // Absent: not known, MPI_T was not started (not_read or problem says why).
+  std::optional<std::uint64_t> pvars_exposed, cvars_exposed;
   std::optional<std::uint64_t> events_exposed; // absent: the MPI has no MPI_T events (before 4.0)
   std::vector<mpi_t_pvar> pvars;               // in the library's index order
   std::map<std::string, std::string> cvars;    // name -> value as text (rank 0)

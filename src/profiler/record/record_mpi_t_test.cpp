@@ -129,6 +129,24 @@ TEST(RecordMpiT, BothReadersAgreeWhateverTheOrderOfKeys) {
   }
 }
 
+TEST(RecordMpiT, SaysWhyNothingWasReadAndReadsRecordsWithoutIt) {
+  job_record record = with_mpi_t();
+  record.mpi_t->pvars.clear();
+  record.mpi_t->not_read = "not read: the job ran 0.4 s, under the 250 s";
+  std::string text = to_json(record);
+  EXPECT_NE(text.find("\"not_read\""), std::string::npos);
+  expect_all_readers_give(text, record);
+  expect_all_readers_give(dump_reversed(json::parse(text)), record);
+  // MPI_T never started: how many variables the library exposes is not known, and left out.
+  record.mpi_t->pvars_exposed.reset();
+  record.mpi_t->cvars_exposed.reset();
+  record.mpi_t->events_exposed.reset();
+  text = to_json(record);
+  EXPECT_EQ(text.find("_exposed"), std::string::npos);
+  expect_all_readers_give(text, record);
+  EXPECT_EQ(to_json(with_mpi_t()).find("not_read"), std::string::npos);
+}
+
 TEST(RecordMpiT, AbsentWhenNotRead) {
   job_record record = with_mpi_t();
   record.mpi_t.reset();
@@ -228,6 +246,7 @@ TEST(RecordMpiT, ReportShowsVariablesWithDescriptionsAndWhatWasNotRead) {
 
 TEST(RecordMpiT, ALibraryThatExposesNothingSaysSo) {
   mpi_t_section empty;
+  empty.pvars_exposed = 0;
   empty.cvars_exposed = 344;
   empty.events_exposed = 0;
   const auto tables = mpi_t_tables(empty);
@@ -237,6 +256,12 @@ TEST(RecordMpiT, ALibraryThatExposesNothingSaysSo) {
   mpi_t_section failed;
   failed.problem = "MPI_T_init_thread failed (error 16)";
   EXPECT_EQ(mpi_t_tables(failed)[0].note, "MPI_T_init_thread failed (error 16)");
+  mpi_t_section short_job;
+  short_job.not_read = "not read: the job ran 0.4 s, under the 250 s";
+  EXPECT_EQ(mpi_t_tables(short_job)[0].note, *short_job.not_read);
+  const std::vector<std::string> unknown = {"variables exposed",
+                                            "not known: MPI_T was not started"};
+  EXPECT_EQ(mpi_t_tables(short_job)[0].rows, std::vector<std::vector<std::string>>{unknown});
   EXPECT_EQ(pvar_text({-2.5}), "-2.5");
   EXPECT_EQ(pvar_text({std::int64_t{-7}}), "-7");
 }

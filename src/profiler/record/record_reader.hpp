@@ -153,6 +153,7 @@ template <either_const<mpi_t_pvar> S, typename Visit> void fields(S& s, Visit& v
 
 template <either_const<mpi_t_section> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("problem", s.problem);
+  visit("not_read", s.not_read);
   visit("pvars_exposed", s.pvars_exposed);
   visit("cvars_exposed", s.cvars_exposed);
   visit("events_exposed", s.events_exposed);

@@ -11,12 +11,19 @@ std::string pvar_text(const pvar_number& number) {
 
 std::vector<mpi_t_table> mpi_t_tables(const mpi_t_section& section) {
   std::vector<mpi_t_table> out;
-  mpi_t_table summary{"MPI library variables (MPI_T)", false, {}, section.problem};
-  summary.rows.push_back({"performance variables", std::to_string(section.pvars_exposed)});
-  summary.rows.push_back({"control variables", std::to_string(section.cvars_exposed)});
-  summary.rows.push_back({"events", section.events_exposed
-                                        ? std::to_string(*section.events_exposed)
-                                        : std::string("none (no MPI_T events before MPI 4.0)")});
+  mpi_t_table summary{"MPI library variables (MPI_T)",
+                      false,
+                      {},
+                      section.problem.empty() ? section.not_read.value_or("") : section.problem};
+  if (section.pvars_exposed && section.cvars_exposed) {
+    summary.rows.push_back({"performance variables", std::to_string(*section.pvars_exposed)});
+    summary.rows.push_back({"control variables", std::to_string(*section.cvars_exposed)});
+    summary.rows.push_back({"events", section.events_exposed
+                                          ? std::to_string(*section.events_exposed)
+                                          : std::string("none (no MPI_T events before MPI 4.0)")});
+  } else {
+    summary.rows.push_back({"variables exposed", "not known: MPI_T was not started"});
+  }
   out.push_back(std::move(summary));
 
   mpi_t_table read{"Performance variables over ranks", true, {}, ""};
@@ -38,8 +45,8 @@ std::vector<mpi_t_table> mpi_t_tables(const mpi_t_section& section) {
                 "watermarks, states and percentages (the highest; the lowest for low "
                 "watermarks); counters, timers and aggregates count from the last MPI_Pcontrol(2)";
     out.push_back(std::move(read));
-  } else if (section.problem.empty()) {
-    out.front().note = section.pvars_exposed == 0
+  } else if (section.problem.empty() && !section.not_read) {
+    out.front().note = section.pvars_exposed.value_or(0) == 0
                            ? "the MPI library exposes no performance variables"
                            : "no performance variable could be read";
   }

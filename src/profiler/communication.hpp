@@ -69,7 +69,7 @@ struct pair_list {
   record::unlisted_pairs rest;
 };
 
-// At most this many pairs are listed in a record: about 0.6 MiB of the record's JSON at the
+// At most this many pairs are listed in a record: about 0.7 MiB of the record's JSON at the
 // most (communication_test.cpp checks the bound for 100,000 ranks), every pair of a job of up
 // to 45 ranks that all talk to all.
 inline constexpr size_t listed_pairs_limit = 4096;

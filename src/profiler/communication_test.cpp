@@ -91,7 +91,6 @@ TEST(Communication, RecordOfAHundredThousandRanksStaysUnderOneMebibyte) {
   // Children have higher ranks than their parents: from the last rank down (site_reduction).
   for (int rank = static_cast<int>(ranks) - 1; rank >= 0; --rank) {
     const auto r = static_cast<uint32_t>(rank);
-    std::vector<strata_pair_sum> row(ranks, strata_pair_sum{0, 0});
     const uint32_t x = r % nx, y = (r / nx) % ny;
     const uint32_t partners[6] = {x > 0 ? r - 1 : r + nx - 1,
                                   x + 1 < nx ? r + 1 : r + 1 - nx,
@@ -99,14 +98,19 @@ TEST(Communication, RecordOfAHundredThousandRanksStaysUnderOneMebibyte) {
                                   y + 1 < ny ? r + nx : r - nx * (ny - 1),
                                   (r + nx * ny) % ranks,
                                   (r + ranks - nx * ny) % ranks};
+    // The rank's pairs as rank_pairs makes them (the test above), without a row of 100,000 per
+    // rank to scan.
+    pair_list here;
     for (const uint32_t to : partners) {
-      row[to].messages += 10;
-      row[to].bytes += 1000 + (r * 7919 + to) % 100'000;
+      pair_figures p;
+      p.from = r;
+      p.to = to;
+      p.messages[pair_kind_point_to_point] = 10;
+      p.bytes[pair_kind_point_to_point] = 1000 + (r * 7919 + to) % 100'000;
+      here.pairs.push_back(p);
       messages += 10;
-      bytes += 1000 + (r * 7919 + to) % 100'000;
+      bytes += p.bytes[pair_kind_point_to_point];
     }
-    const strata_pair_sum* rows[pair_kind_count] = {row.data(), nullptr};
-    pair_list here = rank_pairs(r, rows, ranks);
     for (const int child : site_tree_place_of(rank, static_cast<int>(ranks)).children) {
       pair_list carried;
       ASSERT_TRUE(read_pair_list(write_pair_list(subtree[static_cast<size_t>(child)]), carried));

@@ -291,10 +291,22 @@ typedef struct strata_timed_slot {
   uint64_t comm_hist[STRATA_TIMED_COMM_BINS];
 } strata_timed_slot;
 enum { STRATA_TIMED_SIZE_HISTOGRAM = 1u << 0, STRATA_TIMED_COMM_HISTOGRAM = 1u << 1 };
+/* The messages one rank sent to one destination (a world rank), and their bytes. */
+typedef struct strata_pair_sum {
+  uint64_t messages;
+  uint64_t bytes;
+} strata_pair_sum;
 typedef struct strata_timed_counts {
   strata_timed_slot* slot;
   uint64_t* latest_exit_ns;
   uint32_t histograms; /* STRATA_TIMED_*_HISTOGRAM bits */
+  /* Appended in the same ABI version (the core zeroes the struct before asking): for a function
+   * that sends to its peer, an array indexed by the destination's world rank (event's peer),
+   * `pair_count` long, into which the core adds per call messages += 1 and bytes += the bytes
+   * sent, for a peer in [0, pair_count) (not MPI_PROC_NULL). The module must then read the peer
+   * of that function (STRATA_FIELD_PEER). NULL: no such sums. */
+  strata_pair_sum* pairs;
+  uint32_t pair_count;
 } strata_timed_counts;
 static inline int strata_size_bin(uint64_t bytes) {
   const int bin = bytes == 0 ? 0 : 64 - __builtin_clzll(bytes);

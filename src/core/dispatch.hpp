@@ -70,6 +70,10 @@ struct chain_entry {
   uint64_t* latest_exit = nullptr;
   mutable uint64_t latest_exit_due = 0; // the clock's raw reading after which it moves on
   uint32_t timed_histograms = 0;
+  // With timed_slot, for a function that sends: the module's sums per destination world rank
+  // (strata_timed_counts::pairs), else null.
+  strata_pair_sum* timed_pairs = nullptr;
+  uint32_t timed_pair_count = 0;
 };
 
 enum : uint8_t {
@@ -482,6 +486,8 @@ __attribute__((always_inline)) inline R count_timed_body(const chain_entry& entr
   ev.bytes_expected = 0;
   ev.bytes_received = -1;
   ev.comm_size = 0; // read only for a communicator-size histogram, which asks for it
+  if constexpr (Decoder::has_peer)
+    ev.peer = STRATA_NO_RANK; // read only for the sums per peer, which ask for it
   Decoder::enter(ev, scratch, fields, args...);
   const uint64_t enter = Clock::raw();
   R r = call_real(real, args...);
@@ -493,6 +499,15 @@ __attribute__((always_inline)) inline R count_timed_body(const chain_entry& entr
                               non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
                               non_negative(ev.bytes_expected), static_cast<uint64_t>(ev.comm_size)},
                              entry.timed_histograms);
+  // A send's destination: the peer is decoded only for the functions that lent these sums, and
+  // the unsigned compare leaves out MPI_PROC_NULL and the other special ranks.
+  if constexpr (Decoder::has_peer) {
+    if (entry.timed_pairs != nullptr && static_cast<uint32_t>(ev.peer) < entry.timed_pair_count) {
+      strata_pair_sum& pair = entry.timed_pairs[static_cast<uint32_t>(ev.peer)];
+      ++pair.messages;
+      pair.bytes += non_negative(ev.bytes_sent);
+    }
+  }
   // The latest exit moves on once a millisecond, not on every call (as the profile's threads
   // do: counting.hpp): the wall time of a rank that died may be short by that much.
   if (__builtin_expect(exit > entry.latest_exit_due, 0)) {

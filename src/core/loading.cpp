@@ -280,6 +280,10 @@ std::vector<std::string> enable_timed_counts(core_state& s, int thread_level) {
       }
       e.timed_histograms = counts.histograms;
       e.latest_exit = counts.latest_exit_ns;
+      if (counts.pairs != nullptr && counts.pair_count != 0) {
+        e.timed_pair_count = counts.pair_count;
+        e.timed_pairs = counts.pairs;
+      }
       e.timed_slot = counts.slot; // last: the call path tests it
     }
   }

@@ -551,6 +551,8 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # An untimed poll substitutes the status before the call and decodes the rest only
             # when the poll completed something.
             c.write(f"  static constexpr bool is_poll = {'true' if 'flag' in spec else 'false'};\n")
+            # Calls that name a peer: the only ones whose sums per peer the core may keep.
+            c.write(f"  static constexpr bool has_peer = {'true' if 'peer' in spec else 'false'};\n")
             if "flag" in spec:
                 # Before an untimed poll: what the enter decoder does for the bytes received
                 # (which the core then leaves out of the enter decoder it runs after the call).

@@ -68,7 +68,7 @@ bool take_word(std::string_view& bytes, uint64_t& word) {
 } // namespace
 
 std::string write_tree_message(uint64_t ranks, const packed_totals& figures,
-                               const std::string& text) {
+                               const std::string& text, std::string_view pairs) {
   std::string bytes;
   bytes.reserve(sizeof(uint64_t) * (1 + figures.size()) + text.size());
   append_word(bytes, ranks);
@@ -88,6 +88,8 @@ std::string write_tree_message(uint64_t ranks, const packed_totals& figures,
     }
     append_word(bytes, run);
   }
+  append_word(bytes, pairs.size());
+  bytes.append(pairs);
   return bytes + text;
 }
 
@@ -108,6 +110,11 @@ bool read_tree_message(std::string_view bytes, size_t words, tree_message& out) 
       return false;
     i += static_cast<size_t>(run); // already zero
   }
+  uint64_t pairs = 0;
+  if (!take_word(bytes, pairs) || pairs > bytes.size())
+    return false;
+  out.pairs.assign(bytes.substr(0, static_cast<size_t>(pairs)));
+  bytes.remove_prefix(static_cast<size_t>(pairs));
   out.text.assign(bytes);
   return true;
 }

@@ -33,16 +33,18 @@ site_tree_place site_tree_place_of(int rank, int size, int fan_in = site_tree_fa
 
 // What a rank sends its parent: how many ranks of its subtree answered, their figures combined
 // (a packed buffer, as long on every rank; runs of zero words as a zero and the run's length),
-// and their summary_text. One writer, one reader.
+// their summary_text, and their message pairs (communication.hpp's words, opaque here). One
+// writer, one reader.
 struct tree_message {
   uint64_t ranks = 0;
   packed_totals figures;
   std::string text;
+  std::string pairs;
 };
 std::string write_tree_message(uint64_t ranks, const packed_totals& figures,
-                               const std::string& text);
-// False when `bytes` is too short for the count and `words` words of figures, holds a run past
-// them or of no word, or a count of no rank.
+                               const std::string& text, std::string_view pairs = {});
+// False when `bytes` is too short for the count and `words` words of figures and the pairs'
+// length and words, holds a run past them or of no word, or a count of no rank.
 bool read_tree_message(std::string_view bytes, size_t words, tree_message& out);
 
 // What the tree cost each rank (indexed by rank): the bytes it received from its children and

@@ -123,20 +123,23 @@ TEST(SiteReduction, OneRankReceivesNothing) {
 TEST(SiteReduction, AMessageReadsBackAsWritten) {
   const packed_totals figures = {3, 0, 4, 1, 0, 0, 0, 6};
   const std::string text = summary_text({"node0"}, {{"MPI_Send", "a.c", 3, "f", 1, 2, 3, 4, 5}});
-  const std::string bytes = write_tree_message(7, figures, text);
+  const std::string pairs = "pair words";
+  const std::string bytes = write_tree_message(7, figures, text, pairs);
   tree_message back;
   ASSERT_TRUE(read_tree_message(bytes, figures.size(), back));
   EXPECT_EQ(back.ranks, 7u);
   EXPECT_EQ(back.figures, figures);
   EXPECT_EQ(back.text, text);
-  // Runs of zero words are a zero and their length: the count, then 1 + 2 + 1 + 1 + 2 + 1 words.
-  EXPECT_EQ(bytes.size(), 9 * sizeof(uint64_t) + text.size());
+  EXPECT_EQ(back.pairs, pairs);
+  // Runs of zero words are a zero and their length: the count, then 1 + 2 + 1 + 1 + 2 + 1 words,
+  // then the pairs' length.
+  EXPECT_EQ(bytes.size(), 10 * sizeof(uint64_t) + pairs.size() + text.size());
   // Shorter than its figures, a run past them, or of no rank: refused.
   EXPECT_FALSE(read_tree_message(std::string_view(bytes).substr(0, 7 * 8), figures.size(), back));
   EXPECT_FALSE(read_tree_message(write_tree_message(1, {1, 0, 0, 0}, ""), 2, back));
   EXPECT_FALSE(read_tree_message(write_tree_message(0, figures, text), figures.size(), back));
   const packed_totals zeros(1000, 0);
-  EXPECT_EQ(write_tree_message(1, zeros, "").size(), 3 * sizeof(uint64_t));
+  EXPECT_EQ(write_tree_message(1, zeros, "").size(), 4 * sizeof(uint64_t));
   ASSERT_TRUE(read_tree_message(write_tree_message(1, zeros, ""), zeros.size(), back));
   EXPECT_EQ(back.figures, zeros);
   ASSERT_TRUE(read_tree_message(write_tree_message(1, {}, ""), 0, back));

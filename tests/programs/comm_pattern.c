@@ -5,12 +5,16 @@
  *   - MPI_Sendrecv pairs: rank r with r ^ 1 (when that rank exists), 1000 + rank bytes;
  *   - an MPI_Allreduce of one int.
  * In the first iteration rank 0 computes DELAY ms before its ring send, so rank 1 waits that long
- * in its MPI_Wait (a late sender). Prints "sent R: ..." per rank: its messages and bytes. */
+ * in its MPI_Wait (a late sender). With a third argument "derived", also each iteration, on a
+ * communicator of the same ranks in reverse order: an MPI_Isend of 16 + rank bytes to the next
+ * rank there (world rank - 1, wrapping), received with MPI_ANY_SOURCE and MPI_ANY_TAG.
+ * Prints "sent R: ..." per rank: its messages and bytes. */
 #include "busy_wait.h"
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strata/annotate.h>
+#include <string.h>
 
 int main(int argc, char** argv) {
   int iterations = argc > 1 ? atoi(argv[1]) : 4;
@@ -23,6 +27,11 @@ int main(int argc, char** argv) {
   const int right = (rank + 1) % size, left = (rank + size - 1) % size, partner = rank ^ 1;
   const int ring_bytes = 8 * (rank + 1), left_bytes = 8 * (left + 1);
   long messages = 0, bytes = 0;
+  const int derived = argc > 3 && strcmp(argv[3], "derived") == 0;
+  MPI_Comm reversed = MPI_COMM_NULL;
+  if (derived)
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
+  char derived_out[16 + 64] = {0}, derived_in[16 + 64];
   for (int i = 0; i < iterations; ++i) {
     strata_region_begin("exchange");
     MPI_Request request;
@@ -39,11 +48,25 @@ int main(int argc, char** argv) {
       messages += 1;
       bytes += 1000 + rank;
     }
+    if (derived) {
+      int here, there;
+      MPI_Comm_rank(reversed, &here);
+      MPI_Comm_size(reversed, &there);
+      MPI_Request send;
+      MPI_Isend(derived_out, 16 + rank, MPI_BYTE, (here + 1) % there, 200 + i, reversed, &send);
+      MPI_Recv(derived_in, (int)sizeof derived_in, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, reversed,
+               MPI_STATUS_IGNORE);
+      MPI_Wait(&send, MPI_STATUS_IGNORE);
+      messages += 1;
+      bytes += 16 + rank;
+    }
     int one = 1, sum = 0;
     MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     strata_region_end("exchange");
   }
   printf("sent %d: %ld messages, %ld bytes\n", rank, messages, bytes);
+  if (reversed != MPI_COMM_NULL)
+    MPI_Comm_free(&reversed);
   MPI_Finalize();
   return 0;
 }

@@ -97,6 +97,7 @@ struct subtree {
   uint64_t ranks = 1;
   packed_totals figures;
   ranks_summary texts;
+  pair_list pairs;
 };
 
 // This rank's subtree combined (the whole job at rank 0) and sent to its parent. A rank waits
@@ -106,7 +107,7 @@ struct subtree {
 // `figures` holds the figures' words (packed_totals.hpp), then `figures.size() - figure_words` of
 // MPI_T (mpi_t_packed), each combined its own way.
 subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figure_words,
-                            const std::string& own_text) {
+                            const std::string& own_text, pair_list own_pairs) {
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
   const std::optional<unsigned long> stall_ms = stall_asked(s);
   const MPI_Comm comm = s.world;
@@ -115,6 +116,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
   subtree here;
   here.figures = std::move(figures);
   here.texts.add_text(own_text);
+  here.pairs = std::move(own_pairs);
   for (const int child : place.children) {
     const site_tree_place below = site_tree_place_of(child, s.world_size);
     MPI_Status status{};
@@ -125,13 +127,16 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
           return arrived != 0;
         });
     tree_message message;
+    pair_list child_pairs;
     if (in_time) {
       int length = 0;
       MPI_Get_count(&status, MPI_BYTE, &length);
       std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
       MPI_Recv(bytes.data(), length, MPI_BYTE, child, summary_tag, comm, MPI_STATUS_IGNORE);
       if (read_tree_message(bytes, here.figures.size(), message) &&
+          read_pair_list(message.pairs, child_pairs) &&
           combine_packed(message.figures.data(), here.figures.data())) {
+        combine_pairs(here.pairs, std::move(child_pairs));
         if (here.figures.size() > figure_words)
           mpi_t::combine_packed(message.figures.data() + figure_words,
                                 here.figures.data() + figure_words);
@@ -150,8 +155,8 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
     if (stall_ms)
       stall(s, *stall_ms);
     // Kept alive past a send that does not complete in time, which MPI may still read.
-    auto* bytes =
-        new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts)));
+    auto* bytes = new std::string(write_tree_message(
+        here.ranks, here.figures, summary_text(here.texts), write_pair_list(here.pairs)));
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, place.parent, summary_tag,
               comm, &request);
@@ -199,6 +204,7 @@ rank_clock check_event_clock(module_state& s, std::string& kernel_clocksource) {
 struct job_reduction {
   job_figures job;
   std::vector<uint64_t> mpi_t; // rank 0: every rank's MPI_T words combined (mpi_t_packed)
+  std::optional<record::communication_section> communication; // rank 0, when counted
 };
 job_reduction reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders) {
   const size_t n = s.names.size();
@@ -236,7 +242,14 @@ job_reduction reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders
   const size_t figure_words = figures.size();
   const std::vector<uint64_t> mpi_t_words = mpi_t_packed(s, riders);
   figures.insert(figures.end(), mpi_t_words.begin(), mpi_t_words.end());
-  subtree all = combine_up_the_tree(s, std::move(figures), figure_words, text);
+  pair_list pairs;
+  if (s.pairs.is_open()) {
+    const strata_pair_sum* rows[pair_kind_count];
+    for (int k = 0; k < pair_kind_count; ++k)
+      rows[k] = s.pairs.row(k);
+    pairs = rank_pairs(static_cast<uint32_t>(s.rank), rows, s.pairs.ranks());
+  }
+  subtree all = combine_up_the_tree(s, std::move(figures), figure_words, text, std::move(pairs));
   job_reduction out;
   if (s.rank == 0) {
     out.mpi_t.assign(all.figures.begin() + static_cast<std::ptrdiff_t>(figure_words),
@@ -246,6 +259,8 @@ job_reduction reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders
                      static_cast<int>(all.ranks), s.model.loaded());
     out.job.clock =
         clock_from_layout(layout.data() + layout.size() - clock_layout_words, kernel_clocksource);
+    if (s.pairs.is_open())
+      out.communication = communication_of(all.pairs);
   }
   return out;
 }
@@ -274,9 +289,11 @@ void print_rank_subtotal(module_state& s) {
 // the per-rank files may go: only when the record is spooled and holds every rank (when the tree
 // went on without some, their files let strata recover rebuild the record whole). Returns that.
 bool write_outputs(module_state& s, const job_figures& job,
-                   std::optional<record::mpi_t_section> mpi_t) {
+                   std::optional<record::mpi_t_section> mpi_t,
+                   std::optional<record::communication_section> communication) {
   record::job_record job_record = to_record(job);
   job_record.mpi_t = std::move(mpi_t);
+  job_record.communication = std::move(communication);
   const std::string json = record::to_json(job_record);
   const auto timeout = options::write_timeout();
   // In this rank's spool, else in the first later one (spool.hpp) that takes it.
@@ -357,6 +374,7 @@ void pcontrol_level(module_state& s, int level) {
       s.polls[f] = poll_figures{};
     }
     clear_thread_slots(s.counting.thread_arrays);
+    s.pairs.clear();
     mpi_t_reset(s);
     if (s.paused)
       s.lent_counters.remember_values();
@@ -377,6 +395,7 @@ void pcontrol_level(module_state& s, int level) {
     if (s.rank == 0) {
       record::job_record subtotal = to_record(reduced.job);
       subtotal.mpi_t = std::move(mpi_t);
+      subtotal.communication = reduced.communication;
       const std::string report = render_user_report(subtotal);
       [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, report.data(), report.size());
     }
@@ -406,7 +425,7 @@ void finalize_job(module_state& s) {
     // the broadcast of the outcome come after (they end in overhead_ns below, not in the record).
     job.finalize_s = static_cast<double>(mono_ns() - start) / 1e9;
     job.poll_bytes_estimated = any_lean_poll(s.traits) ? 1 : 0;
-    if (!write_outputs(s, job, std::move(mpi_t)))
+    if (!write_outputs(s, job, std::move(mpi_t), std::move(reduced.communication)))
       return; // keep this rank's file for strata recover
   } else {
     int ok = 0;

@@ -33,6 +33,7 @@ void on_exit(strata_event* ev, void* raw) {
   auto* s = static_cast<module_state*>(raw);
   if (__builtin_expect(!s->paused.load(std::memory_order_relaxed), 1))
     count_call(s->counting, *ev);
+  count_pair(*s, *ev);
 }
 
 namespace {
@@ -65,7 +66,10 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     s->traits.push_back((kind.collective ? routine_trait::collective : 0) |
                         (kind.with_peer ? routine_trait::with_peer : 0));
     s->cheap.push_back(kind.counted_without_time);
+    s->pair_kinds.push_back(
+        static_cast<int8_t>(is_overhead_module ? -1 : pair_kind_of(s->names.back())));
   }
+  s->pair_rows.assign(static_cast<size_t>(n), nullptr);
   s->polls.assign(static_cast<size_t>(n), poll_figures{});
   s->early_slots.assign(static_cast<size_t>(n), empty_routine_slot);
   s->uncharged_in_memory.assign(static_cast<size_t>(n), 0);
@@ -223,6 +227,8 @@ extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, i
   out->slot = &s->counting.slots[f];
   out->latest_exit_ns = &s->header().last_mono_ns;
   out->histograms = slot_histograms(s->traits[f]);
+  out->pairs = s->pair_rows[f];
+  out->pair_count = out->pairs != nullptr ? s->pairs.ranks() : 0;
   s->lent_counters.lend(out->slot);
   s->traits[f] |= routine_trait::core_summed;
   return 1;
@@ -248,6 +254,9 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_function_fields_v1(void* 
       s->counting.model != nullptr ||
       (s->traits[static_cast<size_t>(function)] & strata::profiler::routine_trait::collective) != 0)
     return fields | STRATA_FIELD_COMM;
+  // A send's destination as a world rank, for the matrix of who sends to whom.
+  if (s->pair_kinds[static_cast<size_t>(function)] >= 0)
+    return fields | STRATA_FIELD_PEER;
   return fields;
 }
 

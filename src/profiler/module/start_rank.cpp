@@ -37,6 +37,12 @@ void start_rank(module_state& s) {
   s.counting.threaded = level == MPI_THREAD_MULTIPLE;
   if (s.counting.threaded && s.sole.start())
     s.counting.sole = &s.sole;
+  // Sends counted by destination from here on (the core asks for the rows after this); the
+  // overhead module's record has no matrix.
+  if (!is_overhead_module && s.pairs.open(static_cast<uint32_t>(s.world_size)))
+    for (size_t f = 0; f < s.pair_kinds.size(); ++f)
+      if (s.pair_kinds[f] >= 0)
+        s.pair_rows[f] = s.pairs.row(s.pair_kinds[f]);
   // One job id for all ranks: the resource manager's, else rank 0's host, pid and start; in one
   // broadcast with rank 0's start and pid (each collective costs a scheduling round when the
   // ranks outnumber the cores), and the spool rank 0's file went to, where the others' go too:

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include "mpi_t.hpp"
+#include "profiler/communication.hpp"
 #include "profiler/counters/counters.hpp"
 #include "profiler/counting.hpp"
 #include "profiler/job_figures.hpp"
@@ -96,9 +97,31 @@ struct module_state {
   std::vector<uint64_t> counter_values;
   // The MPI library's own variables (mpi_t.hpp).
   mpi_t_state mpi_t;
+  // Who sends to whom (communication.hpp): by function id, the kind of message it sends to its
+  // peer (-1: none), and once the world's size is known its row of sums by destination.
+  std::vector<int8_t> pair_kinds;
+  std::vector<strata_pair_sum*> pair_rows;
+  sent_pairs pairs;
 
   rank_header& header() { return *counting.header; }
 };
+
+// A send's message to its destination's row (the core adds those of the calls it sums itself).
+// Counted while the profile is paused too, as the core's sums are.
+inline void count_pair(const module_state& s, const strata_event& ev) {
+  strata_pair_sum* row = s.pair_rows[static_cast<size_t>(ev.function)];
+  if (row == nullptr || static_cast<uint32_t>(ev.peer) >= s.pairs.ranks())
+    return;
+  strata_pair_sum& pair = row[static_cast<uint32_t>(ev.peer)];
+  const uint64_t bytes = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
+  if (s.counting.threaded) {
+    std::atomic_ref<uint64_t>(pair.messages).fetch_add(1, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(pair.bytes).fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    ++pair.messages;
+    pair.bytes += bytes;
+  }
+}
 
 // Whether the profile lends the core its routines' slots to sum timed calls into
 // (strata_module_timed_counts_v1): not with call sites, counters, a model, core_sums=0 or

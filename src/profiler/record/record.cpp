@@ -231,6 +231,24 @@ std::string detail::range_error(const job_record& record) {
         return fmt::format("mpi_t.pvars ({}): ranks {}, min_rank {}, max_rank {} do not fit "
                            "job.ranks ({})",
                            printable(p.name), p.ranks, p.min_rank, p.max_rank, job.ranks);
+  if (record.communication) {
+    const auto pairs_error = [&](const std::string& where,
+                                 const std::vector<message_pair>& pairs) -> std::string {
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        if (pairs[i].from >= job.ranks)
+          return rank_error(fmt::format("{}[{}].from", where, i), pairs[i].from);
+        if (pairs[i].to >= job.ranks)
+          return rank_error(fmt::format("{}[{}].to", where, i), pairs[i].to);
+      }
+      return "";
+    };
+    if (std::string e = pairs_error("communication.pairs", record.communication->pairs); !e.empty())
+      return e;
+    for (const auto& [kind, pairs] : record.communication->by_kind)
+      if (std::string e = pairs_error("communication.by_kind." + printable(kind, 40), pairs);
+          !e.empty())
+        return e;
+  }
   for (const routine& r : record.routines) {
     if (r.per_rank.calls.max_rank >= job.ranks)
       return rank_error(at(r) + ".per_rank.calls.max_rank", r.per_rank.calls.max_rank);

@@ -155,6 +155,29 @@ struct callsite {
   bool operator==(const callsite&) const = default;
 };
 
+// Point-to-point messages from one rank to another, in ranks of the application's world.
+struct message_pair {
+  std::uint64_t from = 0, to = 0, messages = 0, bytes = 0;
+  bool operator==(const message_pair&) const = default;
+};
+
+// The pairs a large job's record leaves out (the section's bound), summed over all of them.
+struct unlisted_pairs {
+  std::uint64_t pairs = 0, messages = 0, bytes = 0;
+  bool operator==(const unlisted_pairs&) const = default;
+};
+
+// Who sent how much to whom (the profile's matrix, docs/job-record.md): `pairs` sums the kinds,
+// `by_kind` ("point_to_point", "sendrecv") keeps them apart; both sorted by sender, then
+// receiver, a pair that exchanged nothing left out. `unlisted` is absent when every pair is
+// listed.
+struct communication_section {
+  std::vector<message_pair> pairs;
+  std::map<std::string, std::vector<message_pair>> by_kind;
+  std::optional<unlisted_pairs> unlisted;
+  bool operator==(const communication_section&) const = default;
+};
+
 struct job_record {
   job_facts job;
   std::vector<routine> routines;   // in name order
@@ -163,6 +186,8 @@ struct job_record {
   // with "callsites". Absent in the record: 0.
   defaulted<std::uint64_t, 0> callsites_dropped;
   std::optional<mpi_t_section> mpi_t; // the library's own variables; absent: not read
+  // Absent: not counted (records rebuilt by strata recover, older ones, the overhead module).
+  std::optional<communication_section> communication;
   bool operator==(const job_record&) const = default;
 };
 

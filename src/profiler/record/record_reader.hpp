@@ -162,12 +162,32 @@ template <either_const<mpi_t_section> S, typename Visit> void fields(S& s, Visit
   visit("cvars_set", s.cvars_set);
 }
 
+template <either_const<message_pair> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("from", s.from);
+  visit("to", s.to);
+  visit("messages", s.messages);
+  visit("bytes", s.bytes);
+}
+
+template <either_const<unlisted_pairs> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("pairs", s.pairs);
+  visit("messages", s.messages);
+  visit("bytes", s.bytes);
+}
+
+template <either_const<communication_section> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("pairs", s.pairs);
+  visit("by_kind", s.by_kind);
+  visit("unlisted", s.unlisted);
+}
+
 template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("job", s.job);
   visit("routines", s.routines);
   visit("callsites", s.callsites);
   visit("callsites_dropped", s.callsites_dropped);
   visit("mpi_t", s.mpi_t);
+  visit("communication", s.communication);
 }
 
 struct ignore_fields {

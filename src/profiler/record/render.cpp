@@ -1,4 +1,5 @@
 #include "profiler/record/render.hpp"
+#include "profiler/record/render_communication.hpp"
 #include "profiler/record/render_mpi_t.hpp"
 
 #include "common/markup.hpp"
@@ -318,6 +319,9 @@ std::vector<section> sections(const job_record& record, const model::machine_mod
     out.push_back({"Message sizes (bin lower bound -> calls)", false, std::move(sizes), ""});
   if (auto communicators = histograms(rows, false); !communicators.empty())
     out.push_back({"Communicator sizes (size -> calls)", false, std::move(communicators), ""});
+  if (record.communication)
+    for (communication_table& t : communication_tables(*record.communication, record.job.ranks))
+      out.push_back({std::move(t.title), t.headed, std::move(t.rows), std::move(t.note)});
   if (record.mpi_t)
     for (mpi_t_table& t : mpi_t_tables(*record.mpi_t))
       out.push_back({std::move(t.title), t.headed, std::move(t.rows), std::move(t.note)});

@@ -1,0 +1,163 @@
+#include "profiler/communication.hpp"
+
+#include "profiler/record/record.hpp"
+#include "profiler/site_reduction.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace strata::profiler {
+namespace {
+
+TEST(Communication, KindsAreTheTracesKinds) {
+  EXPECT_EQ(pair_kind_of("MPI_Send"), pair_kind_point_to_point);
+  EXPECT_EQ(pair_kind_of("MPI_Issend"), pair_kind_point_to_point);
+  EXPECT_EQ(pair_kind_of("MPI_Isend_c"), pair_kind_point_to_point);
+  EXPECT_EQ(pair_kind_of("MPI_Sendrecv"), pair_kind_sendrecv);
+  EXPECT_EQ(pair_kind_of("MPI_Sendrecv_replace"), pair_kind_sendrecv);
+  EXPECT_EQ(pair_kind_of("MPI_Recv"), -1);
+  EXPECT_EQ(pair_kind_of("MPI_Send_init"), -1);
+  EXPECT_EQ(pair_kind_of("MPI_Bcast"), -1);
+}
+
+// A rank's sums as the call path leaves them.
+struct rank_sums {
+  std::vector<strata_pair_sum> kinds[pair_kind_count];
+  explicit rank_sums(uint32_t ranks) {
+    for (auto& k : kinds)
+      k.assign(ranks, strata_pair_sum{0, 0});
+  }
+  pair_list list(uint32_t from, size_t limit = listed_pairs_limit) const {
+    const strata_pair_sum* rows[pair_kind_count] = {kinds[0].data(), kinds[1].data()};
+    return rank_pairs(from, rows, static_cast<uint32_t>(kinds[0].size()), limit);
+  }
+};
+
+TEST(Communication, SmallJobListsEveryPairExactlyEachKindApart) {
+  rank_sums r0(3), r1(3);
+  r0.kinds[pair_kind_point_to_point][1] = {4, 400};
+  r0.kinds[pair_kind_sendrecv][1] = {1, 8};
+  r0.kinds[pair_kind_point_to_point][2] = {2, 20};
+  r1.kinds[pair_kind_sendrecv][0] = {1, 8};
+  pair_list all = r1.list(1);
+  combine_pairs(all, r0.list(0));
+  // Through the words the tree carries.
+  pair_list carried;
+  ASSERT_TRUE(read_pair_list(write_pair_list(all), carried));
+  const record::communication_section c = communication_of(carried);
+  const std::vector<record::message_pair> pairs = {{0, 1, 5, 408}, {0, 2, 2, 20}, {1, 0, 1, 8}};
+  EXPECT_EQ(c.pairs, pairs);
+  const std::vector<record::message_pair> p2p = {{0, 1, 4, 400}, {0, 2, 2, 20}};
+  const std::vector<record::message_pair> sendrecv = {{0, 1, 1, 8}, {1, 0, 1, 8}};
+  EXPECT_EQ(c.by_kind.at("point_to_point"), p2p);
+  EXPECT_EQ(c.by_kind.at("sendrecv"), sendrecv);
+  EXPECT_FALSE(c.unlisted.has_value());
+}
+
+TEST(Communication, MalformedWordsAreRefused) {
+  rank_sums r(2);
+  r.kinds[0][1] = {1, 1};
+  const std::string words = write_pair_list(r.list(0));
+  pair_list out;
+  EXPECT_FALSE(read_pair_list(words.substr(0, words.size() - 1), out));
+  EXPECT_FALSE(read_pair_list(words + "12345678", out));
+  EXPECT_FALSE(read_pair_list("", out));
+}
+
+TEST(Communication, AboveTheLimitTheHeaviestPairsAreListedAndTheRestSummed) {
+  rank_sums r(10);
+  for (uint32_t to = 0; to < 10; ++to)
+    r.kinds[0][to] = {1, 100 + to};
+  pair_list list = r.list(0, 3);
+  const record::communication_section c = communication_of(list);
+  const std::vector<record::message_pair> heaviest = {
+      {0, 7, 1, 107}, {0, 8, 1, 108}, {0, 9, 1, 109}};
+  EXPECT_EQ(c.pairs, heaviest);
+  ASSERT_TRUE(c.unlisted.has_value());
+  EXPECT_EQ(c.unlisted->pairs, 7U);
+  EXPECT_EQ(c.unlisted->messages, 7U);
+  EXPECT_EQ(c.unlisted->bytes, 100U + 101 + 102 + 103 + 104 + 105 + 106);
+}
+
+// 100,000 ranks in a 3-D stencil (six partners each, sizes by rank), combined along the finalize
+// tree: the record's section stays under 1 MiB, holds the job's heaviest pairs, and what it
+// lists plus what it sums is every message.
+TEST(Communication, RecordOfAHundredThousandRanksStaysUnderOneMebibyte) {
+  const uint32_t ranks = 100'000;
+  const uint32_t nx = 50, ny = 50; // 50 x 50 x 40
+  uint64_t messages = 0, bytes = 0;
+  std::vector<pair_list> subtree(ranks);
+  // Children have higher ranks than their parents: from the last rank down (site_reduction).
+  for (int rank = static_cast<int>(ranks) - 1; rank >= 0; --rank) {
+    const auto r = static_cast<uint32_t>(rank);
+    const uint32_t x = r % nx, y = (r / nx) % ny;
+    const uint32_t partners[6] = {x > 0 ? r - 1 : r + nx - 1,
+                                  x + 1 < nx ? r + 1 : r + 1 - nx,
+                                  y > 0 ? r - nx : r + nx * (ny - 1),
+                                  y + 1 < ny ? r + nx : r - nx * (ny - 1),
+                                  (r + nx * ny) % ranks,
+                                  (r + ranks - nx * ny) % ranks};
+    // The rank's pairs as rank_pairs makes them (the test above), without a row of 100,000 per
+    // rank to scan.
+    pair_list here;
+    for (const uint32_t to : partners) {
+      pair_figures p;
+      p.from = r;
+      p.to = to;
+      p.messages[pair_kind_point_to_point] = 10;
+      p.bytes[pair_kind_point_to_point] = 1000 + (r * 7919 + to) % 100'000;
+      here.pairs.push_back(p);
+      messages += 10;
+      bytes += p.bytes[pair_kind_point_to_point];
+    }
+    for (const int child : site_tree_place_of(rank, static_cast<int>(ranks)).children) {
+      pair_list carried;
+      ASSERT_TRUE(read_pair_list(write_pair_list(subtree[static_cast<size_t>(child)]), carried));
+      combine_pairs(here, std::move(carried));
+      subtree[static_cast<size_t>(child)] = {};
+    }
+    subtree[r] = std::move(here);
+  }
+  record::job_record job;
+  job.job.ranks = ranks;
+  job.job.ranks_reported = ranks;
+  const std::string without = record::to_json(job);
+  job.communication = communication_of(subtree[0]);
+  const std::string with = record::to_json(job);
+  EXPECT_LE(with.size() - without.size(), size_t{1} << 20);
+  ASSERT_EQ(job.communication->pairs.size(), listed_pairs_limit);
+  ASSERT_TRUE(job.communication->unlisted.has_value());
+  uint64_t listed_messages = 0, listed_bytes = 0, lightest_listed = UINT64_MAX;
+  for (const record::message_pair& p : job.communication->pairs) {
+    listed_messages += p.messages;
+    listed_bytes += p.bytes;
+    lightest_listed = std::min(lightest_listed, p.bytes);
+  }
+  EXPECT_EQ(listed_messages + job.communication->unlisted->messages, messages);
+  EXPECT_EQ(listed_bytes + job.communication->unlisted->bytes, bytes);
+  EXPECT_EQ(job.communication->pairs.size() + job.communication->unlisted->pairs,
+            uint64_t{ranks} * 6);
+  // The listed pairs are the heaviest: the unlisted ones average no more than the lightest.
+  EXPECT_LE(job.communication->unlisted->bytes / job.communication->unlisted->pairs,
+            lightest_listed);
+  // And the record reads back the same.
+  const record::parse_result back = record::parse_record(with);
+  ASSERT_TRUE(back.ok()) << back.error;
+  EXPECT_EQ(back.record->communication, job.communication);
+  RecordProperty("communication_bytes", std::to_string(with.size() - without.size()));
+  std::printf("communication section of 100,000 ranks: %zu bytes\n", with.size() - without.size());
+}
+
+TEST(Communication, RecordRejectsAPairOutsideTheJob) {
+  record::job_record job;
+  job.job.ranks = 2;
+  job.job.ranks_reported = 2;
+  job.communication = record::communication_section{{{0, 2, 1, 1}}, {}, {}};
+  const record::parse_result back = record::parse_record(record::to_json(job));
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error.find("communication.pairs[0].to"), std::string::npos) << back.error;
+}
+
+} // namespace
+} // namespace strata::profiler

@@ -1,0 +1,120 @@
+"""The profile's communication matrix: the record's `communication` section, under real mpirun, for
+a program with a known pattern (tests/programs/comm_pattern.c with its derived communicator:
+a ring, MPI_Sendrecv pairs, and MPI_Isend on a communicator of the ranks in reverse order received
+with MPI_ANY_SOURCE). The pairs must be exact, in world ranks, whether the core sums the calls or
+the profile's callback sees them, and equal to what `strata analyze --json` finds in a trace of
+the same run (the stack profile,trace)."""
+import collections
+import json
+import os
+import re
+import unittest
+
+from strata_testlib import BUILD, FLAVOR, STRATA, base_env, program, run
+from test_profile import ProfileTestCase
+
+TRACE_MODULE = os.path.join(BUILD, "lib", "strata", FLAVOR, "modules", "trace.so")
+RANKS, ITERATIONS = 5, 6
+
+
+def expected_by_kind():
+    """{(from, to, kind): (messages, bytes)} of comm_pattern.c ... derived on RANKS ranks."""
+    pairs = collections.defaultdict(lambda: [0, 0])
+    for r in range(RANKS):
+        ring = pairs[(r, (r + 1) % RANKS, "point_to_point")]
+        ring[0] += ITERATIONS
+        ring[1] += ITERATIONS * 8 * (r + 1)
+        derived = pairs[(r, (r - 1) % RANKS, "point_to_point")]
+        derived[0] += ITERATIONS
+        derived[1] += ITERATIONS * (16 + r)
+        if r ^ 1 < RANKS:
+            pairs[(r, r ^ 1, "sendrecv")] = [ITERATIONS, ITERATIONS * (1000 + r)]
+    return {k: tuple(v) for k, v in pairs.items()}
+
+
+def by_kind_of(communication):
+    return {(p["from"], p["to"], kind): (p["messages"], p["bytes"])
+            for kind, pairs in communication["by_kind"].items() for p in pairs}
+
+
+def totals_of(by_kind):
+    totals = collections.defaultdict(lambda: [0, 0])
+    for (a, b, _), (m, n) in by_kind.items():
+        totals[(a, b)][0] += m
+        totals[(a, b)][1] += n
+    return {k: tuple(v) for k, v in totals.items()}
+
+
+class CommunicationMatrix(ProfileTestCase):
+    def run_pattern(self, tools="profile", **env):
+        proc = self.profile_run([program("comm_pattern_c"), str(ITERATIONS), "0", "derived"],
+                                ranks=RANKS, tools=tools, env=base_env(STRATA_SPOOL=self.spool,
+                                                                       HOME=self.out, **env))
+        self.assertRan(proc)
+        return proc
+
+    def assertExact(self, communication, program_output):
+        self.assertEqual(by_kind_of(communication), expected_by_kind())
+        self.assertEqual({(p["from"], p["to"]): (p["messages"], p["bytes"])
+                          for p in communication["pairs"]}, totals_of(expected_by_kind()))
+        self.assertEqual(sorted(communication["pairs"], key=lambda p: (p["from"], p["to"])),
+                         communication["pairs"])
+        self.assertNotIn("unlisted", communication)
+        # What each rank said it sent.
+        said = re.findall(r"sent (\d+): (\d+) messages, (\d+) bytes", program_output)
+        self.assertEqual(len(said), RANKS, program_output)
+        for rank, messages, sent_bytes in said:
+            mine = [p for p in communication["pairs"] if p["from"] == int(rank)]
+            self.assertEqual(sum(p["messages"] for p in mine), int(messages))
+            self.assertEqual(sum(p["bytes"] for p in mine), int(sent_bytes))
+
+    def test_the_record_holds_every_pair_exactly_in_world_ranks(self):
+        # Summed by the core (the default), and as events to the profile's callback.
+        for core_sums in ("1", "0"):
+            with self.subTest(core_sums=core_sums):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.run_pattern(STRATA_PROFILE_CORE_SUMS=core_sums)
+                record = self.only_record()
+                self.assertExact(record["communication"], proc.stdout)
+
+    def test_the_text_report_shows_pairs_balance_and_neighbours(self):
+        self.run_pattern()
+        report = run([STRATA, "report", self.records()[0]])
+        self.assertRan(report)
+        text = report.stdout
+        self.assertIn("Point-to-point pairs by bytes", text)
+        self.assertIn("Point-to-point traffic by rank", text)
+        # The heaviest pair first (2 -> 3: its MPI_Sendrecv and its ring messages).
+        heaviest = max(totals_of(expected_by_kind()).items(), key=lambda kv: kv[1][1])
+        (a, b), (m, n) = heaviest
+        first_row = re.search(r"Point-to-point pairs by bytes.*?\n.*?from.*?\n\s*(\d+)\s+(\d+)\s+"
+                              r"(\d+)\s+(\d+)", text, re.S)
+        self.assertIsNotNone(first_row, text)
+        self.assertEqual(tuple(int(x) for x in first_row.groups()), (a, b, m, n))
+        # Every rank exchanges with its two ring neighbours alone (its MPI_Sendrecv partner is
+        # one of them), and sends and receives one message of each kind per iteration and pair.
+        rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+\d+\s+(\d+)\s+\d+\s+[\d.-]+\s+(\d+)\s*$",
+                          text, re.M)
+        self.assertEqual({int(r): int(n) for r, _, _, n in rows}, {r: 2 for r in range(RANKS)})
+        sent = collections.Counter()
+        for (a, _, _), (m, _) in expected_by_kind().items():
+            sent[a] += m
+        self.assertEqual({int(r): int(s) for r, s, _, _ in rows}, dict(sent))
+        self.assertIn("neighbours min 2, mean 2.0, max 2", text)
+
+    @unittest.skipUnless(os.path.exists(TRACE_MODULE), "the trace module is not built")
+    def test_the_pairs_equal_those_analyze_finds_in_a_trace_of_the_same_run(self):
+        trace = os.path.join(self.out, "trace")
+        proc = self.run_pattern(tools="profile,trace", STRATA_TRACE_DIR=trace)
+        record = self.only_record()
+        self.assertExact(record["communication"], proc.stdout)
+        analyzed = run([STRATA, "analyze", "--json", trace])
+        self.assertRan(analyzed)
+        from_trace = json.loads(analyzed.stdout)["communication"]
+        self.assertEqual(record["communication"]["pairs"], from_trace["pairs"])
+        self.assertEqual(by_kind_of(record["communication"]), by_kind_of(from_trace))
+
+
+if __name__ == "__main__":
+    unittest.main()

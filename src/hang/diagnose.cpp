@@ -498,7 +498,7 @@ void analysis::fixed_point() {
   const size_t n = static_cast<size_t>(d_.world_size);
   can_act_.assign(n, 0);
   for (int32_t r = 0; r < d_.world_size; ++r)
-    can_act_[static_cast<size_t>(r)] = !blocked(r) && !finalized(r);
+    can_act_[static_cast<size_t>(r)] = static_cast<char>(!blocked(r) && !finalized(r) ? 1 : 0);
   std::vector<std::vector<size_t>> waiters(n); // rank -> wait items that wait for it
   std::vector<size_t> remaining(waits_.size());
   std::vector<size_t> work;

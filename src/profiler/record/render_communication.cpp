@@ -107,6 +107,7 @@ std::vector<communication_table> communication_tables(const communication_sectio
     r.neighbours.erase(std::unique(r.neighbours.begin(), r.neighbours.end()), r.neighbours.end());
   }
   std::vector<const rank_traffic*> busiest;
+  busiest.reserve(by_rank.size());
   for (const rank_traffic& r : by_rank)
     busiest.push_back(&r);
   const bool all_ranks = busiest.size() <= shown_ranks;

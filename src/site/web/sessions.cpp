@@ -7,7 +7,7 @@
 namespace strata::web {
 
 std::string session_table::open(const std::string& token_hash, std::int64_t now) {
-  const std::string id = "session_" + random_hex(32);
+  std::string id = "session_" + random_hex(32);
   const std::lock_guard lock(mutex_);
   for (auto it = by_id_hash_.begin(); it != by_id_hash_.end();)
     it = it->second.ends <= now ? by_id_hash_.erase(it) : std::next(it);

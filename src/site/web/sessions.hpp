@@ -18,7 +18,7 @@ namespace strata::web {
 class session_table {
 public:
   // Longest life of a session, whatever its token's: what the table holds stays bounded.
-  static constexpr std::int64_t lifetime_s = 7 * 86400;
+  static constexpr std::int64_t lifetime_s = std::int64_t{7} * 86400;
 
   // A new session for the token of this hash; returns its id (for the cookie).
   std::string open(const std::string& token_hash, std::int64_t now);

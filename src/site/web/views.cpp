@@ -39,6 +39,7 @@ json previous_run_json(site::store& db, const site::stored_job& sj) {
   if (before.empty())
     return nullptr;
   std::vector<std::int64_t> earlier_ids;
+  earlier_ids.reserve(before.size());
   for (const site::program_run& r : before)
     earlier_ids.push_back(r.job_id);
   std::set<std::string> ran_earlier;

@@ -304,14 +304,20 @@ state_read_result read_state_file(const std::string& path) {
   state_read_result result =
       read_with(head_view, static_cast<uint64_t>(st.st_size), path, [&](uint32_t i, file_slot& s) {
         const off_t at = static_cast<off_t>(sizeof(file_header) + size_t{i} * sizeof(file_slot));
-        // The counter, the slot, the counter again: equal and even means the copy is whole.
+        // The counter, the slot, the counter again, each read of its own: equal and even means
+        // the copy is whole. (Within one read the kernel's string copy may load the counter after
+        // fields it copies later, so the slot's own copy of it proves nothing.)
         for (int attempt = 0; attempt < 1000; ++attempt) {
+          uint64_t before = 0;
           uint64_t after = 0;
-          if (::pread(fd, &s, sizeof(s), at) != static_cast<ssize_t>(sizeof(s)) ||
+          if (::pread(fd, &before, sizeof(before), at) != static_cast<ssize_t>(sizeof(before)) ||
+              ::pread(fd, &s, sizeof(s), at) != static_cast<ssize_t>(sizeof(s)) ||
               ::pread(fd, &after, sizeof(after), at) != static_cast<ssize_t>(sizeof(after)))
             return false;
-          if ((s.seq & 1) == 0 && s.seq == after)
+          if ((before & 1) == 0 && before == after) {
+            s.seq = before;
             return true;
+          }
           ::sched_yield();
         }
         s.seq |= 1; // changing on every try, or its writer died mid-update: torn

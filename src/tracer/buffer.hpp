@@ -19,6 +19,8 @@ enum class record_kind : uint8_t {
   recv_complete = 5, // follows the Wait/Test call that completed a receive request
   poll_run = 6,      // polls of one routine from one call site that completed nothing, in a row
   cancelled = 7,     // follows the Wait/Test call that completed a cancelled request
+  started = 8,       // follows the MPI_Start(all) call that started a persistent request: its
+                     // message as an Isend (index 0) or Irecv (index 1) would have made it
 };
 
 // 72 bytes. Ranks are world ranks except `source` (as in the status, a rank in the communicator).

@@ -128,6 +128,24 @@ void record_writer::write(const record& r) {
                  static_cast<uint32_t>(r.recv_tag),
                  static_cast<uint64_t>(std::max<int64_t>(r.bytes_received, 0)), r.request);
     return;
+  case record_kind::started: {
+    if (!pending_leave_ || r.request == 0)
+      return; // its call fell out of a ring buffer
+    const uint32_t comm = global_comm(r.comm);
+    if (comm == OTF2_UNDEFINED_COMM || r.peer == STRATA_PROC_NULL_RANK)
+      return;
+    if (r.index() == 1) {
+      out_.irecv_request(at(r.t_enter), r.request);
+    } else {
+      const uint32_t peer = comm_rank(r.comm, r.peer);
+      if (peer == OTF2_UNDEFINED_UINT32)
+        return;
+      out_.isend(at(r.t_enter), peer, comm, static_cast<uint32_t>(r.tag),
+                 static_cast<uint64_t>(r.bytes_sent), r.request);
+    }
+    start(r.request);
+    return;
+  }
   case record_kind::region_enter: {
     flush_leave();
     const uint32_t region = map_.user_region[r.index()];

@@ -112,6 +112,14 @@ fn_info classify(const std::string& name) {
     break;
   case routines::kind::p2p_other:
     info.cls = fn_class::p2p_other;
+    if (r->persistent && !r->partitioned && (r->roles & routines::role_send) != 0)
+      info.cls = fn_class::send_init;
+    else if (r->persistent && !r->partitioned && (r->roles & routines::role_recv) != 0)
+      info.cls = fn_class::recv_init;
+    else if (name == "MPI_Start")
+      info.cls = fn_class::start;
+    else if (name == "MPI_Startall")
+      info.cls = fn_class::start_all;
     break;
   case routines::kind::collective:
     info.role = collective_role(*r);

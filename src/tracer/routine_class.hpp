@@ -21,7 +21,11 @@ enum class fn_class : uint8_t {
   sendrecv, // MpiSend and MpiRecv
   collective,
   completion, // Wait/Test family (wrapped)
-  p2p_other,  // probes, persistent requests, cancel: point-to-point without message records
+  p2p_other,  // probes, cancel: point-to-point without message records
+  send_init,  // a persistent send (MPI_Send_init & co.): each start of it is an MpiIsend
+  recv_init,  // a persistent receive (MPI_Recv_init): each start an MpiIrecvRequest
+  start,      // MPI_Start: starts a persistent request
+  start_all,  // MPI_Startall: starts an array of them
 };
 
 struct fn_info {

@@ -18,6 +18,19 @@ TEST(RoutineClass, PointToPointCallsByTheRecordsTheyMake) {
   EXPECT_EQ(role_of(classify("MPI_Wait")), OTF2_REGION_ROLE_POINT2POINT);
 }
 
+TEST(RoutineClass, PersistentRequestsAreMessagesWhenStarted) {
+  EXPECT_EQ(classify("MPI_Send_init").cls, fn_class::send_init);
+  EXPECT_EQ(classify("MPI_Ssend_init").cls, fn_class::send_init);
+  EXPECT_EQ(classify("MPI_Bsend_init").cls, fn_class::send_init);
+  EXPECT_EQ(role_of(classify("MPI_Bsend_init")), OTF2_REGION_ROLE_POINT2POINT);
+  EXPECT_EQ(classify("MPI_Recv_init").cls, fn_class::recv_init);
+  EXPECT_EQ(classify("MPI_Start").cls, fn_class::start);
+  EXPECT_EQ(classify("MPI_Startall").cls, fn_class::start_all);
+  // Partitioned requests carry no single message per start; a persistent collective none either.
+  EXPECT_EQ(classify("MPI_Psend_init").cls, fn_class::p2p_other);
+  EXPECT_NE(classify("MPI_Bcast_init").cls, fn_class::send_init);
+}
+
 TEST(RoutineClass, LargeCountTwinsAreTheRoutineTheyExtend) {
   EXPECT_EQ(classify("MPI_Isend_c").cls, fn_class::isend);
   const fn_info bcast = classify("MPI_Bcast_c");
@@ -56,7 +69,7 @@ TEST(RoutineClass, OneSidedAndIoHaveTheirRoles) {
 }
 
 TEST(RoutineClass, MoreRequestRoutinesArePointToPoint) {
-  for (const char* name : {"MPI_Bsend_init", "MPI_Improbe", "MPI_Mrecv", "MPI_Test_cancelled"}) {
+  for (const char* name : {"MPI_Improbe", "MPI_Mrecv", "MPI_Test_cancelled"}) {
     EXPECT_EQ(classify(name).cls, fn_class::p2p_other) << name;
     EXPECT_EQ(role_of(classify(name)), OTF2_REGION_ROLE_POINT2POINT) << name;
   }

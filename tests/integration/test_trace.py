@@ -508,6 +508,30 @@ class TraceTest(StrataTestCase):
         self.assertEqual(len(late), 1, report["wait_states"])
         self.assertGreater(late[0]["time_s"], 0.5 * delay_ms / 1000, late)
 
+    def test_each_start_of_a_persistent_request_is_a_message(self):
+        proc, anchor = self.trace([program("completions_c")], ranks=2)
+        events = read_events(anchor)
+        for rank, loc in events.items():
+            # completions.c starts a persistent receive and send of 300 bytes with tag 3 twice
+            # (MPI_Start each), then waits once more on the inactive receive, and makes a
+            # persistent receive with tag 7 that it never starts.
+            sends = [e for e in loc if e.kind == "MPI_ISEND" and e.number("Tag") == 3]
+            self.assertEqual([(e.number("Receiver"), e.number("Length")) for e in sends],
+                             [(1 - rank, 300)] * 2)
+            posted = [e for e in loc if e.kind == "MPI_IRECV_REQUEST"]
+            received = [e for e in loc if e.kind == "MPI_IRECV" and e.number("Tag") == 3]
+            self.assertEqual([(e.number("Sender"), e.number("Length")) for e in received],
+                             [(1 - rank, 300)] * 2)
+            ids = {e.number("Request") for e in posted}
+            self.assertTrue({e.number("Request") for e in received} <= ids)
+            self.assertEqual(len({e.number("Request") for e in sends + received}), 4)
+            self.assertEqual([e for e in loc if e.number("Tag") == 7], [])
+            # Each message record sits inside the MPI_Start that started it.
+            for e in sends:
+                self.assertEqual(enclosing(loc, loc.index(e))[-1:], ["MPI_Start"])
+        report = analyze(anchor)
+        self.assertEqual(report["warnings"], [])
+
     def test_bad_settings_stop_the_job_with_one_line(self):
         # The core's option mechanism: one line naming the module, the option (or the variable
         # it came from) and the problem, before the program starts.

@@ -44,6 +44,40 @@ uint32_t region_index(trace_state* s, const char* name) {
   return it->second;
 }
 
+// The message records of the persistent requests an MPI_Start or MPI_Startall started, after its
+// call record: each start gets a request id of its own, completed like an Isend's or Irecv's.
+void record_starts(trace_state* s, const strata_event* ev, bool all) {
+  const auto start = [s, ev](uint64_t handle) {
+    const auto it = s->persistent.find(handle);
+    if (it == s->persistent.end())
+      return; // a persistent collective, or a request the trace did not see made
+    const trace_state::persistent_request& p = it->second;
+    record* r = s->buffer->append();
+    if (r == nullptr)
+      return;
+    *r = record{};
+    r->t_enter = ev->t_enter_ns;
+    r->t_leave = ev->t_enter_ns;
+    r->bytes_sent = p.recv ? 0 : p.bytes;
+    r->request = s->next_request++;
+    r->id = record::make_id(record_kind::started, p.recv ? 1 : 0);
+    r->comm = p.comm;
+    r->peer = p.peer;
+    r->tag = p.tag;
+    s->requests.track(handle, r->request, p.comm, p.recv);
+  };
+  if (!all) {
+    start(ev->request);
+    return;
+  }
+  const auto* handles = static_cast<const MPI_Request*>(ev->requests);
+  for (int i = 0; i < ev->request_count; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
+    start(bits);
+  }
+}
+
 } // namespace
 
 void on_exit(strata_event* ev, void* raw) {
@@ -53,7 +87,16 @@ void on_exit(strata_event* ev, void* raw) {
     __atomic_fetch_add(&s->counted[static_cast<size_t>(ev->function)], 1, __ATOMIC_RELAXED);
     return;
   }
-  if (!tracing(s) || !in_window(s, ev->t_enter_ns))
+  if (!tracing(s))
+    return;
+  // Kept before the time window opens too: its starts may fall into it.
+  if ((f.cls == fn_class::send_init || f.cls == fn_class::recv_init) && ev->request != 0 &&
+      ev->result == MPI_SUCCESS) {
+    const bool recv = f.cls == fn_class::recv_init;
+    s->persistent[ev->request] = {comm_index(s, ev), ev->peer, ev->tag, recv ? 0 : ev->bytes_sent,
+                                  recv};
+  }
+  if (!in_window(s, ev->t_enter_ns))
     return;
   record* r = s->buffer->append();
   if (r == nullptr)
@@ -75,6 +118,9 @@ void on_exit(strata_event* ev, void* raw) {
       ev->result == MPI_SUCCESS) {
     r->request = s->next_request++;
     s->requests.track(ev->request, r->request, r->comm, f.cls == fn_class::irecv);
+  } else if ((f.cls == fn_class::start || f.cls == fn_class::start_all) &&
+             ev->result == MPI_SUCCESS) {
+    record_starts(s, ev, f.cls == fn_class::start_all);
   }
 }
 

@@ -47,6 +47,17 @@ struct trace_state {
   // Requests.
   request_table requests;
   uint32_t next_request = 1;
+  // Persistent point-to-point requests by handle, from their MPI_Send_init or MPI_Recv_init:
+  // every start of one is a message of its own. A freed handle MPI hands out again for a new
+  // persistent request is overwritten by its init; one reused for anything else is never started.
+  struct persistent_request {
+    uint32_t comm = 0;
+    int32_t peer = 0; // world rank or STRATA_*_RANK
+    int32_t tag = 0;
+    int64_t bytes = 0;
+    bool recv = false;
+  };
+  std::unordered_map<uint64_t, persistent_request> persistent;
   // User regions: names by index, a pointer cache in front of the name map, the open regions.
   std::vector<std::string> region_names;
   std::vector<bool> region_wanted;

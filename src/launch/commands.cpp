@@ -5,6 +5,7 @@
 #include "core/probe.h"
 #include "launch/interpreter.hpp"
 #include "launch/launch.hpp"
+#include "launch/launcher_child.hpp"
 #include "strata/patch/patch.hpp"
 
 #include <CLI/CLI.hpp>
@@ -294,6 +295,8 @@ int run_command(const launch_options& o) {
     args.push_back(t.path);
   }
   args.insert(args.end(), o.program.begin() + 1, o.program.end());
+  if (extra_ranks > 0) // the launcher's last words may blame the application for a tool rank
+    return launch::run_launcher_child({args, t.flavor, o.ranks, processes});
   std::vector<char*> argv = exec_argv(args);
   ::execvp(argv[0], argv.data());
   error_line("error: cannot execute " + args.front() + " (is " + t.flavor + " installed?)");

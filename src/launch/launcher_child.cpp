@@ -1,0 +1,292 @@
+#include "launch/launcher_child.hpp"
+
+#include "common/exec_argv.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <poll.h>
+#include <regex>
+#include <string_view>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace strata::launch {
+
+bool read_launcher_line(const std::string& line, ended_process& found) {
+  // Open MPI: "mpirun noticed that process rank 2 with PID 0 on node vm exited on signal 9
+  // (Killed)." and "... process rank 1 with PID 123 on node vm exiting improperly".
+  static const std::regex open_mpi(R"(process rank (\d+) with PID \d+ on node \S+ (.*?)\.?\s*$)");
+  // MPICH: "=   PID 28218 RUNNING AT vm", then "=   EXIT CODE: 9" or "KILLED BY SIGNAL: 9 (...)".
+  static const std::regex mpich_pid(R"(^=\s+PID (\d+) RUNNING AT \S+)");
+  static const std::regex mpich_how(R"(^=\s+((EXIT CODE|KILLED BY SIGNAL): .*?)\s*$)");
+  std::smatch m;
+  if (std::regex_search(line, m, open_mpi)) {
+    found = {std::atoi(m[1].str().c_str()), -1, m[2].str()};
+    return true;
+  }
+  if (std::regex_search(line, m, mpich_pid)) {
+    found = {-1, std::atol(m[1].str().c_str()), ""};
+    return true;
+  }
+  if (found.pid >= 0 && found.how.empty() && std::regex_search(line, m, mpich_how)) {
+    found.how = m[1].str();
+    return true;
+  }
+  return false;
+}
+
+int tool_rank_that_ended_the_job(const ended_process& named, int rank_of_pid,
+                                 const std::vector<int>& first_ended, int app_ranks) {
+  const int rank = named.rank >= 0 ? named.rank : rank_of_pid;
+  if (rank >= app_ranks)
+    return rank;
+  const bool killed = named.how.find("signal") != std::string::npos ||
+                      named.how.find("SIGNAL") != std::string::npos ||
+                      named.how == "EXIT CODE: 9" || named.how == "EXIT CODE: 15";
+  if (!killed || first_ended.empty())
+    return -1;
+  for (const int r : first_ended)
+    if (r < app_ranks)
+      return -1;
+  return first_ended.front();
+}
+
+std::string tool_rank_ended_line(int rank, const std::string& how, int app_ranks,
+                                 const std::string& launcher_name) {
+  const std::string application =
+      app_ranks == 1 ? "rank 0" : "ranks 0-" + std::to_string(app_ranks - 1);
+  return "strata: run: the process that ended the job (" +
+         (how.empty() ? std::string("rank ") + std::to_string(rank)
+                      : "rank " + std::to_string(rank) + ", " + how) +
+         ") was one of the tool ranks the stack added, not the application's (" + application +
+         "); " + launcher_name +
+         " ends the whole job when one of its processes dies, so the application was stopped "
+         "with it (a profile's records are partial: strata recover)";
+}
+
+int rank_in_environment(const std::string& environ, const std::string& marker) {
+  bool marked = false;
+  int rank = -1;
+  for (size_t begin = 0; begin < environ.size();) {
+    size_t end = environ.find('\0', begin);
+    if (end == std::string::npos)
+      end = environ.size();
+    const std::string_view entry(environ.data() + begin, end - begin);
+    if (entry == marker)
+      marked = true;
+    for (const std::string_view name : {"OMPI_COMM_WORLD_RANK=", "PMI_RANK="})
+      if (entry.substr(0, name.size()) == name)
+        rank = std::atoi(std::string(entry.substr(name.size())).c_str());
+    begin = end + 1;
+  }
+  return marked ? rank : -1;
+}
+
+namespace {
+
+volatile sig_atomic_t g_child = 0;
+
+void pass_on(int sig) {
+  if (g_child > 0)
+    ::kill(static_cast<pid_t>(g_child), sig);
+}
+
+// A rank of the job, and a pidfd that becomes readable when it ends.
+struct watched_rank {
+  long pid = 0;
+  int rank = -1;
+  int fd = -1;
+};
+
+// The job's ranks found in /proc so far, by pid: every process carrying the run's marker and a
+// rank. Read while the job starts, until each rank is known.
+void find_ranks(const std::string& marker, std::map<long, int>& ranks,
+                std::vector<watched_rank>& watched) {
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr)
+    return;
+  while (const dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0' || ranks.count(pid) != 0)
+      continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/environ", std::ios::binary);
+    const std::string environ((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    if (const int rank = rank_in_environment(environ, marker); rank >= 0) {
+      ranks[pid] = rank;
+      const auto fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+      if (fd >= 0)
+        watched.push_back({pid, rank, fd});
+    }
+  }
+  ::closedir(d);
+}
+
+void write_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return; // our own output is gone: the launcher's is still drained
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+} // namespace
+
+int run_launcher_child(const launcher_job& job) {
+  const int telling_fd = job.flavor == "mpich" ? STDOUT_FILENO : STDERR_FILENO;
+  const std::string marker_value =
+      std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr));
+  ::setenv(run_marker_variable, marker_value.c_str(), 1);
+  const std::string marker = std::string(run_marker_variable) + "=" + marker_value;
+  std::map<long, int> ranks; // pid -> world rank
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "strata: run: cannot make a pipe: %s\n", std::strerror(errno));
+    return 127;
+  }
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    std::fprintf(stderr, "strata: run: cannot start %s: %s\n", job.args.front().c_str(),
+                 std::strerror(errno));
+    return 127;
+  }
+  if (child == 0) {
+    ::dup2(pipe_fds[1], telling_fd);
+    std::vector<std::string> args = job.args;
+    std::vector<char*> argv = exec_argv(args);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "strata: run: cannot execute %s: %s (is %s installed?)\n",
+                 job.args.front().c_str(), std::strerror(errno), job.flavor.c_str());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  g_child = child;
+  // Ctrl-C reaches the launcher too (one process group): this process waits for it to end the
+  // job. A signal sent to this process alone (a batch system's) is the launcher's to act on.
+  struct sigaction ignore = {}, forward = {};
+  ignore.sa_handler = SIG_IGN;
+  forward.sa_handler = pass_on;
+  ::sigaction(SIGINT, &ignore, nullptr);
+  ::sigaction(SIGQUIT, &ignore, nullptr);
+  ::sigaction(SIGPIPE, &ignore, nullptr);
+  ::sigaction(SIGTERM, &forward, nullptr);
+  ::sigaction(SIGHUP, &forward, nullptr);
+  ::sigaction(SIGUSR1, &forward, nullptr);
+  ::sigaction(SIGUSR2, &forward, nullptr);
+
+  ended_process ended;
+  bool named = false;
+  std::string line;
+  char buffer[8192];
+  int status = 0;
+  bool exited = false;
+  timespec last_scan = {};
+  std::vector<watched_rank> watched;
+  std::vector<int> first_ended; // the ranks whose ends were seen first, at once
+  bool order_known = true;
+  std::vector<pollfd> fds;
+  for (;;) {
+    timespec now = {};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    if (static_cast<int>(ranks.size()) < job.processes &&
+        (now.tv_sec - last_scan.tv_sec) * 1000000000L + (now.tv_nsec - last_scan.tv_nsec) >
+            20000000L) {
+      find_ranks(marker, ranks, watched);
+      last_scan = now;
+    }
+    fds.assign(1, {pipe_fds[0], POLLIN, 0});
+    for (const watched_rank& w : watched)
+      if (w.fd >= 0)
+        fds.push_back({w.fd, POLLIN, 0});
+    // A process the launcher left behind may hold the pipe open: once the launcher has ended,
+    // what is already written is read and no more is waited for.
+    const int ready = ::poll(fds.data(), fds.size(),
+                             exited                                           ? 0
+                             : static_cast<int>(ranks.size()) < job.processes ? 20
+                                                                              : 200);
+    if (ready > 0 && fds.size() > 1) {
+      std::vector<int> ended_now;
+      for (size_t i = 1; i < fds.size(); ++i)
+        for (watched_rank& w : watched)
+          if (w.fd == fds[i].fd && (fds[i].revents & (POLLIN | POLLHUP)) != 0) {
+            ended_now.push_back(w.rank);
+            ::close(w.fd);
+            w.fd = -1;
+          }
+      // Which end came first is known only when every rank was watched before any ended.
+      if (!ended_now.empty() && first_ended.empty() && order_known) {
+        if (static_cast<int>(ranks.size()) < job.processes)
+          order_known = false;
+        else
+          first_ended = ended_now;
+      }
+    }
+    if (ready > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ::read(pipe_fds[0], buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      write_all(telling_fd, buffer, static_cast<size_t>(n));
+      line.append(buffer, static_cast<size_t>(n));
+      for (size_t end = line.find('\n'); end != std::string::npos; end = line.find('\n')) {
+        named = read_launcher_line(line.substr(0, end), ended) || named;
+        line.erase(0, end + 1);
+      }
+      if (line.size() > 65536)
+        line.clear(); // no launcher writes such a line
+      continue;
+    }
+    if (ready > 0 && !exited)
+      continue; // only ranks ended
+    if (ready < 0 && errno != EINTR)
+      break;
+    if (exited)
+      break;
+    pid_t w = ::waitpid(child, &status, WNOHANG);
+    if (w == child)
+      exited = true;
+  }
+  ::close(pipe_fds[0]);
+  for (const watched_rank& w : watched)
+    if (w.fd >= 0)
+      ::close(w.fd);
+  while (!exited) {
+    const pid_t w = ::waitpid(child, &status, 0);
+    if (w == child || (w < 0 && errno != EINTR))
+      exited = true;
+  }
+  g_child = 0;
+  if (named) {
+    const auto of_pid = ranks.find(ended.pid);
+    const int rank_of_pid = of_pid == ranks.end() ? -1 : of_pid->second;
+    const int tool = tool_rank_that_ended_the_job(ended, rank_of_pid, first_ended, job.app_ranks);
+    const bool launcher_named_it = ended.rank == tool || rank_of_pid == tool;
+    if (tool >= 0)
+      std::fprintf(stderr, "%s\n",
+                   tool_rank_ended_line(tool, launcher_named_it ? ended.how : "", job.app_ranks,
+                                        job.flavor == "mpich" ? "MPICH" : "Open MPI")
+                       .c_str());
+  }
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+} // namespace strata::launch

@@ -1,0 +1,57 @@
+// `strata run` with tool ranks (the monitor's tree): the launcher runs as a child whose output
+// passes through unchanged, read for the lines where it names the process whose end ended the
+// job. Both MPIs end a whole job when one of its processes dies, and name that process by its
+// rank (Open MPI) or pid (MPICH); when it was a tool rank, not one of the application's, one more
+// line says so, since the launcher's words blame the application.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace strata::launch {
+
+// Marks the processes of one `strata run` (its value is unique to the run), for the run to learn
+// each rank's pid from /proc while the job starts: MPICH names the dead process by its pid.
+inline constexpr const char* run_marker_variable = "STRATA_RUN_ID";
+
+// The process a launcher's line names as the one that ended the job, as far as that line tells.
+struct ended_process {
+  int rank = -1;   // Open MPI names the rank
+  long pid = -1;   // MPICH names the pid
+  std::string how; // "exited on signal 9 (Killed)", "EXIT CODE: 9"
+};
+
+// Reads one line of the launcher's output; true when it names the process (or, for MPICH, how
+// the process named on the line before ended: `found` then gains `how`).
+bool read_launcher_line(const std::string& line, ended_process& found);
+
+// The tool rank whose end ended the job, or -1: the one the launcher named (`rank_of_pid`: the
+// world rank of MPICH's pid, -1 when unknown), else, when the launcher names one of the
+// application's ranks as killed, the tool rank seen to end before any of the application's
+// (`first_ended`: the ranks whose ends were seen first, at once). MPICH may name a rank it killed
+// while cleaning up rather than the one that died first.
+int tool_rank_that_ended_the_job(const ended_process& named, int rank_of_pid,
+                                 const std::vector<int>& first_ended, int app_ranks);
+
+// The line that says tool rank `rank` ended the job (`how`, from the launcher, may be "").
+std::string tool_rank_ended_line(int rank, const std::string& how, int app_ranks,
+                                 const std::string& launcher_name);
+
+// The world rank a process's environment (NUL-separated, as /proc/PID/environ) gives, when it
+// carries `marker` (NAME=VALUE); else -1.
+int rank_in_environment(const std::string& environ, const std::string& marker);
+
+struct launcher_job {
+  std::vector<std::string> args; // the launcher's command line
+  std::string flavor;            // which stream carries its last words: Open MPI's standard
+                                 // error, MPICH's standard output
+  int app_ranks = 0;
+  int processes = 0; // the application's ranks and the tool ranks
+};
+
+// Runs the launcher as a child (signals that would end `strata run` are passed on to it), its
+// telling stream copied through as it comes, and returns its exit status (128 + signal when a
+// signal ended it). Returns 127 with a message when it cannot start.
+int run_launcher_child(const launcher_job& job);
+
+} // namespace strata::launch

@@ -1,0 +1,64 @@
+#include "launch/launcher_child.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace strata::launch {
+namespace {
+
+TEST(LauncherChild, OpenMpiNamesTheRankThatEndedTheJob) {
+  ended_process p;
+  EXPECT_FALSE(read_launcher_line("Primary job  terminated normally, but 1 process returned", p));
+  ASSERT_TRUE(read_launcher_line("mpirun.openmpi noticed that process rank 2 with PID 0 on node vm "
+                                 "exited on signal 9 (Killed).",
+                                 p));
+  EXPECT_EQ(p.rank, 2);
+  EXPECT_EQ(p.how, "exited on signal 9 (Killed)");
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, -1, {}, 2), 2);
+  const std::string said = tool_rank_ended_line(2, p.how, 2, "Open MPI");
+  EXPECT_NE(said.find("(rank 2, exited on signal 9 (Killed)) was one of the tool ranks"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("not the application's (ranks 0-1)"), std::string::npos) << said;
+  // One of the application's ranks, seen to end first: nothing to add to the launcher's words.
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, -1, {2}, 3), -1);
+}
+
+TEST(LauncherChild, MpichNamesAPidAndHowOnTheNextLine) {
+  ended_process p;
+  ASSERT_TRUE(read_launcher_line("=   PID 28218 RUNNING AT vm", p));
+  ASSERT_TRUE(read_launcher_line("=   EXIT CODE: 9", p));
+  EXPECT_EQ(p.pid, 28218);
+  EXPECT_EQ(p.how, "EXIT CODE: 9");
+  EXPECT_FALSE(read_launcher_line("=   CLEANING UP REMAINING PROCESSES", p));
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, 1, {}, 1), 1);   // the pid was the tool rank's
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, -1, {}, 2), -1); // a pid never seen
+  EXPECT_NE(tool_rank_ended_line(1, p.how, 1, "MPICH").find("(rank 1, EXIT CODE: 9)"),
+            std::string::npos);
+  EXPECT_NE(tool_rank_ended_line(1, "", 1, "MPICH").find("not the application's (rank 0)"),
+            std::string::npos);
+}
+
+TEST(LauncherChild, MpichMayNameARankItKilledWhileCleaningUp) {
+  // The tool rank 2 was seen to end first; MPICH then named rank 0, which it killed.
+  ended_process p{-1, 100, "EXIT CODE: 9"};
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, 0, {2}, 2), 2);
+  // An application's rank that ended with an error of its own is never blamed on a tool rank.
+  ended_process failed{-1, 100, "EXIT CODE: 1"};
+  EXPECT_EQ(tool_rank_that_ended_the_job(failed, 0, {2}, 2), -1);
+  // Ends seen at once, an application's among them: who was first is not known.
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, 0, {2, 0}, 2), -1);
+}
+
+TEST(LauncherChild, RanksComeFromTheMarkedProcessesEnvironments) {
+  using namespace std::string_literals;
+  const std::string marker = "STRATA_RUN_ID=7-1";
+  EXPECT_EQ(rank_in_environment("A=1\0STRATA_RUN_ID=7-1\0PMI_RANK=3\0"s, marker), 3);
+  EXPECT_EQ(rank_in_environment("OMPI_COMM_WORLD_RANK=5\0STRATA_RUN_ID=7-1"s, marker), 5);
+  EXPECT_EQ(rank_in_environment("STRATA_RUN_ID=7-10\0PMI_RANK=3\0"s, marker), -1); // another run
+  EXPECT_EQ(rank_in_environment("STRATA_RUN_ID=7-1\0"s, marker), -1); // the launcher itself
+}
+
+} // namespace
+} // namespace strata::launch

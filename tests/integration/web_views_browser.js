@@ -107,7 +107,7 @@ main(async (browser, input) => {
   await ready(admin.page, input.base + "/site");
   seen.charts.push(...(await charts(admin.page, "site")));
   seen.critical = {
-    title: await text(admin.page, "#app h2"),
+    title: await admin.page.$$eval("#app h2", (h) => h.map((x) => x.textContent).find((t) => t.startsWith("Critical")) || null),
     ...(await admin.page.evaluate(() => {
       const head = [...document.querySelectorAll("#jobs thead th")].map((x) => x.textContent);
       const at = head.indexOf("MPI core-h");

@@ -179,5 +179,15 @@ class WebListsTest(ServedStore, unittest.TestCase):
         self.assertIn("MPI_Allreduce s per rank", seen["highlighted"])
 
 
+    # ---- the communication matrix ----
+
+    def test_job_page_shows_the_communication_heat_map(self):
+        seen = self.browse()["heat_map"]
+        self.assertEqual(seen["cells"], ["rank 0 to rank 3: 1000 bytes in 10 messages",
+                                         "rank 1 to rank 3: 10 bytes in 1 messages"])
+        self.assertIn("one cell per pair of ranks", seen["caption"])
+        self.assertGreater(seen["width"], 100)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -35,6 +35,14 @@ main(async (browser, input) => {
     critical_title: await page.$$eval("#app h2", (h) => h.map((x) => x.textContent).join("\n")),
   };
 
+  // The communication matrix as a heat map on the job page, from the record's pairs.
+  await ready(page, `${input.base}/job/${input.jobs["wait:1"]}`);
+  seen.heat_map = {
+    cells: await page.$$eval(".report svg.heatmap rect.pair title", (t) => t.map((x) => x.textContent)),
+    caption: await text(page, ".report figure.heatmap figcaption"),
+    width: await page.$eval(".report svg.heatmap", (s) => s.getBoundingClientRect().width).catch(() => null),
+  };
+
   // Any two runs of a program: chosen on the job page, shown side by side.
   await ready(page, `${input.base}/job/${input.jobs["solver:5"]}`);
   seen.compare = { choices: await page.$$eval("#compare-with select option", (o) => o.map((x) => x.value)) };

@@ -177,6 +177,11 @@ class WebListsTest(ServedStore, unittest.TestCase):
         allreduce = rows["MPI_Allreduce s per rank"]
         self.assertTrue(allreduce[3].startswith("-"), allreduce)  # solver:0 is faster
         self.assertIn("MPI_Allreduce s per rank", seen["highlighted"])
+        # The job page asks for the newest runs of each size only.
+        program = self.api_as(USER_A, f"/api/job/{self.jobs['solver:5']['id']}")["program_id"]
+        history = self.api_as(USER_A, f"/api/user/history?program={program}&newest=2")
+        self.assertEqual([[r["job_id"] for r in s["runs"]] for s in history["sizes"]],
+                         [[self.jobs["solver:4"]["id"], self.jobs["solver:5"]["id"]]])
 
 
     # ---- the communication matrix ----

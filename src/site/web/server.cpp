@@ -30,7 +30,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -346,12 +345,14 @@ public:
 
     // Lists whose data the page fetches: jobs, users and programs by waste; flagged jobs and
     // regressions; two runs side by side.
-    for (const auto& [path, name, title] :
-         {std::tuple{"/waste", "waste", "Waste: MPI time lost"},
-          std::tuple{"/flagged", "flagged", "Flagged jobs and regressions"},
-          std::tuple{"/compare", "compare", "Two runs compared"}})
-      html_route(http, path, [name, title](const httplib::Request&, const viewer& v) {
-        return std::make_pair(200, page(title, name, &v, "<div id=\"app\"></div>"));
+    struct list_page {
+      const char *path, *name, *title;
+    };
+    for (const list_page& p : {list_page{"/waste", "waste", "Waste: MPI time lost"},
+                               list_page{"/flagged", "flagged", "Flagged jobs and regressions"},
+                               list_page{"/compare", "compare", "Two runs compared"}})
+      html_route(http, p.path, [p](const httplib::Request&, const viewer& v) {
+        return std::make_pair(200, page(p.title, p.name, &v, "<div id=\"app\"></div>"));
       });
 
     api_route(http, "/api/waste", [this](const httplib::Request& req, const viewer& v) {
@@ -426,7 +427,9 @@ public:
       const std::string user = user_of(req, v);
       const std::int64_t program = int_param(req, "program", 1, INT64_MAX).value_or(0);
       auto db = pool_.take();
-      std::optional<json> h = history_json(*db, program, user);
+      const auto newest = int_param(req, "newest", 1, INT64_MAX);
+      std::optional<json> h =
+          history_json(*db, program, user, newest ? static_cast<std::size_t>(*newest) : SIZE_MAX);
       if (!h)
         throw not_found("no program " + std::to_string(program) + " of " + user);
       return *h;
@@ -490,7 +493,7 @@ private:
 
   // Whose jobs a list shows: an admin's ?user= (everyone's without it), else the viewer's own.
   static std::optional<std::string> owner_param(const httplib::Request& req, const viewer& v) {
-    const std::optional<std::string> asked = text_param(req, "user");
+    std::optional<std::string> asked = text_param(req, "user");
     if (v.admin)
       return asked;
     if (asked && *asked != v.who.user)

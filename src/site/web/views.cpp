@@ -249,8 +249,8 @@ json models_json(site::store& db, const std::string& user) {
   return out;
 }
 
-std::optional<json> history_json(site::store& db, std::int64_t program_id,
-                                 const std::string& user) {
+std::optional<json> history_json(site::store& db, std::int64_t program_id, const std::string& user,
+                                 std::size_t newest) {
   std::optional<site::program> prog;
   for (const site::program& p : site::find_programs(db, user, std::nullopt))
     if (p.id == program_id)
@@ -266,6 +266,8 @@ std::optional<json> history_json(site::store& db, std::int64_t program_id,
     json& runs = sizes[r.ranks];
     if (runs.is_null())
       runs = json::array();
+    if (runs.size() >= newest)
+      continue;
     runs.push_back({{"job_id", r.job_id},
                     {"end", r.end_time},
                     {"wall_s", r.wall_s},

@@ -121,50 +121,42 @@ json waste_ranking(site::store& db, site::job_filter filter, waste_cache& cache,
   };
   std::vector<looked_at> seen;
   std::vector<double> best; // the largest wastes so far, a min-heap of at most `top`
+  // One query: a sort by MPI time reads and sorts every match, whatever the page.
   filter.order = site::job_order::mpi_time_desc;
-  filter.limit = 100;
+  filter.limit = max_looked_at;
   filter.offset = 0;
-  bool complete = false;
-  while (!complete && static_cast<std::int64_t>(seen.size()) < max_looked_at) {
-    const std::vector<site::job_row> page = site::jobs(db, filter);
-    if (page.empty()) {
+  const std::vector<site::job_row> candidates = site::jobs(db, filter);
+  bool complete = static_cast<std::int64_t>(candidates.size()) < max_looked_at;
+  for (const site::job_row& j : candidates) {
+    // No job from here on wastes more than its MPI time: below the top's least, stop.
+    if (static_cast<std::int64_t>(best.size()) >= top && j.mpi_time_s <= best.front()) {
       complete = true;
       break;
     }
-    for (const site::job_row& j : page) {
-      // No job from here on wastes more than its MPI time: below the top's least, stop.
-      if (static_cast<std::int64_t>(best.size()) >= top && j.mpi_time_s <= best.front()) {
-        complete = true;
-        break;
+    waste_cache::entry e;
+    if (!cache.find(j.job_id, e)) {
+      const std::optional<site::stored_job> sj = db.job(j.job_id);
+      if (!sj)
+        continue;
+      const record::parse_result parsed = record::parse_record_fast(sj->record_json);
+      if (parsed.ok())
+        e.waste = waste_of(*parsed.record);
+      else
+        e.waste = {0, j.mpi_time_s, "none", "The stored record does not parse."};
+      if (const auto prog = site::program_of(db, *sj)) {
+        e.program_id = prog->id;
+        e.executable = prog->executable;
+        e.program = prog->executable + (prog->arguments.empty() ? "" : " " + prog->arguments);
       }
-      if (static_cast<std::int64_t>(seen.size()) >= max_looked_at)
-        break;
-      waste_cache::entry e;
-      if (!cache.find(j.job_id, e)) {
-        const std::optional<site::stored_job> sj = db.job(j.job_id);
-        if (!sj)
-          continue;
-        const record::parse_result parsed = record::parse_record_fast(sj->record_json);
-        if (parsed.ok())
-          e.waste = waste_of(*parsed.record);
-        else
-          e.waste = {0, j.mpi_time_s, "none", "The stored record does not parse."};
-        if (const auto prog = site::program_of(db, *sj)) {
-          e.program_id = prog->id;
-          e.executable = prog->executable;
-          e.program = prog->executable + (prog->arguments.empty() ? "" : " " + prog->arguments);
-        }
-        cache.put(j.job_id, e);
-      }
-      best.push_back(e.waste.wasted_s);
-      std::push_heap(best.begin(), best.end(), std::greater<>());
-      if (static_cast<std::int64_t>(best.size()) > top) {
-        std::pop_heap(best.begin(), best.end(), std::greater<>());
-        best.pop_back();
-      }
-      seen.push_back({j, std::move(e)});
+      cache.put(j.job_id, e);
     }
-    filter.offset += filter.limit;
+    best.push_back(e.waste.wasted_s);
+    std::push_heap(best.begin(), best.end(), std::greater<>());
+    if (static_cast<std::int64_t>(best.size()) > top) {
+      std::pop_heap(best.begin(), best.end(), std::greater<>());
+      best.pop_back();
+    }
+    seen.push_back({j, std::move(e)});
   }
   std::sort(seen.begin(), seen.end(), [](const looked_at& a, const looked_at& b) {
     return a.e.waste.wasted_s > b.e.waste.wasted_s;

@@ -165,7 +165,9 @@ export async function comparePage(app) {
 // On a job's page: choose any other run of its program to compare with.
 export async function compareChooser(main, r) {
   if (!r.program_id) return;
-  const h = await api(`/api/user/history?${query({ program: r.program_id, user: r.job.owner })}`);
+  // The newest 50 runs of each size, this job's size first.
+  const h = await api(`/api/user/history?${query({ program: r.program_id, user: r.job.owner, newest: 50 })}`);
+  h.sizes.sort((a, b) => (b.ranks === r.job.ranks) - (a.ranks === r.job.ranks));
   const select = el("select", { name: "b" });
   for (const size of h.sizes)
     for (const run of [...size.runs].reverse())

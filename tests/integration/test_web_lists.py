@@ -182,6 +182,7 @@ class WebListsTest(ServedStore, unittest.TestCase):
         history = self.api_as(USER_A, f"/api/user/history?program={program}&newest=2")
         self.assertEqual([[r["job_id"] for r in s["runs"]] for s in history["sizes"]],
                          [[self.jobs["solver:4"]["id"], self.jobs["solver:5"]["id"]]])
+        self.assertEqual(history["sizes"][0]["all_runs"], 6)  # the trends page says it cut
 
 
     # ---- the communication matrix ----

@@ -262,11 +262,12 @@ std::optional<json> history_json(site::store& db, std::int64_t program_id, const
     if (g.prog.id == program_id)
       flagged[g.job_id] = true;
   std::map<std::int64_t, json> sizes;
+  std::map<std::int64_t, std::int64_t> all_runs;
   for (const site::program_run& r : site::runs_of(db, program_id)) {
     json& runs = sizes[r.ranks];
     if (runs.is_null())
       runs = json::array();
-    if (runs.size() >= newest)
+    if (static_cast<std::size_t>(++all_runs[r.ranks]) > newest)
       continue;
     runs.push_back({{"job_id", r.job_id},
                     {"end", r.end_time},
@@ -278,7 +279,7 @@ std::optional<json> history_json(site::store& db, std::int64_t program_id, const
   json out = json::array();
   for (auto& [ranks, runs] : sizes) {
     std::reverse(runs.begin(), runs.end()); // oldest first, as a time axis reads
-    out.push_back({{"ranks", ranks}, {"runs", runs}});
+    out.push_back({{"ranks", ranks}, {"runs", runs}, {"all_runs", all_runs[ranks]}});
   }
   return json{{"program_id", prog->id},
               {"executable", prog->executable},

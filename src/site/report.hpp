@@ -124,6 +124,8 @@ std::string render_html(const report& r);
 std::string render_json(const report& r);
 // One breakdown (by size, by CPU class, by user) as JSON: the JSON report's and the web's.
 nlohmann::json breakdown_json(const std::vector<breakdown_line>& lines);
+// Regressions as JSON: the JSON report's and the web's.
+nlohmann::json regressions_json(const std::vector<regression_row>& rows);
 
 // "1-4" style label of the paper's size classes: powers of two alone, the ranges between them.
 std::string size_class_label(std::int64_t ranks);

@@ -496,6 +496,8 @@ nlohmann::json routines_json(const std::vector<routine_line>& lines) {
   }
   return out;
 }
+} // namespace
+
 nlohmann::json regressions_json(const std::vector<regression_row>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const regression_row& g : rows) {
@@ -526,6 +528,7 @@ nlohmann::json regressions_json(const std::vector<regression_row>& rows) {
   }
   return out;
 }
+namespace {
 nlohmann::json jobs_json(const std::vector<job_row>& jobs) {
   nlohmann::json out = nlohmann::json::array();
   for (const job_row& j : jobs)

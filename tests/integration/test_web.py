@@ -5,14 +5,10 @@ by two real Unix users the test creates, and an admin in a Unix group. Headless 
 plain HTTP checks authentication, isolation, escaping and parameter errors. Needs root
 (useradd, runuser)."""
 import glob
-import grp
 import json
 import os
 import pwd
-import shutil
-import socket
 import subprocess
-import tempfile
 import time
 import unittest
 import urllib.error
@@ -22,38 +18,16 @@ import urllib.request
 from site_postgres import PostgresServer, postgres_bindir
 from strata_testlib import STRATA
 from test_site import make_record
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.abspath(os.path.join(HERE, "../.."))
-SAMPLE = os.path.join(SOURCE, "src/profiler/record/testdata/sample.json")
-NODE_MODULES = os.path.join(SOURCE, "src/site/web/page/node_modules")
-USER_A, USER_B, ADMIN = "strata-wta", "strata-wtb", "strata-wtc"
-ADMIN_GROUP = "strata-wtadm"
-DAY = 86400
-created_users, created_groups = [], []
+from web_testlib import (ADMIN, DAY, USER_A, USER_B, ServedStore, create_users, ingest, record,
+                         remove_users)
 
 
 def setUpModule():
-    if os.geteuid() != 0:
-        raise unittest.SkipTest("needs root to create the test users")
-    try:
-        grp.getgrnam(ADMIN_GROUP)
-    except KeyError:
-        subprocess.run(["groupadd", ADMIN_GROUP], check=True)
-        created_groups.append(ADMIN_GROUP)
-    for name, extra in ((USER_A, []), (USER_B, []), (ADMIN, ["-G", ADMIN_GROUP])):
-        try:
-            pwd.getpwnam(name)
-        except KeyError:
-            subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", *extra, name], check=True)
-            created_users.append(name)
+    create_users()
 
 
 def tearDownModule():
-    for name in created_users:
-        subprocess.run(["userdel", name], check=False)
-    for name in created_groups:
-        subprocess.run(["groupdel", name], check=False)
+    remove_users()
 
 
 def prometheus_parser():
@@ -79,26 +53,7 @@ MPI_T = {
 }
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def record(job_id, end, executable, argv=None):
-    with open(SAMPLE) as f:
-        rec = json.load(f)
-    job = rec["job"]
-    wall = job["wall_time_s"]
-    job.update({"id": job_id, "executable": executable,
-                "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end - wall)),
-                "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end))})
-    if argv is not None:
-        job["argv"] = argv
-    return rec
-
-
-class WebTests:
+class WebTests(ServedStore):
     """Each backend class sets cls.url; setUpClass fills the store and starts the server."""
 
     @classmethod
@@ -107,9 +62,9 @@ class WebTests:
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="strata-web-")
-        os.chmod(cls.tmp, 0o777)  # users issue their tokens into the store (SQLite: a file here)
+        cls.make_tmp("strata-web-")
         cls.url = cls.open_store()
+        cls.addClassCleanup(cls.close_store)
         spool = os.path.join(cls.tmp, "spool")
         subprocess.run([STRATA, "site", "synth", "--count", "40", "--users", "4", "--no-chown",
                         "--out", spool], check=True, capture_output=True)
@@ -146,70 +101,14 @@ class WebTests:
                 with open(path, "w") as f:
                     json.dump(rec, f)
                 os.chown(path, uid[USER_A], -1)
-        subprocess.run([STRATA, "site", "ingest", "--db", cls.url, spool], check=True,
-                       capture_output=True)
-        if cls.url.startswith("sqlite:"):
-            os.chmod(cls.url[len("sqlite:"):], 0o666)
-        cls.tokens = {name: cls.token_of(name) for name in (USER_A, USER_B, ADMIN)}
-        cls.port = free_port()
-        cls.base = f"http://127.0.0.1:{cls.port}"
-        cls.log = open(os.path.join(cls.tmp, "serve.log"), "w+")
-        cls.server = subprocess.Popen(
-            [STRATA, "site", "serve", "--db", cls.url, "--port", str(cls.port),
-             "--admin-group", ADMIN_GROUP], stdout=cls.log, stderr=subprocess.STDOUT)
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(cls.base + "/login", timeout=5).read()
-                break
-            except OSError:
-                if cls.server.poll() is not None:
-                    break
-                time.sleep(0.1)
-        assert cls.server.poll() is None, cls.server_log()
+        ingest(cls.url, spool)
+        cls.serve()
         cls.jobs = {name: cls.api_as(ADMIN, f"/api/jobs?per_page=500&user={name}")["jobs"]
                     for name in (USER_A, USER_B)}
 
     @classmethod
-    def tearDownClass(cls):
-        server = getattr(cls, "server", None)
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        cls.close_store()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
     def close_store(cls):
         pass
-
-    @classmethod
-    def server_log(cls):
-        cls.log.seek(0)
-        return cls.log.read()
-
-    @classmethod
-    def token_of(cls, user, *extra):
-        out = subprocess.run(["runuser", "-u", user, "--", STRATA, "site", "token", "--db",
-                              cls.url, *extra], check=True, capture_output=True, text=True)
-        return out.stdout.strip()
-
-    @classmethod
-    def request(cls, path, token=None, data=None, headers=None):
-        h = dict(headers or {})
-        if token:
-            h["Authorization"] = "Bearer " + token
-        req = urllib.request.Request(cls.base + path, data=data, headers=h)
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                return r.status, r.read().decode(), r.headers
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode(), e.headers
-
-    @classmethod
-    def api_as(cls, user, path):
-        status, body, _ = cls.request(path, cls.tokens[user])
-        assert status == 200, (path, status, body)
-        return json.loads(body)
 
     def job_of(self, user, executable=None):
         for j in self.jobs[user]:
@@ -446,8 +345,6 @@ class WebTests:
     # ---- the browser ----
 
     def test_browser_two_users_and_an_admin(self):
-        if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
-            self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
         users = []
         for me, other in ((USER_A, USER_B), (USER_B, USER_A), (ADMIN, None)):
             own = self.job_of(me if me != ADMIN else USER_A, None if me != USER_A else "/home/a/<b>bold</b>")
@@ -456,12 +353,8 @@ class WebTests:
         flagged = [j for j in self.jobs[USER_A] if j["record_id"] == "scale:4:5"][0]
         users[0]["flagged_job"] = flagged["id"]
         users[0]["mpi_t_job"] = self.job_of(USER_A, "/home/a/mpi_t")["id"]
-        env = dict(os.environ, NODE_PATH=NODE_MODULES)
-        out = subprocess.run(["node", os.path.join(HERE, "web_browser.js"),
-                              json.dumps({"base": self.base, "users": users})],
-                             capture_output=True, text=True, env=env, timeout=240)
-        self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
-        seen = {s["name"]: s for s in json.loads(out.stdout)}
+        seen = {s["name"]: s for s in self.run_browser("web_browser.js",
+                                                       {"base": self.base, "users": users})}
         for me in (USER_A, USER_B):
             s = seen[me]
             self.assertTrue(s["redirected_to_login"])

@@ -8,22 +8,17 @@ import glob
 import gzip
 import json
 import os
-import pwd
-import shutil
 import subprocess
-import tempfile
 import time
 import unittest
-import urllib.error
 import urllib.parse
 import urllib.request
 
-import test_web
 from strata_testlib import STRATA
 from test_site import make_record
-from test_web import ADMIN, ADMIN_GROUP, DAY, NODE_MODULES, USER_A, USER_B, free_port, record
+from web_testlib import (ADMIN, DAY, USER_A, USER_B, ServedStore, create_users, ingest, record,
+                         remove_users, uid_of, write_spool)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 # What Chromium sends with every request (its own choice; a page cannot change it).
 BROWSER_ACCEPT_ENCODING = "gzip, deflate, br, zstd"
 LONG_EXECUTABLE = "/home/a/" + "x" * 4400
@@ -31,38 +26,22 @@ LONG_ARGUMENT = "y" * 20000
 
 
 def setUpModule():
-    test_web.setUpModule()
+    create_users()
 
 
 def tearDownModule():
-    test_web.tearDownModule()
+    remove_users()
 
 
-def start_server(url, port, log):
-    """`strata site serve` on `port`, once it answers; the process."""
-    server = subprocess.Popen([STRATA, "site", "serve", "--db", url, "--port", str(port),
-                               "--admin-group", ADMIN_GROUP], stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=5).read()
-            break
-        except OSError:
-            if server.poll() is not None:
-                break
-            time.sleep(0.1)
-    return server
-
-
-class WebPagesTest(unittest.TestCase):
+class WebPagesTest(ServedStore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="strata-web-pages-")
-        os.chmod(cls.tmp, 0o777)
+        cls.make_tmp("strata-web-pages-")
         cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
         spool = os.path.join(cls.tmp, "spool")
         subprocess.run([STRATA, "site", "synth", "--count", "12", "--users", "2", "--no-chown",
                         "--out", spool], check=True, capture_output=True)
-        uid = {n: pwd.getpwnam(n).pw_uid for n in (USER_A, USER_B)}
+        uid = {n: uid_of(n) for n in (USER_A, USER_B)}
         for i, path in enumerate(sorted(glob.glob(os.path.join(spool, "*.json")))):
             os.chown(path, uid[USER_A if i % 2 == 0 else USER_B], -1)
         now = int(time.time())
@@ -75,59 +54,10 @@ class WebPagesTest(unittest.TestCase):
                     f"scale:{ranks}:{n}", USER_A, uid[USER_A], ranks, 2.0 + 0.01 * n,
                     {"MPI_Allreduce": (50 * ranks, 0.02 * ranks, 400 * ranks)},
                     now - 2 * DAY + (n * 4 + ranks) * 600, executable=LONG_EXECUTABLE + "/solver")
-        for name, rec in records.items():
-            path = os.path.join(spool, name)
-            with open(path, "w") as f:
-                json.dump(rec, f)
-            os.chown(path, uid[USER_A], -1)
-        subprocess.run([STRATA, "site", "ingest", "--db", cls.url, spool], check=True,
-                       capture_output=True)
-        os.chmod(cls.url[len("sqlite:"):], 0o666)
-        cls.tokens = {name: cls.token_of(name) for name in (USER_A, USER_B, ADMIN)}
-        cls.port = free_port()
-        cls.base = f"http://127.0.0.1:{cls.port}"
-        cls.log = open(os.path.join(cls.tmp, "serve.log"), "w+")
-        cls.server = start_server(cls.url, cls.port, cls.log)
-        cls.addClassCleanup(cls.stop_server)  # also when the rest of the set-up fails
-        assert cls.server.poll() is None, cls.server_log()
+        write_spool(spool, {name: (rec, uid[USER_A]) for name, rec in records.items()})
+        ingest(cls.url, spool)
+        cls.serve()
         cls.jobs = cls.api_as(USER_A, "/api/jobs?per_page=500")["jobs"]
-
-    @classmethod
-    def stop_server(cls):
-        cls.server.terminate()
-        cls.server.wait(timeout=30)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
-    def server_log(cls):
-        cls.log.seek(0)
-        return cls.log.read()
-
-    @classmethod
-    def token_of(cls, user):
-        out = subprocess.run(["runuser", "-u", user, "--", STRATA, "site", "token", "--db",
-                              cls.url], check=True, capture_output=True, text=True)
-        return out.stdout.strip()
-
-    @classmethod
-    def raw(cls, path, headers=None, data=None):
-        """(status, body bytes as sent, headers); no redirect followed."""
-        class NoRedirect(urllib.request.HTTPRedirectHandler):
-            def redirect_request(self, *args, **kw):
-                return None
-
-        req = urllib.request.Request(cls.base + path, data=data, headers=dict(headers or {}))
-        try:
-            with urllib.request.build_opener(NoRedirect).open(req, timeout=60) as r:
-                return r.status, r.read(), r.headers
-        except urllib.error.HTTPError as e:
-            return e.code, e.read(), e.headers
-
-    @classmethod
-    def api_as(cls, user, path):
-        status, body, _ = cls.raw(path, {"Authorization": "Bearer " + cls.tokens[user]})
-        assert status == 200, (path, status, body)
-        return json.loads(body)
 
     def job(self, record_id):
         return [j for j in self.jobs if j["record_id"] == record_id][0]
@@ -135,19 +65,10 @@ class WebPagesTest(unittest.TestCase):
     def browse(self):
         """What web_pages_browser.js saw as USER_A and as the admin: one visit for every test
         that asks."""
-        if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
-            self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
-        if getattr(type(self), "seen", None) is None:
-            # As pasted from a terminal, with a space after (a password field drops line ends).
-            scenario = {"base": self.base, "token": self.tokens[USER_A] + " ",
-                        "admin_token": self.tokens[ADMIN], "long_job": self.job("test:long")["id"]}
-            out = subprocess.run(["node", os.path.join(HERE, "web_pages_browser.js"),
-                                  json.dumps(scenario)], capture_output=True, text=True,
-                                 env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
-            self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
-            type(self).seen = json.loads(out.stdout)
-        self.assertEqual(self.seen["errors"], [])
-        return self.seen
+        # As pasted from a terminal, with a space after (a password field drops line ends).
+        return self.browse_once("web_pages_browser.js", {
+            "base": self.base, "token": self.tokens[USER_A] + " ",
+            "admin_token": self.tokens[ADMIN], "long_job": self.job("test:long")["id"]})
 
     # ---- compression ----
 

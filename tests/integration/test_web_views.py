@@ -5,32 +5,24 @@ imbalance by size, "new" only for routines no earlier run had); the facts of a j
 owner against what the record claims, how it ended); jobs ranked by MPI core-hours. One SQLite
 store of hand-made records owned by test_web.py's users, one server, headless Chromium
 (web_views_browser.js). Needs root (useradd, runuser)."""
-import json
 import os
-import pwd
-import shutil
-import subprocess
-import tempfile
 import time
 import unittest
 
-import test_web
-from strata_testlib import STRATA
 from test_site import make_record
-from test_web import ADMIN, DAY, NODE_MODULES, USER_A, USER_B, free_port
-from test_web_pages import start_server
+from web_testlib import (ADMIN, DAY, USER_A, USER_B, ServedStore, create_users, ingest,
+                         remove_users, uid_of, write_spool)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = 9  # programs of USER_A run often, beside the rarely run one that regressed
 RARE = "/home/a/rare"
 
 
 def setUpModule():
-    test_web.setUpModule()
+    create_users()
 
 
 def tearDownModule():
-    test_web.tearDownModule()
+    remove_users()
 
 
 def records(uid_a, uid_b, now):
@@ -97,70 +89,23 @@ def records(uid_a, uid_b, now):
     return out
 
 
-class WebViewsTest(unittest.TestCase):
+class WebViewsTest(ServedStore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="strata-web-views-")
-        os.chmod(cls.tmp, 0o777)
+        cls.make_tmp("strata-web-views-")
         cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
+        uid = {n: uid_of(n) for n in (USER_A, USER_B)}
         spool = os.path.join(cls.tmp, "spool")
-        os.makedirs(spool)
-        uid = {n: pwd.getpwnam(n).pw_uid for n in (USER_A, USER_B)}
-        for name, (rec, owner) in records(uid[USER_A], uid[USER_B], int(time.time())).items():
-            path = os.path.join(spool, name)
-            with open(path, "w") as f:
-                json.dump(rec, f)
-            os.chown(path, owner, -1)
-        subprocess.run([STRATA, "site", "ingest", "--db", cls.url, spool], check=True,
-                       capture_output=True)
-        os.chmod(cls.url[len("sqlite:"):], 0o666)
-        cls.tokens = {name: cls.token_of(name) for name in (USER_A, ADMIN)}
-        cls.port = free_port()
-        cls.base = f"http://127.0.0.1:{cls.port}"
-        cls.log = open(os.path.join(cls.tmp, "serve.log"), "w+")
-        cls.server = start_server(cls.url, cls.port, cls.log)
-        cls.addClassCleanup(cls.stop_server)
-        assert cls.server.poll() is None, cls.server_log()
-        cls.jobs = {j["record_id"]: j for j in cls.api("/api/jobs?per_page=500")["jobs"]}
-
-    @classmethod
-    def stop_server(cls):
-        cls.server.terminate()
-        cls.server.wait(timeout=30)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
-    def server_log(cls):
-        cls.log.seek(0)
-        return cls.log.read()
-
-    @classmethod
-    def token_of(cls, user):
-        out = subprocess.run(["runuser", "-u", user, "--", STRATA, "site", "token", "--db",
-                              cls.url], check=True, capture_output=True, text=True)
-        return out.stdout.strip()
-
-    @classmethod
-    def api(cls, path, user=USER_A):
-        status, body, _ = test_web.WebTests.request.__func__(cls, path, cls.tokens[user])
-        assert status == 200, (path, status, body)
-        return json.loads(body)
+        write_spool(spool, records(uid[USER_A], uid[USER_B], int(time.time())))
+        ingest(cls.url, spool)
+        cls.serve(users=(USER_A, ADMIN))
+        cls.jobs = {j["record_id"]: j for j in cls.api_as(USER_A, "/api/jobs?per_page=500")["jobs"]}
 
     def browse(self):
         """What web_views_browser.js saw: one visit for every test that asks."""
-        if not os.path.exists(os.path.join(NODE_MODULES, "playwright-core")):
-            self.skipTest("src/site/web/page/node_modules/playwright-core missing (npm ci there)")
-        if getattr(type(self), "seen", None) is None:
-            scenario = {"base": self.base, "token": self.tokens[USER_A],
-                        "admin_token": self.tokens[ADMIN],
-                        "jobs": {k: j["id"] for k, j in self.jobs.items()}}
-            out = subprocess.run(["node", os.path.join(HERE, "web_views_browser.js"),
-                                  json.dumps(scenario)], capture_output=True, text=True,
-                                 env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
-            self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
-            type(self).seen = json.loads(out.stdout)
-        self.assertEqual(self.seen["errors"], [])
-        return self.seen
+        return self.browse_once("web_views_browser.js", {
+            "base": self.base, "token": self.tokens[USER_A], "admin_token": self.tokens[ADMIN],
+            "jobs": {k: j["id"] for k, j in self.jobs.items()}})
 
     # ---- the trends page ----
 
@@ -227,7 +172,7 @@ class WebViewsTest(unittest.TestCase):
 
     def test_job_claiming_another_user_shows_its_owner_and_the_claim(self):
         facts = self.browse()["facts"]
-        uid = {n: pwd.getpwnam(n).pw_uid for n in (USER_A, USER_B)}
+        uid = {n: uid_of(n) for n in (USER_A, USER_B)}
         self.assertIn(f"Owner: {USER_A} (uid {uid[USER_A]})", facts["claim"]["owner"])
         self.assertIn(f"claims another user: {USER_B} (uid {uid[USER_B]})", facts["claim"]["mismatch"])
         self.assertIn(f"Owner: {USER_A}", facts["init"]["owner"])

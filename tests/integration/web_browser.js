@@ -2,10 +2,10 @@
 // test_web.py. Input (argv[2]): JSON {base, users: [{name, token, own_job, other_job,
 // flagged_job, mpi_t_job (optional)}]}.
 // Output (stdout): JSON with what each user saw; test_web.py makes the assertions.
-const { chromium } = require("playwright-core");
+const { main, newPage, ready } = require("./web_testlib.js");
 
 async function charts(page) {
-  await page.waitForSelector("body[data-ready]", { timeout: 30000 });
+  await ready(page);
   return page.evaluate(() =>
     (window.strataCharts || []).map((c) => ({
       id: c.canvas.id,
@@ -19,17 +19,15 @@ async function charts(page) {
 }
 
 async function visit(user, browser, base) {
-  const context = await browser.newContext();
-  const page = await context.newPage();
   const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
+  const { context, page } = await newPage(browser, errors);
   const seen = { name: user.name, errors };
   await page.goto(base + "/jobs");
   seen.redirected_to_login = page.url().endsWith("/login");
   await page.fill("input[name=token]", user.token);
   await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
   seen.after_login = new URL(page.url()).pathname;
-  await page.waitForSelector("body[data-ready]", { timeout: 30000 });
+  await ready(page);
   seen.list_owners = await page.$$eval("#jobs tbody tr", (rows) => [...new Set(rows.map((r) => r.dataset.owner))]);
   seen.list_rows = await page.$$eval("#jobs tbody tr", (rows) => rows.length);
   seen.total = await page.textContent("#total");
@@ -60,7 +58,7 @@ async function visit(user, browser, base) {
   if (user.mpi_t_job) {
     r = await page.goto(`${base}/job/${user.mpi_t_job}`);
     seen.mpi_t_job_status = r.status();
-    await page.waitForSelector("body[data-ready]", { timeout: 30000 });
+    await ready(page);
     seen.mpi_t_job_text = await page.evaluate(() => document.body.innerText);
     seen.mpi_t_job_images = await page.$$eval("main img", (i) => i.length);
   }
@@ -73,20 +71,8 @@ async function visit(user, browser, base) {
   return seen;
 }
 
-(async () => {
-  const input = JSON.parse(process.argv[2]);
-  const browser = await chromium.launch({
-    executablePath: process.env.STRATA_CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
-  try {
-    const out = [];
-    for (const u of input.users) out.push(await visit(u, browser, input.base));
-    process.stdout.write(JSON.stringify(out));
-  } finally {
-    await browser.close();
-  }
-})().catch((e) => {
-  console.error(String(e && e.stack || e));
-  process.exit(1);
+main(async (browser, input) => {
+  const out = [];
+  for (const u of input.users) out.push(await visit(u, browser, input.base));
+  return out;
 });

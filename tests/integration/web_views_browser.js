@@ -1,27 +1,7 @@
 // Drives headless Chromium (Debian's, through playwright-core) for test_web_views.py. Input
 // (argv[2]): JSON {base, token, admin_token, jobs: {record id: job id}}. Output (stdout): JSON of
 // what the browser saw; the test makes the assertions.
-const { chromium } = require("playwright-core");
-
-async function login(browser, base, token, seen) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const page = await context.newPage();
-  page.on("pageerror", (e) => seen.errors.push(String(e)));
-  await page.goto(base + "/jobs");
-  await page.fill("input[name=token]", token);
-  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
-  return { context, page };
-}
-
-async function ready(page, url) {
-  if (url) await page.goto(url);
-  await page.waitForSelector("body[data-ready]", { timeout: 60000 });
-}
-
-// An element's text, or null when the page has none (before a feature, the test says what is
-// missing rather than timing out).
-const text = (page, selector) => page.$eval(selector, (e) => e.textContent).catch(() => null);
-const attribute = (page, selector, name) => page.$eval(selector, (e, n) => e.getAttribute(n), name).catch(() => null);
+const { attribute, login, main, ready, text } = require("./web_testlib.js");
 
 // The programs whose charts the trends page drew, and its charts' canvas ids.
 async function drawn(page) {
@@ -58,94 +38,82 @@ async function jobPage(page, url) {
   };
 }
 
-(async () => {
-  const input = JSON.parse(process.argv[2]);
-  const browser = await chromium.launch({
-    executablePath: process.env.STRATA_CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
+main(async (browser, input) => {
   const seen = { errors: [] };
-  try {
-    const { page } = await login(browser, input.base, input.token, seen);
+  const { page } = await login(browser, input.base, input.token, seen.errors);
 
-    // The trends page: every program in a table, the charts of some, any chosen.
-    await ready(page, input.base + "/user");
-    seen.trends = {
-      rows: await page.$$eval("#programs tbody tr", (r) => r.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent))),
-      note: await text(page, "#programs-note"),
-      ...(await drawn(page)),
-    };
-    if (seen.trends.rows.length) {
-      // The last modelled program in the table (drawn only when chosen).
-      const href = await page.$$eval("#programs tbody tr", (r) =>
-        r.filter((tr) => tr.cells[4].textContent === "yes").pop().querySelector("a").getAttribute("href"));
-      await ready(page, input.base + href);
-      seen.trends.chosen = await drawn(page);
-    }
-
-    // The flagged job's page links to its program's history.
-    await ready(page, `${input.base}/job/${input.jobs["rare:4:5"]}`);
-    seen.flagged = {
-      banner: await text(page, "#regression"),
-      link: await attribute(page, "#program-history", "href"),
-    };
-    if (seen.flagged.link) {
-      await Promise.all([page.waitForNavigation(), page.click("#program-history")]);
-      await ready(page);
-      seen.flagged.followed = await drawn(page);
-    }
-    seen.charts = await charts(page, "user");
-
-    // Job pages: one without message sizes (with a comparison), one with a long MPI_Init.
-    seen.job = await jobPage(page, `${input.base}/job/${input.jobs["rare:4:5"]}`);
-    seen.charts.push(...(await charts(page, "job")));
-    seen.init = await jobPage(page, `${input.base}/job/${input.jobs["init:1"]}`);
-    seen.charts.push(...(await charts(page, "init")));
-    await ready(page, `${input.base}/job/${input.jobs["newer:2"]}`);
-    seen.newer = await page.$$eval("#compare-table tr", (r) => r.slice(1).map((tr) => {
-      const td = tr.querySelectorAll("td");
-      return [td[0].textContent, td[3].textContent];
-    }));
-
-    // Whose job and how it ended.
-    seen.facts = {};
-    for (const [name, record] of [["claim", "claim:1"], ["abort", "abort:1"], ["signal", "signal:1"], ["init", "init:1"]]) {
-      await ready(page, `${input.base}/job/${input.jobs[record]}`);
-      seen.facts[name] = { owner: await text(page, "#job-owner"), mismatch: await text(page, "#owner-mismatch"), ended: await text(page, "#job-ended") };
-    }
-    await ready(page, `${input.base}/jobs?min_mpi=lots`);
-    seen.bad_number = await text(page, "p.error");
-
-    // Jobs ranked by MPI core-hours, with how each ended and whether it was flagged.
-    const rows = () => page.$$eval("#jobs tbody tr", (r) => r.map((tr) => [...tr.cells].map((td) => td.textContent)));
-    await ready(page, `${input.base}/jobs?sort=mpi_hours&per_page=10`);
-    seen.ranked = {
-      head: await page.$$eval("#jobs thead th", (h) => h.map((x) => x.textContent)),
-      rows: await rows(),
-      sort: await page.$eval("#filter select[name=sort]", (s) => s.value).catch(() => null),
-    };
-    await ready(page, `${input.base}/jobs?q=rare&per_page=50`);
-    seen.ranked.rare = await rows();
-    await ready(page, `${input.base}/jobs?q=abort:&per_page=50`);
-    seen.ranked.abort = await rows();
-
-    const admin = await login(browser, input.base, input.admin_token, seen);
-    await ready(admin.page, input.base + "/site");
-    seen.charts.push(...(await charts(admin.page, "site")));
-    seen.critical = {
-      title: await text(admin.page, "#app h2"),
-      ...(await admin.page.evaluate(() => {
-        const head = [...document.querySelectorAll("#jobs thead th")].map((x) => x.textContent);
-        const at = head.indexOf("MPI core-h");
-        const rows = [...document.querySelectorAll("#jobs tbody tr")].map((tr) => [...tr.cells].map((td) => td.textContent));
-        return { jobs: rows.map((r) => r[0]), hours: at < 0 ? [] : rows.map((r) => Number(r[at])) };
-      })),
-    };
-    process.stdout.write(JSON.stringify(seen));
-  } finally {
-    await browser.close();
+  // The trends page: every program in a table, the charts of some, any chosen.
+  await ready(page, input.base + "/user");
+  seen.trends = {
+    rows: await page.$$eval("#programs tbody tr", (r) => r.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent))),
+    note: await text(page, "#programs-note"),
+    ...(await drawn(page)),
+  };
+  if (seen.trends.rows.length) {
+    // The last modelled program in the table (drawn only when chosen).
+    const href = await page.$$eval("#programs tbody tr", (r) =>
+      r.filter((tr) => tr.cells[4].textContent === "yes").pop().querySelector("a").getAttribute("href"));
+    await ready(page, input.base + href);
+    seen.trends.chosen = await drawn(page);
   }
-})().catch((e) => {
-  console.error(String((e && e.stack) || e));
-  process.exit(1);
+
+  // The flagged job's page links to its program's history.
+  await ready(page, `${input.base}/job/${input.jobs["rare:4:5"]}`);
+  seen.flagged = {
+    banner: await text(page, "#regression"),
+    link: await attribute(page, "#program-history", "href"),
+  };
+  if (seen.flagged.link) {
+    await Promise.all([page.waitForNavigation(), page.click("#program-history")]);
+    await ready(page);
+    seen.flagged.followed = await drawn(page);
+  }
+  seen.charts = await charts(page, "user");
+
+  // Job pages: one without message sizes (with a comparison), one with a long MPI_Init.
+  seen.job = await jobPage(page, `${input.base}/job/${input.jobs["rare:4:5"]}`);
+  seen.charts.push(...(await charts(page, "job")));
+  seen.init = await jobPage(page, `${input.base}/job/${input.jobs["init:1"]}`);
+  seen.charts.push(...(await charts(page, "init")));
+  await ready(page, `${input.base}/job/${input.jobs["newer:2"]}`);
+  seen.newer = await page.$$eval("#compare-table tr", (r) => r.slice(1).map((tr) => {
+    const td = tr.querySelectorAll("td");
+    return [td[0].textContent, td[3].textContent];
+  }));
+
+  // Whose job and how it ended.
+  seen.facts = {};
+  for (const [name, record] of [["claim", "claim:1"], ["abort", "abort:1"], ["signal", "signal:1"], ["init", "init:1"]]) {
+    await ready(page, `${input.base}/job/${input.jobs[record]}`);
+    seen.facts[name] = { owner: await text(page, "#job-owner"), mismatch: await text(page, "#owner-mismatch"), ended: await text(page, "#job-ended") };
+  }
+  await ready(page, `${input.base}/jobs?min_mpi=lots`);
+  seen.bad_number = await text(page, "p.error");
+
+  // Jobs ranked by MPI core-hours, with how each ended and whether it was flagged.
+  const rows = () => page.$$eval("#jobs tbody tr", (r) => r.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  await ready(page, `${input.base}/jobs?sort=mpi_hours&per_page=10`);
+  seen.ranked = {
+    head: await page.$$eval("#jobs thead th", (h) => h.map((x) => x.textContent)),
+    rows: await rows(),
+    sort: await page.$eval("#filter select[name=sort]", (s) => s.value).catch(() => null),
+  };
+  await ready(page, `${input.base}/jobs?q=rare&per_page=50`);
+  seen.ranked.rare = await rows();
+  await ready(page, `${input.base}/jobs?q=abort:&per_page=50`);
+  seen.ranked.abort = await rows();
+
+  const admin = await login(browser, input.base, input.admin_token, seen.errors);
+  await ready(admin.page, input.base + "/site");
+  seen.charts.push(...(await charts(admin.page, "site")));
+  seen.critical = {
+    title: await admin.page.$$eval("#app h2", (h) => h.map((x) => x.textContent).find((t) => t.startsWith("Critical")) || null),
+    ...(await admin.page.evaluate(() => {
+      const head = [...document.querySelectorAll("#jobs thead th")].map((x) => x.textContent);
+      const at = head.indexOf("MPI core-h");
+      const rows = [...document.querySelectorAll("#jobs tbody tr")].map((tr) => [...tr.cells].map((td) => td.textContent));
+      return { jobs: rows.map((r) => r[0]), hours: at < 0 ? [] : rows.map((r) => Number(r[at])) };
+    })),
+  };
+  return seen;
 });

@@ -1,6 +1,7 @@
 #include "profiler/record/record.hpp"
 #include "profiler/record/record_fast.hpp"
 #include "profiler/record/render.hpp"
+#include "profiler/record/render_communication.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -434,6 +435,42 @@ TEST(RenderHtml, SelfContainedPageWithHeadlineAndTable) {
   expect_in_order(html, routines_by_time);
   EXPECT_NE(html.find("<td>1.81 (rank 3)</td>"), std::string::npos);
   EXPECT_NE(html.find("</html>"), std::string::npos);
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+TEST(RenderHtml, CommunicationHeatMapHasACellPerPair) {
+  job_record record = sample();
+  EXPECT_EQ(render(record, report_format::html, nullptr).find("<svg"), std::string::npos);
+  const std::vector<message_pair> pairs = {{0, 3, 10, 1000}, {1, 3, 1, 10}};
+  record.communication = communication_section{pairs, {{"point_to_point", pairs}}, {}};
+  const std::string html = render(record, report_format::html, nullptr);
+  EXPECT_EQ(count_of(html, "<rect class=\"pair\""), 2u) << html;
+  EXPECT_NE(html.find("rank 0 to rank 3: 1000 bytes in 10 messages"), std::string::npos);
+  EXPECT_NE(html.find("fill=\"#08306b\"><title>rank 0 to rank 3"), std::string::npos); // darkest
+  EXPECT_NE(html.find("one cell per pair of ranks"), std::string::npos);
+  EXPECT_EQ(render(record, report_format::text, nullptr).find("<svg"), std::string::npos);
+}
+
+TEST(RenderHtml, CommunicationHeatMapGroupsRanksBeyondTwoHundredFiftySix) {
+  job_record record = sample();
+  record.job.ranks = 1000;
+  std::vector<message_pair> ring;
+  for (std::uint64_t r = 0; r < 1000; ++r)
+    ring.push_back({r, (r + 1) % 1000, 1, 8});
+  record.communication = communication_section{ring, {{"point_to_point", ring}}, {}};
+  const std::string svg = communication_heat_map_svg(*record.communication, 1000);
+  EXPECT_NE(svg.find("each cell sums 4 x 4 ranks, 250 cells a side"), std::string::npos);
+  // Ranks 0-3 send to each other three times (0->1, 1->2, 2->3) and once to ranks 4-7.
+  EXPECT_NE(svg.find("ranks 0-3 to ranks 0-3: 24 bytes in 3 messages"), std::string::npos);
+  EXPECT_NE(svg.find("ranks 0-3 to ranks 4-7: 8 bytes in 1 messages"), std::string::npos);
+  EXPECT_EQ(count_of(svg, "<rect class=\"pair\""), 250u + 250u);
+  EXPECT_NE(svg.find("width=\"556\""), std::string::npos); // 250 cells of 2 px and the margins
 }
 
 TEST(ParseFormat, KnowsTheFourFormats) {

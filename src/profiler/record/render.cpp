@@ -116,6 +116,7 @@ struct section {
   bool headed = false; // a first row of column headings; numbers right-aligned in text
   table rows;
   std::string note;
+  std::string html_figure; // markup of our own (not from the record) after it, in HTML only
 };
 
 // Arguments as a shell would need them, so the command line can be read back unambiguously.
@@ -296,9 +297,9 @@ table callsite_table(const job_record& record) {
 
 std::vector<section> sections(const job_record& record, const model::machine_model* model) {
   const auto rows = routine_rows(record, model);
-  std::vector<section> out = {{"Strata job report", false, headline(record.job), ""}};
+  std::vector<section> out = {{"Strata job report", false, headline(record.job), "", ""}};
   if (!record.job.counters.empty())
-    out.push_back({"Counters", true, counter_table(record.job), ""});
+    out.push_back({"Counters", true, counter_table(record.job), "", ""});
   std::string note = rows.empty()       ? "No MPI routine was called."
                      : model != nullptr ? "latency = calls x model latency; transfer = bytes / "
                                           "model bandwidth; sync = the rest of the time"
@@ -308,23 +309,28 @@ std::vector<section> sections(const job_record& record, const model::machine_mod
     note += std::string(note.empty() ? "" : ". ") +
             "\"not timed\": calls that cannot wait, counted without reading the clock; their "
             "time is not in the MPI time";
-  out.push_back({"Routines by time", true, routine_table(rows, model != nullptr), note});
+  out.push_back({"Routines by time", true, routine_table(rows, model != nullptr), note, ""});
   if (!record.callsites.empty())
     out.push_back({has_wasted_time(record) ? "Call sites by wasted time" : "Call sites by time",
                    true, callsite_table(record),
                    record.callsites.size() > 20 ? fmt::format("{} more call sites in the record",
                                                               record.callsites.size() - 20)
-                                                : ""});
+                                                : "",
+                   ""});
   if (auto sizes = histograms(rows, true); !sizes.empty())
-    out.push_back({"Message sizes (bin lower bound -> calls)", false, std::move(sizes), ""});
+    out.push_back({"Message sizes (bin lower bound -> calls)", false, std::move(sizes), "", ""});
   if (auto communicators = histograms(rows, false); !communicators.empty())
-    out.push_back({"Communicator sizes (size -> calls)", false, std::move(communicators), ""});
-  if (record.communication)
+    out.push_back({"Communicator sizes (size -> calls)", false, std::move(communicators), "", ""});
+  if (record.communication) {
+    const std::size_t first = out.size();
     for (communication_table& t : communication_tables(*record.communication, record.job.ranks))
-      out.push_back({std::move(t.title), t.headed, std::move(t.rows), std::move(t.note)});
+      out.push_back({std::move(t.title), t.headed, std::move(t.rows), std::move(t.note), ""});
+    if (out.size() > first)
+      out[first].html_figure = communication_heat_map_svg(*record.communication, record.job.ranks);
+  }
   if (record.mpi_t)
     for (mpi_t_table& t : mpi_t_tables(*record.mpi_t))
-      out.push_back({std::move(t.title), t.headed, std::move(t.rows), std::move(t.note)});
+      out.push_back({std::move(t.title), t.headed, std::move(t.rows), std::move(t.note), ""});
   return out;
 }
 
@@ -442,6 +448,7 @@ std::string render_html(const job_record& record, const std::vector<section>& re
     out += "</table>\n";
     if (!s.note.empty())
       out += "<p>" + escape_markup(s.note) + "</p>\n";
+    out += s.html_figure;
   }
   return out + "</body>\n</html>\n";
 }

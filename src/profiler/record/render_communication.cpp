@@ -1,7 +1,9 @@
 #include "profiler/record/render_communication.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <numeric>
 
 namespace strata::record {
@@ -142,6 +144,89 @@ std::vector<communication_table> communication_tables(const communication_sectio
                         }) +
                  partial;
   out.push_back(std::move(balance));
+  return out;
+}
+
+} // namespace strata::record
+
+namespace strata::record {
+
+namespace {
+
+constexpr std::uint64_t heat_map_cells = 256; // per side at most: ranks beyond are grouped
+
+// Light to dark blue on a log scale of the bytes (a few heavy pairs leave the rest visible).
+std::string heat_colour(std::uint64_t bytes, std::uint64_t most) {
+  const double t =
+      most <= 1 ? 1.0
+                : std::log1p(static_cast<double>(bytes)) / std::log1p(static_cast<double>(most));
+  auto mix = [t](int light, int dark) {
+    return static_cast<int>(std::lround(light + (dark - light) * std::clamp(t, 0.0, 1.0)));
+  };
+  return fmt::format("#{:02x}{:02x}{:02x}", mix(0xde, 0x08), mix(0xeb, 0x30), mix(0xf7, 0x6b));
+}
+
+std::string rank_range(std::uint64_t first, std::uint64_t last) {
+  return first == last ? fmt::format("rank {}", first) : fmt::format("ranks {}-{}", first, last);
+}
+
+} // namespace
+
+std::string communication_heat_map_svg(const communication_section& section, std::uint64_t ranks) {
+  if (section.pairs.empty() || ranks == 0)
+    return "";
+  const std::uint64_t group = (ranks + heat_map_cells - 1) / heat_map_cells;
+  const std::uint64_t cells = (ranks + group - 1) / group;
+  const std::uint64_t cell = std::max<std::uint64_t>(2, 512 / cells); // pixels
+  const std::uint64_t side = cells * cell, margin = 48;
+  struct block {
+    std::uint64_t messages = 0, bytes = 0;
+  };
+  std::map<std::pair<std::uint64_t, std::uint64_t>, block> blocks;
+  for (const message_pair& p : section.pairs) {
+    block& b = blocks[{p.from / group, p.to / group}];
+    b.messages += p.messages;
+    b.bytes += p.bytes;
+  }
+  std::uint64_t most = 0;
+  for (const auto& [at, b] : blocks)
+    most = std::max(most, b.bytes);
+  const std::string scope =
+      group == 1
+          ? "one cell per pair of ranks"
+          : fmt::format("each cell sums {} x {} ranks, {} cells a side", group, group, cells);
+  std::string out = fmt::format(
+      "<figure class=\"heatmap\"><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" "
+      "width=\"{0}\" height=\"{0}\" viewBox=\"0 0 {0} {0}\" role=\"img\" aria-label=\"Bytes sent "
+      "from each rank (rows) to each rank (columns)\">\n<rect x=\"{1}\" y=\"{1}\" width=\"{2}\" "
+      "height=\"{2}\" fill=\"#fff\" stroke=\"#999\"/>\n",
+      side + margin + 8, margin, side);
+  for (const auto& [at, b] : blocks) {
+    const std::uint64_t from = at.first * group, to = at.second * group;
+    out += fmt::format(
+        "<rect class=\"pair\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} "
+        "to {}: {} bytes in {} messages</title></rect>\n",
+        margin + at.second * cell, margin + at.first * cell, cell, cell, heat_colour(b.bytes, most),
+        rank_range(from, std::min(ranks, from + group) - 1),
+        rank_range(to, std::min(ranks, to + group) - 1), b.bytes, b.messages);
+  }
+  // The first and last rank on each axis, and the axes' names.
+  const auto last = ranks - 1;
+  out += fmt::format(
+      "<text x=\"{0}\" y=\"{1}\" font-size=\"11\">0</text><text x=\"{2}\" y=\"{1}\" "
+      "font-size=\"11\" text-anchor=\"end\">{3}</text>"
+      "<text x=\"{4}\" y=\"{5}\" font-size=\"11\" text-anchor=\"end\">0</text><text x=\"{4}\" "
+      "y=\"{6}\" font-size=\"11\" text-anchor=\"end\">{3}</text>"
+      "<text x=\"{7}\" y=\"14\" font-size=\"12\" text-anchor=\"middle\">to rank</text>"
+      "<text x=\"12\" y=\"{7}\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 12 "
+      "{7})\">from rank</text>\n</svg>\n",
+      margin, margin - 4, margin + side, last, margin - 4, margin + 10, margin + side,
+      margin + side / 2);
+  out += fmt::format("<figcaption>Bytes sent from each rank (rows) to each rank (columns), darker "
+                     "for more on a log scale up to {} bytes; {}; hover a cell for its "
+                     "figures.{}</figcaption></figure>\n",
+                     most, scope,
+                     section.unlisted ? " Pairs the record does not list are not drawn." : "");
   return out;
 }
 

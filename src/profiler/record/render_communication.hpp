@@ -20,4 +20,9 @@ struct communication_table {
 std::vector<communication_table> communication_tables(const communication_section& section,
                                                       std::uint64_t ranks);
 
+// The HTML report's heat map of the pairs: an inline SVG (no script), rank by rank up to 256
+// ranks, beyond in square groups of ranks (256 cells a side at most); each cell's figures in its
+// title. Empty when no pair is listed.
+std::string communication_heat_map_svg(const communication_section& section, std::uint64_t ranks);
+
 } // namespace strata::record

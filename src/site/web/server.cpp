@@ -11,6 +11,7 @@
 #include "site/web/sessions.hpp"
 #include "site/web/tokens.hpp"
 #include "site/web/views.hpp"
+#include "site/web/waste.hpp"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -179,7 +180,8 @@ std::string page(const std::string& title, const std::string& page_name, const v
                  const std::string& main_html, const std::string& data_attributes = {}) {
   std::string nav;
   if (v) {
-    nav = "<nav><a href=\"/jobs\">Jobs</a> <a href=\"/user\">My trends</a>";
+    nav = "<nav><a href=\"/jobs\">Jobs</a> <a href=\"/waste\">Waste</a> <a "
+          "href=\"/flagged\">Flagged</a> <a href=\"/user\">My trends</a>";
     if (v->admin)
       nav += " <a href=\"/site\">Site</a>";
     nav += " <span class=\"who\">" + escape_markup(v->who.user) + (v->admin ? " (admin)" : "") +
@@ -205,6 +207,7 @@ td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}tr.chosen{back
 .chart{position:relative;width:760px;max-width:100%;height:320px;margin:12px 0}
 button.expand{font-size:smaller}
 .error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}
+.worse{background:#fcc;font-weight:bold}.better{background:#cfc}
 )css";
 
 std::string login_form(const std::string& message) {
@@ -340,6 +343,41 @@ public:
       return std::make_pair(200, page("Site", "site", &v, charts + "<div id=\"app\"></div>"));
     });
 
+    // Lists whose data the page fetches: jobs, users and programs by waste; flagged jobs and
+    // regressions; two runs side by side.
+    struct list_page {
+      const char *path, *name, *title;
+    };
+    for (const list_page& p : {list_page{"/waste", "waste", "Waste: MPI time lost"},
+                               list_page{"/flagged", "flagged", "Flagged jobs and regressions"},
+                               list_page{"/compare", "compare", "Two runs compared"}})
+      html_route(http, p.path, [p](const httplib::Request&, const viewer& v) {
+        return std::make_pair(200, page(p.title, p.name, &v, "<div id=\"app\"></div>"));
+      });
+
+    api_route(http, "/api/waste", [this](const httplib::Request& req, const viewer& v) {
+      site::job_filter f;
+      f.owner = owner_param(req, v);
+      const std::int64_t days = int_param(req, "days", 1, 36600).value_or(28);
+      f.when = last_days(days);
+      auto db = pool_.take();
+      json out = waste_ranking(*db, f, waste_cache_);
+      out["days"] = days;
+      out["user"] = f.owner ? json(*f.owner) : json(nullptr);
+      return out;
+    });
+    api_route(http, "/api/regressions", [this](const httplib::Request& req, const viewer& v) {
+      const std::optional<std::string> owner = owner_param(req, v);
+      const std::int64_t days = int_param(req, "days", 1, 36600).value_or(28);
+      const site::period when = last_days(days);
+      auto db = pool_.take();
+      return json{
+          {"regressions", site::regressions_json(site::regressions_in(*db, when, owner, 500))},
+          {"count", site::count_regressions(*db, when, owner)},
+          {"critical_mpi_percent", site::report_options{}.critical_mpi_percent},
+          {"days", days},
+          {"user", owner ? json(*owner) : json(nullptr)}};
+    });
     api_route(http, "/api/me", [](const httplib::Request&, const viewer& v) {
       return json{{"user", v.who.user}, {"uid", v.who.uid}, {"admin", v.admin}};
     });
@@ -389,7 +427,9 @@ public:
       const std::string user = user_of(req, v);
       const std::int64_t program = int_param(req, "program", 1, INT64_MAX).value_or(0);
       auto db = pool_.take();
-      std::optional<json> h = history_json(*db, program, user);
+      const auto newest = int_param(req, "newest", 1, INT64_MAX);
+      std::optional<json> h =
+          history_json(*db, program, user, newest ? static_cast<std::size_t>(*newest) : SIZE_MAX);
       if (!h)
         throw not_found("no program " + std::to_string(program) + " of " + user);
       return *h;
@@ -449,6 +489,22 @@ private:
     if (asked && *asked != v.who.user && !v.admin)
       throw forbidden("only admins may look at another user's jobs");
     return asked.value_or(v.who.user);
+  }
+
+  // Whose jobs a list shows: an admin's ?user= (everyone's without it), else the viewer's own.
+  static std::optional<std::string> owner_param(const httplib::Request& req, const viewer& v) {
+    std::optional<std::string> asked = text_param(req, "user");
+    if (v.admin)
+      return asked;
+    if (asked && *asked != v.who.user)
+      throw forbidden("only admins may list another user's jobs");
+    return v.who.user;
+  }
+
+  // The period of a list's ?days=N: the last N days up to now.
+  static site::period last_days(std::int64_t days) {
+    const std::int64_t t = now() + 1;
+    return {t - days * day, t};
   }
 
   std::optional<viewer> authenticate(const httplib::Request& req) {
@@ -525,23 +581,14 @@ private:
   // The jobs a list request asks for, the viewer's restriction included.
   static site::job_filter jobs_filter(const httplib::Request& req, const viewer& v) {
     site::job_filter f;
-    if (v.admin)
-      f.owner = text_param(req, "user");
-    else {
-      const std::optional<std::string> asked = text_param(req, "user");
-      if (asked && *asked != v.who.user)
-        throw forbidden("only admins may list another user's jobs");
-      f.owner = v.who.user; // the restriction lives in the query
-    }
+    f.owner = owner_param(req, v); // a user's restriction lives in the query
     f.text = text_param(req, "q");
     f.language = text_param(req, "language");
     f.min_mpi_percent = number_param(req, "min_mpi", 0, 100);
     f.min_ranks = int_param(req, "min_ranks", 1, std::int64_t{1} << 40);
     f.max_ranks = int_param(req, "max_ranks", 1, std::int64_t{1} << 40);
-    if (const auto days = int_param(req, "days", 1, 36600)) {
-      const std::int64_t t = now() + 1;
-      f.when = site::period{t - *days * day, t};
-    }
+    if (const auto days = int_param(req, "days", 1, 36600))
+      f.when = last_days(*days);
     static const std::map<std::string, site::job_order> orders = {
         {"end", site::job_order::end_desc},         {"end_asc", site::job_order::end_asc},
         {"mpi", site::job_order::mpi_percent_desc}, {"cpu", site::job_order::cpu_time_desc},
@@ -655,6 +702,7 @@ private:
   server_options options_;
   store_pool pool_;
   session_table sessions_;
+  waste_cache waste_cache_;
   std::shared_ptr<const fixed_body> script_;
   std::mutex cache_mutex_, compute_mutex_;
   std::map<int, std::string> site_cache_;

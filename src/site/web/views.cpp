@@ -249,8 +249,8 @@ json models_json(site::store& db, const std::string& user) {
   return out;
 }
 
-std::optional<json> history_json(site::store& db, std::int64_t program_id,
-                                 const std::string& user) {
+std::optional<json> history_json(site::store& db, std::int64_t program_id, const std::string& user,
+                                 std::size_t newest) {
   std::optional<site::program> prog;
   for (const site::program& p : site::find_programs(db, user, std::nullopt))
     if (p.id == program_id)
@@ -262,10 +262,13 @@ std::optional<json> history_json(site::store& db, std::int64_t program_id,
     if (g.prog.id == program_id)
       flagged[g.job_id] = true;
   std::map<std::int64_t, json> sizes;
+  std::map<std::int64_t, std::int64_t> all_runs;
   for (const site::program_run& r : site::runs_of(db, program_id)) {
     json& runs = sizes[r.ranks];
     if (runs.is_null())
       runs = json::array();
+    if (static_cast<std::size_t>(++all_runs[r.ranks]) > newest)
+      continue;
     runs.push_back({{"job_id", r.job_id},
                     {"end", r.end_time},
                     {"wall_s", r.wall_s},
@@ -276,7 +279,7 @@ std::optional<json> history_json(site::store& db, std::int64_t program_id,
   json out = json::array();
   for (auto& [ranks, runs] : sizes) {
     std::reverse(runs.begin(), runs.end()); // oldest first, as a time axis reads
-    out.push_back({{"ranks", ranks}, {"runs", runs}});
+    out.push_back({{"ranks", ranks}, {"runs", runs}, {"all_runs", all_runs[ranks]}});
   }
   return json{{"program_id", prog->id},
               {"executable", prog->executable},

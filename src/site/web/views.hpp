@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,7 +38,9 @@ void mark_flagged(site::store& db, nlohmann::json& jobs);
 nlohmann::json models_json(site::store& db, const std::string& user);
 // One program's runs at each size over time, flagged regressions marked; nothing when the
 // program is not `user`'s.
+// `newest`: at most this many runs of each size, the newest (a job page's choice of runs to
+// compare with needs no more).
 std::optional<nlohmann::json> history_json(site::store& db, std::int64_t program_id,
-                                           const std::string& user);
+                                           const std::string& user, std::size_t newest = SIZE_MAX);
 
 } // namespace strata::web

@@ -3,6 +3,7 @@
 // window.strataCharts so that the browser tests can ask what it draws.
 import { Chart, registerables } from "chart.js";
 import { comparePart, trendsPart } from "./trends.js";
+import { compareChooser, comparePage, csvLink, flaggedPage, periodForm, periodSelect, table, wastePage } from "./lists.js";
 
 Chart.register(...registerables);
 window.strataCharts = [];
@@ -96,10 +97,10 @@ export const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").sl
 // MPI core-hours (the MPI time summed over ranks): enough digits that a short run is not 0.00.
 const mpiHours = (s) => { const h = s / 3600; return h >= 10 ? fmt(h, 0) : h >= 0.01 ? fmt(h, 2) : h > 0 ? h.toPrecision(2) : "0"; };
 
-function jobsTable(jobs, showOwner) {
+export function jobsTable(jobs, showOwner, id = "jobs") {
   const head = ["Job", "End (UTC)", showOwner ? "User" : null, "Executable", "Language", "Ranks",
     "Wall s", "CPU h", "MPI %", "MPI core-h", "Ended", "Regression"].filter((h) => h !== null);
-  const table = el("table", { id: "jobs" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
+  const table = el("table", { id }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
   const body = el("tbody");
   for (const j of jobs) {
     const link = el("a", { href: `/job/${j.id}` }, shortText(j.record_id, 40));
@@ -120,7 +121,8 @@ async function jobsPage(app) {
   const form = el("form", { method: "get", action: "/jobs", id: "filter" });
   const field = (label, name, attrs = {}) =>
     el("label", {}, label + " ", el("input", Object.assign({ name, value: params.get(name) || "" }, attrs)));
-  form.append(field("Search", "q", { size: 20, title: "part of the executable's path, or the start of the record id" }), field("Last days", "days", { size: 4 }));
+  const days = params.get("days") ? Number(params.get("days")) : "";
+  form.append(field("Search", "q", { size: 20, title: "part of the executable's path, or the start of the record id" }), el("label", {}, "Period ", periodSelect(days, true)));
   if (me.admin) form.append(field("User", "user", { size: 10 }));
   const lang = el("select", { name: "language" });
   for (const l of ["", "C/C++", "Fortran"]) {
@@ -144,7 +146,8 @@ async function jobsPage(app) {
     const r = await api("/api/jobs?" + query.toString());
     const total = el("p", { id: "total" }, `at least ${count(r.total, "job")}`);
     const pager = el("p", { id: "pager" });
-    app.append(total, jobsTable(r.jobs, me.admin), pager);
+    const jobs = jobsTable(r.jobs, me.admin);
+    app.append(total, jobs, csvLink(jobs, "jobs"), pager);
     // A large list is counted to its end only now, the rows already shown.
     if (r.total_is_lower_bound) r.total = (await api("/api/jobs/count?" + query.toString())).total;
     const pages = Math.max(1, Math.ceil(r.total / r.per_page));
@@ -241,6 +244,7 @@ async function jobPage() {
         },
       });
     comparePart(main, r);
+    await compareChooser(main, r);
   } catch (e) {
     showError(main, e);
   }
@@ -277,21 +281,6 @@ async function userPage(app) {
   }
 }
 
-// The site page's period: the last N whole days, as ?days=N says.
-function periodForm(days) {
-  const select = el("select", { name: "days" });
-  const choices = [[1, "today"], [7, "last 7 days"], [28, "last 28 days"], [90, "last 90 days"], [365, "last 365 days"]];
-  if (!choices.some(([n]) => n === days)) choices.push([days, `last ${days} days`]);
-  for (const [n, label] of choices.sort((a, b) => a[0] - b[0])) {
-    const o = el("option", { value: n }, label);
-    if (n === days) o.selected = true;
-    select.append(o);
-  }
-  const form = el("form", { method: "get", action: "/site", id: "period" }, el("label", {}, "Period ", select), " ", el("button", { type: "submit" }, "Show"));
-  select.addEventListener("change", () => form.submit());
-  return form;
-}
-
 async function sitePage(app) {
   const asked = new URLSearchParams(location.search).get("days");
   try {
@@ -300,7 +289,7 @@ async function sitePage(app) {
     const t = r.totals || { jobs: 0, cpu_time_s: 0, mpi_percent: 0 };
     document.querySelector("main h1").after(el("p", { id: "site-totals" },
       `Last ${count(r.days, "whole day")} (UTC, ${when(r.from).slice(0, 10)} to ${when(r.to - 1).slice(0, 10)}): ${count(t.jobs, "job")} of ${count(r.users || 0, "user")}, ${fmt(t.cpu_time_s / 3600, 0)} CPU hours, MPI ${fmt(t.mpi_percent)} %.`));
-    const share = (id, title, lines) => chart(id, {
+    const share = (id, title, lines, onClick) => chart(id, {
       type: "bar",
       data: {
         labels: lines.map((l) => l.label),
@@ -310,11 +299,17 @@ async function sitePage(app) {
           { label: "MPI %", data: lines.map((l) => l.mpi_percent) },
         ],
       },
-      options: { scales: { y: axis("%") }, plugins: { title: { display: true, text: title } } },
+      options: { scales: { y: axis("%") }, plugins: { title: { display: true, text: title } }, onClick },
     });
     share("by-size", "By job size in ranks (Fig. 8)", r.by_size || []);
     share("by-cpu-class", "By CPU time class, log10 s (Figs. 6, 7)", r.by_cpu_class || []);
-    share("by-user", "By user (Fig. 9)", (r.by_user || []).slice(0, 30));
+    // Drill-down: a user's bar, or their line in the table below, leads to their programs and
+    // jobs ranked by waste, and from a program to its jobs.
+    const users = (r.by_user || []).slice(0, 30);
+    const wasteOf = (user) => `/waste?user=${encodeURIComponent(user)}&days=${r.days}`;
+    share("by-user", "By user (Fig. 9): choose a user for their programs and jobs", users, (event, bars) => {
+      if (bars.length) location.href = wasteOf(users[bars[0].index].label);
+    });
     const langs = r.languages || [];
     chart("languages", {
       type: "bar",
@@ -345,9 +340,16 @@ async function sitePage(app) {
       },
       options: { scales: { y: axis("%") }, plugins: { title: { display: true, text: "Routine groups used (Fig. 11)" } } },
     });
+    if (users.length) {
+      app.append(el("h2", {}, "Users by CPU time"));
+      const t = table("site-users", ["User", "Jobs", "% of CPU time", "MPI %"], users.map((u) =>
+        [el("a", { href: wasteOf(u.label) }, shortText(u.label, 40)), u.jobs, fmt(u.cpu_percent), fmt(u.mpi_percent)]));
+      app.append(t, csvLink(t, "users"));
+    }
     if ((r.critical_jobs || []).length) {
       app.append(el("h2", {}, `Critical jobs (${count(r.critical_job_count, "job")}), most MPI core-hours first`));
-      app.append(jobsTable(r.critical_jobs, true));
+      const critical = jobsTable(r.critical_jobs, true);
+      app.append(critical, csvLink(critical, "critical-jobs"));
     }
   } catch (e) {
     showError(app, e);
@@ -356,7 +358,8 @@ async function sitePage(app) {
 
 document.addEventListener("DOMContentLoaded", () => {
   const app = document.getElementById("app");
-  const pages = { jobs: jobsPage, job: jobPage, user: userPage, site: sitePage };
+  const pages = { jobs: jobsPage, job: jobPage, user: userPage, site: sitePage, waste: wastePage,
+    flagged: (a) => flaggedPage(a, jobsTable), compare: comparePage };
   const run = pages[document.body.dataset.page];
   if (run) run(app).finally(() => { document.body.dataset.ready = "1"; });
 });

@@ -41,8 +41,14 @@ function scalingChart(holder, program, wall) {
   });
 }
 
-async function historyChart(holder, user, program) {
-  const h = await api(`/api/user/history?user=${encodeURIComponent(user)}&program=${program.program_id}`);
+// The newest runs of each size a history chart draws (a program of tens of thousands of runs
+// sent megabytes, for points closer than a pixel).
+const historyRuns = 500;
+const fetchHistory = (user, program) =>
+  api(`/api/user/history?user=${encodeURIComponent(user)}&program=${program.program_id}&newest=${historyRuns}`);
+
+function historyChart(holder, program, h) {
+  const cut = h.sizes.some((s) => s.all_runs > s.runs.length);
   const id = `history-${program.program_id}`;
   holder.append(el("div", { class: "chart" }, el("canvas", { id })));
   const datasets = h.sizes.map((s) => ({
@@ -57,7 +63,7 @@ async function historyChart(holder, user, program) {
     data: { datasets },
     options: {
       scales: { x: axis("end of the run (UTC)", { type: "linear", ticks: { callback: (v) => when(v).slice(0, 10) } }), y: axis("wall time per rank (s)") },
-      plugins: { title: { display: true, text: shortLabel("History at each size: " + programName(program)) } },
+      plugins: { title: { display: true, text: shortLabel((cut ? `History at each size, newest ${historyRuns} runs: ` : "History at each size: ") + programName(program)) } },
     },
   });
 }
@@ -100,7 +106,9 @@ export async function trendsPart(app, user) {
       : `${programs.length} programs; charts of ${drawn.length}` +
         (modelled.length > drawn.length ? ` of the ${modelled.length} modelled (flagged regressions first, then most runs): choose another in the table.` : ".");
     holder.append(el("p", { id: "programs-note" }, note), programTable(programs, user, chosen));
-    for (const p of drawn) {
+    // The histories fetched together, drawn in order.
+    const histories = await Promise.all(drawn.map((p) => fetchHistory(user, p)));
+    for (const [k, p] of drawn.entries()) {
       const wall = r.models.find((m) => m.program_id === p.program_id && m.routine === "wall");
       const lines = r.models.filter((m) => m.program_id === p.program_id);
       const list = el("ul", { class: "models" });
@@ -111,7 +119,7 @@ export async function trendsPart(app, user) {
           (p.flagged ? `; ${p.flagged} flagged as regressions` : "")),
         list, el("p", { class: "prediction" }, at.join("; ")));
       scalingChart(holder, p, wall);
-      await historyChart(holder, user, p);
+      historyChart(holder, p, histories[k]);
     }
   } catch (e) {
     showError(holder, e);

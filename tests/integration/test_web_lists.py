@@ -1,0 +1,199 @@
+"""The web's lists beside the jobs list: jobs, users and programs ranked by wasted MPI time with
+the reason per job; the flagged jobs and regressions; drill-down from the site page to a user,
+a program and a job; any two runs of a program compared; a period picker on every list page and
+a CSV of every table. One SQLite store of hand-made records whose waste is known, one server,
+headless Chromium (web_lists_browser.js). Needs root (useradd, runuser)."""
+import csv
+import io
+import os
+import time
+import unittest
+
+from test_site import make_record
+from web_testlib import (ADMIN, DAY, USER_A, USER_B, ServedStore, create_users, ingest,
+                         remove_users, uid_of, write_spool)
+
+SOLVER = "/home/a/solver"
+
+
+def setUpModule():
+    create_users()
+
+
+def tearDownModule():
+    remove_users()
+
+
+def even(rec):
+    """Every rank spent the same time in each routine and called it as often."""
+    ranks = rec["job"]["ranks"]
+    for r in rec["routines"].values():
+        t, c = r["time_s"] / ranks, r["calls"] / ranks
+        r["per_rank"] = {"calls": {"min": c, "mean": c, "max": c, "max_rank": 0},
+                         "time_s": {"min": t, "mean": t, "max": t, "max_rank": 0}}
+    return rec
+
+
+def records(uid_a, uid_b, now):
+    """{file name: (record, owner uid)}."""
+    out = {}
+    # Rank 3 spent 25 s in MPI_Wait, the least busy rank 1 s: 40 - 4 x 1 = 36 s of waiting,
+    # 75 % of the job's 48 s of MPI time; rank 0 sent rank 3 the most.
+    wait = even(make_record("wait:1", USER_A, uid_a, 4, 100.0, {
+        "MPI_Wait": (400, 40.0, 0), "MPI_Allreduce": (40, 8.0, 320)}, now - DAY, executable="/home/a/wait"))
+    wait["routines"]["MPI_Wait"]["per_rank"]["time_s"] = {"min": 1.0, "mean": 10.0, "max": 25.0,
+                                                         "max_rank": 3}
+    pairs = [{"from": 0, "to": 3, "messages": 10, "bytes": 1000},
+             {"from": 1, "to": 3, "messages": 1, "bytes": 10}]
+    wait["communication"] = {"pairs": pairs, "by_kind": {"point_to_point": pairs}}
+    out["wait.json"] = (wait, uid_a)
+    # B's job measured by the overhead module: 30 s over the machine model at one call site.
+    model = even(make_record("model:1", USER_B, uid_b, 4, 100.0, {"MPI_Recv": (40, 60.0, 400)},
+                             now - DAY, executable="/home/b/model"))
+    model["job"]["module"] = "overhead"
+    model["callsites"] = [{"function": "MPI_Recv", "file": "/src/solver.c", "line": 311,
+                           "caller": "exchange", "calls": 40, "time_s": 50.0, "bytes": 400,
+                           "wasted_s": 30.0, "ranks": 4}]
+    model["callsites_dropped"] = 0
+    out["model.json"] = (model, uid_b)
+    # The most MPI time of all, evenly spread: no waste (and critical: MPI is 67 % of its time).
+    out["even.json"] = (even(make_record("even:1", USER_A, uid_a, 2, 150.0, {
+        "MPI_Allreduce": (100, 200.0, 800)}, now - 2 * DAY, executable="/home/a/even")), uid_a)
+    # Only rank 0 sends: the others never waited in MPI_Send (critical: MPI 20 %).
+    master = even(make_record("master:1", USER_A, uid_a, 2, 50.0, {"MPI_Send": (10, 20.0, 80)},
+                              now - 2 * DAY, executable="/home/a/master"))
+    master["routines"]["MPI_Send"]["per_rank"]["calls"]["min"] = 0
+    master["routines"]["MPI_Send"]["per_rank"]["time_s"]["min"] = 0
+    out["master.json"] = (master, uid_a)
+    # Six runs of a program at 4 ranks, the last 60 % slower in MPI_Allreduce: flagged.
+    for n in range(6):
+        jitter = 1 + 0.005 * ((n * 37 + 4) % 5 - 2)
+        t = 0.09 * jitter * (1.6 if n == 5 else 1.0)
+        rec = make_record(f"solver:{n}", USER_A, uid_a, 4, 2.0 * jitter + t,
+                          {"MPI_Allreduce": (200, t * 4, 1600)}, now - 3 * DAY + n * 600,
+                          executable=SOLVER)
+        rec["job"]["argv"] = [SOLVER]
+        out[f"solver-{n}.json"] = (even(rec), uid_a)
+    # Long ago: outside a 7-day period.
+    out["old.json"] = (even(make_record("old:1", USER_A, uid_a, 2, 10.0, {"MPI_Send": (2, 1.0, 8)},
+                                        now - 40 * DAY, executable="/home/a/old")), uid_a)
+    return out
+
+
+class WebListsTest(ServedStore, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.make_tmp("strata-web-lists-")
+        cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
+        spool = os.path.join(cls.tmp, "spool")
+        write_spool(spool, records(uid_of(USER_A), uid_of(USER_B), int(time.time())))
+        ingest(cls.url, spool)
+        cls.serve()
+        cls.jobs = {j["record_id"]: j for j in cls.api_as(ADMIN, "/api/jobs?per_page=500")["jobs"]}
+
+    def browse(self):
+        """What web_lists_browser.js saw: one visit for every test that asks."""
+        return self.browse_once("web_lists_browser.js", {
+            "base": self.base, "token": self.tokens[USER_A], "admin_token": self.tokens[ADMIN],
+            "jobs": {k: j["id"] for k, j in self.jobs.items()}})
+
+    # ---- waste ----
+
+    def test_jobs_ranked_by_waste_with_the_reason(self):
+        r = self.api_as(USER_A, "/api/waste")
+        self.assertTrue(r["complete"])
+        ranked = [(j["record_id"], round(j["wasted_s"], 6)) for j in r["jobs"]]
+        self.assertEqual(ranked[0], ("wait:1", 36.0))
+        self.assertNotIn("model:1", [j for j, _ in ranked])  # B's job
+        self.assertNotIn("old:1", [j for j, _ in ranked])  # outside the 28 days
+        waste = {j["record_id"]: j for j in r["jobs"]}
+        self.assertEqual(waste["wait:1"]["why"],
+                         "75% of MPI time is ranks waiting in MPI_Wait: rank 3 spent 25 s in it, "
+                         "the least busy rank 1 s; rank 3 receives most from rank 0.")
+        self.assertEqual(waste["even:1"]["wasted_s"], 0)  # the most MPI time, none lost
+        self.assertEqual(waste["master:1"]["wasted_s"], 0)  # only rank 0 sends
+        everyone = self.api_as(ADMIN, "/api/waste")
+        self.assertEqual([j["record_id"] for j in everyone["jobs"][:2]], ["wait:1", "model:1"])
+        model = everyone["jobs"][1]
+        self.assertEqual(model["waste_basis"], "model")
+        self.assertEqual(model["wasted_s"], 30.0)
+        self.assertEqual(model["why"], "50% of MPI time is over what the machine model says the "
+                         "calls cost, most in MPI_Recv at solver.c:311 (30 s over it).")
+        self.assertEqual([(u["owner"], u["wasted_s"]) for u in everyone["users"]][1], (USER_B, 30.0))
+        self.assertEqual(everyone["users"][0]["owner"], USER_A)
+        self.assertEqual(everyone["programs"][0]["executable"], "/home/a/wait")
+        self.assertEqual(len(self.api_as(ADMIN, "/api/waste?days=365")["jobs"]), len(self.jobs))
+        status, body, _ = self.request(f"/api/waste?user={USER_B}", self.tokens[USER_A])
+        self.assertEqual(status, 403, body)
+
+    def test_waste_page_as_a_user_and_its_csv(self):
+        seen = self.browse()["waste"]
+        self.assertEqual(seen["jobs"][0][0], "wait:1")
+        self.assertIn("rank 3 receives most from rank 0", seen["jobs"][0][-1])
+        self.assertEqual(seen["users"], None)  # a user sees no users table
+        self.assertTrue(seen["programs"][0][0].startswith("/home/a/wait "), seen["programs"])
+        self.assertEqual(seen["period"], "28")
+        self.assertEqual(seen["csv_name"], "jobs-by-waste.csv")
+        rows = list(csv.reader(io.StringIO(seen["csv"])))
+        self.assertEqual(rows[0][:2], ["Job", "User"])
+        self.assertEqual(rows[1][0], "wait:1")
+        self.assertEqual(len(rows), len(seen["jobs"]) + 1)
+
+    # ---- flagged jobs and regressions ----
+
+    def test_flagged_page_lists_regressions_and_critical_jobs(self):
+        seen = self.browse()["flagged"]
+        self.assertEqual([r[0] for r in seen["regressions"]], ["solver:5"])
+        self.assertIn("MPI_Allreduce", seen["regressions"][0][-1])
+        self.assertEqual([r[0] for r in seen["critical"]], ["even:1", "master:1"])
+        self.assertIn("MPI over 15 % of CPU time", seen["critical_title"])
+        r = self.api_as(ADMIN, "/api/regressions")
+        self.assertEqual(r["count"], 1)
+        self.assertEqual(self.api_as(USER_B, "/api/regressions")["count"], 0)
+
+    # ---- navigation ----
+
+    def test_period_picker_on_every_list_page(self):
+        seen = self.browse()["periods"]
+        self.assertEqual(seen, {"jobs": "", "jobs7": "7", "waste": "28", "waste7": "7",
+                                "flagged": "28", "site": "28"})
+        seven = self.browse()["waste7"]
+        self.assertNotIn("old:1", seven)
+        self.assertIn("wait:1", seven)
+
+    def test_drill_down_from_the_site_to_a_user_a_program_and_a_job(self):
+        seen = self.browse()["drill"]
+        self.assertEqual(seen["user_url"], f"/waste?user={USER_A}&days=28")
+        self.assertTrue(seen["program_url"].startswith(f"/jobs?user={USER_A}&q=%2Fhome%2Fa%2Fwait"),
+                        seen)
+        self.assertEqual(seen["job_title"], "Job wait:1")
+
+    def test_any_two_runs_compared_side_by_side(self):
+        seen = self.browse()["compare"]
+        self.assertEqual(len(seen["choices"]), 5)  # the program's other runs
+        self.assertTrue(seen["url"].startswith("/compare?a="), seen)
+        rows = {r[0]: r for r in seen["rows"]}
+        self.assertEqual(rows["Job"][1:3], ["solver:5", "solver:0"])
+        allreduce = rows["MPI_Allreduce s per rank"]
+        self.assertTrue(allreduce[3].startswith("-"), allreduce)  # solver:0 is faster
+        self.assertIn("MPI_Allreduce s per rank", seen["highlighted"])
+        # The job page asks for the newest runs of each size only.
+        program = self.api_as(USER_A, f"/api/job/{self.jobs['solver:5']['id']}")["program_id"]
+        history = self.api_as(USER_A, f"/api/user/history?program={program}&newest=2")
+        self.assertEqual([[r["job_id"] for r in s["runs"]] for s in history["sizes"]],
+                         [[self.jobs["solver:4"]["id"], self.jobs["solver:5"]["id"]]])
+        self.assertEqual(history["sizes"][0]["all_runs"], 6)  # the trends page says it cut
+
+
+    # ---- the communication matrix ----
+
+    def test_job_page_shows_the_communication_heat_map(self):
+        seen = self.browse()["heat_map"]
+        self.assertEqual(seen["cells"], ["rank 0 to rank 3: 1000 bytes in 10 messages",
+                                         "rank 1 to rank 3: 10 bytes in 1 messages"])
+        self.assertIn("one cell per pair of ranks", seen["caption"])
+        self.assertGreater(seen["width"], 100)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,77 @@
+// Drives headless Chromium for test_web_lists.py. Input (argv[2]): JSON {base, token,
+// admin_token, jobs: {record id: job id}}. Output (stdout): JSON of what the browser saw.
+const fs = require("fs");
+const { login, main, ready, rows, text } = require("./web_testlib.js");
+
+const value = (page, selector) => page.$eval(selector, (s) => s.value).catch(() => null);
+
+main(async (browser, input) => {
+  const seen = { errors: [] };
+  const { page } = await login(browser, input.base, input.token, seen.errors);
+
+  // Jobs ranked by waste, the user's own; the CSV of the table as the link downloads it.
+  await ready(page, input.base + "/waste");
+  seen.waste = {
+    jobs: await rows(page, "#waste-jobs"),
+    users: (await page.$("#waste-users")) ? await rows(page, "#waste-users") : null,
+    programs: await rows(page, "#waste-programs"),
+    period: await value(page, "#period select[name=days]"),
+  };
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("a.csv[data-for=waste-jobs]")]);
+  seen.waste.csv_name = download.suggestedFilename();
+  seen.waste.csv = fs.readFileSync(await download.path(), "utf8");
+
+  // The period picker of each list page.
+  const period = async (url) => { await ready(page, input.base + url); return value(page, "select[name=days]"); };
+  seen.periods = { jobs: await period("/jobs"), jobs7: await period("/jobs?days=7"), waste: await period("/waste") };
+  seen.periods.waste7 = await period("/waste?days=7");
+  seen.waste7 = (await rows(page, "#waste-jobs")).map((r) => r[0]);
+  seen.periods.flagged = await period("/flagged");
+
+  // Flagged jobs: the regressions and the critical jobs.
+  seen.flagged = {
+    regressions: await rows(page, "#regressions"),
+    critical: await rows(page, "#critical-jobs"),
+    critical_title: await page.$$eval("#app h2", (h) => h.map((x) => x.textContent).join("\n")),
+  };
+
+  // The communication matrix as a heat map on the job page, from the record's pairs.
+  await ready(page, `${input.base}/job/${input.jobs["wait:1"]}`);
+  seen.heat_map = {
+    cells: await page.$$eval(".report svg.heatmap rect.pair title", (t) => t.map((x) => x.textContent)),
+    caption: await text(page, ".report figure.heatmap figcaption"),
+    width: await page.$eval(".report svg.heatmap", (s) => s.getBoundingClientRect().width).catch(() => null),
+  };
+
+  // Any two runs of a program: chosen on the job page, shown side by side.
+  await ready(page, `${input.base}/job/${input.jobs["solver:5"]}`);
+  seen.compare = { choices: await page.$$eval("#compare-with select option", (o) => o.map((x) => x.value)) };
+  if (seen.compare.choices.length) {
+    await page.selectOption("#compare-with select", String(input.jobs["solver:0"]));
+    await Promise.all([page.waitForNavigation(), page.click("#compare-with button")]);
+    await ready(page);
+    seen.compare.url = page.url().replace(input.base, "");
+    seen.compare.rows = await rows(page, "#compare-runs");
+    seen.compare.highlighted = await page.$$eval("#compare-runs tbody tr", (r) =>
+      r.filter((tr) => tr.querySelector("span.worse, span.better")).map((tr) => tr.cells[0].textContent));
+  }
+
+  // The admin drills down: the site page's user, their program, its job.
+  const admin = await login(browser, input.base, input.admin_token, seen.errors);
+  seen.periods.site = await (async () => { await ready(admin.page, input.base + "/site"); return value(admin.page, "select[name=days]"); })();
+  seen.drill = {};
+  const follow = async (selector) => {
+    await Promise.all([admin.page.waitForNavigation(), admin.page.click(selector)]);
+    await ready(admin.page);
+    return admin.page.url().replace(input.base, "");
+  };
+  const userLink = await admin.page.$$eval("#site-users a", (a) => a.map((x) => x.textContent));
+  const a = userLink.findIndex((u) => u === "strata-wta");
+  if (a >= 0) {
+    seen.drill.user_url = await follow(`#site-users tbody tr:nth-child(${a + 1}) a`);
+    seen.drill.program_url = await follow("#waste-programs tbody tr:first-child td:first-child a");
+    await follow("#jobs tbody tr:first-child td:first-child a");
+    seen.drill.job_title = await text(admin.page, "main h1");
+  }
+  return seen;
+});

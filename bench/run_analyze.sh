@@ -14,18 +14,9 @@
 # before each run to include disk reading.
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
-build=${1:-build}
-events=${EVENTS:-100000000}
-ranks=${RANKS:-16}
-runs=${RUNS:-3}
-work=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/strata-analyze-bench.XXXXXX")}
-trap 'rm -rf "$work"' EXIT
-
-echo "generating $events events over $ranks ranks in $work"
-start=$(date +%s.%N)
-"$build/bench/gen_trace" "$work/trace" "$ranks" "$events"
-end=$(date +%s.%N)
-echo "generated in $(echo "$end - $start" | bc) s; archive size $(du -sh "$work/trace" | cut -f1)"
+source "$(dirname "$0")/synthetic_trace.sh"
+synthetic_trace_settings analyze 100000000 "$@"
+generate_synthetic_trace
 
 for run in $(seq 1 "$runs"); do
   if [[ "${DROP_CACHES:-0}" == 1 ]]; then

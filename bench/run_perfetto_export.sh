@@ -15,18 +15,9 @@
 # it is usually in the page cache; DROP_CACHES=1 (root) drops the cache before each run.
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
-build=${1:-build}
-events=${EVENTS:-10000000}
-ranks=${RANKS:-16}
-runs=${RUNS:-3}
-work=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/strata-perfetto-bench.XXXXXX")}
-trap 'rm -rf "$work"' EXIT
-
-echo "generating $events events over $ranks ranks in $work"
-start=$(date +%s.%N)
-"$build/bench/gen_trace" "$work/trace" "$ranks" "$events"
-end=$(date +%s.%N)
-echo "generated in $(echo "$end - $start" | bc) s; archive size $(du -sh "$work/trace" | cut -f1)"
+source "$(dirname "$0")/synthetic_trace.sh"
+synthetic_trace_settings perfetto 10000000 "$@"
+generate_synthetic_trace
 
 measure() {
   local label=$1

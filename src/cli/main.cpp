@@ -1,11 +1,11 @@
 // The `strata` command: a thin dispatcher. Each wing registers its own commands
 // (src/common/wing_commands.hpp); this file only splits off the program after "--", checks the
 // command words, parses, and runs what was chosen.
-#include "analyzer/command.hpp"
+#include "analyzer/commands.hpp"
 #include "hang/command.hpp"
 #include "launch/commands.hpp"
-#include "model/bench_command.hpp"
-#include "monitor/command.hpp"
+#include "model/commands.hpp"
+#include "monitor/commands.hpp"
 #include "profiler/commands.hpp"
 #include "site/site_commands.hpp"
 

@@ -1,8 +1,8 @@
 // Loading the stack: modules (native and patched PMPI tools) found, opened and ordered, their
 // wrappers and callbacks built into one chain per MPI function.
+#include "common/elf_dynamic.hpp"
 #include "core/core_internal.hpp"
 #include "core/regions.hpp"
-#include "launch/launch.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -26,7 +26,7 @@ std::string load_pmpi_tool(const config::module_spec& spec, loaded_module& m) {
                                              nullptr,
                                              nullptr,
                                              nullptr};
-  const launch::elf_dynamic elf = launch::read_elf_dynamic(m.path);
+  const common::elf_dynamic elf = common::read_elf_dynamic(m.path);
   if (!elf.error.empty())
     return spec.origin + ": module '" + spec.name + "' has no " + STRATA_MODULE_SYMBOL +
            " symbol and is not a PMPI tool that can be loaded: " + elf.error;
@@ -44,7 +44,7 @@ std::string load_pmpi_tool(const config::module_spec& spec, loaded_module& m) {
     return spec.origin + ": " + m.path + " is not a Strata module: it has no " +
            STRATA_MODULE_SYMBOL + " symbol";
   }
-  const std::string flavor = launch::flavor_of_libraries(elf.libraries);
+  const std::string flavor = common::flavor_of_libraries(elf.libraries);
   if (!flavor.empty() && flavor != gen::mpi_flavor)
     return spec.origin + ": PMPI tool '" + spec.name + "' was built for " + flavor +
            ", but this program uses " + gen::mpi_flavor;

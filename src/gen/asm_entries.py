@@ -6,6 +6,9 @@ of the other builds do the same through dispatch<>() (src/core/dispatch.hpp)."""
 # Arguments the x86-64 System V ABI passes in registers (the integer ones: MPI's are all such).
 REGISTER_ARGUMENTS = 6
 
+# The thread's state (core::tls, a thread_state): its initial-exec TLS offset, loaded into %r10.
+THREAD_STATE = "_ZN6strata4core3tlsE@gottpoff(%rip)"
+
 
 def timed_in_place(fn):
     """The timed call of a function whose arguments with the chain entry and the real function
@@ -35,7 +38,7 @@ def write_asm_entry(c, fn, index):
             f"  jmp *_ZN6strata3gen4realE+{8 * index}(%rip)\n"
             "1: cmpq $0, 24(%rax)\n"
             f"  jne strata_counted_{n}\n"
-            "  movq _ZN6strata4core3tlsE@gottpoff(%rip), %r10\n"
+            f"  movq {THREAD_STATE}, %r10\n"
             "  movl $0xffffffff, %r11d\n"
             "  cmpq %r11, %fs:(%r10)\n"
             f"  jne strata_wrapped_{n}\n"
@@ -68,21 +71,38 @@ def write_asm_entry(c, fn, index):
     c.write(f'asm("{escaped}");\n')
 
 
+def one_word_pad(body, label=None):
+    """`body` with the stack moved by one word around it, which aligns it for a call; `label`
+    (say "2") on the first instruction."""
+    first = f"{label}: " if label else "  "
+    return (f"{first}subq $8, %rsp\n  .cfi_adjust_cfa_offset 8\n" + body +
+            "  addq $8, %rsp\n  .cfi_adjust_cfa_offset -8\n")
+
+
+def call_wrapper_at_its_layer(restored):
+    """The wrapper module of the chain entry in %rax called with the thread's layer set to the
+    entry's, then the layer set to `restored`: "%r11d", the caller's layer held in %r11, saved
+    on the stack across the call (which also aligns it), or a constant such as "$-1" (the
+    application's layer), with one word of padding. %r10 holds the thread's state before and is
+    loaded again after (the call may change it)."""
+    call = ("  movl 32(%rax), %r11d\n  movl %r11d, %fs:(%r10)\n"
+            "  call *(%rax)\n")
+    set_back = f"  movq {THREAD_STATE}, %r10\n  movl {restored}, %fs:(%r10)\n"
+    if restored == "%r11d":
+        return ("  pushq %r11\n  .cfi_adjust_cfa_offset 8\n" + call +
+                "  popq %r11\n  .cfi_adjust_cfa_offset -8\n" + set_back)
+    return one_word_pad(call + set_back)
+
+
 def application_to_wrapper(n):
     """MPI_X's way into a wrapper module at the top of the chain (label 3, %rax the entry): the
     call site noted, the module's layer set, its MPI_X called, layer -1 set back; what
     wrapped_X and invoke_framed would do, without their two calls. Registers only, as
     module_call_entry."""
-    tls = "_ZN6strata4core3tlsE@gottpoff(%rip)"
     return ("3: cmpq $0, (%rax)\n"
             f"  je strata_wrapped_{n}\n"
-            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
-            "  subq $8, %rsp\n  .cfi_adjust_cfa_offset 8\n"
-            "  movl 32(%rax), %r11d\n  movl %r11d, %fs:(%r10)\n"
-            "  call *(%rax)\n"
-            f"  movq {tls}, %r10\n"
-            "  movl $-1, %fs:(%r10)\n"
-            "  addq $8, %rsp\n  .cfi_adjust_cfa_offset -8\n"
+            "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n" +
+            call_wrapper_at_its_layer("$-1") +
             "  ret\n")
 
 
@@ -98,12 +118,11 @@ def module_call_entry(n, index):
     arguments would move, hence registers only."""
     z = "ZMPI_" + n[4:]
     real = f"_ZN6strata3gen4realE+{8 * index}(%rip)"
-    tls = "_ZN6strata4core3tlsE@gottpoff(%rip)"
     return (f".p2align 4\n.globl {z}\n.type {z}, @function\n{z}:\n.cfi_startproc\n"
             f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
             "  testq %rax, %rax\n  jnz 1f\n"
             f"  jmp *{real}\n"
-            f"1: movq {tls}, %r10\n"
+            f"1: movq {THREAD_STATE}, %r10\n"
             "  movslq %fs:(%r10), %r11\n"
             "  testl %r11d, %r11d\n"
             f"  js strata_wrapped_{n}\n"
@@ -114,20 +133,13 @@ def module_call_entry(n, index):
             "  movq 16(%rax), %rax\n  movq 8(%rax,%r11,8), %rax\n"
             "  testq %rax, %rax\n  jz 2f\n"
             "  cmpq $0, (%rax)\n"
-            f"  je strata_wrapped_{n}\n"
-            "  pushq %r11\n  .cfi_adjust_cfa_offset 8\n"
-            "  movl 32(%rax), %r11d\n  movl %r11d, %fs:(%r10)\n"
-            "  call *(%rax)\n"
-            "  popq %r11\n  .cfi_adjust_cfa_offset -8\n"
-            f"  movq {tls}, %r10\n"
-            "  movl %r11d, %fs:(%r10)\n"
-            "  ret\n"
-            "2: subq $8, %rsp\n  .cfi_adjust_cfa_offset 8\n"
-            "  movl $1, %fs:4(%r10)\n"
-            f"  call *{real}\n"
-            f"  movq {tls}, %r10\n"
-            "  movl $0, %fs:4(%r10)\n"
-            "  addq $8, %rsp\n  .cfi_adjust_cfa_offset -8\n"
+            f"  je strata_wrapped_{n}\n" +
+            call_wrapper_at_its_layer("%r11d") +
+            "  ret\n" +
+            one_word_pad("  movl $1, %fs:4(%r10)\n"
+                         f"  call *{real}\n"
+                         f"  movq {THREAD_STATE}, %r10\n"
+                         "  movl $0, %fs:4(%r10)\n", label="2") +
             "  ret\n"
             f".cfi_endproc\n.size {z}, .-{z}\n")
 

@@ -51,23 +51,8 @@ collective_shape info::shape() const {
 }
 
 std::string_view name_of(group g) {
-  static constexpr std::array<std::string_view, group_count> names = {"blocking point to point",
-                                                                      "nonblocking pt-to-pt",
-                                                                      "persistent pt-to-pt",
-                                                                      "pack and unpack",
-                                                                      "collective communication",
-                                                                      "derived datatype",
-                                                                      "group and sub-communicator",
-                                                                      "inter-communicator",
-                                                                      "attribute caching / inquiry",
-                                                                      "error handler handling",
-                                                                      "topology creation",
-                                                                      "wtime measurement",
-                                                                      "one-sided communication",
-                                                                      "MPI I/O",
-                                                                      "other"};
   const auto i = static_cast<std::size_t>(g);
-  return i < names.size() ? names[i] : std::string_view();
+  return i < group_titles.size() ? group_titles[i] : std::string_view();
 }
 
 std::string_view name_of(collective_op op) {

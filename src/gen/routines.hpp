@@ -8,30 +8,13 @@
 #include <span>
 #include <string_view>
 
+#include "routine_groups.hpp"
+
 namespace strata::routines {
 
-// The routine groups of the automatic counter profiling paper (Fig. 11), plus one-sided and
-// I/O; `none` for the routines that no group counts (MPI_Init, MPI_Finalize, MPI_Comm_size,
-// MPI_Comm_rank). The order is stored by the site (day tables): append only.
-enum class group : uint8_t {
-  blocking_p2p,
-  nonblocking_p2p,
-  persistent_p2p,
-  pack_unpack,
-  collective,
-  derived_datatype,
-  group_subcomm,
-  intercomm,
-  attribute_inquiry,
-  error_handler,
-  topology,
-  wtime,
-  one_sided,
-  io,
-  other,
-  none,
-};
-inline constexpr int group_count = 15; // without `none`
+// The routine groups (enum class group, group_count, group_titles) are generated from
+// routines.txt's [groups]: those of the automatic counter profiling paper (Fig. 11), plus
+// one-sided and I/O. The order is stored by the site (day tables): append only.
 
 // What a call does to messages, as a trace records it.
 enum class kind : uint8_t {

@@ -61,7 +61,6 @@ public:
   void on_parent(const packet& p, std::vector<node_output>& out);
   // Every child has finished and every round has gone up (a fin was emitted to the parent).
   bool done() const { return done_; }
-  size_t open_rounds() const { return rounds_.size(); }
 
 private:
   struct round_state {

@@ -1,5 +1,6 @@
 #include "site/regressions.hpp"
 #include "site/store_test_fixture.hpp"
+#include "site/test_noise.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,21 +13,8 @@
 namespace strata::site {
 namespace {
 
+using store_testing::noise_source;
 using store_testing::StoreBackend;
-
-// Normal deviates from mt19937_64 by Box-Muller: the same on every standard library.
-class noise_source {
-public:
-  explicit noise_source(std::uint64_t seed) : rng_(seed) {}
-  double normal() {
-    const double u1 = (static_cast<double>(rng_() >> 11) + 0.5) / 9007199254740992.0;
-    const double u2 = (static_cast<double>(rng_() >> 11) + 0.5) / 9007199254740992.0;
-    return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-
-private:
-  std::mt19937_64 rng_;
-};
 
 // A run of a program whose time per rank is 10 s of wall, 3 s of MPI in four routines, each
 // figure off by a relative normal error of `noise`; `slower` multiplies the whole job, and

@@ -1,4 +1,5 @@
 #include "site/scaling.hpp"
+#include "site/test_noise.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -11,21 +12,9 @@
 namespace strata::site {
 namespace {
 
+using store_testing::noise_source;
+
 const std::vector<std::int64_t> powers_to_64 = {1, 2, 4, 8, 16, 32, 64};
-
-// Normal deviates from mt19937_64 by Box-Muller: the same on every standard library.
-class noise_source {
-public:
-  explicit noise_source(std::uint64_t seed) : rng_(seed) {}
-  double normal() {
-    const double u1 = (static_cast<double>(rng_() >> 11) + 0.5) / 9007199254740992.0;
-    const double u2 = (static_cast<double>(rng_() >> 11) + 0.5) / 9007199254740992.0;
-    return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-
-private:
-  std::mt19937_64 rng_;
-};
 
 // Runs of a law at each size, each run's time off by a relative normal error of `noise`.
 std::vector<size_sample> measure(exponent i, int j, double c0, double c1, double noise, int runs,

@@ -100,7 +100,21 @@ CREATE TABLE day_classes (
   mpi_bytes DOUBLE PRECISION NOT NULL,
   instructions DOUBLE PRECISION NOT NULL,
   instructions_cpu_time_s DOUBLE PRECISION NOT NULL,
-  {{group_columns}}
+  g0_jobs BIGINT NOT NULL, g0_cpu DOUBLE PRECISION NOT NULL,
+  g1_jobs BIGINT NOT NULL, g1_cpu DOUBLE PRECISION NOT NULL,
+  g2_jobs BIGINT NOT NULL, g2_cpu DOUBLE PRECISION NOT NULL,
+  g3_jobs BIGINT NOT NULL, g3_cpu DOUBLE PRECISION NOT NULL,
+  g4_jobs BIGINT NOT NULL, g4_cpu DOUBLE PRECISION NOT NULL,
+  g5_jobs BIGINT NOT NULL, g5_cpu DOUBLE PRECISION NOT NULL,
+  g6_jobs BIGINT NOT NULL, g6_cpu DOUBLE PRECISION NOT NULL,
+  g7_jobs BIGINT NOT NULL, g7_cpu DOUBLE PRECISION NOT NULL,
+  g8_jobs BIGINT NOT NULL, g8_cpu DOUBLE PRECISION NOT NULL,
+  g9_jobs BIGINT NOT NULL, g9_cpu DOUBLE PRECISION NOT NULL,
+  g10_jobs BIGINT NOT NULL, g10_cpu DOUBLE PRECISION NOT NULL,
+  g11_jobs BIGINT NOT NULL, g11_cpu DOUBLE PRECISION NOT NULL,
+  g12_jobs BIGINT NOT NULL, g12_cpu DOUBLE PRECISION NOT NULL,
+  g13_jobs BIGINT NOT NULL, g13_cpu DOUBLE PRECISION NOT NULL,
+  g14_jobs BIGINT NOT NULL, g14_cpu DOUBLE PRECISION NOT NULL,
   PRIMARY KEY (day, owner, language, ranks, cpu_class)
 );
 )sql",
@@ -158,7 +172,21 @@ CREATE TABLE day_shapes (
   size_class BIGINT NOT NULL,
   cpu_class INTEGER NOT NULL,
   {{totals_columns}}
-  {{group_columns}}
+  g0_jobs BIGINT NOT NULL, g0_cpu DOUBLE PRECISION NOT NULL,
+  g1_jobs BIGINT NOT NULL, g1_cpu DOUBLE PRECISION NOT NULL,
+  g2_jobs BIGINT NOT NULL, g2_cpu DOUBLE PRECISION NOT NULL,
+  g3_jobs BIGINT NOT NULL, g3_cpu DOUBLE PRECISION NOT NULL,
+  g4_jobs BIGINT NOT NULL, g4_cpu DOUBLE PRECISION NOT NULL,
+  g5_jobs BIGINT NOT NULL, g5_cpu DOUBLE PRECISION NOT NULL,
+  g6_jobs BIGINT NOT NULL, g6_cpu DOUBLE PRECISION NOT NULL,
+  g7_jobs BIGINT NOT NULL, g7_cpu DOUBLE PRECISION NOT NULL,
+  g8_jobs BIGINT NOT NULL, g8_cpu DOUBLE PRECISION NOT NULL,
+  g9_jobs BIGINT NOT NULL, g9_cpu DOUBLE PRECISION NOT NULL,
+  g10_jobs BIGINT NOT NULL, g10_cpu DOUBLE PRECISION NOT NULL,
+  g11_jobs BIGINT NOT NULL, g11_cpu DOUBLE PRECISION NOT NULL,
+  g12_jobs BIGINT NOT NULL, g12_cpu DOUBLE PRECISION NOT NULL,
+  g13_jobs BIGINT NOT NULL, g13_cpu DOUBLE PRECISION NOT NULL,
+  g14_jobs BIGINT NOT NULL, g14_cpu DOUBLE PRECISION NOT NULL,
   PRIMARY KEY (day, language, size_class, cpu_class)
 );
 )sql",
@@ -335,6 +363,31 @@ std::string replace_all(std::string text, std::string_view from, std::string_vie
 
 } // namespace
 
+std::string store::migration_sql(int version) const {
+  if (version < 1 || version > static_cast<int>(std::size(migrations)))
+    throw store_error("no migration to schema version " + std::to_string(version));
+  std::string sql = replace_all(migrations[version - 1], "{{id}}", id_column_type());
+  sql = replace_all(sql, "{{blob}}", blob_column_type());
+  sql = replace_all(sql, "{{drop_foreign_keys}}", drop_foreign_keys_sql());
+  sql = replace_all(sql, "{{byte_order}}", byte_order_collation());
+  sql = replace_all(sql, "{{row_id}}", row_id_column());
+  sql = replace_all(sql, "{{clustered}}", clustered_table());
+  std::string rebuilt;
+  if (!row_id_column().empty())
+    for (const auto& [name, columns] : list_indexes)
+      rebuilt += std::string("DROP INDEX ") + name + ";\nCREATE INDEX " + name + " ON jobs (" +
+                 columns + row_id_column() + ");\n";
+  sql = replace_all(sql, "{{list_indexes_with_row_id}}", rebuilt);
+  sql = replace_all(sql, "{{totals_columns}}",
+                    "jobs BIGINT NOT NULL, pes BIGINT NOT NULL, cpu_time_s DOUBLE PRECISION "
+                    "NOT NULL, mpi_time_s DOUBLE PRECISION NOT NULL, overhead_s DOUBLE "
+                    "PRECISION NOT NULL, wall_time_s DOUBLE PRECISION NOT NULL, pe_weighted "
+                    "DOUBLE PRECISION NOT NULL, mpi_calls DOUBLE PRECISION NOT NULL, mpi_bytes "
+                    "DOUBLE PRECISION NOT NULL, instructions DOUBLE PRECISION NOT NULL, "
+                    "instructions_cpu_time_s DOUBLE PRECISION NOT NULL,");
+  return sql;
+}
+
 void store::migrate() {
   execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
   constexpr int known = static_cast<int>(std::size(migrations));
@@ -349,30 +402,7 @@ void store::migrate() {
                         ", newer than this strata knows (" + std::to_string(known) +
                         "): upgrade strata");
     for (int v = have; v < known; ++v) {
-      std::string sql = replace_all(migrations[v], "{{id}}", id_column_type());
-      sql = replace_all(sql, "{{blob}}", blob_column_type());
-      sql = replace_all(sql, "{{drop_foreign_keys}}", drop_foreign_keys_sql());
-      sql = replace_all(sql, "{{byte_order}}", byte_order_collation());
-      sql = replace_all(sql, "{{row_id}}", row_id_column());
-      sql = replace_all(sql, "{{clustered}}", clustered_table());
-      std::string rebuilt;
-      if (!row_id_column().empty())
-        for (const auto& [name, columns] : list_indexes)
-          rebuilt += std::string("DROP INDEX ") + name + ";\nCREATE INDEX " + name + " ON jobs (" +
-                     columns + row_id_column() + ");\n";
-      sql = replace_all(sql, "{{list_indexes_with_row_id}}", rebuilt);
-      std::string groups;
-      for (int g = 0; g < routine_group_count; ++g)
-        groups += "g" + std::to_string(g) + "_jobs BIGINT NOT NULL, g" + std::to_string(g) +
-                  "_cpu DOUBLE PRECISION NOT NULL,\n  ";
-      sql = replace_all(sql, "{{totals_columns}}",
-                        "jobs BIGINT NOT NULL, pes BIGINT NOT NULL, cpu_time_s DOUBLE PRECISION "
-                        "NOT NULL, mpi_time_s DOUBLE PRECISION NOT NULL, overhead_s DOUBLE "
-                        "PRECISION NOT NULL, wall_time_s DOUBLE PRECISION NOT NULL, pe_weighted "
-                        "DOUBLE PRECISION NOT NULL, mpi_calls DOUBLE PRECISION NOT NULL, mpi_bytes "
-                        "DOUBLE PRECISION NOT NULL, instructions DOUBLE PRECISION NOT NULL, "
-                        "instructions_cpu_time_s DOUBLE PRECISION NOT NULL,");
-      execute(replace_all(sql, "{{group_columns}}", groups));
+      execute(migration_sql(v + 1));
       if (v + 1 == 4)
         fill_site_days(*this);
       if (v + 1 == 8)

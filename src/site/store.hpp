@@ -123,6 +123,9 @@ public:
   // A second connection to the same store for reading beside a writer (ingest's regression
   // scorer reads histories while the writers insert). Throws store_error.
   virtual std::unique_ptr<store> another_connection() = 0;
+  // The SQL of the migration that takes a store to `version` (1 to store_schema_version) in
+  // this backend's dialect, as migrate() runs it (schema.cpp).
+  std::string migration_sql(int version) const;
 
 protected:
   // Inside the transaction insert() opened: the jobs, their routines and their records.

@@ -476,5 +476,30 @@ TEST_F(StoreBackend, BadUrlsAndFilesSayWhy) {
   }
 }
 
+// A migration a released strata has applied is never rewritten: a store made by that release
+// must reach today's schema by the SQL it would have run. The day tables of migrations 1 and 4
+// hold one pair of columns per routine group of that time, written out; a group added later
+// adds its columns in a migration of its own. Pinned: FNV-1a of each migration's SQLite SQL.
+TEST_F(StoreBackend, AppliedMigrationsNeverChange) {
+  auto store = store::open("sqlite:" + (dir_ / "pinned.db").string());
+  const auto fnv1a = [](std::string_view text) {
+    std::uint64_t h = 14695981039346656037ULL;
+    for (const char c : text)
+      h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    return h;
+  };
+  const std::uint64_t pinned[] = {
+      17762210977416191018ULL, 805472441913174137ULL,   1846049006458406130ULL,
+      6935066292756075219ULL,  11253595723536361735ULL, 1939783111810881003ULL,
+      5001915358561043501ULL,  881657592039964358ULL,   11364681328949135678ULL,
+      15576076753753389769ULL, 11882564890429325428ULL};
+  for (int version = 1; version <= static_cast<int>(std::size(pinned)); ++version)
+    EXPECT_EQ(fnv1a(store->migration_sql(version)), pinned[version - 1])
+        << "migration " << version << " changed:\n"
+        << store->migration_sql(version);
+  EXPECT_NE(store->migration_sql(4).find("g14_cpu DOUBLE PRECISION NOT NULL"), std::string::npos);
+  EXPECT_EQ(store->migration_sql(4).find("g15_"), std::string::npos);
+}
+
 } // namespace
 } // namespace strata::site

@@ -86,7 +86,6 @@ public:
 
   uint64_t recorded() const; // records held now
   uint64_t dropped() const { return dropped_; }
-  uint64_t capacity_records() const { return max_chunks_ * chunk_records; }
 
   // Every record held, oldest first.
   template <typename F> void for_each(F&& fn) const {

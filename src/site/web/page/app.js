@@ -1,77 +1,9 @@
 // The pages of `strata site serve`: fetch the JSON API and draw tables (as DOM text, never as
 // HTML strings: job strings stay inert) and charts (Chart.js). Every chart is kept in
 // window.strataCharts so that the browser tests can ask what it draws.
-import { Chart, registerables } from "chart.js";
+import { api, axis, chart, count, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
 import { comparePart, trendsPart } from "./trends.js";
 import { compareChooser, comparePage, csvLink, flaggedPage, periodForm, periodSelect, table, wastePage } from "./lists.js";
-
-Chart.register(...registerables);
-window.strataCharts = [];
-
-export function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") e.className = v;
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  return e;
-}
-
-export async function api(path) {
-  const res = await fetch(path, { credentials: "same-origin" });
-  const body = await res.json();
-  if (!res.ok) throw new Error(body.error || res.statusText);
-  return body;
-}
-
-export function showError(where, err) {
-  where.append(el("p", { class: "error" }, String(err.message || err)));
-}
-
-// Okabe and Ito's palette, told apart in the common forms of colour blindness; yellow last, as it
-// is faint on white.
-export const palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"];
-
-// An axis titled with its unit.
-export const axis = (text, extra = {}) => Object.assign({ title: { display: true, text } }, extra);
-
-export function chart(id, config) {
-  const canvas = document.getElementById(id);
-  if (!canvas) return null;
-  config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false },
-    config.options || {});
-  // Each series its own colour; the value axes from zero, so that a change of 0.1 % looks as
-  // small as it is.
-  config.data.datasets.forEach((d, k) => {
-    const colour = palette[k % palette.length];
-    if (d.borderColor === undefined) d.borderColor = colour;
-    if (d.backgroundColor === undefined) d.backgroundColor = colour;
-  });
-  const scales = (config.options.scales = config.options.scales || {});
-  const value = config.options.indexAxis === "y" ? "x" : "y";
-  for (const name of [value, "y1"]) {
-    if (name === "y1" && !scales.y1) continue;
-    if (scales[name] && scales[name].type === "logarithmic") continue;
-    scales[name] = Object.assign({ beginAtZero: true }, scales[name] || {});
-  }
-  const c = new Chart(canvas, config);
-  window.strataCharts.push(c);
-  return c;
-}
-
-// A string from a job that may be thousands of characters long (paths, arguments): its start and
-// end around an ellipsis, the whole of it in the title (shown on hover).
-export function shortText(text, max = 80) {
-  text = String(text);
-  if (text.length <= max) return text;
-  const head = Math.ceil(max * 0.6);
-  return el("span", { title: text, class: "short" }, text.slice(0, head) + "\u2026" + text.slice(text.length - (max - head - 1)));
-}
-
-// The same for a chart's title or label, which has no title to hover.
-export const shortLabel = (text, max = 100) =>
-  (String(text).length <= max ? String(text) : String(text).slice(0, max - 1) + "\u2026");
 
 // The report's cells too long to read in a row (a 20,000-character argument): their start, and a
 // button that shows the whole text, wrapped.
@@ -90,9 +22,6 @@ function collapseLongCells(root, max = 300) {
     td.replaceChildren(text, " ", button);
   }
 }
-
-export const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));
-export const when = (t) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16);
 
 // MPI core-hours (the MPI time summed over ranks): enough digits that a short run is not 0.00.
 const mpiHours = (s) => { const h = s / 3600; return h >= 10 ? fmt(h, 0) : h >= 0.01 ? fmt(h, 2) : h > 0 ? h.toPrecision(2) : "0"; };
@@ -169,8 +98,6 @@ async function jobsPage(app) {
   }
 }
 
-// "1 job", "2 jobs", with thousands separated.
-export const count = (n, noun) => `${Number(n).toLocaleString("en")} ${noun}${n === 1 ? "" : "s"}`;
 
 // How a job ended, in words; the record has no exit code for a job that reached MPI_Finalize.
 function endedText(e) {

@@ -1,7 +1,7 @@
 // The trends page's scaling models and histories, and the job page's comparison with the
 // previous run of the same program at the same size (site/web/views.cpp gives the JSON). Job
 // strings go into the page as text nodes only.
-import { api, axis, chart, el, fmt, shortLabel, shortText, showError, when } from "./app.js";
+import { api, axis, chart, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
 
 const MAX_PROGRAMS = 8; // charts per page: the programs with the most runs
 

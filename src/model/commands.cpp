@@ -1,4 +1,4 @@
-#include "model/bench_command.hpp"
+#include "model/commands.hpp"
 #include "common/exec_argv.hpp"
 
 #include "launch/launch.hpp"

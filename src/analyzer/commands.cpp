@@ -1,4 +1,4 @@
-#include "analyzer/command.hpp"
+#include "analyzer/commands.hpp"
 #include "common/exec_argv.hpp"
 
 #include "analyzer/analysis.hpp"

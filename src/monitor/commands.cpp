@@ -1,4 +1,4 @@
-#include "monitor/command.hpp"
+#include "monitor/commands.hpp"
 #include "common/http_server.hpp"
 
 #include "monitor/metrics.hpp"

@@ -60,7 +60,7 @@ bool is_slurm_fact(const char* kv) {
 }
 
 std::string slurm_job_id(const std::map<std::string, std::string>& variables) {
-  const std::string job = value_of(variables, "SLURM_JOB_ID");
+  std::string job = value_of(variables, "SLURM_JOB_ID");
   if (job.empty())
     return {};
   const std::string array = value_of(variables, "SLURM_ARRAY_JOB_ID");

@@ -261,6 +261,11 @@ class SlurmJobs(unittest.TestCase):
         self.assertEqual(len(rows), 1, rows)
         self.assertTrue(rows[0][0].startswith("slurm:"), rows)
         self.assertEqual(rows[0][1:], (4, "debug"))
+        report = subprocess.run([STRATA, "site", "report", "--db", "sqlite:" + db, "--since", "1d",
+                                 "--by", "partition", "--format", "json"],
+                                capture_output=True, text=True, env=self.env())
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertEqual(json.loads(report.stdout)["debug"]["jobs"], 1)
         self.assertEqual(glob.glob(os.path.join(self.epilog_spool, "*.json")), [])
 
         # A store that is down: the epilog's ingest fails, the record stays in the spool.

@@ -12,7 +12,7 @@ TEST(SlurmJob, KeepsSlurmsFactsOnly) {
   EXPECT_TRUE(is_slurm_fact("SLURM_JOB_ID=81234"));
   EXPECT_TRUE(is_slurm_fact("SLURM_JOB_ACCOUNT=chem"));
   EXPECT_TRUE(is_slurm_fact("STRATA_SLURM_TIME_LIMIT_S=60"));
-  EXPECT_FALSE(is_slurm_fact("SLURM_JOB_IDX=1"));           // only the names themselves
+  EXPECT_FALSE(is_slurm_fact("SLURM_JOB_IDX=1"));            // only the names themselves
   EXPECT_FALSE(is_slurm_fact("SLURM_SRUN_COMM_PORT=38333")); // the launch's wiring
   EXPECT_FALSE(is_slurm_fact("SLURM_PROCID=3"));             // differs per rank
 }

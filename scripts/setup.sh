@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev bc
   libsimdjson-dev libdeflate-dev
   python3-mpi4py
+  slurmctld slurmd slurm-client libslurm-dev munge slurm-wlm-basic-plugins
 )
 
 missing=()

@@ -8,6 +8,7 @@
 #include "monitor/commands.hpp"
 #include "profiler/commands.hpp"
 #include "site/site_commands.hpp"
+#include "slurm/commands.hpp"
 
 #include <strata/version.h>
 
@@ -99,6 +100,7 @@ int run_main(int argc, char** argv) {
   wings.push_back(strata::analyze::add_analyzer_commands(app));
   wings.push_back(strata::hang::add_hang_commands(app));
   wings.push_back(strata::site::add_site_commands(app));
+  wings.push_back(strata::slurm::add_slurm_commands(app, program));
 
   const CLI::App* chosen = &app;
   if (const int status = check_command_words(app, ours, chosen); status != 0)

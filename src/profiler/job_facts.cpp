@@ -1,4 +1,5 @@
 #include "profiler/job_facts.hpp"
+#include "profiler/slurm_job.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,6 +8,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <map>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -58,7 +60,8 @@ void fill_process_facts(rank_header& h, const char* mpi_flavor, const std::strin
   copy_nul_list(h.argv, sizeof(h.argv), read_proc("/proc/self/cmdline"));
   std::string env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e)
-    if (is_mpi_variable(*e) && env.size() + std::strlen(*e) + 1 < sizeof(h.environment))
+    if ((is_mpi_variable(*e) || is_slurm_fact(*e)) &&
+        env.size() + std::strlen(*e) + 1 < sizeof(h.environment))
       env.append(*e).push_back('\0');
   copy_nul_list(h.environment, sizeof(h.environment), env);
   copy_field(h.mpi_flavor, sizeof(h.mpi_flavor), mpi_flavor);
@@ -75,8 +78,16 @@ std::string job_id_from_environment() {
     const char* v = std::getenv(n);
     return v != nullptr ? v : "";
   };
-  if (std::string id = env("SLURM_JOB_ID"); !id.empty())
-    return "slurm:" + id + (env("SLURM_STEP_ID").empty() ? "" : "." + env("SLURM_STEP_ID"));
+  if (std::string id = env("SLURM_JOB_ID"); !id.empty()) {
+    std::map<std::string, std::string> parts;
+    for (const char* name : {"SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID",
+                             "SLURM_HET_JOB_ID", "SLURM_HET_JOB_OFFSET"})
+      parts[name] = env(name);
+    std::string step = env("SLURM_STEP_ID");
+    if (step == "4294967291") // SLURM_BATCH_SCRIPT: mpirun in the batch script
+      step = "batch";
+    return "slurm:" + slurm_job_id(parts) + (step.empty() ? "" : "." + step);
+  }
   if (std::string id = env("PBS_JOBID"); !id.empty())
     return "pbs:" + id;
   if (std::string id = env("LSB_JOBID"); !id.empty())

@@ -1,4 +1,5 @@
 #include "profiler/job_figures.hpp"
+#include "profiler/slurm_job.hpp"
 
 #include "profiler/packed_totals.hpp"
 #include "profiler/routine_classes.hpp"
@@ -208,6 +209,8 @@ record::job_record to_record(const job_figures& job) {
   if (job.poll_bytes_estimated >= 0)
     j.poll_bytes_estimated = job.poll_bytes_estimated != 0;
   j.clock = job.clock;
+  j.slurm = slurm_facts_of(j.environment, job.status == job_status::finalized,
+                           (job.end_unix_ns > 0 ? job.end_unix_ns : f.end_unix_ns) / 1000000000);
   if (job.model_clamped_calls >= 0)
     j.model_clamped_calls = static_cast<std::uint64_t>(job.model_clamped_calls);
   for (int c = 0; c < f.counter_count; ++c) {

@@ -4,6 +4,7 @@
 #include "site/mail.hpp"
 #include "site/models.hpp"
 #include "site/mpi_t_query.hpp"
+#include "site/queries.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
 #include "site/synth.hpp"
@@ -13,6 +14,8 @@
 #include <ctime>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unistd.h>
 
@@ -54,6 +57,8 @@ site_commands::site_commands(CLI::App& site) {
   report_->add_option("--to", to_, "with --from: up to this date or time (default: now)");
   report_->add_option("--user", user_, "only this user's summary");
   report_->add_flag("--users-only", users_only_, "the users' summaries without the site part");
+  report_->add_option("--by", by_, "jobs, CPU hours and MPI % per Slurm account or partition")
+      ->check(CLI::IsMember({"account", "partition"}));
   report_->add_option("--format", format_, "text, html, json or mail")
       ->check(CLI::IsMember({"text", "html", "json", "mail"}));
   report_->add_option("--critical", critical_, "MPI % above which a job or user is critical")
@@ -139,6 +144,26 @@ std::string read_file(const std::string& path, bool& ok) {
   s << in.rdbuf();
   ok = static_cast<bool>(in) || in.eof();
   return s.str();
+}
+
+// `report --by account|partition`: one line per group, or a JSON object keyed by it.
+int print_slurm_totals(const std::map<std::string, job_totals>& groups, const std::string& by,
+                       const std::string& format) {
+  if (format == "json") {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, t] : groups)
+      out[name] = {{"jobs", t.jobs},
+                   {"cpu_hours", t.cpu_time_s / 3600},
+                   {"mpi_percent", t.cpu_time_s > 0 ? 100 * t.mpi_time_s / t.cpu_time_s : 0.0}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  std::printf("%-24s %8s %12s %7s\n", by.c_str(), "jobs", "CPU hours", "MPI %");
+  for (const auto& [name, t] : groups)
+    std::printf("%-24s %8lld %12.3f %7.2f\n", name.empty() ? "(none)" : name.c_str(),
+                static_cast<long long>(t.jobs), t.cpu_time_s / 3600,
+                t.cpu_time_s > 0 ? 100 * t.mpi_time_s / t.cpu_time_s : 0);
+  return 0;
 }
 
 } // namespace
@@ -257,6 +282,8 @@ int site_commands::run() const {
         o.model = *parsed.model;
       }
       auto db = store::open(url);
+      if (!by_.empty())
+        return print_slurm_totals(slurm_totals(*db, o.when, by_ == "partition"), by_, format_);
       const report r = build_report(*db, o);
       if (format_ == "mail") {
         mail_options m;

@@ -42,6 +42,7 @@ private:
   double critical_ = 15;
   std::optional<double> cores_;
   bool users_only_ = false;
+  std::string by_; // report: "account" or "partition"
   // models (and --user, --since, --format above)
   std::string executable_;
   // mpi-t (and --user, --since, --executable, --format above)

@@ -248,8 +248,9 @@ TEST_F(MpiTIndex, MigrationTenKeepsEachSetAsItsText) {
   ASSERT_GE(sets.size(), 3u); // on PostgreSQL other tests' sets too
   s->execute("CREATE TABLE mpi_t_setting_values (settings_id BIGINT NOT NULL, name TEXT NOT NULL, "
              "value TEXT NOT NULL, from_environment INTEGER NOT NULL, PRIMARY KEY (settings_id, "
-             "name)); ALTER TABLE mpi_t_settings DROP COLUMN settings; DELETE FROM schema_version "
-             "WHERE version >= 10");
+             "name)); ALTER TABLE mpi_t_settings DROP COLUMN settings; " +
+             std::string(store_testing::drop_version_12) +
+             "DELETE FROM schema_version WHERE version >= 10");
   size_t rows = 0;
   for (const auto& [id, text] : sets)
     for (const setting& v : settings_of_text(text)) {

@@ -95,6 +95,16 @@ job_totals totals(store& db, const period& when, const std::optional<std::string
   return t;
 }
 
+std::map<std::string, job_totals> slurm_totals(store& db, const period& when, bool by_partition) {
+  std::map<std::string, job_totals> out;
+  const std::string column = by_partition ? "slurm_partition" : "slurm_account";
+  db.query("SELECT " + column + ", " + totals_columns +
+               " FROM jobs WHERE end_time >= $1 AND end_time < $2 GROUP BY " + column,
+           {when.from, when.to},
+           [&](const store::row& r) { add_totals(out[r.text(0)], read_totals(r, 1)); });
+  return out;
+}
+
 std::vector<job_class_row> job_classes(store& db, const period& when, double critical_mpi_percent,
                                        const std::optional<std::string>& owner,
                                        bool with_critical) {

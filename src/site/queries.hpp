@@ -28,6 +28,10 @@ std::vector<job_class_row> job_classes(store& db, const period& when, double cri
 // day_owners, a few hundred rows a day.
 std::vector<job_class_row> job_shapes(store& db, const period& when);
 std::map<std::string, job_totals> owner_totals(store& db, const period& when);
+
+// Per Slurm account (`by_partition` false) or partition of the jobs in the period ("" for jobs
+// without one), from the jobs themselves.
+std::map<std::string, job_totals> slurm_totals(store& db, const period& when, bool by_partition);
 // Jobs with mpi_percent above `threshold` in the period: from day_mpi for whole days when the
 // threshold is a whole number from 0 to 100, from the job rows otherwise.
 std::int64_t count_critical(store& db, const period& when, double threshold);

@@ -341,6 +341,13 @@ DROP INDEX jobs_owner_list;
 CREATE INDEX jobs_owner_list ON jobs (owner, end_time, mpi_percent, cpu_time_s, ranks, language,
   mpi_time_s{{row_id}});
 )sql",
+    // 12: the Slurm account and partition of a job (its record's "slurm" block), for reports
+    // by account and partition beside those by user. Jobs stored before have neither: their
+    // records kept no Slurm facts.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN slurm_account TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on

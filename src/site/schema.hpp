@@ -33,6 +33,6 @@
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 11;
+inline constexpr int store_schema_version = 12;
 
 } // namespace strata::site

@@ -14,7 +14,8 @@ const char* const job_columns =
     "job_id, job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, owner_mismatch, "
     "start_time, end_time, ranks, ranks_reported, hosts, executable, language, mpi_flavor, "
     "status, partial, wall_time_s, cpu_time_s, mpi_time_s, mpi_percent, overhead_s, mpi_calls, "
-    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at";
+    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at, slurm_account, "
+    "slurm_partition";
 
 job_row read_job(const store::row& r) {
   job_row j;
@@ -50,6 +51,8 @@ job_row read_job(const store::row& r) {
     j.instructions = r.f64(c);
   ++c;
   j.ingested_at = r.i64(c++);
+  j.slurm_account = r.text(c++);
+  j.slurm_partition = r.text(c++);
   return j;
 }
 

@@ -143,7 +143,8 @@ constexpr const char* insert_columns =
     "job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, owner_mismatch, "
     "start_time, end_time, ranks, ranks_reported, hosts, executable, language, mpi_flavor, "
     "status, partial, wall_time_s, cpu_time_s, mpi_time_s, mpi_percent, overhead_s, mpi_calls, "
-    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at";
+    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at, slurm_account, "
+    "slurm_partition";
 
 // COPY's binary format: a header, then per row the field count and each field as a length
 // and big-endian bytes, then -1. The field types must match the columns' (BIGINT: i64,
@@ -252,7 +253,7 @@ protected:
         const job_row& j = jobs[i].job;
         // As the server will return it (text() cuts at a NUL byte).
         first_of_key.try_emplace(std::string_view(j.job_key).substr(0, j.job_key.find('\0')), i);
-        staged.tuple(29);
+        staged.tuple(31);
         staged.i32(static_cast<std::int32_t>(i));
         staged.text(j.job_key);
         staged.text(j.record_id);
@@ -285,6 +286,8 @@ protected:
         else
           staged.null();
         staged.i64(now);
+        staged.text(j.slurm_account);
+        staged.text(j.slurm_partition);
       }
       copy_in("COPY ingest_jobs (n, " + std::string(insert_columns) +
                   ") FROM STDIN (FORMAT binary)",

@@ -128,9 +128,9 @@ protected:
           "owner_mismatch, start_time, end_time, ranks, ranks_reported, hosts, executable, "
           "language, mpi_flavor, status, partial, wall_time_s, cpu_time_s, mpi_time_s, "
           "mpi_percent, overhead_s, mpi_calls, mpi_bytes, routine_groups, cpu_class, "
-          "instructions, ingested_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-          "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
-          "?28) ON CONFLICT (job_key) DO NOTHING");
+          "instructions, ingested_at, slurm_account, slurm_partition) VALUES (?1, ?2, ?3, ?4, "
+          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
+          "?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30) ON CONFLICT (job_key) DO NOTHING");
       sqlite3_stmt* record = prepare("INSERT INTO job_records (job_id, record) VALUES (?1, ?2)");
       sqlite3_stmt* routine = prepare(
           "INSERT INTO job_routines (job_id, routine, owner, end_time, calls, time_s, bytes, "
@@ -170,6 +170,8 @@ protected:
         else
           sqlite3_bind_null(job, c++);
         sqlite3_bind_int64(job, c++, now);
+        bind_text(job, c++, j.slurm_account);
+        bind_text(job, c++, j.slurm_partition);
         const int rc = sqlite3_step(job);
         sqlite3_reset(job);
         check(rc, SQLITE_DONE);

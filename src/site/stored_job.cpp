@@ -115,6 +115,10 @@ stored_job make_stored_job(const record::job_record& record, std::string record_
   j.language = f.language;
   j.mpi_flavor = f.mpi_flavor;
   j.status = std::string(record::status_name(f.status));
+  if (f.slurm) {
+    j.slurm_account = f.slurm->account;
+    j.slurm_partition = f.slurm->partition;
+  }
   j.partial = f.partial;
   j.wall_time_s = f.wall_time_s;
   j.cpu_time_s = f.wall_time_s * static_cast<double>(f.ranks_reported);

@@ -41,6 +41,8 @@ struct job_row {
   int cpu_class = 0;                  // floor(log10(cpu_time_s)), at least 0
   std::optional<double> instructions; // outside MPI, when the job counted them
   std::int64_t ingested_at = 0;
+  // The Slurm account and partition (version 12), "" for jobs without them.
+  std::string slurm_account, slurm_partition;
 };
 
 struct routine_row {

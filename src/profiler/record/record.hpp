@@ -103,6 +103,22 @@ struct clock_facts {
 inline constexpr std::string_view profile_module = "profile";
 inline constexpr std::string_view overhead_module = "overhead";
 
+// What Slurm says of the job (docs/job-record.md, "slurm"): from the ranks' SLURM_* variables
+// and, where Strata's SPANK plugin set the task up, what slurmctld said (STRATA_SLURM_*).
+struct slurm_facts {
+  std::string job_id; // "81234"; an array's element "81230_4"; a het job's part "81240+1"
+  std::string step;   // "0", "batch"; "" when not known
+  std::string cluster, user, account, partition, qos; // "" when not known
+  std::uint64_t nodes = 0;                            // the job's nodes
+  std::string node_list;                              // "n[1-2]", as Slurm writes it
+  std::string tasks_per_node;                         // the step's, as Slurm writes it: "2(x2)"
+  std::optional<std::int64_t> time_limit_s;           // absent: unlimited or not known
+  // The job ran into its time limit: it did not finalize and its end lies at or after its
+  // start plus the limit (Slurm's SIGTERM at the limit). False when the limit is not known.
+  bool ended_by_time_limit = false;
+  bool operator==(const slurm_facts&) const = default;
+};
+
 struct job_facts {
   std::string id;
   // Which module wrote it: "profile" or "overhead" (each leaves its own record of a job).
@@ -143,6 +159,7 @@ struct job_facts {
   std::optional<std::uint64_t> model_clamped_calls;
   std::map<std::string, counter> counters; // absent in the record: empty
   std::optional<clock_facts> clock;        // absent: not checked (records rebuilt, older ones)
+  std::optional<slurm_facts> slurm;        // absent: not a Slurm job
   bool operator==(const job_facts&) const = default;
 };
 

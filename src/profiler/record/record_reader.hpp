@@ -83,6 +83,21 @@ template <either_const<clock_facts> S, typename Visit> void fields(S& s, Visit& 
   visit("status", s.status);
 }
 
+template <either_const<slurm_facts> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("job_id", s.job_id);
+  visit("step", s.step);
+  visit("cluster", s.cluster);
+  visit("user", s.user);
+  visit("account", s.account);
+  visit("partition", s.partition);
+  visit("qos", s.qos);
+  visit("nodes", s.nodes);
+  visit("node_list", s.node_list);
+  visit("tasks_per_node", s.tasks_per_node);
+  visit("time_limit_s", s.time_limit_s);
+  visit("ended_by_time_limit", s.ended_by_time_limit);
+}
+
 inline constexpr std::array<std::string_view, 3> clock_sources = {"tsc", "monotonic", "mixed"};
 inline constexpr std::array<std::string_view, 3> clock_statuses = {"ok", "corrected", "flagged"};
 
@@ -121,6 +136,7 @@ template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& vi
   visit("model_clamped_calls", s.model_clamped_calls);
   visit("counters", s.counters);
   visit("clock", s.clock);
+  visit("slurm", s.slurm);
 }
 
 template <either_const<callsite> S, typename Visit> void fields(S& s, Visit& visit) {

@@ -1,7 +1,7 @@
 // The pages of `strata site serve`: fetch the JSON API and draw tables (as DOM text, never as
 // HTML strings: job strings stay inert) and charts (Chart.js). Every chart is kept in
 // window.strataCharts so that the browser tests can ask what it draws.
-import { api, axis, chart, count, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
+import { api, axis, chart, coreHours, count, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
 import { comparePart, trendsPart } from "./trends.js";
 import { compareChooser, comparePage, csvLink, flaggedPage, periodForm, periodSelect, table, wastePage } from "./lists.js";
 
@@ -23,8 +23,6 @@ function collapseLongCells(root, max = 300) {
   }
 }
 
-// MPI core-hours (the MPI time summed over ranks): enough digits that a short run is not 0.00.
-const mpiHours = (s) => { const h = s / 3600; return h >= 10 ? fmt(h, 0) : h >= 0.01 ? fmt(h, 2) : h > 0 ? h.toPrecision(2) : "0"; };
 
 export function jobsTable(jobs, showOwner, id = "jobs") {
   const head = ["Job", "End (UTC)", showOwner ? "User" : null, "Executable", "Language", "Ranks",
@@ -35,7 +33,7 @@ export function jobsTable(jobs, showOwner, id = "jobs") {
     const link = el("a", { href: `/job/${j.id}` }, shortText(j.record_id, 40));
     const cells = [link, when(j.end), showOwner ? shortText(j.owner, 24) : null, shortText(j.executable), shortText(j.language, 24),
       j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent),
-      mpiHours(j.mpi_time_s), j.status, j.flagged ? el("a", { href: `/job/${j.id}`, class: "error" }, "flagged") : ""];
+      coreHours(j.mpi_time_s), j.status, j.flagged ? el("a", { href: `/job/${j.id}`, class: "error" }, "flagged") : ""];
     const tr = el("tr", { "data-owner": j.owner });
     for (const c of cells) if (c !== null) tr.append(el("td", {}, c));
     body.append(tr);

@@ -1,10 +1,9 @@
 // The list pages beside the jobs list: jobs, users and programs ranked by wasted MPI time; the
 // flagged jobs and regressions; two runs of a program side by side. Each list has a period
 // picker (?days=N, as on every list page) and a CSV download of its table.
-import { api, count, el, fmt, shortText, showError, when } from "./widgets.js";
+import { api, coreHours, count, el, fmt, shortText, showError, when } from "./widgets.js";
 
 // Core-hours from core-seconds: enough digits that a short run is not 0.00.
-export const coreHours = (s) => { const h = s / 3600; return h >= 10 ? fmt(h, 0) : h >= 0.01 ? fmt(h, 2) : h > 0 ? h.toPrecision(2) : "0"; };
 
 // The period picker of every list page: the last N days (?days=N), "any time" where a list
 // has no default period. Changing it reloads the page with the other parameters kept.

@@ -71,6 +71,8 @@ export function shortText(text, max = 80) {
 export const shortLabel = (text, max = 100) =>
   (String(text).length <= max ? String(text) : String(text).slice(0, max - 1) + "\u2026");
 
+// MPI core-hours (MPI time summed over ranks): enough digits that a short run is not 0.00.
+export const coreHours = (s) => { const h = s / 3600; return h >= 10 ? fmt(h, 0) : h >= 0.01 ? fmt(h, 2) : h > 0 ? h.toPrecision(2) : "0"; };
 // "1 job", "2,000 jobs".
 export const count = (n, noun) => `${Number(n).toLocaleString("en")} ${noun}${n === 1 ? "" : "s"}`;
 export const fmt = (x, digits = 1) => (typeof x === "number" ? x.toFixed(digits) : String(x));

@@ -43,6 +43,10 @@ void add_hang_section(const std::string& spool, const recovery& r) {
   o.inputs = {spool};
   o.job = r.job_key;
   const hang::loaded_states loaded = hang::load_states(o);
+  // Read: the files go, as the rank files did.
+  std::error_code ec;
+  for (const hang::rank_state& state : loaded.states)
+    std::filesystem::remove(state.source, ec);
   if (!loaded.error.empty())
     return;                     // this job left no state files
   const uint64_t threshold = 0; // the job is over: judged as of its last heartbeat

@@ -120,8 +120,9 @@ class NoHang(HangTestCase):
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertNotIn("hangs", proc.stderr)
         self.assertNotIn("DEADLOCK", proc.stderr)
-        # Finished: the files say so.
-        self.assertEqual(self.spool_diagnosis()["verdict"], "all_finished")
+        # Finished with its record written: the state files are gone with the rank files.
+        self.assertEqual(len(glob.glob(os.path.join(self.spool, "*.json"))), 1)
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.hang")), [])
 
 
 class ModuleOption(HangTestCase):
@@ -159,6 +160,7 @@ class Recovered(HangTestCase):
         line = line_of("hang.c", "HANG recv_recv")
         self.assertAborted(self.watched([program("hang_c"), "recv_recv"]))
         proc = run([STRATA, "recover", self.spool], env=self.env)
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.hang")), [])
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         records = glob.glob(os.path.join(self.spool, "*.json"))
         self.assertEqual(len(records), 1, records)

@@ -143,6 +143,7 @@ struct hang_watch {
 };
 
 hang_watch* watch = nullptr;
+std::string state_path; // this rank's file, removed once the job's record is written
 
 // A rank of the communicator as a world rank, or MPI's special values as the state file has them.
 int32_t to_world(int64_t rank, const hang::communicator& comm) {
@@ -303,7 +304,9 @@ void watch_loop(hang_watch& h) {
 } // namespace
 
 void start_hang_watch(module_state& s) {
-  if (s.spool.empty() || strata_where_of_this_thread == nullptr || watch != nullptr)
+  // One job's files per spool: the overhead module, in the same job, keeps none.
+  if (is_overhead_module || s.spool.empty() || strata_where_of_this_thread == nullptr ||
+      watch != nullptr)
     return;
   auto* h = new hang_watch;
   const std::string path = s.spool + "/" + s.key + ".rank" + std::to_string(s.rank) + ".hang";
@@ -327,6 +330,7 @@ void start_hang_watch(module_state& s) {
                            " (" + std::strerror(errno) + ")")
                               .c_str());
   }
+  state_path = path;
   h->where = strata_where_of_this_thread();
   h->names = s.names;
   for (const std::string& name : s.names)
@@ -364,6 +368,12 @@ void stop_hang_watch(bool finalized) {
   }
   watch = nullptr;
   delete h;
+}
+
+void remove_hang_state() {
+  if (!state_path.empty())
+    ::unlink(state_path.c_str());
+  state_path.clear();
 }
 
 } // namespace strata::profiler

@@ -10,5 +10,7 @@ namespace strata::profiler {
 void start_hang_watch(module_state& s);
 // At MPI_Finalize (the file then says so) or when the module ends otherwise.
 void stop_hang_watch(bool finalized);
+// Once the job's record is in the spool: the state file is no longer needed.
+void remove_hang_state();
 
 } // namespace strata::profiler

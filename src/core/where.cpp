@@ -15,7 +15,7 @@ extern "C" STRATA_EXPORT const strata_where* strata_where_of_this_thread(void) {
 extern "C" STRATA_EXPORT int strata_where_comm(const void* comm, int32_t* size,
                                                const int** world_ranks) {
   MPI_Comm handle;
-  std::memcpy(&handle, comm, sizeof(handle));
+  std::memcpy(&handle, comm, sizeof(handle)); // NOLINT(bugprone-sizeof-expression)
   const strata::decode::comm_info* info = strata::decode::find_comm_without_mpi(handle);
   if (info == nullptr || info->inter)
     return 0;
@@ -26,7 +26,7 @@ extern "C" STRATA_EXPORT int strata_where_comm(const void* comm, int32_t* size,
 
 extern "C" STRATA_EXPORT int64_t strata_where_type_size(const void* type) {
   MPI_Datatype handle;
-  std::memcpy(&handle, type, sizeof(handle));
+  std::memcpy(&handle, type, sizeof(handle)); // NOLINT(bugprone-sizeof-expression)
   const uint64_t bits = strata::decode::handle_bits(handle);
   using strata::decode::predefined_types;
   for (size_t i = strata::decode::predefined_type_slot_of(bits);;

@@ -338,8 +338,8 @@ void start_hang_watch(module_state& s) {
   h->world_size = s.world_size;
   h->rank = s.rank;
   MPI_Comm world = MPI_COMM_WORLD;
-  std::memcpy(&h->world_bits, &world, sizeof(world));
-  if constexpr (sizeof(MPI_Comm) < sizeof(uint64_t)) // an integer handle, widened as its sign says
+  std::memcpy(&h->world_bits, &world, sizeof(world)); // NOLINT(bugprone-sizeof-expression)
+  if constexpr (sizeof(MPI_Comm) < sizeof(uint64_t))  // an integer handle, widened as its sign says
     h->world_bits = static_cast<uint64_t>(
         static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(h->world_bits))));
   h->spool = s.spool;

@@ -316,7 +316,9 @@ void start_hang_watch(module_state& s) {
   if (opened)
     h->writer.emplace(std::move(*opened));
   if (!h->writer) {
-    if (s.rank == 0)
+    ::unlink(path.c_str()); // what a failed reservation left
+    // A full spool is said once already, by the rank file or the record.
+    if (s.rank == 0 && error.find(std::strerror(ENOSPC)) == std::string::npos)
       s.host->log(s.self, ("no hang state is kept: " + error).c_str());
     delete h;
     return;

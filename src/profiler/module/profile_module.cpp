@@ -123,6 +123,8 @@ void on_finalize(void* raw) {
   auto* s = static_cast<module_state*>(raw);
   guarded(s, "no hang state is kept", [] { stop_hang_watch(true); });
   guarded(s, "job record not written", [&] { finalize_job(*s); });
+  // Whatever became of the record: a rank past the job's end has no hang to tell.
+  guarded(s, "no hang state is kept", [] { remove_hang_state(); });
 }
 
 // Most untimed polls complete nothing: the core only adds 1 to the routine's uncharged polls for

@@ -7,6 +7,7 @@
 #include "strata_functions.hpp"
 #include <mpi.h>
 #include <strata/module.h>
+#include <strata/where.h>
 
 #include <cstdint>
 #include <cstring>
@@ -106,6 +107,8 @@ struct thread_state {
   // there (the assembly entry point, enter_sole_exit) with the arguments untouched: written
   // just before the jump, read at its start (sole_exit_in_place).
   const chain_entry* timed_entry;
+  // Where the thread is, for the hang diagnosis (strata/where.h): written on the timed calls.
+  strata_where where;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 

@@ -260,6 +260,23 @@ void forget_world_ranks() {
 
 __thread last_comm_lookup last_comm __attribute__((tls_model("initial-exec")));
 
+const comm_info* find_comm_without_mpi(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL)
+    return nullptr;
+  uint64_t key = handle_bits(comm);
+  if (key == empty_key || key == tombstone)
+    key ^= 0x5bd1e995u;
+  size_t i = hash(key);
+  for (size_t probes = 0; probes < table_size; ++probes, i = (i + 1) & (table_size - 1)) {
+    const uint64_t k = table[i].key.load(std::memory_order_acquire);
+    if (k == key)
+      return &table[i].info;
+    if (k == empty_key)
+      return nullptr;
+  }
+  return nullptr;
+}
+
 const comm_info* lookup_comm_in_table(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL)
     return nullptr;

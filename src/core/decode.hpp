@@ -73,6 +73,8 @@ struct last_comm_lookup {
 extern __thread last_comm_lookup last_comm __attribute__((tls_model("initial-exec")));
 
 const comm_info* lookup_comm_in_table(MPI_Comm comm);
+// The cache's entry, or nullptr when it has none; never calls MPI (any thread may ask).
+const comm_info* find_comm_without_mpi(MPI_Comm comm);
 
 inline const comm_info* lookup_comm(MPI_Comm comm) {
   const last_comm_lookup& last = last_comm;

@@ -15,12 +15,14 @@
 #include "python_sites/capture.hpp"
 #include "strata_functions.hpp"
 #include <strata/module.h>
+#include <strata/where.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace strata::core {
 
@@ -250,6 +252,40 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
     ev.bytes_received = -1;
 }
 
+// An argument as strata_where keeps it: pointers and handles as their bits, integers widened.
+template <typename T> __attribute__((always_inline)) inline uint64_t raw_argument(T value) {
+  if constexpr (std::is_pointer_v<T>)
+    return reinterpret_cast<uint64_t>(value);
+  else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>)
+    return static_cast<uint64_t>(static_cast<int64_t>(value));
+  else
+    return 0;
+}
+
+// The timed call's entry into strata_where: function, call site and arguments, then the
+// counter made odd. Plain stores ordered for the compiler; x86-64 keeps stores in order for the
+// reader on another CPU. Leaving makes the counter even again.
+template <int F, typename... A, size_t... I>
+__attribute__((always_inline)) inline void
+note_call(const void* call_site, std::index_sequence<I...> /*unused*/, A... args) {
+  strata_where& where = tls.where;
+  where.function = F;
+  where.call_site = call_site;
+  ((I < STRATA_WHERE_ARGS ? void(where.args[I % STRATA_WHERE_ARGS] = raw_argument(args)) : void()),
+   ...);
+  asm volatile("" ::: "memory");
+  ++where.seq;
+  asm volatile("" ::: "memory");
+}
+template <int F, typename... A>
+__attribute__((always_inline)) inline void note_call(const void* call_site, A... args) {
+  note_call<F>(call_site, std::index_sequence_for<A...>{}, args...);
+}
+__attribute__((always_inline)) inline void note_return() {
+  asm volatile("" ::: "memory");
+  ++tls.where.seq;
+}
+
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((noinline)) R invoke_at(const chain* c, int pos, R (*real)(P...), A... args) {
   return invoke<F, Decoder>(c, pos, real, args...);
@@ -322,8 +358,8 @@ __attribute__((always_inline)) inline void end_event(strata_event& ev, decode::s
 // is never written; no callback, and the sum's traits come with the entry. `Clock`:
 // clock.hpp's readings, chosen once by count_timed.
 template <int F, typename Decoder, typename Clock, typename R, typename... P, typename... A>
-__attribute__((always_inline)) inline R count_timed_body(const chain_entry& entry, R (*real)(P...),
-                                                         A... args) {
+__attribute__((always_inline)) inline R
+count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...), A... args) {
   const thread_state& ts = tls;
   const uint32_t fields = entry.fields;
   strata_event ev;
@@ -338,9 +374,11 @@ __attribute__((always_inline)) inline R count_timed_body(const chain_entry& entr
   if constexpr (Decoder::has_peer)
     ev.peer = STRATA_NO_RANK; // read only for the sums per peer, which ask for it
   Decoder::enter(ev, scratch, fields, args...);
+  note_call<F>(call_site, args...);
   const uint64_t enter = Clock::raw();
   R r = call_real(real, args...);
   const uint64_t exit = Clock::raw();
+  note_return();
   set_result(ev, r);
   Decoder::exit(ev, scratch, fields, args...);
   add_timed_call<plain_adds>(*entry.timed_slot,
@@ -369,24 +407,32 @@ __attribute__((always_inline)) inline R count_timed_body(const chain_entry& entr
 // The sum with the clock the core uses, tested once (a test at each reading took two more
 // instructions, and scaling the entry's reading apart three more).
 template <int F, typename Decoder, typename R, typename... P, typename... A>
-__attribute__((always_inline)) inline R count_timed(const chain_entry& entry, R (*real)(P...),
-                                                    A... args) {
+__attribute__((always_inline)) inline R count_timed(const chain_entry& entry, const void* call_site,
+                                                    R (*real)(P...), A... args) {
   if (tsc_in_use())
-    return count_timed_body<F, Decoder, tsc_readings>(entry, real, args...);
-  return count_timed_body<F, Decoder, monotonic_readings>(entry, real, args...);
+    return count_timed_body<F, Decoder, tsc_readings>(entry, call_site, real, args...);
+  return count_timed_body<F, Decoder, monotonic_readings>(entry, call_site, real, args...);
+}
+
+// The application's return address for a summed call: these functions are entered by jumps from
+// the entry point, except after a mark (a Fortran binding's call), where dispatch_marked noted it.
+__attribute__((always_inline)) inline const void* summed_call_site(const void* return_address) {
+  return __builtin_expect(any_call_mark(), 0) ? tls.call_site : return_address;
 }
 
 // Out of line, entered by a jump with the caller's own arguments: a frame of its own, smaller
 // than the event path's, which keeps an event and a callback's registers.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((noinline)) R count_timed_call(const chain_entry& entry, R (*real)(P...), A... args) {
-  return count_timed<F, Decoder>(entry, real, args...);
+  return count_timed<F, Decoder>(entry, summed_call_site(__builtin_return_address(0)), real,
+                                 args...);
 }
 // The generated strata_summed_X (Decoder::summed_in_place), as sole_exit_in_place is
 // strata_timed_X: entered with the entry in thread_state::timed_entry.
 template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto count_timed_in_place(A... args) {
-  return count_timed<F, Decoder>(*tls.timed_entry, Decoder::real_function(), args...);
+  return count_timed<F, Decoder>(*tls.timed_entry, summed_call_site(__builtin_return_address(0)),
+                                 Decoder::real_function(), args...);
 }
 
 // The usual timed call (chain_entry::sole_exit): one module, its exit callback, the real
@@ -399,7 +445,9 @@ __attribute__((always_inline)) inline R sole_exit_call(const chain_entry& entry,
   strata_event ev;
   decode::scratch scratch;
   begin_event<F, Decoder, true>(ev, scratch, ts, fields, args...);
+  note_call<F>(ts.call_site, args...);
   R r = call_real(real, args...);
+  note_return();
   end_event<Decoder>(ev, scratch, fields, r, args...);
   const int saved_layer = ts.layer;
   ts.layer = entry.calls_layer;

@@ -1,5 +1,6 @@
 #include "launch/commands.hpp"
 #include "common/exec_argv.hpp"
+#include "launch/hang_run.hpp"
 
 #include "config/config.hpp"
 #include "core/probe.h"
@@ -295,6 +296,21 @@ int run_command(const launch_options& o) {
     args.push_back(t.path);
   }
   args.insert(args.end(), o.program.begin() + 1, o.program.end());
+  if (o.hang_after_s > 0) {
+    std::string error;
+    const std::string dir = make_hang_watch_dir(error);
+    if (dir.empty()) {
+      error_line("error: --hang-after: " + error);
+      return 2;
+    }
+    // After the launcher's own arguments, before the program: where the ranks link their files.
+    const std::vector<std::string> watch =
+        launch::rank_environment(t.flavor, hang_watch_variable, dir);
+    const size_t program_at = args.size() - o.program.size();
+    args.insert(args.begin() + static_cast<std::ptrdiff_t>(program_at), watch.begin(), watch.end());
+    ::setenv(hang_watch_variable, dir.c_str(), 1);
+    return run_watching_hangs(args, dir, {o.hang_after_s, o.on_hang == "abort"});
+  }
   if (extra_ranks > 0) // the launcher's last words may blame the application for a tool rank
     return launch::run_launcher_child({args, t.flavor, o.ranks, processes});
   std::vector<char*> argv = exec_argv(args);
@@ -445,6 +461,13 @@ public:
                      "the application's ranks (a module's tool ranks, the monitor's, come on top)")
         ->required()
         ->check(CLI::Range(1, 1 << 20));
+    run_->add_option("--hang-after", options_.hang_after_s,
+                     "say why the job hangs once a rank has waited SECONDS inside one MPI call "
+                     "and no rank completed one meanwhile (needs the profile module)")
+        ->check(CLI::PositiveNumber);
+    run_->add_option("--on-hang", options_.on_hang,
+                     "report: print the diagnosis; abort: print it and end the job (exit 3)")
+        ->check(CLI::IsMember({"report", "abort"}));
     // The monitor's settings were once options of `run`; they are the module's own now. The old
     // spellings stay, hidden, to say the new one in a line rather than CLI11's "not expected".
     for (const auto& [gone, now] : {std::pair{"--monitor-fanout", "--tools monitor:fanout=N"},

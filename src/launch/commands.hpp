@@ -18,6 +18,8 @@ struct launch_options {
   int ranks = 0;
   bool skip_check = false;
   std::vector<std::string> program;
+  double hang_after_s = 0;        // run: watch the job's hang states (0: no)
+  std::string on_hang = "report"; // run: report, or abort the hung job
 };
 
 int exec_command(const launch_options& options);

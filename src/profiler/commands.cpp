@@ -2,12 +2,19 @@
 // rank files of jobs that did not finalize.
 #include "profiler/commands.hpp"
 
+#include "common/atomic_file.hpp"
+#include "hang/command.hpp"
+#include "hang/diagnose.hpp"
 #include "profiler/record/render.hpp"
 #include "profiler/spool.hpp"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +25,50 @@ void error_line(const std::string& message) {
   std::fprintf(stderr, "strata: %s\n", message.c_str());
 }
 
+// The record's `hang` section (a job that hung, recovered), as `strata hang` printed it.
+std::string hang_text(const std::string& record) {
+  std::ifstream in(record);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("hang") || !j["hang"].is_object() ||
+      !j["hang"].contains("text") || !j["hang"]["text"].is_string())
+    return "";
+  return "\nWhy the job hung (strata hang, from the ranks' last states):\n" +
+         j["hang"]["text"].get<std::string>();
+}
+
+// After a partial record is written: when the job's hang state files show ranks waiting inside
+// MPI, the diagnosis goes into the record as its `hang` section (docs/job-record.md).
+void add_hang_section(const std::string& spool, const recovery& r) {
+  hang::hang_options o;
+  o.inputs = {spool};
+  o.job = r.job_key;
+  const hang::loaded_states loaded = hang::load_states(o);
+  // Read: the files go, as the rank files did.
+  std::error_code ec;
+  for (const hang::rank_state& state : loaded.states)
+    std::filesystem::remove(state.source, ec);
+  if (!loaded.error.empty())
+    return;                     // this job left no state files
+  const uint64_t threshold = 0; // the job is over: judged as of its last heartbeat
+  const hang::diagnosis d =
+      hang::diagnose(loaded.states, hang::latest_time(loaded.states), threshold);
+  if (d.result == hang::verdict::no_states || d.result == hang::verdict::all_finished ||
+      d.result == hang::verdict::all_computing)
+    return;
+  std::ifstream in(r.record_path);
+  nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
+  if (!record.is_object())
+    return;
+  nlohmann::json section = nlohmann::json::parse(hang::format_json(d), nullptr, false);
+  if (!section.is_object())
+    return;
+  section["text"] = hang::format_text(d);
+  record["hang"] = std::move(section);
+  if (const std::string error = common::write_atomically(r.record_path, record.dump(1));
+      !error.empty())
+    error_line("warning: " + r.record_path + ": the hang section is not kept (" + error + ")");
+}
+
 int report_command(const std::string& record, const std::string& format, const std::string& model) {
   std::string output;
   std::string error;
@@ -26,6 +77,8 @@ int report_command(const std::string& record, const std::string& format, const s
     error_line("error: " + error);
     return rc;
   }
+  if (format.empty() || format == "text")
+    output += hang_text(record);
   std::fwrite(output.data(), 1, output.size(), stdout);
   return 0;
 }
@@ -38,6 +91,8 @@ int recover_command(const std::vector<std::string>& spools) {
         error_line(p);
         status = 1;
       }
+      if (!r.record_path.empty())
+        add_hang_section(spool, r);
       if (!r.record_path.empty())
         std::printf("%s: partial record from %d rank files -> %s\n", r.job_key.c_str(),
                     r.ranks_read, r.record_path.c_str());

@@ -7,6 +7,7 @@
 // the job's size, not one per rank; then the MPI_Bcast of whether the record was written. With
 // oversubscribed ranks each collective, and each round of the tree, needs ranks scheduled: their
 // number is the cost.
+#include "hang_watch.hpp"
 #include "state.hpp"
 
 #include "options.hpp"
@@ -434,6 +435,7 @@ void finalize_job(module_state& s) {
       return; // keep this rank's file for strata recover
   }
   // The record is in the spool: the per-rank files are no longer needed.
+  remove_hang_state();
   if (s.mapping.ok()) {
     ::unlink(s.mapping.path.c_str());
     s.header().overhead_ns += mono_ns() - start;

@@ -51,6 +51,10 @@ const strata_option declarations[] = {
      "read the MPI library's own performance and control variables (MPI_T) into the record: "
      "1 always, auto only for a job long enough that starting MPI_T costs under 0.1 %",
      STRATA_PROFILE_ONLY("STRATA_PROFILE_MPI_T")},
+    {"hang_after", "uint", "0",
+     "rank 0 prints why the job hangs once a rank has waited this many seconds inside one MPI "
+     "call and no rank completed one (0: never)",
+     nullptr},
 };
 const strata_module_options declared_list = {
     sizeof(strata_module_options), static_cast<int>(std::size(declarations)), declarations};
@@ -63,6 +67,7 @@ struct settings {
   uint64_t write_timeout_ms = 10000;
   mpi_t_reading mpi_t = mpi_t_reading::automatic;
   bool core_sums = true;
+  uint64_t hang_after_s = 0;
 };
 settings values;
 
@@ -115,6 +120,11 @@ std::string take(const strata_module_arg* args, int nargs) {
         s.mpi_t = *on ? mpi_t_reading::always : mpi_t_reading::off;
       else
         return "option mpi_t: '" + value + "' is not 0, 1 or auto";
+    } else if (key == "hang_after") {
+      const std::optional<uint64_t> seconds = config::parse_uint(value);
+      if (!seconds || *seconds > 1000000000)
+        return "option hang_after: '" + value + "' is not a number of seconds";
+      s.hang_after_s = *seconds;
     } else if (key == "write_timeout_ms") {
       const uint64_t ms = config::parse_uint(value).value_or(0);
       if (ms == 0)
@@ -155,6 +165,9 @@ mpi_t_reading mpi_t() {
 }
 bool core_sums() {
   return values.core_sums;
+}
+uint64_t hang_after_s() {
+  return values.hang_after_s;
 }
 std::chrono::milliseconds write_timeout() {
   return std::chrono::milliseconds(values.write_timeout_ms);

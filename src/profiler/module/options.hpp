@@ -31,6 +31,7 @@ std::chrono::milliseconds write_timeout(); // write_timeout_ms: how long a recor
 // mpi_t: read the library's MPI_T variables never, always, or where the job is long enough.
 enum class mpi_t_reading { off, always, automatic };
 mpi_t_reading mpi_t();
-bool core_sums(); // core_sums: timed calls summed by the core
+bool core_sums();        // core_sums: timed calls summed by the core
+uint64_t hang_after_s(); // hang_after: seconds of waiting with no progress before a report; 0 off
 
 } // namespace strata::profiler::options

@@ -9,6 +9,7 @@
 // symbols of include/strata/module.h; the work is in the files state.hpp lists.
 #include "state.hpp"
 
+#include "hang_watch.hpp"
 #include "options.hpp"
 #include "profiler/clock.hpp"
 #include "profiler/routine_classes.hpp"
@@ -109,6 +110,7 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
 void on_mpi_ready(void* raw) {
   auto* s = static_cast<module_state*>(raw);
   guarded(s, "profiling this rank without a file", [&] { start_rank(*s); });
+  guarded(s, "no hang state is kept", [&] { start_hang_watch(*s); });
   guarded(s, "the MPI library's own variables are not recorded", [&] { mpi_t_start(*s); });
 }
 
@@ -119,7 +121,10 @@ void on_pcontrol(int level, void* raw) {
 
 void on_finalize(void* raw) {
   auto* s = static_cast<module_state*>(raw);
+  guarded(s, "no hang state is kept", [] { stop_hang_watch(true); });
   guarded(s, "job record not written", [&] { finalize_job(*s); });
+  // Whatever became of the record: a rank past the job's end has no hang to tell.
+  guarded(s, "no hang state is kept", [] { remove_hang_state(); });
 }
 
 // Most untimed polls complete nothing: the core only adds 1 to the routine's uncharged polls for

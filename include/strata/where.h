@@ -1,0 +1,45 @@
+/* Where a thread of the application is with respect to MPI, kept by libstrata on the
+ * application's timed calls (the usual path of the profile) for the hang diagnosis: the call's
+ * function, its call site and its arguments as they were passed, stored raw (a few stores per
+ * call; turning them into ranks and source lines is left to whoever reads them). Read by another
+ * thread of the same process (the profile's describer), never by the thread itself. */
+#ifndef STRATA_WHERE_H
+#define STRATA_WHERE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STRATA_WHERE_ARGS 12
+
+typedef struct strata_where {
+  /* Odd while the thread is inside the call described; one more when it returns. A reader
+   * copies the record between two reads of it and keeps the copy when both are equal: even, the
+   * last call, returned; odd, the call in progress. */
+  uint64_t seq;
+  int32_t function; /* function id (strata_host::function_id); seq 0: no call yet */
+  int32_t reserved;
+  const void* call_site; /* the application's return address */
+  uint64_t args[STRATA_WHERE_ARGS]; /* as passed: pointers, handles and integers widened */
+} strata_where;
+
+/* The calling thread's record (it lives as long as the thread). */
+const strata_where* strata_where_of_this_thread(void) __attribute__((weak));
+
+/* A communicator the core has seen, looked up without calling MPI (safe from any thread):
+ * 1 with its size and its members' world ranks (NULL: the world itself, member i is rank i),
+ * 0 when the core has not seen it. `comm` points at an MPI_Comm. */
+int strata_where_comm(const void* comm, int32_t* size, const int** world_ranks)
+    __attribute__((weak));
+
+/* The size in bytes of a predefined datatype, without calling MPI; -1 for any other type.
+ * `type` points at an MPI_Datatype. */
+int64_t strata_where_type_size(const void* type) __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,193 @@
+"""Hang diagnosis of real jobs: programs that hang in known ways (tests/programs/hang.c, hang.f90,
+python/hang.py) under the profile, watched by `strata run --hang-after 1 --on-hang abort`; the
+diagnosis names exactly their ranks, routines and lines; the files the ended job left are read
+again by `strata hang SPOOL` and `strata recover`; the module option hang_after under a launch
+without the watch; a program that computes longer than the threshold between its calls is
+no hang."""
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import unittest
+
+from strata_testlib import (FLAVOR, PROGRAMS, STRATA, StrataTestCase, base_env, program, run,
+                            strata_run)
+
+SOURCES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "programs"))
+ABORTED = 3  # strata run's status after ending a hung job
+
+
+def line_of(name, marker):
+    with open(os.path.join(SOURCES, name)) as f:
+        lines = [n for n, text in enumerate(f, 1) if marker in text]
+    if len(lines) != 1:
+        raise AssertionError(f"{marker} in {name}: {lines}")
+    return lines[0]
+
+
+class HangTestCase(StrataTestCase):
+    def setUp(self):
+        super().setUp()
+        self.spool = os.path.join(self.out, "spool")
+        self.env = base_env(STRATA_SPOOL=self.spool, HOME=self.out)
+
+    def watched(self, args, ranks=2, after="1", timeout=90):
+        """The program under the profile, watched; ended by the watch, never by the timeout."""
+        try:
+            return strata_run("profile", args, ranks=ranks, env=self.env, timeout=timeout,
+                              extra=["--hang-after", after, "--on-hang", "abort"])
+        except subprocess.TimeoutExpired:
+            self.fail(f"{' '.join(args)} was not ended within {timeout} s")
+
+    def assertAborted(self, proc):
+        self.assertEqual(proc.returncode, ABORTED, proc.stdout + proc.stderr)
+        self.assertIn("strata: the job hangs", proc.stderr)
+        self.assertIn("strata: ending the job (--on-hang abort)", proc.stderr)
+
+    def spool_diagnosis(self):
+        """`strata hang` on the files the ended job left."""
+        proc = run([STRATA, "hang", self.spool, "--format", "json", "--hang-after", "1"],
+                   env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
+
+class Deadlocks(HangTestCase):
+    def test_two_ranks_receiving_from_each_other(self):
+        line = line_of("hang.c", "HANG recv_recv")
+        proc = self.watched([program("hang_c"), "recv_recv"])
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+        for rank in (0, 1):
+            self.assertRegex(proc.stderr, rf"rank {rank} in MPI_Recv at \S*hang\.c:{line} \(main\)")
+            self.assertIn(f"waits for a message from rank {1 - rank} (tag 7)", proc.stderr)
+        # What the killed job left says the same.
+        d = self.spool_diagnosis()
+        self.assertEqual(d["verdict"], "hang")
+        self.assertEqual(len(d["deadlocks"]), 1, d)
+        cycle = d["deadlocks"][0]["cycle"]
+        self.assertEqual(sorted(m["rank"] for m in cycle), [0, 1])
+        self.assertEqual({(m["routine"], os.path.basename(m["file"]), m["line"]) for m in cycle},
+                         {("MPI_Recv", "hang.c", line)})
+
+    def test_send_send_with_large_messages(self):
+        line = line_of("hang.c", "HANG send_send")
+        proc = self.watched([program("hang_c"), "send_send"])
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+        for rank in (0, 1):
+            self.assertRegex(proc.stderr, rf"rank {rank} in MPI_Send at \S*hang\.c:{line} \(main\)")
+            self.assertIn(f"waits for rank {1 - rank} to receive its message (tag 0, 16777216 "
+                          "bytes)", proc.stderr)
+
+    def test_fortran(self):
+        line = line_of("hang.f90", "HANG fortran")
+        proc = self.watched([program("hang_f90")])
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+        for rank in (0, 1):
+            self.assertRegex(proc.stderr, rf"rank {rank} in MPI_Recv at \S*hang\.f90:{line}")
+
+
+class Waiting(HangTestCase):
+    def test_rank_that_never_reaches_the_barrier(self):
+        barrier = line_of("hang.c", "HANG sleeper barrier")
+        proc = self.watched([program("hang_c"), "sleeper"], ranks=3)
+        self.assertAborted(proc)
+        self.assertRegex(proc.stderr, r"WAITING FOR A COMPUTING RANK: rank 2 has been outside MPI "
+                                      r"for [0-9.]+ s, since MPI_Barrier at \S*hang\.c:\d+ \(main\)")
+        self.assertIn("Waiting for it directly: ranks 0-1", proc.stderr)
+        self.assertRegex(proc.stderr, rf"ranks 0-1 \(2\): in MPI_Barrier at \S*hang\.c:{barrier} "
+                                      r"\(main\), communicator \S+ of 3 ranks")
+
+    def test_receive_with_wrong_tag(self):
+        recv = line_of("hang.c", "HANG wrong_tag recv")
+        send = line_of("hang.c", "HANG wrong_tag send")
+        proc = self.watched([program("hang_c"), "wrong_tag"])
+        self.assertAborted(proc)
+        self.assertRegex(proc.stderr, rf"UNMATCHED RECEIVE \(wrong tag\): rank 1 in MPI_Recv at "
+                                      rf"\S*hang\.c:{recv} \(main\)")
+        self.assertIn("waits for a message from rank 0 (tag 5)", proc.stderr)
+        self.assertRegex(proc.stderr, rf"rank 0 sends to it with tag 4 .*hang\.c:{send}")
+
+
+class NoHang(HangTestCase):
+    def test_computing_longer_than_the_threshold_is_no_hang(self):
+        proc = self.watched([program("hang_c"), "compute", "2.5"])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertNotIn("hangs", proc.stderr)
+        self.assertNotIn("DEADLOCK", proc.stderr)
+        # Finished with its record written: the state files are gone with the rank files.
+        self.assertEqual(len(glob.glob(os.path.join(self.spool, "*.json"))), 1)
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.hang")), [])
+
+
+class ModuleOption(HangTestCase):
+    def test_hang_after_without_strata_run(self):
+        """The option alone (a plain launch): rank 0 says why, on standard error and in the
+        spool; the job then hangs on, so the test ends it."""
+        line = line_of("hang.c", "HANG recv_recv")
+        args = [STRATA, "run", "-np", "2", "--tools", "profile:hang_after=1", "--",
+                program("hang_c"), "recv_recv"]
+        launcher = subprocess.Popen(args, env=self.env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            reports = []
+            while not reports and time.monotonic() < deadline:
+                time.sleep(0.2)
+                reports = glob.glob(os.path.join(self.spool, "*.hang.txt"))
+        finally:
+            os.killpg(launcher.pid, signal.SIGTERM)
+            try:
+                _, err = launcher.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(launcher.pid, signal.SIGKILL)
+                _, err = launcher.communicate()
+        self.assertEqual(len(reports), 1, f"no diagnosis in the spool within 60 s:\n{err}")
+        with open(reports[0]) as f:
+            text = f.read()
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", text)
+        self.assertRegex(text, rf"rank 1 in MPI_Recv at \S*hang\.c:{line} \(main\)")
+        self.assertIn("strata: the job hangs (hang_after=1 s", err)
+
+
+class Recovered(HangTestCase):
+    def test_partial_record_of_a_hung_job_has_its_hang(self):
+        line = line_of("hang.c", "HANG recv_recv")
+        self.assertAborted(self.watched([program("hang_c"), "recv_recv"]))
+        proc = run([STRATA, "recover", self.spool], env=self.env)
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.hang")), [])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        records = glob.glob(os.path.join(self.spool, "*.json"))
+        self.assertEqual(len(records), 1, records)
+        with open(records[0]) as f:
+            rec = json.load(f)
+        hang = rec["hang"]
+        self.assertEqual(hang["verdict"], "hang")
+        cycle = hang["deadlocks"][0]["cycle"]
+        self.assertEqual(sorted(m["rank"] for m in cycle), [0, 1])
+        self.assertTrue(all(m["routine"] == "MPI_Recv" and m["line"] == line for m in cycle))
+        report = run([STRATA, "report", records[0]], env=self.env)
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertIn("DEADLOCK: ranks 0-1", report.stdout)
+
+
+@unittest.skipUnless(FLAVOR == "openmpi", "Debian packages mpi4py for Open MPI only")
+class Python(HangTestCase):
+    def test_mpi4py_ranks_receiving_from_each_other(self):
+        from test_python import PYTHON
+        self.assertIsNotNone(PYTHON, "no python3 with mpi4py")
+        proc = self.watched([PYTHON, os.path.join(SOURCES, "python", "hang.py")])
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+        for rank in (0, 1):
+            # mpi4py receives a pickled object with a matched probe, then MPI_Mrecv.
+            self.assertRegex(proc.stderr, rf"rank {rank} in MPI_(Mprobe|Probe|Recv)")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,69 @@
+/* Programs that hang in known ways (and one that computes long but does not), for the hang
+ * diagnosis: hang_c MODE, where MODE is recv_recv, sleeper, wrong_tag, send_send or compute.
+ * The tests find the lines they expect by the markers in the comments. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { big = 16 << 20 }; /* too large for any eager protocol */
+
+static void compute_for(double seconds) {
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  volatile double x = 0;
+  do {
+    for (int i = 0; i < 100000; ++i)
+      x += i * 0.5;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while ((double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) <
+           seconds);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const char* mode = argc > 1 ? argv[1] : "";
+  const int peer = rank ^ 1;
+  int value = rank;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (strcmp(mode, "recv_recv") == 0) {
+    MPI_Recv(&value, 1, MPI_INT, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* HANG recv_recv */
+    MPI_Send(&value, 1, MPI_INT, peer, 7, MPI_COMM_WORLD);
+  } else if (strcmp(mode, "sleeper") == 0) {
+    if (rank == size - 1)
+      sleep(3600); /* HANG sleeper last call is the barrier above */
+    MPI_Barrier(MPI_COMM_WORLD); /* HANG sleeper barrier */
+  } else if (strcmp(mode, "wrong_tag") == 0) {
+    char* buffer = calloc(big, 1);
+    if (rank == 0)
+      MPI_Send(buffer, big, MPI_BYTE, 1, 4, MPI_COMM_WORLD); /* HANG wrong_tag send */
+    else if (rank == 1)
+      MPI_Recv(buffer, big, MPI_BYTE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* HANG wrong_tag recv */
+    free(buffer);
+  } else if (strcmp(mode, "send_send") == 0) {
+    char* out = calloc(big, 1);
+    char* in = calloc(big, 1);
+    MPI_Send(out, big, MPI_BYTE, peer, 0, MPI_COMM_WORLD); /* HANG send_send */
+    MPI_Recv(in, big, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    free(out);
+    free(in);
+  } else if (strcmp(mode, "compute") == 0) {
+    /* Every rank computes longer than the threshold between its calls: no hang. */
+    const double seconds = argc > 2 ? atof(argv[2]) : 3;
+    for (int round = 0; round < 2; ++round) {
+      compute_for(seconds);
+      MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    }
+  } else {
+    if (rank == 0)
+      fprintf(stderr, "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|compute [SECONDS]\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Finalize();
+  return 0;
+}

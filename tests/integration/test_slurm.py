@@ -66,8 +66,12 @@ class SlurmJobs(unittest.TestCase):
             os.makedirs(d)
             os.chmod(d, 0o1777)
         cls.write_collection(cls, "sqlite:" + os.path.join(cls.dir, "site.db"))
-        # The job that runs into its time limit (a minute, Slurm's smallest) runs beside the
-        # other tests: 4 ranks of `uneven` that would take 3 minutes.
+        # The job that runs into its time limit (a minute, Slurm's smallest, checked by slurmctld
+        # every 30 s) runs beside the other tests: 4 ranks of `uneven` that would take 3 minutes.
+        # What a time limit does is Slurm's and the plugin's, not the MPI's: under Open MPI only.
+        cls.limit_job = None
+        if FLAVOR != "openmpi":
+            return
         cls.limit_job = cls.sbatch(cls, "-N", "2", "-n", "4", "--ntasks-per-node=2", "-t", "1", "--strata=profile",
                                    script=f"srun {SRUN_MPI} {program('uneven_c')} 60000\n",
                                    env=cls.env(cls, STRATA_SPOOL=cls.limit_spool), wait=False)
@@ -310,6 +314,9 @@ class SlurmJobs(unittest.TestCase):
             server.stop()
 
     def test_time_limit_ends_the_job_with_a_partial_record(self):
+        if self.limit_job is None:
+            self.skipTest("a time limit's end is checked under Open MPI (the same plugin and "
+                          "Slurm; its shortest limit costs this suite a minute)")
         self.wait_for_job_end(self.limit_job, 150)
         proc = subprocess.run([STRATA, "recover", self.limit_spool], capture_output=True,
                               text=True, env=self.env())

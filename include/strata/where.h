@@ -21,7 +21,7 @@ typedef struct strata_where {
   uint64_t seq;
   int32_t function; /* function id (strata_host::function_id); seq 0: no call yet */
   int32_t reserved;
-  const void* call_site; /* the application's return address */
+  const void* call_site;            /* the application's return address */
   uint64_t args[STRATA_WHERE_ARGS]; /* as passed: pointers, handles and integers widened */
 } strata_where;
 

@@ -36,14 +36,15 @@ int main(int argc, char** argv) {
     MPI_Send(&value, 1, MPI_INT, peer, 7, MPI_COMM_WORLD);
   } else if (strcmp(mode, "sleeper") == 0) {
     if (rank == size - 1)
-      sleep(3600); /* HANG sleeper last call is the barrier above */
+      sleep(3600);               /* HANG sleeper last call is the barrier above */
     MPI_Barrier(MPI_COMM_WORLD); /* HANG sleeper barrier */
   } else if (strcmp(mode, "wrong_tag") == 0) {
     char* buffer = calloc(big, 1);
+    const MPI_Comm world = MPI_COMM_WORLD;
     if (rank == 0)
       MPI_Send(buffer, big, MPI_BYTE, 1, 4, MPI_COMM_WORLD); /* HANG wrong_tag send */
     else if (rank == 1)
-      MPI_Recv(buffer, big, MPI_BYTE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* HANG wrong_tag recv */
+      MPI_Recv(buffer, big, MPI_BYTE, 0, 5, world, MPI_STATUS_IGNORE); /* HANG wrong_tag recv */
     free(buffer);
   } else if (strcmp(mode, "send_send") == 0) {
     char* out = calloc(big, 1);

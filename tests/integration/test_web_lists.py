@@ -5,13 +5,10 @@ a CSV of every table. One SQLite store of hand-made records whose waste is known
 headless Chromium (web_lists_browser.js). Needs root (useradd, runuser)."""
 import csv
 import io
-import os
-import time
 import unittest
 
 from test_site import make_record
-from web_testlib import (ADMIN, DAY, USER_A, USER_B, ServedStore, create_users, ingest,
-                         remove_users, uid_of, write_spool)
+from web_testlib import ADMIN, DAY, USER_A, USER_B, ServedStore, create_users, remove_users
 
 SOLVER = "/home/a/solver"
 
@@ -83,19 +80,11 @@ def records(uid_a, uid_b, now):
 class WebListsTest(ServedStore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.make_tmp("strata-web-lists-")
-        cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
-        spool = os.path.join(cls.tmp, "spool")
-        write_spool(spool, records(uid_of(USER_A), uid_of(USER_B), int(time.time())))
-        ingest(cls.url, spool)
-        cls.serve()
-        cls.jobs = {j["record_id"]: j for j in cls.api_as(ADMIN, "/api/jobs?per_page=500")["jobs"]}
+        cls.serve_records("strata-web-lists-", records)
 
     def browse(self):
         """What web_lists_browser.js saw: one visit for every test that asks."""
-        return self.browse_once("web_lists_browser.js", {
-            "base": self.base, "token": self.tokens[USER_A], "admin_token": self.tokens[ADMIN],
-            "jobs": {k: j["id"] for k, j in self.jobs.items()}})
+        return self.browse_jobs_once("web_lists_browser.js")
 
     # ---- waste ----
 

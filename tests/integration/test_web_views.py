@@ -5,13 +5,10 @@ imbalance by size, "new" only for routines no earlier run had); the facts of a j
 owner against what the record claims, how it ended); jobs ranked by MPI core-hours. One SQLite
 store of hand-made records owned by test_web.py's users, one server, headless Chromium
 (web_views_browser.js). Needs root (useradd, runuser)."""
-import os
-import time
 import unittest
 
 from test_site import make_record
-from web_testlib import (ADMIN, DAY, USER_A, USER_B, ServedStore, create_users, ingest,
-                         remove_users, uid_of, write_spool)
+from web_testlib import ADMIN, DAY, USER_A, USER_B, ServedStore, create_users, remove_users, uid_of
 
 PROGRAMS = 9  # programs of USER_A run often, beside the rarely run one that regressed
 RARE = "/home/a/rare"
@@ -92,20 +89,11 @@ def records(uid_a, uid_b, now):
 class WebViewsTest(ServedStore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.make_tmp("strata-web-views-")
-        cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
-        uid = {n: uid_of(n) for n in (USER_A, USER_B)}
-        spool = os.path.join(cls.tmp, "spool")
-        write_spool(spool, records(uid[USER_A], uid[USER_B], int(time.time())))
-        ingest(cls.url, spool)
-        cls.serve(users=(USER_A, ADMIN))
-        cls.jobs = {j["record_id"]: j for j in cls.api_as(USER_A, "/api/jobs?per_page=500")["jobs"]}
+        cls.serve_records("strata-web-views-", records, users=(USER_A, ADMIN), jobs_as=USER_A)
 
     def browse(self):
         """What web_views_browser.js saw: one visit for every test that asks."""
-        return self.browse_once("web_views_browser.js", {
-            "base": self.base, "token": self.tokens[USER_A], "admin_token": self.tokens[ADMIN],
-            "jobs": {k: j["id"] for k, j in self.jobs.items()}})
+        return self.browse_jobs_once("web_views_browser.js")
 
     # ---- the trends page ----
 

@@ -125,6 +125,18 @@ class ServedStore:
         cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
 
     @classmethod
+    def serve_records(cls, prefix, records, users=(USER_A, USER_B, ADMIN), jobs_as=ADMIN):
+        """A SQLite store of `records` (called with USER_A's and USER_B's uids and the time now)
+        served, and cls.jobs: its jobs by record id as `jobs_as` lists them."""
+        cls.make_tmp(prefix)
+        cls.url = "sqlite:" + os.path.join(cls.tmp, "site.db")
+        spool = os.path.join(cls.tmp, "spool")
+        write_spool(spool, records(uid_of(USER_A), uid_of(USER_B), int(time.time())))
+        ingest(cls.url, spool)
+        cls.serve(users)
+        cls.jobs = {j["record_id"]: j for j in cls.api_as(jobs_as, "/api/jobs?per_page=500")["jobs"]}
+
+    @classmethod
     def serve(cls, users=(USER_A, USER_B, ADMIN)):
         cls.tokens = {name: cls.token_of(name) for name in users}
         cls.port = free_port()
@@ -190,6 +202,12 @@ class ServedStore:
                              env=dict(os.environ, NODE_PATH=NODE_MODULES), timeout=240)
         self.assertEqual(out.returncode, 0, out.stderr + self.server_log())
         return json.loads(out.stdout)
+
+    def browse_jobs_once(self, script):
+        """browse_once with USER_A's and the admin's tokens and cls.jobs's ids by record id."""
+        return self.browse_once(script, {
+            "base": self.base, "token": self.tokens[USER_A], "admin_token": self.tokens[ADMIN],
+            "jobs": {k: j["id"] for k, j in self.jobs.items()}})
 
     def browse_once(self, script, scenario):
         """run_browser's output, one visit for every test of the class that asks; no page

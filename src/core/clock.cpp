@@ -82,9 +82,9 @@ bool tsc_is_invariant() {
 // every CPU has it, while valgrind decodes it only where the host's CPUID does (SIGILL
 // elsewhere), and its auxiliary value names no CPU for certain (current_cpu).
 int64_t ordered_counter() {
-  _mm_lfence();
-  const auto t = static_cast<int64_t>(__rdtsc());
-  _mm_lfence();
+  __builtin_ia32_lfence();
+  const auto t = static_cast<int64_t>(__builtin_ia32_rdtsc());
+  __builtin_ia32_lfence();
   return t;
 }
 

@@ -19,9 +19,6 @@
 #pragma once
 
 #include <cstdint>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 
 struct strata_clock_check;
 
@@ -52,7 +49,7 @@ struct monotonic_readings {
 };
 #if defined(__x86_64__)
 struct tsc_readings {
-  static uint64_t raw() { return __rdtsc(); }
+  static uint64_t raw() { return __builtin_ia32_rdtsc(); }
   static uint64_t scaled(uint64_t ticks) {
     return static_cast<uint64_t>(
         (static_cast<unsigned __int128>(ticks) * g_event_clock.ns_per_tick_q32) >> 32);

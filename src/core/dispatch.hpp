@@ -35,7 +35,7 @@ template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_events(const chain* c, int pos, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_sole_exit(const chain_entry& entry, R (*real)(P...), A... args);
-template <int F, typename Decoder, typename R, typename... P, typename... A>
+template <int F, typename Decoder, bool marked, typename R, typename... P, typename... A>
 R enter_sole_exit(const chain_entry& entry, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_at(const chain* c, int pos, R (*real)(P...), A... args);
@@ -181,12 +181,13 @@ __attribute__((noinline)) auto invoke_poll_framed(A... args) {
 }
 
 // A call made from `layer` (-1: the application's), from the first entry below it on.
-template <int F, typename Decoder, typename R, typename... P, typename... A>
+// `marked`: from dispatch_marked (enter_sole_exit).
+template <int F, typename Decoder, bool marked = false, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R (*real)(P...),
                                                     A... args) {
   const chain_entry* entry = c->first_below[layer + 1];
   if (__builtin_expect(entry != nullptr && entry->sole_exit_every_call, 1))
-    return enter_sole_exit<F, Decoder>(*entry, real, args...);
+    return enter_sole_exit<F, Decoder, marked>(*entry, real, args...);
   if constexpr (Decoder::is_poll) {
     return invoke_poll_framed<F, Decoder>(args...);
   } else {
@@ -252,6 +253,13 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
     ev.bytes_received = -1;
 }
 
+// Whether strata_where keeps an argument of type T: the diagnosis reads ranks, tags, counts,
+// datatypes, communicators and requests, never a message's buffer or a status (three stores
+// fewer on a Sendrecv).
+template <typename T>
+inline constexpr bool where_keeps =
+    !std::is_same_v<T, void*> && !std::is_same_v<T, const void*> && !std::is_same_v<T, MPI_Status*>;
+
 // An argument as strata_where keeps it: pointers and handles as their bits, integers widened.
 template <typename T> __attribute__((always_inline)) inline uint64_t raw_argument(T value) {
   if constexpr (std::is_pointer_v<T>)
@@ -271,7 +279,9 @@ note_call(const void* call_site, std::index_sequence<I...> /*unused*/, A... args
   strata_where& where = tls.where;
   where.function = F;
   where.call_site = call_site;
-  ((I < STRATA_WHERE_ARGS ? void(where.args[I % STRATA_WHERE_ARGS] = raw_argument(args)) : void()),
+  ((I < STRATA_WHERE_ARGS && where_keeps<A>
+        ? void(where.args[I % STRATA_WHERE_ARGS] = raw_argument(args))
+        : void()),
    ...);
   asm volatile("" ::: "memory");
   ++where.seq;
@@ -414,24 +424,19 @@ __attribute__((always_inline)) inline R count_timed(const chain_entry& entry, co
   return count_timed_body<F, Decoder, monotonic_readings>(entry, call_site, real, args...);
 }
 
-// The application's return address for a summed call: these functions are entered by jumps from
-// the entry point, except after a mark (a Fortran binding's call), where dispatch_marked noted it.
-__attribute__((always_inline)) inline const void* summed_call_site(const void* return_address) {
-  return __builtin_expect(any_call_mark(), 0) ? tls.call_site : return_address;
-}
-
-// Out of line, entered by a jump with the caller's own arguments: a frame of its own, smaller
-// than the event path's, which keeps an event and a callback's registers.
+// A summed call notes its return address as its call site: these functions are entered by
+// jumps from the entry point, so it is the application's. A marked call (a Fortran binding's)
+// does not come this way: dispatch_marked passes the site it found to count_timed itself
+// (enter_sole_exit), so the usual call tests no mark here.
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((noinline)) R count_timed_call(const chain_entry& entry, R (*real)(P...), A... args) {
-  return count_timed<F, Decoder>(entry, summed_call_site(__builtin_return_address(0)), real,
-                                 args...);
+  return count_timed<F, Decoder>(entry, __builtin_return_address(0), real, args...);
 }
 // The generated strata_summed_X (Decoder::summed_in_place), as sole_exit_in_place is
 // strata_timed_X: entered with the entry in thread_state::timed_entry.
 template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto count_timed_in_place(A... args) {
-  return count_timed<F, Decoder>(*tls.timed_entry, summed_call_site(__builtin_return_address(0)),
+  return count_timed<F, Decoder>(*tls.timed_entry, __builtin_return_address(0),
                                  Decoder::real_function(), args...);
 }
 
@@ -475,10 +480,15 @@ __attribute__((always_inline)) inline auto sole_exit_in_place(A... args) {
   return sole_exit_call<F, Decoder>(*tls.timed_entry, Decoder::real_function(), args...);
 }
 
-// invoke_from's jump into the usual timed call.
-template <int F, typename Decoder, typename R, typename... P, typename... A>
+// invoke_from's jump into the usual timed call. `marked`: from dispatch_marked, whose summed
+// call takes the call site it found (thread_state::call_site), not a return address.
+template <int F, typename Decoder, bool marked, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry, R (*real)(P...),
                                                         A... args) {
+  if constexpr (marked) {
+    if (entry.timed_slot != nullptr)
+      return count_timed<F, Decoder>(entry, tls.call_site, real, args...);
+  }
   if constexpr (sizeof...(A) + 2 > register_arguments) {
     tls.timed_entry = &entry;
     if (entry.timed_slot != nullptr)
@@ -570,7 +580,7 @@ __attribute__((noinline, cold)) R dispatch_marked(const chain* c, const void* re
     if (world_replaced())
       Decoder::remap_comms(world_replacement, args...);
   }
-  return invoke_from<F, Decoder>(c, -1, real, args...);
+  return invoke_from<F, Decoder, true>(c, -1, real, args...);
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>

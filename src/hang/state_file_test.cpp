@@ -116,7 +116,7 @@ TEST(StateFile, ReaderNeverReturnsATornSlotWhileTheWriterRuns) {
     }
   });
   int whole = 0;
-  for (int reads = 0; reads < 20000; ++reads) {
+  for (int reads = 0; reads < 2000; ++reads) {
     const state_read_result read = read_state_file(path);
     ASSERT_TRUE(read.ok()) << read.error;
     if (read.state->threads.empty() || read.state->threads[0].torn)

@@ -21,6 +21,25 @@ struct clock_line {
   uint64_t correct(uint64_t t) const {
     return static_cast<uint64_t>(static_cast<int64_t>(t) + offset_at(t));
   }
+
+  // Clocks of one machine, or of nodes that NTP keeps, drift apart by at most a few hundred
+  // parts per million. A steeper line says that the two measurements disagree by their own error
+  // (a rank descheduled during the ping-pongs of a short job), and following it could even run
+  // the corrected clock backwards (an archive OTF2 then refuses). Then both points take the
+  // offset measured with the smaller uncertainty; returns false.
+  static constexpr double max_drift = 1e-3;
+  bool keep_plausible_drift(double uncertainty1, double uncertainty2) {
+    if (t2 <= t1)
+      return true;
+    const double drift = static_cast<double>(o2 - o1) / static_cast<double>(t2 - t1);
+    if (drift <= max_drift && drift >= -max_drift)
+      return true;
+    if (uncertainty2 < uncertainty1)
+      o1 = o2;
+    else
+      o2 = o1;
+    return false;
+  }
 };
 
 } // namespace strata::trace

@@ -174,6 +174,22 @@ TEST(Clock, CorrectsAlongTheLineThroughBothMeasurements) {
   EXPECT_EQ(single.correct(5000), 4960u);
 }
 
+TEST(Clock, AnImplausibleDriftTakesTheSurerOffsetAndTheClockRunsForward) {
+  // 2 ms apart, offsets 3 ms apart: the corrected clock would run backwards.
+  clock_line c{1'000'000, 0, 3'000'000, -3'000'000};
+  EXPECT_GT(c.correct(1'000'000), c.correct(3'000'000));
+  EXPECT_FALSE(c.keep_plausible_drift(100.0, 5000.0));
+  EXPECT_EQ(c.o2, 0);
+  EXPECT_LT(c.correct(1'000'000), c.correct(3'000'000));
+  clock_line later{1'000'000, 0, 3'000'000, -3'000'000};
+  EXPECT_FALSE(later.keep_plausible_drift(5000.0, 100.0));
+  EXPECT_EQ(later.o1, -3'000'000);
+  // 100 ppm over a second is a real drift, kept.
+  clock_line real{0, 0, 1'000'000'000, 100'000};
+  EXPECT_TRUE(real.keep_plausible_drift(100.0, 100.0));
+  EXPECT_EQ(real.o2, 100'000);
+}
+
 TEST(Unify, DefinitionsSurviveTheRoundTrip) {
   local_defs d;
   d.host = "node-1";

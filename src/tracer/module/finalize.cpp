@@ -262,6 +262,9 @@ void trace_finalize(void* raw) {
   finalize_times took;
   s->clock.t2 = s->host->now_ns();
   s->clock.o2 = measure_offset(s, s->stddev_final);
+  const int64_t measured_init = s->clock.o1;
+  const int64_t measured_final = s->clock.o2;
+  s->clock.keep_plausible_drift(s->stddev_init, s->stddev_final);
   const int rank = s->rank;
   const int size = s->world_size;
   uint64_t t = s->host->now_ns();
@@ -319,8 +322,8 @@ void trace_finalize(void* raw) {
                                      {s->clock.correct(s->clock.t2), 0, s->stddev_final}}}});
 
   mine.dropped = s->buffer->dropped();
-  mine.offset_init = s->clock.o1;
-  mine.offset_final = s->clock.o2;
+  mine.offset_init = measured_init;
+  mine.offset_final = measured_final;
   std::vector<rank_figures> ranks(static_cast<size_t>(rank == 0 ? size : 0));
   MPI_Gather(&mine, 6, MPI_UINT64_T, ranks.data(), 6, MPI_UINT64_T, 0, s->world);
   auto counted = gather_counted_calls(s);

@@ -3,7 +3,7 @@
 # modules that exist, for both MPI implementations, printing what each stack does to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh build # what building and running it takes; scripts/test.sh adds the rest
 bash scripts/build.sh strata_demo >/dev/null # what the demo runs, not the tests (scripts/test.sh)
 source scripts/mpi-env.sh
 strata=build/bin/strata

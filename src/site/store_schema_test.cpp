@@ -35,10 +35,9 @@ std::string lower(std::string s) {
 // the column the store numbers by name only (its type is the backend's, id_column_type).
 std::vector<std::string> declared_columns(store& s) {
   std::vector<std::string> out;
-  const auto add = [&](std::string name, std::string type, bool not_null) {
-    out.push_back(name == "job_id"
-                      ? name
-                      : name + " " + lower(std::move(type)) + (not_null ? " NOT NULL" : " NULL"));
+  const auto add = [&](const std::string& name, const std::string& type, bool not_null) {
+    out.push_back(name == "job_id" ? name
+                                   : name + " " + lower(type) + (not_null ? " NOT NULL" : " NULL"));
   };
   if (s.kind() == backend::sqlite)
     s.query("SELECT name, type, \"notnull\" FROM pragma_table_info('jobs') ORDER BY cid", {},

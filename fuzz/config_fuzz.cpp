@@ -2,10 +2,14 @@
 // never crash, an accepted stack must only hold well-formed names, and a resolved option must
 // pass its type's check.
 #include "config/config.hpp"
+#include "config/option_binder.hpp"
 #include "config/options.hpp"
+
+#include <strata/module.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -35,5 +39,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const c::option_decl& d : declared)
       if (d.key == key && !c::type_problem(d.type, value).empty())
         std::abort();
+  // The binder a module reads its values with: any text into each type, one line or none.
+  std::uint64_t n = 0;
+  bool on = false;
+  std::string name, names;
+  c::option_binder bound;
+  bound.add_uint("n", n, "1", "", 1, 1000)
+      .add_bool("on", on, "0", "")
+      .add_string("name", name, nullptr, "")
+      .add_list("names", names, nullptr, "");
+  const std::string value(text);
+  for (const char* key : {"n", "on", "name", "names"}) {
+    const strata_module_arg arg{key, value.c_str()};
+    const std::string problem = bound.take(&arg, 1);
+    if (problem.find('\n') != std::string::npos && value.find('\n') == std::string::npos)
+      std::abort();
+  }
+  if (n > 1000)
+    std::abort();
   return 0;
 }

@@ -225,7 +225,7 @@ job_page jobs_and_count(store& db, const job_filter& filter, std::int64_t cap) {
   // is read for the rows skipped or filtered out, unless a text is searched), then their rows.
   std::vector<store::param> params;
   std::string sql =
-      std::string("SELECT ") + job_columns + " FROM jobs WHERE job_id IN (SELECT job_id FROM jobs" +
+      "SELECT " + job_columns() + " FROM jobs WHERE job_id IN (SELECT job_id FROM jobs" +
       where_clause(filter, params, terms, plan, filter.order) + order_clause(filter.order, plan);
   params.push_back(filter.limit);
   sql += " LIMIT $" + std::to_string(params.size());

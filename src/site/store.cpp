@@ -6,53 +6,72 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <set>
+#include <string>
 
 namespace strata::site {
 
-const char* const job_columns =
-    "job_id, job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, owner_mismatch, "
-    "start_time, end_time, ranks, ranks_reported, hosts, executable, language, mpi_flavor, "
-    "status, partial, wall_time_s, cpu_time_s, mpi_time_s, mpi_percent, overhead_s, mpi_calls, "
-    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at, slurm_account, "
-    "slurm_partition";
+namespace {
+
+// "a, b, c": the names of the columns visit_job_columns gives, but those the store numbers.
+std::string job_column_names(bool with_store_numbered) {
+  std::string names;
+  const job_row none;
+  visit_job_columns(none, [&](const job_column& c, const auto&) {
+    if (with_store_numbered || c.fill != column_fill::by_store)
+      names += (names.empty() ? "" : ", ") + std::string(c.name);
+  });
+  return names;
+}
+
+void read_column(const store::row& r, int c, std::int64_t& v) {
+  v = r.i64(c);
+}
+void read_column(const store::row& r, int c, int& v) {
+  v = static_cast<int>(r.i64(c));
+}
+void read_column(const store::row& r, int c, bool& v) {
+  v = r.i64(c) != 0;
+}
+void read_column(const store::row& r, int c, double& v) {
+  v = r.f64(c);
+}
+void read_column(const store::row& r, int c, std::optional<double>& v) {
+  v = r.is_null(c) ? std::nullopt : std::optional<double>(r.f64(c));
+}
+void read_column(const store::row& r, int c, std::string& v) {
+  v = r.text(c);
+}
+
+} // namespace
+
+const std::string& job_columns() {
+  static const std::string names = job_column_names(true);
+  return names;
+}
+
+const std::string& job_inserted_columns() {
+  static const std::string names = job_column_names(false);
+  return names;
+}
+
+int job_inserted_column_count() {
+  static const int count = [] {
+    int n = 0;
+    const job_row none;
+    visit_job_columns(none, [&](const job_column& c, const auto&) {
+      n += c.fill != column_fill::by_store ? 1 : 0;
+    });
+    return n;
+  }();
+  return count;
+}
 
 job_row read_job(const store::row& r) {
   job_row j;
   int c = 0;
-  j.job_id = r.i64(c++);
-  j.job_key = r.text(c++);
-  j.record_id = r.text(c++);
-  j.owner = r.text(c++);
-  j.owner_uid = r.i64(c++);
-  j.claimed_user = r.text(c++);
-  j.claimed_uid = r.i64(c++);
-  j.owner_mismatch = r.i64(c++) != 0;
-  j.start_time = r.i64(c++);
-  j.end_time = r.i64(c++);
-  j.ranks = r.i64(c++);
-  j.ranks_reported = r.i64(c++);
-  j.hosts = r.i64(c++);
-  j.executable = r.text(c++);
-  j.language = r.text(c++);
-  j.mpi_flavor = r.text(c++);
-  j.status = r.text(c++);
-  j.partial = r.i64(c++) != 0;
-  j.wall_time_s = r.f64(c++);
-  j.cpu_time_s = r.f64(c++);
-  j.mpi_time_s = r.f64(c++);
-  j.mpi_percent = r.f64(c++);
-  j.overhead_s = r.f64(c++);
-  j.mpi_calls = r.i64(c++);
-  j.mpi_bytes = r.i64(c++);
-  j.routine_groups = r.i64(c++);
-  j.cpu_class = static_cast<int>(r.i64(c++));
-  if (!r.is_null(c))
-    j.instructions = r.f64(c);
-  ++c;
-  j.ingested_at = r.i64(c++);
-  j.slurm_account = r.text(c++);
-  j.slurm_partition = r.text(c++);
+  visit_job_columns(j, [&](const job_column&, auto& member) { read_column(r, c++, member); });
   return j;
 }
 
@@ -79,11 +98,10 @@ int store::schema_version() {
 
 std::optional<stored_job> store::job(std::int64_t job_id) {
   std::optional<stored_job> out;
-  query(std::string("SELECT ") + job_columns + " FROM jobs WHERE job_id = $1", {job_id},
-        [&](const row& r) {
-          out.emplace();
-          out->job = read_job(r);
-        });
+  query("SELECT " + job_columns() + " FROM jobs WHERE job_id = $1", {job_id}, [&](const row& r) {
+    out.emplace();
+    out->job = read_job(r);
+  });
   if (out)
     query("SELECT record FROM job_records WHERE job_id = $1", {job_id},
           [&](const row& r) { out->record_json = unpack_record(r.blob(0)); });

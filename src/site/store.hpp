@@ -158,9 +158,13 @@ private:
   std::int64_t list_threshold_ = list_plan_threshold;
 };
 
-// The columns of `jobs` in job_row's order, and a row of them read back.
-extern const char* const job_columns;
+// The columns of `jobs` in visit_job_columns' order ("job_id, job_key, ..."), and a row of
+// them read back.
+const std::string& job_columns();
 job_row read_job(const store::row& r);
+// The columns an insert fills (all but job_id), in the same order, and their number.
+const std::string& job_inserted_columns();
+int job_inserted_column_count();
 // job_totals from the row's columns `first` on, in totals_sum_columns' order (rollups.cpp).
 job_totals read_totals(const store::row& r, int first);
 

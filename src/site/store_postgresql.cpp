@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <libpq-fe.h>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -138,14 +139,6 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
-// The columns of jobs an insert fills (all but job_id), in COPY and INSERT order.
-constexpr const char* insert_columns =
-    "job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, owner_mismatch, "
-    "start_time, end_time, ranks, ranks_reported, hosts, executable, language, mpi_flavor, "
-    "status, partial, wall_time_s, cpu_time_s, mpi_time_s, mpi_percent, overhead_s, mpi_calls, "
-    "mpi_bytes, routine_groups, cpu_class, instructions, ingested_at, slurm_account, "
-    "slurm_partition";
-
 // COPY's binary format: a header, then per row the field count and each field as a length
 // and big-endian bytes, then -1. The field types must match the columns' (BIGINT: i64,
 // INTEGER: i32, DOUBLE PRECISION: f64, TEXT: text, BYTEA: bytes).
@@ -178,6 +171,18 @@ public:
     data_.append(v);
   }
   void null() { put(std::uint32_t{0xFFFFFFFF}); }
+  // A job_row member in its column's type (job_column_type).
+  void value(const std::string& v) { text(v); }
+  void value(std::int64_t v) { i64(v); }
+  void value(int v) { i32(v); }
+  void value(bool v) { i32(v ? 1 : 0); }
+  void value(double v) { f64(v); }
+  void value(const std::optional<double>& v) {
+    if (v)
+      f64(*v);
+    else
+      null();
+  }
   // The whole stream, trailer included.
   const std::string& finish() {
     put(std::uint16_t{0xFFFF});
@@ -244,7 +249,7 @@ protected:
     try {
       execute(
           "CREATE TEMP TABLE IF NOT EXISTS ingest_jobs ON COMMIT DELETE ROWS AS SELECT 0 AS n, " +
-          std::string(insert_columns) + " FROM jobs WITH NO DATA");
+          job_inserted_columns() + " FROM jobs WITH NO DATA");
       const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
       copy_binary staged;
       std::unordered_map<std::string_view, size_t> first_of_key;
@@ -253,51 +258,23 @@ protected:
         const job_row& j = jobs[i].job;
         // As the server will return it (text() cuts at a NUL byte).
         first_of_key.try_emplace(std::string_view(j.job_key).substr(0, j.job_key.find('\0')), i);
-        staged.tuple(31);
+        staged.tuple(static_cast<std::uint16_t>(1 + job_inserted_column_count()));
         staged.i32(static_cast<std::int32_t>(i));
-        staged.text(j.job_key);
-        staged.text(j.record_id);
-        staged.text(j.owner);
-        staged.i64(j.owner_uid);
-        staged.text(j.claimed_user);
-        staged.i64(j.claimed_uid);
-        staged.i32(j.owner_mismatch ? 1 : 0);
-        staged.i64(j.start_time);
-        staged.i64(j.end_time);
-        staged.i64(j.ranks);
-        staged.i64(j.ranks_reported);
-        staged.i64(j.hosts);
-        staged.text(j.executable);
-        staged.text(j.language);
-        staged.text(j.mpi_flavor);
-        staged.text(j.status);
-        staged.i32(j.partial ? 1 : 0);
-        staged.f64(j.wall_time_s);
-        staged.f64(j.cpu_time_s);
-        staged.f64(j.mpi_time_s);
-        staged.f64(j.mpi_percent);
-        staged.f64(j.overhead_s);
-        staged.i64(j.mpi_calls);
-        staged.i64(j.mpi_bytes);
-        staged.i64(j.routine_groups);
-        staged.i32(j.cpu_class);
-        if (j.instructions)
-          staged.f64(*j.instructions);
-        else
-          staged.null();
-        staged.i64(now);
-        staged.text(j.slurm_account);
-        staged.text(j.slurm_partition);
+        visit_job_columns(j, [&](const job_column& c, const auto& member) {
+          if (c.fill == column_fill::insert_time)
+            staged.value(now);
+          else if (c.fill == column_fill::member)
+            staged.value(member);
+        });
       }
-      copy_in("COPY ingest_jobs (n, " + std::string(insert_columns) +
-                  ") FROM STDIN (FORMAT binary)",
+      copy_in("COPY ingest_jobs (n, " + job_inserted_columns() + ") FROM STDIN (FORMAT binary)",
               staged);
       std::vector<std::int64_t> ids(jobs.size(), 0);
       // In key order, not the batch's: two writers inserting the same keys (a record spooled
       // twice) then wait for each other in one order and cannot deadlock.
       {
-        result_ptr r(pq().exec(conn_, ("INSERT INTO jobs (" + std::string(insert_columns) +
-                                       ") SELECT " + insert_columns +
+        result_ptr r(pq().exec(conn_, ("INSERT INTO jobs (" + job_inserted_columns() + ") SELECT " +
+                                       job_inserted_columns() +
                                        " FROM ingest_jobs ORDER BY job_key, n ON CONFLICT "
                                        "(job_key) DO "
                                        "NOTHING RETURNING job_id, job_key")

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <sqlite3.h>
+#include <string>
 
 namespace strata::site {
 namespace {
@@ -123,14 +125,7 @@ protected:
       // and keeps a statement journal for it (every page it touches copied out before the
       // change, spilled to a temporary file past 64 KiB): 25 of the 29 pwrite64 calls a
       // record at ingest. The new row's id is the connection's last rowid instead.
-      sqlite3_stmt* job = prepare(
-          "INSERT INTO jobs (job_key, record_id, owner, owner_uid, claimed_user, claimed_uid, "
-          "owner_mismatch, start_time, end_time, ranks, ranks_reported, hosts, executable, "
-          "language, mpi_flavor, status, partial, wall_time_s, cpu_time_s, mpi_time_s, "
-          "mpi_percent, overhead_s, mpi_calls, mpi_bytes, routine_groups, cpu_class, "
-          "instructions, ingested_at, slurm_account, slurm_partition) VALUES (?1, ?2, ?3, ?4, "
-          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
-          "?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30) ON CONFLICT (job_key) DO NOTHING");
+      sqlite3_stmt* job = prepare(job_insert_sql());
       sqlite3_stmt* record = prepare("INSERT INTO job_records (job_id, record) VALUES (?1, ?2)");
       sqlite3_stmt* routine = prepare(
           "INSERT INTO job_routines (job_id, routine, owner, end_time, calls, time_s, bytes, "
@@ -138,40 +133,13 @@ protected:
       const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
       for (size_t i = 0; i < jobs.size(); ++i) {
         const job_row& j = jobs[i].job;
-        int c = 1;
-        bind_text(job, c++, j.job_key);
-        bind_text(job, c++, j.record_id);
-        bind_text(job, c++, j.owner);
-        sqlite3_bind_int64(job, c++, j.owner_uid);
-        bind_text(job, c++, j.claimed_user);
-        sqlite3_bind_int64(job, c++, j.claimed_uid);
-        sqlite3_bind_int64(job, c++, j.owner_mismatch ? 1 : 0);
-        sqlite3_bind_int64(job, c++, j.start_time);
-        sqlite3_bind_int64(job, c++, j.end_time);
-        sqlite3_bind_int64(job, c++, j.ranks);
-        sqlite3_bind_int64(job, c++, j.ranks_reported);
-        sqlite3_bind_int64(job, c++, j.hosts);
-        bind_text(job, c++, j.executable);
-        bind_text(job, c++, j.language);
-        bind_text(job, c++, j.mpi_flavor);
-        bind_text(job, c++, j.status);
-        sqlite3_bind_int64(job, c++, j.partial ? 1 : 0);
-        sqlite3_bind_double(job, c++, j.wall_time_s);
-        sqlite3_bind_double(job, c++, j.cpu_time_s);
-        sqlite3_bind_double(job, c++, j.mpi_time_s);
-        sqlite3_bind_double(job, c++, j.mpi_percent);
-        sqlite3_bind_double(job, c++, j.overhead_s);
-        sqlite3_bind_int64(job, c++, j.mpi_calls);
-        sqlite3_bind_int64(job, c++, j.mpi_bytes);
-        sqlite3_bind_int64(job, c++, j.routine_groups);
-        sqlite3_bind_int64(job, c++, j.cpu_class);
-        if (j.instructions)
-          sqlite3_bind_double(job, c++, *j.instructions);
-        else
-          sqlite3_bind_null(job, c++);
-        sqlite3_bind_int64(job, c++, now);
-        bind_text(job, c++, j.slurm_account);
-        bind_text(job, c++, j.slurm_partition);
+        int at = 1;
+        visit_job_columns(j, [&](const job_column& c, const auto& member) {
+          if (c.fill == column_fill::insert_time)
+            bind_value(job, at++, now);
+          else if (c.fill == column_fill::member)
+            bind_value(job, at++, member);
+        });
         const int rc = sqlite3_step(job);
         sqlite3_reset(job);
         check(rc, SQLITE_DONE);
@@ -290,6 +258,28 @@ private:
   }
   static void bind_text(sqlite3_stmt* s, int at, const std::string& v) {
     sqlite3_bind_text(s, at, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  }
+  static void bind_value(sqlite3_stmt* s, int at, const std::string& v) { bind_text(s, at, v); }
+  static void bind_value(sqlite3_stmt* s, int at, std::int64_t v) { sqlite3_bind_int64(s, at, v); }
+  static void bind_value(sqlite3_stmt* s, int at, int v) { sqlite3_bind_int64(s, at, v); }
+  static void bind_value(sqlite3_stmt* s, int at, bool v) { sqlite3_bind_int64(s, at, v ? 1 : 0); }
+  static void bind_value(sqlite3_stmt* s, int at, double v) { sqlite3_bind_double(s, at, v); }
+  static void bind_value(sqlite3_stmt* s, int at, const std::optional<double>& v) {
+    if (v)
+      sqlite3_bind_double(s, at, *v);
+    else
+      sqlite3_bind_null(s, at);
+  }
+  // The job's insert, numbered parameters in job_inserted_columns' order.
+  static const std::string& job_insert_sql() {
+    static const std::string sql = [] {
+      std::string values;
+      for (int n = 1; n <= job_inserted_column_count(); ++n)
+        values += (n == 1 ? "?" : ", ?") + std::to_string(n);
+      return "INSERT INTO jobs (" + job_inserted_columns() + ") VALUES (" + values +
+             ") ON CONFLICT (job_key) DO NOTHING";
+    }();
+    return sql;
   }
   void check(int rc, int wanted) {
     if (rc != wanted)

@@ -5,10 +5,12 @@
 
 #include "profiler/record/mpi_t_record.hpp"
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace strata::record {
@@ -44,6 +46,78 @@ struct job_row {
   // The Slurm account and partition (version 12), "" for jobs without them.
   std::string slurm_account, slurm_partition;
 };
+
+// How a column of `jobs` gets its value at insert.
+enum class column_fill {
+  member,      // the job_row member's value
+  by_store,    // the store numbers it (job_id): not inserted
+  insert_time, // the insert's time (ingested_at), whatever the member holds
+};
+
+// A column of `jobs`: its name, its key in the web interface's job JSON (null: not shown
+// there) and how it is filled. Its SQL type follows its member's type (job_column_type).
+struct job_column {
+  const char* name;
+  const char* json_key;
+  column_fill fill = column_fill::member;
+};
+
+// The columns of `jobs`, each once, in the table's order, with the job_row member each holds:
+// visit(job_column, member) for each. The store's select and reader (store.cpp), both
+// backends' inserts and the web's job JSON walk this list. The migrations that made the table
+// stay as they were applied (schema.cpp): a new column is a member above, a line here and a
+// migration adding it (StoreBackend.JobColumnsAreTheSchemas checks the two agree).
+template <typename Row, typename Visit>
+requires std::same_as<std::remove_const_t<Row>, job_row>
+void visit_job_columns(Row& j, Visit&& visit) {
+  visit(job_column{"job_id", "id", column_fill::by_store}, j.job_id);
+  visit(job_column{"job_key", nullptr}, j.job_key);
+  visit(job_column{"record_id", "record_id"}, j.record_id);
+  visit(job_column{"owner", "owner"}, j.owner);
+  visit(job_column{"owner_uid", "owner_uid"}, j.owner_uid);
+  visit(job_column{"claimed_user", "claimed_user"}, j.claimed_user);
+  visit(job_column{"claimed_uid", "claimed_uid"}, j.claimed_uid);
+  visit(job_column{"owner_mismatch", "owner_mismatch"}, j.owner_mismatch);
+  visit(job_column{"start_time", "start"}, j.start_time);
+  visit(job_column{"end_time", "end"}, j.end_time);
+  visit(job_column{"ranks", "ranks"}, j.ranks);
+  visit(job_column{"ranks_reported", nullptr}, j.ranks_reported);
+  visit(job_column{"hosts", "hosts"}, j.hosts);
+  visit(job_column{"executable", "executable"}, j.executable);
+  visit(job_column{"language", "language"}, j.language);
+  visit(job_column{"mpi_flavor", "mpi_flavor"}, j.mpi_flavor);
+  visit(job_column{"status", "status"}, j.status);
+  visit(job_column{"partial", "partial"}, j.partial);
+  visit(job_column{"wall_time_s", "wall_time_s"}, j.wall_time_s);
+  visit(job_column{"cpu_time_s", "cpu_time_s"}, j.cpu_time_s);
+  visit(job_column{"mpi_time_s", "mpi_time_s"}, j.mpi_time_s);
+  visit(job_column{"mpi_percent", "mpi_percent"}, j.mpi_percent);
+  visit(job_column{"overhead_s", nullptr}, j.overhead_s);
+  visit(job_column{"mpi_calls", "mpi_calls"}, j.mpi_calls);
+  visit(job_column{"mpi_bytes", "mpi_bytes"}, j.mpi_bytes);
+  visit(job_column{"routine_groups", nullptr}, j.routine_groups);
+  visit(job_column{"cpu_class", nullptr}, j.cpu_class);
+  visit(job_column{"instructions", nullptr}, j.instructions);
+  visit(job_column{"ingested_at", nullptr, column_fill::insert_time}, j.ingested_at);
+  visit(job_column{"slurm_account", nullptr}, j.slurm_account);
+  visit(job_column{"slurm_partition", nullptr}, j.slurm_partition);
+}
+
+// The SQL type of a column holding a member of type T, as the migrations declare it: what both
+// backends' inserts write (PostgreSQL's binary COPY needs the exact type). An optional member
+// is a column that may be NULL; every other is NOT NULL.
+template <typename T> constexpr const char* job_column_type() {
+  if constexpr (std::is_same_v<T, std::string>)
+    return "TEXT";
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return "BIGINT";
+  else if constexpr (std::is_same_v<T, int> || std::is_same_v<T, bool>)
+    return "INTEGER";
+  else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, std::optional<double>>)
+    return "DOUBLE PRECISION";
+  else
+    static_assert(sizeof(T) == 0, "a job_row member of a type the store has no column for");
+}
 
 struct routine_row {
   std::string routine;

@@ -444,7 +444,8 @@ class Errors(StrataTestCase):
                 ("delay:usec=soon", {}, "module 'delay': option 'usec': 'soon' is not a whole number"),
                 ("delay:colour=red", {}, "module 'delay': unknown option 'colour' (its options: usec"),
                 ("delay", {"STRATA_DELAY_EVERY": "x"}, "STRATA_DELAY_EVERY: 'x' is not a whole"),
-                ("delay:every=0", {}, "module 'delay' refused its arguments: every=0")):
+                ("delay:every=0", {},
+                 "module 'delay' refused its arguments: option 'every': '0' is not a whole number of at least 1")):
             with self.subTest(tools=tools):
                 proc = strata_run(tools, [program("ring_c"), "2"], env=base_env(**env))
                 self.assertOneErrorLine(proc, fragment)

@@ -1,6 +1,6 @@
 // The `delay` module (PnMPI's test module): holds each send for a configured time before it
 // reaches MPI, to inject a known imbalance (options: delay_options below).
-#include "config/options.hpp"
+#include "config/option_binder.hpp"
 
 #include <mpi.h>
 #include <strata/module.h>
@@ -34,39 +34,39 @@ void delay_enter(strata_event*, void* raw) {
   }
 }
 
-const strata_option delay_options[] = {
-    {"usec", "uint", "0", "hold each matching call this many microseconds", nullptr},
-    {"every", "uint", "1", "hold every K-th matching call only (K > 0)", nullptr},
-    {"functions", "list", "MPI_*[sS]end,MPI_*[sS]end_c",
-     "the calls to hold: comma- or '+'-separated globs of MPI functions", nullptr},
+// The options as the core gives them at load (it gives every one its value).
+struct delay_settings {
+  uint64_t usec = 0, every = 1;
+  std::string functions;
 };
-const strata_module_options delay_option_list = {
-    sizeof(strata_module_options), static_cast<int>(std::size(delay_options)), delay_options};
+delay_settings given;
 
-// The core gives every option its value, checked against its type (delay_options).
+strata::config::option_binder& delay_options() {
+  static strata::config::option_binder options = [] {
+    strata::config::option_binder b;
+    b.add_uint("usec", given.usec, "0", "hold each matching call this many microseconds", 0,
+               UINT64_MAX / 1000);
+    b.add_uint("every", given.every, "1", "hold every K-th matching call only (K > 0)", 1);
+    b.add_list("functions", given.functions, "MPI_*[sS]end,MPI_*[sS]end_c",
+               "the calls to hold: comma- or '+'-separated globs of MPI functions");
+    return b;
+  }();
+  return options;
+}
+
 int delay_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
                void** state, char* error, size_t error_size) {
-  auto s = std::make_unique<delay_state>();
-  s->host = host;
-  std::string functions;
-  for (int i = 0; i < nargs; ++i) {
-    const std::string_view key = args[i].key;
-    if (key == "usec")
-      s->delay_ns = strata::config::parse_uint(args[i].value).value_or(0) * 1000;
-    else if (key == "every")
-      s->every = strata::config::parse_uint(args[i].value).value_or(1);
-    else if (key == "functions")
-      functions = args[i].value;
-  }
-  if (s->every == 0) {
-    std::snprintf(error, error_size, "every=0: every K-th call needs K > 0");
+  if (const std::string problem = delay_options().take(args, nargs); !problem.empty()) {
+    std::snprintf(error, error_size, "%s", problem.c_str());
     return 1;
   }
-  for (char& c : functions)
-    if (c == '+')
-      c = ','; // commas separate modules in --tools
-  if (host->subscribe(self, functions.c_str()) == 0) {
-    std::snprintf(error, error_size, "functions=%s matches no MPI function", functions.c_str());
+  auto s = std::make_unique<delay_state>();
+  s->host = host;
+  s->delay_ns = given.usec * 1000;
+  s->every = given.every;
+  if (host->subscribe(self, given.functions.c_str()) == 0) {
+    std::snprintf(error, error_size, "functions=%s matches no MPI function",
+                  given.functions.c_str());
     return 1;
   }
   *state = s.release();
@@ -98,5 +98,5 @@ extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
 }
 
 extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_options_v1(void) {
-  return &delay_option_list;
+  return delay_options().declared();
 }

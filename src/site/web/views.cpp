@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 namespace strata::web {
 
@@ -80,28 +81,15 @@ json previous_run_json(site::store& db, const site::stored_job& sj) {
 } // namespace
 
 json job_json(const site::job_row& j) {
-  json o = {{"id", j.job_id},
-            {"record_id", j.record_id},
-            {"owner", j.owner},
-            {"owner_uid", j.owner_uid},
-            {"claimed_user", j.claimed_user},
-            {"claimed_uid", j.claimed_uid},
-            {"owner_mismatch", j.owner_mismatch},
-            {"start", j.start_time},
-            {"end", j.end_time},
-            {"ranks", j.ranks},
-            {"hosts", j.hosts},
-            {"executable", j.executable},
-            {"language", j.language},
-            {"mpi_flavor", j.mpi_flavor},
-            {"status", j.status},
-            {"partial", j.partial},
-            {"wall_time_s", j.wall_time_s},
-            {"cpu_time_s", j.cpu_time_s},
-            {"mpi_time_s", j.mpi_time_s},
-            {"mpi_percent", j.mpi_percent},
-            {"mpi_calls", j.mpi_calls},
-            {"mpi_bytes", j.mpi_bytes}};
+  json o = json::object();
+  site::visit_job_columns(j, [&](const site::job_column& c, const auto& member) {
+    if (c.json_key == nullptr)
+      return;
+    if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::optional<double>>)
+      o[c.json_key] = member ? json(*member) : json(nullptr);
+    else
+      o[c.json_key] = member;
+  });
   return o;
 }
 

@@ -41,13 +41,6 @@ request_role request_role_of(std::string_view routine) {
   return request_role::none;
 }
 
-size_t persistent_sends::home(uint64_t handle) {
-  // Handles are pointers (Open MPI) or counters with kind bits (MPICH): mixed, then masked.
-  uint64_t h = handle * 0x9e3779b97f4a7c15ULL;
-  h ^= h >> 29;
-  return static_cast<size_t>(h) & (capacity - 1);
-}
-
 bool persistent_sends::note(uint64_t handle, uint32_t to, uint64_t bytes) {
   if (handle == 0)
     return true;
@@ -90,17 +83,6 @@ void persistent_sends::forget(uint64_t handle) {
   }
   slots_[i] = {};
   --used_;
-}
-
-const persistent_sends::send* persistent_sends::find(uint64_t handle) const {
-  if (slots_.empty() || handle == 0)
-    return nullptr;
-  for (size_t i = home(handle);; i = (i + 1) & (capacity - 1)) {
-    if (slots_[i].handle == handle)
-      return &slots_[i];
-    if (slots_[i].handle == 0)
-      return nullptr;
-  }
 }
 
 sent_pairs::~sent_pairs() {

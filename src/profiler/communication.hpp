@@ -58,11 +58,25 @@ public:
   // False when the table is full (that send's starts are then not counted).
   bool note(uint64_t handle, uint32_t to, uint64_t bytes);
   void forget(uint64_t handle);
-  const send* find(uint64_t handle) const;
+  const send* find(uint64_t handle) const {
+    if (slots_.empty())
+      return nullptr;
+    for (size_t i = home(handle);; i = (i + 1) & (capacity - 1)) {
+      if (slots_[i].handle == handle)
+        return handle != 0 ? &slots_[i] : nullptr;
+      if (slots_[i].handle == 0)
+        return nullptr;
+    }
+  }
   // Sends not kept for want of room.
   uint64_t not_kept() const { return not_kept_; }
-  // The slot where a handle's search starts.
-  static size_t home(uint64_t handle);
+  // The slot where a handle's search starts. Handles are pointers (Open MPI) or counters with
+  // kind bits (MPICH): mixed, then masked.
+  static size_t home(uint64_t handle) {
+    uint64_t h = handle * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+    return static_cast<size_t>(h) & (capacity - 1);
+  }
 
 private:
   std::vector<send> slots_;

@@ -38,51 +38,48 @@ void on_exit(strata_event* ev, void* raw) {
   count_pair(*s, *ev);
 }
 
-void count_persistent(module_state& s, const strata_event& ev, request_role role) {
-  if (!s.pairs.is_open())
-    return;
-  std::unique_lock<std::mutex> lock(s.persistent_lock, std::defer_lock);
-  if (s.counting.threaded)
-    lock.lock();
-  switch (role) {
-  case request_role::makes_send:
-    if (ev.result != MPI_SUCCESS)
-      return;
+namespace {
+
+void note_or_start(module_state& s, const strata_event& ev, request_role role) {
+  if (role == request_role::makes_send) {
     // A send to MPI_PROC_NULL (or any rank outside the world) is made but sends nothing.
-    if (static_cast<uint32_t>(ev.peer) >= s.pairs.ranks()) {
+    if (static_cast<uint32_t>(ev.peer) < s.pairs.ranks())
+      s.persistent.note(ev.request, static_cast<uint32_t>(ev.peer),
+                        ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0);
+    else
       s.persistent.forget(ev.request);
-      return;
-    }
-    s.persistent.note(ev.request, static_cast<uint32_t>(ev.peer),
-                      ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0);
-    return;
-  case request_role::makes_receive:
-    if (ev.result == MPI_SUCCESS)
-      s.persistent.forget(ev.request);
-    return;
-  case request_role::starts_one:
-  case request_role::starts_many:
-    break;
-  case request_role::none:
     return;
   }
-  if (ev.result != MPI_SUCCESS)
+  if (role == request_role::makes_receive) {
+    s.persistent.forget(ev.request);
     return;
+  }
   strata_pair_sum* row = s.pairs.row(pair_kind_persistent);
-  const auto start = [&](uint64_t handle) {
-    if (const persistent_sends::send* sent = s.persistent.find(handle))
-      add_to_pair(s, row[sent->to], sent->bytes);
-  };
   if (role == request_role::starts_one) {
-    start(ev.request);
+    if (const persistent_sends::send* sent = s.persistent.find(ev.request))
+      add_to_pair(s, row[sent->to], sent->bytes);
     return;
   }
   const auto* handles = static_cast<const MPI_Request*>(ev.requests);
   for (int i = 0; handles != nullptr && i < ev.request_count; ++i) {
     uint64_t bits = 0;
     std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
-    start(bits);
+    if (const persistent_sends::send* sent = s.persistent.find(bits))
+      add_to_pair(s, row[sent->to], sent->bytes);
   }
+}
+
+} // namespace
+
+void count_persistent(module_state& s, const strata_event& ev, request_role role) {
+  if (ev.result != MPI_SUCCESS || !s.pairs.is_open())
+    return;
+  if (!s.counting.threaded) {
+    note_or_start(s, ev, role);
+    return;
+  }
+  const std::lock_guard<std::mutex> lock(s.persistent_lock);
+  note_or_start(s, ev, role);
 }
 
 namespace {

@@ -155,6 +155,11 @@ bool is_sendrecv(const std::string& name) {
   return name == "MPI_Sendrecv" || name == "MPI_Sendrecv_replace";
 }
 
+// The messages a persistent request sends are recorded inside the start that sent them.
+bool is_start(const std::string& name) {
+  return name == "MPI_Start" || name == "MPI_Startall";
+}
+
 } // namespace
 
 struct analyzer::impl {
@@ -190,9 +195,10 @@ struct analyzer::impl {
     for (size_t i = 0; i < d.regions.size(); ++i) {
       region_is_mpi[i] = d.regions[i].cat == category::mpi;
       region_blocking_send[i] = region_is_mpi[i] && is_blocking_send(d.regions[i].name);
-      region_pair_kind[i] = region_is_mpi[i] && is_sendrecv(d.regions[i].name)
-                                ? pair_kind_sendrecv
-                                : pair_kind_point_to_point;
+      region_pair_kind[i] = !region_is_mpi[i]                ? pair_kind_point_to_point
+                            : is_sendrecv(d.regions[i].name) ? pair_kind_sendrecv
+                            : is_start(d.regions[i].name)    ? pair_kind_persistent
+                                                             : pair_kind_point_to_point;
     }
     comms.resize(d.comms.size());
   }

@@ -106,8 +106,8 @@ struct wait_state_row {
 // A rank that dropped events at the tracer's size limit: its events after (the stop policy) or
 // before (ring) a time are missing; negative when the archive does not say.
 // Point-to-point messages from one rank to another (world ranks), counted at the sender: every
-// send the trace records. `kind` is "point_to_point" (Send, Isend and their kin) or "sendrecv"
-// (MPI_Sendrecv, MPI_Sendrecv_replace).
+// send the trace records. `kind` is "point_to_point" (Send, Isend and their kin), "sendrecv"
+// (MPI_Sendrecv, MPI_Sendrecv_replace) or "persistent" (started by MPI_Start, MPI_Startall).
 struct message_pair {
   uint32_t from = 0, to = 0;
   std::string kind;

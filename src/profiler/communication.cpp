@@ -1,10 +1,15 @@
 #include "profiler/communication.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 namespace strata::profiler {
 
@@ -21,28 +26,169 @@ int pair_kind_of(std::string_view routine) {
   return -1;
 }
 
-sent_pairs::~sent_pairs() {
-  if (sums_ != nullptr)
-    ::munmap(sums_, bytes_);
+request_role request_role_of(std::string_view routine) {
+  if (routine.ends_with("_c"))
+    routine.remove_suffix(2);
+  if (routine == "MPI_Send_init" || routine == "MPI_Bsend_init" || routine == "MPI_Ssend_init" ||
+      routine == "MPI_Rsend_init")
+    return request_role::makes_send;
+  if (routine == "MPI_Recv_init")
+    return request_role::makes_receive;
+  if (routine == "MPI_Start")
+    return request_role::starts_one;
+  if (routine == "MPI_Startall")
+    return request_role::starts_many;
+  return request_role::none;
 }
 
-bool sent_pairs::open(uint32_t ranks) {
+bool persistent_sends::note(uint64_t handle, uint32_t to, uint64_t bytes) {
+  if (handle == 0)
+    return true;
+  if (slots_.empty())
+    slots_.resize(capacity);
+  for (size_t i = home(handle);; i = (i + 1) & (capacity - 1)) {
+    send& s = slots_[i];
+    if (s.handle == handle || s.handle == 0) {
+      if (s.handle == 0) {
+        // One slot stays empty, so that every search ends.
+        if (used_ + 1 >= capacity) {
+          ++not_kept_;
+          return false;
+        }
+        ++used_;
+      }
+      s = {handle, to, bytes};
+      return true;
+    }
+  }
+}
+
+void persistent_sends::forget(uint64_t handle) {
+  if (slots_.empty() || handle == 0)
+    return;
+  size_t i = home(handle);
+  while (slots_[i].handle != handle) {
+    if (slots_[i].handle == 0)
+      return;
+    i = (i + 1) & (capacity - 1);
+  }
+  // Backward shift: the sends after it that would not be found past the hole move into it.
+  for (size_t j = (i + 1) & (capacity - 1); slots_[j].handle != 0; j = (j + 1) & (capacity - 1)) {
+    const size_t start = home(slots_[j].handle);
+    const bool stays = i <= j ? (i < start && start <= j) : (i < start || start <= j);
+    if (stays)
+      continue;
+    slots_[i] = slots_[j];
+    i = j;
+  }
+  slots_[i] = {};
+  --used_;
+}
+
+sent_pairs::~sent_pairs() {
+  if (base_ != nullptr)
+    ::munmap(base_, bytes_);
+}
+
+namespace {
+
+// The file's mapping, its blocks reserved; null when it cannot be made (nothing left behind).
+void* map_pairs_file(const std::string& path, size_t bytes) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return nullptr;
+  void* p = MAP_FAILED;
+  if (::posix_fallocate(fd, 0, static_cast<off_t>(bytes)) == 0)
+    p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    ::unlink(path.c_str());
+    return nullptr;
+  }
+  return p;
+}
+
+} // namespace
+
+std::string pairs_file_of(const std::string& rank_file_path) {
+  const std::string_view suffix = ".prof";
+  std::string path = rank_file_path;
+  if (path.ends_with(suffix))
+    path.resize(path.size() - suffix.size());
+  return path + ".pairs";
+}
+
+bool sent_pairs::open(uint32_t ranks, const std::string& path, int32_t rank) {
   if (sums_ != nullptr || ranks == 0)
     return sums_ != nullptr;
-  const size_t bytes = sizeof(strata_pair_sum) * pair_kind_count * ranks;
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+  const size_t sums = sizeof(strata_pair_sum) * pair_kind_count * ranks;
+  if (!path.empty() && ranks <= pairs_file_ranks) {
+    const size_t bytes = pairs_file_header_bytes + sums;
+    if (void* p = map_pairs_file(path, bytes)) {
+      auto* header = static_cast<unsigned char*>(p);
+      const uint32_t kinds = pair_kind_count;
+      std::memcpy(header + 8, &kinds, sizeof kinds);
+      std::memcpy(header + 12, &ranks, sizeof ranks);
+      std::memcpy(header + 16, &rank, sizeof rank);
+      std::memcpy(header, pairs_file_magic, sizeof pairs_file_magic); // last: the file is whole
+      base_ = p;
+      sums_ = reinterpret_cast<strata_pair_sum*>(header + pairs_file_header_bytes);
+      ranks_ = ranks;
+      bytes_ = bytes;
+      path_ = path;
+      return true;
+    }
+  }
+  void* p = ::mmap(nullptr, sums, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     return false;
+  base_ = p;
   sums_ = static_cast<strata_pair_sum*>(p);
   ranks_ = ranks;
-  bytes_ = bytes;
+  bytes_ = sums;
   return true;
 }
 
 void sent_pairs::clear() {
-  if (sums_ != nullptr && ::madvise(sums_, bytes_, MADV_DONTNEED) != 0)
-    std::memset(static_cast<void*>(sums_), 0, bytes_);
+  if (sums_ == nullptr)
+    return;
+  const size_t sums = sizeof(strata_pair_sum) * pair_kind_count * ranks_;
+  // A file's pages keep their contents through MADV_DONTNEED: zeroed by hand.
+  if (!path_.empty() || ::madvise(sums_, sums, MADV_DONTNEED) != 0)
+    std::memset(static_cast<void*>(sums_), 0, sums);
+}
+
+bool read_pairs_file(const std::string& path, pair_list& out, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint32_t kinds = 0, ranks = 0;
+  int32_t rank = 0;
+  if (bytes.size() >= pairs_file_header_bytes) {
+    std::memcpy(&kinds, bytes.data() + 8, sizeof kinds);
+    std::memcpy(&ranks, bytes.data() + 12, sizeof ranks);
+    std::memcpy(&rank, bytes.data() + 16, sizeof rank);
+  }
+  if (bytes.size() < pairs_file_header_bytes ||
+      std::memcmp(bytes.data(), pairs_file_magic, sizeof pairs_file_magic) != 0 ||
+      kinds != pair_kind_count || ranks == 0 || ranks > pairs_file_ranks || rank < 0 ||
+      static_cast<uint32_t>(rank) >= ranks ||
+      bytes.size() != pairs_file_header_bytes + sizeof(strata_pair_sum) * kinds * ranks) {
+    error = path + ": not a pairs file of this version (or cut short)";
+    return false;
+  }
+  std::vector<strata_pair_sum> sums(static_cast<size_t>(kinds) * ranks);
+  std::memcpy(sums.data(), bytes.data() + pairs_file_header_bytes,
+              sums.size() * sizeof(strata_pair_sum));
+  const strata_pair_sum* rows[pair_kind_count];
+  for (int k = 0; k < pair_kind_count; ++k)
+    rows[k] = sums.data() + static_cast<size_t>(k) * ranks;
+  out = rank_pairs(static_cast<uint32_t>(rank), rows, ranks);
+  return true;
 }
 
 uint64_t pair_figures::total_messages() const {

@@ -17,27 +17,93 @@
 namespace strata::profiler {
 
 // The kinds of message kept apart, named as `strata analyze` names them from a trace.
-enum pair_kind : uint8_t { pair_kind_point_to_point, pair_kind_sendrecv, pair_kind_count };
-inline constexpr const char* pair_kind_names[pair_kind_count] = {"point_to_point", "sendrecv"};
+enum pair_kind : uint8_t {
+  pair_kind_point_to_point,
+  pair_kind_sendrecv,
+  pair_kind_persistent,
+  pair_kind_count
+};
+inline constexpr const char* pair_kind_names[pair_kind_count] = {"point_to_point", "sendrecv",
+                                                                 "persistent"};
 
 // The kind of message a routine sends to its peer (its `dest`), or -1 when it sends none that
 // is counted: MPI_Send and its kin, blocking or not, and MPI_Sendrecv(_replace); large-count
-// variants alike. Persistent requests (MPI_Send_init) send at MPI_Start, which names no peer.
+// variants alike. Persistent requests (MPI_Send_init) send at MPI_Start, which names no peer:
+// request_role_of.
 int pair_kind_of(std::string_view routine);
 
-// One rank's sums per kind and destination: kinds x ranks strata_pair_sum in one anonymous
-// mapping made at the start, whose pages the kernel provides only once a destination on them is
-// counted (a rank with few partners touches a few pages whatever the job's size), so the call
-// path adds to a slot it indexes with the world rank: no look-up, no allocation, no lock.
+// What a routine does with persistent requests, for the messages their starts send.
+enum class request_role : uint8_t {
+  none,
+  makes_send,    // MPI_Send_init, _Bsend_init, _Ssend_init, _Rsend_init: a message per start
+  makes_receive, // MPI_Recv_init: its handle is no persistent send's any more
+  starts_one,    // MPI_Start
+  starts_many    // MPI_Startall
+};
+request_role request_role_of(std::string_view routine);
+
+// The persistent sends of one rank by request handle (the handle's bits, as the core gives them
+// in strata_event::request): the destination and bytes each start sends. A fixed table of
+// open addressing, allocated at the first MPI_Send_init; a handle made again (MPI reuses the
+// handles of freed requests) takes its new send or, made by a receive, leaves the table. Not
+// thread-safe: the caller locks under MPI_THREAD_MULTIPLE.
+class persistent_sends {
+public:
+  struct send {
+    uint64_t handle = 0; // 0: an empty slot
+    uint32_t to = 0;
+    uint64_t bytes = 0;
+  };
+  static constexpr size_t capacity = size_t{1} << 14;
+  // False when the table is full (that send's starts are then not counted).
+  bool note(uint64_t handle, uint32_t to, uint64_t bytes);
+  void forget(uint64_t handle);
+  const send* find(uint64_t handle) const {
+    if (slots_.empty())
+      return nullptr;
+    for (size_t i = home(handle);; i = (i + 1) & (capacity - 1)) {
+      if (slots_[i].handle == handle)
+        return handle != 0 ? &slots_[i] : nullptr;
+      if (slots_[i].handle == 0)
+        return nullptr;
+    }
+  }
+  // Sends not kept for want of room.
+  uint64_t not_kept() const { return not_kept_; }
+  // The slot where a handle's search starts. Handles are pointers (Open MPI) or counters with
+  // kind bits (MPICH): mixed, then masked.
+  static size_t home(uint64_t handle) {
+    uint64_t h = handle * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+    return static_cast<size_t>(h) & (capacity - 1);
+  }
+
+private:
+  std::vector<send> slots_;
+  size_t used_ = 0;
+  uint64_t not_kept_ = 0;
+};
+
+// One rank's sums per kind and destination: kinds x ranks strata_pair_sum in one mapping made
+// at the start, so the call path adds to a slot it indexes with the world rank: no look-up, no
+// allocation, no lock. Up to pairs_file_ranks ranks the mapping is a file's beside the rank file
+// (its blocks reserved, as the rank file's: a full disk is found at the start, never by a store
+// into the mapping), which a killed rank leaves for `strata recover`; beyond, anonymous memory
+// whose pages the kernel provides only once a destination on them is counted (a rank with few
+// partners touches a few pages whatever the job's size), lost with the process.
 class sent_pairs {
 public:
   sent_pairs() = default;
   sent_pairs(const sent_pairs&) = delete;
   sent_pairs& operator=(const sent_pairs&) = delete;
   ~sent_pairs();
-  // False when the memory could not be mapped (then nothing is counted).
-  bool open(uint32_t ranks);
+  // False when the memory could not be mapped (then nothing is counted). With a `path` and few
+  // enough ranks, the sums are that file's (written with this rank's number); when the file
+  // cannot be made, in memory.
+  bool open(uint32_t ranks, const std::string& path = {}, int32_t rank = 0);
   bool is_open() const { return sums_ != nullptr; }
+  // The file, when the sums are in one ("" otherwise).
+  const std::string& path() const { return path_; }
   // Every sum back to zero (MPI_Pcontrol(2)); the pages go back to the kernel.
   void clear();
   uint32_t ranks() const { return ranks_; }
@@ -46,10 +112,19 @@ public:
   }
 
 private:
+  void* base_ = nullptr;
   strata_pair_sum* sums_ = nullptr;
   uint32_t ranks_ = 0;
   size_t bytes_ = 0;
+  std::string path_;
 };
+
+// A pairs file: a header of pairs_file_header_bytes (magic, kinds, ranks, the sender's rank),
+// then kinds x ranks strata_pair_sum. Named after the rank file: "<key>.rankR.pairs".
+inline constexpr char pairs_file_magic[8] = {'S', 'T', 'R', 'P', 'A', 'I', 'R', '1'};
+inline constexpr size_t pairs_file_header_bytes = 64;
+inline constexpr uint32_t pairs_file_ranks = 5461; // 256 KiB of sums at most per rank
+std::string pairs_file_of(const std::string& rank_file_path);
 
 // One pair's figures, each kind apart.
 struct pair_figures {
@@ -84,6 +159,10 @@ void combine_pairs(pair_list& into, pair_list more, size_t limit = listed_pairs_
 // The words a subtree sends its parent, and back; false when `bytes` is malformed.
 std::string write_pair_list(const pair_list& list);
 bool read_pair_list(std::string_view bytes, pair_list& out);
+
+// A pairs file read back as its rank's list (rank_pairs); false with `error` set when it is not
+// one (never trusts sizes in the file).
+bool read_pairs_file(const std::string& path, pair_list& out, std::string& error);
 
 // The record's section of the pairs that reached rank 0.
 record::communication_section communication_of(const pair_list& list);

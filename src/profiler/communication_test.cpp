@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <functional>
 
 namespace strata::profiler {
@@ -21,6 +24,98 @@ TEST(Communication, KindsAreTheTracesKinds) {
   EXPECT_EQ(pair_kind_of("MPI_Bcast"), -1);
 }
 
+TEST(Communication, PersistentRequestsHaveTheirRoles) {
+  EXPECT_EQ(request_role_of("MPI_Send_init"), request_role::makes_send);
+  EXPECT_EQ(request_role_of("MPI_Rsend_init_c"), request_role::makes_send);
+  EXPECT_EQ(request_role_of("MPI_Recv_init"), request_role::makes_receive);
+  EXPECT_EQ(request_role_of("MPI_Start"), request_role::starts_one);
+  EXPECT_EQ(request_role_of("MPI_Startall"), request_role::starts_many);
+  EXPECT_EQ(request_role_of("MPI_Isend"), request_role::none);
+}
+
+// Handles that share a home slot, found and forgotten in every order: the table never loses a
+// send behind a forgotten one, and a handle made again takes its new send.
+TEST(Communication, PersistentSendsAreFoundAfterOthersAreForgotten) {
+  persistent_sends table;
+  // Handles of one home slot, and one of the next slot (which a forgotten one's move must keep).
+  std::vector<uint64_t> same;
+  const size_t home = persistent_sends::home(1);
+  for (uint64_t h = 1; same.size() < 4; ++h)
+    if (persistent_sends::home(h) == home)
+      same.push_back(h);
+  for (uint64_t h = 1;; ++h)
+    if (persistent_sends::home(h) == (home + 1) % persistent_sends::capacity) {
+      same.insert(same.begin() + 2, h);
+      break;
+    }
+  for (size_t i = 0; i < same.size(); ++i)
+    ASSERT_TRUE(table.note(same[i], static_cast<uint32_t>(i), 10 * i));
+  table.forget(same[1]);
+  table.forget(same[3]);
+  EXPECT_EQ(table.find(same[1]), nullptr);
+  EXPECT_EQ(table.find(same[3]), nullptr);
+  for (size_t i : {0, 2, 4}) {
+    const persistent_sends::send* s = table.find(same[i]);
+    ASSERT_NE(s, nullptr) << i;
+    EXPECT_EQ(s->to, i);
+    EXPECT_EQ(s->bytes, 10 * i);
+  }
+  ASSERT_TRUE(table.note(same[2], 9, 99));
+  EXPECT_EQ(table.find(same[2])->to, 9U);
+  EXPECT_EQ(table.find(same[2])->bytes, 99U);
+  // Full: one send too many is not kept, and said.
+  persistent_sends full;
+  size_t kept = 0;
+  for (uint64_t h = 1; h <= persistent_sends::capacity; ++h)
+    kept += full.note(h, 0, 1) ? 1 : 0;
+  EXPECT_EQ(kept, persistent_sends::capacity - 1);
+  EXPECT_EQ(full.not_kept(), 1U);
+  for (uint64_t h = 1; h < persistent_sends::capacity; ++h)
+    full.forget(h);
+  EXPECT_EQ(full.find(2), nullptr);
+  EXPECT_TRUE(full.note(5, 1, 1));
+}
+
+// The sums of a small job are a file's, which a killed rank leaves: read back as that rank's
+// pairs; cleared by hand (a file's pages keep their contents); a file cut short is refused.
+TEST(Communication, PairsFileIsReadBackAsTheRanksPairs) {
+  char dir[] = "/tmp/strata_pairs_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = pairs_file_of(std::string(dir) + "/job.rank2.prof");
+  EXPECT_EQ(path, std::string(dir) + "/job.rank2.pairs");
+  {
+    sent_pairs sums;
+    ASSERT_TRUE(sums.open(4, path, 2));
+    EXPECT_EQ(sums.path(), path);
+    sums.row(pair_kind_persistent)[3] = {5, 160};
+    sums.row(pair_kind_point_to_point)[0] = {1, 8};
+    pair_list back;
+    std::string error;
+    ASSERT_TRUE(read_pairs_file(path, back, error)) << error;
+    ASSERT_EQ(back.pairs.size(), 2U);
+    EXPECT_EQ(back.pairs[0].from, 2U);
+    EXPECT_EQ(back.pairs[0].to, 0U);
+    EXPECT_EQ(back.pairs[0].bytes[pair_kind_point_to_point], 8U);
+    EXPECT_EQ(back.pairs[1].to, 3U);
+    EXPECT_EQ(back.pairs[1].messages[pair_kind_persistent], 5U);
+    EXPECT_EQ(back.pairs[1].bytes[pair_kind_persistent], 160U);
+    sums.clear();
+    ASSERT_TRUE(read_pairs_file(path, back, error)) << error;
+    EXPECT_TRUE(back.pairs.empty());
+  }
+  ASSERT_EQ(::truncate(path.c_str(), 100), 0);
+  pair_list back;
+  std::string error;
+  EXPECT_FALSE(read_pairs_file(path, back, error));
+  EXPECT_NE(error.find("not a pairs file"), std::string::npos) << error;
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+  // Too many ranks for a file: in memory, no file made.
+  sent_pairs large;
+  ASSERT_TRUE(large.open(pairs_file_ranks + 1, path, 0));
+  EXPECT_TRUE(large.path().empty());
+}
+
 // A rank's sums as the call path leaves them.
 struct rank_sums {
   std::vector<strata_pair_sum> kinds[pair_kind_count];
@@ -29,7 +124,8 @@ struct rank_sums {
       k.assign(ranks, strata_pair_sum{0, 0});
   }
   pair_list list(uint32_t from, size_t limit = listed_pairs_limit) const {
-    const strata_pair_sum* rows[pair_kind_count] = {kinds[0].data(), kinds[1].data()};
+    const strata_pair_sum* rows[pair_kind_count] = {kinds[0].data(), kinds[1].data(),
+                                                    kinds[2].data()};
     return rank_pairs(from, rows, static_cast<uint32_t>(kinds[0].size()), limit);
   }
 };

@@ -1,5 +1,7 @@
 #include "profiler/spool.hpp"
 
+#include "profiler/communication.hpp"
+
 #include "common/atomic_file.hpp"
 #include "profiler/job_figures.hpp"
 #include "profiler/rank_file.hpp"
@@ -183,15 +185,35 @@ std::vector<recovery> recover_spool(const std::string& spool) {
     job.partial = true;
     for (const rank_data& rank : ranks)
       add_rank(job, rank);
+    record::job_record rec = to_record(job);
+    // The pairs, when every rank left its file of them (a job of few enough ranks).
+    pair_list pairs;
+    size_t pair_files = 0;
+    for (const rank_data& rank : ranks) {
+      pair_list one;
+      std::string error;
+      if (::access(pairs_file_of(rank.path).c_str(), F_OK) != 0)
+        continue;
+      if (!read_pairs_file(pairs_file_of(rank.path), one, error)) {
+        r.problems.push_back(error + "; the record has no communication section");
+        pair_files = ranks.size() + 1;
+        break;
+      }
+      combine_pairs(pairs, std::move(one));
+      ++pair_files;
+    }
+    if (pair_files == ranks.size())
+      rec.communication = communication_of(pairs);
     const std::string path = spool + "/" + key + ".json";
-    if (std::string error = common::write_atomically(path, record::to_json(to_record(job)));
-        !error.empty()) {
+    if (std::string error = common::write_atomically(path, record::to_json(rec)); !error.empty()) {
       r.problems.push_back(error);
     } else {
       r.record_path = path;
       r.ranks_read = static_cast<int>(ranks.size());
-      for (const rank_data& rank : ranks)
+      for (const rank_data& rank : ranks) {
         ::unlink(rank.path.c_str());
+        ::unlink(pairs_file_of(rank.path).c_str());
+      }
     }
     out.push_back(std::move(r));
   }

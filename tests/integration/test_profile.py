@@ -597,6 +597,12 @@ class AbnormalEnds(ProfileTestCase):
         self.assertEqual(record["job"]["ranks_reported"], 2)
         self.assertEqual(record["routines"]["MPI_Sendrecv"]["calls"], 10)
         self.assertEqual(record["routines"]["MPI_Barrier"]["calls"], 2)
+        # Who sent to whom survives too (each rank's file of pairs beside its rank file), and
+        # recover removes those files with the rank files.
+        self.assertEqual(record["communication"]["by_kind"],
+                         {"sendrecv": [{"from": 0, "to": 1, "messages": 5, "bytes": 20},
+                                       {"from": 1, "to": 0, "messages": 5, "bytes": 20}]})
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.pairs")), [])
         return record["job"]
 
     def test_mpi_abort(self):

@@ -64,8 +64,9 @@ class FullSpool(SpoolTestCase):
         said = self.lines_naming(self.run_ring(spool), spool)[0]
         rank_file_bytes = int(re.search(r"\((\d+) bytes\)", said).group(1))
         os.remove(self.fallback_record())
-        # Room for the two rank files, to the page, and none for the record.
-        pages = -(-rank_file_bytes // 4096)
+        # Room for the two rank files and their files of pairs (a page each at two ranks), to the
+        # page, and none for the record.
+        pages = -(-rank_file_bytes // 4096) + 1
         os.remove(os.path.join(spool, "filler"))
         self.fill(spool, leave=2 * pages * 4096)
         proc = self.run_ring(spool)

@@ -27,7 +27,11 @@ int main(int argc, char** argv) {
   const int right = (rank + 1) % size, left = (rank + size - 1) % size, partner = rank ^ 1;
   const int ring_bytes = 8 * (rank + 1), left_bytes = 8 * (left + 1);
   long messages = 0, bytes = 0;
-  const int derived = argc > 3 && strcmp(argv[3], "derived") == 0;
+  const int derived = argc > 3 && strstr(argv[3], "derived") != NULL;
+  const int persistent = argc > 3 && strstr(argv[3], "persistent") != NULL;
+  const int far = (rank + 2) % size, far_left = (rank + 2 * size - 2) % size;
+  char persistent_out[32 + 64] = {0}, persistent_in[32 + 64];
+  MPI_Request started[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   MPI_Comm reversed = MPI_COMM_NULL;
   if (derived)
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
@@ -60,11 +64,35 @@ int main(int argc, char** argv) {
       messages += 1;
       bytes += 16 + rank;
     }
+    if (persistent) {
+      if (i == 0 || i == iterations / 2) {
+        for (int k = 0; k < 3; ++k)
+          if (started[k] != MPI_REQUEST_NULL)
+            MPI_Request_free(&started[k]);
+        MPI_Recv_init(persistent_in, 32 + far_left, MPI_BYTE, far_left, 300, MPI_COMM_WORLD,
+                      &started[0]);
+        MPI_Send_init(persistent_out, 32 + rank, MPI_BYTE, far, 300, MPI_COMM_WORLD, &started[1]);
+        MPI_Send_init(persistent_out, 7, MPI_BYTE, MPI_PROC_NULL, 300, MPI_COMM_WORLD, &started[2]);
+      }
+      if (i % 2 == 0) {
+        MPI_Startall(3, started);
+      } else {
+        for (int k = 0; k < 3; ++k)
+          MPI_Start(&started[k]);
+      }
+      MPI_Status statuses[3];
+      MPI_Waitall(3, started, statuses);
+      messages += 1;
+      bytes += 32 + rank;
+    }
     int one = 1, sum = 0;
     MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     strata_region_end("exchange");
   }
   printf("sent %d: %ld messages, %ld bytes\n", rank, messages, bytes);
+  for (int k = 0; k < 3; ++k)
+    if (started[k] != MPI_REQUEST_NULL)
+      MPI_Request_free(&started[k]);
   if (reversed != MPI_COMM_NULL)
     MPI_Comm_free(&reversed);
   MPI_Finalize();

@@ -249,6 +249,12 @@ job_reduction reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders
     for (int k = 0; k < pair_kind_count; ++k)
       rows[k] = s.pairs.row(k);
     pairs = rank_pairs(static_cast<uint32_t>(s.rank), rows, s.pairs.ranks());
+    if (const uint64_t lost = s.persistent.not_kept(); lost != 0)
+      s.host->log(s.self,
+                  ("rank " + std::to_string(s.rank) + ": the starts of " + std::to_string(lost) +
+                   " persistent sends are not in the communication matrix (more than " +
+                   std::to_string(persistent_sends::capacity - 1) + " alive at once)")
+                      .c_str());
   }
   subtree all = combine_up_the_tree(s, std::move(figures), figure_words, text, std::move(pairs));
   job_reduction out;
@@ -436,6 +442,8 @@ void finalize_job(module_state& s) {
   }
   // The record is in the spool: the per-rank files are no longer needed.
   remove_hang_state();
+  if (!s.pairs.path().empty())
+    ::unlink(s.pairs.path().c_str());
   if (s.mapping.ok()) {
     ::unlink(s.mapping.path.c_str());
     s.header().overhead_ns += mono_ns() - start;

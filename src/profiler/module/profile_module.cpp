@@ -17,6 +17,7 @@
 #include <strata/zmpi.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -35,6 +36,50 @@ void on_exit(strata_event* ev, void* raw) {
   if (__builtin_expect(!s->paused.load(std::memory_order_relaxed), 1))
     count_call(s->counting, *ev);
   count_pair(*s, *ev);
+}
+
+namespace {
+
+void note_or_start(module_state& s, const strata_event& ev, request_role role) {
+  if (role == request_role::makes_send) {
+    // A send to MPI_PROC_NULL (or any rank outside the world) is made but sends nothing.
+    if (static_cast<uint32_t>(ev.peer) < s.pairs.ranks())
+      s.persistent.note(ev.request, static_cast<uint32_t>(ev.peer),
+                        ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0);
+    else
+      s.persistent.forget(ev.request);
+    return;
+  }
+  if (role == request_role::makes_receive) {
+    s.persistent.forget(ev.request);
+    return;
+  }
+  strata_pair_sum* row = s.pairs.row(pair_kind_persistent);
+  if (role == request_role::starts_one) {
+    if (const persistent_sends::send* sent = s.persistent.find(ev.request))
+      add_to_pair(s, row[sent->to], sent->bytes);
+    return;
+  }
+  const auto* handles = static_cast<const MPI_Request*>(ev.requests);
+  for (int i = 0; handles != nullptr && i < ev.request_count; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
+    if (const persistent_sends::send* sent = s.persistent.find(bits))
+      add_to_pair(s, row[sent->to], sent->bytes);
+  }
+}
+
+} // namespace
+
+void count_persistent(module_state& s, const strata_event& ev, request_role role) {
+  if (ev.result != MPI_SUCCESS || !s.pairs.is_open())
+    return;
+  if (!s.counting.threaded) {
+    note_or_start(s, ev, role);
+    return;
+  }
+  const std::lock_guard<std::mutex> lock(s.persistent_lock);
+  note_or_start(s, ev, role);
 }
 
 namespace {
@@ -69,6 +114,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     s->cheap.push_back(kind.counted_without_time);
     s->pair_kinds.push_back(
         static_cast<int8_t>(is_overhead_module ? -1 : pair_kind_of(s->names.back())));
+    s->request_roles.push_back(is_overhead_module ? request_role::none
+                                                  : request_role_of(s->names.back()));
   }
   s->pair_rows.assign(static_cast<size_t>(n), nullptr);
   s->polls.assign(static_cast<size_t>(n), poll_figures{});
@@ -229,6 +276,10 @@ extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, i
   const auto f = static_cast<size_t>(function);
   if ((s->traits[f] & (routine_trait::sampled_poll | routine_trait::counted_only)) != 0)
     return 0;
+  // The messages of persistent sends are counted from the events of the calls that make and
+  // start them (count_persistent), which the core's sums do not deliver.
+  if (s->request_roles[f] != request_role::none)
+    return 0;
   out->slot = &s->counting.slots[f];
   out->latest_exit_ns = &s->header().last_mono_ns;
   out->histograms = slot_histograms(s->traits[f]);
@@ -262,7 +313,15 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_function_fields_v1(void* 
   // A send's destination as a world rank, for the matrix of who sends to whom.
   if (s->pair_kinds[static_cast<size_t>(function)] >= 0)
     return fields | STRATA_FIELD_PEER;
-  return fields;
+  // A persistent send's destination and its request, a start's requests.
+  switch (s->request_roles[static_cast<size_t>(function)]) {
+  case strata::profiler::request_role::makes_send:
+    return fields | STRATA_FIELD_PEER | STRATA_FIELD_REQUESTS;
+  case strata::profiler::request_role::none:
+    return fields;
+  default:
+    return fields | STRATA_FIELD_REQUESTS;
+  }
 }
 
 extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {

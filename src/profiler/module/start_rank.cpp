@@ -37,12 +37,6 @@ void start_rank(module_state& s) {
   s.counting.threaded = level == MPI_THREAD_MULTIPLE;
   if (s.counting.threaded && s.sole.start())
     s.counting.sole = &s.sole;
-  // Sends counted by destination from here on (the core asks for the rows after this); the
-  // overhead module's record has no matrix.
-  if (!is_overhead_module && s.pairs.open(static_cast<uint32_t>(s.world_size)))
-    for (size_t f = 0; f < s.pair_kinds.size(); ++f)
-      if (s.pair_kinds[f] >= 0)
-        s.pair_rows[f] = s.pairs.row(s.pair_kinds[f]);
   // One job id for all ranks: the resource manager's, else rank 0's host, pid and start; in one
   // broadcast with rank 0's start and pid (each collective costs a scheduling round when the
   // ranks outnumber the cores), and the spool rank 0's file went to, where the others' go too:
@@ -89,6 +83,14 @@ void start_rank(module_state& s) {
   }
   if (s.spool_index < s.spools.size())
     s.spool = s.spools[s.spool_index];
+  // Sends counted by destination from here on (the core asks for the rows after this), beside
+  // the rank file when there is one; the overhead module's record has no matrix.
+  if (!is_overhead_module &&
+      s.pairs.open(static_cast<uint32_t>(s.world_size),
+                   s.mapping.ok() ? pairs_file_of(s.mapping.path) : std::string(), s.rank))
+    for (size_t f = 0; f < s.pair_kinds.size(); ++f)
+      if (s.pair_kinds[f] >= 0)
+        s.pair_rows[f] = s.pairs.row(s.pair_kinds[f]);
   if (s.rank == 0 && !placed.why_not_first.empty()) {
     std::string line = placed.why_not_first;
     if (s.mapping.ok()) {

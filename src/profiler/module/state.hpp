@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -102,18 +103,17 @@ struct module_state {
   std::vector<int8_t> pair_kinds;
   std::vector<strata_pair_sum*> pair_rows;
   sent_pairs pairs;
+  // By function id, what it does with persistent requests, and the persistent sends made, whose
+  // every start sends a message (locked under MPI_THREAD_MULTIPLE).
+  std::vector<request_role> request_roles;
+  persistent_sends persistent;
+  std::mutex persistent_lock;
 
   rank_header& header() { return *counting.header; }
 };
 
-// A send's message to its destination's row (the core adds those of the calls it sums itself).
-// Counted while the profile is paused too, as the core's sums are.
-inline void count_pair(const module_state& s, const strata_event& ev) {
-  strata_pair_sum* row = s.pair_rows[static_cast<size_t>(ev.function)];
-  if (row == nullptr || static_cast<uint32_t>(ev.peer) >= s.pairs.ranks())
-    return;
-  strata_pair_sum& pair = row[static_cast<uint32_t>(ev.peer)];
-  const uint64_t bytes = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
+// One message and its bytes added to a pair's sums.
+inline void add_to_pair(const module_state& s, strata_pair_sum& pair, uint64_t bytes) {
   if (s.counting.threaded) {
     std::atomic_ref<uint64_t>(pair.messages).fetch_add(1, std::memory_order_relaxed);
     std::atomic_ref<uint64_t>(pair.bytes).fetch_add(bytes, std::memory_order_relaxed);
@@ -121,6 +121,26 @@ inline void count_pair(const module_state& s, const strata_event& ev) {
     ++pair.messages;
     pair.bytes += bytes;
   }
+}
+
+// The persistent sends' part (profile_module.cpp): a send made, or a start's messages.
+void count_persistent(module_state& s, const strata_event& ev, request_role role);
+
+// A send's message to its destination's row (the core adds those of the calls it sums itself).
+// Counted while the profile is paused too, as the core's sums are. A routine without a row may
+// make or start persistent requests, which the core never sums.
+inline void count_pair(module_state& s, const strata_event& ev) {
+  strata_pair_sum* row = s.pair_rows[static_cast<size_t>(ev.function)];
+  if (row == nullptr) {
+    const request_role role = s.request_roles[static_cast<size_t>(ev.function)];
+    if (__builtin_expect(role != request_role::none, 0))
+      count_persistent(s, ev, role);
+    return;
+  }
+  if (static_cast<uint32_t>(ev.peer) >= s.pairs.ranks())
+    return;
+  add_to_pair(s, row[static_cast<uint32_t>(ev.peer)],
+              ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0);
 }
 
 // Whether the profile lends the core its routines' slots to sum timed calls into

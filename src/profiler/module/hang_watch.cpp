@@ -297,7 +297,8 @@ std::vector<uint64_t> waited_handles(const hang_watch& h, const strata_where& w)
   const wait_form form = fid < h.wait_forms.size() ? h.wait_forms[fid] : wait_form::none;
   if ((w.seq & 1) == 0 || form == wait_form::none)
     return handles;
-  const void* at = reinterpret_cast<const void*>(w.args[form == wait_form::one ? 0 : 1]);
+  const void* at = nullptr; // the application's MPI_Request* or array, as the record keeps it
+  std::memcpy(&at, &w.args[form == wait_form::one ? 0 : 1], sizeof(at));
   const int64_t count =
       form == wait_form::one ? 1 : std::clamp<int64_t>(static_cast<int32_t>(w.args[0]), 0, 4096);
   std::vector<MPI_Request> requests(static_cast<size_t>(count));

@@ -25,6 +25,36 @@ typedef struct strata_where {
   uint64_t args[STRATA_WHERE_ARGS]; /* as passed: pointers, handles and integers widened */
 } strata_where;
 
+/* A request the thread made (MPI_Isend, MPI_Irecv, MPI_Send_init, ...), noted when the call
+ * returned: the handle MPI wrote, where it wrote it (the caller's variable, which MPI sets to
+ * MPI_REQUEST_NULL when a completion frees the request), and the call's arguments 3 to 5 as
+ * passed (a point-to-point call's peer, tag and communicator). */
+typedef struct strata_where_post {
+  uint64_t handle;
+  const void* request;
+  int32_t function;
+  int32_t reserved;
+  uint64_t args[3];
+  int64_t bytes; /* the message's size in bytes; -1 unknown */
+} strata_where_post;
+
+#define STRATA_WHERE_POSTS 32 /* a power of two */
+
+/* The thread's latest requests: post number i (from 0) is in posts[i % STRATA_WHERE_POSTS] once
+ * `made` is above i. A reader copies the posts between two reads of `made` and keeps those
+ * numbered from (made after) - STRATA_WHERE_POSTS + 1 up to (made before): the writer may be
+ * writing the next one. Nothing is removed on completion: whether a request is still pending
+ * is for the reader to tell (its variable, the thread's current wait). */
+typedef struct strata_where_posts {
+  uint64_t made;
+  const strata_where* owner; /* the thread's record */
+  strata_where_post posts[STRATA_WHERE_POSTS];
+} strata_where_posts;
+
+/* The requests of the thread whose record is `where`; NULL when that thread has made none (or
+ * more threads made requests than libstrata keeps tables for, 256). */
+const strata_where_posts* strata_where_posts_of(const strata_where* where) __attribute__((weak));
+
 /* The calling thread's record (it lives as long as the thread). */
 const strata_where* strata_where_of_this_thread(void) __attribute__((weak));
 

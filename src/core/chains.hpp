@@ -109,10 +109,15 @@ struct thread_state {
   const chain_entry* timed_entry;
   // Where the thread is, for the hang diagnosis (strata/where.h): written on the timed calls.
   strata_where where;
+  // The requests it made, for the same (completions.hpp); claimed on its first request.
+  strata_where_posts* posts;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
+
+// A table of requests for the calling thread (where.cpp), nullptr when every table is taken.
+strata_where_posts* claim_where_posts() STRATA_HIDDEN;
 
 // Why the application's calls take the long way (dispatch_marked<>() below): one byte per
 // reason, each set on its own, and all of them tested with one compare on the call path.

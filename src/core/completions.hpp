@@ -10,6 +10,7 @@
 // substituting statuses of its own where the application ignores them.
 #pragma once
 
+#include "core/chains.hpp"
 #include "core/decode.hpp"
 
 #include <atomic>
@@ -48,12 +49,39 @@ inline bool made_by_receive(uint64_t bits) {
 // says that the bytes received by completions are short from then on.
 void mark_receive_request(uint64_t bits);
 
+// The request in the thread's table of its latest requests, for the hang diagnosis
+// (strata/where.h): the arguments the call's entry noted in the thread's strata_where, when it
+// did (the usual path of the profile; not a path that notes nothing). A few stores; a thread's
+// table is claimed on its first request.
+inline void note_post(const strata_event& ev, uint64_t bits, const void* request, bool receive) {
+  core::thread_state& ts = core::tls;
+  if (__builtin_expect(ts.where.function != ev.function, 0))
+    return;
+  strata_where_posts* posts = ts.posts;
+  if (__builtin_expect(posts == nullptr, 0)) {
+    posts = core::claim_where_posts();
+    if (posts == nullptr)
+      return;
+    ts.posts = posts;
+  }
+  const uint64_t made = posts->made;
+  strata_where_post& post = posts->posts[made % STRATA_WHERE_POSTS];
+  post.handle = bits;
+  post.request = request;
+  post.function = ev.function;
+  std::memcpy(post.args, &ts.where.args[3], sizeof post.args);
+  post.bytes = receive ? ev.bytes_expected : ev.bytes_sent;
+  asm volatile("" ::: "memory"); // the post before its number (x86-64 keeps stores in order)
+  posts->made = made + 1;
+}
+
 // A call that makes a request (exit): its kind, by the handle it wrote.
 template <typename R>
 inline void note_request_made(const strata_event& ev, const R* request, bool receive) {
   if (ev.result != MPI_SUCCESS || request == nullptr || *request == MPI_REQUEST_NULL)
     return;
   const uint64_t bits = handle_bits(*request);
+  note_post(ev, bits, request, receive);
   for (size_t i = request_kind_home(bits);; i = (i + 1) & (request_kind_slots - 1)) {
     const uint64_t entry = request_kinds[i].load(std::memory_order_acquire);
     if (entry == 0)

@@ -15,8 +15,8 @@ namespace strata::core {
 extern "C" {
 alignas(4) unsigned char strata_call_marks[mark_count];
 }
-__thread thread_state tls
-    __attribute__((tls_model("initial-exec"))) = {-1, 0, nullptr, 1, 0, nullptr, -1, nullptr, {}};
+__thread thread_state tls __attribute__((tls_model("initial-exec"))) = {
+    -1, 0, nullptr, 1, 0, nullptr, -1, nullptr, {}, nullptr};
 const chain* chains[gen::function_count];
 MPI_Comm world_replacement = MPI_COMM_WORLD;
 MPI_Comm modules_world = MPI_COMM_WORLD;

@@ -1,9 +1,12 @@
 #include "hang/command.hpp"
 #include "hang/diagnose.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -19,7 +22,93 @@ std::string job_of(const std::string& file_name) {
   return rank == std::string::npos ? "" : file_name.substr(0, rank);
 }
 
+// The spools a job's files may be in when none is named: the profile's own list (the configured
+// one, the install's, ~/.strata/spool, /tmp/strata-spool-UID).
+std::vector<std::string> usual_spools() {
+  std::vector<std::string> out;
+  if (const char* configured = std::getenv("STRATA_SPOOL"); configured != nullptr && *configured)
+    out.emplace_back(configured);
+  out.emplace_back(STRATA_DEFAULT_SPOOL);
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    out.push_back(std::string(home) + "/.strata/spool");
+  out.push_back("/tmp/strata-spool-" + std::to_string(::getuid()));
+  return out;
+}
+
+std::string seconds_text(uint64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+// --now: the running job's states, judged as of now.
+int hang_now(const hang_options& o) {
+  namespace fs = std::filesystem;
+  const std::vector<std::string> spools = o.inputs.empty() ? usual_spools() : o.inputs;
+  std::map<std::string, std::string> keys; // key -> its spool
+  std::string looked;
+  for (const std::string& spool : spools) {
+    looked += (looked.empty() ? "" : ", ") + spool;
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(spool, ec)) {
+      const std::string key = job_of(e.path().filename().string());
+      if (!key.empty() && key_is_of_job(key, o.now_job))
+        keys.emplace(key, spool);
+    }
+  }
+  if (keys.empty()) {
+    std::fprintf(stderr,
+                 "strata: error: job %s is unknown: no hang states of it in %s (a job under the "
+                 "profile keeps them while it runs)\n",
+                 o.now_job.c_str(), looked.c_str());
+    return 2;
+  }
+  const uint64_t now = realtime_ns();
+  std::vector<std::pair<std::string, std::vector<rank_state>>> running;
+  std::string stopped;
+  for (const auto& [key, spool] : keys) {
+    hang_options one = o;
+    one.inputs = {spool};
+    one.job = key;
+    loaded_states loaded = load_states(one);
+    if (!loaded.error.empty()) {
+      std::fprintf(stderr, "strata: error: %s\n", loaded.error.c_str());
+      return 2;
+    }
+    const uint64_t latest = latest_time(loaded.states);
+    if (latest + alive_within_ns >= now)
+      running.emplace_back(key, std::move(loaded.states));
+    else
+      stopped += "strata: job " + key + " is not running: its ranks last wrote their states " +
+                 seconds_text(now - latest) + " s ago (`strata hang " + spool + " --job " + key +
+                 "` tells how it was then)\n";
+  }
+  if (running.empty()) {
+    std::fputs(stopped.c_str(), stderr);
+    return 1;
+  }
+  if (running.size() > 1) {
+    std::string names;
+    for (const auto& [key, states] : running)
+      names += (names.empty() ? "" : ", ") + key;
+    std::fprintf(stderr, "strata: error: several running jobs are %s: %s; name one\n",
+                 o.now_job.c_str(), names.c_str());
+    return 2;
+  }
+  const auto threshold = static_cast<uint64_t>(o.hang_after_s * 1e9);
+  const diagnosis d = diagnose(running.front().second,
+                               std::max(now, latest_time(running.front().second)), threshold);
+  const std::string text = o.format == "json" ? format_json(d) : format_text(d);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
 } // namespace
+
+bool key_is_of_job(const std::string& key, const std::string& job) {
+  return !job.empty() && (key == job || (key.starts_with(job + "-") &&
+                                         key.find('-', job.size() + 1) == std::string::npos));
+}
 
 loaded_states load_states(const hang_options& o) {
   namespace fs = std::filesystem;
@@ -92,6 +181,12 @@ int hang_command(const hang_options& o) {
     std::fprintf(stderr, "strata: error: --hang-after must be 0 or more seconds\n");
     return 2;
   }
+  if (!o.now_job.empty())
+    return hang_now(o);
+  if (o.inputs.empty()) {
+    std::fprintf(stderr, "strata: error: name a spool directory or state files (or --now JOB)\n");
+    return 2;
+  }
   const loaded_states loaded = load_states(o);
   if (!loaded.error.empty()) {
     std::fprintf(stderr, "strata: error: %s\n", loaded.error.c_str());
@@ -112,7 +207,12 @@ public:
     hang_ = strata.add_subcommand(
         "hang", "why a job stopped making progress: where each rank waits, deadlocks, and who "
                 "they wait for (from the job's hang state files)");
-    hang_->add_option("inputs", o_.inputs, "a spool directory or JOB.rankR.hang files")->required();
+    hang_->add_option("inputs", o_.inputs,
+                      "a spool directory or JOB.rankR.hang files (with --now: the spools to look "
+                      "in, else the usual ones)");
+    hang_->add_option("--now", o_.now_job,
+                      "a running job, by its id (the batch system's) or its files' key: its "
+                      "diagnosis as of now");
     hang_->add_option("--format", o_.format, "text for people, json for tools")
         ->check(CLI::IsMember({"text", "json"}));
     hang_->add_option("--job", o_.job, "the job whose files to read, in a directory of several");

@@ -18,6 +18,7 @@ struct hang_options {
   std::string format = "text";
   std::string job;          // which job's files in a directory holding several
   double hang_after_s = 10; // a rank waiting this long in one call, nobody completing any: hung
+  std::string now_job;      // --now: a running job, by its id or its files' key
 };
 
 // The states named by `inputs`, or one line (without "strata: error: ") saying what is wrong.
@@ -32,8 +33,16 @@ loaded_states load_states(const hang_options& o);
 uint64_t judging_time(const std::vector<rank_state>& states, uint64_t threshold_ns,
                       uint64_t now_ns);
 
-// Prints the diagnosis; 0 when printed, 2 for bad input.
+// Prints the diagnosis; 0 when printed, 2 for bad input. With `now_job`: that job's, as it is
+// now, from the spools in `inputs` (else the usual ones); 1 when the job is not running.
 int hang_command(const hang_options& o);
+
+// A state is alive when its heartbeat is this recent (the profile writes it ten times a second).
+inline constexpr uint64_t alive_within_ns = 5'000'000'000ULL;
+
+// Whether the files' key `key` ("JOB-PID", the profile's) is of the job `job` (the key itself,
+// or the id of the batch system's job before "-PID").
+bool key_is_of_job(const std::string& key, const std::string& job);
 
 // Registers `hang` on `strata`.
 std::unique_ptr<cli::wing_commands> add_hang_commands(CLI::App& strata);

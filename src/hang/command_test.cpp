@@ -27,10 +27,10 @@ protected:
 
   // Rank `rank` of `size` of job "job1" in `routine` from `peer`, entered a minute ago.
   void write_rank(int32_t rank, int32_t size, const std::string& routine, int32_t peer,
-                  uint32_t line) {
+                  uint32_t line, const std::string& key = "job1", uint64_t heartbeat_age = 0) {
     std::string error;
     std::optional<state_writer> w = state_writer::open(
-        dir_ + "/job1.rank" + std::to_string(rank) + ".hang", rank, size, 2, error);
+        dir_ + "/" + key + ".rank" + std::to_string(rank) + ".hang", rank, size, 2, error);
     ASSERT_TRUE(w) << error;
     thread_state t;
     t.phase = thread_phase::in_mpi;
@@ -42,9 +42,9 @@ protected:
     t.comm = {7, static_cast<uint32_t>(size), 0, 1};
     t.peer = peer;
     t.tag = 3;
-    t.since_ns = realtime_ns() - 60 * second;
+    t.since_ns = realtime_ns() - 60 * second - heartbeat_age;
     w->write(0, t);
-    w->observe(realtime_ns());
+    w->observe(realtime_ns() - heartbeat_age);
   }
 
   std::pair<int, std::string> run(hang_options o) {
@@ -59,12 +59,12 @@ protected:
 TEST_F(HangCommand, DiagnosesADeadlockFromASpoolDirectory) {
   write_rank(0, 2, "MPI_Recv", 1, 12);
   write_rank(1, 2, "MPI_Recv", 0, 12);
-  const auto [status, text] = run({{dir_}, "text", "", 10});
+  const auto [status, text] = run({{dir_}, "text", "", 10, ""});
   EXPECT_EQ(status, 0);
   EXPECT_NE(text.find("HANG"), std::string::npos) << text;
   EXPECT_NE(text.find("DEADLOCK: ranks 0-1 wait for each other"), std::string::npos) << text;
   EXPECT_NE(text.find("rank 1 in MPI_Recv at ring.c:12 (main)"), std::string::npos) << text;
-  const auto [json_status, json_text] = run({{dir_}, "json", "", 10});
+  const auto [json_status, json_text] = run({{dir_}, "json", "", 10, ""});
   EXPECT_EQ(json_status, 0);
   const auto j = nlohmann::json::parse(json_text);
   EXPECT_EQ(j["verdict"], "hang");
@@ -74,7 +74,7 @@ TEST_F(HangCommand, DiagnosesADeadlockFromASpoolDirectory) {
 TEST_F(HangCommand, AThresholdLongerThanTheWaitIsNoHang) {
   write_rank(0, 2, "MPI_Recv", 1, 12);
   write_rank(1, 2, "MPI_Recv", 0, 12);
-  const auto [status, text] = run({{dir_}, "text", "", 3600});
+  const auto [status, text] = run({{dir_}, "text", "", 3600, ""});
   EXPECT_EQ(status, 0);
   EXPECT_TRUE(text.starts_with("No hang: the job made progress")) << text;
 }
@@ -83,7 +83,7 @@ TEST_F(HangCommand, ATruncatedStateFileIsOneClearError) {
   write_rank(0, 2, "MPI_Recv", 1, 12);
   write_rank(1, 2, "MPI_Recv", 0, 12);
   fs::resize_file(dir_ + "/job1.rank1.hang", 300);
-  const hang_options o{{dir_}, "text", "", 10};
+  const hang_options o{{dir_}, "text", "", 10, ""};
   const loaded_states loaded = load_states(o);
   EXPECT_EQ(loaded.error, dir_ + "/job1.rank1.hang: truncated: 300 bytes, its header says 1184");
   ::testing::internal::CaptureStderr();
@@ -97,19 +97,49 @@ TEST_F(HangCommand, ATruncatedStateFileIsOneClearError) {
 TEST_F(HangCommand, SeveralJobsInADirectoryNeedJob) {
   write_rank(0, 1, "MPI_Barrier", no_peer, 5);
   std::ofstream(dir_ + "/job2.rank0.hang") << "x";
-  EXPECT_EQ(load_states({{dir_}, "text", "", 10}).error,
+  EXPECT_EQ(load_states({{dir_}, "text", "", 10, ""}).error,
             dir_ + " holds the states of several jobs (job1, job2): choose one with --job");
-  const loaded_states one = load_states({{dir_}, "text", "job1", 10});
+  const loaded_states one = load_states({{dir_}, "text", "job1", 10, ""});
   EXPECT_TRUE(one.error.empty()) << one.error;
   EXPECT_EQ(one.states.size(), 1u);
-  EXPECT_NE(load_states({{dir_ + "/job2.rank0.hang"}, "text", "", 10})
+  EXPECT_NE(load_states({{dir_ + "/job2.rank0.hang"}, "text", "", 10, ""})
                 .error.find("not a Strata hang state file"),
             std::string::npos);
 }
 
 TEST_F(HangCommand, AnEmptyDirectoryIsNamed) {
-  EXPECT_EQ(load_states({{dir_}, "text", "", 10}).error,
+  EXPECT_EQ(load_states({{dir_}, "text", "", 10, ""}).error,
             dir_ + ": no hang state files (JOB.rankR.hang)");
+}
+
+TEST_F(HangCommand, NowFindsTheRunningJobAndSaysWhenItIsNotRunningOrUnknown) {
+  write_rank(0, 2, "MPI_Recv", 1, 12, "4711-99");
+  write_rank(1, 2, "MPI_Recv", 0, 12, "4711-99");
+  write_rank(0, 1, "MPI_Barrier", no_peer, 5, "4712-98", 600 * second);
+  hang_options o{{dir_}, "text", "", 10, "4711"};
+  const auto [status, text] = run(o);
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(text.find("DEADLOCK: ranks 0-1 wait for each other"), std::string::npos) << text;
+  o.now_job = "4712";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run(o).first, 1);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find(
+                "strata: job 4712-98 is not running: its ranks last wrote their states 600."),
+            std::string::npos);
+  o.now_job = "4713";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run(o).first, 2);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "strata: error: job 4713 is unknown: no hang states of it in " + dir_ +
+                " (a job under the profile keeps them while it runs)\n");
+}
+
+TEST(KeyIsOfJob, TheKeyOrTheJobIdBeforeThePid) {
+  EXPECT_TRUE(key_is_of_job("4711-99", "4711"));
+  EXPECT_TRUE(key_is_of_job("4711-99", "4711-99"));
+  EXPECT_FALSE(key_is_of_job("47111-99", "4711"));
+  EXPECT_FALSE(key_is_of_job("4711-5-99", "4711"));
+  EXPECT_FALSE(key_is_of_job("4711-99", ""));
 }
 
 TEST(JudgingTime, LiveStatesAreJudgedNowEndedOnesAtTheirLastHeartbeat) {

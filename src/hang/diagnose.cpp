@@ -119,7 +119,9 @@ struct wait_item {
   int32_t rank = 0;
   const thread_state* thread = nullptr;
   bool any = false;
-  bool known = true; // false: its routine or communicator says too little to name whom
+  bool known = true;     // false: its routine or communicator says too little to name whom
+  bool wildcard = false; // among its waits a receive from MPI_ANY_SOURCE, with this tag:
+  int32_t wildcard_tag = 0;
   std::vector<int32_t> targets;
   std::string waits_for;
 };
@@ -284,6 +286,8 @@ public:
       w.targets.insert(w.targets.end(), members.begin(), members.end());
       add_text(w, "a message from any rank of its communicator (" + tag_text(tag) + ")");
       wildcard_ranks_.insert(w.rank);
+      w.wildcard = true;
+      w.wildcard_tag = tag;
     } else {
       w.targets.push_back(source);
       add_text(w, "a message from rank " + std::to_string(source) + " (" + tag_text(tag) + ")");
@@ -365,6 +369,11 @@ public:
       w.any = kind_of(t.routine) == call_kind::wait_any;
       const bool flagged = std::any_of(t.pending.begin(), t.pending.end(),
                                        [](const pending_op& p) { return p.waited; });
+      // A writer that marks the waited requests says how many there are (some may not be listed).
+      if (t.waited_total > 0 && !flagged) {
+        w.known = false; // none of its requests is known
+        break;
+      }
       size_t listed = 0;
       for (const pending_op& p : t.pending) {
         if (flagged && !p.waited)
@@ -377,6 +386,19 @@ public:
       }
       if (listed == 0)
         w.known = false; // its requests are not in the state
+      // A wildcard receive waits for any one sender: alone, the wait does too; beside other
+      // requests (all of them, and one of those senders) the graph cannot say it.
+      if (w.wildcard && listed == 1)
+        w.any = true;
+      else if (w.wildcard && !w.any)
+        w.known = false;
+      if (t.waited_total > listed) {
+        // Any one of those not listed might complete: nothing is known of a Waitany's.
+        if (w.any)
+          w.known = false;
+        add_text(w, std::to_string(t.waited_total - listed) + " more request" +
+                        (t.waited_total - listed > 1 ? "s" : "") + " not in the state");
+      }
       break;
     }
     case call_kind::collective: {
@@ -625,11 +647,11 @@ void analysis::cycles() {
     if (stuck(r) && std::none_of(d_.unmatched.begin(), d_.unmatched.end(),
                                  [&](const unmatched_receive& u) { return u.receiver.rank == r; }))
       for (auto [w, last] = waits_of(r); w != last; ++w)
-        if (w->thread->peer == any_source) {
+        if (w->wildcard) {
           unmatched_receive u;
           u.receiver = waiting(*w);
           u.source = any_source;
-          u.tag = w->thread->tag;
+          u.tag = w->wildcard_tag;
           d_.unmatched.push_back(std::move(u));
           break;
         }

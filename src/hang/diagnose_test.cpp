@@ -249,6 +249,35 @@ TEST(Diagnose, WaitallOnRequestsWaitsForTheirPeers) {
   EXPECT_EQ(d.deadlocks[0].cycle.size(), 2u);
 }
 
+TEST(Diagnose, AWaitOnAWildcardReceiveNothingMatchesIsNamed) {
+  rank_state a = rank_in(0, 2, "MPI_Wait", no_peer, 0, 10);
+  a.threads[0].pending = {{op_kind::recv, true, any_source, any_tag, 4, world(2)}};
+  a.threads[0].pending_total = a.threads[0].waited_total = 1;
+  const diagnosis d = diagnose({a, rank_in(1, 2, "MPI_Barrier", no_peer, 0, 20)}, now, threshold);
+  ASSERT_EQ(d.unmatched.size(), 1u);
+  EXPECT_EQ(d.unmatched[0].reason, unmatched_receive::why::nothing_matches);
+  EXPECT_NE(format_text(d).find("UNMATCHED RECEIVE (nothing matches): rank 0 in MPI_Wait"),
+            std::string::npos);
+  ASSERT_EQ(d.deadlocks.size(), 1u);
+}
+
+TEST(Diagnose, AWaitWhoseRequestsAreNotAllListedSaysSo) {
+  // A Waitany with one of its two requests unknown: the unknown one may complete.
+  rank_state a = rank_in(0, 2, "MPI_Waitany", no_peer, 0, 10);
+  a.threads[0].pending = {{op_kind::recv, true, 1, 1, 8, world(2)}};
+  a.threads[0].pending_total = a.threads[0].waited_total = 2;
+  rank_state b = rank_in(1, 2, "MPI_Recv", 0, 1, 20);
+  EXPECT_TRUE(diagnose({a, b}, now, threshold).deadlocks.empty());
+  // A Waitall: the known one is enough for the cycle, and the rest is said.
+  a.threads[0].routine = "MPI_Waitall";
+  const diagnosis d = diagnose({a, b}, now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u);
+  EXPECT_NE(format_text(d).find("1 more request not in the state"), std::string::npos);
+  // Its requests counted but none known (not among the latest posts): nothing is claimed.
+  a.threads[0].pending = {{op_kind::send, false, 1, 2, 8, world(2)}};
+  EXPECT_TRUE(diagnose({a, b}, now, threshold).deadlocks.empty());
+}
+
 TEST(Diagnose, ClassesAndRangesAtAThousandRanks) {
   // 997 ranks in a barrier, rank 500 computing, 998-999 in a receive from 500.
   std::vector<rank_state> states;

@@ -76,6 +76,9 @@ struct thread_state {
   uint64_t since_ns = 0; // CLOCK_REALTIME
   uint64_t calls_completed = 0;
   uint32_t pending_total = 0; // may exceed pending.size(): the slot holds the first few
+  // Requests its current call (a Wait, Waitall, ...) waits for, listed or not (0: not a wait,
+  // or an older writer); those listed come first.
+  uint32_t waited_total = 0;
   std::vector<pending_op> pending;
   bool operator==(const thread_state&) const = default;
 };

@@ -63,7 +63,7 @@ struct file_slot {
   uint64_t seq; // odd while the writer changes the slot
   uint8_t phase;
   uint8_t lang;
-  uint16_t reserved;
+  uint16_t waited_total;
   uint32_t line;
   uint64_t os_thread;
   int32_t peer;
@@ -115,7 +115,7 @@ communicator from_file(const file_comm& c) {
 void fill_slot(file_slot& s, const thread_state& t) {
   s.phase = static_cast<uint8_t>(t.phase);
   s.lang = static_cast<uint8_t>(t.lang);
-  s.reserved = 0;
+  s.waited_total = static_cast<uint16_t>(std::min<uint32_t>(t.waited_total, UINT16_MAX));
   s.line = t.line;
   s.os_thread = t.os_thread;
   s.peer = t.peer;
@@ -169,7 +169,8 @@ std::string slot_problem(const file_slot& s, int32_t world_size) {
     return "a peer outside the world of " + std::to_string(world_size) + " ranks";
   if (!comm_ok(s.comm, world_size))
     return "a communicator with members outside the world";
-  if (s.pending_listed > max_listed_pending || s.pending_total < s.pending_listed)
+  if (s.pending_listed > max_listed_pending || s.pending_total < s.pending_listed ||
+      s.waited_total > s.pending_total)
     return "a pending-operation count that does not add up";
   for (uint32_t i = 0; i < s.pending_listed; ++i) {
     const file_pending& p = s.pending[i];
@@ -199,6 +200,7 @@ thread_state to_thread(const file_slot& s) {
   t.calls_completed = s.calls_completed;
   t.comm = from_file(s.comm);
   t.pending_total = s.pending_total;
+  t.waited_total = s.waited_total;
   t.routine = *get_text(s.routine);
   t.file = *get_text(s.file);
   t.function = *get_text(s.function);

@@ -114,6 +114,47 @@ class Waiting(HangTestCase):
         self.assertRegex(proc.stderr, rf"rank 0 sends to it with tag 4 .*hang\.c:{send}")
 
 
+class Nonblocking(HangTestCase):
+    """Ranks stuck in MPI_Wait and MPI_Waitall: the requests they wait for, and the sends
+    pending in other ranks' queues, from the message queue each rank keeps."""
+
+    def test_wait_on_receives_from_each_other_and_a_send_with_another_tag(self):
+        wait = line_of("hang.c", "HANG irecv_wait wait")
+        proc = self.watched([program("hang_c"), "irecv_wait"])
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+        for rank in (0, 1):
+            self.assertRegex(proc.stderr, rf"rank {rank} in MPI_Wait at \S*hang\.c:{wait} \(main\)")
+        self.assertIn("waits for a message from rank 1 (tag 7)", proc.stderr)
+        self.assertRegex(proc.stderr, rf"UNMATCHED RECEIVE \(wrong tag\): rank 1 in MPI_Wait at "
+                                      rf"\S*hang\.c:{wait} \(main\)\n\s+waits for a message from "
+                                      r"rank 0 \(tag 5\)")
+        self.assertIn("rank 0 sends to it with tag 4 (an MPI_Isend not yet completed)", proc.stderr)
+
+    def test_wildcard_receive_that_nothing_matches(self):
+        wait = line_of("hang.c", "HANG wildcard wait")
+        proc = self.watched([program("hang_c"), "wildcard"])
+        self.assertAborted(proc)
+        self.assertRegex(proc.stderr, rf"UNMATCHED RECEIVE \(nothing matches\): rank 0 in "
+                                      rf"MPI_Waitall at \S*hang\.c:{wait} \(main\)\n\s+waits for a "
+                                      r"message from any rank of its communicator \(any tag\)")
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+
+
+class Sessions(HangTestCase):
+    def test_ranks_of_a_session_receiving_from_each_other(self):
+        if not os.path.exists(program("sessions")):
+            self.skipTest(f"no MPI-4 Sessions in {FLAVOR}")
+        line = line_of("sessions.c", "HANG sessions")
+        proc = self.watched([program("sessions"), "hang", "1"])
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+        for rank in (0, 1):
+            self.assertRegex(proc.stderr, rf"rank {rank} in MPI_Recv at \S*sessions\.c:{line} "
+                                          r"\(main\)\n\s+waits for a message from rank "
+                                          rf"{1 - rank} \(tag 9\)")
+
+
 class NoHang(HangTestCase):
     def test_computing_longer_than_the_threshold_is_no_hang(self):
         proc = self.watched([program("hang_c"), "compute", "2.5"])
@@ -140,6 +181,10 @@ class ModuleOption(HangTestCase):
             while not reports and time.monotonic() < deadline:
                 time.sleep(0.2)
                 reports = glob.glob(os.path.join(self.spool, "*.hang.txt"))
+            # The running job asked for its diagnosis by its key, in the spool of its files.
+            key = os.path.basename(reports[0])[:-len(".hang.txt")] if reports else "none"
+            now = run([STRATA, "hang", "--now", key, self.spool, "--hang-after", "1"],
+                      env=self.env)
         finally:
             os.killpg(launcher.pid, signal.SIGTERM)
             try:
@@ -153,6 +198,13 @@ class ModuleOption(HangTestCase):
         self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", text)
         self.assertRegex(text, rf"rank 1 in MPI_Recv at \S*hang\.c:{line} \(main\)")
         self.assertIn("strata: the job hangs (hang_after=1 s", err)
+        self.assertEqual(now.returncode, 0, now.stderr)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", now.stdout)
+        self.assertRegex(now.stdout, rf"rank 1 in MPI_Recv at \S*hang\.c:{line} \(main\)")
+        # Ended, the job is no longer running; an unknown one is said so.
+        gone = run([STRATA, "hang", "--now", "no-such-job", self.spool], env=self.env)
+        self.assertEqual(gone.returncode, 2, gone.stderr)
+        self.assertIn("job no-such-job is unknown", gone.stderr)
 
 
 class Recovered(HangTestCase):

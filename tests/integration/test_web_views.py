@@ -75,6 +75,9 @@ def records(uid_a, uid_b, now):
     add("abort.json", aborted)
     signalled = run("signal:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
     signalled["job"].update({"status": "signal", "signal": 11})
+    signalled["hang"] = {"format": "strata.hang/1", "verdict": "hang",
+                         "text": "DEADLOCK: ranks 0-1 wait for each other in a cycle:\n"
+                                 "  rank 0 in MPI_Wait at <b>x.c</b>:9 (main)\n"}
     add("signal.json", signalled)
     # Critical jobs (MPI over 15 %): short test runs, the newest, and one that lost 19.2 MPI
     # core-hours (64 ranks for an hour, 30 % in MPI) three weeks ago.
@@ -170,6 +173,10 @@ class WebViewsTest(ServedStore, unittest.TestCase):
         facts = self.browse()["facts"]
         self.assertEqual(facts["abort"]["ended"], "Ended: aborted by MPI_Abort with code 2.")
         self.assertEqual(facts["signal"]["ended"], "Ended: ended by signal 11.")
+        # Its record's hang section, as text (markup in it is not markup).
+        self.assertEqual(facts["signal"]["hang"], "DEADLOCK: ranks 0-1 wait for each other in a "
+                         "cycle:\n  rank 0 in MPI_Wait at <b>x.c</b>:9 (main)\n")
+        self.assertIsNone(facts["abort"]["hang"])
         # The record has no exit code after MPI_Finalize: the page says so, not "finalized".
         self.assertIn("exit code afterwards is not recorded", facts["init"]["ended"])
 

@@ -85,7 +85,7 @@ main(async (browser, input) => {
   seen.facts = {};
   for (const [name, record] of [["claim", "claim:1"], ["abort", "abort:1"], ["signal", "signal:1"], ["init", "init:1"]]) {
     await ready(page, `${input.base}/job/${input.jobs[record]}`);
-    seen.facts[name] = { owner: await text(page, "#job-owner"), mismatch: await text(page, "#owner-mismatch"), ended: await text(page, "#job-ended") };
+    seen.facts[name] = { owner: await text(page, "#job-owner"), mismatch: await text(page, "#owner-mismatch"), ended: await text(page, "#job-ended"), hang: await text(page, "#job-hang pre") };
   }
   await ready(page, `${input.base}/jobs?min_mpi=lots`);
   seen.bad_number = await text(page, "p.error");

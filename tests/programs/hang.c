@@ -1,5 +1,6 @@
 /* Programs that hang in known ways (and one that computes long but does not), for the hang
- * diagnosis: hang_c MODE, where MODE is recv_recv, sleeper, wrong_tag, send_send or compute.
+ * diagnosis: hang_c MODE, where MODE is recv_recv, sleeper, wrong_tag, send_send, irecv_wait,
+ * wildcard or compute.
  * The tests find the lines they expect by the markers in the comments. */
 #include <mpi.h>
 #include <stdio.h>
@@ -53,6 +54,25 @@ int main(int argc, char** argv) {
     MPI_Recv(in, big, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     free(out);
     free(in);
+  } else if (strcmp(mode, "irecv_wait") == 0) {
+    /* Nonblocking: each rank waits for its receive from the other, which never sends it; rank
+     * 0's queue holds a send to rank 1 with the tag rank 1 does not expect. */
+    MPI_Request send = MPI_REQUEST_NULL, recv = MPI_REQUEST_NULL;
+    int other = 0;
+    if (rank == 0)
+      MPI_Isend(&value, 1, MPI_INT, 1, 4, MPI_COMM_WORLD, &send); /* HANG irecv_wait isend */
+    MPI_Irecv(&other, 1, MPI_INT, peer, rank == 0 ? 7 : 5, MPI_COMM_WORLD, &recv);
+    MPI_Wait(&recv, MPI_STATUS_IGNORE); /* HANG irecv_wait wait */
+    MPI_Wait(&send, MPI_STATUS_IGNORE);
+  } else if (strcmp(mode, "wildcard") == 0) {
+    /* Rank 0 waits for a message from anyone; the others have gone on to a barrier. */
+    if (rank == 0) {
+      MPI_Request recv;
+      MPI_Status status;
+      MPI_Irecv(&value, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &recv);
+      MPI_Waitall(1, &recv, &status); /* HANG wildcard wait */
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "compute") == 0) {
     /* Every rank computes longer than the threshold between its calls: no hang. */
     const double seconds = argc > 2 ? atof(argv[2]) : 3;
@@ -62,7 +82,8 @@ int main(int argc, char** argv) {
     }
   } else {
     if (rank == 0)
-      fprintf(stderr, "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|compute [SECONDS]\n");
+      fprintf(stderr, "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|irecv_wait|wildcard|"
+                      "compute [SECONDS]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Finalize();

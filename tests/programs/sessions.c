@@ -5,6 +5,7 @@
 //   mixed     MPI_Init as well; the session ends before MPI_Finalize
 //   late      MPI_Init as well; MPI_Finalize before the session ends
 //   unfinished  one session, never finalized: the process exits without it
+//   hang      one session, whose ranks then receive from each other first: a deadlock
 // Each session runs ITERATIONS rounds of a ring (MPI_Send/MPI_Recv), then one MPI_Allreduce
 // and one MPI_Barrier; the mixed modes do the same on MPI_COMM_WORLD.
 #include <mpi.h>
@@ -70,6 +71,12 @@ int main(int argc, char** argv) {
   report("first", comm, traffic(comm, iterations));
   if (strcmp(mode, "unfinished") == 0)
     _exit(0); // as a job killed before its end: no finalize of any kind
+  if (strcmp(mode, "hang") == 0) {
+    int rank = 0;
+    int value = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Recv(&value, 1, MPI_INT, rank ^ 1, 9, comm, MPI_STATUS_IGNORE); /* HANG sessions */
+  }
   if (strcmp(mode, "two") == 0) {
     MPI_Session second = MPI_SESSION_NULL;
     MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &second);

@@ -17,8 +17,10 @@
 
 #include <strata/where.h>
 
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -116,6 +118,46 @@ std::optional<strata_where> copy_where(const strata_where* where) {
   return std::nullopt;
 }
 
+// What a request a function makes is, for the message queue: a point-to-point send or receive,
+// nonblocking (MPI_Isend) or persistent (MPI_Send_init, active after MPI_Start).
+enum class post_kind : uint8_t { none, send, recv, persistent_send, persistent_recv };
+
+post_kind post_kind_of(std::string_view name) {
+  if (name.ends_with("_c"))
+    name.remove_suffix(2);
+  for (const char* send : {"MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend"})
+    if (name == send)
+      return post_kind::send;
+  for (const char* send : {"MPI_Send_init", "MPI_Bsend_init", "MPI_Ssend_init", "MPI_Rsend_init"})
+    if (name == send)
+      return post_kind::persistent_send;
+  if (name == "MPI_Irecv")
+    return post_kind::recv;
+  if (name == "MPI_Recv_init")
+    return post_kind::persistent_recv;
+  return post_kind::none;
+}
+
+// Where a wait names its requests: one MPI_Request* first (MPI_Wait), or a count and an array
+// (MPI_Waitall, MPI_Waitany, MPI_Waitsome).
+enum class wait_form : uint8_t { none, one, array };
+
+wait_form wait_form_of(std::string_view name) {
+  if (name == "MPI_Wait")
+    return wait_form::one;
+  if (name == "MPI_Waitall" || name == "MPI_Waitany" || name == "MPI_Waitsome")
+    return wait_form::array;
+  return wait_form::none;
+}
+
+// Copies memory of this process that its threads may have freed since (a request variable of
+// a function that returned, an array the application freed): false where nothing is mapped.
+bool read_own(const void* address, void* out, size_t bytes) {
+  iovec local{out, bytes};
+  iovec remote{const_cast<void*>(address), bytes}; // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  return ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
+}
+
 struct hang_watch {
   std::optional<hang::state_writer> writer;
   const strata_where* where = nullptr;
@@ -124,6 +166,12 @@ struct hang_watch {
   int world_size = 1;
   int rank = 0;
   uint64_t world_bits = 0; // MPI_COMM_WORLD's handle as the record keeps it
+  // The thread's requests (claimed by the core on its first one), and per function id what a
+  // request it makes is and which requests a wait names.
+  const strata_where_posts* posts = nullptr;
+  std::vector<post_kind> post_kinds;
+  std::vector<wait_form> wait_forms;
+  uint64_t null_request = 0; // MPI_REQUEST_NULL's bits
   // The watch over the job (hang_after): rank 0 only.
   std::string spool, key;
   uint64_t hang_after_ns = 0;
@@ -156,17 +204,15 @@ int32_t to_world(int64_t rank, const hang::communicator& comm) {
   return comm.member(static_cast<uint32_t>(rank));
 }
 
-// The communicator of the record's argument `index` as members in world ranks.
-hang::communicator communicator_of(const hang_watch& h, const strata_where& w, int index,
+// A communicator as members in world ranks, from its handle as strata_where keeps arguments.
+hang::communicator communicator_at(const hang_watch& h, const uint64_t& raw,
                                    std::vector<int>& table) {
   hang::communicator c;
-  if (index < 0)
-    return c;
-  const uint64_t bits = w.args[index];
+  const uint64_t bits = raw;
   int32_t size = 0;
   const int* ranks = nullptr;
   table.clear();
-  if (strata_where_comm != nullptr && strata_where_comm(&w.args[index], &size, &ranks) != 0) {
+  if (strata_where_comm != nullptr && strata_where_comm(&raw, &size, &ranks) != 0) {
     if (ranks == nullptr)
       for (int i = 0; i < size; ++i)
         table.push_back(i);
@@ -211,7 +257,8 @@ void describe(hang_watch& h, const strata_where& w, hang::thread_state& t) {
     return;
   const argument_roles& r = *h.roles[fid];
   std::vector<int> table;
-  t.comm = communicator_of(h, w, r.comm, table);
+  if (r.comm >= 0)
+    t.comm = communicator_at(h, w.args[r.comm], table);
   auto int_at = [&](int i) { return static_cast<int64_t>(static_cast<int32_t>(w.args[i])); };
   if (r.peer >= 0)
     t.peer = to_world(int_at(r.peer), t.comm);
@@ -241,6 +288,97 @@ void resolve_site(hang_watch& h, const strata_where& w, hang::thread_state& t) {
   t.line = found->second.line > 0 ? static_cast<uint32_t>(found->second.line) : 0;
   t.function = found->second.function;
   t.lang = language_of(t.file);
+}
+
+// The handles a wait in progress names (MPI_REQUEST_NULL left out); empty for another call.
+std::vector<uint64_t> waited_handles(const hang_watch& h, const strata_where& w) {
+  std::vector<uint64_t> handles;
+  const auto fid = static_cast<size_t>(w.function);
+  const wait_form form = fid < h.wait_forms.size() ? h.wait_forms[fid] : wait_form::none;
+  if ((w.seq & 1) == 0 || form == wait_form::none)
+    return handles;
+  const void* at = nullptr; // the application's MPI_Request* or array, as the record keeps it
+  std::memcpy(&at, &w.args[form == wait_form::one ? 0 : 1], sizeof(at));
+  const int64_t count =
+      form == wait_form::one ? 1 : std::clamp<int64_t>(static_cast<int32_t>(w.args[0]), 0, 4096);
+  std::vector<MPI_Request> requests(static_cast<size_t>(count));
+  if (count == 0 || at == nullptr ||
+      !read_own(at, requests.data(), requests.size() * sizeof(MPI_Request)))
+    return handles;
+  for (const MPI_Request& r : requests) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &r, sizeof(r)); // NOLINT(bugprone-sizeof-expression)
+    if (bits != h.null_request)
+      handles.push_back(bits);
+  }
+  return handles;
+}
+
+// The thread's pending requests, from its latest ones (strata_where_posts): those its current
+// wait names (exact: a handle is made again only once freed), and the others whose variable
+// still holds the handle (a completion sets it to MPI_REQUEST_NULL; a persistent request's
+// activity is not seen, so it is listed only when waited for). Waited ones first.
+void describe_pending(hang_watch& h, const strata_where& w, hang::thread_state& t) {
+  t.pending.clear();
+  t.pending_total = 0;
+  t.waited_total = 0;
+  if (h.posts == nullptr && strata_where_posts_of != nullptr)
+    h.posts = strata_where_posts_of(h.where);
+  const std::vector<uint64_t> waited = waited_handles(h, w);
+  t.waited_total = static_cast<uint32_t>(waited.size());
+  if (h.posts == nullptr) {
+    t.pending_total = t.waited_total;
+    return;
+  }
+  std::vector<strata_where_post> posts(STRATA_WHERE_POSTS);
+  const std::atomic_ref<const uint64_t> made(h.posts->made);
+  const uint64_t before = made.load(std::memory_order_acquire);
+  std::memcpy(posts.data(), h.posts->posts, sizeof(h.posts->posts));
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const uint64_t after = made.load(std::memory_order_relaxed);
+  const uint64_t first = after >= STRATA_WHERE_POSTS ? after - STRATA_WHERE_POSTS + 1 : 0;
+  std::vector<hang::pending_op> others;
+  std::vector<uint64_t> seen;
+  uint32_t waited_found = 0;
+  std::vector<int> table;
+  for (uint64_t i = before; i-- > first;) {
+    const strata_where_post& p = posts[i % STRATA_WHERE_POSTS];
+    if (std::find(seen.begin(), seen.end(), p.handle) != seen.end())
+      continue; // an older request whose handle MPI made again
+    seen.push_back(p.handle);
+    const auto fid = static_cast<size_t>(p.function);
+    const post_kind kind = fid < h.post_kinds.size() ? h.post_kinds[fid] : post_kind::none;
+    if (kind == post_kind::none)
+      continue;
+    const bool is_waited = std::find(waited.begin(), waited.end(), p.handle) != waited.end();
+    const bool persistent =
+        kind == post_kind::persistent_send || kind == post_kind::persistent_recv;
+    if (!is_waited) {
+      uint64_t now_there = 0;
+      if (persistent || !read_own(p.request, &now_there, sizeof(MPI_Request)) ||
+          now_there != p.handle)
+        continue;
+    }
+    hang::pending_op op;
+    op.kind = kind == post_kind::send || kind == post_kind::persistent_send ? hang::op_kind::send
+                                                                            : hang::op_kind::recv;
+    op.waited = is_waited;
+    op.comm = communicator_at(h, p.args[2], table);
+    op.peer = to_world(static_cast<int32_t>(p.args[0]), op.comm);
+    op.tag = static_cast<int32_t>(p.args[1]);
+    op.bytes = p.bytes > 0 ? static_cast<uint64_t>(p.bytes) : 0;
+    if (is_waited) {
+      ++waited_found;
+      t.pending.push_back(op);
+    } else {
+      others.push_back(op);
+    }
+  }
+  // The oldest first, as they were posted.
+  std::reverse(t.pending.begin(), t.pending.end());
+  std::reverse(others.begin(), others.end());
+  t.pending.insert(t.pending.end(), others.begin(), others.end());
+  t.pending_total = static_cast<uint32_t>(t.pending.size()) + (t.waited_total - waited_found);
 }
 
 // Rank 0 with hang_after: every rank's file, and the diagnosis once the job hangs.
@@ -290,6 +428,17 @@ void watch_loop(hang_watch& h) {
         h.site_resolved = true;
         changed = true;
       }
+      // Completions the call path does not see (a poll only counted) change the queue too.
+      hang::thread_state queue = h.described;
+      describe_pending(h, *w, queue);
+      if (queue.pending != h.described.pending ||
+          queue.pending_total != h.described.pending_total ||
+          queue.waited_total != h.described.waited_total) {
+        h.described.pending = std::move(queue.pending);
+        h.described.pending_total = queue.pending_total;
+        h.described.waited_total = queue.waited_total;
+        changed = true;
+      }
       if (changed)
         h.writer->write(0, h.described);
     }
@@ -335,8 +484,14 @@ void start_hang_watch(module_state& s) {
   state_path = path;
   h->where = strata_where_of_this_thread();
   h->names = s.names;
-  for (const std::string& name : s.names)
+  for (const std::string& name : s.names) {
     h->roles.push_back(roles_of(name));
+    h->post_kinds.push_back(post_kind_of(name));
+    h->wait_forms.push_back(wait_form_of(name));
+  }
+  MPI_Request null_request = MPI_REQUEST_NULL;
+  std::memcpy(&h->null_request, &null_request,
+              sizeof(null_request)); // NOLINT(bugprone-sizeof-expression)
   h->world_size = s.world_size;
   h->rank = s.rank;
   MPI_Comm world = MPI_COMM_WORLD;

@@ -184,6 +184,10 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
                 {"abort_code", job.value("abort_code", json(nullptr))},
                 {"signal", job.value("signal", json(nullptr))}};
   o["mpi_percent_by_rank"] = job.value("mpi_percent_by_rank", json::object());
+  // Why the job hung (a record strata recover made of a hung job): its diagnosis for people.
+  if (const auto hang = rec.find("hang"); hang != rec.end() && hang->is_object() &&
+                                          hang->contains("text") && (*hang)["text"].is_string())
+    o["hang"] = {{"verdict", hang->value("verdict", json(""))}, {"text", (*hang)["text"]}};
   json routines = json::array();
   if (rec.contains("routines") && rec["routines"].is_object())
     for (const auto& [name, r] : rec["routines"].items()) {

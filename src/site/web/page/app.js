@@ -118,6 +118,8 @@ function jobFacts(main, r) {
     facts.append(el("p", { id: "owner-mismatch", class: "error" },
       `The record claims another user: ${j.claimed_user || "(none)"} (uid ${j.claimed_uid}). The report below shows the claim; the owner above is what the file system says.`));
   facts.append(el("p", { id: "job-ended", class: r.ended.status === "finalized" ? "" : "error" }, "Ended: " + endedText(r.ended)));
+  if (r.hang)
+    facts.append(el("section", { id: "job-hang" }, el("h2", {}, "Why the job hung"), el("pre", {}, r.hang.text)));
   main.querySelector("h1").after(facts);
 }
 

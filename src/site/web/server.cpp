@@ -423,6 +423,16 @@ public:
       auto db = pool_.take();
       return models_json(*db, user);
     });
+    // The trends page's data in one request: the models and the histories it draws.
+    api_route(http, "/api/user/trends", [this](const httplib::Request& req, const viewer& v) {
+      const std::string user = user_of(req, v);
+      const auto chosen = int_param(req, "program", 1, INT64_MAX);
+      const auto charts = int_param(req, "charts", 0, 100).value_or(8);
+      const auto newest = int_param(req, "newest", 1, 100000).value_or(500);
+      auto db = pool_.take();
+      return trends_json(*db, user, chosen, static_cast<std::size_t>(charts),
+                         static_cast<std::size_t>(newest));
+    });
     api_route(http, "/api/user/history", [this](const httplib::Request& req, const viewer& v) {
       const std::string user = user_of(req, v);
       const std::int64_t program = int_param(req, "program", 1, INT64_MAX).value_or(0);

@@ -249,42 +249,112 @@ json models_json(site::store& db, const std::string& user) {
   return out;
 }
 
+namespace {
+
+// The job ids of a program's flagged runs (the regressions table is small: one row a flag).
+std::set<std::int64_t> flagged_runs(site::store& db, std::int64_t program_id) {
+  std::set<std::int64_t> out;
+  db.query("SELECT job_id FROM regressions WHERE program_id = $1", {program_id},
+           [&](const site::store::row& r) { out.insert(r.i64(0)); });
+  return out;
+}
+
+// One program's history (see history_json), given the program: the newest runs of each size
+// read through the key, not every run of a program of tens of thousands. `for_chart`: only what
+// a chart draws, as columns (a tenth of the bytes): each size's complete runs' "end" and
+// "wall_s", and its flagged runs' points.
+json program_history(site::store& db, const site::program& prog, std::size_t newest,
+                     bool for_chart) {
+  const std::set<std::int64_t> flagged = flagged_runs(db, prog.id);
+  std::vector<std::pair<std::int64_t, std::int64_t>> sizes; // ranks, runs
+  db.query("SELECT ranks, COUNT(*) FROM program_runs WHERE program_id = $1 GROUP BY ranks "
+           "ORDER BY ranks",
+           {prog.id}, [&](const site::store::row& r) { sizes.emplace_back(r.i64(0), r.i64(1)); });
+  const auto limit = static_cast<std::int64_t>(std::min<std::size_t>(newest, INT64_MAX));
+  json out = json::array();
+  for (const auto& [ranks, all_runs] : sizes) {
+    json runs = json::array(), ends = json::array(), walls = json::array(), marked = json::array();
+    std::size_t shown = 0;
+    db.query("SELECT job_id, end_time, wall_s, mpi_s, complete FROM program_runs WHERE "
+             "program_id = $1 AND ranks = $2 ORDER BY end_time DESC, job_id DESC LIMIT $3",
+             {prog.id, ranks, limit}, [&](const site::store::row& r) {
+               ++shown;
+               const bool is_flagged = flagged.count(r.i64(0)) != 0;
+               if (!for_chart) {
+                 runs.push_back({{"job_id", r.i64(0)},
+                                 {"end", r.i64(1)},
+                                 {"wall_s", r.f64(2)},
+                                 {"mpi_s", r.f64(3)},
+                                 {"complete", r.i64(4) != 0},
+                                 {"flagged", is_flagged}});
+                 return;
+               }
+               if (r.i64(4) != 0) {
+                 ends.push_back(r.i64(1));
+                 walls.push_back(r.f64(2));
+               }
+               if (is_flagged)
+                 marked.push_back({{"end", r.i64(1)}, {"wall_s", r.f64(2)}});
+             });
+    // Oldest first, as a time axis reads.
+    for (json* a : {&runs, &ends, &walls, &marked})
+      std::reverse(a->begin(), a->end());
+    if (for_chart)
+      out.push_back({{"ranks", ranks},
+                     {"all_runs", all_runs},
+                     {"shown", shown},
+                     {"end", ends},
+                     {"wall_s", walls},
+                     {"flagged", marked}});
+    else
+      out.push_back({{"ranks", ranks}, {"runs", runs}, {"all_runs", all_runs}});
+  }
+  return json{{"program_id", prog.id},
+              {"executable", prog.executable},
+              {"arguments", prog.arguments},
+              {"sizes", out}};
+}
+
+} // namespace
+
 std::optional<json> history_json(site::store& db, std::int64_t program_id, const std::string& user,
                                  std::size_t newest) {
   std::optional<site::program> prog;
-  for (const site::program& p : site::find_programs(db, user, std::nullopt))
-    if (p.id == program_id)
-      prog = p;
+  db.query("SELECT program_id, owner, executable, arguments FROM programs WHERE program_id = $1 "
+           "AND owner = $2",
+           {program_id, user}, [&](const site::store::row& r) {
+             prog = site::program{r.i64(0), r.text(1), r.text(2), r.text(3)};
+           });
   if (!prog)
     return std::nullopt;
-  std::map<std::int64_t, bool> flagged;
-  for (const site::regression_row& g : site::regressions_in(db, {0, INT64_MAX}, user, 100000))
-    if (g.prog.id == program_id)
-      flagged[g.job_id] = true;
-  std::map<std::int64_t, json> sizes;
-  std::map<std::int64_t, std::int64_t> all_runs;
-  for (const site::program_run& r : site::runs_of(db, program_id)) {
-    json& runs = sizes[r.ranks];
-    if (runs.is_null())
-      runs = json::array();
-    if (static_cast<std::size_t>(++all_runs[r.ranks]) > newest)
-      continue;
-    runs.push_back({{"job_id", r.job_id},
-                    {"end", r.end_time},
-                    {"wall_s", r.wall_s},
-                    {"mpi_s", r.mpi_s},
-                    {"complete", r.complete},
-                    {"flagged", flagged.count(r.job_id) != 0}});
-  }
-  json out = json::array();
-  for (auto& [ranks, runs] : sizes) {
-    std::reverse(runs.begin(), runs.end()); // oldest first, as a time axis reads
-    out.push_back({{"ranks", ranks}, {"runs", runs}, {"all_runs", all_runs[ranks]}});
-  }
-  return json{{"program_id", prog->id},
-              {"executable", prog->executable},
-              {"arguments", prog->arguments},
-              {"sizes", out}};
+  return program_history(db, *prog, newest, false);
+}
+
+json trends_json(site::store& db, const std::string& user, std::optional<std::int64_t> chosen,
+                 std::size_t charts, std::size_t newest) {
+  json out = models_json(db, user);
+  // The order of the page's table: flagged regressions first, then most runs.
+  std::vector<const json*> order;
+  for (const json& p : out["programs"])
+    if (p.value("modelled", false) &&
+        (!chosen || p.value("program_id", std::int64_t{0}) == *chosen))
+      order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(), [](const json* a, const json* b) {
+    const auto flagged = [](const json* p) { return p->value("flagged", std::int64_t{0}); };
+    const auto runs = [](const json* p) { return p->value("runs", std::int64_t{0}); };
+    return flagged(a) != flagged(b) ? flagged(a) > flagged(b) : runs(a) > runs(b);
+  });
+  if (order.size() > charts)
+    order.resize(charts);
+  json histories = json::array();
+  for (const json* p : order)
+    histories.push_back(program_history(
+        db,
+        site::program{p->value("program_id", std::int64_t{0}), p->value("owner", ""),
+                      p->value("executable", ""), p->value("arguments", "")},
+        newest, true));
+  out["histories"] = std::move(histories);
+  return out;
 }
 
 } // namespace strata::web

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,12 @@ nlohmann::json models_json(site::store& db, const std::string& user);
 // compare with needs no more).
 std::optional<nlohmann::json> history_json(site::store& db, std::int64_t program_id,
                                            const std::string& user, std::size_t newest = SIZE_MAX);
+// The trends page in one answer: models_json and the histories (at most `newest` runs a size,
+// as columns: each size's "end" and "wall_s" of complete runs, "flagged" points, "shown" and
+// "all_runs") of the programs whose charts the page draws: `chosen` if modelled, else
+// the first `charts` modelled ones, flagged regressions first, then most runs.
+nlohmann::json trends_json(site::store& db, const std::string& user,
+                           std::optional<std::int64_t> chosen, std::size_t charts,
+                           std::size_t newest);
 
 } // namespace strata::web

@@ -1,6 +1,7 @@
 // What every page of `strata site serve` draws with: DOM elements (as text, never HTML strings),
 // the JSON API, errors, charts (Chart.js, each kept in window.strataCharts for the browser
-// tests) and short forms of long text. app.js and trends.js both import it.
+// tests; those below the first screen drawn after the page's data) and short forms of long
+// text. app.js and trends.js both import it.
 import { Chart, registerables } from "chart.js";
 
 Chart.register(...registerables);
@@ -34,9 +35,30 @@ export const palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "
 // An axis titled with its unit.
 export const axis = (text, extra = {}) => Object.assign({ title: { display: true, text } }, extra);
 
+// Charts below the first screen wait until the page's data is shown (a long page is read and
+// scrolled before its last chart is drawn; each chart costs tens of milliseconds): drawWaiting()
+// then draws them one a task, top first.
+const waiting = [];
+
 export function chart(id, config) {
   const canvas = document.getElementById(id);
   if (!canvas) return null;
+  if (canvas.getBoundingClientRect().top > window.innerHeight) {
+    waiting.push([canvas, config]);
+    return null;
+  }
+  return draw(canvas, config);
+}
+
+export async function drawWaiting() {
+  while (waiting.length) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const [canvas, config] = waiting.shift();
+    draw(canvas, config);
+  }
+}
+
+function draw(canvas, config) {
   config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false },
     config.options || {});
   // Each series its own colour; the value axes from zero, so that a change of 0.1 % looks as

@@ -40,6 +40,7 @@ def records(uid_a, uid_b, now):
         "MPI_Wait": (400, 40.0, 0), "MPI_Allreduce": (40, 8.0, 320)}, now - DAY, executable="/home/a/wait"))
     wait["routines"]["MPI_Wait"]["per_rank"]["time_s"] = {"min": 1.0, "mean": 10.0, "max": 25.0,
                                                          "max_rank": 3}
+    wait["routines"]["MPI_Allreduce"]["size_histogram"] = [[8, 40]]  # every message small
     pairs = [{"from": 0, "to": 3, "messages": 10, "bytes": 1000},
              {"from": 1, "to": 3, "messages": 1, "bytes": 10}]
     wait["communication"] = {"pairs": pairs, "by_kind": {"point_to_point": pairs}}
@@ -85,6 +86,35 @@ class WebListsTest(ServedStore, unittest.TestCase):
     def browse(self):
         """What web_lists_browser.js saw: one visit for every test that asks."""
         return self.browse_jobs_once("web_lists_browser.js")
+
+    # ---- why, on the job page ----
+
+    def test_job_page_says_why_with_what_to_try_and_the_tool(self):
+        why = {j: self.api_as(ADMIN, f"/api/job/{self.jobs[j]['id']}")["why"]
+               for j in ("wait:1", "model:1")}
+        wait = {f["kind"]: f for f in why["wait:1"]}
+        self.assertEqual(list(wait), ["where", "imbalance", "model", "messages"])
+        self.assertEqual(wait["where"]["text"], "MPI_Wait takes 83 % of the MPI time (10 s per rank).")
+        self.assertEqual(wait["imbalance"]["text"],
+                         "Ranks wait for each other: 75 % of the MPI time is time beyond the least "
+                         "busy rank's, most in MPI_Wait (rank 3 spent 25 s in it, the least busy "
+                         "rank 1 s).")
+        self.assertIn("overhead module did not run", wait["model"]["text"])
+        self.assertEqual(wait["model"]["tool"], "overhead")
+        self.assertIn("100 % of the 40 messages carry less than 1 KiB", wait["messages"]["text"])
+        for f in why["wait:1"]:
+            self.assertTrue(f["next"] and f["how"].startswith("strata "), f)
+        model = {f["kind"]: f for f in why["model:1"]}
+        self.assertIn("the call site that takes most is MPI_Recv at solver.c:311 in exchange",
+                      model["where"]["text"])
+        self.assertEqual(model["model"]["text"],
+                         "50 % of the MPI time is over what the machine model says the calls "
+                         "should cost, most at solver.c:311 in MPI_Recv (30 s over it).")
+        self.assertNotIn("imbalance", model)  # every rank spent the same time
+        seen = self.browse()["why"]
+        self.assertEqual([k for k, _, _ in seen], ["where", "imbalance", "model", "messages"])
+        self.assertTrue(all("Try: " in text for _, text, _ in seen))
+        self.assertEqual([t for _, _, t in seen], ["trace", "trace", "overhead", "trace"])
 
     # ---- waste ----
 

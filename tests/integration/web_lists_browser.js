@@ -42,6 +42,8 @@ main(async (browser, input) => {
     caption: await text(page, ".report figure.heatmap figcaption"),
     width: await page.$eval(".report svg.heatmap", (s) => s.getBoundingClientRect().width).catch(() => null),
   };
+  // Why, in sentences: [kind, text, tool] of each.
+  seen.why = await page.$$eval("#why li", (l) => l.map((x) => [x.dataset.kind, x.textContent, x.querySelector(".tool").dataset.tool]));
 
   // Any two runs of a program: chosen on the job page, shown side by side.
   await ready(page, `${input.base}/job/${input.jobs["solver:5"]}`);

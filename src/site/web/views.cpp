@@ -2,9 +2,11 @@
 #include "common/markup.hpp"
 
 #include "profiler/record/record.hpp"
+#include "profiler/record/record_fast.hpp"
 #include "profiler/record/render.hpp"
 #include "profiler/routine_classes.hpp"
 #include "site/programs.hpp"
+#include "site/web/why.hpp"
 
 #include <algorithm>
 #include <map>
@@ -212,6 +214,12 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
       routines.push_back(x);
     }
   o["routines"] = routines;
+  json why = json::array();
+  if (const record::parse_result parsed = record::parse_record_fast(sj.record_json); parsed.ok())
+    for (const finding& f : findings_of(*parsed.record))
+      why.push_back(
+          {{"kind", f.kind}, {"text", f.text}, {"next", f.next}, {"tool", f.tool}, {"how", f.how}});
+  o["why"] = why;
   if (const std::optional<site::regression_row> g = site::regression_of(db, sj.job.job_id))
     o["regression"] = flag_json(g->flag);
   if (const std::optional<site::program> prog = site::program_of(db, sj))

@@ -121,6 +121,17 @@ function jobFacts(main, r) {
   main.querySelector("h1").after(facts);
 }
 
+// Why the job spends its time in MPI (the server's findings from the record), each with what
+// to try next and the tool that shows more.
+function whyPart(main, r) {
+  if (!(r.why || []).length) return;
+  const list = el("ol", { id: "why" });
+  for (const f of r.why)
+    list.append(el("li", { "data-kind": f.kind }, f.text, " ", el("em", {}, "Try: "), f.next, " ",
+      el("span", { class: "tool", "data-tool": f.tool }, `More with the ${f.tool} module: `, el("code", {}, f.how), ".")));
+  main.querySelector("#job-facts").after(el("section", { id: "why-section" }, el("h2", {}, "Why this job spends time in MPI"), list));
+}
+
 async function jobPage() {
   const id = document.body.dataset.job;
   const main = document.querySelector("main");
@@ -129,6 +140,7 @@ async function jobPage() {
   try {
     const r = await api(`/api/job/${id}`);
     jobFacts(main, r);
+    whyPart(main, r);
     const measured = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
     // MPI_Init and MPI_Finalize bracket the wall time: shown apart, not as bars against it.
     const routines = measured.filter((x) => !x.outside_wall_time).sort((a, b) => b.per_rank_time_s.max - a.per_rank_time_s.max);

@@ -116,6 +116,25 @@ class WebListsTest(ServedStore, unittest.TestCase):
         self.assertTrue(all("Try: " in text for _, text, _ in seen))
         self.assertEqual([t for _, _, t in seen], ["trace", "trace", "overhead", "trace"])
 
+    # ---- PNG of every chart, links that restore a view ----
+
+    def test_charts_download_as_png(self):
+        png = self.browse()["png"]
+        self.assertEqual(sorted(png["links"]), ["imbalance", "sizes"])
+        self.assertEqual(png["name"], "imbalance.png")
+        self.assertEqual(png["signature"], [137, 80, 78, 71, 13, 10, 26, 10])
+        self.assertGreater(png["size"], 1000)
+        self.assertGreater(png["width"], 100)
+
+    def test_a_views_link_restores_it(self):
+        shared = self.browse()["shared"]
+        form = dict(shared["form"])
+        self.assertEqual((form["q"], form["sort"], form["days"], form["min_ranks"]),
+                         ("solver", "mpi_hours", "7", "4"))
+        ids = [r[0] for r in shared["rows"]]
+        self.assertEqual(sorted(ids), [f"solver:{n}" for n in range(6)])
+        self.assertEqual(ids[0], "solver:5")  # the most MPI core-hours first
+
     # ---- waste ----
 
     def test_jobs_ranked_by_waste_with_the_reason(self):

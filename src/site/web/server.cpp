@@ -205,7 +205,7 @@ nav a{color:#fff;margin-right:12px}nav .who{margin-left:24px}form.inline{display
 main{padding:12px;overflow-wrap:anywhere}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}tr.chosen{background:#ffd}
 .chart{position:relative;width:760px;max-width:100%;height:320px;margin:12px 0}
-button.expand{font-size:smaller}
+button.expand{font-size:smaller}p.png{margin:-8px 0 8px;font-size:smaller}
 .error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}
 .worse{background:#fcc;font-weight:bold}.better{background:#cfc}
 )css";

@@ -77,7 +77,26 @@ function draw(canvas, config) {
   }
   const c = new Chart(canvas, config);
   window.strataCharts.push(c);
+  pngLink(c);
   return c;
+}
+
+// A "PNG" link under a chart that downloads it as an image, on white (the canvas itself is
+// transparent), at the resolution it is shown.
+function pngLink(c) {
+  const a = el("a", { href: "#", class: "png", download: `${c.canvas.id}.png`, "data-for": c.canvas.id }, "PNG");
+  a.addEventListener("click", () => {
+    const image = document.createElement("canvas");
+    image.width = c.canvas.width;
+    image.height = c.canvas.height;
+    const g = image.getContext("2d");
+    g.fillStyle = "#fff";
+    g.fillRect(0, 0, image.width, image.height);
+    g.drawImage(c.canvas, 0, 0);
+    a.href = image.toDataURL("image/png");
+  });
+  const holder = c.canvas.closest(".chart") || c.canvas;
+  holder.after(el("p", { class: "png" }, a));
 }
 
 // A string from a job that may be thousands of characters long (paths, arguments): its start and

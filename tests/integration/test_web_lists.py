@@ -31,6 +31,13 @@ def even(rec):
     return rec
 
 
+def slurm(account):
+    """A record's Slurm facts: a job of `account` in the partition "compute"."""
+    return {"job_id": "81234", "step": "0", "cluster": "hpc", "user": "", "account": account,
+            "partition": "compute", "qos": "", "nodes": 1, "node_list": "n1",
+            "tasks_per_node": "4", "ended_by_time_limit": False}
+
+
 def records(uid_a, uid_b, now):
     """{file name: (record, owner uid)}."""
     out = {}
@@ -44,6 +51,7 @@ def records(uid_a, uid_b, now):
     pairs = [{"from": 0, "to": 3, "messages": 10, "bytes": 1000},
              {"from": 1, "to": 3, "messages": 1, "bytes": 10}]
     wait["communication"] = {"pairs": pairs, "by_kind": {"point_to_point": pairs}}
+    wait["job"]["slurm"] = slurm("chem")
     out["wait.json"] = (wait, uid_a)
     # B's job measured by the overhead module: 30 s over the machine model at one call site.
     model = even(make_record("model:1", USER_B, uid_b, 4, 100.0, {"MPI_Recv": (40, 60.0, 400)},
@@ -53,6 +61,7 @@ def records(uid_a, uid_b, now):
                            "caller": "exchange", "calls": 40, "time_s": 50.0, "bytes": 400,
                            "wasted_s": 30.0, "ranks": 4}]
     model["callsites_dropped"] = 0
+    model["job"]["slurm"] = slurm("phys")
     out["model.json"] = (model, uid_b)
     # The most MPI time of all, evenly spread: no waste (and critical: MPI is 67 % of its time).
     out["even.json"] = (even(make_record("even:1", USER_A, uid_a, 2, 150.0, {
@@ -134,6 +143,20 @@ class WebListsTest(ServedStore, unittest.TestCase):
         ids = [r[0] for r in shared["rows"]]
         self.assertEqual(sorted(ids), [f"solver:{n}" for n in range(6)])
         self.assertEqual(ids[0], "solver:5")  # the most MPI core-hours first
+
+    # ---- Slurm's accounts and partitions on the site page ----
+
+    def test_site_page_groups_by_slurm_account_and_partition(self):
+        site = self.api_as(ADMIN, "/api/site")
+        accounts = {g["label"]: g["jobs"] for g in site["by_account"]}
+        self.assertEqual(accounts, {"chem": 1, "phys": 1, "": site["totals"]["jobs"] - 2})
+        self.assertEqual({g["label"] for g in site["by_partition"]}, {"compute", ""})
+        seen = self.browse()["slurm"]
+        self.assertEqual(sorted(r[0] for r in seen["accounts"]),
+                         ["(none: not started by Slurm)", "chem", "phys"])
+        self.assertEqual(sorted(r[0] for r in seen["partitions"]),
+                         ["(none: not started by Slurm)", "compute"])
+        self.assertEqual(sum(int(r[1]) for r in seen["accounts"]), site["totals"]["jobs"])
 
     # ---- waste ----
 

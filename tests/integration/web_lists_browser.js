@@ -76,6 +76,7 @@ main(async (browser, input) => {
   // The admin drills down: the site page's user, their program, its job.
   const admin = await login(browser, input.base, input.admin_token, seen.errors);
   seen.periods.site = await (async () => { await ready(admin.page, input.base + "/site"); return value(admin.page, "select[name=days]"); })();
+  seen.slurm = { accounts: await rows(admin.page, "#site-accounts"), partitions: await rows(admin.page, "#site-partitions") };
   seen.drill = {};
   const follow = async (selector) => {
     await Promise.all([admin.page.waitForNavigation(), admin.page.click(selector)]);

@@ -5,6 +5,7 @@
 #include "profiler/record/record.hpp"
 #include "profiler/record/render.hpp"
 #include "site/health.hpp"
+#include "site/queries.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
 #include "site/web/reply.hpp"
@@ -664,11 +665,16 @@ private:
     o.period_label = "last " + std::to_string(days) + " days";
     o.user_parts = false;
     site::report r;
+    json figures;
     {
       auto db = pool_.take();
       r = site::build_report(*db, o);
+      figures = site_json(r, days);
+      // Slurm's accounts and partitions, from the job rows (as `strata site report --by`).
+      figures["by_account"] = slurm_groups_json(site::slurm_totals(*db, o.when, false));
+      figures["by_partition"] = slurm_groups_json(site::slurm_totals(*db, o.when, true));
     }
-    std::string text = site_json(r, days).dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string text = figures.dump(-1, ' ', false, json::error_handler_t::replace);
     const std::lock_guard lock(cache_mutex_);
     if (site_cache_.size() >= 16 && site_cache_.count(days) == 0)
       site_cache_.erase(site_cache_.begin()); // a bound on what the refresher recomputes

@@ -164,6 +164,24 @@ json site_json(const site::report& r, int days) {
   return o;
 }
 
+json slurm_groups_json(const std::map<std::string, site::job_totals>& groups) {
+  double cpu_s = 0;
+  for (const auto& [label, t] : groups)
+    cpu_s += t.cpu_time_s;
+  std::vector<std::pair<std::string, site::job_totals>> order(groups.begin(), groups.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second.cpu_time_s > b.second.cpu_time_s;
+  });
+  json out = json::array();
+  for (const auto& [label, t] : order) {
+    json x = totals_json(t);
+    x["label"] = label;
+    x["cpu_percent"] = cpu_s > 0 ? 100 * t.cpu_time_s / cpu_s : 0.0;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 std::string job_report_html(const std::string& record_json) {
   const record::parse_result parsed = record::parse_record(record_json);
   if (!parsed.ok())
@@ -192,11 +210,12 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
     return o;
   const json& job = rec.value("job", json::object());
   o["argv"] = job.value("argv", json::array());
-  // How the job ended. A process's exit code after MPI_Finalize is not in the record: the
-  // record is written inside MPI_Finalize, before the program returns its code.
+  // How the job ended; the exit code after MPI_Finalize where the profile could add it (rank 0's
+  // process, at its exit, while the record was still in the spool).
   o["ended"] = {{"status", job.value("status", json(sj.job.status))},
                 {"abort_code", job.value("abort_code", json(nullptr))},
-                {"signal", job.value("signal", json(nullptr))}};
+                {"signal", job.value("signal", json(nullptr))},
+                {"exit_code", job.value("exit_code", json(nullptr))}};
   o["mpi_percent_by_rank"] = job.value("mpi_percent_by_rank", json::object());
   json routines = json::array();
   if (rec.contains("routines") && rec["routines"].is_object())

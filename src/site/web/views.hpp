@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ nlohmann::json totals_json(const site::job_totals& t);
 // The site page's figures (Figs. 5-11 of the automatic counter profiling paper) from the site
 // report.
 nlohmann::json site_json(const site::report& r, int days);
+// The site's jobs per Slurm account or partition (site::slurm_totals), most CPU time first:
+// label ("" for jobs without one), jobs, CPU time, MPI %, share of the CPU time.
+nlohmann::json slurm_groups_json(const std::map<std::string, site::job_totals>& groups);
 // The job's own report (src/profiler/record's HTML renderer, which escapes every string of the
 // record): the body of its document, to sit inside our page.
 std::string job_report_html(const std::string& record_json);

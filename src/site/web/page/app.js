@@ -97,10 +97,14 @@ async function jobsPage(app) {
 }
 
 
-// How a job ended, in words; the record has no exit code for a job that reached MPI_Finalize.
+// How a job ended, in words. The exit code after MPI_Finalize is rank 0's, when its process
+// exited while the record was still in the spool.
 function endedText(e) {
+  const known = (x) => x !== null && x !== undefined;
   switch (e.status) {
-    case "finalized": return "MPI_Finalize reached on every rank (the program's exit code afterwards is not recorded).";
+    case "finalized": return known(e.exit_code)
+      ? `MPI_Finalize reached on every rank, then exit code ${e.exit_code} (rank 0's process).`
+      : "MPI_Finalize reached on every rank (the exit code afterwards is not known: the process did not exit through exit(), or the record was ingested before it did).";
     case "aborted": return `aborted by MPI_Abort` + (e.abort_code !== null && e.abort_code !== undefined ? ` with code ${e.abort_code}.` : ".");
     case "signal": return `ended by signal ${e.signal}.`;
     case "exit": return "a rank exited without calling MPI_Finalize (its exit code is not recorded).";
@@ -117,7 +121,8 @@ function jobFacts(main, r) {
   if (j.owner_mismatch)
     facts.append(el("p", { id: "owner-mismatch", class: "error" },
       `The record claims another user: ${j.claimed_user || "(none)"} (uid ${j.claimed_uid}). The report below shows the claim; the owner above is what the file system says.`));
-  facts.append(el("p", { id: "job-ended", class: r.ended.status === "finalized" ? "" : "error" }, "Ended: " + endedText(r.ended)));
+  const clean = r.ended.status === "finalized" && !r.ended.exit_code;
+  facts.append(el("p", { id: "job-ended", class: clean ? "" : "error" }, "Ended: " + endedText(r.ended)));
   main.querySelector("h1").after(facts);
 }
 
@@ -285,6 +290,15 @@ async function sitePage(app) {
       const t = table("site-users", ["User", "Jobs", "% of CPU time", "MPI %"], users.map((u) =>
         [el("a", { href: wasteOf(u.label) }, shortText(u.label, 40)), u.jobs, fmt(u.cpu_percent), fmt(u.mpi_percent)]));
       app.append(t, csvLink(t, "users"));
+    }
+    // Slurm's accounts and partitions, where the records carry them.
+    for (const [key, noun, name] of [["by_account", "account", "accounts"], ["by_partition", "partition", "partitions"]]) {
+      const groups = r[key] || [];
+      if (!groups.some((g) => g.label)) continue;
+      app.append(el("h2", {}, `By Slurm ${noun}`));
+      const t = table(`site-${name}`, [`Slurm ${noun}`, "Jobs", "% of CPU time", "CPU hours", "MPI %"], groups.map((g) =>
+        [g.label ? shortText(g.label, 40) : "(none: not started by Slurm)", g.jobs, fmt(g.cpu_percent), fmt(g.cpu_time_s / 3600, 1), fmt(g.mpi_percent)]));
+      app.append(t, csvLink(t, name));
     }
     if ((r.critical_jobs || []).length) {
       app.append(el("h2", {}, `Critical jobs (${count(r.critical_job_count, "job")}), most MPI core-hours first`));

@@ -23,20 +23,28 @@ std::string program_name(const program& p) {
   return p.owner + " " + p.executable + (p.arguments.empty() ? "" : " " + p.arguments);
 }
 
-// The models of one program from its runs (newest first within each size).
+// The models of one program from its newest complete runs at each size, read through the runs'
+// key (a program of tens of thousands of runs is not read whole).
 program_models model_program(store& db, const program& prog, const model_options& o) {
   program_models out;
   out.prog = prog;
-  std::map<std::int64_t, std::vector<program_run>> chosen; // by ranks
-  for (const program_run& r : runs_of(db, prog.id, o.since)) {
-    if (!r.complete) {
-      ++out.left_out;
-      continue;
-    }
-    auto& at = chosen[r.ranks];
-    if (static_cast<int>(at.size()) < o.runs_per_size)
-      at.push_back(r);
-  }
+  std::map<std::int64_t, std::vector<program_run>> chosen; // by ranks, newest first
+  std::vector<std::int64_t> measured;                      // sizes with a complete run
+  db.query("SELECT ranks, SUM(complete), COUNT(*) FROM program_runs WHERE program_id = $1 AND "
+           "end_time >= $2 GROUP BY ranks ORDER BY ranks",
+           {prog.id, o.since}, [&](const store::row& r) {
+             out.left_out += static_cast<int>(r.i64(2) - r.i64(1));
+             if (r.i64(1) > 0)
+               measured.push_back(r.i64(0));
+           });
+  for (const std::int64_t ranks : measured)
+    db.query("SELECT job_id, ranks, end_time, complete, wall_s, mpi_s FROM program_runs WHERE "
+             "program_id = $1 AND ranks = $2 AND end_time >= $3 AND complete = 1 ORDER BY "
+             "end_time DESC, job_id DESC LIMIT $4",
+             {prog.id, ranks, o.since, std::int64_t{o.runs_per_size}}, [&](const store::row& r) {
+               chosen[ranks].push_back(
+                   {r.i64(0), r.i64(1), r.i64(2), r.i64(3) != 0, r.f64(4), r.f64(5)});
+             });
   std::vector<std::int64_t> job_ids;
   for (const auto& [ranks, runs] : chosen) {
     out.ranks.push_back(ranks);

@@ -21,6 +21,7 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 // SPANK_PLUGIN(strata, 1), with the external linkage C++ does not give a const by itself:
 // Slurm loads only a plugin built against its own version.
@@ -71,21 +72,12 @@ spank_option strata_option = {
     take_option};
 
 void read_arguments(int argc, char** argv) {
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("default=", 0) == 0)
-      g_default = arg.substr(8);
-    else if (arg.rfind("prefix=", 0) == 0)
-      g_prefix = arg.substr(7);
-    else
-      slurm_error("strata: unknown plugin argument '%s' (default=STACK, prefix=DIR)", arg.c_str());
-  }
-  if (!g_default.empty())
-    if (const std::string why = strata::slurm::stack_problem(g_default); !why.empty()) {
-      slurm_error("strata: plugin argument default=%s: %s; no site default", g_default.c_str(),
-                  why.c_str());
-      g_default.clear();
-    }
+  const strata::slurm::plugin_arguments args =
+      strata::slurm::parse_plugin_arguments(std::vector<std::string>(argv, argv + argc));
+  g_default = args.default_stack;
+  g_prefix = args.prefix;
+  for (const std::string& error : args.errors)
+    slurm_error("%s", error.c_str());
 }
 
 // The installation: prefix=, else the one this file lies in (PREFIX/lib/strata/slurm/).

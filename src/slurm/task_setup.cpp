@@ -69,6 +69,26 @@ std::string stack_problem(const std::string& text) {
   return parsed.ok() ? std::string() : parsed.error;
 }
 
+plugin_arguments parse_plugin_arguments(const std::vector<std::string>& args) {
+  plugin_arguments out;
+  for (const std::string& arg : args) {
+    if (arg.rfind("default=", 0) == 0)
+      out.default_stack = arg.substr(8);
+    else if (arg.rfind("prefix=", 0) == 0)
+      out.prefix = arg.substr(7);
+    else
+      out.errors.push_back("strata: unknown plugin argument '" + arg +
+                           "' (default=STACK, prefix=DIR)");
+  }
+  if (!out.default_stack.empty())
+    if (const std::string why = stack_problem(out.default_stack); !why.empty()) {
+      out.errors.push_back("strata: plugin argument default=" + out.default_stack + ": " + why +
+                           "; no site default");
+      out.default_stack.clear();
+    }
+  return out;
+}
+
 std::vector<std::string> launcher_options(const std::vector<std::string>& mpirun_args,
                                           const char* path_env, const std::string& stack,
                                           const launch::layout& installation,

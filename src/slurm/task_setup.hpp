@@ -36,6 +36,15 @@ task_setup plan_task(const std::string& program, const char* path_env, const std
 // Why a stack given as `--strata=TEXT` cannot be used ("" when it can): not a tool list.
 std::string stack_problem(const std::string& text);
 
+// The plugin's arguments in plugstack.conf: default=STACK and prefix=DIR, the last of each
+// winning. `errors` has one message per argument that is neither (named, with the ones there
+// are) and for a default whose stack does not parse (then there is no site default).
+struct plugin_arguments {
+  std::string default_stack, prefix;
+  std::vector<std::string> errors;
+};
+plugin_arguments parse_plugin_arguments(const std::vector<std::string>& args);
+
 // The launcher arguments (Open MPI's `-x`, MPICH's `-genv`) that hand the ranks of
 // `mpirun ARGS` what plan_task gives their program: the first argument that names an
 // executable file is taken for the program. Empty when the program is left alone.

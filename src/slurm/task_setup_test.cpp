@@ -83,5 +83,20 @@ TEST_F(fake_installation, LauncherOptionsSkipOptionValuesAndDirectories) {
                   .empty());
 }
 
+TEST(PluginArguments, NameEachBadArgumentAndDropABadDefault) {
+  const plugin_arguments good = parse_plugin_arguments({"default=profile,trace", "prefix=/opt/s"});
+  EXPECT_EQ(good.default_stack, "profile,trace");
+  EXPECT_EQ(good.prefix, "/opt/s");
+  EXPECT_TRUE(good.errors.empty());
+  const plugin_arguments bad = parse_plugin_arguments({"defualt=profile", "default=pro file:"});
+  EXPECT_EQ(bad.default_stack, "");
+  ASSERT_EQ(bad.errors.size(), 2U);
+  EXPECT_EQ(bad.errors[0], "strata: unknown plugin argument 'defualt=profile' (default=STACK, "
+                           "prefix=DIR)");
+  EXPECT_EQ(bad.errors[1].rfind("strata: plugin argument default=pro file:: ", 0), 0U)
+      << bad.errors[1];
+  EXPECT_NE(bad.errors[1].find("; no site default"), std::string::npos) << bad.errors[1];
+}
+
 } // namespace
 } // namespace strata::slurm

@@ -636,6 +636,15 @@ class AbnormalEnds(ProfileTestCase):
         self.assertRegex(job["end"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
         self.assertGreaterEqual(job["end"], job["start"])
 
+    def test_exit_code_after_finalize_is_added_to_the_record(self):
+        proc = self.profile_run([program("crash_c"), "code2"])
+        self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        job = self.only_record()["job"]
+        self.assertEqual((job["status"], job.get("exit_code")), ("finalized", 2))
+        report = subprocess.run([STRATA, "report", glob.glob(os.path.join(self.spool, "*.json"))[0]],
+                                capture_output=True, text=True)
+        self.assertIn("finalized, then exit code 2", report.stdout)
+
     def test_exit_without_finalize(self):
         job = self.crash("exit")
         if FLAVOR == "mpich":

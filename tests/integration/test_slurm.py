@@ -197,6 +197,20 @@ class SlurmJobs(unittest.TestCase):
         self.check_ring(records[0], job, 7)
         self.check_ring(records[1], job, 9)
 
+    def test_array_elements_carry_their_ids(self):
+        self.clear()
+        path = os.path.join(self.dir, "array.sh")
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\nsrun {SRUN_MPI} {program('ring_c')} 3\n")
+        proc = subprocess.run(["sbatch", "--parsable", "--wait", "--array=0-1", "-N", "1", "-n", "2",
+                               "-o", os.path.join(self.dir, "array-%a.out"), "--strata=profile", path],
+                              env=self.env(), cwd=self.dir, capture_output=True, text=True, timeout=150)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        array = proc.stdout.strip().split(";")[0]
+        ids = sorted((r["job"]["slurm"]["job_id"], r["job"]["id"]) for r in self.records())
+        self.assertEqual([i for i, _ in ids], [f"{array}_0", f"{array}_1"])
+        self.assertEqual([j for _, j in ids], [f"slurm:{array}_0.0", f"slurm:{array}_1.0"])
+
     def test_off_and_strata_disable_leave_no_record(self):
         self.clear()
         proc = self.srun("--strata=off", program("ring_c"), "3")

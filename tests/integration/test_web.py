@@ -302,6 +302,18 @@ class WebTests(ServedStore):
         at4 = [s for s in history["sizes"] if s["ranks"] == 4][0]["runs"]
         self.assertEqual(len(at4), 6)
         self.assertEqual([r["flagged"] for r in at4], [False] * 5 + [True])
+        # The trends page's one request: the models and, for the programs it draws, what their
+        # history charts need (the complete runs' points, the flagged runs').
+        trends = self.api_as(USER_A, f"/api/user/trends?program={prog['program_id']}")
+        self.assertEqual(trends["programs"], models["programs"])
+        self.assertEqual([h["program_id"] for h in trends["histories"]], [prog["program_id"]])
+        chart4 = [s for s in trends["histories"][0]["sizes"] if s["ranks"] == 4][0]
+        self.assertEqual(chart4["end"], [r["end"] for r in at4 if r["complete"]])
+        self.assertEqual(chart4["wall_s"], [r["wall_s"] for r in at4 if r["complete"]])
+        self.assertEqual(chart4["flagged"], [{"end": at4[5]["end"], "wall_s": at4[5]["wall_s"]}])
+        self.assertEqual((chart4["shown"], chart4["all_runs"]), (6, 6))
+        status, _, _ = self.request("/api/user/trends?user=" + USER_A, self.tokens[USER_B])
+        self.assertEqual(status, 403)
         status, _, _ = self.request(f"/api/user/history?program={prog['program_id']}",
                                     self.tokens[USER_B])
         self.assertEqual(status, 404, "B cannot read A's program")

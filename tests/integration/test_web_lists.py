@@ -31,6 +31,13 @@ def even(rec):
     return rec
 
 
+def slurm(account):
+    """A record's Slurm facts: a job of `account` in the partition "compute"."""
+    return {"job_id": "81234", "step": "0", "cluster": "hpc", "user": "", "account": account,
+            "partition": "compute", "qos": "", "nodes": 1, "node_list": "n1",
+            "tasks_per_node": "4", "ended_by_time_limit": False}
+
+
 def records(uid_a, uid_b, now):
     """{file name: (record, owner uid)}."""
     out = {}
@@ -40,9 +47,11 @@ def records(uid_a, uid_b, now):
         "MPI_Wait": (400, 40.0, 0), "MPI_Allreduce": (40, 8.0, 320)}, now - DAY, executable="/home/a/wait"))
     wait["routines"]["MPI_Wait"]["per_rank"]["time_s"] = {"min": 1.0, "mean": 10.0, "max": 25.0,
                                                          "max_rank": 3}
+    wait["routines"]["MPI_Allreduce"]["size_histogram"] = [[8, 40]]  # every message small
     pairs = [{"from": 0, "to": 3, "messages": 10, "bytes": 1000},
              {"from": 1, "to": 3, "messages": 1, "bytes": 10}]
     wait["communication"] = {"pairs": pairs, "by_kind": {"point_to_point": pairs}}
+    wait["job"]["slurm"] = slurm("chem")
     out["wait.json"] = (wait, uid_a)
     # B's job measured by the overhead module: 30 s over the machine model at one call site.
     model = even(make_record("model:1", USER_B, uid_b, 4, 100.0, {"MPI_Recv": (40, 60.0, 400)},
@@ -52,6 +61,7 @@ def records(uid_a, uid_b, now):
                            "caller": "exchange", "calls": 40, "time_s": 50.0, "bytes": 400,
                            "wasted_s": 30.0, "ranks": 4}]
     model["callsites_dropped"] = 0
+    model["job"]["slurm"] = slurm("phys")
     out["model.json"] = (model, uid_b)
     # The most MPI time of all, evenly spread: no waste (and critical: MPI is 67 % of its time).
     out["even.json"] = (even(make_record("even:1", USER_A, uid_a, 2, 150.0, {
@@ -85,6 +95,68 @@ class WebListsTest(ServedStore, unittest.TestCase):
     def browse(self):
         """What web_lists_browser.js saw: one visit for every test that asks."""
         return self.browse_jobs_once("web_lists_browser.js")
+
+    # ---- why, on the job page ----
+
+    def test_job_page_says_why_with_what_to_try_and_the_tool(self):
+        why = {j: self.api_as(ADMIN, f"/api/job/{self.jobs[j]['id']}")["why"]
+               for j in ("wait:1", "model:1")}
+        wait = {f["kind"]: f for f in why["wait:1"]}
+        self.assertEqual(list(wait), ["where", "imbalance", "model", "messages"])
+        self.assertEqual(wait["where"]["text"], "MPI_Wait takes 83 % of the MPI time (10 s per rank).")
+        self.assertEqual(wait["imbalance"]["text"],
+                         "Ranks wait for each other: 75 % of the MPI time is time beyond the least "
+                         "busy rank's, most in MPI_Wait (rank 3 spent 25 s in it, the least busy "
+                         "rank 1 s).")
+        self.assertIn("overhead module did not run", wait["model"]["text"])
+        self.assertEqual(wait["model"]["tool"], "overhead")
+        self.assertIn("100 % of the 40 messages carry less than 1 KiB", wait["messages"]["text"])
+        for f in why["wait:1"]:
+            self.assertTrue(f["next"] and f["how"].startswith("strata "), f)
+        model = {f["kind"]: f for f in why["model:1"]}
+        self.assertIn("the call site that takes most is MPI_Recv at solver.c:311 in exchange",
+                      model["where"]["text"])
+        self.assertEqual(model["model"]["text"],
+                         "50 % of the MPI time is over what the machine model says the calls "
+                         "should cost, most at solver.c:311 in MPI_Recv (30 s over it).")
+        self.assertNotIn("imbalance", model)  # every rank spent the same time
+        seen = self.browse()["why"]
+        self.assertEqual([k for k, _, _ in seen], ["where", "imbalance", "model", "messages"])
+        self.assertTrue(all("Try: " in text for _, text, _ in seen))
+        self.assertEqual([t for _, _, t in seen], ["trace", "trace", "overhead", "trace"])
+
+    # ---- PNG of every chart, links that restore a view ----
+
+    def test_charts_download_as_png(self):
+        png = self.browse()["png"]
+        self.assertEqual(sorted(png["links"]), ["imbalance", "sizes"])
+        self.assertEqual(png["name"], "imbalance.png")
+        self.assertEqual(png["signature"], [137, 80, 78, 71, 13, 10, 26, 10])
+        self.assertGreater(png["size"], 1000)
+        self.assertGreater(png["width"], 100)
+
+    def test_a_views_link_restores_it(self):
+        shared = self.browse()["shared"]
+        form = dict(shared["form"])
+        self.assertEqual((form["q"], form["sort"], form["days"], form["min_ranks"]),
+                         ("solver", "mpi_hours", "7", "4"))
+        ids = [r[0] for r in shared["rows"]]
+        self.assertEqual(sorted(ids), [f"solver:{n}" for n in range(6)])
+        self.assertEqual(ids[0], "solver:5")  # the most MPI core-hours first
+
+    # ---- Slurm's accounts and partitions on the site page ----
+
+    def test_site_page_groups_by_slurm_account_and_partition(self):
+        site = self.api_as(ADMIN, "/api/site")
+        accounts = {g["label"]: g["jobs"] for g in site["by_account"]}
+        self.assertEqual(accounts, {"chem": 1, "phys": 1, "": site["totals"]["jobs"] - 2})
+        self.assertEqual({g["label"] for g in site["by_partition"]}, {"compute", ""})
+        seen = self.browse()["slurm"]
+        self.assertEqual(sorted(r[0] for r in seen["accounts"]),
+                         ["(none: not started by Slurm)", "chem", "phys"])
+        self.assertEqual(sorted(r[0] for r in seen["partitions"]),
+                         ["(none: not started by Slurm)", "compute"])
+        self.assertEqual(sum(int(r[1]) for r in seen["accounts"]), site["totals"]["jobs"])
 
     # ---- waste ----
 

@@ -73,6 +73,10 @@ def records(uid_a, uid_b, now):
     aborted = run("abort:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
     aborted["job"].update({"status": "aborted", "abort_code": 2})
     add("abort.json", aborted)
+    # Finalized, then exit(2): the code the profile added at the process's exit.
+    exited = run("exit:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
+    exited["job"]["exit_code"] = 2
+    add("exit.json", exited)
     signalled = run("signal:1", 2, 2.0, {"MPI_Send": (20, 0.1, 160)}, now - DAY, "/home/a/abort")
     signalled["job"].update({"status": "signal", "signal": 11})
     signalled["hang"] = {"format": "strata.hang/1", "verdict": "hang",
@@ -177,8 +181,10 @@ class WebViewsTest(ServedStore, unittest.TestCase):
         self.assertEqual(facts["signal"]["hang"], "DEADLOCK: ranks 0-1 wait for each other in a "
                          "cycle:\n  rank 0 in MPI_Wait at <b>x.c</b>:9 (main)\n")
         self.assertIsNone(facts["abort"]["hang"])
-        # The record has no exit code after MPI_Finalize: the page says so, not "finalized".
-        self.assertIn("exit code afterwards is not recorded", facts["init"]["ended"])
+        self.assertEqual(facts["exit"]["ended"], "Ended: MPI_Finalize reached on every rank, then "
+                         "exit code 2 (rank 0's process).")
+        # A record without the exit code: the page says it is not known, not just "finalized".
+        self.assertIn("the exit code afterwards is not known", facts["init"]["ended"])
 
     def test_bad_number_names_its_range_as_written(self):
         error = self.browse()["bad_number"]

@@ -42,6 +42,16 @@ main(async (browser, input) => {
     caption: await text(page, ".report figure.heatmap figcaption"),
     width: await page.$eval(".report svg.heatmap", (s) => s.getBoundingClientRect().width).catch(() => null),
   };
+  // Each chart as a PNG: the imbalance chart's file as downloaded.
+  seen.png = { links: await page.$$eval("a.png", (a) => a.map((x) => x.dataset.for)) };
+  const [image] = await Promise.all([page.waitForEvent("download"), page.click("a.png[data-for=imbalance]")]);
+  const bytes = fs.readFileSync(await image.path());
+  seen.png.name = image.suggestedFilename();
+  seen.png.size = bytes.length;
+  seen.png.signature = [...bytes.subarray(0, 8)];
+  seen.png.width = bytes.length >= 24 ? bytes.readUInt32BE(16) : 0; // IHDR
+  // Why, in sentences: [kind, text, tool] of each.
+  seen.why = await page.$$eval("#why li", (l) => l.map((x) => [x.dataset.kind, x.textContent, x.querySelector(".tool").dataset.tool]));
 
   // Any two runs of a program: chosen on the job page, shown side by side.
   await ready(page, `${input.base}/job/${input.jobs["solver:5"]}`);
@@ -56,9 +66,17 @@ main(async (browser, input) => {
       r.filter((tr) => tr.querySelector("span.worse, span.better")).map((tr) => tr.cells[0].textContent));
   }
 
+  // A view's link restores it: the jobs list's search, sort, period and size as the URL says.
+  await ready(page, `${input.base}/jobs?q=solver&sort=mpi_hours&days=7&min_ranks=4`);
+  seen.shared = {
+    form: await page.$$eval("#filter input, #filter select", (f) => f.filter((x) => x.name).map((x) => [x.name, x.value])),
+    rows: await rows(page, "#jobs"),
+  };
+
   // The admin drills down: the site page's user, their program, its job.
   const admin = await login(browser, input.base, input.admin_token, seen.errors);
   seen.periods.site = await (async () => { await ready(admin.page, input.base + "/site"); return value(admin.page, "select[name=days]"); })();
+  seen.slurm = { accounts: await rows(admin.page, "#site-accounts"), partitions: await rows(admin.page, "#site-partitions") };
   seen.drill = {};
   const follow = async (selector) => {
     await Promise.all([admin.page.waitForNavigation(), admin.page.click(selector)]);

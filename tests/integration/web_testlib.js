@@ -31,7 +31,8 @@ async function login(browser, base, token, errors) {
 // Goes to `url` (if given) and waits until the page has drawn its data; the HTTP status.
 async function ready(page, url) {
   const r = url ? await page.goto(url) : null;
-  await page.waitForSelector("body[data-ready]", { timeout: 60000 });
+  // data-drawn: after data-ready, once the charts below the first screen are drawn too.
+  await page.waitForSelector("body[data-drawn]", { timeout: 60000 });
   return r ? r.status() : null;
 }
 

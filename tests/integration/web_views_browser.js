@@ -83,7 +83,7 @@ main(async (browser, input) => {
 
   // Whose job and how it ended.
   seen.facts = {};
-  for (const [name, record] of [["claim", "claim:1"], ["abort", "abort:1"], ["signal", "signal:1"], ["init", "init:1"]]) {
+  for (const [name, record] of [["claim", "claim:1"], ["abort", "abort:1"], ["signal", "signal:1"], ["init", "init:1"], ["exit", "exit:1"]]) {
     await ready(page, `${input.base}/job/${input.jobs[record]}`);
     seen.facts[name] = { owner: await text(page, "#job-owner"), mismatch: await text(page, "#owner-mismatch"), ended: await text(page, "#job-ended"), hang: await text(page, "#job-hang pre") };
   }

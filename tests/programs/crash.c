@@ -1,5 +1,6 @@
 /* Ends badly on purpose, after known traffic: each rank sends 5 messages to its partner, then
- * rank 1 ends as asked (abort | segv | fpe | exit | kill | term) while rank 0 waits. */
+ * rank 1 ends as asked (abort | segv | fpe | exit | kill | term) while rank 0 waits; or every
+ * rank finalizes and then exits with code 2 (code2). */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,10 @@ int main(int argc, char** argv) {
     MPI_Sendrecv(&value, 1, MPI_INT, partner, i, &in, 1, MPI_INT, partner, i, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
   MPI_Barrier(MPI_COMM_WORLD);
+  if (strcmp(how, "code2") == 0) {
+    MPI_Finalize();
+    return 2;
+  }
   if (rank == 1) {
     if (strcmp(how, "abort") == 0)
       MPI_Abort(MPI_COMM_WORLD, 7);

@@ -21,6 +21,7 @@
 #include "user_report.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -292,6 +293,24 @@ void print_rank_subtotal(module_state& s) {
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
 }
 
+// The record as rank 0 spooled it, rewritten with the code its process exits with (on_exit runs
+// at exit() and at the return from main) while the record is still in the spool: an ingest may
+// have taken it meanwhile, and then the record keeps no exit code.
+struct spooled_record {
+  std::string path;
+  record::job_record record;
+  std::chrono::milliseconds timeout;
+};
+spooled_record* g_spooled = nullptr; // lives until the process ends
+
+void add_exit_code(int code, void* /*unused*/) {
+  spooled_record* r = g_spooled;
+  if (r == nullptr || ::access(r->path.c_str(), F_OK) != 0)
+    return;
+  r->record.job.exit_code = code;
+  (void)write_with_deadline(r->path, record::to_json(r->record), r->timeout);
+}
+
 // Rank 0: the record to the spool and where the user asked for it; then, to every rank, whether
 // the per-rank files may go: only when the record is spooled and holds every rank (when the tree
 // went on without some, their files let strata recover rebuild the record whole). Returns that.
@@ -312,6 +331,10 @@ bool write_outputs(module_state& s, const job_figures& job,
     const std::string path = s.spools[i] + "/" + s.key + ".json";
     std::string error = write_with_deadline(path, json, timeout);
     spooled = error.empty();
+    if (spooled && g_spooled == nullptr) {
+      g_spooled = new spooled_record{path, job_record, timeout};
+      ::on_exit(add_exit_code, nullptr);
+    }
     if (spooled && !first_error.empty())
       s.host->log(s.self,
                   ("cannot write the job record: " + first_error + "; it went to " + path).c_str());

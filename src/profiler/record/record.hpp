@@ -144,6 +144,9 @@ struct job_facts {
   job_status status = job_status::finalized;
   std::optional<std::int64_t> abort_code; // null or absent in the record: none
   std::optional<std::int64_t> signal;     // null or absent in the record: none
+  // The code the process of rank 0 exited with after MPI_Finalize; absent: not known (the
+  // process did not exit through exit(), or the record had left the spool by then).
+  std::optional<int> exit_code;
   bool partial = false;
   double wall_time_s = 0, mpi_time_s = 0, mpi_percent = 0;
   percent_spread mpi_percent_by_rank;

@@ -125,6 +125,7 @@ template <either_const<job_facts> S, typename Visit> void fields(S& s, Visit& vi
   visit("status", s.status);
   visit("abort_code", s.abort_code);
   visit("signal", s.signal);
+  visit("exit_code", s.exit_code);
   visit("partial", s.partial);
   visit("wall_time_s", s.wall_time_s);
   visit("mpi_time_s", s.mpi_time_s);
@@ -518,6 +519,14 @@ private:
   }
 
   // Absent means unknown; null is no value for these.
+  void read(const V& value, std::optional<int>& out) {
+    const auto whole = value.integer();
+    if (whole && *whole >= INT32_MIN && *whole <= INT32_MAX)
+      out = static_cast<int>(*whole);
+    else
+      fail("an integer", value);
+  }
+
   void read(const V& value, std::optional<bool>& out) {
     bool flag = false;
     read(value, flag);

@@ -139,6 +139,8 @@ std::string status_text(const job_facts& job) {
     text = fmt::format("aborted (MPI_Abort code {})", *job.abort_code);
   if (job.status == job_status::signal)
     text = job.signal ? fmt::format("killed by signal {}", *job.signal) : "killed by a signal";
+  if (job.status == job_status::finalized && job.exit_code)
+    text = fmt::format("finalized, then exit code {}", *job.exit_code);
   if (job.status == job_status::exit)
     text = "exited without MPI_Finalize";
   if (job.status == job_status::killed)

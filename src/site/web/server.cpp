@@ -5,6 +5,7 @@
 #include "profiler/record/record.hpp"
 #include "profiler/record/render.hpp"
 #include "site/health.hpp"
+#include "site/queries.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
 #include "site/web/reply.hpp"
@@ -205,7 +206,7 @@ nav a{color:#fff;margin-right:12px}nav .who{margin-left:24px}form.inline{display
 main{padding:12px;overflow-wrap:anywhere}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}tr.chosen{background:#ffd}
 .chart{position:relative;width:760px;max-width:100%;height:320px;margin:12px 0}
-button.expand{font-size:smaller}
+button.expand{font-size:smaller}p.png{margin:-8px 0 8px;font-size:smaller}
 .error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}
 .worse{background:#fcc;font-weight:bold}.better{background:#cfc}
 )css";
@@ -422,6 +423,16 @@ public:
       const std::string user = user_of(req, v);
       auto db = pool_.take();
       return models_json(*db, user);
+    });
+    // The trends page's data in one request: the models and the histories it draws.
+    api_route(http, "/api/user/trends", [this](const httplib::Request& req, const viewer& v) {
+      const std::string user = user_of(req, v);
+      const auto chosen = int_param(req, "program", 1, INT64_MAX);
+      const auto charts = int_param(req, "charts", 0, 100).value_or(8);
+      const auto newest = int_param(req, "newest", 1, 100000).value_or(500);
+      auto db = pool_.take();
+      return trends_json(*db, user, chosen, static_cast<std::size_t>(charts),
+                         static_cast<std::size_t>(newest));
     });
     api_route(http, "/api/user/history", [this](const httplib::Request& req, const viewer& v) {
       const std::string user = user_of(req, v);
@@ -654,11 +665,16 @@ private:
     o.period_label = "last " + std::to_string(days) + " days";
     o.user_parts = false;
     site::report r;
+    json figures;
     {
       auto db = pool_.take();
       r = site::build_report(*db, o);
+      figures = site_json(r, days);
+      // Slurm's accounts and partitions, from the job rows (as `strata site report --by`).
+      figures["by_account"] = slurm_groups_json(site::slurm_totals(*db, o.when, false));
+      figures["by_partition"] = slurm_groups_json(site::slurm_totals(*db, o.when, true));
     }
-    std::string text = site_json(r, days).dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string text = figures.dump(-1, ' ', false, json::error_handler_t::replace);
     const std::lock_guard lock(cache_mutex_);
     if (site_cache_.size() >= 16 && site_cache_.count(days) == 0)
       site_cache_.erase(site_cache_.begin()); // a bound on what the refresher recomputes

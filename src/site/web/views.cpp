@@ -2,9 +2,11 @@
 #include "common/markup.hpp"
 
 #include "profiler/record/record.hpp"
+#include "profiler/record/record_fast.hpp"
 #include "profiler/record/render.hpp"
 #include "profiler/routine_classes.hpp"
 #include "site/programs.hpp"
+#include "site/web/why.hpp"
 
 #include <algorithm>
 #include <map>
@@ -150,6 +152,24 @@ json site_json(const site::report& r, int days) {
   return o;
 }
 
+json slurm_groups_json(const std::map<std::string, site::job_totals>& groups) {
+  double cpu_s = 0;
+  for (const auto& [label, t] : groups)
+    cpu_s += t.cpu_time_s;
+  std::vector<std::pair<std::string, site::job_totals>> order(groups.begin(), groups.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second.cpu_time_s > b.second.cpu_time_s;
+  });
+  json out = json::array();
+  for (const auto& [label, t] : order) {
+    json x = totals_json(t);
+    x["label"] = label;
+    x["cpu_percent"] = cpu_s > 0 ? 100 * t.cpu_time_s / cpu_s : 0.0;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 std::string job_report_html(const std::string& record_json) {
   const record::parse_result parsed = record::parse_record(record_json);
   if (!parsed.ok())
@@ -178,11 +198,12 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
     return o;
   const json& job = rec.value("job", json::object());
   o["argv"] = job.value("argv", json::array());
-  // How the job ended. A process's exit code after MPI_Finalize is not in the record: the
-  // record is written inside MPI_Finalize, before the program returns its code.
+  // How the job ended; the exit code after MPI_Finalize where the profile could add it (rank 0's
+  // process, at its exit, while the record was still in the spool).
   o["ended"] = {{"status", job.value("status", json(sj.job.status))},
                 {"abort_code", job.value("abort_code", json(nullptr))},
-                {"signal", job.value("signal", json(nullptr))}};
+                {"signal", job.value("signal", json(nullptr))},
+                {"exit_code", job.value("exit_code", json(nullptr))}};
   o["mpi_percent_by_rank"] = job.value("mpi_percent_by_rank", json::object());
   // Why the job hung (a record strata recover made of a hung job): its diagnosis for people.
   if (const auto hang = rec.find("hang"); hang != rec.end() && hang->is_object() &&
@@ -204,6 +225,12 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
       routines.push_back(x);
     }
   o["routines"] = routines;
+  json why = json::array();
+  if (const record::parse_result parsed = record::parse_record_fast(sj.record_json); parsed.ok())
+    for (const finding& f : findings_of(*parsed.record))
+      why.push_back(
+          {{"kind", f.kind}, {"text", f.text}, {"next", f.next}, {"tool", f.tool}, {"how", f.how}});
+  o["why"] = why;
   if (const std::optional<site::regression_row> g = site::regression_of(db, sj.job.job_id))
     o["regression"] = flag_json(g->flag);
   if (const std::optional<site::program> prog = site::program_of(db, sj))
@@ -241,42 +268,112 @@ json models_json(site::store& db, const std::string& user) {
   return out;
 }
 
+namespace {
+
+// The job ids of a program's flagged runs (the regressions table is small: one row a flag).
+std::set<std::int64_t> flagged_runs(site::store& db, std::int64_t program_id) {
+  std::set<std::int64_t> out;
+  db.query("SELECT job_id FROM regressions WHERE program_id = $1", {program_id},
+           [&](const site::store::row& r) { out.insert(r.i64(0)); });
+  return out;
+}
+
+// One program's history (see history_json), given the program: the newest runs of each size
+// read through the key, not every run of a program of tens of thousands. `for_chart`: only what
+// a chart draws, as columns (a tenth of the bytes): each size's complete runs' "end" and
+// "wall_s", and its flagged runs' points.
+json program_history(site::store& db, const site::program& prog, std::size_t newest,
+                     bool for_chart) {
+  const std::set<std::int64_t> flagged = flagged_runs(db, prog.id);
+  std::vector<std::pair<std::int64_t, std::int64_t>> sizes; // ranks, runs
+  db.query("SELECT ranks, COUNT(*) FROM program_runs WHERE program_id = $1 GROUP BY ranks "
+           "ORDER BY ranks",
+           {prog.id}, [&](const site::store::row& r) { sizes.emplace_back(r.i64(0), r.i64(1)); });
+  const auto limit = static_cast<std::int64_t>(std::min<std::size_t>(newest, INT64_MAX));
+  json out = json::array();
+  for (const auto& [ranks, all_runs] : sizes) {
+    json runs = json::array(), ends = json::array(), walls = json::array(), marked = json::array();
+    std::size_t shown = 0;
+    db.query("SELECT job_id, end_time, wall_s, mpi_s, complete FROM program_runs WHERE "
+             "program_id = $1 AND ranks = $2 ORDER BY end_time DESC, job_id DESC LIMIT $3",
+             {prog.id, ranks, limit}, [&](const site::store::row& r) {
+               ++shown;
+               const bool is_flagged = flagged.count(r.i64(0)) != 0;
+               if (!for_chart) {
+                 runs.push_back({{"job_id", r.i64(0)},
+                                 {"end", r.i64(1)},
+                                 {"wall_s", r.f64(2)},
+                                 {"mpi_s", r.f64(3)},
+                                 {"complete", r.i64(4) != 0},
+                                 {"flagged", is_flagged}});
+                 return;
+               }
+               if (r.i64(4) != 0) {
+                 ends.push_back(r.i64(1));
+                 walls.push_back(r.f64(2));
+               }
+               if (is_flagged)
+                 marked.push_back({{"end", r.i64(1)}, {"wall_s", r.f64(2)}});
+             });
+    // Oldest first, as a time axis reads.
+    for (json* a : {&runs, &ends, &walls, &marked})
+      std::reverse(a->begin(), a->end());
+    if (for_chart)
+      out.push_back({{"ranks", ranks},
+                     {"all_runs", all_runs},
+                     {"shown", shown},
+                     {"end", ends},
+                     {"wall_s", walls},
+                     {"flagged", marked}});
+    else
+      out.push_back({{"ranks", ranks}, {"runs", runs}, {"all_runs", all_runs}});
+  }
+  return json{{"program_id", prog.id},
+              {"executable", prog.executable},
+              {"arguments", prog.arguments},
+              {"sizes", out}};
+}
+
+} // namespace
+
 std::optional<json> history_json(site::store& db, std::int64_t program_id, const std::string& user,
                                  std::size_t newest) {
   std::optional<site::program> prog;
-  for (const site::program& p : site::find_programs(db, user, std::nullopt))
-    if (p.id == program_id)
-      prog = p;
+  db.query("SELECT program_id, owner, executable, arguments FROM programs WHERE program_id = $1 "
+           "AND owner = $2",
+           {program_id, user}, [&](const site::store::row& r) {
+             prog = site::program{r.i64(0), r.text(1), r.text(2), r.text(3)};
+           });
   if (!prog)
     return std::nullopt;
-  std::map<std::int64_t, bool> flagged;
-  for (const site::regression_row& g : site::regressions_in(db, {0, INT64_MAX}, user, 100000))
-    if (g.prog.id == program_id)
-      flagged[g.job_id] = true;
-  std::map<std::int64_t, json> sizes;
-  std::map<std::int64_t, std::int64_t> all_runs;
-  for (const site::program_run& r : site::runs_of(db, program_id)) {
-    json& runs = sizes[r.ranks];
-    if (runs.is_null())
-      runs = json::array();
-    if (static_cast<std::size_t>(++all_runs[r.ranks]) > newest)
-      continue;
-    runs.push_back({{"job_id", r.job_id},
-                    {"end", r.end_time},
-                    {"wall_s", r.wall_s},
-                    {"mpi_s", r.mpi_s},
-                    {"complete", r.complete},
-                    {"flagged", flagged.count(r.job_id) != 0}});
-  }
-  json out = json::array();
-  for (auto& [ranks, runs] : sizes) {
-    std::reverse(runs.begin(), runs.end()); // oldest first, as a time axis reads
-    out.push_back({{"ranks", ranks}, {"runs", runs}, {"all_runs", all_runs[ranks]}});
-  }
-  return json{{"program_id", prog->id},
-              {"executable", prog->executable},
-              {"arguments", prog->arguments},
-              {"sizes", out}};
+  return program_history(db, *prog, newest, false);
+}
+
+json trends_json(site::store& db, const std::string& user, std::optional<std::int64_t> chosen,
+                 std::size_t charts, std::size_t newest) {
+  json out = models_json(db, user);
+  // The order of the page's table: flagged regressions first, then most runs.
+  std::vector<const json*> order;
+  for (const json& p : out["programs"])
+    if (p.value("modelled", false) &&
+        (!chosen || p.value("program_id", std::int64_t{0}) == *chosen))
+      order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(), [](const json* a, const json* b) {
+    const auto flagged = [](const json* p) { return p->value("flagged", std::int64_t{0}); };
+    const auto runs = [](const json* p) { return p->value("runs", std::int64_t{0}); };
+    return flagged(a) != flagged(b) ? flagged(a) > flagged(b) : runs(a) > runs(b);
+  });
+  if (order.size() > charts)
+    order.resize(charts);
+  json histories = json::array();
+  for (const json* p : order)
+    histories.push_back(program_history(
+        db,
+        site::program{p->value("program_id", std::int64_t{0}), p->value("owner", ""),
+                      p->value("executable", ""), p->value("arguments", "")},
+        newest, true));
+  out["histories"] = std::move(histories);
+  return out;
 }
 
 } // namespace strata::web

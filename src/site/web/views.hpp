@@ -12,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@ nlohmann::json totals_json(const site::job_totals& t);
 // The site page's figures (Figs. 5-11 of the automatic counter profiling paper) from the site
 // report.
 nlohmann::json site_json(const site::report& r, int days);
+// The site's jobs per Slurm account or partition (site::slurm_totals), most CPU time first:
+// label ("" for jobs without one), jobs, CPU time, MPI %, share of the CPU time.
+nlohmann::json slurm_groups_json(const std::map<std::string, site::job_totals>& groups);
 // The job's own report (src/profiler/record's HTML renderer, which escapes every string of the
 // record): the body of its document, to sit inside our page.
 std::string job_report_html(const std::string& record_json);
@@ -42,5 +47,12 @@ nlohmann::json models_json(site::store& db, const std::string& user);
 // compare with needs no more).
 std::optional<nlohmann::json> history_json(site::store& db, std::int64_t program_id,
                                            const std::string& user, std::size_t newest = SIZE_MAX);
+// The trends page in one answer: models_json and the histories (at most `newest` runs a size,
+// as columns: each size's "end" and "wall_s" of complete runs, "flagged" points, "shown" and
+// "all_runs") of the programs whose charts the page draws: `chosen` if modelled, else
+// the first `charts` modelled ones, flagged regressions first, then most runs.
+nlohmann::json trends_json(site::store& db, const std::string& user,
+                           std::optional<std::int64_t> chosen, std::size_t charts,
+                           std::size_t newest);
 
 } // namespace strata::web

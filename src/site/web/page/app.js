@@ -1,8 +1,8 @@
 // The pages of `strata site serve`: fetch the JSON API and draw tables (as DOM text, never as
 // HTML strings: job strings stay inert) and charts (Chart.js). Every chart is kept in
 // window.strataCharts so that the browser tests can ask what it draws.
-import { api, axis, chart, coreHours, count, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
-import { comparePart, trendsPart } from "./trends.js";
+import { api, axis, chart, coreHours, count, drawWaiting, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
+import { comparePart, fetchTrends, trendsPart } from "./trends.js";
 import { compareChooser, comparePage, csvLink, flaggedPage, periodForm, periodSelect, table, wastePage } from "./lists.js";
 
 // The report's cells too long to read in a row (a 20,000-character argument): their start, and a
@@ -97,10 +97,14 @@ async function jobsPage(app) {
 }
 
 
-// How a job ended, in words; the record has no exit code for a job that reached MPI_Finalize.
+// How a job ended, in words. The exit code after MPI_Finalize is rank 0's, when its process
+// exited while the record was still in the spool.
 function endedText(e) {
+  const known = (x) => x !== null && x !== undefined;
   switch (e.status) {
-    case "finalized": return "MPI_Finalize reached on every rank (the program's exit code afterwards is not recorded).";
+    case "finalized": return known(e.exit_code)
+      ? `MPI_Finalize reached on every rank, then exit code ${e.exit_code} (rank 0's process).`
+      : "MPI_Finalize reached on every rank (the exit code afterwards is not known: the process did not exit through exit(), or the record was ingested before it did).";
     case "aborted": return `aborted by MPI_Abort` + (e.abort_code !== null && e.abort_code !== undefined ? ` with code ${e.abort_code}.` : ".");
     case "signal": return `ended by signal ${e.signal}.`;
     case "exit": return "a rank exited without calling MPI_Finalize (its exit code is not recorded).";
@@ -117,10 +121,22 @@ function jobFacts(main, r) {
   if (j.owner_mismatch)
     facts.append(el("p", { id: "owner-mismatch", class: "error" },
       `The record claims another user: ${j.claimed_user || "(none)"} (uid ${j.claimed_uid}). The report below shows the claim; the owner above is what the file system says.`));
-  facts.append(el("p", { id: "job-ended", class: r.ended.status === "finalized" ? "" : "error" }, "Ended: " + endedText(r.ended)));
+  const clean = r.ended.status === "finalized" && !r.ended.exit_code;
+  facts.append(el("p", { id: "job-ended", class: clean ? "" : "error" }, "Ended: " + endedText(r.ended)));
   if (r.hang)
     facts.append(el("section", { id: "job-hang" }, el("h2", {}, "Why the job hung"), el("pre", {}, r.hang.text)));
   main.querySelector("h1").after(facts);
+}
+
+// Why the job spends its time in MPI (the server's findings from the record), each with what
+// to try next and the tool that shows more.
+function whyPart(main, r) {
+  if (!(r.why || []).length) return;
+  const list = el("ol", { id: "why" });
+  for (const f of r.why)
+    list.append(el("li", { "data-kind": f.kind }, f.text, " ", el("em", {}, "Try: "), f.next, " ",
+      el("span", { class: "tool", "data-tool": f.tool }, `More with the ${f.tool} module: `, el("code", {}, f.how), ".")));
+  main.querySelector("#job-facts").after(el("section", { id: "why-section" }, el("h2", {}, "Why this job spends time in MPI"), list));
 }
 
 async function jobPage() {
@@ -131,6 +147,7 @@ async function jobPage() {
   try {
     const r = await api(`/api/job/${id}`);
     jobFacts(main, r);
+    whyPart(main, r);
     const measured = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
     // MPI_Init and MPI_Finalize bracket the wall time: shown apart, not as bars against it.
     const routines = measured.filter((x) => !x.outside_wall_time).sort((a, b) => b.per_rank_time_s.max - a.per_rank_time_s.max);
@@ -179,6 +196,9 @@ async function jobPage() {
 
 async function userPage(app) {
   const user = document.body.dataset.user;
+  // Both answers asked for at once: the trends do not wait for the weeks' charts.
+  const trends = fetchTrends(user);
+  trends.catch(() => {}); // its failure is shown by trendsPart
   try {
     const r = await api("/api/user/weeks?weeks=26&user=" + encodeURIComponent(user));
     const labels = r.weeks.map((w) => when(w.week_start).slice(0, 10));
@@ -202,7 +222,7 @@ async function userPage(app) {
       options: { scales: { y: axis("MPI % of CPU time"), x: axis("week from (UTC)") }, plugins: { title: { display: true, text: "MPI share per week" } } },
     });
     if (r.weeks.length === 0) app.append(el("p", {}, "No jobs in the last 26 weeks."));
-    await trendsPart(app, user);
+    await trendsPart(app, user, trends);
   } catch (e) {
     showError(app, e);
   }
@@ -273,6 +293,15 @@ async function sitePage(app) {
         [el("a", { href: wasteOf(u.label) }, shortText(u.label, 40)), u.jobs, fmt(u.cpu_percent), fmt(u.mpi_percent)]));
       app.append(t, csvLink(t, "users"));
     }
+    // Slurm's accounts and partitions, where the records carry them.
+    for (const [key, noun, name] of [["by_account", "account", "accounts"], ["by_partition", "partition", "partitions"]]) {
+      const groups = r[key] || [];
+      if (!groups.some((g) => g.label)) continue;
+      app.append(el("h2", {}, `By Slurm ${noun}`));
+      const t = table(`site-${name}`, [`Slurm ${noun}`, "Jobs", "% of CPU time", "CPU hours", "MPI %"], groups.map((g) =>
+        [g.label ? shortText(g.label, 40) : "(none: not started by Slurm)", g.jobs, fmt(g.cpu_percent), fmt(g.cpu_time_s / 3600, 1), fmt(g.mpi_percent)]));
+      app.append(t, csvLink(t, name));
+    }
     if ((r.critical_jobs || []).length) {
       app.append(el("h2", {}, `Critical jobs (${count(r.critical_job_count, "job")}), most MPI core-hours first`));
       const critical = jobsTable(r.critical_jobs, true);
@@ -288,5 +317,15 @@ document.addEventListener("DOMContentLoaded", () => {
   const pages = { jobs: jobsPage, job: jobPage, user: userPage, site: sitePage, waste: wastePage,
     flagged: (a) => flaggedPage(a, jobsTable), compare: comparePage };
   const run = pages[document.body.dataset.page];
-  if (run) run(app).finally(() => { document.body.dataset.ready = "1"; });
+  // data-ready: the page's data is shown (the first screen's charts drawn); data-drawn: every
+  // chart is drawn. Each moment is marked for the benchmark (bench/web_pages_chromium.js).
+  if (run)
+    run(app).finally(() => {
+      performance.mark("strata-data-ready");
+      document.body.dataset.ready = "1";
+      drawWaiting().finally(() => {
+        performance.mark("strata-drawn");
+        document.body.dataset.drawn = "1";
+      });
+    });
 });

@@ -44,19 +44,29 @@ function scalingChart(holder, program, wall) {
 // The newest runs of each size a history chart draws (a program of tens of thousands of runs
 // sent megabytes, for points closer than a pixel).
 const historyRuns = 500;
-const fetchHistory = (user, program) =>
-  api(`/api/user/history?user=${encodeURIComponent(user)}&program=${program.program_id}&newest=${historyRuns}`);
+
+// The trends page's data, one request: the user's programs and models, and the histories of
+// the programs it draws (the one chosen with ?program=, else the first MAX_PROGRAMS modelled
+// ones, flagged regressions first, then most runs).
+export function fetchTrends(user) {
+  const chosen = Number(new URLSearchParams(location.search).get("program")) || null;
+  const q = new URLSearchParams({ user, charts: MAX_PROGRAMS, newest: historyRuns });
+  if (chosen) q.set("program", chosen);
+  return api("/api/user/trends?" + q.toString());
+}
 
 function historyChart(holder, program, h) {
-  const cut = h.sizes.some((s) => s.all_runs > s.runs.length);
+  const cut = h.sizes.some((s) => s.all_runs > s.shown);
   const id = `history-${program.program_id}`;
   holder.append(el("div", { class: "chart" }, el("canvas", { id })));
+  // Points as Chart.js keeps them (no parsing), in time order (normalized): thousands of runs.
   const datasets = h.sizes.map((s) => ({
     label: `${s.ranks} ranks`,
-    data: s.runs.filter((r) => r.complete).map((r) => ({ x: r.end, y: r.wall_s })),
+    data: s.end.map((x, k) => ({ x, y: s.wall_s[k] })),
+    parsing: false,
+    normalized: true,
   }));
-  const flagged = [];
-  for (const s of h.sizes) for (const r of s.runs) if (r.flagged) flagged.push({ x: r.end, y: r.wall_s });
+  const flagged = h.sizes.flatMap((s) => s.flagged.map((r) => ({ x: r.end, y: r.wall_s })));
   datasets.push({ label: "flagged regressions", data: flagged, showLine: false, pointStyle: "crossRot", pointRadius: 9, borderWidth: 3, borderColor: "#000", backgroundColor: "#000" });
   chart(id, {
     type: "line",
@@ -87,11 +97,12 @@ function programTable(programs, user, chosen) {
   return table;
 }
 
-export async function trendsPart(app, user) {
+// `trends`: the promise of fetchTrends(user).
+export async function trendsPart(app, user, trends) {
   const holder = el("section", { id: "trends" }, el("h2", {}, "Scaling and history of your programs"));
   app.append(holder);
   try {
-    const r = await api("/api/user/models?user=" + encodeURIComponent(user));
+    const r = await trends;
     const chosen = Number(new URLSearchParams(location.search).get("program")) || null;
     const programs = r.programs.slice().sort((a, b) => (b.flagged || 0) - (a.flagged || 0) || b.runs - a.runs);
     if (!programs.length) {
@@ -99,15 +110,13 @@ export async function trendsPart(app, user) {
       return;
     }
     const modelled = programs.filter((p) => p.modelled);
-    const drawn = chosen ? modelled.filter((p) => p.program_id === chosen) : modelled.slice(0, MAX_PROGRAMS);
+    const drawn = r.histories.map((h) => programs.find((p) => p.program_id === h.program_id));
     const note = chosen
       ? (drawn.length ? `Charts of the program chosen below (${programs.length} in all).`
         : "The program chosen has no model yet (see why in the table).")
       : `${programs.length} programs; charts of ${drawn.length}` +
         (modelled.length > drawn.length ? ` of the ${modelled.length} modelled (flagged regressions first, then most runs): choose another in the table.` : ".");
     holder.append(el("p", { id: "programs-note" }, note), programTable(programs, user, chosen));
-    // The histories fetched together, drawn in order.
-    const histories = await Promise.all(drawn.map((p) => fetchHistory(user, p)));
     for (const [k, p] of drawn.entries()) {
       const wall = r.models.find((m) => m.program_id === p.program_id && m.routine === "wall");
       const lines = r.models.filter((m) => m.program_id === p.program_id);
@@ -119,7 +128,7 @@ export async function trendsPart(app, user) {
           (p.flagged ? `; ${p.flagged} flagged as regressions` : "")),
         list, el("p", { class: "prediction" }, at.join("; ")));
       scalingChart(holder, p, wall);
-      historyChart(holder, p, histories[k]);
+      historyChart(holder, p, r.histories[k]);
     }
   } catch (e) {
     showError(holder, e);

@@ -1,6 +1,7 @@
 // What every page of `strata site serve` draws with: DOM elements (as text, never HTML strings),
 // the JSON API, errors, charts (Chart.js, each kept in window.strataCharts for the browser
-// tests) and short forms of long text. app.js and trends.js both import it.
+// tests; those below the first screen drawn after the page's data) and short forms of long
+// text. app.js and trends.js both import it.
 import { Chart, registerables } from "chart.js";
 
 Chart.register(...registerables);
@@ -34,9 +35,30 @@ export const palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "
 // An axis titled with its unit.
 export const axis = (text, extra = {}) => Object.assign({ title: { display: true, text } }, extra);
 
+// Charts below the first screen wait until the page's data is shown (a long page is read and
+// scrolled before its last chart is drawn; each chart costs tens of milliseconds): drawWaiting()
+// then draws them one a task, top first.
+const waiting = [];
+
 export function chart(id, config) {
   const canvas = document.getElementById(id);
   if (!canvas) return null;
+  if (canvas.getBoundingClientRect().top > window.innerHeight) {
+    waiting.push([canvas, config]);
+    return null;
+  }
+  return draw(canvas, config);
+}
+
+export async function drawWaiting() {
+  while (waiting.length) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    const [canvas, config] = waiting.shift();
+    draw(canvas, config);
+  }
+}
+
+function draw(canvas, config) {
   config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false },
     config.options || {});
   // Each series its own colour; the value axes from zero, so that a change of 0.1 % looks as
@@ -55,7 +77,26 @@ export function chart(id, config) {
   }
   const c = new Chart(canvas, config);
   window.strataCharts.push(c);
+  pngLink(c);
   return c;
+}
+
+// A "PNG" link under a chart that downloads it as an image, on white (the canvas itself is
+// transparent), at the resolution it is shown.
+function pngLink(c) {
+  const a = el("a", { href: "#", class: "png", download: `${c.canvas.id}.png`, "data-for": c.canvas.id }, "PNG");
+  a.addEventListener("click", () => {
+    const image = document.createElement("canvas");
+    image.width = c.canvas.width;
+    image.height = c.canvas.height;
+    const g = image.getContext("2d");
+    g.fillStyle = "#fff";
+    g.fillRect(0, 0, image.width, image.height);
+    g.drawImage(c.canvas, 0, 0);
+    a.href = image.toDataURL("image/png");
+  });
+  const holder = c.canvas.closest(".chart") || c.canvas;
+  holder.after(el("p", { class: "png" }, a));
 }
 
 // A string from a job that may be thousands of characters long (paths, arguments): its start and

@@ -23,6 +23,12 @@ typedef struct strata_where {
   int32_t reserved;
   const void* call_site;            /* the application's return address */
   uint64_t args[STRATA_WHERE_ARGS]; /* as passed: pointers, handles and integers widened */
+  /* A call that took the long way (a Fortran binding's, or one whose communicators the core
+   * renamed) may note a return address inside libstrata as its call site: its own site is this
+   * one when marked_seq is the seq of that call, in progress (odd) or returned (one more). Kept
+   * apart so that the usual call does not test for it. */
+  const void* marked_site;
+  uint64_t marked_seq;
 } strata_where;
 
 /* A request the thread made (MPI_Isend, MPI_Irecv, MPI_Send_init, ...), noted when the call

@@ -35,7 +35,7 @@ template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_events(const chain* c, int pos, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_sole_exit(const chain_entry& entry, R (*real)(P...), A... args);
-template <int F, typename Decoder, bool marked, typename R, typename... P, typename... A>
+template <int F, typename Decoder, typename R, typename... P, typename... A>
 R enter_sole_exit(const chain_entry& entry, R (*real)(P...), A... args);
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 R invoke_at(const chain* c, int pos, R (*real)(P...), A... args);
@@ -181,13 +181,12 @@ __attribute__((noinline)) auto invoke_poll_framed(A... args) {
 }
 
 // A call made from `layer` (-1: the application's), from the first entry below it on.
-// `marked`: from dispatch_marked (enter_sole_exit).
-template <int F, typename Decoder, bool marked = false, typename R, typename... P, typename... A>
+template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R invoke_from(const chain* c, int layer, R (*real)(P...),
                                                     A... args) {
   const chain_entry* entry = c->first_below[layer + 1];
   if (__builtin_expect(entry != nullptr && entry->sole_exit_every_call, 1))
-    return enter_sole_exit<F, Decoder, marked>(*entry, real, args...);
+    return enter_sole_exit<F, Decoder>(*entry, real, args...);
   if constexpr (Decoder::is_poll) {
     return invoke_poll_framed<F, Decoder>(args...);
   } else {
@@ -425,9 +424,9 @@ __attribute__((always_inline)) inline R count_timed(const chain_entry& entry, co
 }
 
 // A summed call notes its return address as its call site: these functions are entered by
-// jumps from the entry point, so it is the application's. A marked call (a Fortran binding's)
-// does not come this way: dispatch_marked passes the site it found to count_timed itself
-// (enter_sole_exit), so the usual call tests no mark here.
+// jumps from the entry point, so it is the application's, except after dispatch_marked, which
+// leaves the site it found in strata_where::marked_site for the reader (the usual call tests no
+// mark here).
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((noinline)) R count_timed_call(const chain_entry& entry, R (*real)(P...), A... args) {
   return count_timed<F, Decoder>(entry, __builtin_return_address(0), real, args...);
@@ -480,15 +479,10 @@ __attribute__((always_inline)) inline auto sole_exit_in_place(A... args) {
   return sole_exit_call<F, Decoder>(*tls.timed_entry, Decoder::real_function(), args...);
 }
 
-// invoke_from's jump into the usual timed call. `marked`: from dispatch_marked, whose summed
-// call takes the call site it found (thread_state::call_site), not a return address.
-template <int F, typename Decoder, bool marked, typename R, typename... P, typename... A>
+// invoke_from's jump into the usual timed call.
+template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry, R (*real)(P...),
                                                         A... args) {
-  if constexpr (marked) {
-    if (entry.timed_slot != nullptr)
-      return count_timed<F, Decoder>(entry, tls.call_site, real, args...);
-  }
   if constexpr (sizeof...(A) + 2 > register_arguments) {
     tls.timed_entry = &entry;
     if (entry.timed_slot != nullptr)
@@ -580,7 +574,11 @@ __attribute__((noinline, cold)) R dispatch_marked(const chain* c, const void* re
     if (world_replaced())
       Decoder::remap_comms(world_replacement, args...);
   }
-  return invoke_from<F, Decoder, true>(c, -1, real, args...);
+  // The site for a reader of strata_where, should the call be summed (which notes its own
+  // return address, here inside libstrata): the number the call's seq will have.
+  ts.where.marked_site = ts.call_site;
+  ts.where.marked_seq = ts.where.seq + 1;
+  return invoke_from<F, Decoder>(c, -1, real, args...);
 }
 
 template <int F, typename Decoder, typename R, typename... P, typename... A>

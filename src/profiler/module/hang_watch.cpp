@@ -277,7 +277,10 @@ void describe(hang_watch& h, const strata_where& w, hang::thread_state& t) {
 }
 
 void resolve_site(hang_watch& h, const strata_where& w, hang::thread_state& t) {
-  const auto address = reinterpret_cast<uint64_t>(w.call_site);
+  // A call that took the long way noted a return address inside libstrata: its own site is the
+  // one dispatch left beside it for this call (strata_where::marked_site).
+  const bool marked = w.marked_seq != 0 && (w.seq == w.marked_seq || w.seq == w.marked_seq + 1);
+  const auto address = reinterpret_cast<uint64_t>(marked ? w.marked_site : w.call_site);
   auto found = h.sites.find(address);
   if (found == h.sites.end()) {
     std::vector<common::source_location> resolved = common::resolve_return_addresses({address});

@@ -6,6 +6,7 @@
 
 #include "analyzer/analysis.hpp"
 #include "analyzer/wait_states.hpp"
+#include "common/message_kinds.hpp"
 
 #include <cstdint>
 #include <map>
@@ -26,14 +27,12 @@ struct pair_stat {
   uint64_t bytes = 0;
 };
 // The kinds of message_pair (analysis.hpp), as kept in rank_tables::pairs.
-enum pair_kind : uint8_t {
-  pair_kind_point_to_point,
-  pair_kind_sendrecv,
-  pair_kind_persistent,
-  pair_kind_count
-};
-inline constexpr const char* pair_kind_names[pair_kind_count] = {"point_to_point", "sendrecv",
-                                                                 "persistent"};
+using common::pair_kind;
+using common::pair_kind_count;
+using common::pair_kind_names;
+using common::pair_kind_persistent;
+using common::pair_kind_point_to_point;
+using common::pair_kind_sendrecv;
 
 // One rank's counts, kept up to date as its operations close.
 struct rank_tables {

@@ -4,6 +4,7 @@
 // words below up the tree of site_reduction.hpp, and the unit tests combine them without MPI.
 #pragma once
 
+#include "common/message_kinds.hpp"
 #include "profiler/record/record.hpp"
 
 #include <strata/module.h>
@@ -17,14 +18,12 @@
 namespace strata::profiler {
 
 // The kinds of message kept apart, named as `strata analyze` names them from a trace.
-enum pair_kind : uint8_t {
-  pair_kind_point_to_point,
-  pair_kind_sendrecv,
-  pair_kind_persistent,
-  pair_kind_count
-};
-inline constexpr const char* pair_kind_names[pair_kind_count] = {"point_to_point", "sendrecv",
-                                                                 "persistent"};
+using common::pair_kind;
+using common::pair_kind_count;
+using common::pair_kind_names;
+using common::pair_kind_persistent;
+using common::pair_kind_point_to_point;
+using common::pair_kind_sendrecv;
 
 // The kind of message a routine sends to its peer (its `dest`), or -1 when it sends none that
 // is counted: MPI_Send and its kin, blocking or not, and MPI_Sendrecv(_replace); large-count

@@ -21,6 +21,25 @@ const info* find(std::string_view name) {
   return it != rows.end() && it->name == name ? &*it : nullptr;
 }
 
+request_use request_use_of(const info& r) {
+  if (r.kind == kind::isend)
+    return request_use::sends;
+  if (r.kind == kind::irecv)
+    return request_use::receives;
+  if (r.kind != kind::p2p_other || r.partitioned)
+    return request_use::none;
+  if (r.persistent && (r.roles & role_send) != 0)
+    return request_use::makes_send;
+  if (r.persistent && (r.roles & role_recv) != 0)
+    return request_use::makes_receive;
+  const std::string_view name = r.name;
+  if (name == "MPI_Start")
+    return request_use::starts_one;
+  if (name == "MPI_Startall")
+    return request_use::starts_many;
+  return request_use::none;
+}
+
 collective_shape info::shape() const {
   using op_t = collective_op;
   switch (op) {

@@ -103,6 +103,19 @@ struct info {
   collective_shape shape() const;
 };
 
+// What a point-to-point routine does with a request of its own, from the table: one answer
+// for the trace's records, the profile's matrix and the hang state's message queue.
+enum class request_use : uint8_t {
+  none,
+  sends,         // MPI_Isend and its kin: one message, completed through the request
+  receives,      // MPI_Irecv
+  makes_send,    // MPI_Send_init and its kin: a message each time the request is started
+  makes_receive, // MPI_Recv_init
+  starts_one,    // MPI_Start
+  starts_many,   // MPI_Startall
+};
+request_use request_use_of(const info& r);
+
 // The routine of that name ("MPI_Send", "MPI_Send_c"), or null if neither MPI declares it.
 const info* find(std::string_view name);
 // Every routine, sorted by name.

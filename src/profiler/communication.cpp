@@ -1,5 +1,7 @@
 #include "profiler/communication.hpp"
 
+#include "gen/routines.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,31 +16,30 @@
 namespace strata::profiler {
 
 int pair_kind_of(std::string_view routine) {
-  if (routine.ends_with("_c"))
-    routine.remove_suffix(2);
-  static constexpr std::array<std::string_view, 8> point_to_point = {
-      "MPI_Send",  "MPI_Bsend",  "MPI_Ssend",  "MPI_Rsend",
-      "MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend"};
-  if (std::find(point_to_point.begin(), point_to_point.end(), routine) != point_to_point.end())
+  const routines::info* r = routines::find(routine);
+  if (r == nullptr)
+    return -1;
+  if (r->kind == routines::kind::send || r->kind == routines::kind::isend)
     return pair_kind_point_to_point;
-  if (routine == "MPI_Sendrecv" || routine == "MPI_Sendrecv_replace")
+  if (r->kind == routines::kind::sendrecv)
     return pair_kind_sendrecv;
   return -1;
 }
 
 request_role request_role_of(std::string_view routine) {
-  if (routine.ends_with("_c"))
-    routine.remove_suffix(2);
-  if (routine == "MPI_Send_init" || routine == "MPI_Bsend_init" || routine == "MPI_Ssend_init" ||
-      routine == "MPI_Rsend_init")
+  const routines::info* r = routines::find(routine);
+  switch (r != nullptr ? routines::request_use_of(*r) : routines::request_use::none) {
+  case routines::request_use::makes_send:
     return request_role::makes_send;
-  if (routine == "MPI_Recv_init")
+  case routines::request_use::makes_receive:
     return request_role::makes_receive;
-  if (routine == "MPI_Start")
+  case routines::request_use::starts_one:
     return request_role::starts_one;
-  if (routine == "MPI_Startall")
+  case routines::request_use::starts_many:
     return request_role::starts_many;
-  return request_role::none;
+  default:
+    return request_role::none;
+  }
 }
 
 bool persistent_sends::note(uint64_t handle, uint32_t to, uint64_t bytes) {

@@ -111,15 +111,22 @@ fn_info classify(const std::string& name) {
     info.cls = fn_class::completion;
     break;
   case routines::kind::p2p_other:
-    info.cls = fn_class::p2p_other;
-    if (r->persistent && !r->partitioned && (r->roles & routines::role_send) != 0)
+    switch (routines::request_use_of(*r)) {
+    case routines::request_use::makes_send:
       info.cls = fn_class::send_init;
-    else if (r->persistent && !r->partitioned && (r->roles & routines::role_recv) != 0)
+      break;
+    case routines::request_use::makes_receive:
       info.cls = fn_class::recv_init;
-    else if (name == "MPI_Start")
+      break;
+    case routines::request_use::starts_one:
       info.cls = fn_class::start;
-    else if (name == "MPI_Startall")
+      break;
+    case routines::request_use::starts_many:
       info.cls = fn_class::start_all;
+      break;
+    default:
+      info.cls = fn_class::p2p_other;
+    }
     break;
   case routines::kind::collective:
     info.role = collective_role(*r);

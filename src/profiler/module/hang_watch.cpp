@@ -10,6 +10,7 @@
 #include "hang_watch.hpp"
 
 #include "common/symbols.hpp"
+#include "gen/routines.hpp"
 #include "hang/command.hpp"
 #include "hang/diagnose.hpp"
 #include "hang/state.hpp"
@@ -123,19 +124,19 @@ std::optional<strata_where> copy_where(const strata_where* where) {
 enum class post_kind : uint8_t { none, send, recv, persistent_send, persistent_recv };
 
 post_kind post_kind_of(std::string_view name) {
-  if (name.ends_with("_c"))
-    name.remove_suffix(2);
-  for (const char* send : {"MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend"})
-    if (name == send)
-      return post_kind::send;
-  for (const char* send : {"MPI_Send_init", "MPI_Bsend_init", "MPI_Ssend_init", "MPI_Rsend_init"})
-    if (name == send)
-      return post_kind::persistent_send;
-  if (name == "MPI_Irecv")
+  const routines::info* r = routines::find(name);
+  switch (r != nullptr ? routines::request_use_of(*r) : routines::request_use::none) {
+  case routines::request_use::sends:
+    return post_kind::send;
+  case routines::request_use::makes_send:
+    return post_kind::persistent_send;
+  case routines::request_use::receives:
     return post_kind::recv;
-  if (name == "MPI_Recv_init")
+  case routines::request_use::makes_receive:
     return post_kind::persistent_recv;
-  return post_kind::none;
+  default:
+    return post_kind::none;
+  }
 }
 
 // Where a wait names its requests: one MPI_Request* first (MPI_Wait), or a count and an array

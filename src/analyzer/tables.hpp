@@ -28,11 +28,8 @@ struct pair_stat {
 };
 // The kinds of message_pair (analysis.hpp), as kept in rank_tables::pairs.
 using common::pair_kind;
-using common::pair_kind_count;
 using common::pair_kind_names;
-using common::pair_kind_persistent;
-using common::pair_kind_point_to_point;
-using common::pair_kind_sendrecv;
+using enum common::pair_kind;
 
 // One rank's counts, kept up to date as its operations close.
 struct rank_tables {

@@ -19,11 +19,8 @@ namespace strata::profiler {
 
 // The kinds of message kept apart, named as `strata analyze` names them from a trace.
 using common::pair_kind;
-using common::pair_kind_count;
 using common::pair_kind_names;
-using common::pair_kind_persistent;
-using common::pair_kind_point_to_point;
-using common::pair_kind_sendrecv;
+using enum common::pair_kind;
 
 // The kind of message a routine sends to its peer (its `dest`), or -1 when it sends none that
 // is counted: MPI_Send and its kin, blocking or not, and MPI_Sendrecv(_replace); large-count

@@ -38,7 +38,9 @@ namespace {
 // of each module's own ("SP" and "SO"; the tracer's are below 16), so that no other module's
 // message, nor one of the profile's that came after its deadline, is taken for the overhead
 // module's, or the other way round, when both are in the stack.
-constexpr int summary_tag = is_overhead_module ? 0x534f : 0x5350;
+int summary_tag() {
+  return is_overhead_module ? 0x534f : 0x5350;
+}
 
 // Waits, polling, until `done` says yes or the deadline (mono_ns) passes, yielding the core
 // between polls as MPI does when ranks outnumber cores (a rank that sleeps instead delays the
@@ -125,7 +127,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
     int arrived = 0;
     const bool in_time =
         wait_until(start + (static_cast<uint64_t>(below.height) + 1) * round_ns, [&] {
-          MPI_Iprobe(child, summary_tag, comm, &arrived, &status);
+          MPI_Iprobe(child, summary_tag(), comm, &arrived, &status);
           return arrived != 0;
         });
     tree_message message;
@@ -134,7 +136,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
       int length = 0;
       MPI_Get_count(&status, MPI_BYTE, &length);
       std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
-      MPI_Recv(bytes.data(), length, MPI_BYTE, child, summary_tag, comm, MPI_STATUS_IGNORE);
+      MPI_Recv(bytes.data(), length, MPI_BYTE, child, summary_tag(), comm, MPI_STATUS_IGNORE);
       if (read_tree_message(bytes, here.figures.size(), message) &&
           read_pair_list(message.pairs, child_pairs) &&
           combine_packed(message.figures.data(), here.figures.data())) {
@@ -160,7 +162,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
     auto* bytes = new std::string(write_tree_message(
         here.ranks, here.figures, summary_text(here.texts), write_pair_list(here.pairs)));
     MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, place.parent, summary_tag,
+    MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, place.parent, summary_tag(),
               comm, &request);
     const bool sent = wait_until(start + (static_cast<uint64_t>(place.height) + 2) * round_ns, [&] {
       int done = 0;

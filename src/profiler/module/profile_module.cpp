@@ -27,6 +27,20 @@ static_assert(std::string_view(STRATA_MPI_FLAVOR) != "none", "mpi.h must come be
 
 namespace strata::profiler {
 
+// Which of the two modules this is (state.hpp): this file and options.cpp are compiled for each.
+#ifdef STRATA_OVERHEAD_MODULE
+constexpr const char* this_module_name = "overhead";
+constexpr const char* module_description =
+    "the profile, and per call site the time over the machine model (STRATA_MODEL)";
+constexpr bool this_is_overhead_module = true;
+#else
+constexpr const char* this_module_name = "profile";
+constexpr const char* module_description = "always-on per-routine counters; one job record per job";
+constexpr bool this_is_overhead_module = false;
+#endif
+const bool is_overhead_module = this_is_overhead_module;
+const char* const module_name = this_module_name;
+
 // Chooses the callbacks: with or without hardware or software counters.
 void use_counting_callbacks(bool counting);
 
@@ -182,18 +196,11 @@ void count_untimed_poll(strata_event* ev, void* raw) {
     count_completed_untimed_poll(s->counting, s->uncharged, *ev);
 }
 
-#ifdef STRATA_OVERHEAD_MODULE
-constexpr const char* module_description =
-    "the profile, and per call site the time over the machine model (STRATA_MODEL)";
-#else
-constexpr const char* module_description = "always-on per-routine counters; one job record per job";
-#endif
-
 // Not const: counting hardware or software events needs an enter callback too, which load sets
 // once it knows the options (the core reads the callbacks when it builds the chains, after every
 // load). Without counters there is no enter callback, so no call at MPI entry.
 strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
-                                module_name,
+                                this_module_name,
                                 STRATA_MPI_FLAVOR,
                                 module_description,
                                 on_load,

@@ -26,14 +26,11 @@
 namespace strata::profiler {
 
 // One source, two modules (CMakeLists.txt): each leaves its own rank files and record, named
-// after it, so that both can run in one job.
-#ifdef STRATA_OVERHEAD_MODULE
-inline constexpr bool is_overhead_module = true;
-inline constexpr const char* module_name = "overhead";
-#else
-inline constexpr bool is_overhead_module = false;
-inline constexpr const char* module_name = "profile";
-#endif
+// after it, so that both can run in one job. Only profile_module.cpp and options.cpp are compiled
+// for each (STRATA_OVERHEAD_MODULE), and profile_module.cpp says which one this is: the other
+// files are compiled once for both.
+extern const bool is_overhead_module;
+extern const char* const module_name;
 
 struct module_state {
   const strata_host* host = nullptr;

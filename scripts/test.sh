@@ -21,5 +21,8 @@ cmake --build build-asan -j"$(nproc)" --target strata_unit_tests
 echo "== fuzz smoke run"
 bash scripts/fuzz.sh 15
 
+# As many tests at a time as there are cores: most of an MPI test's time is waiting (ranks starting,
+# yielding, a server coming up), so the suite takes about half as long; the suites that start
+# daemons (Slurm, PostgreSQL, the web server) take ports of their own.
 echo "== all tests"
-cd build && ctest --output-on-failure
+cd build && ctest --output-on-failure -j"$(nproc)"

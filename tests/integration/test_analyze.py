@@ -54,10 +54,11 @@ class AnalyzeRealTraces(StrataTestCase):
         self.assertEqual(rows[0]["function"], "MPI_Recv")
         self.assertTrue(rows[0]["file"].endswith("injected_delay.c"), rows[0])
         # A late sender is at most the time in the receive, and holds at least most of the
-        # injected delay (rank 1 computes it after the barrier both left).
+        # injected delay (rank 1 computes it after the barrier both left). Not a share of the
+        # receive's whole time: on a loaded machine the message can take long after the send
+        # starts (measured: 409 of 648 ms, load 15).
         self.assertLessEqual(rows[0]["time_s"], waited_s + 0.001, (rows[0], waited_s))
         self.assertGreater(rows[0]["time_s"], 0.65 * injected_s, (rows[0], waited_s))
-        self.assertGreater(rows[0]["time_s"], 0.65 * waited_s, (rows[0], waited_s))
         # The injected time is the largest late sender in the trace.
         senders = [w for w in report["wait_states"] if w["pattern"] == "late_sender"]
         self.assertEqual(max(senders, key=lambda w: w["time_s"]), rows[0])

@@ -88,6 +88,7 @@ TEST(Diagnose, AMatchingSendAndReceiveInProgressIsNotADeadlock) {
 
 TEST(Diagnose, ARankThatNeverReachesTheCollectiveIsNamedWithItsLastCallAndTime) {
   std::vector<rank_state> states;
+  states.reserve(4);
   for (int32_t r = 0; r < 4; ++r)
     states.push_back(r == 2 ? computing(2, 4, "MPI_Allreduce", 88, 300)
                             : rank_in(r, 4, "MPI_Barrier", no_peer, 0, 40));
@@ -392,6 +393,7 @@ TEST(Diagnose, ClassesAndRangesAtAThousandRanks) {
 
 TEST(Diagnose, ARingDeadlockAtAThousandRanksListsAFewMembersInText) {
   std::vector<rank_state> states;
+  states.reserve(1000);
   for (int32_t r = 0; r < 1000; ++r)
     states.push_back(rank_in(r, 1000, "MPI_Recv", (r + 999) % 1000, 0, 12));
   const diagnosis d = diagnose(states, now, threshold);

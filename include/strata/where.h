@@ -44,7 +44,7 @@ typedef struct strata_where_post {
   int32_t function;
   int32_t reserved;
   uint64_t args[3];
-  int64_t bytes;     /* the message's size in bytes; -1 unknown */
+  int64_t bytes;    /* the message's size in bytes; -1 unknown */
   uint64_t padding; /* to 64 bytes: an entry's place is a shift, not a multiply */
 } strata_where_post;
 

@@ -23,6 +23,10 @@
 #   mpiP       mpiP with its defaults (call sites one level up)
 # and the instructions per call under callgrind (CALLGRIND=1): two singleton runs of N and 2N
 # calls, the difference over N; "native" loops call MPI straight through the pointer.
+# CG_CALLS picks callgrind's calls (default "barrier sendrecv iprobe test_inter"); two more,
+# callgrind's only, make requests: irecv_isend (an MPI_Irecv and an MPI_Isend to self, their
+# MPI_Waitall: one "call" is the three) and ibarrier (an MPI_Ibarrier on MPI_COMM_SELF and its
+# MPI_Wait).
 #
 # Knobs: FLAVORS="openmpi mpich", ROUNDS=3, ITERS=2000000, CG_ITERS=20000, CALLGRIND=1,
 # MPIP_LIB=/path/to/libmpiP.so (built against Open MPI, outside this repository),
@@ -151,7 +155,7 @@ for flavor in $FLAVORS; do
     done
   done
   if [[ $CALLGRIND == 1 ]] && command -v valgrind >/dev/null; then
-    for call in barrier sendrecv iprobe test_inter; do
+    for call in ${CG_CALLS:-barrier sendrecv iprobe test_inter}; do
       for config in $(configs "$flavor"); do
         a=$(callgrind_ir "$flavor" "$config" "$call" "$CG_ITERS")
         b=$(callgrind_ir "$flavor" "$config" "$call" $((2 * CG_ITERS)))
@@ -182,7 +186,7 @@ for line in open(sys.argv[1]):
         if key not in best or d < best[key][1]:
             best[key] = (float(kv["native_ns"]), d)
 calls = ["barrier", "sendrecv", "iprobe", "test_inter"]
-calls += sorted({k[2] for k in best if k[2] not in calls})
+calls += sorted({k[2] for k in list(best) + list(ir) if k[2] not in calls})
 flavors = sorted({k[0] for k in list(best) + list(ir)})
 for f in flavors:
     labels = []

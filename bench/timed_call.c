@@ -7,8 +7,11 @@
  * same process, so that the difference is the tool's cost alone.
  *
  * Usage: timed_call [--iters N] [--reps K] [--label TEXT] [--threads T]
- *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter
- *                   [--native]   (only N such calls, for callgrind's instruction counts)
+ *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter|
+ *                   irecv_isend|ibarrier [--native]   (only N such calls, for callgrind's
+ *                   instruction counts; the last two are callgrind's only: an MPI_Irecv and an
+ *                   MPI_Isend to self and an MPI_Waitall of both, an MPI_Ibarrier on
+ *                   MPI_COMM_SELF and its MPI_Wait, the calls that make requests)
  *
  * --threads T: MPI_THREAD_MULTIPLE, and T threads time MPI_Barrier(MPI_COMM_SELF) at the same
  * time (call=barrier_threads, the mean of the threads' figures): what a profiler's counting
@@ -32,11 +35,21 @@ typedef int (*sendrecv_fn)(const void*, int, MPI_Datatype, int, int, void*, int,
                            int, MPI_Comm, MPI_Status*);
 typedef int (*iprobe_fn)(int, int, MPI_Comm, int*, MPI_Status*);
 typedef int (*test_inter_fn)(MPI_Comm, int*);
+typedef int (*irecv_fn)(void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
+typedef int (*isend_fn)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
+typedef int (*waitall_fn)(int, MPI_Request*, MPI_Status*);
+typedef int (*ibarrier_fn)(MPI_Comm, MPI_Request*);
+typedef int (*wait_fn)(MPI_Request*, MPI_Status*);
 
 static barrier_fn volatile native_barrier;
 static sendrecv_fn volatile native_sendrecv;
 static iprobe_fn volatile native_iprobe;
 static test_inter_fn volatile native_test_inter;
+static irecv_fn volatile native_irecv;
+static isend_fn volatile native_isend;
+static waitall_fn volatile native_waitall;
+static ibarrier_fn volatile native_ibarrier;
+static wait_fn volatile native_wait;
 enum { never_sent_tag = 4242 };
 
 static void resolve_native(void) {
@@ -45,12 +58,19 @@ static void resolve_native(void) {
   native_sendrecv = (sendrecv_fn)must_sym(h, "PMPI_Sendrecv");
   native_iprobe = (iprobe_fn)must_sym(h, "PMPI_Iprobe");
   native_test_inter = (test_inter_fn)must_sym(h, "PMPI_Comm_test_inter");
+  native_irecv = (irecv_fn)must_sym(h, "PMPI_Irecv");
+  native_isend = (isend_fn)must_sym(h, "PMPI_Isend");
+  native_waitall = (waitall_fn)must_sym(h, "PMPI_Waitall");
+  native_ibarrier = (ibarrier_fn)must_sym(h, "PMPI_Ibarrier");
+  native_wait = (wait_fn)must_sym(h, "PMPI_Wait");
 }
 
 /* One call of each kind, through the symbol (native = 0) or the library's pointer. */
 static void call_once(int which, int native) {
   static char byte_out, byte_in;
   int flag = 0;
+  MPI_Request requests[2];
+  MPI_Status statuses[2]; /* not MPI_STATUSES_IGNORE: MPICH's (a pointer to 1) upsets GCC */
   switch (which) {
   case 0:
     native ? native_barrier(MPI_COMM_SELF) : MPI_Barrier(MPI_COMM_SELF);
@@ -65,8 +85,21 @@ static void call_once(int which, int native) {
     native ? native_iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE)
            : MPI_Iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
     break;
-  default:
+  case 3:
     native ? native_test_inter(MPI_COMM_SELF, &flag) : MPI_Comm_test_inter(MPI_COMM_SELF, &flag);
+    break;
+  case 4:
+    native ? native_irecv(&byte_in, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[0])
+           : MPI_Irecv(&byte_in, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[0]);
+    native ? native_isend(&byte_out, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[1])
+           : MPI_Isend(&byte_out, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[1]);
+    native ? native_waitall(2, requests, statuses) : MPI_Waitall(2, requests, statuses);
+    break;
+  default:
+    native ? native_ibarrier(MPI_COMM_SELF, &requests[0])
+           : MPI_Ibarrier(MPI_COMM_SELF, &requests[0]);
+    native ? native_wait(&requests[0], MPI_STATUS_IGNORE)
+           : MPI_Wait(&requests[0], MPI_STATUS_IGNORE);
     break;
   }
 }
@@ -87,11 +120,19 @@ LOOP(native_2, call_once(2, 1))
 LOOP(symbol_2, call_once(2, 0))
 LOOP(native_3, call_once(3, 1))
 LOOP(symbol_3, call_once(3, 0))
+LOOP(native_4, call_once(4, 1))
+LOOP(symbol_4, call_once(4, 0))
+LOOP(native_5, call_once(5, 1))
+LOOP(symbol_5, call_once(5, 0))
 
 typedef double (*loop_fn)(long);
-static const loop_fn native_loops[4] = {native_0, native_1, native_2, native_3};
-static const loop_fn symbol_loops[4] = {symbol_0, symbol_1, symbol_2, symbol_3};
-static const char* const call_names[4] = {"barrier", "sendrecv", "iprobe", "test_inter"};
+enum { timed_calls = 4, calls = 6 }; /* the first four are timed too, the others callgrind's */
+static const loop_fn native_loops[calls] = {native_0, native_1, native_2,
+                                            native_3, native_4, native_5};
+static const loop_fn symbol_loops[calls] = {symbol_0, symbol_1, symbol_2,
+                                            symbol_3, symbol_4, symbol_5};
+static const char* const call_names[calls] = {"barrier",    "sendrecv",    "iprobe",
+                                              "test_inter", "irecv_isend", "ibarrier"};
 
 /* Best of `reps` repetitions of the median of 9 batches; native and symbol batches alternate. */
 static void measure(int which, long iters, int reps, double* nat, double* sym) {
@@ -165,9 +206,9 @@ int main(int argc, char** argv) {
       cg_iters = atol(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind-call") && i + 1 < argc) {
       const char* name = argv[++i];
-      for (which = 0; which < 4 && strcmp(call_names[which], name) != 0; ++which)
+      for (which = 0; which < calls && strcmp(call_names[which], name) != 0; ++which)
         ;
-      if (which == 4) {
+      if (which == calls) {
         fprintf(stderr, "timed_call: unknown call %s\n", name);
         return 2;
       }
@@ -207,7 +248,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 0;
   }
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c < timed_calls; ++c) {
     double nat = 0, sym = 0;
     measure(c, iters, reps, &nat, &sym);
     if (rank == 0)

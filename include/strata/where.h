@@ -19,8 +19,8 @@ typedef struct strata_where {
    * copies the record between two reads of it and keeps the copy when both are equal: even, the
    * last call, returned; odd, the call in progress. */
   uint64_t seq;
-  int32_t function; /* function id (strata_host::function_id); seq 0: no call yet */
-  int32_t reserved;
+  int32_t function;                 /* function id (strata_host::function_id); seq 0: no call yet */
+  int32_t thread;                   /* the thread's OS id (gettid), set on its first timed call */
   const void* call_site;            /* the application's return address */
   uint64_t args[STRATA_WHERE_ARGS]; /* as passed: pointers, handles and integers widened */
   /* A call that took the long way (a Fortran binding's, or one whose communicators the core
@@ -31,17 +31,21 @@ typedef struct strata_where {
   uint64_t marked_seq;
 } strata_where;
 
-/* A request the thread made (MPI_Isend, MPI_Irecv, MPI_Send_init, ...), noted when the call
- * returned: the handle MPI wrote, where it wrote it (the caller's variable, which MPI sets to
- * MPI_REQUEST_NULL when a completion frees the request), and the call's arguments 3 to 5 as
- * passed (a point-to-point call's peer, tag and communicator). */
+/* A request the thread made (MPI_Isend, MPI_Irecv, MPI_Send_init, MPI_Imrecv, MPI_Ibarrier and
+ * the other nonblocking collectives, ...), noted when the call returned: the handle MPI wrote,
+ * where it wrote it (the caller's variable, which MPI sets to MPI_REQUEST_NULL when a completion
+ * frees the request), and three of the call's arguments as passed: args[0] its peer (a
+ * collective's root), args[1] its tag, args[2] its communicator. A routine without one of these
+ * (MPI_Ibarrier has no peer or tag, MPI_Imrecv none of them) leaves that slot as it was: the
+ * function says which ones hold (routines::info::at). */
 typedef struct strata_where_post {
   uint64_t handle;
   const void* request;
   int32_t function;
   int32_t reserved;
   uint64_t args[3];
-  int64_t bytes; /* the message's size in bytes; -1 unknown */
+  int64_t bytes;    /* the message's size in bytes; -1 unknown */
+  uint64_t padding; /* to 64 bytes: an entry's place is a shift, not a multiply */
 } strata_where_post;
 
 #define STRATA_WHERE_POSTS 32 /* a power of two */
@@ -60,6 +64,15 @@ typedef struct strata_where_posts {
 /* The requests of the thread whose record is `where`; NULL when that thread has made none (or
  * more threads made requests than libstrata keeps tables for, 256). */
 const strata_where_posts* strata_where_posts_of(const strata_where* where) __attribute__((weak));
+
+#define STRATA_WHERE_THREADS 64
+
+/* The records of the threads that made a timed MPI call and have not ended (at most
+ * STRATA_WHERE_THREADS at a time; the threads beyond are not kept): at most `max` of them into
+ * `out`, in no particular order; returns how many. A thread that ends leaves the list before its
+ * record's memory goes, but a reader that took the record just before may be reading it then:
+ * copy it with process_vm_readv, which fails rather than faults. */
+int strata_where_threads(const strata_where** out, int max) __attribute__((weak));
 
 /* The calling thread's record (it lives as long as the thread). */
 const strata_where* strata_where_of_this_thread(void) __attribute__((weak));

@@ -118,6 +118,8 @@ extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
 // A table of requests for the calling thread (where.cpp), nullptr when every table is taken.
 strata_where_posts* claim_where_posts() STRATA_HIDDEN;
+// The calling thread's record joins strata_where_threads (where.cpp): on its first timed call.
+__attribute__((cold, noinline)) void register_where_thread() STRATA_HIDDEN;
 
 // Why the application's calls take the long way (dispatch_marked<>() below): one byte per
 // reason, each set on its own, and all of them tested with one compare on the call path.

@@ -51,8 +51,11 @@ void mark_receive_request(uint64_t bits);
 
 // The request in the thread's table of its latest requests, for the hang diagnosis
 // (strata/where.h): the arguments the call's entry noted in the thread's strata_where, when it
-// did (the usual path of the profile; not a path that notes nothing). A few stores; a thread's
-// table is claimed on its first request.
+// did (the usual path of the profile; not a path that notes nothing). Peer (a collective's
+// root), Tag and Comm are where those arguments are (generated from the routine table; -1: the
+// routine has none, its slot is left as it was). A few stores; a thread's table is claimed on
+// its first request.
+template <int Peer, int Tag, int Comm>
 inline void note_post(const strata_event& ev, uint64_t bits, const void* request, bool receive) {
   core::thread_state& ts = core::tls;
   if (__builtin_expect(ts.where.function != ev.function, 0))
@@ -69,19 +72,28 @@ inline void note_post(const strata_event& ev, uint64_t bits, const void* request
   post.handle = bits;
   post.request = request;
   post.function = ev.function;
-  std::memcpy(post.args, &ts.where.args[3], sizeof post.args);
+  if constexpr (Peer == 3 && Tag == 4 && Comm == 5) {
+    std::memcpy(post.args, &ts.where.args[3], sizeof post.args); // point to point: one copy
+  } else {
+    if constexpr (Peer >= 0 && Peer < STRATA_WHERE_ARGS)
+      post.args[0] = ts.where.args[Peer];
+    if constexpr (Tag >= 0 && Tag < STRATA_WHERE_ARGS)
+      post.args[1] = ts.where.args[Tag];
+    if constexpr (Comm >= 0 && Comm < STRATA_WHERE_ARGS)
+      post.args[2] = ts.where.args[Comm];
+  }
   post.bytes = receive ? ev.bytes_expected : ev.bytes_sent;
   asm volatile("" ::: "memory"); // the post before its number (x86-64 keeps stores in order)
   posts->made = made + 1;
 }
 
 // A call that makes a request (exit): its kind, by the handle it wrote.
-template <typename R>
+template <int Peer, int Tag, int Comm, typename R>
 inline void note_request_made(const strata_event& ev, const R* request, bool receive) {
   if (ev.result != MPI_SUCCESS || request == nullptr || *request == MPI_REQUEST_NULL)
     return;
   const uint64_t bits = handle_bits(*request);
-  note_post(ev, bits, request, receive);
+  note_post<Peer, Tag, Comm>(ev, bits, request, receive);
   for (size_t i = request_kind_home(bits);; i = (i + 1) & (request_kind_slots - 1)) {
     const uint64_t entry = request_kinds[i].load(std::memory_order_acquire);
     if (entry == 0)

@@ -276,6 +276,8 @@ template <int F, typename... A, size_t... I>
 __attribute__((always_inline)) inline void
 note_call(const void* call_site, std::index_sequence<I...> /*unused*/, A... args) {
   strata_where& where = tls.where;
+  if (__builtin_expect(where.seq == 0, 0)) // the thread's first timed call
+    register_where_thread();
   where.function = F;
   where.call_site = call_site;
   ((I < STRATA_WHERE_ARGS && where_keeps<A>

@@ -6,6 +6,9 @@
 
 #include <strata/where.h>
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -13,13 +16,39 @@
 namespace strata::core {
 namespace {
 
+static_assert(sizeof(strata_where_post) == 64, "a post's place in its table is a shift");
+
 // One table per thread that made a request, never given back (a thread's table outlives it, so
 // a reader never sees it freed); threads beyond these keep none.
 constexpr int where_post_tables = 64;
 strata_where_posts post_tables[where_post_tables];
 std::atomic<int> post_tables_taken{0};
 
+// The records of the threads that made a timed call, each slot cleared by its thread's end
+// (a key's destructor, which runs before the thread's memory goes).
+std::atomic<const strata_where*> thread_records[STRATA_WHERE_THREADS];
+pthread_key_t thread_record_key;
+
+void forget_thread_record(void* slot) {
+  static_cast<std::atomic<const strata_where*>*>(slot)->store(nullptr, std::memory_order_release);
+}
+
 } // namespace
+
+void register_where_thread() {
+  tls.where.thread = static_cast<int32_t>(::gettid());
+  static const bool keyed = pthread_key_create(&thread_record_key, forget_thread_record) == 0;
+  if (!keyed)
+    return; // a record that might outlive its thread is not listed
+  for (std::atomic<const strata_where*>& slot : thread_records) {
+    const strata_where* empty = nullptr;
+    if (slot.compare_exchange_strong(empty, &tls.where, std::memory_order_acq_rel)) {
+      if (pthread_setspecific(thread_record_key, &slot) != 0)
+        slot.store(nullptr, std::memory_order_release);
+      return;
+    }
+  }
+}
 
 strata_where_posts* claim_where_posts() {
   if (post_tables_taken.load(std::memory_order_relaxed) >= where_post_tables)
@@ -33,6 +62,16 @@ strata_where_posts* claim_where_posts() {
 }
 
 } // namespace strata::core
+
+extern "C" STRATA_EXPORT int strata_where_threads(const strata_where** out, int max) {
+  int found = 0;
+  for (const std::atomic<const strata_where*>& slot : strata::core::thread_records) {
+    const strata_where* record = slot.load(std::memory_order_acquire);
+    if (record != nullptr && found < max)
+      out[found++] = record;
+  }
+  return found;
+}
 
 extern "C" STRATA_EXPORT const strata_where* strata_where_of_this_thread(void) {
   return &strata::core::tls.where;

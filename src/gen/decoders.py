@@ -1,5 +1,6 @@
 """The decoders of the generated entry points: what an event's fields are, computed from a
 function's arguments by the roles roles.txt gives its parameters (generate.py writes them)."""
+from tables import argument_positions
 
 
 def byte_expr(fn, spec, what):
@@ -122,7 +123,7 @@ def received_enter_lines(spec):
     return []
 
 
-def exit_decoder(spec):
+def exit_decoder(fn, spec):
     lines = []
     if "request" in spec or "recv_request" in spec:
         lines.append(("REQUESTS",
@@ -132,7 +133,12 @@ def exit_decoder(spec):
     made = spec.get("recv_request") or spec.get("request") or spec.get("made_request")
     if made is not None:
         receive = "true" if "recv_request" in spec else "false"
-        lines.append(("RECEIVED", f"dec::note_request_made(ev, {made}, {receive});"))
+        # Where its peer (a collective's root), tag and communicator are among the arguments,
+        # for the thread's table of requests (the hang state's message queue).
+        at = argument_positions([(p[0], p[2]) for p in fn.params], spec)
+        peer = at["peer"] if at["peer"] >= 0 else at["root"]
+        lines.append(("RECEIVED", f"dec::note_request_made<{peer}, {at['tag']}, {at['comm']}>"
+                                  f"(ev, {made}, {receive});"))
     done = (f"*{spec['flag']} != 0" if "flag" in spec else
             f"*{spec['done']} != 0" if "done" in spec else "true")
     if "requests" in spec and ("status" in spec or "statuses" in spec):

@@ -222,7 +222,7 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             args = ", ".join(f.names())
             params = ", ".join(p[1] for p in f.params)
             lines, spec = decoder(f, roles)
-            exits = exit_decoder(spec)
+            exits = exit_decoder(f, spec)
             # The wrapped path lives in its own function taking the arguments by value, so the
             # unwrapped path stays a load, a test and a tail call (no spilled arguments). Where
             # the entry point ends in it (tail_call), it is entered by a jump with the entry's

@@ -22,6 +22,8 @@ const info* find(std::string_view name) {
 }
 
 request_use request_use_of(const info& r) {
+  if (r.kind == kind::collective && r.nonblocking && !r.persistent)
+    return request_use::collective;
   if (r.kind == kind::isend)
     return request_use::sends;
   if (r.kind == kind::irecv)
@@ -37,6 +39,8 @@ request_use request_use_of(const info& r) {
     return request_use::starts_one;
   if (name == "MPI_Startall")
     return request_use::starts_many;
+  if (name == "MPI_Imrecv" || name == "MPI_Imrecv_c")
+    return request_use::receives_matched;
   return request_use::none;
 }
 

@@ -83,6 +83,16 @@ enum role : uint16_t {
   role_flag = 1u << 10,
 };
 
+// Where a routine's roles are among its arguments, by position in the C prototype (0 first; -1:
+// none; the same in both MPIs' headers, and in a routine's large-count twin), for whoever reads
+// a call's raw arguments (the hang state). count and type are those of the bytes sent, else
+// received, when one count says them; comm is a routine's MPI_Comm argument even without a
+// comm= role (MPI_Comm_split).
+struct argument_positions {
+  int8_t peer = -1, tag = -1, comm = -1, root = -1, count = -1, type = -1;
+  int8_t recv_peer = -1, recv_tag = -1; // the receive side of a Sendrecv
+};
+
 struct info {
   const char* name; // "MPI_Send"
   routines::group group;
@@ -97,6 +107,7 @@ struct info {
   bool poll;              // has a completion flag (MPI_Test, MPI_Testany, MPI_Iprobe)
   bool handle_conversion; // C/Fortran handle or status conversion (MPI_Comm_f2c, ...)
   uint16_t roles;         // role bits
+  argument_positions at;  // where the roles' arguments are
 
   bool can_wait() const { return !local; }
   bool is_collective() const { return kind == kind::collective; }
@@ -113,6 +124,9 @@ enum class request_use : uint8_t {
   makes_receive, // MPI_Recv_init
   starts_one,    // MPI_Start
   starts_many,   // MPI_Startall
+  // Beside the point-to-point ones, for the hang state's message queue:
+  receives_matched, // MPI_Imrecv: the receive of a message a probe already matched
+  collective,       // a nonblocking collective (MPI_Ibarrier, ...): done once every member entered
 };
 request_use request_use_of(const info& r);
 

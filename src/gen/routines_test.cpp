@@ -49,6 +49,9 @@ TEST(Routines, EveryRowIsConsistent) {
       EXPECT_EQ(base->op, row.op);
       EXPECT_EQ(base->local, row.local);
       EXPECT_EQ(base->roles, row.roles);
+      EXPECT_EQ(base->at.peer, row.at.peer);
+      EXPECT_EQ(base->at.comm, row.at.comm);
+      EXPECT_EQ(base->at.count, row.at.count);
     }
     // Whatever falls through to "other" is one of these families, nothing new by accident.
     if (row.group == r::group::other) {
@@ -171,4 +174,53 @@ TEST(Routines, GroupsOfTheCounterProfilingPaper) {
   EXPECT_EQ(r::name_of(r::group::blocking_p2p), "blocking point to point");
   EXPECT_EQ(r::name_of(r::group::none), "");
   EXPECT_EQ(r::name_of(r::collective_op::allreduce), "allreduce");
+}
+
+// Where the hang state reads a call's peer, tag, communicator, root and bytes among its raw
+// arguments: from the headers' prototypes, by the roles of roles.txt.
+TEST(Routines, ArgumentPositions) {
+  const r::argument_positions send = get("MPI_Send").at;
+  EXPECT_EQ(send.peer, 3);
+  EXPECT_EQ(send.tag, 4);
+  EXPECT_EQ(send.comm, 5);
+  EXPECT_EQ(send.count, 1);
+  EXPECT_EQ(send.type, 2);
+  EXPECT_EQ(send.root, -1);
+  EXPECT_EQ(send.recv_peer, -1);
+  const r::argument_positions sendrecv = get("MPI_Sendrecv").at;
+  EXPECT_EQ(sendrecv.peer, 3);
+  EXPECT_EQ(sendrecv.tag, 4);
+  EXPECT_EQ(sendrecv.recv_peer, 8);
+  EXPECT_EQ(sendrecv.recv_tag, 9);
+  EXPECT_EQ(sendrecv.comm, 10);
+  const r::argument_positions replace = get("MPI_Sendrecv_replace").at;
+  EXPECT_EQ(replace.recv_peer, 5);
+  EXPECT_EQ(replace.recv_tag, 6);
+  EXPECT_EQ(replace.comm, 7);
+  const r::argument_positions bcast = get("MPI_Bcast").at;
+  EXPECT_EQ(bcast.root, 3);
+  EXPECT_EQ(bcast.comm, 4);
+  EXPECT_EQ(bcast.peer, -1);
+  EXPECT_EQ(get("MPI_Reduce").at.root, 5);
+  EXPECT_EQ(get("MPI_Reduce").at.count, 2);
+  EXPECT_EQ(get("MPI_Ibarrier").at.comm, 0);
+  EXPECT_EQ(get("MPI_Iallreduce").at.comm, 5);
+  EXPECT_EQ(get("MPI_Mprobe").at.peer, 0);
+  // Without a comm= role: the routine's MPI_Comm argument.
+  EXPECT_EQ(get("MPI_Alltoallw").at.comm, 8);
+  EXPECT_EQ(get("MPI_Comm_split").at.comm, 0);
+  // A count per peer, summed: no one count says the bytes.
+  EXPECT_EQ(get("MPI_Alltoallv").at.count, -1);
+  EXPECT_EQ(get("MPI_Wait").at.comm, -1);
+}
+
+TEST(Routines, RequestsForTheMessageQueue) {
+  EXPECT_EQ(r::request_use_of(get("MPI_Isend")), r::request_use::sends);
+  EXPECT_EQ(r::request_use_of(get("MPI_Irecv")), r::request_use::receives);
+  EXPECT_EQ(r::request_use_of(get("MPI_Imrecv")), r::request_use::receives_matched);
+  for (const char* name : {"MPI_Ibarrier", "MPI_Ibcast", "MPI_Iallreduce", "MPI_Ialltoallw",
+                           "MPI_Ineighbor_allgather", "MPI_Iscan"})
+    EXPECT_EQ(r::request_use_of(get(name)), r::request_use::collective) << name;
+  EXPECT_EQ(r::request_use_of(get("MPI_Barrier")), r::request_use::none);
+  EXPECT_EQ(r::request_use_of(get("MPI_Bcast_init")), r::request_use::none);
 }

@@ -57,3 +57,41 @@ def stem(name):
     """A routine's stem as routines.txt matches it: no "MPI_", lower case, no "_c" suffix."""
     base = name[:-2] if name.endswith("_c") else name
     return base[4:].lower()
+
+
+# The roles whose arguments a reader of a call's raw arguments needs (the hang state), in the
+# order of routines::argument_positions.
+POSITION_ROLES = ("peer", "tag", "comm", "root", "count", "type", "recv_peer", "recv_tag")
+
+
+def argument_positions(params, spec):
+    """{role: position} of one prototype, -1 where it has none.
+
+    params: (name, by-value type name) of each parameter, in order; spec: its roles.txt line.
+    A role may name alternatives (index|indx). count and type are those of the bytes sent, else
+    received, where that is one count for the call (not an array summed over the peers); the
+    communicator of a routine without comm= is its MPI_Comm argument, if it has one."""
+    names = [name for name, _ in params]
+
+    def position(value):
+        for alternative in value.split("|"):
+            name = alternative.split("*")[0].split("@")[0]
+            if name in names:
+                return names.index(name)
+        return -1
+
+    at = {role: -1 for role in POSITION_ROLES}
+    for role in ("peer", "tag", "comm", "root", "recv_peer", "recv_tag"):
+        if role in spec:
+            at[role] = position(spec[role])
+    if "comm" not in spec:
+        at["comm"] = next((i for i, (_, type_name) in enumerate(params) if type_name == "MPI_Comm"),
+                          -1)
+    for bytes_role in ("send", "recv"):
+        value = spec.get(bytes_role)
+        if value is None or "@sum" in value:
+            continue
+        count, _, dtype = value.split("@")[0].partition(":")
+        at["count"], at["type"] = position(count), position(dtype)
+        break
+    return at

@@ -162,8 +162,9 @@ public:
     const rank_state* r = state(rank);
     if (r == nullptr || r->threads.empty())
       return false;
-    return std::all_of(r->threads.begin(), r->threads.end(),
-                       [](const thread_state& t) { return t.phase == thread_phase::finalized; });
+    return std::all_of(r->threads.begin(), r->threads.end(), [](const thread_state& t) {
+      return t.phase == thread_phase::finalized || t.phase == thread_phase::unused;
+    });
   }
 
   void classes() {
@@ -175,6 +176,8 @@ public:
         continue;
       std::set<key> seen;
       for (const thread_state& t : r->threads) {
+        if (t.phase == thread_phase::unused)
+          continue; // a slot no thread has (yet)
         const bool in = t.phase == thread_phase::in_mpi;
         const key k{!in,      static_cast<int>(t.phase), t.routine, t.file, t.line, t.function,
                     t.comm.id};
@@ -211,7 +214,7 @@ public:
         for (const pending_op& p : t.pending) {
           if (p.kind == op_kind::send)
             sends_.push_back({rank, p.peer, p.tag, p.comm.id, true, &t});
-          else
+          else if (p.kind == op_kind::recv)
             recvs_.push_back({rank, p.peer, p.tag, p.comm.id});
         }
         if (t.phase != thread_phase::in_mpi)
@@ -381,8 +384,11 @@ public:
         ++listed;
         if (p.kind == op_kind::recv)
           add_recv(w, p.peer, p.tag, p.comm);
-        else
+        else if (p.kind == op_kind::send)
           add_send(w, p.peer, p.tag, p.bytes, p.comm);
+        else if (p.kind == op_kind::collective)
+          add_nonblocking_collective(w, p);
+        // A matched receive (MPI_Imrecv) waits for nobody: its message is on its way.
       }
       if (listed == 0)
         w.known = false; // its requests are not in the state
@@ -404,7 +410,7 @@ public:
     case call_kind::collective: {
       if (!t.comm.members_known() && t.comm.size > 1)
         w.known = false;
-      const collective_wait& c = collective_of(t);
+      const collective_wait& c = collective_on(t.comm, t.routine, 0);
       w.targets = c.missing;
       w.waits_for = c.text;
       if (c.missing.empty() && w.known)
@@ -420,41 +426,81 @@ public:
     return w;
   }
 
+  // A request of a nonblocking collective (MPI_Ibarrier, ...) waits for the members of its
+  // communicator that have not started the same collective on it.
+  void add_nonblocking_collective(wait_item& w, const pending_op& p) {
+    if (!p.comm.members_known() && p.comm.size > 1) {
+      w.known = false;
+      return;
+    }
+    const collective_wait& c =
+        collective_on(p.comm, "MPI_I" + std::string(collective_name(p.collective)), p.collective);
+    w.targets.insert(w.targets.end(), c.missing.begin(), c.missing.end());
+    if (!c.text.empty())
+      add_text(w, c.text);
+  }
+
   // The members of a communicator not in this collective on it: the same for every rank in it,
   // so found once per collective (a world of ranks in one barrier is linear, not quadratic).
+  // `nonblocking`: the collective a request is of (pending_op::collective), entered by posting
+  // it; 0: a blocking collective, entered by being inside it.
   struct collective_wait {
     std::vector<int32_t> missing;
     std::string text;
   };
-  const collective_wait& collective_of(const thread_state& t) {
-    const auto key =
-        std::make_tuple(t.comm.id, t.comm.first, t.comm.stride, t.comm.size, t.routine);
+  const collective_wait& collective_on(const communicator& comm, const std::string& routine,
+                                       uint16_t nonblocking) {
+    const auto key = std::make_tuple(comm.id, comm.first, comm.stride, comm.size, routine);
     const auto found = collectives_.find(key);
     if (found != collectives_.end())
       return found->second;
     collective_wait c;
-    for (const int32_t m : others(t.comm, no_peer))
-      if (!in_same_collective(m, t))
+    for (const int32_t m : others(comm, no_peer))
+      if (nonblocking != 0 ? !posted_collective(m, comm, nonblocking)
+                           : !in_same_collective(m, routine, comm))
         c.missing.push_back(m);
     if (!c.missing.empty())
       c.text = "rank" + std::string(c.missing.size() > 1 ? "s " : " ") + rank_ranges(c.missing) +
-               " to enter " + t.routine + " on its communicator (" + std::to_string(t.comm.size) +
+               " to enter " + routine + " on its communicator (" + std::to_string(comm.size) +
                " ranks)";
     return collectives_.emplace(key, std::move(c)).first->second;
   }
 
-  bool in_same_collective(int32_t member, const thread_state& t) const {
+  bool in_same_collective(int32_t member, const std::string& routine,
+                          const communicator& comm) const {
     const rank_state* r = state(member);
     if (r == nullptr)
       return false;
     return std::any_of(r->threads.begin(), r->threads.end(), [&](const thread_state& o) {
-      return o.phase == thread_phase::in_mpi && o.routine == t.routine && o.comm.id == t.comm.id;
+      return o.phase == thread_phase::in_mpi && o.routine == routine && o.comm.id == comm.id;
+    });
+  }
+
+  // The member has that nonblocking collective on that communicator among its requests, or
+  // requests its state does not list (one of them may be it: never named as missing).
+  bool posted_collective(int32_t member, const communicator& comm, uint16_t collective) const {
+    const rank_state* r = state(member);
+    if (r == nullptr)
+      return false;
+    return std::any_of(r->threads.begin(), r->threads.end(), [&](const thread_state& o) {
+      return o.pending_total > o.pending.size() ||
+             std::any_of(o.pending.begin(), o.pending.end(), [&](const pending_op& p) {
+               return p.kind == op_kind::collective && p.collective == collective &&
+                      p.comm.id == comm.id;
+             });
     });
   }
 
   waiting_rank waiting(const wait_item& w) const {
-    return {w.rank,         w.thread->routine, w.thread->file, w.thread->function,
-            w.thread->line, w.waits_for,       w.targets};
+    waiting_rank out{w.rank,         w.thread->routine, w.thread->file, w.thread->function,
+                     w.thread->line, w.waits_for,       w.targets};
+    // Which thread, where the rank describes more than one.
+    const rank_state* r = state(w.rank);
+    if (r != nullptr && std::count_if(r->threads.begin(), r->threads.end(), [](const auto& t) {
+                          return t.phase != thread_phase::unused;
+                        }) > 1)
+      out.thread = w.thread->os_thread;
+    return out;
   }
 
   void graph();
@@ -613,10 +659,12 @@ void analysis::cycles() {
           for (size_t i = 0; i < members.size(); ++i) {
             const int32_t to = members[(i + 1) % members.size()];
             const auto [first, last] = waits_of(members[i]);
+            // A rank that waits for itself: its threads wait for each other, each one named.
             for (auto w = first; w != last; ++w)
               if (std::binary_search(w->targets.begin(), w->targets.end(), to)) {
                 dl.cycle.push_back(waiting(*w));
-                break;
+                if (members.size() > 1)
+                  break;
               }
             cycle_of[static_cast<size_t>(members[i])] = static_cast<int>(d_.deadlocks.size());
           }

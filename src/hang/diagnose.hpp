@@ -42,10 +42,13 @@ struct waiting_rank {
   uint32_t line = 0;
   std::string waits_for; // e.g. "a message from rank 1 (tag 7)"
   std::vector<int32_t> targets;
+  uint64_t thread = 0; // its OS thread id, when the rank has more than one thread described
 };
 
 struct deadlock {
-  std::vector<waiting_rank> cycle;     // each waits for the next, the last for the first
+  // Each waits for the next, the last for the first; a rank that waits for itself (its threads
+  // wait for each other) has each of those threads here.
+  std::vector<waiting_rank> cycle;
   std::vector<int32_t> blocked_behind; // other ranks that cannot proceed because of it
 };
 

@@ -88,6 +88,7 @@ TEST(Diagnose, AMatchingSendAndReceiveInProgressIsNotADeadlock) {
 
 TEST(Diagnose, ARankThatNeverReachesTheCollectiveIsNamedWithItsLastCallAndTime) {
   std::vector<rank_state> states;
+  states.reserve(4);
   for (int32_t r = 0; r < 4; ++r)
     states.push_back(r == 2 ? computing(2, 4, "MPI_Allreduce", 88, 300)
                             : rank_in(r, 4, "MPI_Barrier", no_peer, 0, 40));
@@ -278,6 +279,87 @@ TEST(Diagnose, AWaitWhoseRequestsAreNotAllListedSaysSo) {
   EXPECT_TRUE(diagnose({a, b}, now, threshold).deadlocks.empty());
 }
 
+TEST(Diagnose, AWaitOnAnIbarrierWaitsForTheMembersThatHaveNotStartedIt) {
+  constexpr uint16_t barrier = 1; // routines::collective_op::barrier
+  ASSERT_EQ(collective_name(barrier), "barrier");
+  const pending_op ibarrier{op_kind::collective, true, no_peer, 0, 0, world(4), barrier};
+  // Ranks 0 and 1 wait on it; rank 2 posted it and computes; rank 3 never started it.
+  rank_state a = rank_in(0, 4, "MPI_Wait", no_peer, 0, 10);
+  a.threads[0].pending = {ibarrier};
+  a.threads[0].pending_total = a.threads[0].waited_total = 1;
+  rank_state b = a;
+  b.world_rank = 1;
+  rank_state c = computing(2, 4, "MPI_Ibarrier", 9, 300);
+  c.threads[0].pending = {ibarrier};
+  c.threads[0].pending[0].waited = false;
+  c.threads[0].pending_total = 1;
+  const diagnosis d = diagnose({a, b, c, computing(3, 4, "MPI_Send", 30, 300)}, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  ASSERT_EQ(d.computing.size(), 1u) << format_text(d);
+  EXPECT_EQ(d.computing[0].rank, 3);
+  EXPECT_EQ(d.computing[0].waiting_directly, (std::vector<int32_t>{0, 1}));
+  EXPECT_NE(format_text(d).find("waits for rank 3 to enter MPI_Ibarrier on its communicator "
+                                "(4 ranks)"),
+            std::string::npos)
+      << format_text(d);
+  // Rank 3 lists requests its state does not hold: one of them may be the Ibarrier.
+  rank_state many = computing(3, 4, "MPI_Send", 30, 300);
+  many.threads[0].pending_total = 9;
+  EXPECT_TRUE(diagnose({a, b, c, many}, now, threshold).computing.empty());
+  // Another collective on that communicator is not this one.
+  rank_state other = computing(3, 4, "MPI_Iallreduce", 30, 300);
+  other.threads[0].pending = {{op_kind::collective, false, no_peer, 0, 4, world(4), 13}};
+  other.threads[0].pending_total = 1;
+  const diagnosis d2 = diagnose({a, b, c, other}, now, threshold);
+  ASSERT_EQ(d2.computing.size(), 1u);
+  EXPECT_EQ(d2.computing[0].rank, 3);
+}
+
+TEST(Diagnose, AWaitOnAMatchedReceiveWaitsForNobody) {
+  rank_state a = rank_in(0, 2, "MPI_Wait", no_peer, 0, 10);
+  a.threads[0].pending = {{op_kind::matched_recv, true, no_peer, 0, 4, {}}};
+  a.threads[0].pending_total = a.threads[0].waited_total = 1;
+  const diagnosis d = diagnose({a, rank_in(1, 2, "MPI_Recv", 0, 1, 20)}, now, threshold);
+  EXPECT_TRUE(d.deadlocks.empty()) << format_text(d);
+  EXPECT_TRUE(d.unmatched.empty());
+}
+
+TEST(Diagnose, ThreadsOfARankWaitingForEachOtherAreADeadlockWithEachThread) {
+  // Under MPI_THREAD_MULTIPLE each rank's two threads receive from their own rank, each the
+  // message the other sends after its receive; a third slot is unused.
+  std::vector<rank_state> states;
+  for (int32_t r = 0; r < 2; ++r) {
+    rank_state s = rank_in(r, 2, "MPI_Recv", r, 1, 30);
+    s.threads[0].os_thread = 100 + 10 * static_cast<uint64_t>(r);
+    thread_state other = s.threads[0];
+    other.tag = 2;
+    other.line = 40;
+    other.os_thread = s.threads[0].os_thread + 1;
+    s.threads.push_back(other);
+    s.threads.push_back(thread_state{});
+    states.push_back(s);
+  }
+  const diagnosis d = diagnose(states, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  ASSERT_EQ(d.deadlocks.size(), 2u) << format_text(d);
+  ASSERT_EQ(d.deadlocks[0].cycle.size(), 2u);
+  EXPECT_EQ(d.deadlocks[0].cycle[0].thread, 100u);
+  EXPECT_EQ(d.deadlocks[0].cycle[1].thread, 101u);
+  const std::string text = format_text(d);
+  EXPECT_NE(text.find("DEADLOCK: the threads of rank 0 wait for each other in a cycle:\n"
+                      "  rank 0 (thread 100) in MPI_Recv at app.c:30 (main)\n"
+                      "    waits for a message from rank 0 (tag 1)\n"
+                      "  rank 0 (thread 101) in MPI_Recv at app.c:40 (main)\n"
+                      "    waits for a message from rank 0 (tag 2)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("unused"), std::string::npos) << "an unused slot is no class";
+  EXPECT_EQ(nlohmann::json::parse(format_json(d))["deadlocks"][0]["cycle"][1]["thread"], 101);
+  // One thread of rank 1 computing: rank 1 can act, rank 0 still cannot.
+  states[1].threads[1].phase = thread_phase::outside_mpi;
+  EXPECT_EQ(diagnose(states, now, threshold).deadlocks.size(), 1u);
+}
+
 TEST(Diagnose, ClassesAndRangesAtAThousandRanks) {
   // 997 ranks in a barrier, rank 500 computing, 998-999 in a receive from 500.
   std::vector<rank_state> states;
@@ -311,6 +393,7 @@ TEST(Diagnose, ClassesAndRangesAtAThousandRanks) {
 
 TEST(Diagnose, ARingDeadlockAtAThousandRanksListsAFewMembersInText) {
   std::vector<rank_state> states;
+  states.reserve(1000);
   for (int32_t r = 0; r < 1000; ++r)
     states.push_back(rank_in(r, 1000, "MPI_Recv", (r + 999) % 1000, 0, 12));
   const diagnosis d = diagnose(states, now, threshold);

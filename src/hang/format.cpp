@@ -28,8 +28,9 @@ std::string site(const std::string& file, uint32_t line, const std::string& func
 }
 
 std::string call(const waiting_rank& w) {
-  return "rank " + std::to_string(w.rank) + " in " + w.routine + " at " +
-         site(w.file, w.line, w.function);
+  return "rank " + std::to_string(w.rank) +
+         (w.thread != 0 ? " (thread " + std::to_string(w.thread) + ")" : "") + " in " + w.routine +
+         " at " + site(w.file, w.line, w.function);
 }
 
 std::string comm_text(const communicator& c) {
@@ -154,7 +155,12 @@ std::string format_text(const diagnosis& d) {
     std::vector<int32_t> members;
     for (const waiting_rank& w : dl.cycle)
       members.push_back(w.rank);
-    out += "\nDEADLOCK: " + ranks_text(members) + " wait for each other in a cycle:\n";
+    if (members.size() > 1 &&
+        std::all_of(members.begin(), members.end(), [&](int32_t m) { return m == members[0]; }))
+      out += "\nDEADLOCK: the threads of rank " + std::to_string(members[0]) +
+             " wait for each other in a cycle:\n";
+    else
+      out += "\nDEADLOCK: " + ranks_text(members) + " wait for each other in a cycle:\n";
     for (size_t i = 0; i < dl.cycle.size() && i < shown_members; ++i)
       out += "  " + call(dl.cycle[i]) + "\n    waits for " + dl.cycle[i].waits_for + "\n";
     if (dl.cycle.size() > shown_members)
@@ -223,9 +229,12 @@ std::string format_text(const diagnosis& d) {
 std::string format_json(const diagnosis& d) {
   using nlohmann::json;
   auto waiting_json = [](const waiting_rank& w) {
-    return json{{"rank", w.rank},      {"routine", w.routine},   {"file", w.file},
-                {"line", w.line},      {"function", w.function}, {"waits_for", w.waits_for},
-                {"targets", w.targets}};
+    json out{{"rank", w.rank},      {"routine", w.routine},   {"file", w.file},
+             {"line", w.line},      {"function", w.function}, {"waits_for", w.waits_for},
+             {"targets", w.targets}};
+    if (w.thread != 0)
+      out["thread"] = w.thread;
+    return out;
   };
   json j{{"format", "strata.hang/1"},
          {"verdict", verdict_name(d.result)},

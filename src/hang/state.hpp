@@ -45,16 +45,27 @@ struct communicator {
   bool operator==(const communicator&) const = default;
 };
 
-enum class op_kind : uint8_t { send = 1, recv = 2 };
+enum class op_kind : uint8_t {
+  send = 1,
+  recv = 2,
+  collective = 3,   // a nonblocking collective (MPI_Ibarrier, ...) on `comm`
+  matched_recv = 4, // MPI_Imrecv: the receive of a message a probe already matched
+};
+
+// The collectives a pending operation of kind `collective` may be, in the order of
+// routines::collective_op (1 barrier ... 22 neighbor_alltoallw): "MPI_I" and this name.
+std::string_view collective_name(uint16_t collective); // "barrier"; "" for an unknown one
+inline constexpr uint16_t collective_count = 22;
 
 // A nonblocking operation posted and not yet completed: the message queue a debugger shows.
 struct pending_op {
   op_kind kind = op_kind::send;
-  bool waited = false; // the thread's current call (a Wait, Waitall, ...) waits for it
-  int32_t peer = no_peer;
+  bool waited = false;    // the thread's current call (a Wait, Waitall, ...) waits for it
+  int32_t peer = no_peer; // a collective's root, else no_peer
   int32_t tag = 0;
   uint64_t bytes = 0;
   communicator comm;
+  uint16_t collective = 0; // kind collective: which (collective_name), else 0
   bool operator==(const pending_op&) const = default;
 };
 

@@ -4,6 +4,8 @@
 // even and unchanged across the copy.
 #include "hang/state.hpp"
 
+#include "gen/routines.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -50,7 +52,7 @@ static_assert(sizeof(file_comm) == 24);
 struct file_pending {
   uint8_t kind;
   uint8_t waited;
-  uint16_t reserved;
+  uint16_t collective;
   int32_t peer;
   int32_t tag;
   uint32_t reserved2;
@@ -137,7 +139,7 @@ void fill_slot(file_slot& s, const thread_state& t) {
     const pending_op& p = t.pending[i];
     s.pending[i] = {static_cast<uint8_t>(p.kind),
                     p.waited ? uint8_t{1} : uint8_t{0},
-                    0,
+                    p.kind == op_kind::collective ? p.collective : uint16_t{0},
                     p.peer,
                     p.tag,
                     0,
@@ -174,10 +176,12 @@ std::string slot_problem(const file_slot& s, int32_t world_size) {
     return "a pending-operation count that does not add up";
   for (uint32_t i = 0; i < s.pending_listed; ++i) {
     const file_pending& p = s.pending[i];
-    if (p.kind != static_cast<uint8_t>(op_kind::send) &&
-        p.kind != static_cast<uint8_t>(op_kind::recv))
+    if (p.kind < static_cast<uint8_t>(op_kind::send) ||
+        p.kind > static_cast<uint8_t>(op_kind::matched_recv))
       return "a pending operation of unknown kind " + std::to_string(p.kind);
-    if (p.waited > 1 || !peer_ok(p.peer, world_size) || !comm_ok(p.comm, world_size))
+    const bool collective = p.kind == static_cast<uint8_t>(op_kind::collective);
+    if (p.waited > 1 || !peer_ok(p.peer, world_size) || !comm_ok(p.comm, world_size) ||
+        (collective ? collective_name(p.collective).empty() : p.collective != 0))
       return "a malformed pending operation";
   }
   if (!get_text(s.routine) || !get_text(s.file) || !get_text(s.function))
@@ -206,8 +210,8 @@ thread_state to_thread(const file_slot& s) {
   t.function = *get_text(s.function);
   for (uint32_t i = 0; i < s.pending_listed; ++i) {
     const file_pending& p = s.pending[i];
-    t.pending.push_back(
-        {static_cast<op_kind>(p.kind), p.waited != 0, p.peer, p.tag, p.bytes, from_file(p.comm)});
+    t.pending.push_back({static_cast<op_kind>(p.kind), p.waited != 0, p.peer, p.tag, p.bytes,
+                         from_file(p.comm), p.collective});
   }
   return t;
 }
@@ -279,6 +283,16 @@ bool communicator::contains(int32_t world_rank) const {
     return world_rank == first;
   const int64_t offset = int64_t{world_rank} - first;
   return offset % stride == 0 && offset / stride >= 0 && offset / stride < size;
+}
+
+static_assert(static_cast<uint16_t>(routines::collective_op::neighbor_alltoallw) ==
+                  collective_count,
+              "the state file numbers collectives as routines::collective_op does");
+
+std::string_view collective_name(uint16_t collective) {
+  if (collective == 0 || collective > collective_count)
+    return {};
+  return routines::name_of(static_cast<routines::collective_op>(collective));
 }
 
 uint64_t realtime_ns() {

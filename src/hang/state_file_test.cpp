@@ -42,6 +42,9 @@ rank_state sample() {
                          10 + i,
                          uint64_t(1000 * i),
                          {0xabc, 4, 0, 2}});
+  // A nonblocking collective (an MPI_Ibcast from rank 2) and a matched receive (MPI_Imrecv).
+  t.pending[4] = {op_kind::collective, false, 2, 0, 4000, {0xabc, 4, 0, 2}, 2};
+  t.pending[5] = {op_kind::matched_recv, false, no_peer, 0, 5000, {}};
   r.threads.push_back(t);
   thread_state idle;
   idle.phase = thread_phase::outside_mpi;
@@ -167,6 +170,16 @@ TEST(StateFile, NewerVersionsAndBadFieldsAreNamed) {
   const int32_t far_peer = 1000;
   std::memcpy(bytes.data() + 64 + 24, &far_peer, sizeof(far_peer)); // the first slot's peer
   EXPECT_EQ(parse_state(bytes, "f").error, "f: thread slot 0: a peer outside the world of 8 ranks");
+  // The fifth pending operation (a collective): of no collective, then of an unknown kind.
+  const size_t fifth = 64 + 272 + 4 * 48;
+  bytes = encode_state(sample());
+  bytes[fifth + 2] = 0;
+  EXPECT_EQ(parse_state(bytes, "f").error, "f: thread slot 0: a malformed pending operation");
+  bytes[fifth + 2] = 23;
+  EXPECT_EQ(parse_state(bytes, "f").error, "f: thread slot 0: a malformed pending operation");
+  bytes[fifth] = 5;
+  EXPECT_EQ(parse_state(bytes, "f").error,
+            "f: thread slot 0: a pending operation of unknown kind 5");
 }
 
 TEST(StateFile, AWorldLargerThanAnyMachineIsAMalformedHeader) {

@@ -73,6 +73,20 @@ class Deadlocks(HangTestCase):
         self.assertEqual({(m["routine"], os.path.basename(m["file"]), m["line"]) for m in cycle},
                          {("MPI_Recv", "hang.c", line)})
 
+    def test_threads_of_a_rank_receiving_from_each_other(self):
+        """Under MPI_THREAD_MULTIPLE: each rank's two threads receive from their own rank first;
+        every thread's call is described, and each rank's threads are the deadlock."""
+        line = line_of("hang.c", "HANG threads")
+        proc = self.watched([program("hang_c"), "threads"])
+        self.assertAborted(proc)
+        for rank in (0, 1):
+            self.assertRegex(proc.stderr, rf"DEADLOCK: the threads of rank {rank} wait for each "
+                                          r"other in a cycle:\n" +
+                             "".join(rf"  rank {rank} \(thread \d+\) in MPI_Recv at "
+                                     rf"\S*hang\.c:{line} \((?:main|receive_then_send)\)\n"
+                                     rf"    waits for a message from rank {rank} \(tag \d\)\n"
+                                     for _ in range(2)))
+
     def test_send_send_with_large_messages(self):
         line = line_of("hang.c", "HANG send_send")
         proc = self.watched([program("hang_c"), "send_send"])
@@ -94,13 +108,19 @@ class Deadlocks(HangTestCase):
 
 class Waiting(HangTestCase):
     def test_rank_that_never_reaches_the_barrier(self):
+        """Rank 2 computes: rank 1 waits for it in MPI_Barrier, rank 0 in MPI_Wait on an
+        MPI_Ibarrier that rank 1 started and rank 2 did not."""
         barrier = line_of("hang.c", "HANG sleeper barrier")
+        wait = line_of("hang.c", "HANG sleeper wait")
         proc = self.watched([program("hang_c"), "sleeper"], ranks=3)
         self.assertAborted(proc)
         self.assertRegex(proc.stderr, r"WAITING FOR A COMPUTING RANK: rank 2 has been outside MPI "
                                       r"for [0-9.]+ s, since MPI_Barrier at \S*hang\.c:\d+ \(main\)")
         self.assertIn("Waiting for it directly: ranks 0-1", proc.stderr)
-        self.assertRegex(proc.stderr, rf"ranks 0-1 \(2\): in MPI_Barrier at \S*hang\.c:{barrier} "
+        self.assertRegex(proc.stderr, rf"e\.g\. rank 0 in MPI_Wait at \S*hang\.c:{wait} \(main\)\n"
+                                      r"\s+waits for rank 2 to enter MPI_Ibarrier on its "
+                                      r"communicator \(3 ranks\)")
+        self.assertRegex(proc.stderr, rf"rank 1 \(1\): in MPI_Barrier at \S*hang\.c:{barrier} "
                                       r"\(main\), communicator \S+ of 3 ranks")
 
     def test_receive_with_wrong_tag(self):

@@ -1,8 +1,9 @@
 /* Programs that hang in known ways (and one that computes long but does not), for the hang
  * diagnosis: hang_c MODE, where MODE is recv_recv, sleeper, wrong_tag, send_send, irecv_wait,
- * wildcard or compute.
+ * wildcard, threads or compute.
  * The tests find the lines they expect by the markers in the comments. */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,26 @@ static void compute_for(double seconds) {
            seconds);
 }
 
+/* A thread of the threads mode: it receives from its own rank the message the other thread
+ * sends after its own receive. */
+static void* receive_then_send(void* tag_address) {
+  const int tag = *(const int*)tag_address;
+  int rank = 0, value = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Recv(&value, 1, MPI_INT, rank, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* HANG threads */
+  MPI_Send(&value, 1, MPI_INT, rank, 3 - tag, MPI_COMM_WORLD);
+  return NULL;
+}
+
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  const char* mode = argc > 1 ? argv[1] : "";
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv,
+                  strcmp(mode, "threads") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+                  &provided);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const char* mode = argc > 1 ? argv[1] : "";
   const int peer = rank ^ 1;
   int value = rank;
   MPI_Barrier(MPI_COMM_WORLD);
@@ -36,9 +51,16 @@ int main(int argc, char** argv) {
     MPI_Recv(&value, 1, MPI_INT, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* HANG recv_recv */
     MPI_Send(&value, 1, MPI_INT, peer, 7, MPI_COMM_WORLD);
   } else if (strcmp(mode, "sleeper") == 0) {
+    /* The last rank never reaches the collectives the others wait in: rank 0 waits on an
+     * MPI_Ibarrier that the others but the last started too, they in the barrier after it. */
+    MPI_Request ibarrier = MPI_REQUEST_NULL;
     if (rank == size - 1)
-      sleep(3600);               /* HANG sleeper last call is the barrier above */
-    MPI_Barrier(MPI_COMM_WORLD); /* HANG sleeper barrier */
+      sleep(3600); /* HANG sleeper last call is the barrier above */
+    MPI_Ibarrier(MPI_COMM_WORLD, &ibarrier);
+    if (rank == 0)
+      MPI_Wait(&ibarrier, MPI_STATUS_IGNORE); /* HANG sleeper wait */
+    MPI_Barrier(MPI_COMM_WORLD);              /* HANG sleeper barrier */
+    MPI_Wait(&ibarrier, MPI_STATUS_IGNORE);
   } else if (strcmp(mode, "wrong_tag") == 0) {
     char* buffer = calloc(big, 1);
     const MPI_Comm world = MPI_COMM_WORLD;
@@ -73,6 +95,17 @@ int main(int argc, char** argv) {
       MPI_Waitall(1, &recv, &status); /* HANG wildcard wait */
     }
     MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "threads") == 0) {
+    /* Under MPI_THREAD_MULTIPLE two threads of each rank deadlock: each receives first. */
+    if (provided != MPI_THREAD_MULTIPLE) {
+      fprintf(stderr, "hang_c threads: no MPI_THREAD_MULTIPLE\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    int tags[2] = {1, 2};
+    pthread_t other;
+    pthread_create(&other, NULL, receive_then_send, &tags[1]);
+    receive_then_send(&tags[0]);
+    pthread_join(other, NULL);
   } else if (strcmp(mode, "compute") == 0) {
     /* Every rank computes longer than the threshold between its calls: no hang. */
     const double seconds = argc > 2 ? atof(argv[2]) : 3;
@@ -83,7 +116,7 @@ int main(int argc, char** argv) {
   } else {
     if (rank == 0)
       fprintf(stderr, "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|irecv_wait|wildcard|"
-                      "compute [SECONDS]\n");
+                      "threads|compute [SECONDS]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Finalize();

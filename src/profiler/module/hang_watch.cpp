@@ -2,11 +2,13 @@
 // in the spool, and on one rank the watch over every rank's file (the option hang_after).
 //
 // The call path only stores the call's function, call site and raw arguments in the thread's
-// strata_where (libstrata, strata/where.h). A thread of the module's own reads that record a few
-// times a second and turns it into the file's slot: the routine's name, peers and roots as world
-// ranks (the core's communicator cache, read without calling MPI), tags, bytes, the call site's
-// source line (resolved once per address, and only for a call that lasts). So a rank stuck inside
-// MPI is described without its cooperation, and the call path pays a few stores.
+// strata_where (libstrata, strata/where.h). A thread of the module's own reads those records (the
+// thread that called MPI_Init's, and those strata_where_threads lists) a few times a second and
+// turns each into its slot of the file: the routine's name, peers and roots as world ranks (the
+// arguments where the routine table says they are, the core's communicator cache, read without
+// calling MPI), tags, bytes, the call site's source line (resolved once per address, and only for
+// a call that lasts). So a rank stuck inside MPI is described without its cooperation, and the
+// call path pays a few stores.
 #include "hang_watch.hpp"
 
 #include "common/symbols.hpp"
@@ -43,50 +45,8 @@ using namespace std::chrono_literals;
 constexpr auto tick = 100ms;
 // A call that has lasted this many ticks has its call site resolved (a short one never does).
 constexpr int ticks_before_resolving = 2;
-
-// Which arguments of a routine the diagnosis reads (indices into strata_where::args; -1: none).
-struct argument_roles {
-  int8_t peer = -1, tag = -1, comm = -1, count = -1, type = -1;
-  int8_t peer2 = -1, tag2 = -1; // the receive side of a Sendrecv
-  bool root = false;            // `peer` is a collective's root
-};
-
-std::optional<argument_roles> roles_of(std::string_view name) {
-  // Point to point: (buf, count, type, peer, tag, comm, ...).
-  for (const char* p2p : {"MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bsend", "MPI_Recv"})
-    if (name == p2p)
-      return argument_roles{3, 4, 5, 1, 2};
-  if (name == "MPI_Probe" || name == "MPI_Mprobe")
-    return argument_roles{0, 1, 2};
-  if (name == "MPI_Sendrecv")
-    return argument_roles{3, 4, 10, 1, 2, 8, 9};
-  if (name == "MPI_Sendrecv_replace")
-    return argument_roles{3, 4, 7, 1, 2, 5, 6};
-  // Collectives: the communicator last, a root just before it.
-  if (name == "MPI_Barrier")
-    return argument_roles{-1, -1, 0};
-  if (name == "MPI_Bcast")
-    return argument_roles{3, -1, 4, 1, 2, -1, -1, true};
-  if (name == "MPI_Reduce")
-    return argument_roles{5, -1, 6, 2, 3, -1, -1, true};
-  if (name == "MPI_Gather" || name == "MPI_Scatter")
-    return argument_roles{6, -1, 7, 1, 2, -1, -1, true};
-  if (name == "MPI_Gatherv" || name == "MPI_Scatterv")
-    return argument_roles{7, -1, 8, -1, -1, -1, -1, true};
-  if (name == "MPI_Allreduce")
-    return argument_roles{-1, -1, 5, 2, 3};
-  if (name == "MPI_Allgather" || name == "MPI_Alltoall")
-    return argument_roles{-1, -1, 6, 1, 2};
-  if (name == "MPI_Allgatherv" || name == "MPI_Reduce_scatter")
-    return argument_roles{-1, -1, name == "MPI_Allgatherv" ? int8_t{7} : int8_t{5}};
-  if (name == "MPI_Alltoallv")
-    return argument_roles{-1, -1, 8};
-  if (name == "MPI_Alltoallw")
-    return argument_roles{-1, -1, 8};
-  if (name == "MPI_Reduce_scatter_block" || name == "MPI_Scan" || name == "MPI_Exscan")
-    return argument_roles{-1, -1, 5, 2, 3};
-  return std::nullopt;
-}
+// Threads beside the one that called MPI_Init whose calls the state file describes.
+constexpr uint32_t other_thread_slots = 15;
 
 hang::language language_of(const std::string& file) {
   auto ends = [&](std::string_view suffix) { return file.ends_with(suffix); };
@@ -101,16 +61,24 @@ hang::language language_of(const std::string& file) {
   return hang::language::unknown;
 }
 
-// A whole copy of the record, or nullopt while its thread keeps changing it.
-std::optional<strata_where> copy_where(const strata_where* where) {
+bool read_own(const void* address, void* out, size_t bytes);
+
+// A whole copy of the record, or nullopt while its thread keeps changing it. Another thread's
+// record may go with its thread as it is read: copied with read_own, which fails instead.
+std::optional<strata_where> copy_where(const strata_where* where, bool lives) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const uint64_t before =
-        std::atomic_ref<const uint64_t>(where->seq).load(std::memory_order_acquire);
+    uint64_t before = 0, after = 0;
     strata_where copy;
-    std::memcpy(&copy, where, sizeof(copy));
-    std::atomic_thread_fence(std::memory_order_acquire);
-    const uint64_t after =
-        std::atomic_ref<const uint64_t>(where->seq).load(std::memory_order_relaxed);
+    if (lives) {
+      before = std::atomic_ref<const uint64_t>(where->seq).load(std::memory_order_acquire);
+      std::memcpy(&copy, where, sizeof(copy));
+      std::atomic_thread_fence(std::memory_order_acquire);
+      after = std::atomic_ref<const uint64_t>(where->seq).load(std::memory_order_relaxed);
+    } else if (!read_own(&where->seq, &before, sizeof(before)) ||
+               !read_own(where, &copy, sizeof(copy)) ||
+               !read_own(&where->seq, &after, sizeof(after))) {
+      return std::nullopt;
+    }
     if (before == after) {
       copy.seq = before;
       return copy;
@@ -120,8 +88,17 @@ std::optional<strata_where> copy_where(const strata_where* where) {
 }
 
 // What a request a function makes is, for the message queue: a point-to-point send or receive,
-// nonblocking (MPI_Isend) or persistent (MPI_Send_init, active after MPI_Start).
-enum class post_kind : uint8_t { none, send, recv, persistent_send, persistent_recv };
+// nonblocking (MPI_Isend) or persistent (MPI_Send_init, active after MPI_Start), the receive of
+// a matched message (MPI_Imrecv), a nonblocking collective (MPI_Ibarrier).
+enum class post_kind : uint8_t {
+  none,
+  send,
+  recv,
+  persistent_send,
+  persistent_recv,
+  matched_recv,
+  collective
+};
 
 post_kind post_kind_of(std::string_view name) {
   const routines::info* r = routines::find(name);
@@ -134,6 +111,10 @@ post_kind post_kind_of(std::string_view name) {
     return post_kind::recv;
   case routines::request_use::makes_receive:
     return post_kind::persistent_recv;
+  case routines::request_use::receives_matched:
+    return post_kind::matched_recv;
+  case routines::request_use::collective:
+    return post_kind::collective;
   default:
     return post_kind::none;
   }
@@ -159,18 +140,33 @@ bool read_own(const void* address, void* out, size_t bytes) {
   return ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
 }
 
+// One thread of the rank, as a slot of the state file describes it.
+struct thread_watch {
+  const strata_where* where = nullptr; // null: the slot is free
+  // The thread's requests (claimed by the core on its first one).
+  const strata_where_posts* posts = nullptr;
+  uint64_t last_seq = ~uint64_t{0};
+  int ticks_same = 0;
+  bool site_resolved = false;
+  bool written = false; // its slot holds it
+  hang::thread_state described;
+};
+
 struct hang_watch {
   std::optional<hang::state_writer> writer;
-  const strata_where* where = nullptr;
+  // Slot 0: the thread that called MPI_Init; the others: other threads that made a timed call
+  // (strata_where_threads), each in its slot while it lives.
+  std::vector<thread_watch> threads;
   std::vector<std::string> names;
-  std::vector<std::optional<argument_roles>> roles;
+  // Per function id: where its peer, tag, communicator, ... are among its arguments (the routine
+  // table), or null for a function the table does not know.
+  std::vector<const routines::info*> routines;
   int world_size = 1;
   int rank = 0;
   uint64_t world_bits = 0; // MPI_COMM_WORLD's handle as the record keeps it
-  // The thread's requests (claimed by the core on its first one), and per function id what a
-  // request it makes is and which requests a wait names.
-  const strata_where_posts* posts = nullptr;
+  // Per function id: what a request it makes is and which requests a wait names.
   std::vector<post_kind> post_kinds;
+  std::vector<uint16_t> collectives; // per function id: a nonblocking collective's op, else 0
   std::vector<wait_form> wait_forms;
   uint64_t null_request = 0; // MPI_REQUEST_NULL's bits
   // The watch over the job (hang_after): rank 0 only.
@@ -178,11 +174,6 @@ struct hang_watch {
   uint64_t hang_after_ns = 0;
   bool reported = false;
 
-  uint64_t last_seq = ~uint64_t{0};
-  uint64_t since_ns = 0;
-  int ticks_same = 0;
-  bool site_resolved = false;
-  hang::thread_state described;
   std::map<uint64_t, common::source_location> sites;
 
   std::thread thread;
@@ -241,7 +232,7 @@ hang::communicator communicator_at(const hang_watch& h, const uint64_t& raw,
 }
 
 void describe(hang_watch& h, const strata_where& w, hang::thread_state& t) {
-  t.os_thread = 0;
+  t.os_thread = static_cast<uint64_t>(w.thread);
   t.calls_completed = w.seq / 2;
   if (w.seq == 0) {
     t.phase = hang::thread_phase::not_started;
@@ -254,24 +245,27 @@ void describe(hang_watch& h, const strata_where& w, hang::thread_state& t) {
   t.tag = t.tag2 = 0;
   t.bytes = 0;
   t.comm = {};
-  if (fid >= h.roles.size() || !h.roles[fid])
+  if (fid >= h.routines.size() || h.routines[fid] == nullptr)
     return;
-  const argument_roles& r = *h.roles[fid];
+  const routines::argument_positions& at = h.routines[fid]->at;
+  // The record keeps the first STRATA_WHERE_ARGS arguments.
+  auto kept = [](int8_t position) { return position >= 0 && position < STRATA_WHERE_ARGS; };
   std::vector<int> table;
-  if (r.comm >= 0)
-    t.comm = communicator_at(h, w.args[r.comm], table);
+  if (kept(at.comm))
+    t.comm = communicator_at(h, w.args[at.comm], table);
   auto int_at = [&](int i) { return static_cast<int64_t>(static_cast<int32_t>(w.args[i])); };
-  if (r.peer >= 0)
-    t.peer = to_world(int_at(r.peer), t.comm);
-  if (r.peer2 >= 0)
-    t.peer2 = to_world(int_at(r.peer2), t.comm);
-  if (r.tag >= 0)
-    t.tag = static_cast<int32_t>(int_at(r.tag));
-  if (r.tag2 >= 0)
-    t.tag2 = static_cast<int32_t>(int_at(r.tag2));
-  if (r.count >= 0 && r.type >= 0 && strata_where_type_size != nullptr) {
-    const int64_t size = strata_where_type_size(&w.args[r.type]);
-    const int64_t count = int_at(r.count);
+  const int8_t peer = at.peer >= 0 ? at.peer : at.root; // a collective's root is its peer
+  if (kept(peer))
+    t.peer = to_world(int_at(peer), t.comm);
+  if (kept(at.recv_peer))
+    t.peer2 = to_world(int_at(at.recv_peer), t.comm);
+  if (kept(at.tag))
+    t.tag = static_cast<int32_t>(int_at(at.tag));
+  if (kept(at.recv_tag))
+    t.tag2 = static_cast<int32_t>(int_at(at.recv_tag));
+  if (kept(at.count) && kept(at.type) && strata_where_type_size != nullptr) {
+    const int64_t size = strata_where_type_size(&w.args[at.type]);
+    const int64_t count = int_at(at.count);
     if (size > 0 && count > 0)
       t.bytes = static_cast<uint64_t>(size * count);
   }
@@ -322,22 +316,24 @@ std::vector<uint64_t> waited_handles(const hang_watch& h, const strata_where& w)
 // wait names (exact: a handle is made again only once freed), and the others whose variable
 // still holds the handle (a completion sets it to MPI_REQUEST_NULL; a persistent request's
 // activity is not seen, so it is listed only when waited for). Waited ones first.
-void describe_pending(hang_watch& h, const strata_where& w, hang::thread_state& t) {
+void describe_pending(hang_watch& h, thread_watch& tw, const strata_where& w,
+                      hang::thread_state& t) {
   t.pending.clear();
   t.pending_total = 0;
   t.waited_total = 0;
-  if (h.posts == nullptr && strata_where_posts_of != nullptr)
-    h.posts = strata_where_posts_of(h.where);
+  if (tw.posts == nullptr && strata_where_posts_of != nullptr)
+    tw.posts = strata_where_posts_of(tw.where);
   const std::vector<uint64_t> waited = waited_handles(h, w);
   t.waited_total = static_cast<uint32_t>(waited.size());
-  if (h.posts == nullptr) {
+  if (tw.posts == nullptr) {
     t.pending_total = t.waited_total;
     return;
   }
+  // The tables are libstrata's own, never freed: read directly.
   std::vector<strata_where_post> posts(STRATA_WHERE_POSTS);
-  const std::atomic_ref<const uint64_t> made(h.posts->made);
+  const std::atomic_ref<const uint64_t> made(tw.posts->made);
   const uint64_t before = made.load(std::memory_order_acquire);
-  std::memcpy(posts.data(), h.posts->posts, sizeof(h.posts->posts));
+  std::memcpy(posts.data(), tw.posts->posts, sizeof(tw.posts->posts));
   std::atomic_thread_fence(std::memory_order_acquire);
   const uint64_t after = made.load(std::memory_order_relaxed);
   const uint64_t first = after >= STRATA_WHERE_POSTS ? after - STRATA_WHERE_POSTS + 1 : 0;
@@ -364,13 +360,24 @@ void describe_pending(hang_watch& h, const strata_where& w, hang::thread_state& 
         continue;
     }
     hang::pending_op op;
-    op.kind = kind == post_kind::send || kind == post_kind::persistent_send ? hang::op_kind::send
-                                                                            : hang::op_kind::recv;
     op.waited = is_waited;
-    op.comm = communicator_at(h, p.args[2], table);
-    op.peer = to_world(static_cast<int32_t>(p.args[0]), op.comm);
-    op.tag = static_cast<int32_t>(p.args[1]);
     op.bytes = p.bytes > 0 ? static_cast<uint64_t>(p.bytes) : 0;
+    if (kind == post_kind::collective) {
+      // Its communicator and root (strata_where_post): whom it waits for is its members.
+      op.kind = hang::op_kind::collective;
+      op.collective = h.collectives[fid];
+      op.comm = communicator_at(h, p.args[2], table);
+      if (h.routines[fid]->at.root >= 0)
+        op.peer = to_world(static_cast<int32_t>(p.args[0]), op.comm);
+    } else if (kind == post_kind::matched_recv) {
+      op.kind = hang::op_kind::matched_recv; // its source and tag went with the probe's message
+    } else {
+      op.kind = kind == post_kind::send || kind == post_kind::persistent_send ? hang::op_kind::send
+                                                                              : hang::op_kind::recv;
+      op.comm = communicator_at(h, p.args[2], table);
+      op.peer = to_world(static_cast<int32_t>(p.args[0]), op.comm);
+      op.tag = static_cast<int32_t>(p.args[1]);
+    }
     if (is_waited) {
       ++waited_found;
       t.pending.push_back(op);
@@ -408,44 +415,82 @@ void check_job(hang_watch& h, uint64_t now) {
   std::fflush(stderr);
 }
 
+// One thread's slot, written when what it says changed.
+void watch_thread(hang_watch& h, uint32_t slot, uint64_t now) {
+  thread_watch& tw = h.threads[slot];
+  const std::optional<strata_where> w = copy_where(tw.where, slot == 0);
+  if (!w || (w->seq == 0 && slot != 0))
+    return; // changing on every try, or gone; a thread is listed once it made a call
+  bool changed = !tw.written;
+  if (w->seq != tw.last_seq) {
+    tw.last_seq = w->seq;
+    tw.ticks_same = 0;
+    tw.site_resolved = false;
+    describe(h, *w, tw.described);
+    tw.described.file.clear();
+    tw.described.function.clear();
+    tw.described.line = 0;
+    tw.described.since_ns = now;
+    changed = true;
+  } else if (++tw.ticks_same >= ticks_before_resolving && !tw.site_resolved && w->seq != 0) {
+    resolve_site(h, *w, tw.described);
+    tw.site_resolved = true;
+    changed = true;
+  }
+  // Completions the call path does not see (a poll only counted) change the queue too.
+  hang::thread_state queue = tw.described;
+  describe_pending(h, tw, *w, queue);
+  if (queue.pending != tw.described.pending || queue.pending_total != tw.described.pending_total ||
+      queue.waited_total != tw.described.waited_total) {
+    tw.described.pending = std::move(queue.pending);
+    tw.described.pending_total = queue.pending_total;
+    tw.described.waited_total = queue.waited_total;
+    changed = true;
+  }
+  if (changed)
+    h.writer->write(slot, tw.described);
+  tw.written = true;
+}
+
+// The other threads that made a timed call, each kept in its slot while it is listed; a slot
+// whose thread ended is written unused. Threads beyond the file's slots are not described.
+void follow_threads(hang_watch& h) {
+  if (h.threads.size() < 2 || strata_where_threads == nullptr)
+    return;
+  std::vector<const strata_where*> listed(STRATA_WHERE_THREADS);
+  listed.resize(
+      static_cast<size_t>(strata_where_threads(listed.data(), static_cast<int>(listed.size()))));
+  std::erase(listed, h.threads[0].where);
+  for (size_t slot = 1; slot < h.threads.size(); ++slot) {
+    thread_watch& tw = h.threads[slot];
+    if (tw.where == nullptr)
+      continue;
+    const auto found = std::find(listed.begin(), listed.end(), tw.where);
+    if (found != listed.end()) {
+      listed.erase(found);
+      continue;
+    }
+    if (tw.written)
+      h.writer->write(static_cast<uint32_t>(slot), hang::thread_state{});
+    tw = thread_watch{};
+  }
+  for (size_t slot = 1; slot < h.threads.size() && !listed.empty(); ++slot)
+    if (h.threads[slot].where == nullptr) {
+      h.threads[slot].where = listed.back();
+      listed.pop_back();
+    }
+}
+
 void watch_loop(hang_watch& h) {
   int ticks = 0;
   std::unique_lock guard(h.lock);
   while (!h.stopping) {
     guard.unlock();
     const uint64_t now = hang::realtime_ns();
-    if (const std::optional<strata_where> w = copy_where(h.where)) {
-      bool changed = false;
-      if (w->seq != h.last_seq) {
-        h.last_seq = w->seq;
-        h.since_ns = now;
-        h.ticks_same = 0;
-        h.site_resolved = false;
-        describe(h, *w, h.described);
-        h.described.file.clear();
-        h.described.function.clear();
-        h.described.line = 0;
-        h.described.since_ns = now;
-        changed = true;
-      } else if (++h.ticks_same >= ticks_before_resolving && !h.site_resolved && w->seq != 0) {
-        resolve_site(h, *w, h.described);
-        h.site_resolved = true;
-        changed = true;
-      }
-      // Completions the call path does not see (a poll only counted) change the queue too.
-      hang::thread_state queue = h.described;
-      describe_pending(h, *w, queue);
-      if (queue.pending != h.described.pending ||
-          queue.pending_total != h.described.pending_total ||
-          queue.waited_total != h.described.waited_total) {
-        h.described.pending = std::move(queue.pending);
-        h.described.pending_total = queue.pending_total;
-        h.described.waited_total = queue.waited_total;
-        changed = true;
-      }
-      if (changed)
-        h.writer->write(0, h.described);
-    }
+    follow_threads(h);
+    for (uint32_t slot = 0; slot < h.threads.size(); ++slot)
+      if (h.threads[slot].where != nullptr)
+        watch_thread(h, slot, now);
     h.writer->observe(now);
     if (++ticks % 5 == 0)
       check_job(h, now);
@@ -463,9 +508,15 @@ void start_hang_watch(module_state& s) {
     return;
   auto* h = new hang_watch;
   const std::string path = s.spool + "/" + s.key + ".rank" + std::to_string(s.rank) + ".hang";
+  // One slot per thread that may be inside MPI: the thread that called MPI_Init, and under
+  // MPI_THREAD_SERIALIZED or MULTIPLE the first others that call MPI.
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  const uint32_t slots = level >= MPI_THREAD_SERIALIZED ? other_thread_slots + 1 : 1;
+  h->threads.resize(slots);
   std::string error;
   std::optional<hang::state_writer> opened =
-      hang::state_writer::open(path, s.rank, s.world_size, 1, error);
+      hang::state_writer::open(path, s.rank, s.world_size, slots, error);
   if (opened)
     h->writer.emplace(std::move(*opened));
   if (!h->writer) {
@@ -486,10 +537,15 @@ void start_hang_watch(module_state& s) {
                               .c_str());
   }
   state_path = path;
-  h->where = strata_where_of_this_thread();
+  h->threads[0].where = strata_where_of_this_thread();
   h->names = s.names;
   for (const std::string& name : s.names) {
-    h->roles.push_back(roles_of(name));
+    const routines::info* r = routines::find(name);
+    h->routines.push_back(r);
+    h->collectives.push_back(r != nullptr && routines::request_use_of(*r) ==
+                                                 routines::request_use::collective
+                                 ? static_cast<uint16_t>(r->op)
+                                 : uint16_t{0});
     h->post_kinds.push_back(post_kind_of(name));
     h->wait_forms.push_back(wait_form_of(name));
   }
@@ -522,10 +578,15 @@ void stop_hang_watch(bool finalized) {
   h->wake.notify_all();
   h->thread.join();
   if (finalized) {
-    h->described.phase = hang::thread_phase::finalized;
-    h->described.routine = "MPI_Finalize";
-    h->described.since_ns = hang::realtime_ns();
-    h->writer->write(0, h->described);
+    thread_watch& first = h->threads[0];
+    first.described.phase = hang::thread_phase::finalized;
+    first.described.routine = "MPI_Finalize";
+    first.described.since_ns = hang::realtime_ns();
+    h->writer->write(0, first.described);
+    // The other threads' calls are over once MPI is.
+    for (uint32_t slot = 1; slot < h->threads.size(); ++slot)
+      if (h->threads[slot].written)
+        h->writer->write(slot, hang::thread_state{});
   }
   watch = nullptr;
   delete h;

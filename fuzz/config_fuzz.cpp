@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -39,23 +41,48 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const c::option_decl& d : declared)
       if (d.key == key && !c::type_problem(d.type, value).empty())
         std::abort();
-  // The binder a module reads its values with: any text into each type, one line or none.
-  std::uint64_t n = 0;
+  // The binder a module reads its values with: any text into each type, one line or none, and
+  // a field taken only within its range.
+  std::uint64_t n = 0, bytes = 0;
   bool on = false;
-  std::string name, names;
+  std::string name, names, choice;
+  std::vector<std::string> list;
+  double start = 0, stop = -1, wait = 0;
+  int level = 0;
+  std::map<std::string, std::string> passed;
   c::option_binder bound;
   bound.add_uint("n", n, "1", "", 1, 1000)
       .add_bool("on", on, "0", "")
       .add_string("name", name, nullptr, "")
-      .add_list("names", names, nullptr, "");
+      .not_empty()
+      .add_list("names", names, nullptr, "")
+      .add_list("list", list, nullptr, "")
+      .add_duration("start", start, "0", "")
+      .add_duration("stop", stop, nullptr, "")
+      .add_duration("wait", wait, "1", "", 60)
+      .add_size("bytes", bytes, "16M", "", 1, 1ull << 40)
+      .add_enum("choice", choice, "a", "", {"a", "b"})
+      .add_int("level", level, "5", "", -100, 100)
+      .add_passed_on("bins", "uint", passed, "")
+      .require_more("stop", "start", "later than");
   const std::string value(text);
-  for (const char* key : {"n", "on", "name", "names"}) {
+  for (const char* key : {"n", "on", "name", "names", "list", "start", "stop", "wait", "bytes",
+                          "choice", "level", "bins"}) {
     const strata_module_arg arg{key, value.c_str()};
     const std::string problem = bound.take(&arg, 1);
     if (problem.find('\n') != std::string::npos && value.find('\n') == std::string::npos)
       std::abort();
   }
-  if (n > 1000)
+  // Two values at once: the check between them holds whenever both are taken.
+  const std::size_t half = value.size() / 2;
+  if (bound.take({{"start", value.substr(0, half)}, {"stop", value.substr(half)}}).empty() &&
+      !(stop > start))
     std::abort();
+  if (n < 1 || n > 1000 || bytes < 1 || bytes > (1ull << 40) || wait < 0 || wait > 60 ||
+      level < -100 || level > 100 || (choice != "a" && choice != "b"))
+    std::abort();
+  for (const std::string& item : list)
+    if (item.empty() || item.find_first_of(",+") != std::string::npos)
+      std::abort();
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "config/option_binder.hpp"
 
 #include <gtest/gtest.h>
+#include <map>
 #include <strata/module.h>
 #include <string>
 #include <string_view>
@@ -73,7 +74,7 @@ TEST(OptionBinder, MalformedValuesGiveOneLineNamingOptionAndValue) {
   EXPECT_EQ(take(b, {{"every", "99999999999999999999999"}}),
             "option 'every': '99999999999999999999999' is not a whole number of at least 1");
   EXPECT_EQ(take(b, {{"on", "maybe"}}),
-            "option 'on': 'maybe' is not 1, 0, true, false, yes, no, on or off");
+            "option 'on': 'maybe' is not one of 1, 0, true, false, yes, no, on, off");
   EXPECT_EQ(take(b, {{"colour", "red"}}), "unknown option 'colour'");
   EXPECT_EQ(take(b, {{nullptr, nullptr}}), "unknown option ''");
   // A bad value leaves its field as it was; the ones before it are taken.
@@ -81,6 +82,161 @@ TEST(OptionBinder, MalformedValuesGiveOneLineNamingOptionAndValue) {
             "option 'sample': 'x' is not from 1 to 1000000");
   EXPECT_EQ(s.every, 5u);
   EXPECT_EQ(s.sample, 64u);
+}
+
+// The types the profile, the trace and the monitor need, each bound to a field.
+enum class mode { lean, exact, automatic };
+struct typed {
+  double start = 0, stop = -1, timeout = 0;
+  std::uint64_t limit = 0, prefault = 0;
+  mode polls = mode::exact;
+  std::string transport, dir;
+  std::vector<std::string> regions;
+  int fanout = 0, level = 0;
+  std::uint32_t sample = 0;
+  std::map<std::string, std::string> passed;
+};
+
+option_binder typed_binder(typed& t) {
+  option_binder b;
+  b.add_duration("start", t.start, "0", "from")
+      .add_duration("stop", t.stop, nullptr, "until")
+      .add_duration("timeout", t.timeout, "60", "wait", 60)
+      .add_size("limit", t.limit, "256M", "memory", 1)
+      .add_size("prefault", t.prefault, "16M", "touched", 0, 1ull << 30)
+      .add_enum("polls", t.polls, "lean", "how",
+                {{"lean", mode::lean}, {"exact", mode::exact}, {"auto", mode::automatic}})
+      .add_enum("transport", t.transport, "tree", "where", {"tree", "file", "inline"})
+      .add_string("dir", t.dir, nullptr, "a directory")
+      .not_empty()
+      .add_list("regions", t.regions, nullptr, "globs")
+      .add_uint("fanout", t.fanout, "2", "children", 2, 65536)
+      .add_int("level", t.level, "5", "Pcontrol level", -10, 10)
+      .add_uint("sample", t.sample, "64", "one in N", 1)
+      .add_passed_on("bins", "uint", t.passed, "for a plug-in")
+      .require_more("stop", "start", "later than");
+  return b;
+}
+
+TEST(OptionBinder, EachFieldStartsFromItsDeclaredDefault) {
+  typed t;
+  const option_binder b = typed_binder(t);
+  EXPECT_DOUBLE_EQ(t.start, 0);
+  EXPECT_DOUBLE_EQ(t.stop, -1); // no default: the field as it was
+  EXPECT_DOUBLE_EQ(t.timeout, 60);
+  EXPECT_EQ(t.limit, 256u << 20);
+  EXPECT_EQ(t.prefault, 16u << 20);
+  EXPECT_EQ(t.polls, mode::lean);
+  EXPECT_EQ(t.transport, "tree");
+  EXPECT_EQ(t.fanout, 2);
+  EXPECT_EQ(t.level, 5);
+  EXPECT_EQ(t.sample, 64u);
+  EXPECT_TRUE(t.passed.empty());
+  EXPECT_EQ(b.take(std::vector<std::pair<std::string, std::string>>{}), "");
+}
+
+TEST(OptionBinder, DeclaresTheNewTypesAsTheCoreChecksThem) {
+  typed t;
+  option_binder b = typed_binder(t);
+  const strata_module_options* d = b.declared();
+  ASSERT_EQ(d->count, 13);
+  std::map<std::string, std::string> type;
+  for (int i = 0; i < d->count; ++i)
+    type[d->options[i].key] = d->options[i].type;
+  EXPECT_EQ(type["start"], "duration");
+  EXPECT_EQ(type["limit"], "size");
+  EXPECT_EQ(type["polls"], "enum:lean|exact|auto");
+  EXPECT_EQ(type["transport"], "enum:tree|file|inline");
+  EXPECT_EQ(type["regions"], "list");
+  EXPECT_EQ(type["fanout"], "uint");
+  EXPECT_EQ(type["level"], "int");
+  EXPECT_EQ(type["bins"], "uint");
+}
+
+TEST(OptionBinder, TakesDurationsSizesEnumsAndNumbersAtTheirBounds) {
+  typed t;
+  const option_binder b = typed_binder(t);
+  EXPECT_EQ(b.take({{"start", "500ms"},
+                    {"stop", "10s"},
+                    {"timeout", "1m"},
+                    {"limit", "1"},
+                    {"prefault", "1G"},
+                    {"polls", "auto"},
+                    {"transport", "inline"},
+                    {"dir", "d"},
+                    {"regions", "solver+io*,,"},
+                    {"fanout", "65536"},
+                    {"level", "-10"},
+                    {"sample", "4294967295"},
+                    {"bins", "7"}}),
+            "");
+  EXPECT_DOUBLE_EQ(t.start, 0.5);
+  EXPECT_DOUBLE_EQ(t.stop, 10);
+  EXPECT_DOUBLE_EQ(t.timeout, 60);
+  EXPECT_EQ(t.limit, 1u);
+  EXPECT_EQ(t.prefault, 1u << 30);
+  EXPECT_EQ(t.polls, mode::automatic);
+  EXPECT_EQ(t.transport, "inline");
+  EXPECT_EQ(t.regions, (std::vector<std::string>{"solver", "io*"}));
+  EXPECT_EQ(t.fanout, 65536);
+  EXPECT_EQ(t.level, -10);
+  EXPECT_EQ(t.sample, 4294967295u);
+  EXPECT_EQ(t.passed.at("bins"), "7");
+  EXPECT_EQ(b.take({{"start", "100ns"}, {"stop", "40us"}, {"prefault", "0"}, {"level", "10"}}), "");
+  EXPECT_DOUBLE_EQ(t.start, 100e-9);
+  EXPECT_DOUBLE_EQ(t.stop, 40e-6);
+  EXPECT_EQ(t.prefault, 0u);
+  EXPECT_EQ(t.level, 10);
+}
+
+TEST(OptionBinder, MalformedValuesOfTheNewTypesGiveOneLine) {
+  typed t;
+  const option_binder b = typed_binder(t);
+  const std::vector<std::pair<std::pair<const char*, const char*>, std::string>> cases = {
+      {{"start", "soon"},
+       "option 'start': 'soon' is not a duration such as 2.5, 10s, 250ms or 40us"},
+      {{"start", "-1s"}, "option 'start': '-1s' is not a duration such as 2.5, 10s, 250ms or 40us"},
+      {{"start", "5 s"}, "option 'start': '5 s' is not a duration such as 2.5, 10s, 250ms or 40us"},
+      {{"start", "1e999"},
+       "option 'start': '1e999' is not a duration such as 2.5, 10s, 250ms or 40us"},
+      {{"timeout", "60.001"}, "option 'timeout': '60.001' is not a duration up to 60 s"},
+      {{"timeout", "2m"}, "option 'timeout': '2m' is not a duration up to 60 s"},
+      {{"limit", "0"}, "option 'limit': '0' is not a size of at least 1 byte"},
+      {{"limit", "64T"}, "option 'limit': '64T' is not a size such as 4096, 512K, 64M or 2G"},
+      {{"limit", "-1"}, "option 'limit': '-1' is not a size such as 4096, 512K, 64M or 2G"},
+      {{"limit", "99999999999G"},
+       "option 'limit': '99999999999G' is not a size such as 4096, 512K, 64M or 2G"},
+      {{"prefault", "1025M"},
+       "option 'prefault': '1025M' is not a size from 0 to 1073741824 bytes"},
+      {{"polls", "Lean"}, "option 'polls': 'Lean' is not one of lean,exact,auto"},
+      {{"polls", ""}, "option 'polls': '' is not one of lean,exact,auto"},
+      {{"transport", "udp"}, "option 'transport': 'udp' is not one of tree,file,inline"},
+      {{"dir", ""}, "option 'dir': '' is empty"},
+      {{"fanout", "1"}, "option 'fanout': '1' is not from 2 to 65536"},
+      {{"fanout", "65537"}, "option 'fanout': '65537' is not from 2 to 65536"},
+      {{"level", "11"}, "option 'level': '11' is not a whole number from -10 to 10"},
+      {{"level", "1.5"}, "option 'level': '1.5' is not a whole number from -10 to 10"},
+      {{"sample", "4294967296"}, "option 'sample': '4294967296' is not from 1 to 4294967295"},
+      {{"bins", "many"}, "option 'bins': 'many' is not a whole number >= 0"},
+      {{"stop", "0"}, "option 'stop': '0' is not later than option 'start' ('0')"},
+  };
+  for (const auto& [arg, message] : cases) {
+    typed fresh;
+    const option_binder one = typed_binder(fresh);
+    EXPECT_EQ(one.take({{arg.first, arg.second}}), message) << arg.first << "=" << arg.second;
+  }
+  // Between two options: the later one given against the other's value, given or default.
+  EXPECT_EQ(b.take({{"start", "2s"}, {"stop", "1500ms"}}),
+            "option 'stop': '1500ms' is not later than option 'start' ('2s')");
+  EXPECT_EQ(b.take({{"start", "1"}, {"stop", "1.5"}}), "");
+}
+
+TEST(OptionBinder, ADefaultItsOptionRefusesIsTheModulesOneLine) {
+  std::uint64_t n = 0;
+  option_binder b;
+  b.add_uint("n", n, "0", "at least 1", 1);
+  EXPECT_EQ(b.take(std::vector<std::pair<std::string, std::string>>{{"n", "3"}}),
+            "default of option 'n': '0' is not a whole number of at least 1");
 }
 
 } // namespace

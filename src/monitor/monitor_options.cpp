@@ -1,90 +1,69 @@
 #include "monitor/monitor_options.hpp"
 
-#include "config/options.hpp"
+#include "config/option_binder.hpp"
 
-#include <cerrno>
-#include <cstdlib>
+#include <strata/module.h>
 
 namespace strata::monitor {
 
 namespace {
-bool to_long(const char* text, long lo, long hi, long& out) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0 || v < lo || v > hi)
-    return false;
-  out = v;
-  return true;
+
+// Every option once: key, field, default, range, help.
+config::option_binder bound_to(options& o) {
+  config::option_binder b;
+  b.add_enum("transport", o.transport, "tree",
+             "tree: tool ranks beside the application reduce the rounds; file: rounds to files; "
+             "inline: rounds reduced on rank 0 (no extra ranks)",
+             {"tree", "file", "inline"})
+      .add_uint("fanout", o.fanout, "2", "children per node of the tree", 2, 65536)
+      .add_uint("ranks", o.ranks, "0", "application ranks (0: from the world size and the fanout)",
+                0, 1 << 24)
+      .add_duration("period", o.period_s, "0",
+                    "offload a round this often (0: only at dumps, Pcontrol, end)", 1e6)
+      .add_string("filter", o.filter, "histogram",
+                  "raw, stats, histogram, classes or a plug-in .so")
+      .add_passed_on("bins", "uint", o.filter_options, "histogram bins")
+      .add_passed_on("metric", "enum:calls|time|bytes", o.filter_options, "what the histogram bins")
+      .add_passed_on("class-events", "string", o.filter_options,
+                     "classes filter: mpi or a glob of events")
+      .add_enum("policy", o.policy, "drop", "when every buffer is in flight", {"drop", "block"})
+      .add_uint("buffers", o.buffers, "4", "offloads in flight per rank", 1, 1024)
+      .add_int("pcontrol", o.pcontrol_level, "5", "the MPI_Pcontrol level that offloads a round",
+               -1000000, 1000000)
+      .add_string("dir", o.dir, "strata-monitor", "the file transport's directory")
+      .add_string("out", o.out, "strata-monitor.jsonl", "the front end's JSON lines")
+      .add_duration("timeout", o.timeout_s, "60",
+                    "how long MPI_Finalize waits for offloads in flight", 1e6)
+      .add_duration("node-delay", o.node_delay_s, "0",
+                    "tool nodes pause this long per packet (tests, benchmarks)", 60);
+  return b;
 }
 
-bool to_seconds(const char* text, double most, double& out) {
-  const auto v = config::parse_duration(text);
-  if (!v || *v > most)
-    return false;
-  out = *v;
-  return true;
-}
 } // namespace
 
-std::string parse_options(const std::function<const char*(const char*)>& lookup, options& o) {
-  long n = 0;
-  if (const char* v = lookup("transport")) {
-    o.transport = v;
-    if (o.transport != "tree" && o.transport != "file" && o.transport != "inline")
-      return "transport: '" + o.transport + "' is not one of tree, file, inline";
-  }
-  if (const char* v = lookup("fanout")) {
-    if (!to_long(v, 2, 65536, n))
-      return std::string("fanout: '") + v + "' is not a whole number from 2 to 65536";
-    o.fanout = static_cast<int>(n);
-  }
-  if (const char* v = lookup("ranks")) {
-    if (!to_long(v, 0, 1 << 24, n))
-      return std::string("ranks: '") + v + "' is not a number of application ranks";
-    o.ranks = static_cast<int>(n);
-  }
-  if (const char* v = lookup("period")) {
-    if (!to_seconds(v, 1e6, o.period_s))
-      return std::string("period: '") + v +
-             "' is not a duration up to 1e6 s (0 = no periodic offload)";
-  }
-  if (const char* v = lookup("filter"))
-    o.filter = v;
-  for (const char* key : {"bins", "metric", "class-events"})
-    if (const char* v = lookup(key))
-      o.filter_options[key] = v;
-  if (const char* v = lookup("policy")) {
-    o.policy = v;
-    if (o.policy != "drop" && o.policy != "block")
-      return "policy: '" + o.policy + "' is not drop or block";
-  }
-  if (const char* v = lookup("buffers")) {
-    if (!to_long(v, 1, 1024, n))
-      return std::string("buffers: '") + v + "' is not a number from 1 to 1024";
-    o.buffers = static_cast<int>(n);
-  }
-  if (const char* v = lookup("pcontrol")) {
-    if (!to_long(v, -1000000, 1000000, n))
-      return std::string("pcontrol: '") + v + "' is not a level";
-    o.pcontrol_level = static_cast<int>(n);
-  }
-  if (const char* v = lookup("dir"))
-    o.dir = v;
-  if (const char* v = lookup("out"))
-    o.out = v;
-  if (const char* v = lookup("timeout")) {
-    if (!to_seconds(v, 1e6, o.timeout_s))
-      return std::string("timeout: '") + v + "' is not a duration up to 1e6 s";
-  }
-  if (const char* v = lookup("node-delay")) {
-    if (!to_seconds(v, 60, o.node_delay_s))
-      return std::string("node-delay: '") + v + "' is not a duration up to 60 s";
-  }
+const strata_module_options* declared_options() {
+  static options unused;
+  static config::option_binder declared = bound_to(unused);
+  return declared.declared();
+}
+
+std::string parse_options(const std::vector<std::pair<std::string, std::string>>& values,
+                          options& o, bool check_filter) {
+  o = options{};
+  if (std::string problem = bound_to(o).take(values); !problem.empty())
+    return problem;
   std::string error;
-  if (overlay::make_filter(o.filter, o.filter_options, error) == nullptr)
-    return "filter: " + error;
-  return {};
+  if (!check_filter || overlay::make_filter(o.filter, o.filter_options, error) != nullptr)
+    return {};
+  // A built-in filter's complaint about one of its options starts with that option's key.
+  for (const auto& [key, value] : o.filter_options)
+    if (error.starts_with(key + ": "))
+      return "option '" + key + "'" + error.substr(key.size());
+  return "option 'filter': " + error;
+}
+
+std::string parse_options(const strata_module_arg* args, int nargs, options& o, bool check_filter) {
+  return parse_options(config::argument_list(args, nargs), o, check_filter);
 }
 
 } // namespace strata::monitor

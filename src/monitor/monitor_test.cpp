@@ -275,40 +275,60 @@ TEST(Binning, Edges) {
 }
 
 TEST(MonitorOptions, ParsedAndChecked) {
-  std::map<std::string, std::string> given{{"transport", "file"},   {"fanout", "8"},
-                                           {"period", "0.5"},       {"filter", "classes"},
-                                           {"class-events", "mpi"}, {"policy", "block"}};
-  auto lookup = [&](const char* key) -> const char* {
-    auto it = given.find(key);
-    return it == given.end() ? nullptr : it->second.c_str();
-  };
+  const std::vector<std::pair<std::string, std::string>> given{
+      {"transport", "file"}, {"fanout", "8"},         {"period", "0.5"},
+      {"filter", "classes"}, {"class-events", "mpi"}, {"policy", "block"}};
   strata::monitor::options o;
-  EXPECT_EQ(strata::monitor::parse_options(lookup, o), "");
+  EXPECT_EQ(strata::monitor::parse_options(given, o), "");
   EXPECT_EQ(o.transport, "file");
   EXPECT_EQ(o.fanout, 8);
   EXPECT_DOUBLE_EQ(o.period_s, 0.5);
   EXPECT_EQ(o.filter_options.at("class-events"), "mpi");
+  EXPECT_EQ(o.filter_options.count("bins"), 0u); // not given: the filter's own default
   EXPECT_EQ(o.policy, "block");
-  for (const auto& [key, bad, fragment] :
+  // Nothing given: the declared defaults (docs/monitor.md).
+  strata::monitor::options d;
+  EXPECT_EQ(strata::monitor::parse_options({}, d), "");
+  EXPECT_EQ(d.transport, "tree");
+  EXPECT_EQ(d.fanout, 2);
+  EXPECT_EQ(d.buffers, 4);
+  EXPECT_EQ(d.pcontrol_level, 5);
+  EXPECT_EQ(d.filter, "histogram");
+  EXPECT_EQ(d.policy, "drop");
+  EXPECT_EQ(d.dir, "strata-monitor");
+  EXPECT_EQ(d.out, "strata-monitor.jsonl");
+  EXPECT_DOUBLE_EQ(d.timeout_s, 60);
+  EXPECT_DOUBLE_EQ(d.period_s, 0);
+  strata::monitor::options u;
+  EXPECT_EQ(
+      strata::monitor::parse_options(
+          {{"period", "250ms"}, {"node-delay", "60s"}, {"pcontrol", "-3"}, {"fanout", "65536"}}, u),
+      "");
+  EXPECT_DOUBLE_EQ(u.period_s, 0.25);
+  EXPECT_DOUBLE_EQ(u.node_delay_s, 60);
+  EXPECT_EQ(u.pcontrol_level, -3);
+  EXPECT_EQ(u.fanout, 65536);
+  for (const auto& [key, bad, message] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"fanout", "1", "fanout: '1'"},
-           {"fanout", "two", "fanout"},
-           {"period", "-1", "period"},
-           {"policy", "sometimes", "policy"},
-           {"transport", "udp", "transport"},
-           {"buffers", "0", "buffers"},
-           {"bins", "x", "bins"},
-           {"filter", "median", "unknown filter"},
-           {"node-delay", "100", "node-delay"}}) {
-    // Copies: clang 14 cannot capture structured bindings.
-    const std::string key_name = key;
-    const std::string value = bad;
-    auto one = [&](const char* k) -> const char* {
-      return key_name == k ? value.c_str() : nullptr;
-    };
+           {"fanout", "1", "option 'fanout': '1' is not from 2 to 65536"},
+           {"fanout", "65537", "option 'fanout': '65537' is not from 2 to 65536"},
+           {"fanout", "two", "option 'fanout': 'two' is not from 2 to 65536"},
+           {"period", "-1",
+            "option 'period': '-1' is not a duration such as 2.5, 10s, 250ms or 40us"},
+           {"period", "1000001", "option 'period': '1000001' is not a duration up to 1000000 s"},
+           {"policy", "sometimes", "option 'policy': 'sometimes' is not one of drop,block"},
+           {"transport", "udp", "option 'transport': 'udp' is not one of tree,file,inline"},
+           {"buffers", "0", "option 'buffers': '0' is not from 1 to 1024"},
+           {"pcontrol", "x",
+            "option 'pcontrol': 'x' is not a whole number from -1000000 to 1000000"},
+           {"bins", "x", "option 'bins': 'x' is not a whole number >= 0"},
+           {"bins", "0", "option 'bins': '0' is not a number of bins from 1 to 1000"},
+           {"metric", "size", "option 'metric': 'size' is not one of calls,time,bytes"},
+           {"filter", "median", "option 'filter': unknown filter 'median'"},
+           {"node-delay", "100", "option 'node-delay': '100' is not a duration up to 60 s"}}) {
     strata::monitor::options fresh;
-    const std::string error = strata::monitor::parse_options(one, fresh);
-    EXPECT_NE(error.find(fragment), std::string::npos) << key << "=" << bad << ": " << error;
+    const std::string error = strata::monitor::parse_options({{key, bad}}, fresh);
+    EXPECT_EQ(error.substr(0, message.size()), message) << key << "=" << bad << ": " << error;
   }
 }
 

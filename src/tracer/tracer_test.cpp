@@ -86,8 +86,9 @@ TEST(EventBuffer, RecordsPackTheirKindAndIndex) {
 config::resolved_options resolved(const std::vector<std::pair<std::string, std::string>>& given,
                                   const std::map<std::string, std::string>& env = {}) {
   std::vector<config::option_decl> declared;
-  for (int i = 0; i < trace_option_list.count; ++i) {
-    const strata_option& o = trace_option_list.options[i];
+  const strata_module_options* list = declared_options();
+  for (int i = 0; i < list->count; ++i) {
+    const strata_option& o = list->options[i];
     declared.push_back(
         {o.key,
          o.type,
@@ -121,7 +122,9 @@ TEST(Options, ArgumentsThenEnvironmentThenDefaults) {
   EXPECT_FALSE(o.region_wanted("halo"));
   options defaults;
   ASSERT_EQ(parse_options(resolved({}).values, defaults), "");
-  EXPECT_EQ(defaults.limit_bytes, options{}.limit_bytes);
+  EXPECT_EQ(defaults.limit_bytes, 256ull << 20);
+  EXPECT_EQ(defaults.analyze_limit_s, 60);
+  EXPECT_FALSE(defaults.record_cheap_calls);
   EXPECT_EQ(defaults.functions, "*");
   EXPECT_LT(defaults.stop_s, 0);
 }
@@ -140,9 +143,15 @@ TEST(Options, EachBadSettingIsOneLineNamingModuleOptionAndSource) {
   // What a type cannot say: the module's own check, one line naming the option.
   options w;
   EXPECT_EQ(parse_options(resolved({{"start", "3"}, {"stop", "1"}}).values, w),
-            "stop= must be later than start=");
+            "option 'stop': '1' is not later than option 'start' ('3')");
+  EXPECT_EQ(parse_options(resolved({{"stop", "0"}}).values, w),
+            "option 'stop': '0' is not later than option 'start' ('0')");
+  ASSERT_EQ(parse_options(resolved({{"start", "2s"}, {"stop", "2001ms"}}).values, w), "");
+  EXPECT_DOUBLE_EQ(w.stop_s, 2.001);
   options z;
-  EXPECT_EQ(parse_options(resolved({{"limit", "0"}}).values, z), "limit=0 is not a size above 0");
+  EXPECT_EQ(parse_options(resolved({{"limit", "0"}}).values, z),
+            "option 'limit': '0' is not a size of at least 1 byte");
+  EXPECT_EQ(parse_options(resolved({{"dir", ""}}).values, z), "option 'dir': '' is empty");
   EXPECT_EQ(resolved({{"analyze", "maybe"}}).error,
             "module 'trace': option 'analyze': 'maybe' is not one of 1, 0, true, false, yes, no, "
             "on, off");
@@ -152,7 +161,7 @@ TEST(Options, EachBadSettingIsOneLineNamingModuleOptionAndSource) {
   EXPECT_EQ(a.analyze_limit_s, 2.5);
   options f;
   EXPECT_EQ(parse_options(resolved({{"functions", "+,"}}).values, f),
-            "functions= needs at least one glob");
+            "option 'functions': '+,' is not a list of one name or more");
 }
 
 TEST(Options, JobDirectoryFromTheResourceManager) {
@@ -311,6 +320,7 @@ local_defs synthetic_rank(int r, int size) {
 TEST(Unify, TheTreeGivesWhatMergingRankAfterRankGives) {
   for (const int size : {1, 2, 3, 5, 8, 13, 64}) {
     std::vector<local_defs> ranks;
+    ranks.reserve(static_cast<size_t>(size));
     for (int r = 0; r < size; ++r)
       ranks.push_back(synthetic_rank(r, size));
     // One rank after the other, in rank order: the reference.

@@ -142,7 +142,8 @@ class Figures(ProfileTestCase):
                                 env=dict(self.env, STRATA_PROFILE_POLLS="fast"))
         self.assertOneErrorLine(proc, "module 'profile': STRATA_PROFILE_POLLS: 'fast'")
         proc = self.profile_run([program("poll_c"), "10"], tools="profile:poll_sample=0")
-        self.assertOneErrorLine(proc, "option poll_sample: '0' is not from 1 to 1000000")
+        self.assertOneErrorLine(proc, "module 'profile' refused its arguments: "
+                                "option 'poll_sample': '0' is not from 1 to 1000000")
         proc = self.profile_run([program("ring_c"), "2"], tools="profile:no_such=1")
         self.assertOneErrorLine(proc, "module 'profile': unknown option 'no_such'")
         self.assertEqual(self.records(), [])

@@ -544,7 +544,9 @@ class TraceTest(StrataTestCase):
         self.assertOneErrorLine(proc, "module 'trace': unknown option 'colour' (its options: dir,")
         # What a type cannot say is the module's own line, naming the option.
         proc = strata_run("trace:start=3:stop=1", [program("traced_c")], ranks=2, env=base_env())
-        self.assertOneErrorLine(proc, "stop= must be later than start=")
+        self.assertOneErrorLine(
+            proc, "module 'trace' refused its arguments: option 'stop': '1' is not later than "
+            "option 'start' ('3')")
         self.assertNotIn("traced: done", proc.stdout)
         # The options are listed with their variables.
         listing = run([STRATA, "modules", "trace"], env=base_env())

@@ -18,7 +18,6 @@
 // travel with the profile as the events strata.monitor.dropped and strata.monitor.blocked.
 #include "monitor/module/state.hpp"
 
-#include "config/options.hpp"
 #include "monitor/frontend.hpp"
 #include "monitor/profile_round.hpp"
 
@@ -30,7 +29,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <sys/stat.h>
@@ -251,49 +249,13 @@ void on_pcontrol(int level, void* raw) {
     dump(*s, false);
 }
 
-// The monitor's options (strata_module_options_v1): the core resolves each from the argument,
-// then STRATA_MONITOR_<KEY>, then the default, and checks its type; parse_options checks ranges.
-const strata_option monitor_options[] = {
-    {"transport", "enum:tree|file|inline", "tree",
-     "tree: tool ranks beside the application reduce the rounds; file: rounds to files; inline: "
-     "rounds reduced on rank 0 (no extra ranks)",
-     nullptr},
-    {"fanout", "uint", "2", "children per node of the tree", nullptr},
-    {"ranks", "uint", "0", "application ranks (0: from the world size and the fanout)", nullptr},
-    {"period", "duration", "0", "offload a round this often (0: only at dumps, Pcontrol, end)",
-     nullptr},
-    {"filter", "string", "histogram", "raw, stats, histogram, classes or a plug-in .so", nullptr},
-    {"bins", "uint", nullptr, "histogram bins", nullptr},
-    {"metric", "enum:calls|time|bytes", nullptr, "what the histogram bins", nullptr},
-    {"class-events", "string", nullptr, "classes filter: mpi or a glob of events", nullptr},
-    {"policy", "enum:drop|block", "drop", "when every buffer is in flight", nullptr},
-    {"buffers", "uint", "4", "offloads in flight per rank", nullptr},
-    {"pcontrol", "int", "5", "the MPI_Pcontrol level that offloads a round", nullptr},
-    {"dir", "string", "strata-monitor", "the file transport's directory", nullptr},
-    {"out", "string", "strata-monitor.jsonl", "the front end's JSON lines", nullptr},
-    {"timeout", "duration", "60", "how long MPI_Finalize waits for offloads in flight", nullptr},
-    {"node-delay", "duration", "0", "tool nodes pause this long per packet (tests, benchmarks)",
-     nullptr},
-};
-const strata_module_options monitor_option_list = {
-    sizeof(strata_module_options), static_cast<int>(std::size(monitor_options)), monitor_options};
-
-// An argument as the core resolved it (every declared option with a value is given).
-const char* option_value(const strata_module_arg* args, int nargs, const char* key) {
-  for (int i = 0; i < nargs; ++i)
-    if (std::strcmp(args[i].key, key) == 0)
-      return args[i].value;
-  return nullptr;
-}
-
 int on_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
             void** state, char* error, size_t error_size) {
   auto s = std::make_unique<monitor_state>();
   s->host = host;
   s->self = self;
   s->start_ns = mono_ns();
-  auto lookup = [&](const char* key) { return option_value(args, nargs, key); };
-  const std::string problem = parse_options(lookup, s->opt);
+  const std::string problem = parse_options(args, nargs, s->opt);
   if (!problem.empty()) {
     std::snprintf(error, error_size, "%s", problem.c_str());
     return 1;
@@ -345,23 +307,23 @@ extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
 }
 
 extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_options_v1(void) {
-  return &strata::monitor::monitor_option_list;
+  return strata::monitor::declared_options();
 }
 
 // With transport=tree (the default) the monitor takes its tool ranks out of the application's
 // world: the core places it first in the stack.
 extern "C" STRATA_MODULE_EXPORT int strata_module_takes_ranks_v1(const strata_module_arg* args,
                                                                  int nargs) {
-  const char* transport = strata::monitor::option_value(args, nargs, "transport");
-  return transport == nullptr || std::strcmp(transport, "tree") == 0 ? 1 : 0;
+  strata::monitor::options o;
+  const std::string problem = strata::monitor::parse_options(args, nargs, o, false);
+  return problem.empty() && o.transport == "tree" ? 1 : 0; // load says what is wrong
 }
 
 // The tree's tool ranks for P application ranks: `strata run -np P` starts P + M(P, fanout).
 extern "C" STRATA_MODULE_EXPORT int strata_module_extra_ranks_v1(const strata_module_arg* args,
                                                                  int nargs, int app_ranks) {
-  const char* fanout = strata::monitor::option_value(args, nargs, "fanout");
-  const auto k = strata::config::parse_uint(fanout != nullptr ? fanout : "2");
-  if (!k || *k < 2 || *k > 65536)
+  strata::monitor::options o;
+  if (!strata::monitor::parse_options(args, nargs, o, false).empty())
     return 0; // load says what is wrong
-  return strata::overlay::tool_ranks_for(app_ranks, static_cast<int>(*k));
+  return strata::overlay::tool_ranks_for(app_ranks, o.fanout);
 }

@@ -115,7 +115,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
   const std::optional<unsigned long> stall_ms = stall_asked(s);
   const MPI_Comm comm = s.world;
-  const uint64_t round_ns = static_cast<uint64_t>(options::write_timeout().count()) * 1'000'000;
+  const uint64_t round_ns = options::current().write_timeout_ms * 1'000'000;
   const uint64_t start = mono_ns();
   subtree here;
   here.figures = std::move(figures);
@@ -323,7 +323,7 @@ bool write_outputs(module_state& s, const job_figures& job,
   job_record.mpi_t = std::move(mpi_t);
   job_record.communication = std::move(communication);
   const std::string json = record::to_json(job_record);
-  const auto timeout = options::write_timeout();
+  const auto timeout = std::chrono::milliseconds(options::current().write_timeout_ms);
   // In this rank's spool, else in the first later one (spool.hpp) that takes it.
   bool spooled = false;
   std::string first_error;
@@ -349,13 +349,13 @@ bool write_outputs(module_state& s, const job_figures& job,
                                            "recover"
                                          : "; no record is kept"))
                             .c_str());
-  if (const char* copy = options::record_copy()) {
+  if (const std::string& copy = options::current().json; !copy.empty()) {
     if (const std::string error = write_with_deadline(copy, json, timeout); !error.empty())
       s.host->log(s.self, ("cannot write STRATA_PROFILE_JSON: " + error).c_str());
   }
-  if (const char* out = options::report()) {
+  if (const std::string& out = options::current().out; !out.empty()) {
     const std::string report = render_user_report(job_record);
-    if (std::strcmp(out, "-") == 0) {
+    if (out == "-") {
       [[maybe_unused]] ssize_t n = ::write(STDOUT_FILENO, report.data(), report.size());
     } else if (const std::string error = write_with_deadline(out, report, timeout);
                !error.empty()) {

@@ -562,7 +562,7 @@ void start_hang_watch(module_state& s) {
   h->spool = s.spool;
   h->key = s.key;
   if (s.rank == 0)
-    h->hang_after_ns = options::hang_after_s() * 1000000000ULL;
+    h->hang_after_ns = options::current().hang_after_s * 1000000000ULL;
   h->thread = std::thread([h] { watch_loop(*h); });
   watch = h;
 }

@@ -35,8 +35,8 @@ void store_counter_totals(module_state& s) {
 }
 
 void open_counters(module_state& s) {
-  const char* wanted = options::counters();
-  if (wanted == nullptr)
+  const std::string& wanted = options::current().counters;
+  if (wanted.empty())
     return;
   const counters::event_list list = counters::parse_event_list(wanted);
   std::vector<std::string> problems;

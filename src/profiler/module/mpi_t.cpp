@@ -417,9 +417,9 @@ double min_job_s_for_mpi_t() {
 void mpi_t_load([[maybe_unused]] module_state& s) {
 #if defined(OPEN_MPI)
   mpi_t_state& t = s.mpi_t;
-  t.wanted = options::mpi_t() != options::mpi_t_reading::off;
+  t.wanted = options::current().mpi_t != options::mpi_t_reading::off;
   const char* probe = s.host->get_value("strata.probe");
-  if (options::mpi_t() != options::mpi_t_reading::always ||
+  if (options::current().mpi_t != options::mpi_t_reading::always ||
       (probe != nullptr && std::strcmp(probe, "1") == 0))
     return;
   const std::set<std::string> before = open_mpi::loaded_components();
@@ -444,8 +444,8 @@ void mpi_t_load([[maybe_unused]] module_state& s) {
 
 void mpi_t_start(module_state& s) {
   mpi_t_state& t = s.mpi_t;
-  t.wanted = options::mpi_t() != options::mpi_t_reading::off;
-  t.automatic = options::mpi_t() == options::mpi_t_reading::automatic;
+  t.wanted = options::current().mpi_t != options::mpi_t_reading::off;
+  t.automatic = options::current().mpi_t == options::mpi_t_reading::automatic;
 #if defined(OPEN_MPI)
   if (!t.initialized && !t.problem.empty() && s.rank == 0)
     s.host->log(s.self, t.problem.c_str());

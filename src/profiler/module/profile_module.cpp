@@ -115,7 +115,7 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     std::snprintf(error, error_size, "%s", problem.c_str());
     return 1;
   }
-  use_counting_callbacks(options::counters() != nullptr);
+  use_counting_callbacks(!options::current().counters.empty());
   auto* s = new module_state();
   s->host = host;
   s->self = self;
@@ -141,21 +141,21 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->counting.traits = s->traits.data();
   s->counting.polls = s->polls.data();
   s->header().start_unix_ns = unix_ns();
-  s->want_callsites = options::callsites();
-  s->counting_allowed = !s->want_callsites && options::counters() == nullptr;
-  s->lean_polls = options::lean_polls();
+  s->want_callsites = options::current().callsites;
+  s->counting_allowed = !s->want_callsites && options::current().counters.empty();
+  s->lean_polls = options::current().lean_polls;
   if (is_overhead_module) {
     s->want_callsites = true;
     s->counting_allowed = false;
-    const char* path = options::machine_model();
+    const std::string& path = options::current().model;
     const std::string problem =
-        path == nullptr
+        path.empty()
             ? "needs a machine model: overhead:model=model.json or STRATA_MODEL=model.json "
               "(made by strata bench)"
             : s->model.load(path, s->names);
     if (!problem.empty()) {
       std::snprintf(error, error_size, "%s",
-                    (path == nullptr ? problem : "option model: " + problem).c_str());
+                    (path.empty() ? problem : "option model: " + problem).c_str());
       delete s;
       return 1;
     }
@@ -214,7 +214,7 @@ strata_module profile_module = {STRATA_MODULE_ABI_VERSION,
 } // namespace
 
 bool lends_slots_to_core(const module_state& s) {
-  return s.counting_allowed && options::core_sums() && s.counting.model == nullptr &&
+  return s.counting_allowed && options::current().core_sums && s.counting.model == nullptr &&
          !s.counting.threaded;
 }
 
@@ -238,7 +238,7 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_polls_v1(void* state,
   auto* s = static_cast<strata::profiler::module_state*>(state);
   if (s == nullptr || !s->counting_allowed)
     return 1;
-  const uint32_t interval = strata::profiler::options::poll_sample_interval();
+  const uint32_t interval = strata::profiler::options::current().poll_sample;
   *untimed = strata::profiler::count_untimed_poll;
   return interval;
 }

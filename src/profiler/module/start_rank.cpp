@@ -46,8 +46,8 @@ void start_rank(module_state& s) {
     long long spool_index;
     char id[128];
   } job{{s.header().start_unix_ns / 1000000000, ::getpid()}, 0, {0}};
-  s.spools =
-      spool_candidates(options::spool(), STRATA_DEFAULT_SPOOL, std::getenv("HOME"), ::getuid());
+  s.spools = spool_candidates(options::current().spool.c_str(), STRATA_DEFAULT_SPOOL,
+                              std::getenv("HOME"), ::getuid());
   placed_rank_file placed;
   const auto place = [&](size_t first) {
     // Each module its own files (spool.hpp).

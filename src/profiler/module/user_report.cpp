@@ -11,7 +11,7 @@ namespace strata::profiler {
 std::string render_user_report(const record::job_record& job) {
   std::optional<strata::model::machine_model> model;
   std::string problem;
-  if (const char* path = options::machine_model()) {
+  if (const std::string& path = options::current().model; !path.empty()) {
     std::string text;
     if (!config::read_file(path, text)) {
       problem = std::string("STRATA_MODEL: cannot read ") + path + "\n";

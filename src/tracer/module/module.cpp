@@ -7,6 +7,7 @@
 // wrapped (completions.cpp), since the requests they complete and the statuses they fill are gone
 // or hidden by the time an event callback could read them. This file loads the module, sets it up
 // once MPI is ready, and describes it to the core; finalize.cpp writes the archive.
+#include "config/option_binder.hpp"
 #include "tracer/module/state.hpp"
 
 #include <algorithm>
@@ -35,12 +36,8 @@ int trace_load(const strata_host* host, int self, const strata_module_arg* args,
   auto s = std::make_unique<trace_state>();
   s->host = host;
   s->self = self;
-  std::vector<std::pair<std::string, std::string>> arg_list;
-  arg_list.reserve(static_cast<size_t>(std::max(nargs, 0)));
-  for (int i = 0; i < nargs; ++i)
-    arg_list.emplace_back(args[i].key, args[i].value != nullptr ? args[i].value : "");
-  // The core resolved every declared option (trace_option_list) and checked its type.
-  if (std::string why = parse_options(arg_list, s->opt); !why.empty()) {
+  // The core resolved every declared option (declared_options()) and checked its type.
+  if (std::string why = parse_options(config::argument_list(args, nargs), s->opt); !why.empty()) {
     std::snprintf(error, error_size, "%s", why.c_str());
     return 1;
   }
@@ -148,7 +145,7 @@ extern "C" STRATA_MODULE_EXPORT const strata_module* strata_module_v1(void) {
 }
 
 extern "C" STRATA_MODULE_EXPORT const strata_module_options* strata_module_options_v1(void) {
-  return &strata::trace::trace_option_list;
+  return strata::trace::declared_options();
 }
 
 extern "C" STRATA_MODULE_EXPORT const strata_module_regions* strata_module_regions_v1(void) {

@@ -107,7 +107,10 @@ write_config() {
     echo "AccountingStorageType=accounting_storage/none"
     echo "SelectType=select/cons_tres"
     echo "SelectTypeParameters=CR_CPU"
-    echo "SchedulerType=sched/builtin"
+    # Backfill: slurmctld schedules heterogeneous jobs (srun A : B, sbatch hetjob) with it
+    # only; every second, so that they start as soon as a plain job would.
+    echo "SchedulerType=sched/backfill"
+    echo "SchedulerParameters=bf_interval=1"
     echo "MpiDefault=none"
     echo "ReturnToService=2"
     echo "SlurmdParameters=config_overrides"

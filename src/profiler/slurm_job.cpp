@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace strata::profiler {
 
@@ -88,7 +89,16 @@ slurm_facts_of(const std::map<std::string, std::string>& variables, bool finaliz
   s.user = value_of(variables, "SLURM_JOB_USER");
   s.account = either(variables, "SLURM_JOB_ACCOUNT", "STRATA_SLURM_ACCOUNT");
   s.partition = either(variables, "SLURM_JOB_PARTITION", "STRATA_SLURM_PARTITION");
-  s.qos = either(variables, "SLURM_JOB_QOS", "STRATA_SLURM_QOS");
+  if (std::string qos = either(variables, "SLURM_JOB_QOS", "STRATA_SLURM_QOS"); !qos.empty())
+    s.qos = std::move(qos);
+  // Slurm sets no SLURM_JOB_QOS in a task; the plugin asks slurmctld (its answer's start time
+  // says it did), which has a QOS only where accounting storage (slurmdbd) keeps them.
+  else if (!value_of(variables, "STRATA_SLURM_JOB_START").empty())
+    s.qos_unknown = "slurmctld gave the job no QOS (Slurm keeps QOS only with accounting "
+                    "storage, slurmdbd)";
+  else
+    s.qos_unknown = "Slurm did not say (no SLURM_JOB_QOS, and Strata's SPANK plugin did not set "
+                    "the task up)";
   if (const auto nodes = number_of(value_of(variables, "SLURM_JOB_NUM_NODES")); nodes && *nodes > 0)
     s.nodes = static_cast<std::uint64_t>(*nodes);
   s.node_list = value_of(variables, "SLURM_JOB_NODELIST");

@@ -50,6 +50,14 @@ TEST(SlurmJob, FactsAndTheTimeLimit) {
   EXPECT_EQ(s->tasks_per_node, "2(x2)");
   EXPECT_EQ(s->time_limit_s, 60);
   EXPECT_TRUE(s->ended_by_time_limit);
+  // No QOS: absent, with the reason (the plugin asked slurmctld), never "".
+  EXPECT_FALSE(s->qos);
+  EXPECT_EQ(s->qos_unknown, "slurmctld gave the job no QOS (Slurm keeps QOS only with accounting "
+                            "storage, slurmdbd)");
+  v["STRATA_SLURM_QOS"] = "normal";
+  EXPECT_EQ(slurm_facts_of(v, false, 1061)->qos, "normal");
+  EXPECT_FALSE(slurm_facts_of(v, false, 1061)->qos_unknown);
+  v.erase("STRATA_SLURM_QOS");
   EXPECT_FALSE(slurm_facts_of(v, false, 1059)->ended_by_time_limit); // before the limit
   EXPECT_FALSE(slurm_facts_of(v, true, 1061)->ended_by_time_limit);  // it finalized
   v.erase("STRATA_SLURM_TIME_LIMIT_S");

@@ -44,6 +44,8 @@ std::string_view order_column(job_order o) {
     return "ranks";
   case job_order::mpi_time_desc:
     return "mpi_time_s";
+  case job_order::exit_code_desc:
+    return "exit_code";
   case job_order::end_asc:
   case job_order::end_desc:
   case job_order::latest:
@@ -92,6 +94,12 @@ std::string where_clause(const job_filter& f, std::vector<store::param>& params,
     add(column("ranks", false) + " >=", *f.min_ranks);
   if (f.max_ranks)
     add(column("ranks", false) + " <=", *f.max_ranks);
+  if (f.account)
+    add("slurm_account =", *f.account);
+  if (f.partition)
+    add("slurm_partition =", *f.partition);
+  if (f.nonzero_exit)
+    sql += " AND exit_code <> 0"; // NULL (not known) is not <> 0 either
   if (f.text) {
     // Executables by substring (strpos, not LIKE: no wildcards, the same on both backends)
     // through the small `executables` table, record ids by prefix (migration 6).
@@ -150,6 +158,9 @@ std::string order_clause(job_order o, list_plan plan = list_plan::planner) {
   case job_order::ranks_desc:
   case job_order::mpi_time_desc:
     break;
+  case job_order::exit_code_desc:
+    // Both backends put NULL last when told (PostgreSQL's DESC puts it first otherwise).
+    return " ORDER BY " + key + " DESC NULLS LAST, end_time DESC, job_id DESC";
   }
   // Ties (many jobs share a size, some an MPI % or CPU time) newest first: the site-wide
   // index of each order holds end_time next, so a walk sorts no group of equal keys.
@@ -206,7 +217,8 @@ job_page jobs_and_count(store& db, const job_filter& filter, std::int64_t cap) {
   const bool by_end = filter.order == job_order::end_desc || filter.order == job_order::end_asc ||
                       filter.order == job_order::latest;
   const bool filtered = filter.when || filter.owner || filter.text || filter.language ||
-                        filter.min_mpi_percent || filter.min_ranks || filter.max_ranks;
+                        filter.min_mpi_percent || filter.min_ranks || filter.max_ranks ||
+                        filter.account || filter.partition || filter.nonzero_exit;
   const bool chooses = filtered && (!by_end || filter.text);
   const std::int64_t bound = chooses ? std::max(cap, db.list_threshold()) : cap;
   page.matches = bound > 0 ? count_up_to(db, filter, bound, terms) : 0;
@@ -216,8 +228,10 @@ job_page jobs_and_count(store& db, const job_filter& filter, std::int64_t cap) {
   // PostgreSQL); one owner's or program's jobs, read from their index, cost the same on any
   // page.
   const bool deep = filter.offset + filter.limit > 1000 && (filter.owner || filter.text);
-  // MPI time has no index to walk: a filter's index, then sort (the whole table when unfiltered).
-  const bool no_order_index = filter.order == job_order::mpi_time_desc;
+  // MPI time and exit code have no index to walk: a filter's index, then sort (the whole table
+  // when unfiltered).
+  const bool no_order_index =
+      filter.order == job_order::mpi_time_desc || filter.order == job_order::exit_code_desc;
   if (chooses)
     plan = page.matches < db.list_threshold() || deep || no_order_index ? list_plan::by_filter
                                                                         : list_plan::by_order;

@@ -18,7 +18,7 @@ class store;
 // which the period indexes deliver without sorting (reports' "latest critical jobs").
 // By MPI %, CPU time, size or MPI time (summed over ranks: CPU time x MPI share, the MPI
 // core-hours a job lost; no index of its own, so its matches are read and sorted): ties newest
-// first.
+// first. By exit code: the highest first, jobs whose code is not known last (no index either).
 enum class job_order {
   end_desc,
   end_asc,
@@ -26,7 +26,8 @@ enum class job_order {
   cpu_time_desc,
   ranks_desc,
   latest,
-  mpi_time_desc
+  mpi_time_desc,
+  exit_code_desc
 };
 
 struct job_filter {
@@ -36,6 +37,8 @@ struct job_filter {
   std::optional<std::string> language;   // "C/C++", "Fortran"
   std::optional<double> min_mpi_percent; // critical jobs
   std::optional<std::int64_t> min_ranks, max_ranks;
+  std::optional<std::string> account, partition; // exact Slurm account, partition
+  bool nonzero_exit = false;                     // only jobs whose known exit code is not 0
   job_order order = job_order::end_desc;
   std::int64_t limit = 100, offset = 0;
 };

@@ -348,6 +348,12 @@ CREATE INDEX jobs_owner_list ON jobs (owner, end_time, mpi_percent, cpu_time_s, 
 ALTER TABLE jobs ADD COLUMN slurm_account TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';
 )sql",
+    // 13: rank 0's exit code after MPI_Finalize, for the jobs lists. NULL where the record
+    // does not know it (jobs stored before included: their records are not read again), never
+    // 0, which would call a job clean that was not seen exiting.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN exit_code BIGINT;
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on

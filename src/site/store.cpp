@@ -37,11 +37,17 @@ void read_column(const store::row& r, int c, bool& v) {
 void read_column(const store::row& r, int c, double& v) {
   v = r.f64(c);
 }
-void read_column(const store::row& r, int c, std::optional<double>& v) {
-  v = r.is_null(c) ? std::nullopt : std::optional<double>(r.f64(c));
-}
 void read_column(const store::row& r, int c, std::string& v) {
   v = r.text(c);
+}
+template <typename T> void read_column(const store::row& r, int c, std::optional<T>& v) {
+  if (r.is_null(c)) {
+    v.reset();
+    return;
+  }
+  T value{};
+  read_column(r, c, value);
+  v = value;
 }
 
 } // namespace

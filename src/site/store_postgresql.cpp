@@ -177,9 +177,9 @@ public:
   void value(int v) { i32(v); }
   void value(bool v) { i32(v ? 1 : 0); }
   void value(double v) { f64(v); }
-  void value(const std::optional<double>& v) {
+  template <typename T> void value(const std::optional<T>& v) {
     if (v)
-      f64(*v);
+      value(*v);
     else
       null();
   }

@@ -54,7 +54,7 @@ std::vector<std::string> listed_columns() {
   const job_row none;
   visit_job_columns(none, [&](const job_column& c, const auto& member) {
     using member_type = std::decay_t<decltype(member)>;
-    const bool not_null = !std::is_same_v<member_type, std::optional<double>>;
+    const bool not_null = !nullable_job_column<member_type>;
     out.push_back(c.fill == column_fill::by_store
                       ? std::string(c.name)
                       : std::string(c.name) + " " + lower(job_column_type<member_type>()) +
@@ -69,7 +69,7 @@ std::vector<std::string> values_of(const job_row& j) {
   visit_job_columns(j, [&](const job_column& c, const auto& member) {
     std::ostringstream text;
     text.precision(17);
-    if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::optional<double>>) {
+    if constexpr (nullable_job_column<std::decay_t<decltype(member)>>) {
       if (member)
         text << *member;
       else
@@ -90,6 +90,7 @@ TEST_F(StoreBackend, JobColumnsAreTheSchemas) {
   EXPECT_EQ(declared_columns(*s), listed);
   ASSERT_GT(listed.size(), 30u);
   EXPECT_EQ(listed[27], "instructions double precision NULL");
+  EXPECT_EQ(listed.back(), "exit_code bigint NULL"); // version 13: NULL where not known
   EXPECT_EQ(job_inserted_column_count(), static_cast<int>(listed.size()) - 1);
   EXPECT_EQ(job_columns().substr(0, 17), "job_id, job_key, ");
   EXPECT_EQ(job_inserted_columns().substr(0, 9), "job_key, ");
@@ -220,6 +221,7 @@ TEST_F(StoreBackend, OpensAStoreOfThePreviousSchema) {
     ASSERT_TRUE(back);
     EXPECT_EQ(values_of(back->job), values_of(written.job));
     EXPECT_EQ(back->job.slurm_account, "");
+    EXPECT_FALSE(back->job.exit_code); // not known, not 0
     EXPECT_EQ(back->record_json, written.record_json);
     EXPECT_EQ(back->routines.size(), written.routines.size());
   }
@@ -232,16 +234,45 @@ TEST_F(StoreBackend, OpensAStoreOfThePreviousSchema) {
   slurm_job.job.slurm.emplace();
   slurm_job.job.slurm->account = "physics";
   slurm_job.job.slurm->partition = "short";
+  slurm_job.job.exit_code = 0; // a clean exit is 0, not the NULL of not known
   const stored_job added = make_stored_job(slurm_job, record::to_json(slurm_job), 1000, "alice");
-  const insert_result r = s->insert({added, old_jobs[0]});
-  EXPECT_EQ(r.inserted, 1);
+  record::job_record failed = sample_;
+  failed.job.id = "slurm:81238";
+  failed.job.exit_code = 3;
+  const stored_job failed_job = make_stored_job(failed, record::to_json(failed), 1000, "alice");
+  const insert_result r = s->insert({added, old_jobs[0], failed_job});
+  EXPECT_EQ(r.inserted, 2);
   EXPECT_EQ(r.duplicates, 1); // stored by the previous strata: the same key
   const std::optional<stored_job> back = s->job(r.job_ids[0]);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->job.slurm_account, "physics");
   EXPECT_EQ(back->job.slurm_partition, "short");
-  EXPECT_EQ(count_jobs(*s, job_filter{}), 3);
-  EXPECT_EQ(totals(*s, all_time, std::nullopt).jobs, 3);
+  EXPECT_EQ(back->job.exit_code, std::optional<std::int64_t>(0));
+  EXPECT_EQ(count_jobs(*s, job_filter{}), 4);
+  EXPECT_EQ(totals(*s, all_time, std::nullopt).jobs, 4);
+
+  // The jobs lists by exit code: the highest first, the codes not known last; the filters of
+  // a failed exit and of a Slurm account and partition.
+  job_filter by_exit;
+  by_exit.order = job_order::exit_code_desc;
+  std::vector<std::string> order;
+  for (const job_row& j : jobs(*s, by_exit))
+    order.push_back(j.record_id + "=" + (j.exit_code ? std::to_string(*j.exit_code) : "NULL"));
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[0], "slurm:81238=3");
+  EXPECT_EQ(order[1], "slurm:81237=0");
+  EXPECT_TRUE(order[2].ends_with("=NULL") && order[3].ends_with("=NULL")) << order[2];
+  job_filter failed_only;
+  failed_only.nonzero_exit = true;
+  ASSERT_EQ(jobs(*s, failed_only).size(), 1u);
+  EXPECT_EQ(jobs(*s, failed_only)[0].record_id, "slurm:81238");
+  job_filter physics;
+  physics.account = "physics";
+  physics.partition = "short";
+  ASSERT_EQ(jobs(*s, physics).size(), 1u);
+  EXPECT_EQ(jobs(*s, physics)[0].record_id, "slurm:81237");
+  physics.partition = "long";
+  EXPECT_EQ(count_jobs(*s, physics), 0);
   if (where.kind == backend::postgresql)
     s->execute("DROP SCHEMA previous_schema_test CASCADE");
 }

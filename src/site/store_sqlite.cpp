@@ -264,9 +264,9 @@ private:
   static void bind_value(sqlite3_stmt* s, int at, int v) { sqlite3_bind_int64(s, at, v); }
   static void bind_value(sqlite3_stmt* s, int at, bool v) { sqlite3_bind_int64(s, at, v ? 1 : 0); }
   static void bind_value(sqlite3_stmt* s, int at, double v) { sqlite3_bind_double(s, at, v); }
-  static void bind_value(sqlite3_stmt* s, int at, const std::optional<double>& v) {
+  template <typename T> static void bind_value(sqlite3_stmt* s, int at, const std::optional<T>& v) {
     if (v)
-      sqlite3_bind_double(s, at, *v);
+      bind_value(s, at, *v);
     else
       sqlite3_bind_null(s, at);
   }

@@ -19,14 +19,17 @@
 
 namespace strata::site::store_testing {
 
-// What migration 12 added (the Slurm columns): a store taken back before it drops them.
+// What migrations 12 and 13 added (the Slurm columns, the exit code): a store taken back
+// before them drops them.
 inline constexpr const char* drop_version_12 =
-    "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; ";
+    "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
+    "ALTER TABLE jobs DROP COLUMN exit_code; ";
 // What migrations 8 and 9 added (programs and the store's health; the MPI_T index, as
 // version 10 keeps it): tests that take a store back to an older version drop it first, with
-// version 12's columns.
+// the columns of versions 12 and 13.
 inline constexpr const char* drop_version_9 =
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
+    "ALTER TABLE jobs DROP COLUMN exit_code; "
     "DROP TABLE mpi_t_settings; DROP TABLE job_mpi_t; DROP TABLE job_pvars; ";
 inline constexpr const char* drop_version_8 =
     "DROP TABLE programs; DROP TABLE program_runs; DROP TABLE regressions; DROP TABLE ingests; ";

@@ -119,6 +119,8 @@ stored_job make_stored_job(const record::job_record& record, std::string record_
     j.slurm_account = f.slurm->account;
     j.slurm_partition = f.slurm->partition;
   }
+  if (f.exit_code)
+    j.exit_code = *f.exit_code;
   j.partial = f.partial;
   j.wall_time_s = f.wall_time_s;
   j.cpu_time_s = f.wall_time_s * static_cast<double>(f.ranks_reported);

@@ -45,6 +45,10 @@ struct job_row {
   std::int64_t ingested_at = 0;
   // The Slurm account and partition (version 12), "" for jobs without them.
   std::string slurm_account, slurm_partition;
+  // Rank 0's exit code after MPI_Finalize (version 13); absent (NULL) when the record does not
+  // know it, never 0: the process did not exit through exit(), or the record left the spool
+  // before it did, or it was rebuilt, or it was stored before the column existed.
+  std::optional<std::int64_t> exit_code;
 };
 
 // How a column of `jobs` gets its value at insert.
@@ -101,19 +105,26 @@ void visit_job_columns(Row& j, Visit&& visit) {
   visit(job_column{"ingested_at", nullptr, column_fill::insert_time}, j.ingested_at);
   visit(job_column{"slurm_account", nullptr}, j.slurm_account);
   visit(job_column{"slurm_partition", nullptr}, j.slurm_partition);
+  visit(job_column{"exit_code", "exit_code"}, j.exit_code);
 }
+
+// A member that may be absent is a column that may be NULL (std::optional of a column type).
+template <typename T> inline constexpr bool nullable_job_column = false;
+template <typename T> inline constexpr bool nullable_job_column<std::optional<T>> = true;
 
 // The SQL type of a column holding a member of type T, as the migrations declare it: what both
 // backends' inserts write (PostgreSQL's binary COPY needs the exact type). An optional member
-// is a column that may be NULL; every other is NOT NULL.
+// is a column that may be NULL (nullable_job_column); every other is NOT NULL.
 template <typename T> constexpr const char* job_column_type() {
-  if constexpr (std::is_same_v<T, std::string>)
+  if constexpr (nullable_job_column<T>)
+    return job_column_type<typename T::value_type>();
+  else if constexpr (std::is_same_v<T, std::string>)
     return "TEXT";
   else if constexpr (std::is_same_v<T, std::int64_t>)
     return "BIGINT";
   else if constexpr (std::is_same_v<T, int> || std::is_same_v<T, bool>)
     return "INTEGER";
-  else if constexpr (std::is_same_v<T, double> || std::is_same_v<T, std::optional<double>>)
+  else if constexpr (std::is_same_v<T, double>)
     return "DOUBLE PRECISION";
   else
     static_assert(sizeof(T) == 0, "a job_row member of a type the store has no column for");

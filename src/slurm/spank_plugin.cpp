@@ -21,6 +21,7 @@ extern "C" {
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // SPANK_PLUGIN(strata, 1), with the external linkage C++ does not give a const by itself:
@@ -51,9 +52,15 @@ std::string g_default; // default=STACK
 std::string g_prefix;  // prefix=DIR
 strata::slurm::step_facts g_facts;
 
+// A bad value: one line naming it and the problem on the user's terminal (srun, sbatch and salloc
+// print it as "srun: error: strata: --strata=..."), and -1, on which Slurm adds its own "Invalid
+// --strata argument" line and starts nothing (docs/slurm.md).
 int take_option(int /*val*/, const char* optarg, int remote) {
   const std::string value = optarg != nullptr ? optarg : "";
-  if (const std::string why = strata::slurm::stack_problem(value); !why.empty()) {
+  if (std::string why = strata::slurm::stack_problem(value); !why.empty()) {
+    constexpr std::string_view origin = "--strata: "; // the tool list's parser names it too
+    if (why.starts_with(origin))
+      why.erase(0, origin.size());
     if (remote == 0)
       slurm_error("strata: --strata=%s: %s", value.c_str(), why.c_str());
     return -1;

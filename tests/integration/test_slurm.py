@@ -5,6 +5,7 @@ and the epilog's collection into SQLite and PostgreSQL."""
 import glob
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -183,6 +184,49 @@ class SlurmJobs(unittest.TestCase):
                 self.assertEqual(s["step"], "0")
                 self.assertEqual(s["tasks_per_node"], "2(x2)")
                 self.assertEqual(s["time_limit_s"], 300)  # from slurmctld, through the plugin
+                # No accounting storage (slurmdbd) here, so no QOS: absent, with the reason.
+                self.assertNotIn("qos", s)
+                self.assertEqual(s["qos_unknown"], "slurmctld gave the job no QOS (Slurm keeps "
+                                 "QOS only with accounting storage, slurmdbd)")
+
+    def test_a_heterogeneous_job_is_one_mpi_job_with_one_record(self):
+        # srun A : B, a component per node, one MPI_COMM_WORLD over both (Slurm combines a het
+        # step's components); --strata before the first ':' is the whole step's.
+        self.clear()
+        part = ["-N", "1", "-n", "2", SRUN_MPI, program("ring_c"), str(ITER)]
+        proc = subprocess.run(["srun", "-t", "5", "--strata=profile", *part, ":", *part],
+                              env=self.env(), cwd=self.dir, capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"ranks=4 iterations={ITER}", proc.stdout)
+        [record] = self.records()
+        j, routines = record["job"], record["routines"]
+        leader = re.search(r"srun: job (\d+) ", proc.stderr).group(1)  # the het job's id
+        self.assertEqual(j["id"], f"slurm:{leader}.0")
+        self.assertEqual((j["slurm"]["job_id"], j["slurm"]["nodes"]), (leader, 2))
+        self.assertEqual((j["ranks"], j["ranks_reported"], j["status"]), (4, 4, "finalized"))
+        self.assertEqual(routines["MPI_Send"]["calls"], 4 * ITER)
+        self.assertEqual(routines["MPI_Recv"]["calls"], 4 * ITER)
+        self.assertEqual(routines["MPI_Allreduce"]["calls"], 4)
+
+    def test_a_bad_strata_argument_is_one_line_and_no_job(self):
+        # The plugin's one line reaches srun's and sbatch's stderr, Slurm adds its own and starts
+        # nothing.
+        self.clear()
+        ring = program("ring_c")
+        for command in (["srun", "-n", "1", SRUN_MPI, "--strata=profile:usec", ring, "3"],
+                        ["sbatch", "--strata=profile:usec", "--wrap", f"{ring} 3"]):
+            with self.subTest(command=command[0]):
+                proc = subprocess.run(command, env=self.env(), cwd=self.dir,
+                                      capture_output=True, text=True, timeout=60)
+                self.assertNotEqual(proc.returncode, 0, proc.stdout)
+                self.assertEqual(proc.stdout, "")  # no "Submitted batch job", no rank's output
+                ours = [line for line in proc.stderr.splitlines() if "strata: " in line]
+                self.assertEqual(ours, [f"{command[0]}: error: strata: --strata=profile:usec: "
+                                        "expected KEY=VALUE after module 'profile', got 'usec'"],
+                                 proc.stderr)
+                self.assertIn("Invalid --strata argument: profile:usec", proc.stderr)  # Slurm's
+        self.assertEqual(self.records(), [])
 
     def test_sbatch_covers_srun_and_mpirun_in_the_script(self):
         self.clear()

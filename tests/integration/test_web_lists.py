@@ -52,6 +52,7 @@ def records(uid_a, uid_b, now):
              {"from": 1, "to": 3, "messages": 1, "bytes": 10}]
     wait["communication"] = {"pairs": pairs, "by_kind": {"point_to_point": pairs}}
     wait["job"]["slurm"] = slurm("chem")
+    wait["job"]["exit_code"] = 2  # finalized, then exited with 2
     out["wait.json"] = (wait, uid_a)
     # B's job measured by the overhead module: 30 s over the machine model at one call site.
     model = even(make_record("model:1", USER_B, uid_b, 4, 100.0, {"MPI_Recv": (40, 60.0, 400)},
@@ -62,6 +63,7 @@ def records(uid_a, uid_b, now):
                            "wasted_s": 30.0, "ranks": 4}]
     model["callsites_dropped"] = 0
     model["job"]["slurm"] = slurm("phys")
+    model["job"]["exit_code"] = 0  # a clean exit: 0, not the empty cell of not known
     out["model.json"] = (model, uid_b)
     # The most MPI time of all, evenly spread: no waste (and critical: MPI is 67 % of its time).
     out["even.json"] = (even(make_record("even:1", USER_A, uid_a, 2, 150.0, {
@@ -157,6 +159,57 @@ class WebListsTest(ServedStore, unittest.TestCase):
         self.assertEqual(sorted(r[0] for r in seen["partitions"]),
                          ["(none: not started by Slurm)", "compute"])
         self.assertEqual(sum(int(r[1]) for r in seen["accounts"]), site["totals"]["jobs"])
+
+    def test_site_pages_accounts_and_partitions_lead_to_their_jobs(self):
+        drill = self.browse()["slurm_drill"]
+        self.assertEqual(sorted(drill["account_links"]),
+                         ["/jobs?account=chem&days=28", "/jobs?account=phys&days=28"])
+        self.assertEqual(drill["partition_links"], ["/jobs?partition=compute&days=28"])
+        self.assertEqual(drill["url"], "/jobs?account=chem&days=28")
+        self.assertEqual(drill["form"]["account"], "chem")  # the link restores the filter
+        self.assertEqual(drill["form"]["days"], "28")
+        self.assertEqual([r[0] for r in drill["rows"]], ["wait:1"])
+        self.assertEqual(sorted(r[0] for r in drill["partition_rows"]), ["model:1", "wait:1"])
+        # The API's filters, one and both.
+        ids = lambda q: sorted(j["record_id"] for j in self.api_as(ADMIN, "/api/jobs?" + q)["jobs"])
+        self.assertEqual(ids("account=phys"), ["model:1"])
+        self.assertEqual(ids("account=chem&partition=compute"), ["wait:1"])
+        self.assertEqual(ids("account=chem&partition=other"), [])
+        self.assertEqual(ids(f"account=phys&user={USER_A}"), [])  # B's job
+
+    # ---- the exit code in the jobs list ----
+
+    def test_jobs_list_shows_sorts_and_filters_the_exit_code(self):
+        listed = self.api_as(ADMIN, "/api/jobs?sort=exit&per_page=500")["jobs"]
+        codes = [(j["record_id"], j["exit_code"]) for j in listed]
+        self.assertEqual(codes[:2], [("wait:1", 2), ("model:1", 0)])
+        self.assertEqual({c for _, c in codes[2:]}, {None})  # not known: null, never 0
+        self.assertEqual(len(codes), len(self.jobs))
+        failed = self.api_as(ADMIN, "/api/jobs?exit=nonzero")["jobs"]
+        self.assertEqual([j["record_id"] for j in failed], ["wait:1"])
+        status, body, _ = self.request("/api/jobs?exit=1", self.tokens[USER_A])
+        self.assertEqual(status, 400, body)
+        self.assertIn("parameter exit must be nonzero", body)
+        seen = self.browse()["exit"]
+        self.assertEqual(seen["head"][-2], "Exit")
+        self.assertEqual([r[0] for r in seen["rows"][:2]], ["wait:1", "model:1"])
+        self.assertEqual([r[1] for r in seen["rows"][:2]], ["2", "0"])
+        self.assertEqual(seen["rows"][2][1], "")  # empty, with the reason in its title
+        self.assertIn("exit code not known", seen["rows"][2][2])
+        self.assertEqual(seen["sort"], "exit")
+        self.assertEqual(seen["failed_rows"], ["wait:1"])
+        self.assertEqual(seen["failed_form"], "nonzero")
+
+    # ---- copy link ----
+
+    def test_copy_link_puts_the_views_address_on_the_clipboard(self):
+        copied = self.browse()["copied"]
+        self.assertEqual(copied["jobs"]["clipboard"], copied["jobs"]["url"])
+        self.assertTrue(copied["jobs"]["url"].endswith("/jobs?account=chem&days=28"), copied)
+        self.assertEqual(copied["jobs"]["note"], "Copied: " + copied["jobs"]["url"])
+        self.assertEqual(copied["job"]["clipboard"], copied["job"]["url"])
+        self.assertTrue(copied["job"]["url"].endswith(f"/job/{self.jobs['wait:1']['id']}"), copied)
+        self.assertEqual(copied["job"]["note"], "Copied: " + copied["job"]["url"])
 
     # ---- waste ----
 

@@ -77,6 +77,46 @@ main(async (browser, input) => {
   const admin = await login(browser, input.base, input.admin_token, seen.errors);
   seen.periods.site = await (async () => { await ready(admin.page, input.base + "/site"); return value(admin.page, "select[name=days]"); })();
   seen.slurm = { accounts: await rows(admin.page, "#site-accounts"), partitions: await rows(admin.page, "#site-partitions") };
+  const form = (page) => page.$$eval("#filter input, #filter select", (f) => Object.fromEntries(f.filter((x) => x.name).map((x) => [x.name, x.value])));
+  // An account's and a partition's jobs, from the site page's rows.
+  const links = (selector) => admin.page.$$eval(`${selector} tbody a`, (a) => a.map((x) => x.getAttribute("href")));
+  seen.slurm_drill = { account_links: await links("#site-accounts"), partition_links: await links("#site-partitions") };
+  if (seen.slurm_drill.account_links.length) {
+    await Promise.all([admin.page.waitForNavigation(), admin.page.click('#site-accounts tbody a:text-is("chem")')]);
+    await ready(admin.page);
+    seen.slurm_drill.url = admin.page.url().replace(input.base, "");
+    seen.slurm_drill.form = await form(admin.page);
+    seen.slurm_drill.rows = await rows(admin.page, "#jobs");
+    // Copy link, with the browser's clipboard allowed for the site: what the button put there.
+    await admin.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: input.base });
+    const copy = async () => {
+      await admin.page.click("button.copy-link");
+      await admin.page.waitForSelector(".copy-note:not(:empty)");
+      return {
+        url: admin.page.url(),
+        note: await text(admin.page, ".copy-note"),
+        clipboard: await admin.page.evaluate(() => navigator.clipboard.readText()),
+      };
+    };
+    seen.copied = { jobs: await copy() };
+    await ready(admin.page, `${input.base}/job/${input.jobs["wait:1"]}`);
+    seen.copied.job = await copy();
+    await ready(admin.page, input.base + "/site");
+  }
+  await ready(admin.page, input.base + "/jobs?partition=compute");
+  seen.slurm_drill.partition_rows = await rows(admin.page, "#jobs");
+  // The exit code: a column, a sort order and a filter of the jobs list.
+  await ready(admin.page, input.base + "/jobs?sort=exit&per_page=500");
+  const exitColumn = await admin.page.$$eval("#jobs thead th", (h) => h.findIndex((x) => x.textContent === "Exit"));
+  seen.exit = {
+    head: await admin.page.$$eval("#jobs thead th", (h) => h.map((x) => x.textContent)),
+    rows: await admin.page.$$eval("#jobs tbody tr", (r, c) => r.map((tr) => [tr.cells[0].textContent, tr.cells[c].textContent, tr.cells[c].title]), exitColumn),
+    sort: (await form(admin.page)).sort,
+  };
+  await ready(admin.page, input.base + "/jobs?exit=nonzero");
+  seen.exit.failed_rows = (await rows(admin.page, "#jobs")).map((r) => r[0]);
+  seen.exit.failed_form = (await form(admin.page)).exit;
+  await ready(admin.page, input.base + "/site");
   seen.drill = {};
   const follow = async (selector) => {
     await Promise.all([admin.page.waitForNavigation(), admin.page.click(selector)]);

@@ -108,11 +108,14 @@ inline constexpr std::string_view overhead_module = "overhead";
 struct slurm_facts {
   std::string job_id; // "81234"; an array's element "81230_4"; a het job's part "81240+1"
   std::string step;   // "0", "batch"; "" when not known
-  std::string cluster, user, account, partition, qos; // "" when not known
-  std::uint64_t nodes = 0;                            // the job's nodes
-  std::string node_list;                              // "n[1-2]", as Slurm writes it
-  std::string tasks_per_node;                         // the step's, as Slurm writes it: "2(x2)"
-  std::optional<std::int64_t> time_limit_s;           // absent: unlimited or not known
+  std::string cluster, user, account, partition; // "" when not known
+  // The job's quality of service; absent when Slurm did not say, and then qos_unknown says why
+  // (a Slurm without accounting storage, slurmdbd, keeps no QOS).
+  std::optional<std::string> qos, qos_unknown;
+  std::uint64_t nodes = 0;                  // the job's nodes
+  std::string node_list;                    // "n[1-2]", as Slurm writes it
+  std::string tasks_per_node;               // the step's, as Slurm writes it: "2(x2)"
+  std::optional<std::int64_t> time_limit_s; // absent: unlimited or not known
   // The job ran into its time limit: it did not finalize and its end lies at or after its
   // start plus the limit (Slurm's SIGTERM at the limit). False when the limit is not known.
   bool ended_by_time_limit = false;

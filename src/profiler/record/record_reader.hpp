@@ -91,6 +91,7 @@ template <either_const<slurm_facts> S, typename Visit> void fields(S& s, Visit& 
   visit("account", s.account);
   visit("partition", s.partition);
   visit("qos", s.qos);
+  visit("qos_unknown", s.qos_unknown);
   visit("nodes", s.nodes);
   visit("node_list", s.node_list);
   visit("tasks_per_node", s.tasks_per_node);

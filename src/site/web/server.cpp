@@ -598,17 +598,25 @@ private:
     f.min_mpi_percent = number_param(req, "min_mpi", 0, 100);
     f.min_ranks = int_param(req, "min_ranks", 1, std::int64_t{1} << 40);
     f.max_ranks = int_param(req, "max_ranks", 1, std::int64_t{1} << 40);
+    f.account = text_param(req, "account"); // Slurm's, as the site page names them
+    f.partition = text_param(req, "partition");
+    if (const auto exit = text_param(req, "exit")) {
+      if (*exit != "nonzero")
+        throw bad_request("parameter exit must be nonzero, not \"" + *exit + "\"");
+      f.nonzero_exit = true;
+    }
     if (const auto days = int_param(req, "days", 1, 36600))
       f.when = last_days(*days);
     static const std::map<std::string, site::job_order> orders = {
         {"end", site::job_order::end_desc},         {"end_asc", site::job_order::end_asc},
         {"mpi", site::job_order::mpi_percent_desc}, {"cpu", site::job_order::cpu_time_desc},
-        {"ranks", site::job_order::ranks_desc},     {"mpi_hours", site::job_order::mpi_time_desc}};
+        {"ranks", site::job_order::ranks_desc},     {"mpi_hours", site::job_order::mpi_time_desc},
+        {"exit", site::job_order::exit_code_desc}};
     if (const auto sort = text_param(req, "sort")) {
       const auto it = orders.find(*sort);
       if (it == orders.end())
         throw bad_request(
-            "parameter sort must be one of end, end_asc, mpi, cpu, ranks, mpi_hours, not \"" +
+            "parameter sort must be one of end, end_asc, mpi, cpu, ranks, mpi_hours, exit, not \"" +
             *sort + "\"");
       f.order = it->second;
     }

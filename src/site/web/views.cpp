@@ -87,7 +87,7 @@ json job_json(const site::job_row& j) {
   site::visit_job_columns(j, [&](const site::job_column& c, const auto& member) {
     if (c.json_key == nullptr)
       return;
-    if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::optional<double>>)
+    if constexpr (site::nullable_job_column<std::decay_t<decltype(member)>>)
       o[c.json_key] = member ? json(*member) : json(nullptr);
     else
       o[c.json_key] = member;

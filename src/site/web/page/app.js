@@ -1,7 +1,7 @@
 // The pages of `strata site serve`: fetch the JSON API and draw tables (as DOM text, never as
 // HTML strings: job strings stay inert) and charts (Chart.js). Every chart is kept in
 // window.strataCharts so that the browser tests can ask what it draws.
-import { api, axis, chart, coreHours, count, drawWaiting, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
+import { api, axis, chart, copyLinkButton, coreHours, count, drawWaiting, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
 import { comparePart, fetchTrends, trendsPart } from "./trends.js";
 import { compareChooser, comparePage, csvLink, flaggedPage, periodForm, periodSelect, table, wastePage } from "./lists.js";
 
@@ -24,18 +24,31 @@ function collapseLongCells(root, max = 300) {
 }
 
 
+// Rank 0's exit code after MPI_Finalize; when the store has none, an empty cell whose title says why
+// (never 0: a job not seen exiting is not called clean).
+function exitCell(j) {
+  if (j.exit_code !== null && j.exit_code !== undefined)
+    return el("td", { class: j.exit_code ? "n error" : "n" }, String(j.exit_code));
+  return el("td", {
+    class: "n unknown",
+    title: j.status === "finalized"
+      ? "exit code not known: the process did not exit through exit() after MPI_Finalize, or its record had left the spool by then, or was rebuilt by strata recover, or was stored before exit codes were kept"
+      : "no exit code after MPI_Finalize: the job ended otherwise (see Ended)",
+  });
+}
+
 export function jobsTable(jobs, showOwner, id = "jobs") {
   const head = ["Job", "End (UTC)", showOwner ? "User" : null, "Executable", "Language", "Ranks",
-    "Wall s", "CPU h", "MPI %", "MPI core-h", "Ended", "Regression"].filter((h) => h !== null);
+    "Wall s", "CPU h", "MPI %", "MPI core-h", "Ended", "Exit", "Regression"].filter((h) => h !== null);
   const table = el("table", { id }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
   const body = el("tbody");
   for (const j of jobs) {
     const link = el("a", { href: `/job/${j.id}` }, shortText(j.record_id, 40));
     const cells = [link, when(j.end), showOwner ? shortText(j.owner, 24) : null, shortText(j.executable), shortText(j.language, 24),
       j.ranks, fmt(j.wall_time_s), fmt(j.cpu_time_s / 3600, 2), fmt(j.mpi_percent),
-      coreHours(j.mpi_time_s), j.status, j.flagged ? el("a", { href: `/job/${j.id}`, class: "error" }, "flagged") : ""];
+      coreHours(j.mpi_time_s), j.status, exitCell(j), j.flagged ? el("a", { href: `/job/${j.id}`, class: "error" }, "flagged") : ""];
     const tr = el("tr", { "data-owner": j.owner });
-    for (const c of cells) if (c !== null) tr.append(el("td", {}, c));
+    for (const c of cells) if (c !== null) tr.append(c instanceof HTMLTableCellElement ? c : el("td", {}, c));
     body.append(tr);
   }
   table.append(body);
@@ -58,15 +71,24 @@ async function jobsPage(app) {
     lang.append(o);
   }
   form.append(el("label", {}, lang), field("Ranks from", "min_ranks", { size: 5 }),
-    field("to", "max_ranks", { size: 5 }), field("MPI % over", "min_mpi", { size: 4 }));
+    field("to", "max_ranks", { size: 5 }), field("MPI % over", "min_mpi", { size: 4 }),
+    field("Account", "account", { size: 10, title: "Slurm account, exactly" }),
+    field("Partition", "partition", { size: 10, title: "Slurm partition, exactly" }));
+  const exit = el("select", { name: "exit" });
+  for (const [v, t] of [["", "any exit"], ["nonzero", "exit code not 0"]]) {
+    const o = el("option", { value: v }, t);
+    if ((params.get("exit") || "") === v) o.selected = true;
+    exit.append(o);
+  }
+  form.append(el("label", {}, exit));
   const sort = el("select", { name: "sort" });
-  for (const [v, t] of [["end", "newest"], ["end_asc", "oldest"], ["mpi_hours", "MPI core-hours"], ["mpi", "MPI %"], ["cpu", "CPU time"], ["ranks", "ranks"]]) {
+  for (const [v, t] of [["end", "newest"], ["end_asc", "oldest"], ["mpi_hours", "MPI core-hours"], ["mpi", "MPI %"], ["cpu", "CPU time"], ["ranks", "ranks"], ["exit", "exit code"]]) {
     const o = el("option", { value: v }, t);
     if ((params.get("sort") || "end") === v) o.selected = true;
     sort.append(o);
   }
   form.append(el("label", {}, "Sort ", sort), el("button", { type: "submit" }, "Show"));
-  app.append(form);
+  app.append(form, el("p", {}, copyLinkButton()));
   const query = new URLSearchParams();
   for (const [k, v] of params) if (v !== "") query.set(k, v);
   try {
@@ -144,6 +166,7 @@ async function jobPage() {
   const main = document.querySelector("main");
   const report = main.querySelector(".report");
   if (report) collapseLongCells(report);
+  main.querySelector("h1").after(el("p", { id: "job-share" }, copyLinkButton()));
   try {
     const r = await api(`/api/job/${id}`);
     jobFacts(main, r);
@@ -293,13 +316,14 @@ async function sitePage(app) {
         [el("a", { href: wasteOf(u.label) }, shortText(u.label, 40)), u.jobs, fmt(u.cpu_percent), fmt(u.mpi_percent)]));
       app.append(t, csvLink(t, "users"));
     }
-    // Slurm's accounts and partitions, where the records carry them.
+    // Slurm's accounts and partitions, where the records carry them; each leads to its jobs.
     for (const [key, noun, name] of [["by_account", "account", "accounts"], ["by_partition", "partition", "partitions"]]) {
       const groups = r[key] || [];
       if (!groups.some((g) => g.label)) continue;
       app.append(el("h2", {}, `By Slurm ${noun}`));
+      const jobsOf = (label) => `/jobs?${noun}=${encodeURIComponent(label)}&days=${r.days}`;
       const t = table(`site-${name}`, [`Slurm ${noun}`, "Jobs", "% of CPU time", "CPU hours", "MPI %"], groups.map((g) =>
-        [g.label ? shortText(g.label, 40) : "(none: not started by Slurm)", g.jobs, fmt(g.cpu_percent), fmt(g.cpu_time_s / 3600, 1), fmt(g.mpi_percent)]));
+        [g.label ? el("a", { href: jobsOf(g.label) }, shortText(g.label, 40)) : "(none: not started by Slurm)", g.jobs, fmt(g.cpu_percent), fmt(g.cpu_time_s / 3600, 1), fmt(g.mpi_percent)]));
       app.append(t, csvLink(t, name));
     }
     if ((r.critical_jobs || []).length) {

@@ -112,6 +112,28 @@ export function shortText(text, max = 80) {
 export const shortLabel = (text, max = 100) =>
   (String(text).length <= max ? String(text) : String(text).slice(0, max - 1) + "\u2026");
 
+// A button that copies the page's address, which holds its view (period, search, filters, sort),
+// for sharing. The browser's clipboard exists in secure contexts only (HTTPS, or a server on
+// 127.0.0.1); elsewhere, or when the browser refuses, the address is shown selected instead.
+export function copyLinkButton() {
+  const button = el("button", { type: "button", class: "copy-link", title: "copy the address of this view, to share it" }, "Copy link");
+  const note = el("span", { class: "copy-note", role: "status" });
+  button.addEventListener("click", async () => {
+    const url = location.href.split("#")[0];
+    try {
+      if (!navigator.clipboard) throw new Error("this page is not served over HTTPS, so the browser gives it no clipboard");
+      await navigator.clipboard.writeText(url);
+      note.textContent = "Copied: " + url;
+      note.dataset.copied = url;
+    } catch (e) {
+      const field = el("input", { value: url, readonly: "", size: Math.min(url.length, 80) });
+      note.replaceChildren(`Not copied (${e.message}); the link: `, field);
+      field.select();
+    }
+  });
+  return el("span", { class: "share" }, button, " ", note);
+}
+
 // MPI core-hours (MPI time summed over ranks): enough digits that a short run is not 0.00.
 export const coreHours = (s) => { const h = s / 3600; return h >= 10 ? fmt(h, 0) : h >= 0.01 ? fmt(h, 2) : h > 0 ? h.toPrecision(2) : "0"; };
 // "1 job", "2,000 jobs".

@@ -6,8 +6,9 @@
 #
 # BUILD_DIR/bench/<flavor>/timed_call (bench/timed_call.c) on one rank, for each MPI flavor:
 # ns per MPI_Barrier(MPI_COMM_SELF), per 0-byte MPI_Sendrecv to self, per MPI_Iprobe that finds
-# nothing (every one timed: STRATA_PROFILE_POLL_SAMPLE=1) and per MPI_Comm_test_inter (counted,
-# not timed), through the symbol minus straight into MPI, in one process, best of ROUNDS, for:
+# nothing (every one timed: STRATA_PROFILE_POLL_SAMPLE=1), per MPI_Comm_test_inter (counted,
+# not timed) and per loop of two MPI_Start (a persistent 0-byte send to self and its receive)
+# and an MPI_Waitall, through the symbol minus straight into MPI, in one process, best of ROUNDS, for:
 #   native     no tool
 #   profile    Strata's profile module (LD_PRELOAD=libstrata.so STRATA_TOOLS=profile)
 #   events     the profile with every timed call an event to its callback (core_sums=0), where
@@ -27,6 +28,7 @@
 # Knobs: FLAVORS="openmpi mpich", ROUNDS=3, ITERS=2000000, CG_ITERS=20000, CALLGRIND=1,
 # MPIP_LIB=/path/to/libmpiP.so (built against Open MPI, outside this repository),
 # MPIP_LIB_MPICH=/path/to/libmpiP.so (the same against MPICH), OVERHEAD=1,
+# CALLS="start" to count only those calls' instructions under callgrind,
 # CONFIGS="profile trace" to run only those (and native, and before with BASE),
 # THREADS="2" to time MPI_Barrier(MPI_COMM_SELF) also from that many threads at once under
 # MPI_THREAD_MULTIPLE (one rank, not bound; column barrier_Nthreads: the mean of the threads),
@@ -151,7 +153,7 @@ for flavor in $FLAVORS; do
     done
   done
   if [[ $CALLGRIND == 1 ]] && command -v valgrind >/dev/null; then
-    for call in barrier sendrecv iprobe test_inter; do
+    for call in ${CALLS:-barrier sendrecv iprobe test_inter start}; do
       for config in $(configs "$flavor"); do
         a=$(callgrind_ir "$flavor" "$config" "$call" "$CG_ITERS")
         b=$(callgrind_ir "$flavor" "$config" "$call" $((2 * CG_ITERS)))
@@ -181,7 +183,7 @@ for line in open(sys.argv[1]):
         d = float(kv["delta_ns"])
         if key not in best or d < best[key][1]:
             best[key] = (float(kv["native_ns"]), d)
-calls = ["barrier", "sendrecv", "iprobe", "test_inter"]
+calls = ["barrier", "sendrecv", "iprobe", "test_inter", "start"]
 calls += sorted({k[2] for k in best if k[2] not in calls})
 flavors = sorted({k[0] for k in list(best) + list(ir)})
 for f in flavors:

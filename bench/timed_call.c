@@ -1,13 +1,14 @@
 /* The cost of one MPI call a profiler must time, and of one it only counts: MPI_Barrier on
  * MPI_COMM_SELF, a 0-byte MPI_Sendrecv to self, an MPI_Iprobe that finds nothing (timed on
  * every call with STRATA_PROFILE_POLL_SAMPLE=1), and MPI_Comm_test_inter (counted, never timed,
- * by the profile). One rank, a plain MPI program that knows nothing of Strata or of any other
- * tool: each call through its MPI_ symbol (through whatever tool is preloaded) against the same
- * call straight into the MPI library through a pointer taken from the library itself, in the
- * same process, so that the difference is the tool's cost alone.
+ * by the profile), and a persistent 0-byte send to self started with its receive (two MPI_Start
+ * and an MPI_Waitall: the profile counts each start's message). One rank, a plain MPI program that
+ * knows nothing of Strata or of any other tool: each call through its MPI_ symbol (through whatever
+ * tool is preloaded) against the same call straight into the MPI library through a pointer taken
+ * from the library itself, in the same process, so that the difference is the tool's cost alone.
  *
  * Usage: timed_call [--iters N] [--reps K] [--label TEXT] [--threads T]
- *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter
+ *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter|start
  *                   [--native]   (only N such calls, for callgrind's instruction counts)
  *
  * --threads T: MPI_THREAD_MULTIPLE, and T threads time MPI_Barrier(MPI_COMM_SELF) at the same
@@ -32,11 +33,15 @@ typedef int (*sendrecv_fn)(const void*, int, MPI_Datatype, int, int, void*, int,
                            int, MPI_Comm, MPI_Status*);
 typedef int (*iprobe_fn)(int, int, MPI_Comm, int*, MPI_Status*);
 typedef int (*test_inter_fn)(MPI_Comm, int*);
+typedef int (*start_fn)(MPI_Request*);
+typedef int (*waitall_fn)(int, MPI_Request*, MPI_Status*);
 
 static barrier_fn volatile native_barrier;
 static sendrecv_fn volatile native_sendrecv;
 static iprobe_fn volatile native_iprobe;
 static test_inter_fn volatile native_test_inter;
+static start_fn volatile native_start;
+static waitall_fn volatile native_waitall;
 enum { never_sent_tag = 4242 };
 
 static void resolve_native(void) {
@@ -45,6 +50,17 @@ static void resolve_native(void) {
   native_sendrecv = (sendrecv_fn)must_sym(h, "PMPI_Sendrecv");
   native_iprobe = (iprobe_fn)must_sym(h, "PMPI_Iprobe");
   native_test_inter = (test_inter_fn)must_sym(h, "PMPI_Comm_test_inter");
+  native_start = (start_fn)must_sym(h, "PMPI_Start");
+  native_waitall = (waitall_fn)must_sym(h, "PMPI_Waitall");
+}
+
+/* The persistent pair the start loop starts: [0] the receive, [1] the send, made once. */
+static MPI_Request persistent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+static char persistent_out, persistent_in;
+
+static void make_persistent(void) {
+  MPI_Recv_init(&persistent_in, 0, MPI_BYTE, 0, 9, MPI_COMM_SELF, &persistent[0]);
+  MPI_Send_init(&persistent_out, 0, MPI_BYTE, 0, 9, MPI_COMM_SELF, &persistent[1]);
 }
 
 /* One call of each kind, through the symbol (native = 0) or the library's pointer. */
@@ -65,6 +81,19 @@ static void call_once(int which, int native) {
     native ? native_iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE)
            : MPI_Iprobe(MPI_ANY_SOURCE, never_sent_tag, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
     break;
+  case 4: {
+    MPI_Status statuses[2];
+    if (native) {
+      native_start(&persistent[0]);
+      native_start(&persistent[1]);
+      native_waitall(2, persistent, statuses);
+    } else {
+      MPI_Start(&persistent[0]);
+      MPI_Start(&persistent[1]);
+      MPI_Waitall(2, persistent, statuses);
+    }
+    break;
+  }
   default:
     native ? native_test_inter(MPI_COMM_SELF, &flag) : MPI_Comm_test_inter(MPI_COMM_SELF, &flag);
     break;
@@ -87,11 +116,15 @@ LOOP(native_2, call_once(2, 1))
 LOOP(symbol_2, call_once(2, 0))
 LOOP(native_3, call_once(3, 1))
 LOOP(symbol_3, call_once(3, 0))
+LOOP(native_4, call_once(4, 1))
+LOOP(symbol_4, call_once(4, 0))
 
 typedef double (*loop_fn)(long);
-static const loop_fn native_loops[4] = {native_0, native_1, native_2, native_3};
-static const loop_fn symbol_loops[4] = {symbol_0, symbol_1, symbol_2, symbol_3};
-static const char* const call_names[4] = {"barrier", "sendrecv", "iprobe", "test_inter"};
+enum { call_kinds = 5 };
+static const loop_fn native_loops[call_kinds] = {native_0, native_1, native_2, native_3, native_4};
+static const loop_fn symbol_loops[call_kinds] = {symbol_0, symbol_1, symbol_2, symbol_3, symbol_4};
+static const char* const call_names[call_kinds] = {"barrier", "sendrecv", "iprobe", "test_inter",
+                                                   "start"};
 
 /* Best of `reps` repetitions of the median of 9 batches; native and symbol batches alternate. */
 static void measure(int which, long iters, int reps, double* nat, double* sym) {
@@ -165,9 +198,9 @@ int main(int argc, char** argv) {
       cg_iters = atol(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind-call") && i + 1 < argc) {
       const char* name = argv[++i];
-      for (which = 0; which < 4 && strcmp(call_names[which], name) != 0; ++which)
+      for (which = 0; which < call_kinds && strcmp(call_names[which], name) != 0; ++which)
         ;
-      if (which == 4) {
+      if (which == call_kinds) {
         fprintf(stderr, "timed_call: unknown call %s\n", name);
         return 2;
       }
@@ -190,6 +223,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   resolve_native();
+  make_persistent();
   if (cg_iters > 0) {
     (native ? native_loops : symbol_loops)[which](cg_iters);
     MPI_Finalize();
@@ -207,7 +241,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 0;
   }
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c < call_kinds; ++c) {
     double nat = 0, sym = 0;
     measure(c, iters, reps, &nat, &sym);
     if (rank == 0)
@@ -215,6 +249,8 @@ int main(int argc, char** argv) {
              "owner=%s\n",
              flavor, label, call_names[c], nat, sym, sym - nat, symbol_owner("MPI_Barrier"));
   }
+  MPI_Request_free(&persistent[0]);
+  MPI_Request_free(&persistent[1]);
   MPI_Finalize();
   return 0;
 }

@@ -19,13 +19,16 @@
 
 namespace strata::site::store_testing {
 
-// What migration 12 added (the Slurm columns): a store taken back before it drops them.
+// What migration 14 added (each job's pairs of ranks), and 12 (the Slurm columns): a store
+// taken back before them drops them.
 inline constexpr const char* drop_version_12 =
+    "DROP TABLE job_pairs; DROP TABLE job_unlisted_pairs; "
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; ";
 // What migrations 8 and 9 added (programs and the store's health; the MPI_T index, as
 // version 10 keeps it): tests that take a store back to an older version drop it first, with
 // version 12's columns.
 inline constexpr const char* drop_version_9 =
+    "DROP TABLE job_pairs; DROP TABLE job_unlisted_pairs; "
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
     "DROP TABLE mpi_t_settings; DROP TABLE job_mpi_t; DROP TABLE job_pvars; ";
 inline constexpr const char* drop_version_8 =

@@ -6,8 +6,9 @@
 #
 # BUILD_DIR/bench/<flavor>/timed_call (bench/timed_call.c) on one rank, for each MPI flavor:
 # ns per MPI_Barrier(MPI_COMM_SELF), per 0-byte MPI_Sendrecv to self, per MPI_Iprobe that finds
-# nothing (every one timed: STRATA_PROFILE_POLL_SAMPLE=1) and per MPI_Comm_test_inter (counted,
-# not timed), through the symbol minus straight into MPI, in one process, best of ROUNDS, for:
+# nothing (every one timed: STRATA_PROFILE_POLL_SAMPLE=1), per MPI_Comm_test_inter (counted,
+# not timed) and per loop of two MPI_Start (a persistent 0-byte send to self and its receive)
+# and an MPI_Waitall, through the symbol minus straight into MPI, in one process, best of ROUNDS, for:
 #   native     no tool
 #   profile    Strata's profile module (LD_PRELOAD=libstrata.so STRATA_TOOLS=profile)
 #   events     the profile with every timed call an event to its callback (core_sums=0), where
@@ -23,7 +24,7 @@
 #   mpiP       mpiP with its defaults (call sites one level up)
 # and the instructions per call under callgrind (CALLGRIND=1): two singleton runs of N and 2N
 # calls, the difference over N; "native" loops call MPI straight through the pointer.
-# CG_CALLS picks callgrind's calls (default "barrier sendrecv iprobe test_inter"); two more,
+# CG_CALLS picks callgrind's calls (default "barrier sendrecv iprobe test_inter start"); two more,
 # callgrind's only, make requests: irecv_isend (an MPI_Irecv and an MPI_Isend to self, their
 # MPI_Waitall: one "call" is the three) and ibarrier (an MPI_Ibarrier on MPI_COMM_SELF and its
 # MPI_Wait).
@@ -155,7 +156,7 @@ for flavor in $FLAVORS; do
     done
   done
   if [[ $CALLGRIND == 1 ]] && command -v valgrind >/dev/null; then
-    for call in ${CG_CALLS:-barrier sendrecv iprobe test_inter}; do
+    for call in ${CG_CALLS:-barrier sendrecv iprobe test_inter start}; do
       for config in $(configs "$flavor"); do
         a=$(callgrind_ir "$flavor" "$config" "$call" "$CG_ITERS")
         b=$(callgrind_ir "$flavor" "$config" "$call" $((2 * CG_ITERS)))
@@ -185,7 +186,7 @@ for line in open(sys.argv[1]):
         d = float(kv["delta_ns"])
         if key not in best or d < best[key][1]:
             best[key] = (float(kv["native_ns"]), d)
-calls = ["barrier", "sendrecv", "iprobe", "test_inter"]
+calls = ["barrier", "sendrecv", "iprobe", "test_inter", "start"]
 calls += sorted({k[2] for k in list(best) + list(ir) if k[2] not in calls})
 flavors = sorted({k[0] for k in list(best) + list(ir)})
 for f in flavors:

@@ -1,14 +1,15 @@
 /* The cost of one MPI call a profiler must time, and of one it only counts: MPI_Barrier on
  * MPI_COMM_SELF, a 0-byte MPI_Sendrecv to self, an MPI_Iprobe that finds nothing (timed on
  * every call with STRATA_PROFILE_POLL_SAMPLE=1), and MPI_Comm_test_inter (counted, never timed,
- * by the profile). One rank, a plain MPI program that knows nothing of Strata or of any other
- * tool: each call through its MPI_ symbol (through whatever tool is preloaded) against the same
- * call straight into the MPI library through a pointer taken from the library itself, in the
- * same process, so that the difference is the tool's cost alone.
+ * by the profile), and a persistent 0-byte send to self started with its receive (two MPI_Start
+ * and an MPI_Waitall: the profile counts each start's message). One rank, a plain MPI program that
+ * knows nothing of Strata or of any other tool: each call through its MPI_ symbol (through whatever
+ * tool is preloaded) against the same call straight into the MPI library through a pointer taken
+ * from the library itself, in the same process, so that the difference is the tool's cost alone.
  *
  * Usage: timed_call [--iters N] [--reps K] [--label TEXT] [--threads T]
  *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter|
- *                   irecv_isend|ibarrier [--native]   (only N such calls, for callgrind's
+ *                   start|irecv_isend|ibarrier [--native]   (only N such calls, for callgrind's
  *                   instruction counts; the last two are callgrind's only: an MPI_Irecv and an
  *                   MPI_Isend to self and an MPI_Waitall of both, an MPI_Ibarrier on
  *                   MPI_COMM_SELF and its MPI_Wait, the calls that make requests)
@@ -40,6 +41,7 @@ typedef int (*isend_fn)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_
 typedef int (*waitall_fn)(int, MPI_Request*, MPI_Status*);
 typedef int (*ibarrier_fn)(MPI_Comm, MPI_Request*);
 typedef int (*wait_fn)(MPI_Request*, MPI_Status*);
+typedef int (*start_fn)(MPI_Request*);
 
 static barrier_fn volatile native_barrier;
 static sendrecv_fn volatile native_sendrecv;
@@ -50,6 +52,7 @@ static isend_fn volatile native_isend;
 static waitall_fn volatile native_waitall;
 static ibarrier_fn volatile native_ibarrier;
 static wait_fn volatile native_wait;
+static start_fn volatile native_start;
 enum { never_sent_tag = 4242 };
 
 static void resolve_native(void) {
@@ -63,6 +66,16 @@ static void resolve_native(void) {
   native_waitall = (waitall_fn)must_sym(h, "PMPI_Waitall");
   native_ibarrier = (ibarrier_fn)must_sym(h, "PMPI_Ibarrier");
   native_wait = (wait_fn)must_sym(h, "PMPI_Wait");
+  native_start = (start_fn)must_sym(h, "PMPI_Start");
+}
+
+/* The persistent pair the start loop starts: [0] the receive, [1] the send, made once. */
+static MPI_Request persistent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+static char persistent_out, persistent_in;
+
+static void make_persistent(void) {
+  MPI_Recv_init(&persistent_in, 0, MPI_BYTE, 0, 9, MPI_COMM_SELF, &persistent[0]);
+  MPI_Send_init(&persistent_out, 0, MPI_BYTE, 0, 9, MPI_COMM_SELF, &persistent[1]);
 }
 
 /* One call of each kind, through the symbol (native = 0) or the library's pointer. */
@@ -89,6 +102,17 @@ static void call_once(int which, int native) {
     native ? native_test_inter(MPI_COMM_SELF, &flag) : MPI_Comm_test_inter(MPI_COMM_SELF, &flag);
     break;
   case 4:
+    if (native) {
+      native_start(&persistent[0]);
+      native_start(&persistent[1]);
+      native_waitall(2, persistent, statuses);
+    } else {
+      MPI_Start(&persistent[0]);
+      MPI_Start(&persistent[1]);
+      MPI_Waitall(2, persistent, statuses);
+    }
+    break;
+  case 5:
     native ? native_irecv(&byte_in, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[0])
            : MPI_Irecv(&byte_in, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[0]);
     native ? native_isend(&byte_out, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[1])
@@ -124,15 +148,17 @@ LOOP(native_4, call_once(4, 1))
 LOOP(symbol_4, call_once(4, 0))
 LOOP(native_5, call_once(5, 1))
 LOOP(symbol_5, call_once(5, 0))
+LOOP(native_6, call_once(6, 1))
+LOOP(symbol_6, call_once(6, 0))
 
 typedef double (*loop_fn)(long);
-enum { timed_calls = 4, calls = 6 }; /* the first four are timed too, the others callgrind's */
-static const loop_fn native_loops[calls] = {native_0, native_1, native_2,
-                                            native_3, native_4, native_5};
-static const loop_fn symbol_loops[calls] = {symbol_0, symbol_1, symbol_2,
-                                            symbol_3, symbol_4, symbol_5};
-static const char* const call_names[calls] = {"barrier",    "sendrecv",    "iprobe",
-                                              "test_inter", "irecv_isend", "ibarrier"};
+enum { timed_calls = 5, calls = 7 }; /* the first five are timed too, the others callgrind's */
+static const loop_fn native_loops[calls] = {native_0, native_1, native_2, native_3,
+                                            native_4, native_5, native_6};
+static const loop_fn symbol_loops[calls] = {symbol_0, symbol_1, symbol_2, symbol_3,
+                                            symbol_4, symbol_5, symbol_6};
+static const char* const call_names[calls] = {"barrier", "sendrecv",    "iprobe",  "test_inter",
+                                              "start",   "irecv_isend", "ibarrier"};
 
 /* Best of `reps` repetitions of the median of 9 batches; native and symbol batches alternate. */
 static void measure(int which, long iters, int reps, double* nat, double* sym) {
@@ -231,6 +257,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   resolve_native();
+  make_persistent();
   if (cg_iters > 0) {
     (native ? native_loops : symbol_loops)[which](cg_iters);
     MPI_Finalize();
@@ -256,6 +283,8 @@ int main(int argc, char** argv) {
              "owner=%s\n",
              flavor, label, call_names[c], nat, sym, sym - nat, symbol_owner("MPI_Barrier"));
   }
+  MPI_Request_free(&persistent[0]);
+  MPI_Request_free(&persistent[1]);
   MPI_Finalize();
   return 0;
 }

@@ -307,6 +307,13 @@ typedef struct strata_timed_counts {
    * of that function (STRATA_FIELD_PEER). NULL: no such sums. */
   strata_pair_sum* pairs;
   uint32_t pair_count;
+  /* Appended likewise: for MPI_Start and MPI_Startall only, a function the core calls after each
+   * call it summed, with the call's event as decoded for the module's fields (the result, the
+   * request or the request array: STRATA_FIELD_REQUESTS) and the module's state: what a start
+   * sends is known only to whoever saw its request made (MPI_Send_init). Not called while the
+   * module's other callbacks run, nor from two threads at once (no MPI_THREAD_MULTIPLE). NULL:
+   * none. Ignored for every other function. */
+  strata_event_fn after_start;
 } strata_timed_counts;
 static inline int strata_size_bin(uint64_t bytes) {
   const int bin = bytes == 0 ? 0 : 64 - __builtin_clzll(bytes);

@@ -406,6 +406,12 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
       pair.bytes += non_negative(ev.bytes_sent);
     }
   }
+  // A start's messages, which only the module that saw its requests made can name: the test
+  // is compiled into MPI_Start and MPI_Startall alone.
+  if constexpr (Decoder::starts_requests) {
+    if (entry.timed_after_start != nullptr)
+      entry.timed_after_start(&ev, entry.state);
+  }
   // The latest exit moves on once a millisecond, not on every call (as the profile's threads
   // do: counting.hpp): the wall time of a rank that died may be short by that much.
   if (__builtin_expect(exit > entry.latest_exit_due, 0)) {

@@ -280,6 +280,11 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             c.write(f"  static constexpr bool is_poll = {'true' if 'flag' in spec else 'false'};\n")
             # Calls that name a peer: the only ones whose sums per peer the core may keep.
             c.write(f"  static constexpr bool has_peer = {'true' if 'peer' in spec else 'false'};\n")
+            # The starts of persistent requests, as the routine table names them
+            # (routines::request_use_of): the only calls whose sums end in the module's
+            # after_start (module.h, strata_timed_counts).
+            starts = "true" if n in ("MPI_Start", "MPI_Startall") else "false"
+            c.write(f"  static constexpr bool starts_requests = {starts};\n")
             if "flag" in spec:
                 # Before an untimed poll: what the enter decoder does for the bytes received
                 # (which the core then leaves out of the enter decoder it runs after the call).

@@ -354,6 +354,27 @@ ALTER TABLE jobs ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE jobs ADD COLUMN exit_code BIGINT;
 )sql",
+    // 14: who talks to whom: each job's point-to-point pairs from its record's communication
+    // section, one row per kind of message, sender and receiver (world ranks), and what a large
+    // job's record left out of its list (the job's matrix is whole without such a row). Jobs
+    // stored before have none: their records are not read again.
+    R"sql(
+CREATE TABLE job_pairs (
+  job_id BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  from_rank BIGINT NOT NULL,
+  to_rank BIGINT NOT NULL,
+  messages BIGINT NOT NULL,
+  bytes BIGINT NOT NULL,
+  PRIMARY KEY (job_id, kind, from_rank, to_rank)
+) {{clustered}};
+CREATE TABLE job_unlisted_pairs (
+  job_id BIGINT PRIMARY KEY,
+  pairs BIGINT NOT NULL,
+  messages BIGINT NOT NULL,
+  bytes BIGINT NOT NULL
+);
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on

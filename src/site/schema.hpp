@@ -1,4 +1,4 @@
-// The site store's schema, version 13. Migrations (schema.cpp) take a store from any earlier
+// The site store's schema, version 14. Migrations (schema.cpp) take a store from any earlier
 // version to this one when it is opened; docs/site-setup.md shows the tables to administrators.
 //
 //   schema_version(version)               one row per applied migration
@@ -30,10 +30,12 @@
 //   job_mpi_t(job_id, settings_id, ...)   (9) the set each job ran with (site/mpi_t_index.hpp)
 //   job_pvars(name, job_id, ...)          (9) each job's MPI_T performance variables
 //   (12: jobs hold the Slurm account and partition; 13: rank 0's exit code, NULL: not known)
+//   job_pairs(job_id, kind, from_rank, to_rank, ...)   (14) each job's point-to-point pairs
+//   job_unlisted_pairs(job_id, ...)       (14) the pairs a large job's record left out
 #pragma once
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 13;
+inline constexpr int store_schema_version = 14;
 
 } // namespace strata::site

@@ -1,5 +1,6 @@
 #include "site/store.hpp"
 
+#include "site/job_pairs.hpp"
 #include "site/mpi_t_index.hpp"
 #include "site/programs.hpp"
 #include "site/store_backends.hpp"
@@ -134,6 +135,7 @@ insert_result store::insert(const std::vector<stored_job>& jobs) {
     add_executables(jobs, r.was_new);
     add_program_runs(*this, jobs, r);
     add_mpi_t(*this, jobs, r);
+    add_job_pairs(*this, jobs, r);
     add_day_rollups(*this, jobs, r.was_new);
     execute("COMMIT");
     return r;

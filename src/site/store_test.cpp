@@ -1,6 +1,7 @@
 #include "profiler/record/record.hpp"
 #include "site/groups.hpp"
 #include "site/ingest.hpp"
+#include "site/job_pairs.hpp"
 #include "site/mail.hpp"
 #include "site/parse.hpp"
 #include "site/report.hpp"
@@ -17,10 +18,12 @@
 #include <future>
 #include <gtest/gtest.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <sys/resource.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -493,13 +496,62 @@ TEST_F(StoreBackend, AppliedMigrationsNeverChange) {
       6935066292756075219ULL,  11253595723536361735ULL, 1939783111810881003ULL,
       5001915358561043501ULL,  881657592039964358ULL,   11364681328949135678ULL,
       15576076753753389769ULL, 11882564890429325428ULL, 10168593772630028602ULL,
-      17707348518935595590ULL};
+      17707348518935595590ULL, 3423102318135383698ULL};
   for (int version = 1; version <= static_cast<int>(std::size(pinned)); ++version)
     EXPECT_EQ(fnv1a(store->migration_sql(version)), pinned[version - 1])
         << "migration " << version << " changed:\n"
         << store->migration_sql(version);
   EXPECT_NE(store->migration_sql(4).find("g14_cpu DOUBLE PRECISION NOT NULL"), std::string::npos);
   EXPECT_EQ(store->migration_sql(4).find("g15_"), std::string::npos);
+}
+
+// Each job's pairs of ranks from its record (who sends how much to whom, each kind apart), read
+// back per pair with the kinds summed, heaviest first; a large job's left-out pairs; a record
+// without the section stores none.
+TEST_F(StoreBackend, KeepsEachJobsPairsOfRanks) {
+  const auto s = store::open(url_);
+  record::job_record whole = sample_, cut = sample_, none = sample_;
+  whole.job.id = "pairs:whole";
+  whole.communication.emplace();
+  whole.communication->by_kind["point_to_point"] = {{0, 1, 100, 8000}, {2, 3, 3, 30}};
+  whole.communication->by_kind["persistent"] = {{2, 3, 5, 160}};
+  whole.communication->pairs = {{0, 1, 100, 8000}, {2, 3, 8, 190}};
+  cut.job.id = "pairs:cut";
+  cut.communication.emplace();
+  cut.communication->by_kind["sendrecv"] = {{1, 0, 4, 4000}};
+  cut.communication->pairs = {{1, 0, 4, 4000}};
+  cut.communication->unlisted = record::unlisted_pairs{7, 70, 7000};
+  none.job.id = "pairs:none";
+  std::vector<stored_job> jobs;
+  for (const record::job_record* r : {&whole, &cut, &none})
+    jobs.push_back(make_stored_job(*r, record::to_json(*r), 1000, "alice"));
+  const insert_result inserted = s->insert(jobs);
+  ASSERT_EQ(inserted.inserted, 3);
+
+  const std::optional<job_partners> w = partners_of(*s, inserted.job_ids[0]);
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(w->whole());
+  ASSERT_EQ(w->pairs.size(), 2u);
+  EXPECT_EQ(
+      std::make_tuple(w->pairs[0].from, w->pairs[0].to, w->pairs[0].messages, w->pairs[0].bytes),
+      std::make_tuple(0, 1, 100, 8000));
+  EXPECT_EQ(
+      std::make_tuple(w->pairs[1].from, w->pairs[1].to, w->pairs[1].messages, w->pairs[1].bytes),
+      std::make_tuple(2, 3, 8, 190));
+  EXPECT_EQ(w->pairs[1].bytes_by_kind,
+            (std::map<std::string, std::int64_t>{{"persistent", 160}, {"point_to_point", 30}}));
+  EXPECT_EQ(w->pairs[1].messages_by_kind,
+            (std::map<std::string, std::int64_t>{{"persistent", 5}, {"point_to_point", 3}}));
+
+  const std::optional<job_partners> c = partners_of(*s, inserted.job_ids[1]);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->whole());
+  EXPECT_EQ(std::make_tuple(c->unlisted_pairs, c->unlisted_messages, c->unlisted_bytes),
+            std::make_tuple(7, 70, 7000));
+  ASSERT_EQ(c->pairs.size(), 1u);
+  EXPECT_EQ(c->pairs[0].bytes_by_kind, (std::map<std::string, std::int64_t>{{"sendrecv", 4000}}));
+
+  EXPECT_FALSE(partners_of(*s, inserted.job_ids[2]));
 }
 
 } // namespace

@@ -19,15 +19,17 @@
 
 namespace strata::site::store_testing {
 
-// What migrations 12 and 13 added (the Slurm columns, the exit code): a store taken back
-// before them drops them.
+// What migrations 12 to 14 added (the Slurm columns, the exit code, each job's pairs of ranks):
+// a store taken back before them drops them.
 inline constexpr const char* drop_version_12 =
+    "DROP TABLE job_pairs; DROP TABLE job_unlisted_pairs; "
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
     "ALTER TABLE jobs DROP COLUMN exit_code; ";
 // What migrations 8 and 9 added (programs and the store's health; the MPI_T index, as
 // version 10 keeps it): tests that take a store back to an older version drop it first, with
-// the columns of versions 12 and 13.
+// the columns and tables of versions 12 to 14.
 inline constexpr const char* drop_version_9 =
+    "DROP TABLE job_pairs; DROP TABLE job_unlisted_pairs; "
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
     "ALTER TABLE jobs DROP COLUMN exit_code; "
     "DROP TABLE mpi_t_settings; DROP TABLE job_mpi_t; DROP TABLE job_pvars; ";

@@ -156,6 +156,20 @@ struct mpi_t_rows {
   std::vector<pvar_row> pvars;
 };
 
+// A job's point-to-point traffic between two ranks as the store keeps it (the record's
+// `communication.by_kind`): one row per kind of message, sender and receiver (world ranks).
+struct pair_row {
+  std::string kind; // "point_to_point", "sendrecv", "persistent" (common/message_kinds.hpp)
+  std::int64_t from = 0, to = 0, messages = 0, bytes = 0;
+};
+
+// The pairs of one job's record, and what its record left out (a large job's record lists its
+// heaviest pairs only): the matrix is whole when unlisted_pairs is 0.
+struct job_pair_rows {
+  std::vector<pair_row> rows;
+  std::int64_t unlisted_pairs = 0, unlisted_messages = 0, unlisted_bytes = 0;
+};
+
 // A routine whose time per rank moved most in a flagged job, against the history's median.
 struct moved_routine {
   std::string routine;
@@ -192,6 +206,7 @@ struct stored_job {
   std::string arguments;
   std::optional<regression_flag> regression; // set before the insert by the regression scorer
   std::optional<mpi_t_rows> mpi_t;           // absent: the record has no MPI_T section
+  std::optional<job_pair_rows> pairs;        // absent: the record has no communication section
 };
 
 // Whether a job's figures may stand for its program: it finalized on every rank and was not

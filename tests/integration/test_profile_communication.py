@@ -1,8 +1,10 @@
 """The profile's communication matrix: the record's `communication` section, under real mpirun, for
 a program with a known pattern (tests/programs/comm_pattern.c with its derived communicator:
 a ring, MPI_Sendrecv pairs, MPI_Isend on a communicator of the ranks in reverse order received
-with MPI_ANY_SOURCE, and persistent sends started by MPI_Start and MPI_Startall). The pairs must be exact, in world ranks, whether the core sums the calls or
-the profile's callback sees them, and equal to what `strata analyze --json` finds in a trace of
+with MPI_ANY_SOURCE, persistent sends started by MPI_Start and MPI_Startall, and MPI_Isend on an
+intercommunicator between the even and the odd ranks). The pairs must be exact, in world ranks
+(an intercommunicator's destination is a rank of its remote group), whether the core sums the
+calls or the profile's callback sees them, and equal to what `strata analyze --json` finds in a trace of
 the same run (the stack profile,trace)."""
 import collections
 import json
@@ -18,7 +20,8 @@ RANKS, ITERATIONS = 5, 6
 
 
 def expected_by_kind():
-    """{(from, to, kind): (messages, bytes)} of comm_pattern.c ... derived on RANKS ranks."""
+    """{(from, to, kind): (messages, bytes)} of comm_pattern.c ... derived,persistent,intercomm
+    on RANKS ranks."""
     pairs = collections.defaultdict(lambda: [0, 0])
     for r in range(RANKS):
         ring = pairs[(r, (r + 1) % RANKS, "point_to_point")]
@@ -30,6 +33,11 @@ def expected_by_kind():
         if r ^ 1 < RANKS:
             pairs[(r, r ^ 1, "sendrecv")] = [ITERATIONS, ITERATIONS * (1000 + r)]
         pairs[(r, (r + 2) % RANKS, "persistent")] = [ITERATIONS, ITERATIONS * (32 + r)]
+        # The intercommunicator's remote group: the other parity's ranks in world order.
+        remote = [q for q in range(RANKS) if q % 2 != r % 2]
+        across = pairs[(r, remote[(r // 2) % len(remote)], "point_to_point")]
+        across[0] += ITERATIONS
+        across[1] += ITERATIONS * (48 + r)
     return {k: tuple(v) for k, v in pairs.items()}
 
 
@@ -49,7 +57,7 @@ def totals_of(by_kind):
 class CommunicationMatrix(ProfileTestCase):
     def run_pattern(self, tools="profile", **env):
         proc = self.profile_run([program("comm_pattern_c"), str(ITERATIONS), "0",
-                                 "derived,persistent"],
+                                 "derived,persistent,intercomm"],
                                 ranks=RANKS, tools=tools, env=base_env(STRATA_SPOOL=self.spool,
                                                                        HOME=self.out, **env))
         self.assertRan(proc)

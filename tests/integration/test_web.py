@@ -43,6 +43,13 @@ def prometheus_parser():
 
 
 # The record's "mpi_t" section (docs/job-record.md) as the profile writes it under Open MPI.
+# Who talks to whom in that job (4 ranks): 0 -> 1 the heaviest, 2 -> 3 of two kinds.
+COMMUNICATION = {
+    "pairs": [{"from": 0, "to": 1, "messages": 100, "bytes": 8000},
+              {"from": 2, "to": 3, "messages": 8, "bytes": 190}],
+    "by_kind": {"point_to_point": [{"from": 0, "to": 1, "messages": 100, "bytes": 8000},
+                                   {"from": 2, "to": 3, "messages": 3, "bytes": 30}],
+                "persistent": [{"from": 2, "to": 3, "messages": 5, "bytes": 160}]}}
 MPI_T = {
     "problem": "", "pvars_exposed": 46, "cvars_exposed": 1116,
     "pvars": [{"name": "pml_ob1_unexpected_msgq_length",
@@ -81,7 +88,8 @@ class WebTests(ServedStore):
         # A's job with the MPI library's own variables (MPI_T), one description hostile.
         with_mpi_t = os.path.join(spool, "mpi_t.json")
         with open(with_mpi_t, "w") as f:
-            json.dump(dict(record("test:mpi_t", now - DAY + 60, "/home/a/mpi_t"), mpi_t=MPI_T), f)
+            json.dump(dict(record("test:mpi_t", now - DAY + 60, "/home/a/mpi_t"), mpi_t=MPI_T,
+                           communication=COMMUNICATION), f)
         os.chown(with_mpi_t, uid[USER_A], -1)
         # A's program run at 1, 2, 4 and 8 ranks, six times each; its last run at 4 ranks is
         # 60 % slower in MPI_Allreduce: a model on the trends page and a flagged regression.
@@ -409,6 +417,11 @@ class WebTests(ServedStore):
         self.assertRegex(a["mpi_t_job_text"], r"pml_ob1_unexpected_msgq_length\s+size\s+communicator\s+7\s+0\s+0\s+7\s+1\s+4")
         self.assertIn("Unexpected messages <img src=x onerror=alert(2)> per peer", a["mpi_t_job_text"])
         self.assertEqual(a["mpi_t_job_images"], 0)
+        # Who talks to whom, from the store: the heaviest pair first; the report's heat map.
+        self.assertEqual(a["mpi_t_job_partners"], {
+            "first": ["0", "1", "100", "8000", "point to point 100 (8000 B)"], "rows": 2,
+            "whole": "The record lists every pair: its heat map has the whole matrix. To the heat map.",
+            "map": 1})
         self.assertEqual(seen[USER_A]["own_job_script_tags"], 0)  # the hostile argv stays text
         admin = seen[ADMIN]
         self.assertEqual(admin["errors"], [])

@@ -61,6 +61,12 @@ async function visit(user, browser, base) {
     await ready(page);
     seen.mpi_t_job_text = await page.evaluate(() => document.body.innerText);
     seen.mpi_t_job_images = await page.$$eval("main img", (i) => i.length);
+    seen.mpi_t_job_partners = {
+      first: await page.$$eval("#partners-pairs tbody tr:first-child td", (c) => c.map((x) => x.textContent)),
+      rows: await page.$$eval("#partners-pairs tbody tr", (r) => r.length),
+      whole: await page.textContent("#partners-whole"),
+      map: await page.$$eval("#partners-heat-map svg", (s) => s.length),
+    };
   }
 
   r = await page.goto(`${base}/site`);

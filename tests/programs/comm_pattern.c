@@ -36,6 +36,21 @@ int main(int argc, char** argv) {
   if (derived)
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
   char derived_out[16 + 64] = {0}, derived_in[16 + 64];
+  const int intercomm = argc > 3 && strstr(argv[3], "intercomm") != NULL && size > 1;
+  MPI_Comm half = MPI_COMM_NULL, across = MPI_COMM_NULL;
+  int across_here = 0, across_local = 1, across_remote = 1, across_incoming = 0;
+  if (intercomm) {
+    /* Leaders: world ranks 0 (evens) and 1 (odds); the intercommunicator's remote ranks are the
+     * other half's in world order. */
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - rank % 2, 400, &across);
+    MPI_Comm_rank(across, &across_here);
+    MPI_Comm_size(across, &across_local);
+    MPI_Comm_remote_size(across, &across_remote);
+    for (int j = 0; j < across_remote; ++j)
+      across_incoming += j % across_local == across_here;
+  }
+  char across_out[48 + 64] = {0}, across_in[48 + 64];
   for (int i = 0; i < iterations; ++i) {
     strata_region_begin("exchange");
     MPI_Request request;
@@ -63,6 +78,17 @@ int main(int argc, char** argv) {
       MPI_Wait(&send, MPI_STATUS_IGNORE);
       messages += 1;
       bytes += 16 + rank;
+    }
+    if (intercomm) {
+      MPI_Request send;
+      MPI_Isend(across_out, 48 + rank, MPI_BYTE, across_here % across_remote, 500 + i, across,
+                &send);
+      for (int k = 0; k < across_incoming; ++k)
+        MPI_Recv(across_in, (int)sizeof across_in, MPI_BYTE, MPI_ANY_SOURCE, 500 + i, across,
+                 MPI_STATUS_IGNORE);
+      MPI_Wait(&send, MPI_STATUS_IGNORE);
+      messages += 1;
+      bytes += 48 + rank;
     }
     if (persistent) {
       if (i == 0 || i == iterations / 2) {
@@ -95,6 +121,10 @@ int main(int argc, char** argv) {
       MPI_Request_free(&started[k]);
   if (reversed != MPI_COMM_NULL)
     MPI_Comm_free(&reversed);
+  if (across != MPI_COMM_NULL) {
+    MPI_Comm_free(&across);
+    MPI_Comm_free(&half);
+  }
   MPI_Finalize();
   return 0;
 }

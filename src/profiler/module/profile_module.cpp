@@ -85,6 +85,40 @@ void note_or_start(module_state& s, const strata_event& ev, request_role role) {
 
 } // namespace
 
+namespace {
+
+// MPI_Start and MPI_Startall summed by the core (module.h, strata_timed_counts::after_start):
+// one message per started persistent send. The core sums only without MPI_THREAD_MULTIPLE, so
+// no lock and plain adds; the sends were noted from the events of the calls that made them.
+void count_summed_start(strata_event* ev, void* raw) {
+  auto* s = static_cast<module_state*>(raw);
+  if (ev->result != MPI_SUCCESS)
+    return;
+  if (const persistent_sends::send* sent = s->persistent.find(ev->request)) {
+    strata_pair_sum& pair = s->pairs.row(pair_kind_persistent)[sent->to];
+    ++pair.messages;
+    pair.bytes += sent->bytes;
+  }
+}
+
+void count_summed_starts(strata_event* ev, void* raw) {
+  auto* s = static_cast<module_state*>(raw);
+  if (ev->result != MPI_SUCCESS)
+    return;
+  strata_pair_sum* row = s->pairs.row(pair_kind_persistent);
+  const auto* handles = static_cast<const MPI_Request*>(ev->requests);
+  for (int i = 0; handles != nullptr && i < ev->request_count; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
+    if (const persistent_sends::send* sent = s->persistent.find(bits)) {
+      ++row[sent->to].messages;
+      row[sent->to].bytes += sent->bytes;
+    }
+  }
+}
+
+} // namespace
+
 void count_persistent(module_state& s, const strata_event& ev, request_role role) {
   if (ev.result != MPI_SUCCESS || !s.pairs.is_open())
     return;
@@ -283,10 +317,21 @@ extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, i
   const auto f = static_cast<size_t>(function);
   if ((s->traits[f] & (routine_trait::sampled_poll | routine_trait::counted_only)) != 0)
     return 0;
-  // The messages of persistent sends are counted from the events of the calls that make and
-  // start them (count_persistent), which the core's sums do not deliver.
-  if (s->request_roles[f] != request_role::none)
+  // The messages of persistent sends: the calls that make requests stay events (their
+  // handles noted by count_persistent; they are few), the starts are summed and name their
+  // messages through after_start.
+  switch (s->request_roles[f]) {
+  case request_role::none:
+    break;
+  case request_role::starts_one:
+    out->after_start = s->pairs.is_open() ? count_summed_start : nullptr;
+    break;
+  case request_role::starts_many:
+    out->after_start = s->pairs.is_open() ? count_summed_starts : nullptr;
+    break;
+  default:
     return 0;
+  }
   out->slot = &s->counting.slots[f];
   out->latest_exit_ns = &s->header().last_mono_ns;
   out->histograms = slot_histograms(s->traits[f]);

@@ -5,6 +5,7 @@
 #include "profiler/record/record_fast.hpp"
 #include "profiler/record/render.hpp"
 #include "profiler/routine_classes.hpp"
+#include "site/job_pairs.hpp"
 #include "site/programs.hpp"
 #include "site/web/why.hpp"
 
@@ -191,6 +192,32 @@ std::string job_report_html(const std::string& record_json) {
   return style + doc.substr(body + 6, end - body - 6);
 }
 
+namespace {
+
+// The heaviest pairs the job page lists (its report draws the heat map of every pair listed).
+constexpr size_t listed_partners = 20;
+
+json partners_json(const site::job_partners& p) {
+  json top = json::array();
+  for (size_t i = 0; i < p.pairs.size() && i < listed_partners; ++i) {
+    const site::partner_pair& x = p.pairs[i];
+    top.push_back({{"from", x.from},
+                   {"to", x.to},
+                   {"messages", x.messages},
+                   {"bytes", x.bytes},
+                   {"bytes_by_kind", x.bytes_by_kind},
+                   {"messages_by_kind", x.messages_by_kind}});
+  }
+  json o = {{"pairs", top}, {"pair_count", p.pairs.size()}, {"whole", p.whole()}};
+  if (!p.whole())
+    o["unlisted"] = {{"pairs", p.unlisted_pairs},
+                     {"messages", p.unlisted_messages},
+                     {"bytes", p.unlisted_bytes}};
+  return o;
+}
+
+} // namespace
+
 json job_detail_json(site::store& db, const site::stored_job& sj) {
   json o = {{"job", job_json(sj.job)}};
   json rec = json::parse(sj.record_json, nullptr, false);
@@ -236,6 +263,8 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
   if (const std::optional<site::program> prog = site::program_of(db, sj))
     o["program_id"] = prog->id;
   o["previous"] = previous_run_json(db, sj);
+  if (const std::optional<site::job_partners> p = site::partners_of(db, sj.job.job_id))
+    o["partners"] = partners_json(*p);
   return o;
 }
 

@@ -1,6 +1,8 @@
 """Shared helpers for the integration tests: real programs, real mpirun, one MPI flavor per run."""
+import atexit
 import errno
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -13,6 +15,16 @@ STRATA = os.path.join(BUILD, "bin", "strata")
 PROGRAMS = os.path.join(BUILD, "tests", FLAVOR)
 TEST_MODULES = os.path.join(PROGRAMS, "modules")
 CORE = os.path.join(BUILD, "lib", "strata", FLAVOR, "libstrata.so")
+
+# Open MPI's session directories under a base of this test process's own: ctest runs suites side
+# by side, and two mpiruns that start at once race to create and remove the shared
+# /tmp/ompi.<host>.<uid> ("mkdir ... File exists", orte_init failed). Open like /tmp, for tests
+# that run as another user.
+if "OMPI_MCA_orte_tmpdir_base" not in os.environ:
+    _session_base = tempfile.mkdtemp(prefix="strata-test-ompi-")
+    os.chmod(_session_base, 0o1777)
+    atexit.register(shutil.rmtree, _session_base, True)
+    os.environ["OMPI_MCA_orte_tmpdir_base"] = _session_base
 
 
 def base_env(**extra):

@@ -194,6 +194,11 @@ int slurm_spank_task_init(spank_t sp, int /*argc*/, char** /*argv*/) {
   if (spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
       (step == batch_step || step == interactive_step)) {
     prepare_job_shell(sp, stack, where);
+    // What mpirun starts from this shell runs in no task of its own: its ranks read the job's
+    // facts (account, QOS, time limit...) from the shell's environment.
+    if (stack != stack_off)
+      for (const auto& [name, value] : g_facts.environment())
+        spank_setenv(sp, name.c_str(), value.c_str(), 1);
     return 0;
   }
   int argc = 0;

@@ -232,14 +232,19 @@ class SlurmJobs(unittest.TestCase):
         self.clear()
         script = (f"srun {SRUN_MPI} {program('ring_c')} 7\n"
                   f"{MPIRUN} -np 4 {program('ring_c')} 9\n")
-        job, out = self.sbatch("-N", "2", "-n", "4", "--ntasks-per-node=2", "--strata=profile",
-                               script=script)
+        job, out = self.sbatch("-N", "2", "-n", "4", "--ntasks-per-node=2", "-t", "5",
+                               "--strata=profile", script=script)
         self.assertIn("ranks=4 iterations=7", out)
         self.assertIn("ranks=4 iterations=9", out)
         records = sorted(self.records(), key=lambda r: r["job"]["argv"][-1])
         self.assertEqual([r["job"]["argv"][-1] for r in records], ["7", "9"], out)
         self.check_ring(records[0], job, 7)
         self.check_ring(records[1], job, 9)
+        # mpirun's ranks have no task of the plugin's: the job's facts reach them through the
+        # batch shell's environment, as srun's tasks get them.
+        for r in records:
+            self.assertEqual(r["job"]["slurm"]["time_limit_s"], 300, r["job"]["argv"])
+            self.assertIn("slurmctld gave", r["job"]["slurm"]["qos_unknown"], r["job"]["argv"])
 
     def test_array_elements_carry_their_ids(self):
         self.clear()

@@ -141,6 +141,13 @@ void prepare_job_shell(spank_t sp, const std::string& stack, const strata::launc
   spank_setenv(sp, "PATH", (wrappers + (found ? ":" + path : std::string())).c_str(), 1);
 }
 
+// The job's facts from slurmctld (none when the job runs without Strata: user_init loads them
+// only then) into the task's environment.
+void export_job_facts(spank_t sp) {
+  for (const auto& [name, value] : g_facts.environment())
+    spank_setenv(sp, name.c_str(), value.c_str(), 1);
+}
+
 } // namespace
 
 extern "C" {
@@ -196,9 +203,7 @@ int slurm_spank_task_init(spank_t sp, int /*argc*/, char** /*argv*/) {
     prepare_job_shell(sp, stack, where);
     // What mpirun starts from this shell runs in no task of its own: its ranks read the job's
     // facts (account, QOS, time limit...) from the shell's environment.
-    if (stack != stack_off)
-      for (const auto& [name, value] : g_facts.environment())
-        spank_setenv(sp, name.c_str(), value.c_str(), 1);
+    export_job_facts(sp);
     return 0;
   }
   int argc = 0;
@@ -214,8 +219,7 @@ int slurm_spank_task_init(spank_t sp, int /*argc*/, char** /*argv*/) {
   for (const auto& [name, value] : setup.environment)
     spank_setenv(sp, name.c_str(), value.c_str(), 1);
   if (!setup.environment.empty())
-    for (const auto& [name, value] : g_facts.environment())
-      spank_setenv(sp, name.c_str(), value.c_str(), 1);
+    export_job_facts(sp);
   return 0;
 }
 

@@ -21,7 +21,7 @@ plugin_args=""
 while (($#)); do
   case $1 in
   --dir) dir=$2; shift 2 ;;
-  --plugin) plugin=$2; shift 2 ;;
+  --plugin) plugin=$(realpath -m "$2"); shift 2 ;;
   --args) plugin_args=$2; shift 2 ;;
   *) echo "slurm-sandbox: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -60,8 +60,25 @@ status() {
   ((up == 2 + ${#nodes[@]}))
 }
 
+# Cancels the sandbox's jobs and waits (at most 30 s) until Slurm has ended them: a job step's
+# slurmstepd and srun outlive the daemons and would wait for them forever.
+cancel_jobs() {
+  live_pid "$dir/slurmctld.pid" slurmctld >/dev/null || return 0
+  local jobs
+  jobs=$(SLURM_CONF=$dir/slurm.conf squeue -h -o %F 2>/dev/null | sort -u) || return 0
+  [[ -n $jobs ]] || return 0
+  # shellcheck disable=SC2086 # one word per job
+  SLURM_CONF=$dir/slurm.conf scancel $jobs 2>/dev/null || true
+  for _ in $(seq 60); do
+    [[ -z $(SLURM_CONF=$dir/slurm.conf squeue -h 2>/dev/null) ]] && return 0
+    sleep 0.5
+  done
+  echo "slurm-sandbox: jobs still ending after 30 s: ${jobs//$'\n'/ }" >&2
+}
+
 stop() {
   local name file program pid
+  cancel_jobs
   # slurmd first (it may still run job steps), munged last (the others authenticate through it).
   while read -r name file program; do
     pid=$(live_pid "$file" "$program") || continue

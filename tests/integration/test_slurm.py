@@ -189,6 +189,10 @@ class SlurmJobs(unittest.TestCase):
                 self.assertEqual(s["qos_unknown"], "slurmctld gave the job no QOS (Slurm keeps "
                                  "QOS only with accounting storage, slurmdbd)")
 
+    # Slurm 22.05's srun may hang after a heterogeneous step under --mpi=pmix, Strata or not: its
+    # PMIx abort agent is started per component and stopped once (docs/slurm.md).
+    @unittest.skipIf(SRUN_MPI == "--mpi=pmix", "Slurm 22.05's srun may hang after a heterogeneous "
+                     "step under --mpi=pmix (docs/slurm.md); covered under MPICH's pmi2")
     def test_a_heterogeneous_job_is_one_mpi_job_with_one_record(self):
         # srun A : B, a component per node, one MPI_COMM_WORLD over both (Slurm combines a het
         # step's components); --strata before the first ':' is the whole step's.

@@ -56,7 +56,7 @@ int plan(const char* program) {
 }
 
 int facts(const char* job) {
-  return strata::slurm::load_step_facts(static_cast<std::uint32_t>(std::atol(job))).start_s > 0;
+  return strata::slurm::load_step_facts(static_cast<std::uint32_t>(std::atol(job)), 0).start_s > 0;
 }
 
 void report(const char* what, int (*work)(const char*), const char* argument, int samples) {

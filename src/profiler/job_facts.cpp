@@ -80,8 +80,7 @@ std::string job_id_from_environment() {
   };
   if (std::string id = env("SLURM_JOB_ID"); !id.empty()) {
     std::map<std::string, std::string> parts;
-    for (const char* name : {"SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID",
-                             "SLURM_HET_JOB_ID", "SLURM_HET_JOB_OFFSET"})
+    for (const char* name : slurm_job_id_variables)
       parts[name] = env(name);
     std::string step = env("SLURM_STEP_ID");
     if (step == "4294967291") // SLURM_BATCH_SCRIPT: mpirun in the batch script

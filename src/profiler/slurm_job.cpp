@@ -26,7 +26,8 @@ const char* const slurm_facts_kept[] = {"SLURM_JOB_ID",
                                         "STRATA_SLURM_QOS",
                                         "STRATA_SLURM_PARTITION",
                                         "STRATA_SLURM_TIME_LIMIT_S",
-                                        "STRATA_SLURM_JOB_START"};
+                                        "STRATA_SLURM_JOB_START",
+                                        "STRATA_SLURM_HET_PART"};
 
 std::string value_of(const std::map<std::string, std::string>& variables, const char* name) {
   const auto it = variables.find(name);
@@ -72,6 +73,10 @@ std::string slurm_job_id(const std::map<std::string, std::string>& variables) {
   const std::string offset = value_of(variables, "SLURM_HET_JOB_OFFSET");
   if (!het.empty() && !offset.empty())
     return het + "+" + offset;
+  // A step in one component of a heterogeneous job: Slurm names only the leader, the plugin
+  // asked slurmctld which component.
+  if (std::string part = value_of(variables, "STRATA_SLURM_HET_PART"); !part.empty())
+    return part;
   return job;
 }
 

@@ -28,6 +28,10 @@ TEST(SlurmJob, IdsOfArrayElementsAndHetJobParts) {
                           {"SLURM_HET_JOB_ID", "81240"},
                           {"SLURM_HET_JOB_OFFSET", "1"}}),
             "81240+1");
+  // Slurm 22.05 names a component's step by the leader alone; the plugin adds which component.
+  EXPECT_EQ(slurm_job_id({{"SLURM_JOB_ID", "81240"}, {"STRATA_SLURM_HET_PART", "81240+1"}}),
+            "81240+1");
+  EXPECT_TRUE(is_slurm_fact("STRATA_SLURM_HET_PART=81240+1"));
 }
 
 TEST(SlurmJob, FactsAndTheTimeLimit) {

@@ -187,8 +187,10 @@ int slurm_spank_user_init(spank_t sp, int /*argc*/, char** /*argv*/) {
   if (task_variable(sp, "STRATA_DISABLE", found) == "1")
     return 0;
   std::uint32_t job = 0;
-  if (spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS)
-    g_facts = strata::slurm::load_step_facts(job);
+  std::uint32_t step = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS &&
+      spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS)
+    g_facts = strata::slurm::load_step_facts(job, step);
   return 0;
 }
 

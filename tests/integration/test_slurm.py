@@ -213,6 +213,23 @@ class SlurmJobs(unittest.TestCase):
         self.assertEqual(routines["MPI_Recv"]["calls"], 4 * ITER)
         self.assertEqual(routines["MPI_Allreduce"]["calls"], 4)
 
+    def test_steps_in_components_of_a_heterogeneous_batch_job_name_their_component(self):
+        # sbatch A : B, each srun in one component (--het-group): a record per step named
+        # <leader>+<offset> (Slurm tells the step's tasks only the leader's id).
+        self.clear()
+        ring = program("ring_c")
+        script = (f"srun --het-group=1 {SRUN_MPI} {ring} 6\n"
+                  f"srun --het-group=0 {SRUN_MPI} {ring} 5\n")
+        leader, out = self.sbatch("-t", "5", "--strata=profile", "-N", "1", "-n", "2", ":",
+                                  "-N", "1", "-n", "2", script=script)
+        self.assertIn("ranks=2 iterations=6", out)
+        self.assertIn("ranks=2 iterations=5", out)
+        records = sorted(self.records(), key=lambda r: r["job"]["argv"][-1])
+        self.assertEqual([(r["job"]["id"], r["job"]["slurm"]["job_id"], r["job"]["ranks"],
+                           r["routines"]["MPI_Send"]["calls"]) for r in records],
+                         [(f"slurm:{leader}+0.1", f"{leader}+0", 2, 2 * 5),
+                          (f"slurm:{leader}+1.0", f"{leader}+1", 2, 2 * 6)], out)
+
     def test_a_bad_strata_argument_is_one_line_and_no_job(self):
         # The plugin's one line reaches srun's and sbatch's stderr, Slurm adds its own and starts
         # nothing.

@@ -246,9 +246,29 @@ int run_command(const launch_options& o) {
   if (int rc = check_stack(stack, layout.core_library(t.flavor), o.ranks, extra_ranks); rc != 0)
     return rc;
   warn_if_unobservable(t, stack);
-  if (extra_ranks > 0 && !o.mpi.empty() && !launch::runs_python(t.path, env("PATH"))) {
-    // Tool ranks are taken out of the world in MPI_Init: a program that never calls it would
-    // just run once more for each.
+  // Tool ranks are taken out of the world in MPI_Init: a program that never calls it would just
+  // run once more for each.
+  if (extra_ranks > 0 && launch::runs_python(t.path, env("PATH"))) {
+    const std::vector<std::string> rest(o.program.begin() + 1, o.program.end());
+    std::string command; // what the user named, for the messages
+    for (const std::string& word : o.program)
+      command += (command.empty() ? "" : " ") + word;
+    if (command.size() > 120)
+      command = command.substr(0, 117) + "...";
+    switch (launch::python_imports_mpi4py(t.path, rest, env("PATH"))) {
+    case launch::python_imports::no:
+      error_line("warning: '" + command + "' does not import mpi4py, so no tool rank is " +
+                 "started: the stack's modules see no call of it");
+      extra_ranks = 0;
+      break;
+    case launch::python_imports::unknown:
+      error_line("warning: cannot tell whether '" + command + "' imports mpi4py; tool ranks are " +
+                 "started, and a program without MPI runs once more for each");
+      break;
+    case launch::python_imports::yes:
+      break;
+    }
+  } else if (extra_ranks > 0 && !o.mpi.empty()) {
     std::string why;
     if (launch::flavor_of_command(t.path, env("PATH"), why).empty()) {
       error_line("warning: " + t.path + " is not linked against an MPI library, so no tool rank " +

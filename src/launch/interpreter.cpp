@@ -29,6 +29,58 @@ constexpr const char* probe_code = "import importlib.util as u\n"
                                    "    s = None\n"
                                    "print(s.origin if s is not None and s.origin else '')\n";
 
+// Whether the Python program the arguments name (a script, `-m MODULE` or `-c CODE`, after the
+// interpreter's own options) imports mpi4py, without running it: the program's text first, then
+// the standard library's modulefinder over its imports (the modules they import, and so on).
+// Prints "yes", "no" or "unknown".
+constexpr const char* imports_code = R"(import sys, os, importlib.util, modulefinder, sysconfig
+args, path, code, i = sys.argv[1:], None, None, 0
+while i < len(args):
+    x = args[i]
+    if x in ('-c', '-m') and i + 1 < len(args):
+        x = x + args[i + 1]
+    if x.startswith('-c'):
+        code = x[2:]
+        break
+    if x.startswith('-m'):
+        spec = importlib.util.find_spec(x[2:])
+        if spec is not None and spec.submodule_search_locations:
+            spec = importlib.util.find_spec(x[2:] + '.__main__')
+        path = spec.origin if spec is not None else None
+        break
+    if x in ('-W', '-X'):
+        i += 2
+        continue
+    if x.startswith('-'):
+        i += 1
+        continue
+    path = x
+    sys.path.insert(0, os.path.dirname(os.path.abspath(x)))
+    break
+if code is None and path is None:
+    print('unknown')
+    sys.exit()
+text = code if code is not None else open(path, errors='replace').read()
+if 'mpi4py' in text:
+    print('yes')
+    sys.exit()
+class Finder(modulefinder.ModuleFinder):
+    # The standard library never imports mpi4py: its modules are listed, not read.
+    stdlib = os.path.realpath(sysconfig.get_paths()['stdlib']) + os.sep
+    def load_module(self, fqname, fp, pathname, file_info):
+        where = os.path.realpath(pathname or '')
+        if where.startswith(self.stdlib) and 'packages' + os.sep not in where:
+            return self.add_module(fqname)
+        return super().load_module(fqname, fp, pathname, file_info)
+finder = Finder()
+if code is None:
+    finder.run_script(path)
+else:
+    finder.scan_code(compile(code, '<string>', 'exec'), finder.add_module('__main__'))
+wanted = list(finder.modules) + list(finder.badmodules)  # badmodules: not found here
+print('yes' if any(m.split('.')[0] == 'mpi4py' for m in wanted) else 'no')
+)";
+
 int64_t now_ms() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -172,6 +224,28 @@ std::string program_running(const std::string& path, const char* path_env, std::
 }
 
 } // namespace
+
+python_imports python_imports_mpi4py(const std::string& path,
+                                     const std::vector<std::string>& arguments,
+                                     const char* path_env, int timeout_ms) {
+  std::string subject;
+  std::string error;
+  const std::string program = program_running(path, path_env, subject, error);
+  if (program.empty())
+    return python_imports::unknown;
+  std::vector<std::string> args{program, "-c", imports_code};
+  if (program != path) // a script: the interpreter's arguments start with it
+    args.push_back(path);
+  args.insert(args.end(), arguments.begin(), arguments.end());
+  int status = 0;
+  std::string why;
+  const std::string out = trimmed(output_of(args, timeout_ms, status, why));
+  if (!why.empty() || status != 0)
+    return python_imports::unknown;
+  if (out == "yes")
+    return python_imports::yes;
+  return out == "no" ? python_imports::no : python_imports::unknown;
+}
 
 bool runs_python(const std::string& path, const char* path_env) {
   std::string subject;

@@ -23,6 +23,17 @@ bool is_python(const elf_dynamic& elf);
 // `timeout_ms`. "" with `error` set when it cannot import mpi4py or does not answer.
 std::string mpi4py_extension(const std::string& python, std::string& error, int timeout_ms = 20000);
 
+// Whether the Python program `path` runs imports mpi4py: `path` is the interpreter (then
+// `arguments`, what follows it on the command line, name the program: options, then a script,
+// `-m MODULE` or `-c CODE`) or a script for one (`arguments` are the script's). Read from the
+// program's text and the modules it imports (the standard library's modulefinder, which reads
+// them without running them), asked of the interpreter within `timeout_ms`; `unknown` when it
+// cannot tell in time.
+enum class python_imports { yes, no, unknown };
+python_imports python_imports_mpi4py(const std::string& path,
+                                     const std::vector<std::string>& arguments,
+                                     const char* path_env, int timeout_ms = 10000);
+
 // Whether `path` is a Python interpreter or a script for one.
 bool runs_python(const std::string& path, const char* path_env);
 

@@ -101,6 +101,35 @@ TEST(Interpreter, PythonProgramsAndScripts) {
   EXPECT_TRUE(runs_python(write_file("direct.py", "#!/usr/bin/python3\n", true), "/bin"));
 }
 
+TEST(Interpreter, WhetherAPythonProgramImportsMpi4pyIsReadNotRun) {
+  if (::access(debian_python, X_OK) != 0)
+    GTEST_SKIP() << "no " << debian_python;
+  const char* path = "/usr/bin:/bin";
+  // A program that ran would leave this file: none of them may run.
+  const std::string ran = testing::TempDir() + "/imports_ran";
+  std::remove(ran.c_str());
+  const std::string touch = "open('" + ran + "', 'w')\n";
+  const std::string plain = write_file("plain_job.py", "import json, os\n" + touch, false);
+  const std::string direct = write_file("direct_job.py", "from mpi4py import MPI\n" + touch, false);
+  // Through a module of its own beside it, and from there through mpi4py's package.
+  write_file("uses_mpi.py", "import mpi4py.MPI\n", false);
+  const std::string indirect = write_file("indirect_job.py", "import uses_mpi\n" + touch, false);
+  const std::string script =
+      write_file("script_job.py", "#!/usr/bin/python3\nimport uses_mpi\n" + touch, true);
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {plain, "arg"}, path), python_imports::no);
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {"-u", plain}, path), python_imports::no);
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {direct}, path), python_imports::yes);
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {indirect}, path), python_imports::yes);
+  EXPECT_EQ(python_imports_mpi4py(script, {"arg"}, path), python_imports::yes);
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {"-c", "import json"}, path), python_imports::no);
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {"-m", "json.tool"}, path), python_imports::no);
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {"-c", "import uses_mpi"}, path),
+            python_imports::no); // -c runs in the current directory, not the test's
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {}, path), python_imports::unknown); // a prompt
+  EXPECT_EQ(python_imports_mpi4py(debian_python, {"/no/such.py"}, path), python_imports::unknown);
+  EXPECT_NE(::access(ran.c_str(), F_OK), 0);
+}
+
 TEST(Interpreter, TheProbeReadsOneLineAndIsBounded) {
   std::string error;
   const std::string answers = write_file("answers", "#!/bin/sh\necho /x/MPI.so\n", true);

@@ -155,6 +155,15 @@ class MonitorTree(StrataTestCase):
         self.assertRan(proc)
         self.assertEqual(proc.stdout.split(), ["once", "once"])
         self.assertIn("/bin/echo is not linked against an MPI library, so no tool rank", proc.stderr)
+        # A Python program that never imports mpi4py (read, not run, to tell), likewise.
+        script = os.path.join(self.out, "no_mpi.py")
+        with open(script, "w") as f:
+            f.write("import json\nprint('once')\n")
+        python = "/usr/bin/python3"
+        proc = strata_run("monitor", [python, script], ranks=2, extra=("--mpi", FLAVOR))
+        self.assertRan(proc)
+        self.assertEqual(proc.stdout.split(), ["once", "once"])
+        self.assertIn(f"'{python} {script}' does not import mpi4py, so no tool rank", proc.stderr)
 
     def test_abort_ends_the_job(self):
         # Tool ranks sleep in their loop; MPI_Abort on the application's world must take them

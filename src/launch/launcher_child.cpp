@@ -15,9 +15,13 @@
 #include <map>
 #include <poll.h>
 #include <regex>
+#include <set>
 #include <string_view>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace strata::launch {
 
@@ -44,8 +48,8 @@ bool read_launcher_line(const std::string& line, ended_process& found) {
   return false;
 }
 
-int tool_rank_that_ended_the_job(const ended_process& named, int rank_of_pid, int app_ranks) {
-  const int rank = named.rank >= 0 ? named.rank : rank_of_pid;
+int tool_rank_that_ended_the_job(const ended_process& named, int first_ended, int app_ranks) {
+  const int rank = named.rank >= 0 ? named.rank : first_ended;
   return rank >= app_ranks ? rank : -1;
 }
 
@@ -109,6 +113,55 @@ void find_ranks(const std::string& marker, std::map<long, int>& ranks) {
   ::closedir(d);
 }
 
+// Which of the job's processes ended first, seen through a pidfd per process: the one whose end
+// ended the job, where MPICH's launcher may name a process it stopped afterwards.
+class end_watch {
+public:
+  end_watch() = default;
+  end_watch(const end_watch&) = delete;
+  end_watch& operator=(const end_watch&) = delete;
+  ~end_watch() {
+    for (const auto& [fd, rank] : open_)
+      ::close(fd);
+  }
+  void add(long pid, int rank) {
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+    if (fd >= 0)
+      open_.emplace_back(fd, rank);
+  }
+  // The watched processes' descriptors, appended to `fds`.
+  void fill(std::vector<pollfd>& fds) const {
+    for (const auto& [fd, rank] : open_)
+      fds.push_back({fd, POLLIN, 0});
+  }
+  // The processes `fds` (from `fill`, at `from`) say have ended. Those of the first wake that saw
+  // any decide: one process alone is the first; several at once cannot be told apart, nor can
+  // anything be when not every process was watched yet (`all_watched`): one may have ended
+  // before it was found.
+  void seen(const std::vector<pollfd>& fds, size_t from, bool all_watched) {
+    std::vector<int> ended;
+    std::vector<std::pair<int, int>> still;
+    for (size_t i = 0; i < open_.size(); ++i) {
+      if (fds[from + i].revents != 0) {
+        ended.push_back(open_[i].second);
+        ::close(open_[i].first);
+      } else {
+        still.push_back(open_[i]);
+      }
+    }
+    open_ = std::move(still);
+    if (!decided_ && !ended.empty()) {
+      decided_ = true;
+      first_ = ended.size() == 1 && all_watched ? ended.front() : -1;
+    }
+  }
+  int first() const { return first_; } // -1: not known
+private:
+  std::vector<std::pair<int, int>> open_; // descriptor, world rank
+  bool decided_ = false;
+  int first_ = -1;
+};
+
 void write_all(int fd, const char* data, size_t n) {
   while (n > 0) {
     const ssize_t w = ::write(fd, data, n);
@@ -130,6 +183,7 @@ int run_launcher_child(const launcher_job& job) {
   ::setenv(run_marker_variable, marker_value.c_str(), 1);
   const std::string marker = std::string(run_marker_variable) + "=" + marker_value;
   std::map<long, int> ranks; // pid -> world rank
+  std::set<long> watched;    // the pids whose end is watched
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     std::fprintf(stderr, "strata: run: cannot make a pipe: %s\n", std::strerror(errno));
@@ -167,6 +221,7 @@ int run_launcher_child(const launcher_job& job) {
   ::sigaction(SIGUSR2, &forward, nullptr);
 
   ended_process ended;
+  end_watch ends;
   bool named = false;
   std::string line;
   char buffer[8192];
@@ -179,16 +234,26 @@ int run_launcher_child(const launcher_job& job) {
     if (static_cast<int>(ranks.size()) < job.processes &&
         (now.tv_sec - last_scan.tv_sec) * 1000000000L + (now.tv_nsec - last_scan.tv_nsec) >
             20000000L) {
+      const size_t known = ranks.size();
       find_ranks(marker, ranks);
+      if (ranks.size() > known)
+        for (const auto& [pid, rank] : ranks)
+          if (!watched.contains(pid) && watched.insert(pid).second)
+            ends.add(pid, rank);
       last_scan = now;
     }
-    pollfd p = {pipe_fds[0], POLLIN, 0};
+    std::vector<pollfd> fds{{pipe_fds[0], POLLIN, 0}};
+    ends.fill(fds);
     // A process the launcher left behind may hold the pipe open: once the launcher has ended,
     // what is already written is read and no more is waited for.
-    const int ready = ::poll(&p, 1,
+    const int ready = ::poll(fds.data(), fds.size(),
                              exited                                           ? 0
                              : static_cast<int>(ranks.size()) < job.processes ? 20
                                                                               : 200);
+    if (ready > 0)
+      ends.seen(fds, 1, static_cast<int>(watched.size()) == job.processes);
+    if (ready > 0 && fds[0].revents == 0)
+      continue; // only processes ended
     if (ready > 0) {
       const ssize_t n = ::read(pipe_fds[0], buffer, sizeof(buffer));
       if (n < 0 && errno == EINTR)
@@ -223,7 +288,7 @@ int run_launcher_child(const launcher_job& job) {
   if (named) {
     const auto of_pid = ranks.find(ended.pid);
     const int rank_of_pid = of_pid == ranks.end() ? -1 : of_pid->second;
-    const int tool = tool_rank_that_ended_the_job(ended, rank_of_pid, job.app_ranks);
+    const int tool = tool_rank_that_ended_the_job(ended, ends.first(), job.app_ranks);
     const bool launcher_named_it = ended.rank == tool || rank_of_pid == tool;
     if (tool >= 0)
       std::fprintf(stderr, "%s\n",

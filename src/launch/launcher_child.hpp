@@ -25,11 +25,11 @@ struct ended_process {
 // the process named on the line before ended: `found` then gains `how`).
 bool read_launcher_line(const std::string& line, ended_process& found);
 
-// The tool rank whose end ended the job as the launcher named it, or -1 (`rank_of_pid`: the world
-// rank of MPICH's pid, -1 when unknown). MPICH may name a rank it killed while cleaning up rather
-// than the one that died first: then nothing is said rather than a guess (the order in which the
-// ranks' ends were seen blamed a tool rank for an application rank's death on a quiet machine).
-int tool_rank_that_ended_the_job(const ended_process& named, int rank_of_pid, int app_ranks);
+// The tool rank whose end ended the job, or -1. Open MPI names the rank; MPICH names a pid, at
+// times of a process it stopped while cleaning up, so there `first_ended` decides: the world rank
+// of the process seen to end first (through a pidfd per process), alone in the wake that saw it
+// (-1 when unknown: several ended between two looks, or the ranks were not all found in time).
+int tool_rank_that_ended_the_job(const ended_process& named, int first_ended, int app_ranks);
 
 // The line that says tool rank `rank` ended the job (`how`, from the launcher, may be "").
 std::string tool_rank_ended_line(int rank, const std::string& how, int app_ranks,

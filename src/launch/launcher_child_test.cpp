@@ -32,17 +32,19 @@ TEST(LauncherChild, MpichNamesAPidAndHowOnTheNextLine) {
   EXPECT_EQ(p.pid, 28218);
   EXPECT_EQ(p.how, "EXIT CODE: 9");
   EXPECT_FALSE(read_launcher_line("=   CLEANING UP REMAINING PROCESSES", p));
-  EXPECT_EQ(tool_rank_that_ended_the_job(p, 1, 1), 1);   // the pid was the tool rank's
-  EXPECT_EQ(tool_rank_that_ended_the_job(p, -1, 2), -1); // a pid never seen
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, 1, 1), 1);   // the tool rank ended first
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, -1, 2), -1); // which ended first is not known
   EXPECT_NE(tool_rank_ended_line(1, p.how, 1, "MPICH").find("(rank 1, EXIT CODE: 9)"),
             std::string::npos);
   EXPECT_NE(tool_rank_ended_line(1, "", 1, "MPICH").find("not the application's (rank 0)"),
             std::string::npos);
 }
 
-TEST(LauncherChild, MpichNamingAnApplicationsRankBlamesNoToolRank) {
-  // MPICH may name rank 0, which it killed while cleaning up after the tool rank: no guess.
+TEST(LauncherChild, UnderMpichTheProcessThatEndedFirstDecides) {
+  // MPICH may name rank 0, which it killed while cleaning up after the tool rank: the tool rank
+  // ended first. An application's rank that ended first blames no tool rank.
   ended_process p{-1, 100, "EXIT CODE: 9"};
+  EXPECT_EQ(tool_rank_that_ended_the_job(p, 2, 2), 2);
   EXPECT_EQ(tool_rank_that_ended_the_job(p, 0, 2), -1);
 }
 

@@ -320,8 +320,7 @@ public:
           "id=\"imbalance\"></canvas></div><h2>Message sizes</h2><div class=\"chart\"><canvas "
           "id=\"sizes\"></canvas></div>";
       return std::make_pair(200, page("Job " + sj->job.record_id, "job", &v,
-                                      charts + "<h2>Report</h2><div class=\"report\">" +
-                                          job_report_html(sj->record_json) + "</div>",
+                                      charts + "<h2>Report</h2>" + job_report_html(sj->record_json),
                                       " data-job=\"" + std::to_string(sj->job.job_id) + "\""));
     });
     html_route(http, "/user", [](const httplib::Request& req, const viewer& v) {

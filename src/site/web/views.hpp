@@ -27,8 +27,8 @@ nlohmann::json site_json(const site::report& r, int days);
 // The site's jobs per Slurm account or partition (site::slurm_totals), most CPU time first:
 // label ("" for jobs without one), jobs, CPU time, MPI %, share of the CPU time.
 nlohmann::json slurm_groups_json(const std::map<std::string, site::job_totals>& groups);
-// The job's own report (src/profiler/record's HTML renderer, which escapes every string of the
-// record): the body of its document, to sit inside our page.
+// The job's own report (src/profiler/record's HTML fragment, which escapes every string of the
+// record and scopes its style to the report's <div class="report">), to sit inside our page.
 std::string job_report_html(const std::string& record_json);
 // What the job page needs: the job, per-routine time across ranks (min/mean/max: the
 // imbalance), the message-size histograms; whether it was flagged as a regression; and, routine

@@ -412,7 +412,7 @@ public:
       }
       json a = json::array();
       for (const auto& r : rows) {
-        json t = totals_json(r.totals);
+        json t = site::totals_json(r.totals);
         t["week_start"] = r.week_start;
         a.push_back(t);
       }
@@ -459,9 +459,9 @@ public:
         throw forbidden("the site figures are for admins");
       const int days = static_cast<int>(int_param(req, "days", 1, 3660).value_or(28));
       json figures = json::parse(site_figures(days));
-      if (figures.contains("critical_jobs")) {
+      if (figures.contains("critical_job_rows")) {
         auto db = pool_.take();
-        mark_flagged(*db, figures["critical_jobs"]);
+        mark_flagged(*db, figures["critical_job_rows"]);
       }
       return figures;
     });

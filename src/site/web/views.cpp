@@ -96,60 +96,18 @@ json job_json(const site::job_row& j) {
   return o;
 }
 
-json totals_json(const site::job_totals& t) {
-  return {{"jobs", t.jobs},
-          {"cpu_time_s", t.cpu_time_s},
-          {"mpi_time_s", t.mpi_time_s},
-          {"mpi_percent", t.cpu_time_s > 0 ? 100 * t.mpi_time_s / t.cpu_time_s : 0.0},
-          {"mpi_calls", t.mpi_calls},
-          {"mpi_bytes", t.mpi_bytes}};
-}
-
 json site_json(const site::report& r, int days) {
-  json o = {{"days", days}, {"from", r.options.when.from}, {"to", r.options.when.to}};
-  if (!r.site)
-    return o;
-  const site::site_report& s = *r.site;
-  o["totals"] = totals_json(s.totals);
-  o["users"] = s.users;
-  o["routines_used"] = s.routines_used;
-  o["by_size"] = site::breakdown_json(s.by_size);
-  o["by_cpu_class"] = site::breakdown_json(s.by_cpu_class);
-  o["by_cpu_class_c"] = site::breakdown_json(s.by_cpu_class_c);
-  o["by_cpu_class_fortran"] = site::breakdown_json(s.by_cpu_class_fortran);
-  o["by_user"] = site::breakdown_json(s.by_user);
-  json langs = json::array();
-  for (const auto& l : s.languages)
-    langs.push_back({{"language", l.language},
-                     {"totals", totals_json(l.totals)},
-                     {"cpu_percent", l.cpu_percent},
-                     {"jobs_percent", l.jobs_percent}});
-  o["languages"] = langs;
-  json routines = json::array();
-  for (const auto& rl : s.routines) {
-    json x = {{"name", rl.name},
-              {"calls", rl.calls},
-              {"time_s", rl.time_s},
-              {"bytes", rl.bytes},
-              {"share_of_mpi", rl.share_of_mpi}};
-    if (rl.split)
-      x["split"] = {{"latency_s", rl.split->latency_s},
-                    {"transfer_s", rl.split->transfer_s},
-                    {"sync_s", rl.split->sync_s}};
-    routines.push_back(x);
+  json o = r.site ? site::site_report_json(*r.site) : json::object();
+  o["days"] = days;
+  o["from"] = r.options.when.from;
+  o["to"] = r.options.when.to;
+  // The critical jobs again as the jobs list's rows, for the page's table of them.
+  if (r.site) {
+    json rows = json::array();
+    for (const site::job_row& j : r.site->critical_jobs)
+      rows.push_back(job_json(j));
+    o["critical_job_rows"] = std::move(rows);
   }
-  o["routines"] = routines;
-  json groups = json::array();
-  for (const auto& g : s.groups)
-    groups.push_back({{"name", g.name},
-                      {"jobs_percent", g.jobs_percent},
-                      {"cpu_weighted_percent", g.cpu_weighted_percent}});
-  o["groups"] = groups;
-  json critical = json::array();
-  for (const auto& j : s.critical_jobs)
-    critical.push_back(job_json(j));
-  o["critical_jobs"] = critical;
-  o["critical_job_count"] = s.critical_job_count;
   return o;
 }
 
@@ -163,7 +121,7 @@ json slurm_groups_json(const std::map<std::string, site::job_totals>& groups) {
   });
   json out = json::array();
   for (const auto& [label, t] : order) {
-    json x = totals_json(t);
+    json x = site::totals_json(t);
     x["label"] = label;
     x["cpu_percent"] = cpu_s > 0 ? 100 * t.cpu_time_s / cpu_s : 0.0;
     out.push_back(std::move(x));

@@ -20,9 +20,9 @@
 namespace strata::web {
 
 nlohmann::json job_json(const site::job_row& j);
-nlohmann::json totals_json(const site::job_totals& t);
-// The site page's figures (Figs. 5-11 of the automatic counter profiling paper) from the site
-// report.
+// The site page's figures (Figs. 5-11 of the automatic counter profiling paper): the JSON site
+// report's "site" part (site::site_report_json, its key names), with the period ("days", "from"
+// and "to" in seconds) and "critical_job_rows", the critical jobs as job_json's rows.
 nlohmann::json site_json(const site::report& r, int days);
 // The site's jobs per Slurm account or partition (site::slurm_totals), most CPU time first:
 // label ("" for jobs without one), jobs, CPU time, MPI %, share of the CPU time.

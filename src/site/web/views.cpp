@@ -226,7 +226,7 @@ void mark_flagged(site::store& db, json& jobs) {
 json models_json(site::store& db, const std::string& user) {
   site::model_options o;
   o.owner = user;
-  json out = json::parse(site::render_models_json(site::build_models(db, o)));
+  json out = site::models_json(site::build_models(db, o));
   // Each program's flagged runs, so that the page draws those programs first.
   std::map<std::int64_t, std::int64_t> flagged;
   for (const site::regression_row& g : site::regressions_in(db, {0, INT64_MAX}, user, 100000))

@@ -39,7 +39,7 @@ nlohmann::json job_detail_json(site::store& db, const site::stored_job& sj);
 // regression. One query for the page.
 void mark_flagged(site::store& db, nlohmann::json& jobs);
 
-// A user's programs with their models (render_models_json's form) for the trends page.
+// A user's programs with their models (site::models_json's form) for the trends page.
 nlohmann::json models_json(site::store& db, const std::string& user);
 // One program's runs at each size over time, flagged regressions marked; nothing when the
 // program is not `user`'s.

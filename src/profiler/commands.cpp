@@ -25,17 +25,6 @@ void error_line(const std::string& message) {
   std::fprintf(stderr, "strata: %s\n", message.c_str());
 }
 
-// The record's `hang` section (a job that hung, recovered), as `strata hang` printed it.
-std::string hang_text(const std::string& record) {
-  std::ifstream in(record);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || !j.contains("hang") || !j["hang"].is_object() ||
-      !j["hang"].contains("text") || !j["hang"]["text"].is_string())
-    return "";
-  return "\nWhy the job hung (strata hang, from the ranks' last states):\n" +
-         j["hang"]["text"].get<std::string>();
-}
-
 // After a partial record is written: when the job's hang state files show ranks waiting inside
 // MPI, the diagnosis goes into the record as its `hang` section (docs/job-record.md).
 void add_hang_section(const std::string& spool, const recovery& r) {
@@ -77,8 +66,6 @@ int report_command(const std::string& record, const std::string& format, const s
     error_line("error: " + error);
     return rc;
   }
-  if (format.empty() || format == "text")
-    output += hang_text(record);
   std::fwrite(output.data(), 1, output.size(), stdout);
   return 0;
 }

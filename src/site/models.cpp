@@ -167,7 +167,7 @@ std::string render_models_text(const std::vector<program_models>& programs) {
   return out;
 }
 
-std::string render_models_json(const std::vector<program_models>& programs) {
+nlohmann::json models_json(const std::vector<program_models>& programs) {
   nlohmann::json models = nlohmann::json::array(), list = nlohmann::json::array();
   for (const program_models& p : programs) {
     nlohmann::json predictions = nlohmann::json::array();
@@ -217,9 +217,11 @@ std::string render_models_json(const std::vector<program_models>& programs) {
                         {"predictions", ahead}});
     }
   }
-  return nlohmann::json{{"models", models}, {"programs", list}}.dump(
-             2, ' ', false, nlohmann::json::error_handler_t::replace) +
-         "\n";
+  return {{"models", models}, {"programs", list}};
+}
+
+std::string render_models_json(const std::vector<program_models>& programs) {
+  return models_json(programs).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 } // namespace strata::site

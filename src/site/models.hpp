@@ -8,6 +8,8 @@
 #include "site/programs.hpp"
 #include "site/scaling.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,6 +47,8 @@ struct program_models {
 std::vector<program_models> build_models(store& db, const model_options& options);
 
 std::string render_models_text(const std::vector<program_models>& programs);
+// The models as JSON (`strata site models --format json`, and the web's trends page).
+nlohmann::json models_json(const std::vector<program_models>& programs);
 std::string render_models_json(const std::vector<program_models>& programs);
 
 } // namespace strata::site

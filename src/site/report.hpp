@@ -122,6 +122,10 @@ report build_report(store& db, const report_options& options);
 std::string render_text(const report& r);
 std::string render_html(const report& r);
 std::string render_json(const report& r);
+// The JSON report's "site" part, the web's site page's figures too.
+nlohmann::json site_report_json(const site_report& s);
+// Sums over jobs as JSON (with their MPI %): the JSON report's and the web's.
+nlohmann::json totals_json(const job_totals& t);
 // One breakdown (by size, by CPU class, by user) as JSON: the JSON report's and the web's.
 nlohmann::json breakdown_json(const std::vector<breakdown_line>& lines);
 // Regressions as JSON: the JSON report's and the web's.

@@ -463,17 +463,19 @@ std::string render_html(const report& r) {
   return html_page("Strata report: " + o.period_label, body);
 }
 
-namespace {
 nlohmann::json totals_json(const job_totals& t) {
   return {{"jobs", t.jobs},
           {"pes", t.pes},
           {"cpu_time_s", t.cpu_time_s},
           {"mpi_time_s", t.mpi_time_s},
+          {"mpi_percent", t.cpu_time_s > 0 ? 100 * t.mpi_time_s / t.cpu_time_s : 0.0},
           {"overhead_s", t.overhead_s},
           {"pe_average_weighted", t.cpu_time_s > 0 ? t.pe_weighted / t.cpu_time_s : 0.0},
           {"mpi_calls", t.mpi_calls},
           {"mpi_bytes", t.mpi_bytes}};
 }
+
+namespace {
 nlohmann::json routines_json(const std::vector<routine_line>& lines) {
   nlohmann::json out = nlohmann::json::array();
   for (const routine_line& l : lines) {
@@ -557,6 +559,45 @@ nlohmann::json breakdown_json(const std::vector<breakdown_line>& lines) {
   return out;
 }
 
+nlohmann::json site_report_json(const site_report& s) {
+  nlohmann::json j = {{"totals", totals_json(s.totals)},
+                      {"users", s.users},
+                      {"routines_used", s.routines_used},
+                      {"p2p_time_s", s.p2p_time_s},
+                      {"collective_time_s", s.collective_time_s},
+                      {"by_size", breakdown_json(s.by_size)},
+                      {"by_cpu_class", breakdown_json(s.by_cpu_class)},
+                      {"by_cpu_class_c", breakdown_json(s.by_cpu_class_c)},
+                      {"by_cpu_class_fortran", breakdown_json(s.by_cpu_class_fortran)},
+                      {"by_user", breakdown_json(s.by_user)},
+                      {"routines", routines_json(s.routines)},
+                      {"critical_job_count", s.critical_job_count},
+                      {"critical_jobs", jobs_json(s.critical_jobs)},
+                      {"regression_count", s.regression_count},
+                      {"regressions", regressions_json(s.regressions)}};
+  if (s.machine_share_percent)
+    j["machine_share_percent"] = *s.machine_share_percent;
+  if (s.split)
+    j["estimate"] = {{"latency_s", s.split->latency_s},
+                     {"transfer_s", s.split->transfer_s},
+                     {"sync_s", s.split->sync_s}};
+  j["languages"] = nlohmann::json::array();
+  for (const language_summary& l : s.languages)
+    j["languages"].push_back({{"language", l.language},
+                              {"totals", totals_json(l.totals)},
+                              {"cpu_percent", l.cpu_percent},
+                              {"jobs_percent", l.jobs_percent}});
+  j["groups"] = nlohmann::json::array();
+  for (const group_line& g : s.groups)
+    j["groups"].push_back({{"group", g.name},
+                           {"jobs_percent", g.jobs_percent},
+                           {"cpu_weighted_percent", g.cpu_weighted_percent}});
+  j["top_users"] = nlohmann::json::array();
+  for (const auto& [n, share] : s.top_users)
+    j["top_users"].push_back({{"users", n}, {"cpu_percent", share}});
+  return j;
+}
+
 std::string render_json(const report& r) {
   const report_options& o = r.options;
   nlohmann::json out = {{"schema", "strata.site-report/1"},
@@ -565,45 +606,8 @@ std::string render_json(const report& r) {
                           {"from", format_utc_time(o.when.from)},
                           {"to", format_utc_time(o.when.to)}}},
                         {"critical_mpi_percent", o.critical_mpi_percent}};
-  if (r.site) {
-    const site_report& s = *r.site;
-    nlohmann::json j = {{"totals", totals_json(s.totals)},
-                        {"users", s.users},
-                        {"routines_used", s.routines_used},
-                        {"p2p_time_s", s.p2p_time_s},
-                        {"collective_time_s", s.collective_time_s},
-                        {"by_size", breakdown_json(s.by_size)},
-                        {"by_cpu_class", breakdown_json(s.by_cpu_class)},
-                        {"by_cpu_class_c", breakdown_json(s.by_cpu_class_c)},
-                        {"by_cpu_class_fortran", breakdown_json(s.by_cpu_class_fortran)},
-                        {"by_user", breakdown_json(s.by_user)},
-                        {"routines", routines_json(s.routines)},
-                        {"critical_job_count", s.critical_job_count},
-                        {"critical_jobs", jobs_json(s.critical_jobs)},
-                        {"regression_count", s.regression_count},
-                        {"regressions", regressions_json(s.regressions)}};
-    if (s.machine_share_percent)
-      j["machine_share_percent"] = *s.machine_share_percent;
-    if (s.split)
-      j["estimate"] = {{"latency_s", s.split->latency_s},
-                       {"transfer_s", s.split->transfer_s},
-                       {"sync_s", s.split->sync_s}};
-    j["languages"] = nlohmann::json::array();
-    for (const language_summary& l : s.languages)
-      j["languages"].push_back({{"language", l.language},
-                                {"totals", totals_json(l.totals)},
-                                {"cpu_percent", l.cpu_percent},
-                                {"jobs_percent", l.jobs_percent}});
-    j["groups"] = nlohmann::json::array();
-    for (const group_line& g : s.groups)
-      j["groups"].push_back({{"group", g.name},
-                             {"jobs_percent", g.jobs_percent},
-                             {"cpu_weighted_percent", g.cpu_weighted_percent}});
-    j["top_users"] = nlohmann::json::array();
-    for (const auto& [n, share] : s.top_users)
-      j["top_users"].push_back({{"users", n}, {"cpu_percent", share}});
-    out["site"] = std::move(j);
-  }
+  if (r.site)
+    out["site"] = site_report_json(*r.site);
   out["users"] = nlohmann::json::array();
   for (const user_report& u : r.users) {
     nlohmann::json j = {{"user", u.owner},

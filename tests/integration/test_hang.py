@@ -246,6 +246,9 @@ class Recovered(HangTestCase):
         report = run([STRATA, "report", records[0]], env=self.env)
         self.assertEqual(report.returncode, 0, report.stderr)
         self.assertIn("DEADLOCK: ranks 0-1", report.stdout)
+        # The diagnosis line by line as the record holds it, after the report.
+        self.assertTrue(report.stdout.endswith(
+            "\nWhy the job hung (strata hang, from the ranks' last states):\n" + hang["text"]))
 
 
 @unittest.skipUnless(FLAVOR == "openmpi", "Debian packages mpi4py for Open MPI only")

@@ -130,6 +130,7 @@ class SiteTests:
         self.assertEqual(alice["totals"]["pes"], 6)
         self.assertAlmostEqual(alice["totals"]["cpu_time_s"], 500.0)
         self.assertAlmostEqual(alice["totals"]["mpi_time_s"], 60.0)
+        self.assertAlmostEqual(alice["totals"]["mpi_percent"], 12.0)  # of the CPU time
         self.assertAlmostEqual(alice["mpi_percent"], 12.0)
         self.assertEqual(alice["c_jobs"], 1)
         self.assertEqual(alice["fortran_jobs"], 1)

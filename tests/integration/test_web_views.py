@@ -151,6 +151,12 @@ class WebViewsTest(ServedStore, unittest.TestCase):
         self.assertTrue(seen["init"]["sizes_chart"])  # a job with sizes has its chart
         self.assertIsNone(seen["init"]["sizes_note"])
 
+    def test_the_job_report_keeps_its_style_to_itself(self):
+        # The report's rules (h1 at 1.4em, h2 at 1.1em) are scoped to it: the page's own heading
+        # keeps the browser's 2em.
+        self.assertEqual(self.browse()["job"]["font_sizes"],
+                         {"main > h1": "32px", ".report h1": "22.4px", ".report h2": "17.6px"})
+
     def test_mpi_init_apart_from_the_wall_time_and_imbalance_by_size(self):
         init = self.browse()["init"]
         self.assertEqual(init["imbalance"], ["MPI_Send", "MPI_Allreduce", "MPI_Bcast"])

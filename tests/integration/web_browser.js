@@ -12,6 +12,7 @@ async function charts(page) {
       type: c.config.type,
       datasets: c.data.datasets.length,
       points: c.data.datasets.reduce((n, d) => n + d.data.filter((v) => v !== null && v !== undefined).length, 0),
+      missing_labels: (c.data.labels || []).filter((l) => l === undefined || l === null).length,
       last_dataset_points: c.data.datasets.length ? c.data.datasets[c.data.datasets.length - 1].data.length : 0,
       width: c.canvas.getBoundingClientRect().width,
       height: c.canvas.getBoundingClientRect().height,
@@ -72,6 +73,10 @@ async function visit(user, browser, base) {
   r = await page.goto(`${base}/site`);
   seen.site_status = r.status();
   seen.site_charts = r.status() === 200 ? await charts(page) : [];
+  if (r.status() === 200) {
+    seen.site_totals = await page.textContent("#site-totals");
+    seen.site_critical_links = await page.$$eval("#jobs tbody tr td:first-child a", (a) => a.map((x) => x.getAttribute("href")));
+  }
 
   await context.close();
   return seen;

@@ -35,6 +35,11 @@ async function jobPage(page, url) {
       const c = (window.strataCharts || []).find((x) => x.canvas.id === "imbalance");
       return c ? c.data.labels : null;
     }),
+    // The report's style on its own headings, the page's on the page's.
+    font_sizes: await page.evaluate(() => Object.fromEntries(["main > h1", ".report h1", ".report h2"].map((s) => {
+      const e = document.querySelector(s);
+      return [s, e ? getComputedStyle(e).fontSize : null];
+    }))),
   };
 }
 

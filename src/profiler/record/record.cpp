@@ -258,6 +258,16 @@ std::string detail::range_error(const job_record& record) {
   return "";
 }
 
+json part_json(const percent_spread& spread) {
+  return write(spread);
+}
+json part_json(const rank_spread& spread) {
+  return write(spread);
+}
+json part_json(const std::vector<histogram_bin>& histogram) {
+  return write(histogram);
+}
+
 std::string_view status_name(job_status status) {
   return detail::status_names.at(static_cast<size_t>(status));
 }

@@ -8,6 +8,8 @@
 #include "model/model_file.hpp"
 #include "profiler/record/mpi_t_record.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -201,6 +203,15 @@ struct communication_section {
   bool operator==(const communication_section&) const = default;
 };
 
+// Why the job hung (docs/job-record.md, "hang"): only in a record that strata recover made of a
+// job whose ranks waited inside MPI when it stopped. Read: the verdict and the diagnosis for
+// people; the rest of strata hang's JSON stays in the record's text.
+struct hang_diagnosis {
+  std::string verdict; // "hang", "deadlock", ... (docs/hang.md)
+  std::string text;
+  bool operator==(const hang_diagnosis&) const = default;
+};
+
 struct job_record {
   job_facts job;
   std::vector<routine> routines;   // in name order
@@ -211,6 +222,7 @@ struct job_record {
   std::optional<mpi_t_section> mpi_t; // the library's own variables; absent: not read
   // Absent: not counted (records rebuilt by strata recover, older ones, the overhead module).
   std::optional<communication_section> communication;
+  std::optional<hang_diagnosis> hang; // absent: the job did not hang, or was not recovered
   bool operator==(const job_record&) const = default;
 };
 
@@ -230,6 +242,12 @@ parse_result parse_record(std::string_view json_text);
 std::string to_json(const job_record& record);
 
 std::string_view status_name(job_status status);
+
+// Parts of a record in the record's own JSON form (the writer's key lists), for a tool that
+// passes them on as they are, such as the web's job page.
+nlohmann::json part_json(const percent_spread& spread);
+nlohmann::json part_json(const rank_spread& spread);
+nlohmann::json part_json(const std::vector<histogram_bin>& histogram);
 
 struct time_split {
   double latency_s = 0, transfer_s = 0, sync_s = 0;

@@ -199,6 +199,11 @@ template <either_const<communication_section> S, typename Visit> void fields(S& 
   visit("unlisted", s.unlisted);
 }
 
+template <either_const<hang_diagnosis> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("verdict", s.verdict);
+  visit("text", s.text);
+}
+
 template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("job", s.job);
   visit("routines", s.routines);
@@ -206,6 +211,7 @@ template <either_const<job_record> S, typename Visit> void fields(S& s, Visit& v
   visit("callsites_dropped", s.callsites_dropped);
   visit("mpi_t", s.mpi_t);
   visit("communication", s.communication);
+  visit("hang", s.hang);
 }
 
 struct ignore_fields {

@@ -125,6 +125,41 @@ TEST(ParseRecord, RoundTripsOptionalValues) {
   EXPECT_EQ(*again.record, record);
 }
 
+// strata recover's diagnosis of a hung job: its verdict and text read, the rest of strata
+// hang's JSON left to the text; a section without its text refused by both readers alike.
+TEST(ParseRecord, ReadsTheHangSectionsVerdictAndText) {
+  const std::string text = modified([](json& doc) {
+    doc["hang"] = {{"format", "strata.hang/1"},
+                   {"verdict", "hang"},
+                   {"deadlocks", json::array()},
+                   {"text", "DEADLOCK: ranks 0-1 wait for each other"}};
+  });
+  const auto parsed = parse_record(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  ASSERT_TRUE(parsed.record->hang.has_value());
+  EXPECT_EQ(parsed.record->hang->verdict, "hang");
+  EXPECT_EQ(parsed.record->hang->text, "DEADLOCK: ranks 0-1 wait for each other");
+  EXPECT_EQ(parse_record_fast(text).record, parsed.record);
+  EXPECT_EQ(parse_record(to_json(*parsed.record)).record, parsed.record);
+  EXPECT_FALSE(sample().hang.has_value());
+  EXPECT_EQ(error_of(modified([](json& doc) {
+              doc["hang"] = {{"verdict", "hang"}};
+            })),
+            "hang.text is missing");
+}
+
+// After the text report, line by line, each line as safe for a terminal as the report's own.
+TEST(RenderText, EndsWithTheHangDiagnosis) {
+  job_record record = sample();
+  record.hang = hang_diagnosis{"hang", "DEADLOCK: ranks 0-1\n  rank 0 in \x1b[2JMPI_Recv\n"};
+  const std::string text = render(record, report_format::text, nullptr);
+  EXPECT_TRUE(text.ends_with("\nWhy the job hung (strata hang, from the ranks' last states):\n"
+                             "DEADLOCK: ranks 0-1\n  rank 0 in \\x1b[2JMPI_Recv\n"))
+      << text;
+  EXPECT_EQ(render(record, report_format::html, nullptr).find("Why the job hung"),
+            std::string::npos); // the web's job page shows it apart
+}
+
 TEST(ParseRecord, IgnoresUnknownKeysAndAcceptsAbsentOptionalOnes) {
   const auto parsed = parse_record(modified([](json& doc) {
     doc["job"]["future_field"] = {{"nested", true}};
@@ -435,6 +470,36 @@ TEST(RenderHtml, SelfContainedPageWithHeadlineAndTable) {
   expect_in_order(html, routines_by_time);
   EXPECT_NE(html.find("<td>1.81 (rank 3)</td>"), std::string::npos);
   EXPECT_NE(html.find("</html>"), std::string::npos);
+}
+
+// A page that shows the report among its own content gets the page's sections, and a style
+// none of whose rules reaches outside the report.
+TEST(RenderHtml, FragmentHoldsThePagesSectionsAndScopesItsStyle) {
+  const std::string page = render(sample(), report_format::html, nullptr);
+  const std::string fragment = render_html_fragment(sample());
+  const std::string open = "<div class=\"report\"><style>";
+  ASSERT_EQ(fragment.rfind(open, 0), 0u) << fragment;
+  ASSERT_TRUE(fragment.ends_with("</div>"));
+  for (const char* document_only : {"<!DOCTYPE", "<html", "<head", "<body", "<title"})
+    EXPECT_EQ(fragment.find(document_only), std::string::npos) << document_only;
+  const std::size_t style_end = fragment.find("</style>\n");
+  ASSERT_NE(style_end, std::string::npos);
+  const std::size_t body = page.find("<body>\n") + 7, body_end = page.rfind("</body>");
+  EXPECT_EQ(fragment.substr(style_end + 9, fragment.size() - 6 - style_end - 9),
+            page.substr(body, body_end - body));
+  const std::string style = fragment.substr(open.size(), style_end - open.size());
+  std::size_t rules = 0;
+  for (std::size_t at = 0; at < style.size(); at = style.find('}', at) + 1, ++rules) {
+    const std::string selectors = style.substr(at, style.find('{', at) - at);
+    for (std::size_t s = 0; s < selectors.size(); s = selectors.find(',', s) + 1) {
+      EXPECT_EQ(selectors.compare(s, 7, ".report"), 0) << selectors;
+      if (selectors.find(',', s) == std::string::npos)
+        break;
+    }
+  }
+  EXPECT_EQ(rules, 11u) << style;
+  EXPECT_NE(page.find("body{font-family"), std::string::npos); // the page's own, unscoped
+  EXPECT_NE(style.find(".report{font-family"), std::string::npos);
 }
 
 std::size_t count_of(const std::string& text, const std::string& what) {

@@ -422,18 +422,53 @@ std::string render_csv(const job_record& record, const model::machine_model* mod
 
 // ---- html ----
 
-constexpr std::string_view html_style =
-    R"(body{font-family:system-ui,sans-serif;margin:2em;color:#222}h1{font-size:1.4em}
-h2{font-size:1.1em;margin-top:1.6em}table{border-collapse:collapse}td,th{padding:.2em .7em}
-.facts th{text-align:left}.facts:first-of-type tr:first-child td{font-size:1.3em;font-weight:bold}
-.figures td,.figures th{text-align:right}.figures tr>:first-child{text-align:left}
-.figures tr:nth-child(even){background:#f3f3f3}.figures th{border-bottom:1px solid #999})";
+// The report's style, rule by rule, so that a page showing the report among its own content
+// can scope every rule to the report (render_html_fragment). "body" is the report itself.
+struct style_rule {
+  std::string_view selectors, declarations; // selectors separated by ","
+};
+constexpr std::array<style_rule, 11> html_style = {{
+    {"body", "font-family:system-ui,sans-serif;margin:2em;color:#222"},
+    {"h1", "font-size:1.4em"},
+    {"h2", "font-size:1.1em;margin-top:1.6em"},
+    {"table", "border-collapse:collapse"},
+    {"td,th", "padding:.2em .7em"},
+    {".facts th", "text-align:left"},
+    {".facts:first-of-type tr:first-child td", "font-size:1.3em;font-weight:bold"},
+    {".figures td,.figures th", "text-align:right"},
+    {".figures tr>:first-child", "text-align:left"},
+    {".figures tr:nth-child(even)", "background:#f3f3f3"},
+    {".figures th", "border-bottom:1px solid #999"},
+}};
 
-std::string render_html(const job_record& record, const std::vector<section>& report) {
-  std::string out = fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
-                                "charset=\"utf-8\">\n<title>Strata report: {}</title>\n"
-                                "<style>\n{}\n</style>\n</head>\n<body>\n",
-                                escape_markup(record.job.id), html_style);
+// The style sheet; with a `scope` (".report"), every selector is put under it and "body" is
+// the scope itself, so that none of the rules reaches the page around the report.
+std::string style_sheet(std::string_view scope) {
+  std::string out;
+  const auto add = [&](const style_rule& rule) {
+    std::string_view rest = rule.selectors;
+    for (bool first = true; !rest.empty(); first = false) {
+      const size_t comma = rest.find(',');
+      const std::string_view one = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      out += first ? "" : ",";
+      if (scope.empty())
+        out += one;
+      else if (one == "body")
+        out += scope;
+      else
+        out += fmt::format("{} {}", scope, one);
+    }
+    out += fmt::format("{{{}}}", rule.declarations);
+  };
+  for (const style_rule& rule : html_style)
+    add(rule);
+  return out;
+}
+
+// The report's sections: what the page and the fragment hold.
+std::string html_sections(const std::vector<section>& report) {
+  std::string out;
   for (const section& s : report) {
     const char* heading = &s == &report.front() ? "h1" : "h2";
     out += fmt::format("<{}>{}</{}>\n", heading, escape_markup(s.title), heading);
@@ -452,7 +487,14 @@ std::string render_html(const job_record& record, const std::vector<section>& re
       out += "<p>" + escape_markup(s.note) + "</p>\n";
     out += s.html_figure;
   }
-  return out + "</body>\n</html>\n";
+  return out;
+}
+
+std::string render_html(const job_record& record, const std::vector<section>& report) {
+  return fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
+                     "charset=\"utf-8\">\n<title>Strata report: {}</title>\n"
+                     "<style>\n{}\n</style>\n</head>\n<body>\n{}</body>\n</html>\n",
+                     escape_markup(record.job.id), style_sheet(""), html_sections(report));
 }
 
 // Reads and parses one file; a message names the file.
@@ -506,7 +548,22 @@ std::string render(const job_record& record, report_format format,
   case report_format::text:
     break;
   }
-  return render_text(sections(record, model));
+  std::string text = render_text(sections(record, model));
+  // A recovered job that hung: strata hang's diagnosis, its lines made safe for a terminal like
+  // the rest of the report.
+  if (record.hang) {
+    text += "\nWhy the job hung (strata hang, from the ranks' last states):\n";
+    std::string_view rest = record.hang->text;
+    for (size_t end; (end = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(end + 1))
+      text += terminal_safe(rest.substr(0, end)) + "\n";
+    text += terminal_safe(rest);
+  }
+  return text;
+}
+
+std::string render_html_fragment(const job_record& record, const model::machine_model* model) {
+  return fmt::format("<div class=\"report\"><style>{}</style>\n{}</div>", style_sheet(".report"),
+                     html_sections(sections(record, model)));
 }
 
 int report_main(const std::string& record_path, const std::string& format,

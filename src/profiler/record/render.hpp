@@ -23,6 +23,12 @@ std::optional<report_format> parse_format(std::string_view name);
 std::string render(const job_record& record, report_format format,
                    const model::machine_model* model = nullptr);
 
+// The html report's content without the document around it, for a page that shows the report
+// among its own: one <div class="report"> holding the report's style, every rule scoped to that
+// element so that none reaches the page around it, and the sections the full document holds.
+std::string render_html_fragment(const job_record& record,
+                                 const model::machine_model* model = nullptr);
+
 // The whole subcommand without the command line: reads the record (and the model when
 // `model_path` is not empty) and renders it. Returns 0 with `output` set, or 2 with `error`
 // set to one line that names the file at fault, e.g. "job.json: routines.MPI_Send.calls is

@@ -320,8 +320,7 @@ public:
           "id=\"imbalance\"></canvas></div><h2>Message sizes</h2><div class=\"chart\"><canvas "
           "id=\"sizes\"></canvas></div>";
       return std::make_pair(200, page("Job " + sj->job.record_id, "job", &v,
-                                      charts + "<h2>Report</h2><div class=\"report\">" +
-                                          job_report_html(sj->record_json) + "</div>",
+                                      charts + "<h2>Report</h2>" + job_report_html(sj->record_json),
                                       " data-job=\"" + std::to_string(sj->job.job_id) + "\""));
     });
     html_route(http, "/user", [](const httplib::Request& req, const viewer& v) {
@@ -413,7 +412,7 @@ public:
       }
       json a = json::array();
       for (const auto& r : rows) {
-        json t = totals_json(r.totals);
+        json t = site::totals_json(r.totals);
         t["week_start"] = r.week_start;
         a.push_back(t);
       }
@@ -459,10 +458,10 @@ public:
       if (!v.admin)
         throw forbidden("the site figures are for admins");
       const int days = static_cast<int>(int_param(req, "days", 1, 3660).value_or(28));
-      json figures = json::parse(site_figures(days));
-      if (figures.contains("critical_jobs")) {
+      json figures = *site_figures(days); // a copy: the flags are this request's
+      if (figures.contains("critical_job_rows")) {
         auto db = pool_.take();
-        mark_flagged(*db, figures["critical_jobs"]);
+        mark_flagged(*db, figures["critical_job_rows"]);
       }
       return figures;
     });
@@ -651,7 +650,7 @@ private:
   // report from the day tables alone (milliseconds at a million jobs, where a period with
   // partial days read every job row of them: seconds). A period asked for once is kept and
   // recomputed by the refresher thread every site_cache_seconds.
-  std::string site_figures(int days) {
+  std::shared_ptr<const json> site_figures(int days) {
     {
       const std::lock_guard lock(cache_mutex_);
       if (auto it = site_cache_.find(days); it != site_cache_.end())
@@ -661,7 +660,7 @@ private:
   }
 
   // `refresh` false: a value another request computed meanwhile will do.
-  std::string compute_site(int days, bool refresh) {
+  std::shared_ptr<const json> compute_site(int days, bool refresh) {
     const std::lock_guard compute(compute_mutex_); // one computation at a time
     if (!refresh) {
       const std::lock_guard lock(cache_mutex_);
@@ -682,12 +681,12 @@ private:
       figures["by_account"] = slurm_groups_json(site::slurm_totals(*db, o.when, false));
       figures["by_partition"] = slurm_groups_json(site::slurm_totals(*db, o.when, true));
     }
-    std::string text = figures.dump(-1, ' ', false, json::error_handler_t::replace);
+    auto kept = std::make_shared<const json>(std::move(figures));
     const std::lock_guard lock(cache_mutex_);
     if (site_cache_.size() >= 16 && site_cache_.count(days) == 0)
       site_cache_.erase(site_cache_.begin()); // a bound on what the refresher recomputes
-    site_cache_[days] = text;
-    return text;
+    site_cache_[days] = kept;
+    return kept;
   }
 
 public:
@@ -700,7 +699,7 @@ public:
       if (!first) {
         const std::lock_guard cache(cache_mutex_);
         periods.clear();
-        for (const auto& [days, text] : site_cache_)
+        for (const auto& [days, figures] : site_cache_)
           periods.push_back(days);
       }
       first = false;
@@ -729,7 +728,7 @@ private:
   waste_cache waste_cache_;
   std::shared_ptr<const fixed_body> script_;
   std::mutex cache_mutex_, compute_mutex_;
-  std::map<int, std::string> site_cache_;
+  std::map<int, std::shared_ptr<const json>> site_cache_;
   std::mutex stop_mutex_;
   std::condition_variable stop_wait_;
   bool stopping_ = false;

@@ -96,60 +96,18 @@ json job_json(const site::job_row& j) {
   return o;
 }
 
-json totals_json(const site::job_totals& t) {
-  return {{"jobs", t.jobs},
-          {"cpu_time_s", t.cpu_time_s},
-          {"mpi_time_s", t.mpi_time_s},
-          {"mpi_percent", t.cpu_time_s > 0 ? 100 * t.mpi_time_s / t.cpu_time_s : 0.0},
-          {"mpi_calls", t.mpi_calls},
-          {"mpi_bytes", t.mpi_bytes}};
-}
-
 json site_json(const site::report& r, int days) {
-  json o = {{"days", days}, {"from", r.options.when.from}, {"to", r.options.when.to}};
-  if (!r.site)
-    return o;
-  const site::site_report& s = *r.site;
-  o["totals"] = totals_json(s.totals);
-  o["users"] = s.users;
-  o["routines_used"] = s.routines_used;
-  o["by_size"] = site::breakdown_json(s.by_size);
-  o["by_cpu_class"] = site::breakdown_json(s.by_cpu_class);
-  o["by_cpu_class_c"] = site::breakdown_json(s.by_cpu_class_c);
-  o["by_cpu_class_fortran"] = site::breakdown_json(s.by_cpu_class_fortran);
-  o["by_user"] = site::breakdown_json(s.by_user);
-  json langs = json::array();
-  for (const auto& l : s.languages)
-    langs.push_back({{"language", l.language},
-                     {"totals", totals_json(l.totals)},
-                     {"cpu_percent", l.cpu_percent},
-                     {"jobs_percent", l.jobs_percent}});
-  o["languages"] = langs;
-  json routines = json::array();
-  for (const auto& rl : s.routines) {
-    json x = {{"name", rl.name},
-              {"calls", rl.calls},
-              {"time_s", rl.time_s},
-              {"bytes", rl.bytes},
-              {"share_of_mpi", rl.share_of_mpi}};
-    if (rl.split)
-      x["split"] = {{"latency_s", rl.split->latency_s},
-                    {"transfer_s", rl.split->transfer_s},
-                    {"sync_s", rl.split->sync_s}};
-    routines.push_back(x);
+  json o = r.site ? site::site_report_json(*r.site) : json::object();
+  o["days"] = days;
+  o["from"] = r.options.when.from;
+  o["to"] = r.options.when.to;
+  // The critical jobs again as the jobs list's rows, for the page's table of them.
+  if (r.site) {
+    json rows = json::array();
+    for (const site::job_row& j : r.site->critical_jobs)
+      rows.push_back(job_json(j));
+    o["critical_job_rows"] = std::move(rows);
   }
-  o["routines"] = routines;
-  json groups = json::array();
-  for (const auto& g : s.groups)
-    groups.push_back({{"name", g.name},
-                      {"jobs_percent", g.jobs_percent},
-                      {"cpu_weighted_percent", g.cpu_weighted_percent}});
-  o["groups"] = groups;
-  json critical = json::array();
-  for (const auto& j : s.critical_jobs)
-    critical.push_back(job_json(j));
-  o["critical_jobs"] = critical;
-  o["critical_job_count"] = s.critical_job_count;
   return o;
 }
 
@@ -163,7 +121,7 @@ json slurm_groups_json(const std::map<std::string, site::job_totals>& groups) {
   });
   json out = json::array();
   for (const auto& [label, t] : order) {
-    json x = totals_json(t);
+    json x = site::totals_json(t);
     x["label"] = label;
     x["cpu_percent"] = cpu_s > 0 ? 100 * t.cpu_time_s / cpu_s : 0.0;
     out.push_back(std::move(x));
@@ -176,20 +134,7 @@ std::string job_report_html(const std::string& record_json) {
   if (!parsed.ok())
     return "<p class=\"error\">The stored record does not parse: " + escape_markup(parsed.error) +
            "</p>";
-  std::string doc = record::render(*parsed.record, record::report_format::html);
-  const std::size_t body = doc.find("<body>");
-  const std::size_t end = doc.rfind("</body>");
-  if (body == std::string::npos || end == std::string::npos || end < body)
-    return doc;
-  const std::size_t head_style = doc.find("<style>");
-  const std::size_t head_style_end = doc.find("</style>");
-  std::string style;
-  if (head_style != std::string::npos && head_style_end != std::string::npos && head_style < body)
-    style = doc.substr(head_style, head_style_end + 8 - head_style);
-  // The report's style is for a document of its own: keep it off our page's body.
-  for (std::size_t at = style.find("body{"); at != std::string::npos; at = style.find("body{", at))
-    style.replace(at, 4, ".report");
-  return style + doc.substr(body + 6, end - body - 6);
+  return record::render_html_fragment(*parsed.record);
 }
 
 namespace {
@@ -220,43 +165,37 @@ json partners_json(const site::job_partners& p) {
 
 json job_detail_json(site::store& db, const site::stored_job& sj) {
   json o = {{"job", job_json(sj.job)}};
-  json rec = json::parse(sj.record_json, nullptr, false);
-  if (rec.is_discarded() || !rec.is_object())
+  const record::parse_result parsed = record::parse_record_fast(sj.record_json);
+  if (!parsed.ok())
     return o;
-  const json& job = rec.value("job", json::object());
-  o["argv"] = job.value("argv", json::array());
+  const record::job_record& rec = *parsed.record;
+  o["argv"] = rec.job.argv;
   // How the job ended; the exit code after MPI_Finalize where the profile could add it (rank 0's
   // process, at its exit, while the record was still in the spool).
-  o["ended"] = {{"status", job.value("status", json(sj.job.status))},
-                {"abort_code", job.value("abort_code", json(nullptr))},
-                {"signal", job.value("signal", json(nullptr))},
-                {"exit_code", job.value("exit_code", json(nullptr))}};
-  o["mpi_percent_by_rank"] = job.value("mpi_percent_by_rank", json::object());
+  const auto or_null = [](const auto& value) { return value ? json(*value) : json(nullptr); };
+  o["ended"] = {{"status", record::status_name(rec.job.status)},
+                {"abort_code", or_null(rec.job.abort_code)},
+                {"signal", or_null(rec.job.signal)},
+                {"exit_code", or_null(rec.job.exit_code)}};
+  o["mpi_percent_by_rank"] = record::part_json(rec.job.mpi_percent_by_rank);
   // Why the job hung (a record strata recover made of a hung job): its diagnosis for people.
-  if (const auto hang = rec.find("hang"); hang != rec.end() && hang->is_object() &&
-                                          hang->contains("text") && (*hang)["text"].is_string())
-    o["hang"] = {{"verdict", hang->value("verdict", json(""))}, {"text", (*hang)["text"]}};
+  if (rec.hang)
+    o["hang"] = {{"verdict", rec.hang->verdict}, {"text", rec.hang->text}};
   json routines = json::array();
-  if (rec.contains("routines") && rec["routines"].is_object())
-    for (const auto& [name, r] : rec["routines"].items()) {
-      if (!r.is_object())
-        continue;
-      json x = {{"name", name},
-                {"calls", r.value("calls", json(0))},
-                {"time_s", r.value("time_s", json(0))},
-                {"size_histogram", r.value("size_histogram", json::array())}};
-      if (r.contains("per_rank") && r["per_rank"].is_object())
-        x["per_rank_time_s"] = r["per_rank"].value("time_s", json::object());
-      // MPI_Init's and MPI_Finalize's time lies outside the wall time the job's figures use.
-      x["outside_wall_time"] = profiler::excluded_from_mpi_time(name);
-      routines.push_back(x);
-    }
+  for (const record::routine& r : rec.routines)
+    routines.push_back({{"name", r.name},
+                        {"calls", r.calls},
+                        {"time_s", r.time_s},
+                        {"size_histogram", record::part_json(r.size_histogram)},
+                        {"per_rank_time_s", record::part_json(r.per_rank.time_s)},
+                        // MPI_Init's and MPI_Finalize's time lies outside the wall time the
+                        // job's figures use.
+                        {"outside_wall_time", profiler::excluded_from_mpi_time(r.name)}});
   o["routines"] = routines;
   json why = json::array();
-  if (const record::parse_result parsed = record::parse_record_fast(sj.record_json); parsed.ok())
-    for (const finding& f : findings_of(*parsed.record))
-      why.push_back(
-          {{"kind", f.kind}, {"text", f.text}, {"next", f.next}, {"tool", f.tool}, {"how", f.how}});
+  for (const finding& f : findings_of(rec))
+    why.push_back(
+        {{"kind", f.kind}, {"text", f.text}, {"next", f.next}, {"tool", f.tool}, {"how", f.how}});
   o["why"] = why;
   if (const std::optional<site::regression_row> g = site::regression_of(db, sj.job.job_id))
     o["regression"] = flag_json(g->flag);
@@ -287,7 +226,7 @@ void mark_flagged(site::store& db, json& jobs) {
 json models_json(site::store& db, const std::string& user) {
   site::model_options o;
   o.owner = user;
-  json out = json::parse(site::render_models_json(site::build_models(db, o)));
+  json out = site::models_json(site::build_models(db, o));
   // Each program's flagged runs, so that the page draws those programs first.
   std::map<std::int64_t, std::int64_t> flagged;
   for (const site::regression_row& g : site::regressions_in(db, {0, INT64_MAX}, user, 100000))

@@ -20,15 +20,15 @@
 namespace strata::web {
 
 nlohmann::json job_json(const site::job_row& j);
-nlohmann::json totals_json(const site::job_totals& t);
-// The site page's figures (Figs. 5-11 of the automatic counter profiling paper) from the site
-// report.
+// The site page's figures (Figs. 5-11 of the automatic counter profiling paper): the JSON site
+// report's "site" part (site::site_report_json, its key names), with the period ("days", "from"
+// and "to" in seconds) and "critical_job_rows", the critical jobs as job_json's rows.
 nlohmann::json site_json(const site::report& r, int days);
 // The site's jobs per Slurm account or partition (site::slurm_totals), most CPU time first:
 // label ("" for jobs without one), jobs, CPU time, MPI %, share of the CPU time.
 nlohmann::json slurm_groups_json(const std::map<std::string, site::job_totals>& groups);
-// The job's own report (src/profiler/record's HTML renderer, which escapes every string of the
-// record): the body of its document, to sit inside our page.
+// The job's own report (src/profiler/record's HTML fragment, which escapes every string of the
+// record and scopes its style to the report's <div class="report">), to sit inside our page.
 std::string job_report_html(const std::string& record_json);
 // What the job page needs: the job, per-routine time across ranks (min/mean/max: the
 // imbalance), the message-size histograms; whether it was flagged as a regression; and, routine
@@ -39,7 +39,7 @@ nlohmann::json job_detail_json(site::store& db, const site::stored_job& sj);
 // regression. One query for the page.
 void mark_flagged(site::store& db, nlohmann::json& jobs);
 
-// A user's programs with their models (render_models_json's form) for the trends page.
+// A user's programs with their models (site::models_json's form) for the trends page.
 nlohmann::json models_json(site::store& db, const std::string& user);
 // One program's runs at each size over time, flagged regressions marked; nothing when the
 // program is not `user`'s.

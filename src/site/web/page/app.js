@@ -316,14 +316,14 @@ async function sitePage(app) {
     const routines = (r.routines || []).slice(0, 20);
     chart("routines", {
       type: "bar",
-      data: { labels: routines.map((x) => x.name), datasets: [{ label: "% of MPI time", data: routines.map((x) => x.share_of_mpi) }] },
+      data: { labels: routines.map((x) => x.routine), datasets: [{ label: "% of MPI time", data: routines.map((x) => x.share_of_mpi_percent) }] },
       options: { indexAxis: "y", scales: { x: axis("% of MPI time") }, plugins: { title: { display: true, text: "MPI routines by time (Fig. 10)" } } },
     });
     const groups = r.groups || [];
     chart("groups", {
       type: "bar",
       data: {
-        labels: groups.map((g) => g.name),
+        labels: groups.map((g) => g.group),
         datasets: [
           { label: "% of jobs", data: groups.map((g) => g.jobs_percent) },
           { label: "% of CPU time", data: groups.map((g) => g.cpu_weighted_percent) },
@@ -347,9 +347,9 @@ async function sitePage(app) {
         [g.label ? el("a", { href: jobsOf(g.label) }, shortText(g.label, 40)) : "(none: not started by Slurm)", g.jobs, fmt(g.cpu_percent), fmt(g.cpu_time_s / 3600, 1), fmt(g.mpi_percent)]));
       app.append(t, csvLink(t, name));
     }
-    if ((r.critical_jobs || []).length) {
+    if ((r.critical_job_rows || []).length) {
       app.append(el("h2", {}, `Critical jobs (${count(r.critical_job_count, "job")}), most MPI core-hours first`));
-      const critical = jobsTable(r.critical_jobs, true);
+      const critical = jobsTable(r.critical_job_rows, true);
       app.append(critical, csvLink(critical, "critical-jobs"));
     }
   } catch (e) {

@@ -111,6 +111,8 @@ def jobs_matrix(base, token, user, repeats):
         ("MPI % > 90 (sparse)", "min_mpi=90"),
         ("ranks 1000-1100 (sparse)", "min_ranks=1000&max_ranks=1100"),
         ("last 1 day", "days=1"),
+        ("last 7 days", "days=7"),
+        ("exit code not 0 (none in synthetic records)", "exit=nonzero"),
         ("busiest user, Fortran, MPI % > 20, 7 days", f"user={user}&language=Fortran&min_mpi=20&days=7"),
         ("busiest user, ranks >= 1500, MPI % > 40", f"user={user}&min_ranks=1500&min_mpi=40"),
         ("page 100", "page=100"),
@@ -119,14 +121,14 @@ def jobs_matrix(base, token, user, repeats):
         ("busiest user, text: app3", f"user={user}&q=app3"),
         ("text matching nothing", "q=no-such-thing"),
     ]
-    print(f"\n{'jobs list API, filter (5 sorts each)':55s} {'worst median':>12s} {'sort':>8s} {'all sorts':>10s}")
+    print(f"\n{'jobs list API, filter (7 sorts each)':55s} {'worst median':>12s} {'sort':>9s} {'all sorts':>10s}")
     for name, query in filters:
         results = []
-        for sort in ("end", "end_asc", "mpi", "cpu", "ranks"):
+        for sort in ("end", "end_asc", "mpi", "cpu", "ranks", "mpi_hours", "exit"):
             med, _ = measure(base, token, f"/api/jobs?per_page=50&sort={sort}&{query}", repeats)
             results.append((med, sort))
         worst = max(results)
-        print(f"{name:55s} {worst[0]:12.1f} {worst[1]:>8s} {' '.join(f'{m:.0f}' for m, _ in results):>10s}")
+        print(f"{name:55s} {worst[0]:12.1f} {worst[1]:>9s} {' '.join(f'{m:.0f}' for m, _ in results):>10s}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 # it (what a packager splits into strata-openmpi and strata-mpich), the rest in `common`. Every
 # installed file finds the prefix from where it lies, so the tree can be moved:
 #   include/strata/{module,annotate,version}.h       include/strata/<flavor>/strata/zmpi.h
+#   include/strata/option_binder.hpp                 lib/strata/libstrata_option_binder.a
 #   lib/cmake/Strata/StrataConfig.cmake              lib/cmake/Strata/StrataFlavor-<flavor>.cmake
 #   lib/pkgconfig/strata-<flavor>.pc                 lib/strata/<flavor>/{libstrata.so,modules/}
 include(CMakePackageConfigHelpers)

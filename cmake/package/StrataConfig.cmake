@@ -6,6 +6,10 @@
 #                               strata/zmpi.h, libstrata and the flavor's MPI (link a module to it)
 #   Strata_<flavor>_FOUND       TRUE
 #   Strata_<flavor>_MODULE_DIR  where the installed `strata` finds modules by name
+# Strata::option_binder        strata/option_binder.hpp and its library (C++20, no MPI): a
+#                               module's options declared once each with the fields they set,
+#                               and the values its load gets checked into them (link it beside
+#                               Strata::module_<flavor>)
 # Strata_FLAVORS                the flavors installed here
 # Strata::module                one of them: Strata_MPI_FLAVOR if set, else the only component
 #                               asked for, else the first installed (openmpi before mpich)
@@ -38,9 +42,21 @@ foreach(_strata_flavor IN ITEMS openmpi mpich)
       INTERFACE_INCLUDE_DIRECTORIES
         "${_strata_prefix}/include;${_strata_prefix}/include/strata/${_strata_flavor};${Strata_${_strata_flavor}_MPI_INCLUDE_DIRS}"
       INTERFACE_LINK_LIBRARIES
-        "Strata::core_${_strata_flavor};${Strata_${_strata_flavor}_MPI_LIBRARIES}")
+        "Strata::core_${_strata_flavor};${Strata_${_strata_flavor}_MPI_LIBRARIES}"
+      # A module in C++ wants MPI's C interface only: Open MPI's C++ bindings would make it
+      # need libmpi_cxx, which the core does not load.
+      INTERFACE_COMPILE_DEFINITIONS "OMPI_SKIP_MPICXX=1;MPICH_SKIP_MPICXX=1")
   endif()
 endforeach()
+
+if(NOT TARGET Strata::option_binder)
+  add_library(Strata::option_binder STATIC IMPORTED)
+  set_target_properties(Strata::option_binder PROPERTIES
+    IMPORTED_LOCATION "${_strata_prefix}/lib/strata/libstrata_option_binder.a"
+    IMPORTED_LINK_INTERFACE_LANGUAGES CXX
+    INTERFACE_INCLUDE_DIRECTORIES "${_strata_prefix}/include"
+    INTERFACE_COMPILE_FEATURES cxx_std_20)
+endif()
 
 # Why the package is not found, naming the flavor it lacks.
 macro(_strata_not_found flavor)

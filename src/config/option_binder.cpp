@@ -5,6 +5,7 @@
 #include <strata/module.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <utility>
 
@@ -141,13 +142,35 @@ option_binder& option_binder::add_list(const char* key, std::vector<std::string>
 option_binder& option_binder::add_duration(const char* key, double& seconds,
                                            const char* default_value, const char* help,
                                            double max_s, const char* env) {
+  return add_duration_in(key, seconds, default_value, help, 0, max_s, 1, env);
+}
+
+option_binder& option_binder::add_duration_ms(const char* key, double& seconds,
+                                              const char* default_value, const char* help,
+                                              double min_s, double max_s, const char* env) {
+  return add_duration_in(key, seconds, default_value, help, min_s, max_s, 1e-3, env);
+}
+
+option_binder& option_binder::add_duration_in(const char* key, double& seconds,
+                                              const char* default_value, const char* help,
+                                              double min_s, double max_s, double bare_unit_s,
+                                              const char* env) {
   return add(key, "duration", default_value, help, env,
-             {[&seconds, max_s](std::string_view value) -> std::string {
-                const std::optional<double> s = parse_duration(value);
+             {[&seconds, min_s, max_s, bare_unit_s](std::string_view value) -> std::string {
+                std::optional<double> s = parse_duration(value);
                 if (!s)
                   return type_problem("duration", value);
-                if (*s > max_s)
-                  return "is not a duration up to " + number_text(max_s) + " s";
+                // A bare number: parse_duration read it as seconds.
+                if (!value.empty() && std::isalpha(static_cast<unsigned char>(value.back())) == 0)
+                  *s *= bare_unit_s;
+                if (*s < min_s || *s > max_s) {
+                  if (min_s <= 0)
+                    return "is not a duration up to " + number_text(max_s) + " s";
+                  if (max_s == std::numeric_limits<double>::infinity())
+                    return "is not a duration of at least " + number_text(min_s) + " s";
+                  return "is not a duration from " + number_text(min_s) + " to " +
+                         number_text(max_s) + " s";
+                }
                 seconds = *s;
                 return {};
               },

@@ -91,6 +91,13 @@ public:
                               const char* help,
                               double max_s = std::numeric_limits<double>::infinity(),
                               const char* env = nullptr);
+  // The same for an option that took whole milliseconds before it took durations: a number
+  // without a unit is still milliseconds (write_timeout_ms=10000 is 10 s, as it always was),
+  // from min_s to max_s.
+  option_binder& add_duration_ms(const char* key, double& seconds, const char* default_value,
+                                 const char* help, double min_s,
+                                 double max_s = std::numeric_limits<double>::infinity(),
+                                 const char* env = nullptr);
   // Bytes (type "size": 4096, 512K, 64M, 2G) in [min, max].
   option_binder& add_size(const char* key, std::uint64_t& bytes, const char* default_value,
                           const char* help, std::uint64_t min = 0,
@@ -153,6 +160,9 @@ private:
   };
   option_binder& add(const char* key, const char* type, const char* default_value, const char* help,
                      const char* env, binding b);
+  option_binder& add_duration_in(const char* key, double& seconds, const char* default_value,
+                                 const char* help, double min_s, double max_s, double bare_unit_s,
+                                 const char* env);
   option_binder& add_choice(const char* key, const char* default_value, const char* help,
                             const char* env, const std::vector<const char*>& names,
                             std::function<void(std::size_t)> set);

@@ -239,5 +239,52 @@ TEST(OptionBinder, ADefaultItsOptionRefusesIsTheModulesOneLine) {
             "default of option 'n': '0' is not a whole number of at least 1");
 }
 
+// An option that took whole milliseconds before it took durations (the profile's
+// write_timeout_ms): a bare number is still milliseconds, a unit says what it says.
+TEST(OptionBinder, DurationsWhoseBareNumberIsMilliseconds) {
+  double timeout = -1, after = -1;
+  option_binder b;
+  b.add_duration_ms("write_timeout_ms", timeout, "10s", "how long", 1e-3, 1e6)
+      .add_duration("hang_after", after, "0", "how long", 1e9);
+  EXPECT_DOUBLE_EQ(timeout, 10);
+  EXPECT_DOUBLE_EQ(after, 0);
+  const std::vector<std::pair<const char*, double>> taken = {
+      {"10000", 10}, {"1", 1e-3}, {"2.5", 2.5e-3},  {"250ms", 0.25},
+      {"2s", 2},     {"1m", 60},  {"1000000s", 1e6}};
+  for (const auto& [value, seconds] : taken) {
+    EXPECT_EQ(b.take({{"write_timeout_ms", value}}), "") << value;
+    EXPECT_DOUBLE_EQ(timeout, seconds) << value;
+  }
+  // A bare number of the seconds option stays seconds.
+  EXPECT_EQ(b.take({{"hang_after", "90"}}), "");
+  EXPECT_DOUBLE_EQ(after, 90);
+  EXPECT_EQ(b.take({{"hang_after", "5m"}}), "");
+  EXPECT_DOUBLE_EQ(after, 300);
+  const std::vector<std::pair<std::pair<const char*, const char*>, std::string>> refused = {
+      {{"write_timeout_ms", "0"},
+       "option 'write_timeout_ms': '0' is not a duration from 0.001 to 1000000 s"},
+      {{"write_timeout_ms", "0.5"},
+       "option 'write_timeout_ms': '0.5' is not a duration from 0.001 to 1000000 s"},
+      {{"write_timeout_ms", "500us"},
+       "option 'write_timeout_ms': '500us' is not a duration from 0.001 to 1000000 s"},
+      {{"write_timeout_ms", "12d"},
+       "option 'write_timeout_ms': '12d' is not a duration such as 2.5, 10s, 250ms or 40us"},
+      {{"write_timeout_ms", "10 s"},
+       "option 'write_timeout_ms': '10 s' is not a duration such as 2.5, 10s, 250ms or 40us"},
+      {{"write_timeout_ms", "-5"},
+       "option 'write_timeout_ms': '-5' is not a duration such as 2.5, 10s, 250ms or 40us"},
+      {{"write_timeout_ms", "1001000s"},
+       "option 'write_timeout_ms': '1001000s' is not a duration from 0.001 to 1000000 s"},
+      {{"hang_after", "1e10"}, "option 'hang_after': '1e10' is not a duration up to 1000000000 s"},
+      {{"hang_after", "soon"},
+       "option 'hang_after': 'soon' is not a duration such as 2.5, 10s, 250ms or 40us"},
+  };
+  for (const auto& [arg, message] : refused) {
+    EXPECT_EQ(b.take({{arg.first, arg.second}}), message) << arg.first << "=" << arg.second;
+  }
+  // A refused value leaves the field as it was.
+  EXPECT_DOUBLE_EQ(timeout, 1e6);
+}
+
 } // namespace
 } // namespace strata::config

@@ -1,6 +1,8 @@
 #include "hang/command.hpp"
 #include "hang/diagnose.hpp"
 
+#include "config/options.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -216,9 +218,19 @@ public:
     hang_->add_option("--format", o_.format, "text for people, json for tools")
         ->check(CLI::IsMember({"text", "json"}));
     hang_->add_option("--job", o_.job, "the job whose files to read, in a directory of several");
-    hang_->add_option("--hang-after", o_.hang_after_s,
-                      "seconds a rank must wait in one call, with no rank completing any, to "
-                      "count as hung (default 10)");
+    hang_
+        ->add_option_function<std::string>(
+            "--hang-after",
+            [this](const std::string& value) {
+              const std::optional<double> s = config::parse_duration(value);
+              if (!s)
+                throw CLI::ValidationError("--hang-after: '" + value +
+                                           "' is not a duration such as 10, 10s or 5m");
+              o_.hang_after_s = *s;
+            },
+            "how long a rank must wait in one call (10, 10s, 5m), with no rank completing "
+            "any, to count as hung (default 10 s)")
+        ->type_name("DURATION");
   }
 
   [[nodiscard]] std::optional<int> run() const override {

@@ -4,6 +4,8 @@
 
 #include <strata/module.h>
 
+#include <utility>
+
 namespace strata::monitor {
 
 namespace {
@@ -48,13 +50,19 @@ const strata_module_options* declared_options() {
 }
 
 std::string parse_options(const std::vector<std::pair<std::string, std::string>>& values,
-                          options& o, bool check_filter) {
+                          options& o, bool check_filter, std::unique_ptr<overlay::filter>* made) {
   o = options{};
   if (std::string problem = bound_to(o).take(values); !problem.empty())
     return problem;
-  std::string error;
-  if (!check_filter || overlay::make_filter(o.filter, o.filter_options, error) != nullptr)
+  if (!check_filter)
     return {};
+  std::string error;
+  if (std::unique_ptr<overlay::filter> f = overlay::make_filter(o.filter, o.filter_options, error);
+      f != nullptr) {
+    if (made != nullptr)
+      *made = std::move(f);
+    return {};
+  }
   // A built-in filter's complaint about one of its options starts with that option's key.
   for (const auto& [key, value] : o.filter_options)
     if (error.starts_with(key + ": "))
@@ -62,8 +70,9 @@ std::string parse_options(const std::vector<std::pair<std::string, std::string>>
   return "option 'filter': " + error;
 }
 
-std::string parse_options(const strata_module_arg* args, int nargs, options& o, bool check_filter) {
-  return parse_options(config::argument_list(args, nargs), o, check_filter);
+std::string parse_options(const strata_module_arg* args, int nargs, options& o, bool check_filter,
+                          std::unique_ptr<overlay::filter>* made) {
+  return parse_options(config::argument_list(args, nargs), o, check_filter, made);
 }
 
 } // namespace strata::monitor

@@ -7,6 +7,7 @@
 #include "monitor/filter.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,10 +41,13 @@ const strata_module_options* declared_options();
 
 // Fills `o` with the defaults, then with the values given (key, text); returns one line naming
 // the option and its value, empty when the options are valid. `check_filter`: also make the
-// filter once, to refuse an unknown one or its bad arguments.
+// filter, to refuse an unknown one or its bad arguments; `made`, when given, keeps that filter
+// (load makes it once: a plug-in's making may cost, or count).
 std::string parse_options(const std::vector<std::pair<std::string, std::string>>& values,
-                          options& o, bool check_filter = true);
+                          options& o, bool check_filter = true,
+                          std::unique_ptr<overlay::filter>* made = nullptr);
 std::string parse_options(const strata_module_arg* args, int nargs, options& o,
-                          bool check_filter = true);
+                          bool check_filter = true,
+                          std::unique_ptr<overlay::filter>* made = nullptr);
 
 } // namespace strata::monitor

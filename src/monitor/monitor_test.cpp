@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <set>
 #include <unistd.h>
@@ -330,6 +331,28 @@ TEST(MonitorOptions, ParsedAndChecked) {
     const std::string error = strata::monitor::parse_options({{key, bad}}, fresh);
     EXPECT_EQ(error.substr(0, message.size()), message) << key << "=" << bad << ": " << error;
   }
+}
+
+// The module's load checks the filter by making it, and keeps that one: a plug-in is asked once.
+TEST(MonitorOptions, TheFilterIsMadeOnceAndKept) {
+  void* plugin = ::dlopen(STRATA_TEST_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(plugin, nullptr) << ::dlerror();
+  using count_fn = int (*)();
+  const auto made = reinterpret_cast<count_fn>(::dlsym(plugin, "strata_test_plugin_filters_made"));
+  ASSERT_NE(made, nullptr);
+  const int before = made();
+  strata::monitor::options o;
+  std::unique_ptr<filter> kept;
+  ASSERT_EQ(strata::monitor::parse_options({{"filter", STRATA_TEST_PLUGIN}}, o, true, &kept), "");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_STREQ(kept->name(), "rank_count");
+  EXPECT_EQ(made() - before, 1);
+  // Without a place to keep it, the check still makes (and drops) one; unchecked, none.
+  ASSERT_EQ(strata::monitor::parse_options({{"filter", STRATA_TEST_PLUGIN}}, o), "");
+  EXPECT_EQ(made() - before, 2);
+  ASSERT_EQ(strata::monitor::parse_options({{"filter", STRATA_TEST_PLUGIN}}, o, false, &kept), "");
+  EXPECT_EQ(made() - before, 2);
+  ::dlclose(plugin);
 }
 
 TEST(RoundFiles, TornFileKeepsTheRoundsBeforeTheTear) {

@@ -25,6 +25,8 @@ public:
     return "{\"counted\":" + std::to_string(strata::overlay::wire_reader(root_a).u64()) + "}";
   }
 };
+
+int filters_made = 0;
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) strata::overlay::filter*
@@ -33,5 +35,11 @@ strata_overlay_filter_v1(const strata::overlay::filter_options* options, std::st
     *error = "rank_count: refused as asked";
     return nullptr;
   }
+  ++filters_made;
   return new rank_count_filter();
+}
+
+// How many filters this plug-in made: the tests see that the module's options make one.
+extern "C" __attribute__((visibility("default"))) int strata_test_plugin_filters_made() {
+  return filters_made;
 }

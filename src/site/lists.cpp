@@ -99,7 +99,7 @@ std::string where_clause(const job_filter& f, std::vector<store::param>& params,
   if (f.partition)
     add("slurm_partition =", *f.partition);
   if (f.nonzero_exit)
-    sql += " AND exit_code <> 0"; // NULL (not known) is not <> 0 either
+    sql += " AND exit_code <> 0"; // NULL (not known) is not <> 0 either; jobs_failed's condition
   if (f.text) {
     // Executables by substring (strpos, not LIKE: no wildcards, the same on both backends)
     // through the small `executables` table, record ids by prefix (migration 6).

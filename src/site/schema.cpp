@@ -375,6 +375,12 @@ CREATE TABLE job_unlisted_pairs (
   bytes BIGINT NOT NULL
 );
 )sql",
+    // 15: the jobs that did not exit with 0, for the jobs lists' filter of them (exit=nonzero),
+    // which read every job without it (0.26-1.1 s at 212,000 jobs, whatever the order). Partial:
+    // failed jobs are few, and the filter's condition is written as the index's.
+    R"sql(
+CREATE INDEX jobs_failed ON jobs (end_time) WHERE exit_code <> 0;
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on

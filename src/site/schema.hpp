@@ -32,10 +32,11 @@
 //   (12: jobs hold the Slurm account and partition; 13: rank 0's exit code, NULL: not known)
 //   job_pairs(job_id, kind, from_rank, to_rank, ...)   (14) each job's point-to-point pairs
 //   job_unlisted_pairs(job_id, ...)       (14) the pairs a large job's record left out
+//   (15: an index of the jobs whose exit code is known and not 0)
 #pragma once
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 14;
+inline constexpr int store_schema_version = 15;
 
 } // namespace strata::site

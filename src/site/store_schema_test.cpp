@@ -266,6 +266,16 @@ TEST_F(StoreBackend, OpensAStoreOfThePreviousSchema) {
   failed_only.nonzero_exit = true;
   ASSERT_EQ(jobs(*s, failed_only).size(), 1u);
   EXPECT_EQ(jobs(*s, failed_only)[0].record_id, "slurm:81238");
+  // The filter's condition can be answered from the index of the failed jobs alone (version
+  // 15; SQLite refuses INDEXED BY an index that cannot answer it), which holds only those.
+  const std::string failed_sql =
+      where.kind == backend::sqlite
+          ? "SELECT count(*) FROM jobs INDEXED BY jobs_failed WHERE exit_code <> 0"
+          : "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = "
+            "'jobs_failed' AND indexdef LIKE '%(end_time) WHERE (exit_code <> 0)'";
+  std::int64_t failed_count = -1;
+  s->query(failed_sql, {}, [&](const store::row& row) { failed_count = row.i64(0); });
+  EXPECT_EQ(failed_count, 1);
   job_filter physics;
   physics.account = "physics";
   physics.partition = "short";

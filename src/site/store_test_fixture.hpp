@@ -19,19 +19,19 @@
 
 namespace strata::site::store_testing {
 
-// What migrations 12 to 14 added (the Slurm columns, the exit code, each job's pairs of ranks):
-// a store taken back before them drops them.
+// What migrations 12 to 15 added (the Slurm columns, the exit code, each job's pairs of ranks,
+// the index of failed jobs): a store taken back before them drops them.
 inline constexpr const char* drop_version_12 =
     "DROP TABLE job_pairs; DROP TABLE job_unlisted_pairs; "
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
-    "ALTER TABLE jobs DROP COLUMN exit_code; ";
+    "DROP INDEX jobs_failed; ALTER TABLE jobs DROP COLUMN exit_code; ";
 // What migrations 8 and 9 added (programs and the store's health; the MPI_T index, as
 // version 10 keeps it): tests that take a store back to an older version drop it first, with
-// the columns and tables of versions 12 to 14.
+// the columns, tables and index of versions 12 to 15.
 inline constexpr const char* drop_version_9 =
     "DROP TABLE job_pairs; DROP TABLE job_unlisted_pairs; "
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
-    "ALTER TABLE jobs DROP COLUMN exit_code; "
+    "DROP INDEX jobs_failed; ALTER TABLE jobs DROP COLUMN exit_code; "
     "DROP TABLE mpi_t_settings; DROP TABLE job_mpi_t; DROP TABLE job_pvars; ";
 inline constexpr const char* drop_version_8 =
     "DROP TABLE programs; DROP TABLE program_runs; DROP TABLE regressions; DROP TABLE ingests; ";
@@ -92,6 +92,7 @@ inline std::vector<stored_job> synth_jobs(int count, std::int64_t from, std::int
 
 inline std::vector<std::int64_t> ids_of(const std::vector<job_row>& rows) {
   std::vector<std::int64_t> ids;
+  ids.reserve(rows.size());
   for (const job_row& r : rows)
     ids.push_back(r.job_id);
   return ids;

@@ -58,7 +58,7 @@ class HangTestCase(StrataTestCase):
 class Deadlocks(HangTestCase):
     def test_two_ranks_receiving_from_each_other(self):
         line = line_of("hang.c", "HANG recv_recv")
-        proc = self.watched([program("hang_c"), "recv_recv"])
+        proc = self.watched([program("hang_c"), "recv_recv"], after="1000ms")
         self.assertAborted(proc)
         self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
         for rank in (0, 1):
@@ -191,7 +191,8 @@ class ModuleOption(HangTestCase):
         """The option alone (a plain launch): rank 0 says why, on standard error and in the
         spool; the job then hangs on, so the test ends it."""
         line = line_of("hang.c", "HANG recv_recv")
-        args = [STRATA, "run", "-np", "2", "--tools", "profile:hang_after=1", "--",
+        # A duration with a unit: 1000ms is 1 s (read as 1000 s, nothing would come in 60 s).
+        args = [STRATA, "run", "-np", "2", "--tools", "profile:hang_after=1000ms", "--",
                 program("hang_c"), "recv_recv"]
         launcher = subprocess.Popen(args, env=self.env, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -203,7 +204,7 @@ class ModuleOption(HangTestCase):
                 reports = glob.glob(os.path.join(self.spool, "*.hang.txt"))
             # The running job asked for its diagnosis by its key, in the spool of its files.
             key = os.path.basename(reports[0])[:-len(".hang.txt")] if reports else "none"
-            now = run([STRATA, "hang", "--now", key, self.spool, "--hang-after", "1"],
+            now = run([STRATA, "hang", "--now", key, self.spool, "--hang-after", "1s"],
                       env=self.env)
         finally:
             os.killpg(launcher.pid, signal.SIGTERM)
@@ -221,6 +222,12 @@ class ModuleOption(HangTestCase):
         self.assertEqual(now.returncode, 0, now.stderr)
         self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", now.stdout)
         self.assertRegex(now.stdout, rf"rank 1 in MPI_Recv at \S*hang\.c:{line} \(main\)")
+        # Not a duration: one line, before anything starts.
+        bad = run([STRATA, "run", "-np", "2", "--hang-after", "soon", "--", program("hang_c")],
+                  env=self.env)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("--hang-after: 'soon' is not a duration above 0 such as 90, 90s or 5m",
+                      bad.stderr)
         # Ended, the job is no longer running; an unknown one is said so.
         gone = run([STRATA, "hang", "--now", "no-such-job", self.spool], env=self.env)
         self.assertEqual(gone.returncode, 2, gone.stderr)

@@ -114,8 +114,9 @@ class Install(unittest.TestCase):
 
     def test_the_prefix_has_headers_package_and_pkg_config_files(self):
         p = self.prefix
-        for name in ("module.h", "annotate.h", "version.h"):
+        for name in ("module.h", "annotate.h", "version.h", "option_binder.hpp"):
             self.assertTrue(os.path.isfile(os.path.join(p, "include", "strata", name)), name)
+        self.assertTrue(os.path.isfile(os.path.join(p, "lib", "strata", "libstrata_option_binder.a")))
         self.assertTrue(os.path.isfile(os.path.join(p, "lib", "cmake", "Strata", "StrataConfig.cmake")))
         zmpi = {}
         for flavor in FLAVORS:
@@ -148,9 +149,32 @@ class Install(unittest.TestCase):
         for flavor in FLAVORS:
             with self.subTest(flavor=flavor):
                 module = os.path.join(self.cmake_build, flavor, "sendcount.so")
-                proc, spool = self.run_chain(flavor, f"profile,{module}:label=cmake")
+                # Beside it, a C++ module whose options the installed option binder reads.
+                bound = os.path.join(self.cmake_build, flavor, "bound_options.so")
+                proc, spool = self.run_chain(
+                    flavor, f"profile,{module}:label=cmake,{bound}:every=250ms:bytes=64K")
                 self.assertModuleCounted(proc, "cmake")
                 self.assertProfiled(spool, flavor)
+                for rank in range(RANKS):  # given, given, the declared default
+                    self.assertIn(f"strata: bound_options: bound rank {rank}: every=0.25 s "
+                                  f"bytes=65536 count=3", proc.stderr)
+
+    def test_module_options_through_the_installed_binder(self):
+        """Declared through the binder: listed by `strata modules`, a value out of its range
+        refused in the core's words before the program starts."""
+        flavor = FLAVORS[-1]
+        bound = os.path.join(self.cmake_build, flavor, "bound_options.so")
+        listed = run([self.strata, "modules", "--mpi", flavor, "bound_options"],
+                     env=installed_env(STRATA_MODULE_PATH=os.path.dirname(bound)))
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertRegex(listed.stdout, r"every\s+duration\s+default 1s")
+        self.assertRegex(listed.stdout, r"count\s+uint\s+default 3")
+        proc = run([self.strata, "run", "-np", str(RANKS), "--tools", f"{bound}:count=11", "--",
+                    self.apps[flavor], str(ITER)], env=installed_env(HOME=self.tmp.name),
+                   cwd=self.tmp.name, timeout=180)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("option 'count': '11' is not from 1 to 10", proc.stderr)
+        self.assertNotIn("regions_ring:", proc.stdout)
 
     def test_module_built_with_pkg_config_runs_above_the_profile_found_by_name(self):
         for flavor in FLAVORS:

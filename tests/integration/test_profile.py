@@ -151,7 +151,8 @@ class Figures(ProfileTestCase):
     def test_options_from_the_stack_and_their_older_variables(self):
         out = os.path.join(self.out, "report.txt")
         proc = self.profile_run([program("poll_c"), "10"],
-                                tools=f"profile:callsites=1:polls=exact:out={out}")
+                                tools=f"profile:callsites=1:polls=exact:out={out}"
+                                      ":write_timeout_ms=30s")
         self.assertRan(proc)
         record = self.only_record()
         self.assertTrue(record["callsites"], "callsites=1 keeps call sites")

@@ -255,13 +255,12 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->host = host;
   s->self = self;
   s->start_ns = mono_ns();
-  const std::string problem = parse_options(args, nargs, s->opt);
+  // The filter is made once, by the check of its options.
+  const std::string problem = parse_options(args, nargs, s->opt, true, &s->filter);
   if (!problem.empty()) {
     std::snprintf(error, error_size, "%s", problem.c_str());
     return 1;
   }
-  std::string why;
-  s->filter = overlay::make_filter(s->opt.filter, s->opt.filter_options, why);
   s->period_ns = static_cast<uint64_t>(s->opt.period_s * 1e9);
   const int n = host->function_count();
   s->names.resize(static_cast<size_t>(n));

@@ -115,7 +115,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
   const std::optional<unsigned long> stall_ms = stall_asked(s);
   const MPI_Comm comm = s.world;
-  const uint64_t round_ns = options::current().write_timeout_ms * 1'000'000;
+  const auto round_ns = static_cast<uint64_t>(options::current().write_timeout_s * 1e9);
   const uint64_t start = mono_ns();
   subtree here;
   here.figures = std::move(figures);
@@ -323,7 +323,8 @@ bool write_outputs(module_state& s, const job_figures& job,
   job_record.mpi_t = std::move(mpi_t);
   job_record.communication = std::move(communication);
   const std::string json = record::to_json(job_record);
-  const auto timeout = std::chrono::milliseconds(options::current().write_timeout_ms);
+  const auto timeout = std::chrono::ceil<std::chrono::milliseconds>(
+      std::chrono::duration<double>(options::current().write_timeout_s));
   // In this rank's spool, else in the first later one (spool.hpp) that takes it.
   bool spooled = false;
   std::string first_error;

@@ -409,9 +409,8 @@ void check_job(hang_watch& h, uint64_t now) {
   const std::string text = hang::format_text(d);
   const std::string path = h.spool + "/" + h.key + ".hang.txt";
   std::ofstream(path) << text;
-  std::fprintf(stderr, "strata: the job hangs (hang_after=%llu s; also in %s):\n%s",
-               static_cast<unsigned long long>(h.hang_after_ns / 1000000000ULL), path.c_str(),
-               text.c_str());
+  std::fprintf(stderr, "strata: the job hangs (hang_after=%g s; also in %s):\n%s",
+               static_cast<double>(h.hang_after_ns) / 1e9, path.c_str(), text.c_str());
   std::fflush(stderr);
 }
 
@@ -562,7 +561,7 @@ void start_hang_watch(module_state& s) {
   h->spool = s.spool;
   h->key = s.key;
   if (s.rank == 0)
-    h->hang_after_ns = options::current().hang_after_s * 1000000000ULL;
+    h->hang_after_ns = static_cast<uint64_t>(options::current().hang_after_s * 1e9);
   h->thread = std::thread([h] { watch_loop(*h); });
   watch = h;
 }

@@ -46,9 +46,10 @@ config::option_binder& binder() {
         .add_uint("poll_sample", values.poll_sample, "64",
                   "time one poll in about N (1 to 1000000)", 1, 1000000,
                   STRATA_PROFILE_ONLY("STRATA_PROFILE_POLL_SAMPLE"))
-        .add_uint("write_timeout_ms", values.write_timeout_ms, "10000",
-                  "how long writing the job record may take (ms)", 1, UINT64_MAX,
-                  "STRATA_WRITE_TIMEOUT_MS")
+        .add_duration_ms("write_timeout_ms", values.write_timeout_s, "10s",
+                         "how long writing the job record may take (10s, 500ms; a number "
+                         "without a unit is ms)",
+                         1e-3, 1e6, "STRATA_WRITE_TIMEOUT_MS")
         .add_bool("core_sums", values.core_sums, "1",
                   "let the core sum timed calls without events where it can (0: an event for "
                   "every call)")
@@ -60,10 +61,10 @@ config::option_binder& binder() {
                    {"1", mpi_t_reading::always},
                    {"auto", mpi_t_reading::automatic}},
                   STRATA_PROFILE_ONLY("STRATA_PROFILE_MPI_T"))
-        .add_uint("hang_after", values.hang_after_s, "0",
-                  "rank 0 prints why the job hangs once a rank has waited this many seconds "
-                  "inside one MPI call and no rank completed one (0: never)",
-                  0, 1000000000);
+        .add_duration("hang_after", values.hang_after_s, "0",
+                      "rank 0 prints why the job hangs once a rank has waited this long (90, "
+                      "90s, 5m) inside one MPI call and no rank completed one (0: never)",
+                      1e9);
     return o;
   }();
   return b;

@@ -18,18 +18,18 @@ enum class mpi_t_reading { off, always, automatic };
 
 // The values, each field set by its option (options.cpp says which); text left empty is unset.
 struct settings {
-  bool callsites = false;        // keep call sites (always in the overhead module)
-  std::string counters;          // the events to count
-  std::string spool;             // empty: the install's spool
-  std::string json;              // where a copy of the record goes
-  std::string out;               // the user's report, "-" standard output
-  std::string model;             // the machine model file
-  bool lean_polls = true;        // polls: lean or exact
-  uint32_t poll_sample = 0;      // the core times one poll in about N
-  uint64_t write_timeout_ms = 0; // how long a record's write may take
-  bool core_sums = true;         // timed calls summed by the core
+  bool callsites = false;     // keep call sites (always in the overhead module)
+  std::string counters;       // the events to count
+  std::string spool;          // empty: the install's spool
+  std::string json;           // where a copy of the record goes
+  std::string out;            // the user's report, "-" standard output
+  std::string model;          // the machine model file
+  bool lean_polls = true;     // polls: lean or exact
+  uint32_t poll_sample = 0;   // the core times one poll in about N
+  double write_timeout_s = 0; // how long a record's write may take
+  bool core_sums = true;      // timed calls summed by the core
   mpi_t_reading mpi_t = mpi_t_reading::automatic;
-  uint64_t hang_after_s = 0; // seconds of waiting with no progress before a report; 0 off
+  double hang_after_s = 0; // seconds of waiting with no progress before a report; 0 off
 };
 
 // The declarations of this module (profile or overhead).

@@ -128,6 +128,19 @@ class CommunicationMatrix(ProfileTestCase):
             sent[a] += m
         self.assertEqual({int(r): int(s) for r, s, _, _ in rows}, dict(sent))
         self.assertIn("neighbours min 4, mean 4.0, max 4", text)
+        # Each kind apart, the one-sided ones (origin to target) out of the tables above.
+        by_kind = collections.defaultdict(lambda: [0, 0, 0])
+        for (_, _, kind), (m, n) in expected_by_kind().items():
+            by_kind[kind][0] += 1
+            by_kind[kind][1] += m
+            by_kind[kind][2] += n
+        for kind, (pairs, m, n) in by_kind.items():
+            self.assertRegex(text, rf"\n\s*{kind.replace('_', ' ')}\s+{pairs}\s+{m}\s+{n}\n")
+        one_sided = sorted(((n, m, a, b, kind) for (a, b, kind), (m, n) in expected_by_kind().items()
+                            if kind in ONE_SIDED), reverse=True)
+        n, m, a, b, kind = one_sided[0]
+        self.assertRegex(text, rf"One-sided operations by bytes \(origin to target\)\n.*\n"
+                               rf"\s*{a}\s+{b}\s+{kind}\s+{m}\s+{n}\n")
 
     def test_fortran_persistent_sends_are_exact(self):
         # MPI_Send_init, MPI_Start and MPI_Startall through the Fortran bindings (C handles

@@ -3,8 +3,8 @@ a program with a known pattern (tests/programs/comm_pattern.c with its derived c
 a ring, MPI_Sendrecv pairs, MPI_Isend on a communicator of the ranks in reverse order received
 with MPI_ANY_SOURCE, persistent sends started by MPI_Start and MPI_Startall, MPI_Isend on an
 intercommunicator between the even and the odd ranks, and MPI_Put, MPI_Get, MPI_Accumulate and
-MPI_Fetch_and_op on a window of the reversed communicator, under a fence and under a lock). The pairs must be exact, in world ranks
-(an intercommunicator's destination is a rank of its remote group), whether the core sums the
+MPI_Fetch_and_op on a window of the reversed communicator, under a fence and under a lock). The
+pairs must be exact, in world ranks (an intercommunicator's destination is a rank of its remote group), whether the core sums the
 calls or the profile's callback sees them, and equal to what `strata analyze --json` finds in a trace of
 the same run (the stack profile,trace), which holds no one-sided operations."""
 import collections
@@ -136,7 +136,8 @@ class CommunicationMatrix(ProfileTestCase):
             by_kind[kind][2] += n
         for kind, (pairs, m, n) in by_kind.items():
             self.assertRegex(text, rf"\n\s*{kind.replace('_', ' ')}\s+{pairs}\s+{m}\s+{n}\n")
-        one_sided = sorted(((n, m, a, b, kind) for (a, b, kind), (m, n) in expected_by_kind().items()
+        one_sided = sorted(((n, m, a, b, kind)
+                            for (a, b, kind), (m, n) in expected_by_kind().items()
                             if kind in ONE_SIDED), reverse=True)
         n, m, a, b, kind = one_sided[0]
         self.assertRegex(text, rf"One-sided operations by bytes \(origin to target\)\n.*\n"

@@ -9,10 +9,12 @@
  *
  * Usage: timed_call [--iters N] [--reps K] [--label TEXT] [--threads T]
  *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter|
- *                   start|irecv_isend|ibarrier [--native]   (only N such calls, for callgrind's
- *                   instruction counts; the last two are callgrind's only: an MPI_Irecv and an
- *                   MPI_Isend to self and an MPI_Waitall of both, an MPI_Ibarrier on
- *                   MPI_COMM_SELF and its MPI_Wait, the calls that make requests)
+ *                   start|irecv_isend|ibarrier|put [--native]   (only N such calls, for
+ *                   callgrind's instruction counts; the last three are callgrind's only: an
+ *                   MPI_Irecv and an MPI_Isend to self and an MPI_Waitall of both, an
+ *                   MPI_Ibarrier on MPI_COMM_SELF and its MPI_Wait, the calls that make
+ *                   requests; an 8-byte MPI_Put to self on a window of MPI_COMM_SELF, in one
+ *                   passive-target epoch (MPI_Win_lock_all) around the loop)
  *
  * --threads T: MPI_THREAD_MULTIPLE, and T threads time MPI_Barrier(MPI_COMM_SELF) at the same
  * time (call=barrier_threads, the mean of the threads' figures): what a profiler's counting
@@ -42,6 +44,7 @@ typedef int (*waitall_fn)(int, MPI_Request*, MPI_Status*);
 typedef int (*ibarrier_fn)(MPI_Comm, MPI_Request*);
 typedef int (*wait_fn)(MPI_Request*, MPI_Status*);
 typedef int (*start_fn)(MPI_Request*);
+typedef int (*put_fn)(const void*, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win);
 
 static barrier_fn volatile native_barrier;
 static sendrecv_fn volatile native_sendrecv;
@@ -53,6 +56,7 @@ static waitall_fn volatile native_waitall;
 static ibarrier_fn volatile native_ibarrier;
 static wait_fn volatile native_wait;
 static start_fn volatile native_start;
+static put_fn volatile native_put;
 enum { never_sent_tag = 4242 };
 
 static void resolve_native(void) {
@@ -67,7 +71,12 @@ static void resolve_native(void) {
   native_ibarrier = (ibarrier_fn)must_sym(h, "PMPI_Ibarrier");
   native_wait = (wait_fn)must_sym(h, "PMPI_Wait");
   native_start = (start_fn)must_sym(h, "PMPI_Start");
+  native_put = (put_fn)must_sym(h, "PMPI_Put");
 }
+
+/* The put loop's window: 8 bytes of this process's, allocated only for that call. */
+static MPI_Win put_window = MPI_WIN_NULL;
+static double put_target;
 
 /* The persistent pair the start loop starts: [0] the receive, [1] the send, made once. */
 static MPI_Request persistent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -119,6 +128,10 @@ static void call_once(int which, int native) {
            : MPI_Isend(&byte_out, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[1]);
     native ? native_waitall(2, requests, statuses) : MPI_Waitall(2, requests, statuses);
     break;
+  case 7:
+    native ? native_put(&put_target, 1, MPI_DOUBLE, 0, 0, 1, MPI_DOUBLE, put_window)
+           : MPI_Put(&put_target, 1, MPI_DOUBLE, 0, 0, 1, MPI_DOUBLE, put_window);
+    break;
   default:
     native ? native_ibarrier(MPI_COMM_SELF, &requests[0])
            : MPI_Ibarrier(MPI_COMM_SELF, &requests[0]);
@@ -150,15 +163,17 @@ LOOP(native_5, call_once(5, 1))
 LOOP(symbol_5, call_once(5, 0))
 LOOP(native_6, call_once(6, 1))
 LOOP(symbol_6, call_once(6, 0))
+LOOP(native_7, call_once(7, 1))
+LOOP(symbol_7, call_once(7, 0))
 
 typedef double (*loop_fn)(long);
-enum { timed_calls = 5, calls = 7 }; /* the first five are timed too, the others callgrind's */
+enum { timed_calls = 5, calls = 8 }; /* the first five are timed too, the others callgrind's */
 static const loop_fn native_loops[calls] = {native_0, native_1, native_2, native_3,
-                                            native_4, native_5, native_6};
+                                            native_4, native_5, native_6, native_7};
 static const loop_fn symbol_loops[calls] = {symbol_0, symbol_1, symbol_2, symbol_3,
-                                            symbol_4, symbol_5, symbol_6};
-static const char* const call_names[calls] = {"barrier", "sendrecv",    "iprobe",  "test_inter",
-                                              "start",   "irecv_isend", "ibarrier"};
+                                            symbol_4, symbol_5, symbol_6, symbol_7};
+static const char* const call_names[calls] = {"barrier", "sendrecv",    "iprobe",   "test_inter",
+                                              "start",   "irecv_isend", "ibarrier", "put"};
 
 /* Best of `reps` repetitions of the median of 9 batches; native and symbol batches alternate. */
 static void measure(int which, long iters, int reps, double* nat, double* sym) {
@@ -259,7 +274,19 @@ int main(int argc, char** argv) {
   resolve_native();
   make_persistent();
   if (cg_iters > 0) {
+    if (strcmp(call_names[which], "put") == 0) {
+      /* MPI_Win_allocate, not _create: Open MPI 4.1 here has no component for a created window
+       * (its shared-memory one takes only windows it allocates). */
+      double* window_bytes = NULL;
+      MPI_Win_allocate(sizeof(double), 1, MPI_INFO_NULL, MPI_COMM_SELF, &window_bytes,
+                       &put_window);
+      MPI_Win_lock_all(0, put_window);
+    }
     (native ? native_loops : symbol_loops)[which](cg_iters);
+    if (put_window != MPI_WIN_NULL) {
+      MPI_Win_unlock_all(put_window);
+      MPI_Win_free(&put_window);
+    }
     MPI_Finalize();
     return 0;
   }

@@ -1,4 +1,4 @@
-// The kinds of point-to-point message a job record's `communication.by_kind` keeps apart, as the
+// The kinds of message a job record's `communication.by_kind` keeps apart, as the
 // profile counts them and `strata analyze` finds them in a trace (docs/job-record.md): one list,
 // so that the two readings of the same run name the same kinds.
 #pragma once
@@ -11,9 +11,18 @@ enum pair_kind : uint8_t {
   pair_kind_point_to_point,
   pair_kind_sendrecv,
   pair_kind_persistent,
+  // One-sided operations, from origin to target (the profile alone: traces hold no RMA events).
+  pair_kind_put,
+  pair_kind_get,
+  pair_kind_accumulate,
   pair_kind_count
 };
-inline constexpr const char* pair_kind_names[pair_kind_count] = {"point_to_point", "sendrecv",
-                                                                 "persistent"};
+inline constexpr const char* pair_kind_names[pair_kind_count] = {
+    "point_to_point", "sendrecv", "persistent", "put", "get", "accumulate"};
+
+// The two-sided kinds, which a record's `pairs` sums; the one-sided ones are in `by_kind` alone.
+inline constexpr bool is_point_to_point(int kind) {
+  return kind < pair_kind_put;
+}
 
 } // namespace strata::common

@@ -1,6 +1,7 @@
 // The communicator cache: size, rank and the rank -> world rank table of each communicator,
-// computed the first time a call uses it. Lookups are lock-free; the first sight of a
-// communicator takes a lock and allocates (once per communicator, not once per call).
+// and of each window's group, computed the first time a call uses it. Lookups are lock-free; the
+// first sight of a communicator takes a lock and allocates (once per communicator, not once per
+// call).
 #include "core/decode.hpp"
 #include "core/core_internal.hpp"
 
@@ -27,6 +28,11 @@ struct real_comm_api {
   int (*comm_set_attr)(MPI_Comm, int, void*);
   int (*initialized)(int*);
   int (*finalized)(int*);
+  int (*win_get_group)(MPI_Win, MPI_Group*);
+  int (*group_size)(MPI_Group, int*);
+  int (*group_rank)(MPI_Group, int*);
+  int (*win_create_keyval)(MPI_Win_copy_attr_function*, MPI_Win_delete_attr_function*, int*, void*);
+  int (*win_set_attr)(MPI_Win, int, void*);
 } real_comm;
 
 // Open addressing, never shrinking. A slot's key is published last (release), so a reader that
@@ -96,6 +102,20 @@ MPI_Group world_ranks_group() {
   return group;
 }
 
+// The world rank of each rank of `group`, `ranks` long: allocated once per communicator or
+// window and kept, since events may still point at it.
+int* world_ranks_of(MPI_Group group, int ranks) {
+  if (world_group == MPI_GROUP_NULL)
+    world_group = world_ranks_group();
+  int* in_group = new int[static_cast<size_t>(ranks)];
+  int* world = new int[static_cast<size_t>(ranks)];
+  for (int r = 0; r < ranks; ++r)
+    in_group[r] = r;
+  real_comm.group_translate_ranks(group, ranks, in_group, world_group, world);
+  delete[] in_group;
+  return world;
+}
+
 slot* insert(MPI_Comm comm, uint64_t key) {
   std::lock_guard<std::mutex> guard(insert_lock);
   size_t i = hash(key);
@@ -112,8 +132,6 @@ slot* insert(MPI_Comm comm, uint64_t key) {
     int inter = 0;
     real_comm.comm_test_inter(comm, &inter);
     info.inter = inter != 0;
-    if (world_group == MPI_GROUP_NULL)
-      world_group = world_ranks_group();
     MPI_Group group = MPI_GROUP_NULL;
     int peers = info.size;
     if (info.inter) {
@@ -123,14 +141,7 @@ slot* insert(MPI_Comm comm, uint64_t key) {
       real_comm.comm_group(comm, &group);
     }
     if (group != MPI_GROUP_NULL) {
-      // Allocated once per communicator and kept: events may still point at it.
-      int* ranks = new int[static_cast<size_t>(peers)];
-      int* world = new int[static_cast<size_t>(peers)];
-      for (int r = 0; r < peers; ++r)
-        ranks[r] = r;
-      real_comm.group_translate_ranks(group, peers, ranks, world_group, world);
-      delete[] ranks;
-      info.world_ranks = world;
+      info.world_ranks = world_ranks_of(group, peers);
       info.size = peers;
       real_comm.group_free(&group);
     }
@@ -143,6 +154,46 @@ slot* insert(MPI_Comm comm, uint64_t key) {
     return &table[i];
   }
   return nullptr; // full: events go without communicator details rather than fail
+}
+
+// The windows' table, as the communicators' (a program has few windows).
+constexpr size_t window_table_size = 1u << 10;
+slot window_table[window_table_size];
+int window_keyval = -1;
+
+int forget_window(MPI_Win, int, void* attribute, void*) {
+  auto* s = static_cast<slot*>(attribute);
+  s->key.store(tombstone, std::memory_order_release);
+  return MPI_SUCCESS;
+}
+
+slot* insert_window(MPI_Win win, uint64_t key, size_t i) {
+  std::lock_guard<std::mutex> guard(insert_lock);
+  for (size_t probes = 0; probes < window_table_size;
+       ++probes, i = (i + 1) & (window_table_size - 1)) {
+    const uint64_t k = window_table[i].key.load(std::memory_order_acquire);
+    if (k == key)
+      return &window_table[i];
+    if (k != empty_key && k != tombstone)
+      continue;
+    MPI_Group group = MPI_GROUP_NULL;
+    if (!mpi_usable() || real_comm.win_get_group == nullptr ||
+        real_comm.win_get_group(win, &group) != MPI_SUCCESS || group == MPI_GROUP_NULL)
+      return nullptr;
+    comm_info info;
+    real_comm.group_size(group, &info.size);
+    real_comm.group_rank(group, &info.rank);
+    info.world_ranks = world_ranks_of(group, info.size);
+    real_comm.group_free(&group);
+    info.id = next_id.fetch_add(1);
+    window_table[i].info = info;
+    if (window_keyval == -1)
+      real_comm.win_create_keyval(MPI_WIN_NULL_COPY_FN, forget_window, &window_keyval, nullptr);
+    window_table[i].key.store(key, std::memory_order_release);
+    real_comm.win_set_attr(win, window_keyval, &window_table[i]);
+    return &window_table[i];
+  }
+  return nullptr; // full: the targets of this window go untranslated rather than fail
 }
 
 } // namespace
@@ -165,6 +216,11 @@ void resolve_api() {
   resolve(real_comm.comm_set_attr, "PMPI_Comm_set_attr");
   resolve(real_comm.initialized, "PMPI_Initialized");
   resolve(real_comm.finalized, "PMPI_Finalized");
+  resolve(real_comm.win_get_group, "PMPI_Win_get_group");
+  resolve(real_comm.group_size, "PMPI_Group_size");
+  resolve(real_comm.group_rank, "PMPI_Group_rank");
+  resolve(real_comm.win_create_keyval, "PMPI_Win_create_keyval");
+  resolve(real_comm.win_set_attr, "PMPI_Win_set_attr");
 }
 
 predefined_type_slot predefined_types[predefined_type_slots];
@@ -299,6 +355,35 @@ const comm_info* lookup_comm_in_table(MPI_Comm comm) {
   if (found == nullptr)
     return nullptr;
   last_comm = {handle_bits(comm), key, &found->key, &found->info};
+  return &found->info;
+}
+
+__thread last_comm_lookup last_window __attribute__((tls_model("initial-exec")));
+
+const comm_info* lookup_window_in_table(MPI_Win win) {
+  if (win == MPI_WIN_NULL)
+    return nullptr;
+  uint64_t key = handle_bits(win);
+  if (key == empty_key || key == tombstone)
+    key ^= 0x5bd1e995u;
+  const size_t home = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 54);
+  slot* found = nullptr;
+  size_t i = home;
+  for (size_t probes = 0; probes < window_table_size;
+       ++probes, i = (i + 1) & (window_table_size - 1)) {
+    const uint64_t k = window_table[i].key.load(std::memory_order_acquire);
+    if (k == key) {
+      found = &window_table[i];
+      break;
+    }
+    if (k == empty_key)
+      break;
+  }
+  if (found == nullptr)
+    found = insert_window(win, key, home);
+  if (found == nullptr)
+    return nullptr;
+  last_window = {handle_bits(win), key, &found->key, &found->info};
   return &found->info;
 }
 

@@ -84,6 +84,21 @@ inline const comm_info* lookup_comm(MPI_Comm comm) {
   return lookup_comm_in_table(comm);
 }
 
+// Windows as communicators: a one-sided operation's target is a rank of its window's group,
+// which the core learns the first time a call names the window (its group's size, this
+// process's rank and the rank -> world rank table, in a comm_info; MPI_Win_free forgets it,
+// as MPI reuses handles). The last window this thread named is kept as the last communicator is.
+extern __thread last_comm_lookup last_window __attribute__((tls_model("initial-exec")));
+const comm_info* lookup_window_in_table(MPI_Win win);
+
+inline const comm_info* lookup_window(MPI_Win win) {
+  const last_comm_lookup& last = last_window;
+  if (last.slot_key != nullptr && last.handle == handle_bits(win) &&
+      last.slot_key->load(std::memory_order_acquire) == last.key)
+    return last.info;
+  return lookup_window_in_table(win);
+}
+
 // A rank of the communicator first, with one unsigned compare: the special ranks are negative.
 inline int world_rank(const comm_info* c, int rank) {
   if (__builtin_expect(c != nullptr && static_cast<unsigned>(rank) < static_cast<unsigned>(c->size),
@@ -168,6 +183,11 @@ inline void set_comm_info(strata_event& ev, scratch& s, MPI_Comm comm) {
     ev.flags |= STRATA_EVENT_INTERCOMM;
 }
 
+// A one-sided operation's window, for its target's world rank (set_peer); the event's
+// communicator fields are left alone: a window's group is no communicator of the trace's.
+inline void set_window(scratch& s, MPI_Win win) {
+  s.comm = lookup_window(win);
+}
 inline void set_peer(strata_event& ev, const scratch& s, int rank) {
   ev.peer = world_rank(s.comm, rank);
 }

@@ -397,13 +397,13 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
                               non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
                               non_negative(ev.bytes_expected), static_cast<uint64_t>(ev.comm_size)},
                              entry.timed_histograms);
-  // A send's destination: the peer is decoded only for the functions that lent these sums, and
-  // the unsigned compare leaves out MPI_PROC_NULL and the other special ranks.
+  // A send's destination, a one-sided operation's target: decoded only where these sums were
+  // lent; the unsigned compare leaves out MPI_PROC_NULL and the other special ranks.
   if constexpr (Decoder::has_peer) {
     if (entry.timed_pairs != nullptr && static_cast<uint32_t>(ev.peer) < entry.timed_pair_count) {
       strata_pair_sum& pair = entry.timed_pairs[static_cast<uint32_t>(ev.peer)];
       ++pair.messages;
-      pair.bytes += non_negative(ev.bytes_sent);
+      pair.bytes += non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent);
     }
   }
   // A start's messages, which only the module that saw its requests made can name: the test

@@ -11,6 +11,8 @@ def byte_expr(fn, spec, what):
     base = base.removesuffix("*size")
     count, _, dtype = base.partition(":")
     for pname in (count, dtype):
+        if pname.isdigit():  # a fixed count: MPI_Fetch_and_op's one element
+            continue
         if fn.param_type(pname) is None:
             raise SystemExit(f"roles.txt: {fn.name} has no parameter '{pname}' ({what})")
     if "sum" in flags:
@@ -81,6 +83,11 @@ def decoder(fn, roles):
         lines.append(("PEER", f"dec::set_root(ev, scratch, {spec['root']});"))
     if "peer" in spec:
         lines.append(("PEER", f"dec::set_peer(ev, scratch, {spec['peer']});"))
+    if "target" in spec:
+        # The window's group, not a communicator: read only for the target's world rank, so
+        # the event's communicator fields stay those of no communicator.
+        lines.append(("PEER", f"dec::set_window(scratch, {spec['win']});"))
+        lines.append(("PEER", f"dec::set_peer(ev, scratch, {spec['target']});"))
     if "tag" in spec:
         lines.append(("TAG", f"ev.tag = {spec['tag']};"))
     if "send" in spec or "recv" in spec:

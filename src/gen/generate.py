@@ -279,7 +279,12 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # when the poll completed something.
             c.write(f"  static constexpr bool is_poll = {'true' if 'flag' in spec else 'false'};\n")
             # Calls that name a peer: the only ones whose sums per peer the core may keep.
-            c.write(f"  static constexpr bool has_peer = {'true' if 'peer' in spec else 'false'};\n")
+            has_peer = "peer" in spec or "target" in spec
+            c.write(f"  static constexpr bool has_peer = {'true' if has_peer else 'false'};\n")
+            # A get's bytes per peer are those it brings back (expected), not those it sends.
+            expected = "recv" in spec and "send" not in spec and "target" in spec
+            c.write(f"  static constexpr bool peer_bytes_expected = "
+                    f"{'true' if expected else 'false'};\n")
             # The starts of persistent requests, as the routine table names them
             # (routines::request_use_of): the only calls whose sums end in the module's
             # after_start (module.h, strata_timed_counts).

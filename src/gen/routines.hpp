@@ -57,6 +57,14 @@ enum class collective_op : uint8_t {
   neighbor_alltoallw,
 };
 
+// What a one-sided operation moves (routines.txt, [one_sided]).
+enum class one_sided_op : uint8_t {
+  none,
+  put,        // MPI_Put, MPI_Rput: the origin's data to the target
+  get,        // MPI_Get, MPI_Rget: the target's data to the origin
+  accumulate, // MPI_Accumulate and its kin, MPI_Fetch_and_op, MPI_Compare_and_swap
+};
+
 // Who waits for whom in a collective: what wait-state analysis needs to know.
 enum class collective_shape : uint8_t {
   none,
@@ -98,6 +106,7 @@ struct info {
   routines::group group;
   routines::kind kind;
   collective_op op;
+  routines::one_sided_op one_sided; // none but for the operations on a window's target
   bool nonblocking;       // returns before the operation completes (with a request, mostly)
   bool persistent;        // creates a persistent request (MPI_Send_init, MPI_Bcast_init)
   bool partitioned;       // MPI-4 partitioned communication

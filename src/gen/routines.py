@@ -15,6 +15,7 @@ from mpi_header import Function, Header  # noqa: E402
 from tables import (POSITION_ROLES, argument_positions, first_match, matches,  # noqa: E402
                     parse_roles, read_sections)
 
+ONE_SIDED_OPS = ["none", "put", "get", "accumulate"]
 COLLECTIVES = ["none", "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "allgather",
                "allgatherv", "alltoall", "alltoallv", "alltoallw", "reduce", "allreduce",
                "reduce_scatter", "reduce_scatter_block", "scan", "exscan", "neighbor_allgather",
@@ -118,6 +119,10 @@ def describe(name, sections, roles, prototypes):
         kind = group
     else:
         kind = "other"
+    one_sided = (first_match(sections["one_sided"], stem) or "none"
+                 if group == "one_sided" else "none")
+    if one_sided not in ONE_SIDED_OPS:
+        raise SystemExit(f"routines.txt: one-sided operation '{one_sided}' of {name} is unknown")
     local = matches(sections["local"], stem)
     cheap = matches(sections["cheap"], stem)
     if cheap and not local:
@@ -126,7 +131,8 @@ def describe(name, sections, roles, prototypes):
     for i, role in enumerate(ROLES):
         if role in spec:
             mask |= 1 << i
-    return dict(name=name, group=group, kind=kind, op=op, nonblocking=nonblocking,
+    return dict(name=name, group=group, kind=kind, op=op, one_sided=one_sided,
+                nonblocking=nonblocking,
                 persistent=persistent, partitioned=partitioned, large_count=large_count,
                 local=local, cheap=cheap, poll="flag" in spec,
                 conversion=matches(sections["handle_conversion"], stem), roles=mask,
@@ -163,7 +169,8 @@ def main():
                   "const info table[] = {\n")
         for r in rows:
             out.write(f"    {{\"{r['name']}\", group::{r['group']}, kind::{r['kind']}, "
-                      f"collective_op::{r['op']}, {b(r['nonblocking'])}, {b(r['persistent'])}, "
+                      f"collective_op::{r['op']}, one_sided_op::{r['one_sided']}, "
+                      f"{b(r['nonblocking'])}, {b(r['persistent'])}, "
                       f"{b(r['partitioned'])}, {b(r['large_count'])}, {b(r['local'])}, "
                       f"{b(r['cheap'])}, {b(r['poll'])}, {b(r['conversion'])}, {r['roles']}u, "
                       f"{{{', '.join(str(r['at'][k]) for k in POSITION_ROLES)}}}}},\n")

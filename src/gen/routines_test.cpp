@@ -168,6 +168,15 @@ TEST(Routines, GroupsOfTheCounterProfilingPaper) {
   EXPECT_EQ(get("MPI_Wtime").group, r::group::wtime);
   EXPECT_EQ(get("MPI_Win_fence").group, r::group::one_sided);
   EXPECT_EQ(get("MPI_Get").group, r::group::one_sided);
+  EXPECT_EQ(get("MPI_Put").one_sided, r::one_sided_op::put);
+  EXPECT_EQ(get("MPI_Rput_c").one_sided, r::one_sided_op::put);
+  EXPECT_EQ(get("MPI_Get").one_sided, r::one_sided_op::get);
+  EXPECT_EQ(get("MPI_Get_accumulate").one_sided, r::one_sided_op::accumulate);
+  EXPECT_EQ(get("MPI_Compare_and_swap").one_sided, r::one_sided_op::accumulate);
+  EXPECT_EQ(get("MPI_Win_fence").one_sided, r::one_sided_op::none);
+  EXPECT_EQ(get("MPI_Send").one_sided, r::one_sided_op::none);
+  // A one-sided operation's target is no peer of the hang state's argument positions.
+  EXPECT_EQ(get("MPI_Put").at.peer, -1);
   EXPECT_EQ(get("MPI_File_open").group, r::group::io);
   EXPECT_EQ(get("MPI_Neighbor_alltoall").group, r::group::collective);
   EXPECT_EQ(get("MPI_Abort").group, r::group::other);

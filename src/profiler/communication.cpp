@@ -23,6 +23,16 @@ int pair_kind_of(std::string_view routine) {
     return pair_kind_point_to_point;
   if (r->kind == routines::kind::sendrecv)
     return pair_kind_sendrecv;
+  switch (r->one_sided) {
+  case routines::one_sided_op::put:
+    return pair_kind_put;
+  case routines::one_sided_op::get:
+    return pair_kind_get;
+  case routines::one_sided_op::accumulate:
+    return pair_kind_accumulate;
+  case routines::one_sided_op::none:
+    break;
+  }
   return -1;
 }
 
@@ -325,10 +335,20 @@ record::communication_section communication_of(const pair_list& list) {
   });
   record::communication_section section;
   for (const pair_figures& p : sorted) {
-    section.pairs.push_back({p.from, p.to, p.total_messages(), p.total_bytes()});
-    for (int k = 0; k < pair_kind_count; ++k)
-      if (p.messages[k] != 0)
-        section.by_kind[pair_kind_names[k]].push_back({p.from, p.to, p.messages[k], p.bytes[k]});
+    // `pairs` is point-to-point traffic (what a trace's messages give too); a one-sided
+    // operation moves data without a message at its target, so it is kept in its kind alone.
+    record::message_pair two_sided{p.from, p.to, 0, 0};
+    for (int k = 0; k < pair_kind_count; ++k) {
+      if (p.messages[k] == 0)
+        continue;
+      section.by_kind[pair_kind_names[k]].push_back({p.from, p.to, p.messages[k], p.bytes[k]});
+      if (common::is_point_to_point(k)) {
+        two_sided.messages += p.messages[k];
+        two_sided.bytes += p.bytes[k];
+      }
+    }
+    if (two_sided.messages != 0)
+      section.pairs.push_back(two_sided);
   }
   if (list.rest.pairs != 0)
     section.unlisted = list.rest;

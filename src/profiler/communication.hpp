@@ -23,9 +23,9 @@ using common::pair_kind_names;
 using enum common::pair_kind;
 
 // The kind of message a routine sends to its peer (its `dest`), or -1 when it sends none that
-// is counted: MPI_Send and its kin, blocking or not, and MPI_Sendrecv(_replace); large-count
-// variants alike. Persistent requests (MPI_Send_init) send at MPI_Start, which names no peer:
-// request_role_of.
+// is counted: MPI_Send and its kin, blocking or not, and MPI_Sendrecv(_replace); the one-sided
+// operations to their target (put, get, accumulate-type); large-count variants alike. Persistent
+// requests (MPI_Send_init) send at MPI_Start, which names no peer: request_role_of.
 int pair_kind_of(std::string_view routine);
 
 // What a routine does with persistent requests, for the messages their starts send.
@@ -119,7 +119,7 @@ private:
 // then kinds x ranks strata_pair_sum. Named after the rank file: "<key>.rankR.pairs".
 inline constexpr char pairs_file_magic[8] = {'S', 'T', 'R', 'P', 'A', 'I', 'R', '1'};
 inline constexpr size_t pairs_file_header_bytes = 64;
-inline constexpr uint32_t pairs_file_ranks = 5461; // 256 KiB of sums at most per rank
+inline constexpr uint32_t pairs_file_ranks = 5461; // 512 KiB of sums at most per rank (6 kinds)
 std::string pairs_file_of(const std::string& rank_file_path);
 
 // One pair's figures, each kind apart.

@@ -22,6 +22,33 @@ TEST(Communication, KindsAreTheTracesKinds) {
   EXPECT_EQ(pair_kind_of("MPI_Recv"), -1);
   EXPECT_EQ(pair_kind_of("MPI_Send_init"), -1);
   EXPECT_EQ(pair_kind_of("MPI_Bcast"), -1);
+  // One-sided operations, each kind apart; not the synchronization.
+  EXPECT_EQ(pair_kind_of("MPI_Put"), pair_kind_put);
+  EXPECT_EQ(pair_kind_of("MPI_Rget"), pair_kind_get);
+  EXPECT_EQ(pair_kind_of("MPI_Accumulate"), pair_kind_accumulate);
+  EXPECT_EQ(pair_kind_of("MPI_Fetch_and_op"), pair_kind_accumulate);
+  EXPECT_EQ(pair_kind_of("MPI_Win_fence"), -1);
+  EXPECT_EQ(pair_kind_of("MPI_Win_lock"), -1);
+}
+
+// `pairs` is point-to-point; a one-sided kind is in `by_kind` alone.
+TEST(Communication, OneSidedKindsAreKeptOutOfThePairs) {
+  pair_list list;
+  pair_figures both{0, 1, {}, {}};
+  both.messages[pair_kind_point_to_point] = 2;
+  both.bytes[pair_kind_point_to_point] = 16;
+  both.messages[pair_kind_put] = 3;
+  both.bytes[pair_kind_put] = 96;
+  pair_figures one_sided{1, 0, {}, {}};
+  one_sided.messages[pair_kind_get] = 1;
+  one_sided.bytes[pair_kind_get] = 24;
+  list.pairs = {one_sided, both};
+  const record::communication_section section = communication_of(list);
+  EXPECT_EQ(section.pairs, (std::vector<record::message_pair>{{0, 1, 2, 16}}));
+  EXPECT_EQ(section.by_kind.at("put"), (std::vector<record::message_pair>{{0, 1, 3, 96}}));
+  EXPECT_EQ(section.by_kind.at("get"), (std::vector<record::message_pair>{{1, 0, 1, 24}}));
+  EXPECT_EQ(section.by_kind.at("point_to_point"),
+            (std::vector<record::message_pair>{{0, 1, 2, 16}}));
 }
 
 TEST(Communication, PersistentRequestsHaveTheirRoles) {

@@ -1,6 +1,7 @@
-// Who talks to whom, per job, in the site store: each job's point-to-point pairs from its
-// record's `communication` section (schema version 14, table job_pairs: one row per kind,
-// sender and receiver; job_unlisted_pairs: what a large job's record left out), and what the
+// Who talks to whom, per job, in the site store: each job's pairs from its record's
+// `communication` section, point-to-point and one-sided alike (each of the record's `by_kind`
+// kinds, which the store takes as they are named; schema version 14, table job_pairs: one row per
+// kind, sender and receiver; job_unlisted_pairs: what a large job's record left out), and what the
 // web interface's job page shows of them (its heaviest pairs, and the whole matrix when the
 // record had it).
 #pragma once
@@ -26,7 +27,8 @@ job_pair_rows pair_rows_of(const record::communication_section& section);
 // Inside store::insert's transaction: the new jobs' pairs.
 void add_job_pairs(store& db, const std::vector<stored_job>& jobs, const insert_result& r);
 
-// One pair of ranks with every kind summed, and each kind's part.
+// One pair of ranks with every kind summed (messages and one-sided operations), and each kind's
+// part.
 struct partner_pair {
   std::int64_t from = 0, to = 0, messages = 0, bytes = 0;
   std::map<std::string, std::int64_t> bytes_by_kind, messages_by_kind;

@@ -505,7 +505,8 @@ TEST_F(StoreBackend, AppliedMigrationsNeverChange) {
   EXPECT_EQ(store->migration_sql(4).find("g15_"), std::string::npos);
 }
 
-// Each job's pairs of ranks from its record (who sends how much to whom, each kind apart), read
+// Each job's pairs of ranks from its record (who sends how much to whom, each kind apart, a
+// one-sided kind too), read
 // back per pair with the kinds summed, heaviest first; a large job's left-out pairs; a record
 // without the section stores none.
 TEST_F(StoreBackend, KeepsEachJobsPairsOfRanks) {
@@ -515,6 +516,7 @@ TEST_F(StoreBackend, KeepsEachJobsPairsOfRanks) {
   whole.communication.emplace();
   whole.communication->by_kind["point_to_point"] = {{0, 1, 100, 8000}, {2, 3, 3, 30}};
   whole.communication->by_kind["persistent"] = {{2, 3, 5, 160}};
+  whole.communication->by_kind["put"] = {{2, 3, 6, 240}}; // one-sided: in by_kind alone
   whole.communication->pairs = {{0, 1, 100, 8000}, {2, 3, 8, 190}};
   cut.job.id = "pairs:cut";
   cut.communication.emplace();
@@ -537,11 +539,13 @@ TEST_F(StoreBackend, KeepsEachJobsPairsOfRanks) {
       std::make_tuple(0, 1, 100, 8000));
   EXPECT_EQ(
       std::make_tuple(w->pairs[1].from, w->pairs[1].to, w->pairs[1].messages, w->pairs[1].bytes),
-      std::make_tuple(2, 3, 8, 190));
+      std::make_tuple(2, 3, 14, 430));
   EXPECT_EQ(w->pairs[1].bytes_by_kind,
-            (std::map<std::string, std::int64_t>{{"persistent", 160}, {"point_to_point", 30}}));
-  EXPECT_EQ(w->pairs[1].messages_by_kind,
-            (std::map<std::string, std::int64_t>{{"persistent", 5}, {"point_to_point", 3}}));
+            (std::map<std::string, std::int64_t>{
+                {"persistent", 160}, {"point_to_point", 30}, {"put", 240}}));
+  EXPECT_EQ(
+      w->pairs[1].messages_by_kind,
+      (std::map<std::string, std::int64_t>{{"persistent", 5}, {"point_to_point", 3}, {"put", 6}}));
 
   const std::optional<job_partners> c = partners_of(*s, inserted.job_ids[1]);
   ASSERT_TRUE(c);

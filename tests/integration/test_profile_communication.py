@@ -1,11 +1,12 @@
 """The profile's communication matrix: the record's `communication` section, under real mpirun, for
 a program with a known pattern (tests/programs/comm_pattern.c with its derived communicator:
 a ring, MPI_Sendrecv pairs, MPI_Isend on a communicator of the ranks in reverse order received
-with MPI_ANY_SOURCE, persistent sends started by MPI_Start and MPI_Startall, and MPI_Isend on an
-intercommunicator between the even and the odd ranks). The pairs must be exact, in world ranks
-(an intercommunicator's destination is a rank of its remote group), whether the core sums the
+with MPI_ANY_SOURCE, persistent sends started by MPI_Start and MPI_Startall, MPI_Isend on an
+intercommunicator between the even and the odd ranks, and MPI_Put, MPI_Get, MPI_Accumulate and
+MPI_Fetch_and_op on a window of the reversed communicator, under a fence and under a lock). The
+pairs must be exact, in world ranks (an intercommunicator's destination is a rank of its remote group), whether the core sums the
 calls or the profile's callback sees them, and equal to what `strata analyze --json` finds in a trace of
-the same run (the stack profile,trace)."""
+the same run (the stack profile,trace), which holds no one-sided operations."""
 import collections
 import json
 import os
@@ -20,8 +21,8 @@ RANKS, ITERATIONS = 5, 6
 
 
 def expected_by_kind():
-    """{(from, to, kind): (messages, bytes)} of comm_pattern.c ... derived,persistent,intercomm
-    on RANKS ranks."""
+    """{(from, to, kind): (messages, bytes)} of comm_pattern.c ...
+    derived,persistent,intercomm,onesided on RANKS ranks."""
     pairs = collections.defaultdict(lambda: [0, 0])
     for r in range(RANKS):
         ring = pairs[(r, (r + 1) % RANKS, "point_to_point")]
@@ -38,7 +39,19 @@ def expected_by_kind():
         across = pairs[(r, remote[(r // 2) % len(remote)], "point_to_point")]
         across[0] += ITERATIONS
         across[1] += ITERATIONS * (48 + r)
+        # One-sided, origin to target in world ranks, bytes of the origin's data.
+        pairs[(r, (r - 1) % RANKS, "put")] = [ITERATIONS, ITERATIONS * 4 * (2 + r)]
+        pairs[(r, (r + 1) % RANKS, "get")] = [ITERATIONS, ITERATIONS * 3 * 8]
+        pairs[(r, (r - 2) % RANKS, "accumulate")] = [2 * ITERATIONS,
+                                                     ITERATIONS * (4 * (1 + r) + 8)]
     return {k: tuple(v) for k, v in pairs.items()}
+
+
+ONE_SIDED = ("put", "get", "accumulate")
+
+
+def point_to_point(by_kind):
+    return {k: v for k, v in by_kind.items() if k[2] not in ONE_SIDED}
 
 
 def by_kind_of(communication):
@@ -57,7 +70,7 @@ def totals_of(by_kind):
 class CommunicationMatrix(ProfileTestCase):
     def run_pattern(self, tools="profile", **env):
         proc = self.profile_run([program("comm_pattern_c"), str(ITERATIONS), "0",
-                                 "derived,persistent,intercomm"],
+                                 "derived,persistent,intercomm,onesided"],
                                 ranks=RANKS, tools=tools, env=base_env(STRATA_SPOOL=self.spool,
                                                                        HOME=self.out, **env))
         self.assertRan(proc)
@@ -66,7 +79,8 @@ class CommunicationMatrix(ProfileTestCase):
     def assertExact(self, communication, program_output):
         self.assertEqual(by_kind_of(communication), expected_by_kind())
         self.assertEqual({(p["from"], p["to"]): (p["messages"], p["bytes"])
-                          for p in communication["pairs"]}, totals_of(expected_by_kind()))
+                          for p in communication["pairs"]},
+                         totals_of(point_to_point(expected_by_kind())))
         self.assertEqual(sorted(communication["pairs"], key=lambda p: (p["from"], p["to"])),
                          communication["pairs"])
         self.assertNotIn("unlisted", communication)
@@ -96,7 +110,8 @@ class CommunicationMatrix(ProfileTestCase):
         self.assertIn("Point-to-point pairs by bytes", text)
         self.assertIn("Point-to-point traffic by rank", text)
         # The heaviest pair first (2 -> 3: its MPI_Sendrecv and its ring messages).
-        heaviest = max(totals_of(expected_by_kind()).items(), key=lambda kv: kv[1][1])
+        heaviest = max(totals_of(point_to_point(expected_by_kind())).items(),
+                       key=lambda kv: kv[1][1])
         (a, b), (m, n) = heaviest
         first_row = re.search(r"Point-to-point pairs by bytes.*?\n.*?from.*?\n\s*(\d+)\s+(\d+)\s+"
                               r"(\d+)\s+(\d+)", text, re.S)
@@ -109,10 +124,24 @@ class CommunicationMatrix(ProfileTestCase):
                           text, re.M)
         self.assertEqual({int(r): int(n) for r, _, _, n in rows}, {r: 4 for r in range(RANKS)})
         sent = collections.Counter()
-        for (a, _, _), (m, _) in expected_by_kind().items():
+        for (a, _, _), (m, _) in point_to_point(expected_by_kind()).items():
             sent[a] += m
         self.assertEqual({int(r): int(s) for r, s, _, _ in rows}, dict(sent))
         self.assertIn("neighbours min 4, mean 4.0, max 4", text)
+        # Each kind apart, the one-sided ones (origin to target) out of the tables above.
+        by_kind = collections.defaultdict(lambda: [0, 0, 0])
+        for (_, _, kind), (m, n) in expected_by_kind().items():
+            by_kind[kind][0] += 1
+            by_kind[kind][1] += m
+            by_kind[kind][2] += n
+        for kind, (pairs, m, n) in by_kind.items():
+            self.assertRegex(text, rf"\n\s*{kind.replace('_', ' ')}\s+{pairs}\s+{m}\s+{n}\n")
+        one_sided = sorted(((n, m, a, b, kind)
+                            for (a, b, kind), (m, n) in expected_by_kind().items()
+                            if kind in ONE_SIDED), reverse=True)
+        n, m, a, b, kind = one_sided[0]
+        self.assertRegex(text, rf"One-sided operations by bytes \(origin to target\)\n.*\n"
+                               rf"\s*{a}\s+{b}\s+{kind}\s+{m}\s+{n}\n")
 
     def test_fortran_persistent_sends_are_exact(self):
         # MPI_Send_init, MPI_Start and MPI_Startall through the Fortran bindings (C handles
@@ -136,7 +165,8 @@ class CommunicationMatrix(ProfileTestCase):
         self.assertRan(analyzed)
         from_trace = json.loads(analyzed.stdout)["communication"]
         self.assertEqual(record["communication"]["pairs"], from_trace["pairs"])
-        self.assertEqual(by_kind_of(record["communication"]), by_kind_of(from_trace))
+        self.assertEqual(point_to_point(by_kind_of(record["communication"])),
+                         by_kind_of(from_trace))
 
 
 if __name__ == "__main__":

@@ -43,13 +43,15 @@ def prometheus_parser():
 
 
 # The record's "mpi_t" section (docs/job-record.md) as the profile writes it under Open MPI.
-# Who talks to whom in that job (4 ranks): 0 -> 1 the heaviest, 2 -> 3 of two kinds.
+# Who talks to whom in that job (4 ranks): 0 -> 1 the heaviest, 2 -> 3 of two kinds, and one
+# one-sided kind (in by_kind alone: 3 gets from 0).
 COMMUNICATION = {
     "pairs": [{"from": 0, "to": 1, "messages": 100, "bytes": 8000},
               {"from": 2, "to": 3, "messages": 8, "bytes": 190}],
     "by_kind": {"point_to_point": [{"from": 0, "to": 1, "messages": 100, "bytes": 8000},
                                    {"from": 2, "to": 3, "messages": 3, "bytes": 30}],
-                "persistent": [{"from": 2, "to": 3, "messages": 5, "bytes": 160}]}}
+                "persistent": [{"from": 2, "to": 3, "messages": 5, "bytes": 160}],
+                "get": [{"from": 3, "to": 0, "messages": 2, "bytes": 48}]}}
 MPI_T = {
     "problem": "", "pvars_exposed": 46, "cvars_exposed": 1116,
     "pvars": [{"name": "pml_ob1_unexpected_msgq_length",
@@ -432,7 +434,8 @@ class WebTests(ServedStore):
         self.assertEqual(a["mpi_t_job_images"], 0)
         # Who talks to whom, from the store: the heaviest pair first; the report's heat map.
         self.assertEqual(a["mpi_t_job_partners"], {
-            "first": ["0", "1", "100", "8000", "point to point 100 (8000 B)"], "rows": 2,
+            "first": ["0", "1", "100", "8000", "point to point 100 (8000 B)"], "rows": 3,
+            "last": ["3", "0", "2", "48", "get 2 (48 B)"],
             "whole": "The record lists every pair: its heat map has the whole matrix. To the heat map.",
             "map": 1})
         self.assertEqual(seen[USER_A]["own_job_script_tags"], 0)  # the hostile argv stays text

@@ -65,6 +65,7 @@ async function visit(user, browser, base) {
     seen.mpi_t_job_partners = {
       first: await page.$$eval("#partners-pairs tbody tr:first-child td", (c) => c.map((x) => x.textContent)),
       rows: await page.$$eval("#partners-pairs tbody tr", (r) => r.length),
+      last: await page.$$eval("#partners-pairs tbody tr:last-child td", (c) => c.map((x) => x.textContent)),
       whole: await page.textContent("#partners-whole"),
       map: await page.$$eval("#partners-heat-map svg", (s) => s.length),
     };

@@ -8,7 +8,11 @@
  * in its MPI_Wait (a late sender). With a third argument "derived", also each iteration, on a
  * communicator of the same ranks in reverse order: an MPI_Isend of 16 + rank bytes to the next
  * rank there (world rank - 1, wrapping), received with MPI_ANY_SOURCE and MPI_ANY_TAG.
- * Prints "sent R: ..." per rank: its messages and bytes. */
+ * With "onesided", on a window of that reversed communicator (MPI_Win_allocate), each
+ * iteration: under a fence, MPI_Put of 2 + rank ints to world rank - 1 and MPI_Get of 3 doubles
+ * from world rank + 1; under MPI_Win_lock/unlock, MPI_Accumulate (MPI_SUM) of 1 + rank ints and
+ * MPI_Fetch_and_op of one long to world rank - 2 (all wrapping).
+ * Prints "sent R: ..." per rank: its point-to-point messages and bytes (not the one-sided). */
 #include "busy_wait.h"
 #include <mpi.h>
 #include <stdio.h>
@@ -36,6 +40,17 @@ int main(int argc, char** argv) {
   if (derived)
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
   char derived_out[16 + 64] = {0}, derived_in[16 + 64];
+  const int onesided = argc > 3 && strstr(argv[3], "onesided") != NULL;
+  if (onesided && reversed == MPI_COMM_NULL)
+    MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
+  MPI_Win window = MPI_WIN_NULL;
+  int* window_ints = NULL;
+  if (onesided)
+    MPI_Win_allocate(64 * sizeof(int), sizeof(int), MPI_INFO_NULL, reversed, &window_ints,
+                     &window);
+  int put_out[2 + 64] = {0}, accumulated[1 + 64] = {0};
+  double got[3];
+  long fetched = 0, one_long = 1;
   const int intercomm = argc > 3 && strstr(argv[3], "intercomm") != NULL && size > 1;
   MPI_Comm half = MPI_COMM_NULL, across = MPI_COMM_NULL;
   int across_here = 0, across_local = 1, across_remote = 1, across_incoming = 0;
@@ -90,6 +105,23 @@ int main(int argc, char** argv) {
       messages += 1;
       bytes += 48 + rank;
     }
+    if (onesided) {
+      /* Ranks of the reversed communicator: here + 1 is world rank - 1, here - 1 world rank + 1,
+       * here + 2 world rank - 2. Each operation in its own part of the target's window. */
+      int here, there;
+      MPI_Comm_rank(reversed, &here);
+      MPI_Comm_size(reversed, &there);
+      MPI_Win_fence(0, window);
+      MPI_Put(put_out, 2 + rank, MPI_INT, (here + 1) % there, 0, 2 + rank, MPI_INT, window);
+      MPI_Get(got, 3, MPI_DOUBLE, (here + there - 1) % there, 24, 3, MPI_DOUBLE, window);
+      MPI_Win_fence(0, window);
+      const int far_target = (here + 2) % there;
+      MPI_Win_lock(MPI_LOCK_SHARED, far_target, 0, window);
+      MPI_Accumulate(accumulated, 1 + rank, MPI_INT, far_target, 0, 1 + rank, MPI_INT, MPI_SUM,
+                     window);
+      MPI_Fetch_and_op(&one_long, &fetched, MPI_LONG, far_target, 32, MPI_SUM, window);
+      MPI_Win_unlock(far_target, window);
+    }
     if (persistent) {
       if (i == 0 || i == iterations / 2) {
         for (int k = 0; k < 3; ++k)
@@ -119,6 +151,8 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 3; ++k)
     if (started[k] != MPI_REQUEST_NULL)
       MPI_Request_free(&started[k]);
+  if (window != MPI_WIN_NULL)
+    MPI_Win_free(&window);
   if (reversed != MPI_COMM_NULL)
     MPI_Comm_free(&reversed);
   if (across != MPI_COMM_NULL) {

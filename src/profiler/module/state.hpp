@@ -123,9 +123,9 @@ inline void add_to_pair(const module_state& s, strata_pair_sum& pair, uint64_t b
 // The persistent sends' part (profile_module.cpp): a send made, or a start's messages.
 void count_persistent(module_state& s, const strata_event& ev, request_role role);
 
-// A send's message to its destination's row (the core adds those of the calls it sums itself).
-// Counted while the profile is paused too, as the core's sums are. A routine without a row may
-// make or start persistent requests, which the core never sums.
+// A send's message to its destination's row, a one-sided operation to its target's (the core adds
+// those of the calls it sums itself). Counted while the profile is paused too, as the core's sums
+// are. A routine without a row may make or start persistent requests, which the core never sums.
 inline void count_pair(module_state& s, const strata_event& ev) {
   strata_pair_sum* row = s.pair_rows[static_cast<size_t>(ev.function)];
   if (row == nullptr) {
@@ -136,8 +136,11 @@ inline void count_pair(module_state& s, const strata_event& ev) {
   }
   if (static_cast<uint32_t>(ev.peer) >= s.pairs.ranks())
     return;
-  add_to_pair(s, row[static_cast<uint32_t>(ev.peer)],
-              ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0);
+  // A get's bytes are those it brings back.
+  const int64_t bytes = s.pair_kinds[static_cast<size_t>(ev.function)] == pair_kind_get
+                            ? ev.bytes_expected
+                            : ev.bytes_sent;
+  add_to_pair(s, row[static_cast<uint32_t>(ev.peer)], bytes > 0 ? static_cast<uint64_t>(bytes) : 0);
 }
 
 // Whether the profile lends the core its routines' slots to sum timed calls into

@@ -192,10 +192,11 @@ struct unlisted_pairs {
   bool operator==(const unlisted_pairs&) const = default;
 };
 
-// Who sent how much to whom (the profile's matrix, docs/job-record.md): `pairs` sums the kinds,
-// `by_kind` ("point_to_point", "sendrecv") keeps them apart; both sorted by sender, then
-// receiver, a pair that exchanged nothing left out. `unlisted` is absent when every pair is
-// listed.
+// Who sent how much to whom (the profile's matrix, docs/job-record.md): `pairs` sums the
+// point-to-point kinds, `by_kind` ("point_to_point", "sendrecv", "persistent", and the one-sided
+// "put", "get", "accumulate" from origin to target, which `pairs` leaves out) keeps them apart;
+// both sorted by sender, then receiver, a pair that exchanged nothing left out. `unlisted` is
+// absent when every pair is listed.
 struct communication_section {
   std::vector<message_pair> pairs;
   std::map<std::string, std::vector<message_pair>> by_kind;

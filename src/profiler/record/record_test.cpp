@@ -8,6 +8,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <unistd.h>
 
@@ -520,6 +521,29 @@ TEST(RenderHtml, CommunicationHeatMapHasACellPerPair) {
   EXPECT_NE(html.find("fill=\"#08306b\"><title>rank 0 to rank 3"), std::string::npos); // darkest
   EXPECT_NE(html.find("one cell per pair of ranks"), std::string::npos);
   EXPECT_EQ(render(record, report_format::text, nullptr).find("<svg"), std::string::npos);
+}
+
+// One-sided operations apart from the point-to-point tables and the heat map: each kind's totals
+// and the heaviest one-sided pairs, origin to target; a job with one-sided operations alone
+// still has them.
+TEST(RenderText, OneSidedOperationsAreShownApartByKind) {
+  job_record record = sample();
+  const std::vector<message_pair> sends = {{0, 3, 10, 1000}};
+  record.communication = communication_section{
+      sends, {{"point_to_point", sends}, {"put", {{2, 1, 6, 480}}}, {"get", {{1, 2, 6, 144}}}}, {}};
+  const std::string text = render(record, report_format::text, nullptr);
+  expect_in_order(text,
+                  {"Point-to-point pairs by bytes", "Traffic by kind", "get", "point to point",
+                   "put", "One-sided operations by bytes (origin to target)"});
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n\s*2\s+1\s+put\s+6\s+480\n)"))) << text;
+  const std::string html = render(record, report_format::html, nullptr);
+  EXPECT_EQ(count_of(html, "<rect class=\"pair\""), 1u); // the point-to-point pair alone
+  EXPECT_NE(html.find("One-sided operations by bytes"), std::string::npos);
+
+  record.communication = communication_section{{}, {{"accumulate", {{0, 1, 2, 16}}}}, {}};
+  const std::string alone = render(record, report_format::text, nullptr);
+  EXPECT_EQ(alone.find("Point-to-point pairs by bytes"), std::string::npos);
+  expect_in_order(alone, {"Traffic by kind", "accumulate", "One-sided operations by bytes"});
 }
 
 TEST(RenderHtml, CommunicationHeatMapGroupsRanksBeyondTwoHundredFiftySix) {

@@ -1,10 +1,13 @@
 #include "profiler/record/render_communication.hpp"
 
+#include "common/message_kinds.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
 #include <numeric>
+#include <optional>
 
 namespace strata::record {
 
@@ -42,13 +45,91 @@ std::string spread(const std::vector<rank_traffic>& by_rank, std::uint64_t ranks
   return fmt::format("min {}, mean {:.1f}, max {}", min, mean, max);
 }
 
+// A one-sided kind of the record's `by_kind` (common/message_kinds.hpp), which `pairs` leaves out.
+bool is_one_sided(const std::string& kind) {
+  for (int k = 0; k < common::pair_kind_count; ++k)
+    if (kind == common::pair_kind_names[k])
+      return !common::is_point_to_point(k);
+  return false;
+}
+
+std::string kind_title(const std::string& kind) {
+  std::string title = kind;
+  std::replace(title.begin(), title.end(), '_', ' ');
+  return title;
+}
+
+// Each kind's pairs, messages and bytes (a one-sided kind's "messages" are its operations).
+communication_table kinds_table(const communication_section& section) {
+  communication_table kinds{
+      "Traffic by kind", true, {{"kind", "pairs", "messages or operations", "bytes"}}, ""};
+  for (const auto& [kind, pairs] : section.by_kind) {
+    std::uint64_t messages = 0, bytes = 0;
+    for (const message_pair& p : pairs) {
+      messages += p.messages;
+      bytes += p.bytes;
+    }
+    kinds.rows.push_back({kind_title(kind), std::to_string(pairs.size()), std::to_string(messages),
+                          std::to_string(bytes)});
+  }
+  kinds.note = "one-sided kinds (put, get, accumulate) count operations from origin to target, "
+               "with the bytes of the origin's data, and are not in the point-to-point tables";
+  if (section.unlisted)
+    kinds.note += "; only the pairs the record lists";
+  return kinds;
+}
+
+// The heaviest one-sided pairs, each kind apart; none when the job made no such operation.
+std::optional<communication_table> one_sided_table(const communication_section& section) {
+  struct row {
+    const std::string* kind;
+    const message_pair* pair;
+  };
+  std::vector<row> rows;
+  for (const auto& [kind, pairs] : section.by_kind)
+    if (is_one_sided(kind))
+      for (const message_pair& p : pairs)
+        rows.push_back({&kind, &p});
+  if (rows.empty())
+    return std::nullopt;
+  std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
+    return a.pair->bytes != b.pair->bytes ? a.pair->bytes > b.pair->bytes
+                                          : a.pair->messages > b.pair->messages;
+  });
+  communication_table table{"One-sided operations by bytes (origin to target)",
+                            true,
+                            {{"origin", "target", "kind", "operations", "bytes"}},
+                            ""};
+  for (size_t i = 0; i < rows.size() && i < shown_pairs; ++i)
+    table.rows.push_back({std::to_string(rows[i].pair->from), std::to_string(rows[i].pair->to),
+                          *rows[i].kind, std::to_string(rows[i].pair->messages),
+                          std::to_string(rows[i].pair->bytes)});
+  if (rows.size() > shown_pairs)
+    table.note = fmt::format("{} more in the record", rows.size() - shown_pairs);
+  return table;
+}
+
+void point_to_point_tables(const communication_section& section, std::uint64_t ranks,
+                           std::vector<communication_table>& out);
+
 } // namespace
 
 std::vector<communication_table> communication_tables(const communication_section& section,
                                                       std::uint64_t ranks) {
   std::vector<communication_table> out;
-  if (section.pairs.empty() && !section.unlisted)
-    return out;
+  if (!section.pairs.empty() || section.unlisted)
+    point_to_point_tables(section, ranks, out);
+  if (section.by_kind.size() > 1 || (!section.by_kind.empty() && out.empty()))
+    out.push_back(kinds_table(section));
+  if (std::optional<communication_table> one_sided = one_sided_table(section))
+    out.push_back(std::move(*one_sided));
+  return out;
+}
+
+namespace {
+
+void point_to_point_tables(const communication_section& section, std::uint64_t ranks,
+                           std::vector<communication_table>& out) {
   const std::uint64_t listed_bytes =
       std::accumulate(section.pairs.begin(), section.pairs.end(), std::uint64_t{0},
                       [](std::uint64_t sum, const message_pair& p) { return sum + p.bytes; });
@@ -144,8 +225,9 @@ std::vector<communication_table> communication_tables(const communication_sectio
                         }) +
                  partial;
   out.push_back(std::move(balance));
-  return out;
 }
+
+} // namespace
 
 } // namespace strata::record
 

@@ -162,14 +162,14 @@ function whyPart(main, r) {
 }
 
 // Who talks to whom (the store's pairs of the job): the heaviest pairs of ranks by bytes, each
-// kind of message apart; the report below draws the heat map of the pairs its record listed.
+// kind of message (and of one-sided operation) apart; the report below draws the heat map of the pairs its record listed.
 function partnersPart(main, r) {
   const p = r.partners;
   if (!p) return;
   const section = el("section", { id: "partners" }, el("h2", {}, "Who talks to whom"));
   const kinds = (x) => Object.entries(x.bytes_by_kind).map(([k, b]) => `${k.replaceAll("_", " ")} ${x.messages_by_kind[k]} (${b} B)`).join(", ");
-  section.append(el("p", {}, `Point-to-point messages between ${count(p.pair_count, "pair")} of ranks (world ranks), the heaviest first.`));
-  const t = table("partners-pairs", ["from", "to", "messages", "bytes", "by kind: messages (bytes)"],
+  section.append(el("p", {}, `Point-to-point messages, and one-sided operations from origin to target (put, get, accumulate), between ${count(p.pair_count, "pair")} of ranks (world ranks), the heaviest first.`));
+  const t = table("partners-pairs", ["from", "to", "messages or operations", "bytes", "by kind: messages or operations (bytes)"],
     p.pairs.map((x) => [x.from, x.to, x.messages, x.bytes, kinds(x)]));
   section.append(t, csvLink(t, "partners"));
   const map = main.querySelector(".report figure.heatmap");

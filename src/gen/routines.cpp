@@ -44,6 +44,32 @@ request_use request_use_of(const info& r) {
   return request_use::none;
 }
 
+blocking_wait blocking_wait_of(const info& r) {
+  if (r.local || r.nonblocking || r.persistent || r.partitioned || r.poll)
+    return blocking_wait::none;
+  if (r.kind == kind::collective || r.collective_setup)
+    return blocking_wait::members;
+  switch (r.kind) {
+  case kind::send:
+    return blocking_wait::send;
+  case kind::recv:
+    return blocking_wait::receive;
+  case kind::sendrecv:
+    return blocking_wait::sendrecv;
+  case kind::completion:
+    if ((r.roles & role_done) != 0) // MPI_Testall: returns whether or not they completed
+      return blocking_wait::none;
+    return (r.roles & (role_index | role_outcount)) != 0 ? blocking_wait::any_request
+                                                         : blocking_wait::all_requests;
+  case kind::p2p_other: // the blocking probes name a source; MPI_Mrecv, MPI_Start name none
+    return (r.roles & role_peer) != 0 && (r.roles & (role_send | role_recv)) == 0
+               ? blocking_wait::receive
+               : blocking_wait::none;
+  default:
+    return blocking_wait::none;
+  }
+}
+
 collective_shape info::shape() const {
   using op_t = collective_op;
   switch (op) {

@@ -89,6 +89,9 @@ enum role : uint16_t {
   role_requests = 1u << 8,
   role_status = 1u << 9,
   role_flag = 1u << 10,
+  role_index = 1u << 11,    // which one request completed (MPI_Waitany, MPI_Testany)
+  role_outcount = 1u << 12, // how many did (MPI_Waitsome, MPI_Testsome)
+  role_done = 1u << 13,     // whether all did (MPI_Testall)
 };
 
 // Where a routine's roles are among its arguments, by position in the C prototype (0 first; -1:
@@ -115,6 +118,7 @@ struct info {
   bool cheap;             // local and a few ns: the profiler counts it without timing it
   bool poll;              // has a completion flag (MPI_Test, MPI_Testany, MPI_Iprobe)
   bool handle_conversion; // C/Fortran handle or status conversion (MPI_Comm_f2c, ...)
+  bool collective_setup;  // collective over a communicator without moving data (MPI_Comm_split)
   uint16_t roles;         // role bits
   argument_positions at;  // where the roles' arguments are
 
@@ -138,6 +142,20 @@ enum class request_use : uint8_t {
   collective,       // a nonblocking collective (MPI_Ibarrier, ...): done once every member entered
 };
 request_use request_use_of(const info& r);
+
+// For whom a blocking routine keeps its caller waiting, from the table: the edges of the hang
+// diagnosis's wait-for graph.
+enum class blocking_wait : uint8_t {
+  none,         // local, nonblocking, a poll, or no one it names (MPI_Mrecv: its message matched)
+  receive,      // a message from its source: MPI_Recv, MPI_Probe, MPI_Mprobe
+  send,         // its receiver: MPI_Send, MPI_Ssend, MPI_Rsend (MPI_Bsend is local)
+  sendrecv,     // both: MPI_Sendrecv, MPI_Sendrecv_replace
+  all_requests, // every request it names: MPI_Wait, MPI_Waitall
+  any_request,  // any one of them: MPI_Waitany, MPI_Waitsome
+  members,      // the other members of its communicator: the blocking collectives and the
+                // collective set-up (routines.txt's [collective_setup]: MPI_Comm_split, ...)
+};
+blocking_wait blocking_wait_of(const info& r);
 
 // The routine of that name ("MPI_Send", "MPI_Send_c"), or null if neither MPI declares it.
 const info* find(std::string_view name);

@@ -22,7 +22,7 @@ COLLECTIVES = ["none", "barrier", "bcast", "gather", "gatherv", "scatter", "scat
                "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv",
                "neighbor_alltoallw"]
 ROLES = ["send", "recv", "peer", "tag", "comm", "root", "request", "wait", "requests", "status",
-         "flag"]
+         "flag", "index", "outcount", "done"]
 NONBLOCKING_WITHOUT_ROLES = {"imrecv", "isendrecv", "isendrecv_replace", "rput", "rget",
                              "raccumulate", "rget_accumulate", "comm_idup", "comm_idup_with_info"}
 COMPLETIONS = {"wait", "waitall", "waitany", "waitsome", "test", "testall", "testany", "testsome"}
@@ -135,7 +135,8 @@ def describe(name, sections, roles, prototypes):
                 nonblocking=nonblocking,
                 persistent=persistent, partitioned=partitioned, large_count=large_count,
                 local=local, cheap=cheap, poll="flag" in spec,
-                conversion=matches(sections["handle_conversion"], stem), roles=mask,
+                conversion=matches(sections["handle_conversion"], stem),
+                collective_setup=matches(sections["collective_setup"], stem), roles=mask,
                 at=positions_over(name, prototypes, spec))
 
 
@@ -172,7 +173,8 @@ def main():
                       f"collective_op::{r['op']}, one_sided_op::{r['one_sided']}, "
                       f"{b(r['nonblocking'])}, {b(r['persistent'])}, "
                       f"{b(r['partitioned'])}, {b(r['large_count'])}, {b(r['local'])}, "
-                      f"{b(r['cheap'])}, {b(r['poll'])}, {b(r['conversion'])}, {r['roles']}u, "
+                      f"{b(r['cheap'])}, {b(r['poll'])}, {b(r['conversion'])}, "
+                      f"{b(r['collective_setup'])}, {r['roles']}u, "
                       f"{{{', '.join(str(r['at'][k]) for k in POSITION_ROLES)}}}}},\n")
         out.write(f"}};\nconst std::size_t table_size = {len(rows)};\n"
                   "} // namespace strata::routines\n")

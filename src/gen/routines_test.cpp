@@ -233,3 +233,26 @@ TEST(Routines, RequestsForTheMessageQueue) {
   EXPECT_EQ(r::request_use_of(get("MPI_Barrier")), r::request_use::none);
   EXPECT_EQ(r::request_use_of(get("MPI_Bcast_init")), r::request_use::none);
 }
+
+TEST(Routines, WhomABlockingCallWaitsFor) {
+  using w = r::blocking_wait;
+  const auto of = [](const char* name) { return r::blocking_wait_of(get(name)); };
+  for (const char* name : {"MPI_Recv", "MPI_Recv_c", "MPI_Probe", "MPI_Mprobe"})
+    EXPECT_EQ(of(name), w::receive) << name;
+  for (const char* name : {"MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Send_c"})
+    EXPECT_EQ(of(name), w::send) << name;
+  EXPECT_EQ(of("MPI_Sendrecv_replace"), w::sendrecv);
+  EXPECT_EQ(of("MPI_Wait"), w::all_requests);
+  EXPECT_EQ(of("MPI_Waitall"), w::all_requests);
+  EXPECT_EQ(of("MPI_Waitany"), w::any_request);
+  EXPECT_EQ(of("MPI_Waitsome"), w::any_request);
+  for (const char* name :
+       {"MPI_Barrier", "MPI_Allreduce_c", "MPI_Neighbor_alltoallw", "MPI_Comm_split",
+        "MPI_Comm_dup", "MPI_Win_fence", "MPI_File_open", "MPI_Finalize"})
+    EXPECT_EQ(of(name), w::members) << name;
+  // Return without waiting for another process, or wait for no one they name.
+  for (const char* name : {"MPI_Bsend", "MPI_Isend", "MPI_Ibarrier", "MPI_Barrier_init", "MPI_Test",
+                           "MPI_Testall", "MPI_Iprobe", "MPI_Mrecv", "MPI_Start",
+                           "MPI_Reduce_local", "MPI_Comm_rank", "MPI_Send_init", "MPI_Pready"})
+    EXPECT_EQ(of(name), w::none) << name;
+}

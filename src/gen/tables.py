@@ -36,7 +36,8 @@ def read_sections(path):
         if not patterns:
             raise SystemExit(f"{path}:{lineno}: '{value}' lists no patterns")
         current.append((value, patterns))
-    for needed in ("groups", "group", "collective", "one_sided", "local", "cheap", "handle_conversion"):
+    for needed in ("groups", "group", "collective", "one_sided", "local", "cheap",
+                   "handle_conversion", "collective_setup"):
         if needed not in sections:
             raise SystemExit(f"{path}: no [{needed}] section")
     return sections

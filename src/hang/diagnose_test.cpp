@@ -76,6 +76,11 @@ TEST(Diagnose, SendSendWithLargeMessagesIsADeadlock) {
   ASSERT_EQ(d.deadlocks.size(), 1u);
   EXPECT_EQ(d.deadlocks[0].cycle[0].waits_for,
             "rank 1 to receive its message (tag 0, 1048576 bytes)");
+  // The large-count twins wait as their base routines do (the routine table says so).
+  const diagnosis twins =
+      diagnose({rank_in(0, 2, "MPI_Send_c", 1, 0, 30), rank_in(1, 2, "MPI_Ssend_c", 0, 0, 30)}, now,
+               threshold);
+  EXPECT_EQ(twins.deadlocks.size(), 1u);
 }
 
 TEST(Diagnose, AMatchingSendAndReceiveInProgressIsNotADeadlock) {

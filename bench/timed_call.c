@@ -278,8 +278,7 @@ int main(int argc, char** argv) {
       /* MPI_Win_allocate, not _create: Open MPI 4.1 here has no component for a created window
        * (its shared-memory one takes only windows it allocates). */
       double* window_bytes = NULL;
-      MPI_Win_allocate(sizeof(double), 1, MPI_INFO_NULL, MPI_COMM_SELF, &window_bytes,
-                       &put_window);
+      MPI_Win_allocate(sizeof(double), 1, MPI_INFO_NULL, MPI_COMM_SELF, &window_bytes, &put_window);
       MPI_Win_lock_all(0, put_window);
     }
     (native ? native_loops : symbol_loops)[which](cg_iters);

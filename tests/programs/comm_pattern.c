@@ -46,8 +46,7 @@ int main(int argc, char** argv) {
   MPI_Win window = MPI_WIN_NULL;
   int* window_ints = NULL;
   if (onesided)
-    MPI_Win_allocate(64 * sizeof(int), sizeof(int), MPI_INFO_NULL, reversed, &window_ints,
-                     &window);
+    MPI_Win_allocate(64 * sizeof(int), sizeof(int), MPI_INFO_NULL, reversed, &window_ints, &window);
   int put_out[2 + 64] = {0}, accumulated[1 + 64] = {0};
   double got[3];
   long fetched = 0, one_long = 1;

@@ -97,7 +97,7 @@ struct chain {
 // Per-thread position in the stack. POD with __thread (no C++ TLS wrapper call) and the
 // initial-exec model: one %fs-relative load on the wrapped path.
 struct thread_state {
-  int layer;   // -1 outside modules: the application's calls start at the top (layer_unlisted)
+  int layer;   // -1 outside modules: the application's calls start at the top
   int in_real; // >0 while the real MPI runs: its own calls to exported MPI_/PMPI_ pass through
   const void* call_site;
   uint32_t polls_until_timed; // sampled polls: polls up to and including the next timed one
@@ -121,15 +121,8 @@ extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
 // A table of requests for the calling thread (where.cpp), nullptr when every table is taken.
 strata_where_posts* claim_where_posts() STRATA_HIDDEN;
-// A thread starts at this layer rather than -1: the application's layer, on a thread whose
-// record strata_where_threads does not list yet. Its first call that a module sees therefore
-// misses the entry point's test for the application's call (layer -1, in_real 0, one compare)
-// and reaches dispatch<>(), which lists the thread (list_this_thread) and sets layer -1. So the
-// thread is listed at no cost to the timed calls, where a test of its own on every call cost
-// 2 (Open MPI) to 5 (MPICH) instructions a barrier.
-inline constexpr int layer_unlisted = -2;
-// The calling thread's record joins strata_where_threads (where.cpp), once; its layer becomes -1.
-__attribute__((cold, noinline)) void list_this_thread() STRATA_HIDDEN;
+// The calling thread's record joins strata_where_threads (where.cpp): on its first timed call.
+__attribute__((cold, noinline)) void register_where_thread() STRATA_HIDDEN;
 
 // Why the application's calls take the long way (dispatch_marked<>() below): one byte per
 // reason, each set on its own, and all of them tested with one compare on the call path.

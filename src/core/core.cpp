@@ -16,7 +16,7 @@ extern "C" {
 alignas(4) unsigned char strata_call_marks[mark_count];
 }
 __thread thread_state tls __attribute__((tls_model("initial-exec"))) = {
-    layer_unlisted, 0, nullptr, 1, 0, nullptr, -1, nullptr, {}, nullptr};
+    -1, 0, nullptr, 1, 0, nullptr, -1, nullptr, {}, nullptr};
 const chain* chains[gen::function_count];
 MPI_Comm world_replacement = MPI_COMM_WORLD;
 MPI_Comm modules_world = MPI_COMM_WORLD;
@@ -135,8 +135,7 @@ const char* host_get_value(const char* name) {
 int host_set_layer(int layer) {
   const int old = tls.layer;
   const int count = static_cast<int>(state().modules.size());
-  // STRATA_LAYER_MPI: the last layer's calls; the layer a thread started at may be set back.
-  tls.layer = std::clamp(layer, layer_unlisted, count - 1);
+  tls.layer = std::clamp(layer, -1, count - 1); // STRATA_LAYER_MPI: the last layer's calls
   return old;
 }
 

@@ -276,6 +276,8 @@ template <int F, typename... A, size_t... I>
 __attribute__((always_inline)) inline void
 note_call(const void* call_site, std::index_sequence<I...> /*unused*/, A... args) {
   strata_where& where = tls.where;
+  if (__builtin_expect(where.seq == 0, 0)) // the thread's first timed call
+    register_where_thread();
   where.function = F;
   where.call_site = call_site;
   ((I < STRATA_WHERE_ARGS && where_keeps<A>
@@ -593,12 +595,8 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
   thread_state& ts = tls;
   if (__builtin_expect(ts.in_real != 0, 0))
     return real(args...);
-  int layer = ts.layer;
+  const int layer = ts.layer;
   if (layer < 0) {
-    if (__builtin_expect(layer != -1, 0)) { // layer_unlisted: the thread's first call
-      list_this_thread();
-      layer = -1;
-    }
     if (__builtin_expect(any_call_mark(), 0))
       return dispatch_marked<F, Decoder>(c, return_address, real, args...);
     ts.call_site = return_address;

@@ -24,7 +24,7 @@ constexpr int where_post_tables = 64;
 strata_where_posts post_tables[where_post_tables];
 std::atomic<int> post_tables_taken{0};
 
-// The records of the threads whose calls a module saw, each slot cleared by its thread's end
+// The records of the threads that made a timed call, each slot cleared by its thread's end
 // (a key's destructor, which runs before the thread's memory goes).
 std::atomic<const strata_where*> thread_records[STRATA_WHERE_THREADS];
 pthread_key_t thread_record_key;
@@ -35,10 +35,7 @@ void forget_thread_record(void* slot) {
 
 } // namespace
 
-void list_this_thread() {
-  tls.layer = -1;
-  if (tls.where.thread != 0)
-    return; // listed already (a module set the layer it started at back)
+void register_where_thread() {
   tls.where.thread = static_cast<int32_t>(::gettid());
   static const bool keyed = pthread_key_create(&thread_record_key, forget_thread_record) == 0;
   if (!keyed)

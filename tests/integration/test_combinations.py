@@ -141,7 +141,10 @@ class Combinations(StrataTestCase):
             spool = os.path.join(work, "spool")
             env = base_env(STRATA_SPOOL=spool, STRATA_TRACE_DIR=os.path.join(work, "trace"),
                            STRATA_MONITOR_OUT=os.path.join(work, "rounds.jsonl"),
-                           STRATA_MODEL=model, PMPI_TOOL_OUT=work, HOME=work)
+                           STRATA_MODEL=model, PMPI_TOOL_OUT=work, HOME=work,
+                           # Two runs at once: Open MPI's session directories apart, or the
+                           # two mpiruns race to make and remove the same one (orte_init fails).
+                           OMPI_MCA_orte_tmpdir_base=work)
             rc, out, err, hung = run_bounded(
                 [STRATA, "run", "-np", str(RANKS), "--tools", tools, "--", path] + args, env, work)
             if hung:

@@ -238,7 +238,7 @@ int run_launcher_child(const launcher_job& job) {
       find_ranks(marker, ranks);
       if (ranks.size() > known)
         for (const auto& [pid, rank] : ranks)
-          if (!watched.contains(pid) && watched.insert(pid).second)
+          if (watched.insert(pid).second)
             ends.add(pid, rank);
       last_scan = now;
     }

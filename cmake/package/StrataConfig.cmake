@@ -45,7 +45,9 @@ foreach(_strata_flavor IN ITEMS openmpi mpich)
         "Strata::core_${_strata_flavor};${Strata_${_strata_flavor}_MPI_LIBRARIES}"
       # A module in C++ wants MPI's C interface only: Open MPI's C++ bindings would make it
       # need libmpi_cxx, which the core does not load.
-      INTERFACE_COMPILE_DEFINITIONS "OMPI_SKIP_MPICXX=1;MPICH_SKIP_MPICXX=1")
+      INTERFACE_COMPILE_DEFINITIONS "OMPI_SKIP_MPICXX=1;MPICH_SKIP_MPICXX=1"
+      # A wrapper's call to the next layer jumps through its GOT slot, not a PLT stub.
+      INTERFACE_COMPILE_OPTIONS "-fno-plt")
   endif()
 endforeach()
 

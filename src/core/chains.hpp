@@ -9,6 +9,7 @@
 #include <strata/module.h>
 #include <strata/where.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -116,6 +117,18 @@ struct thread_state {
   strata_where_posts* posts;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
+
+// The layer and in_real as one 8-byte word (layer in the low half), which the assembly entry
+// points read with one load: a change to in_real on the call path is written as that word too
+// (call_real, dispatch.hpp), so that the next call's load is forwarded from the store.
+inline constexpr int64_t in_real_one = int64_t{1} << 32;
+__attribute__((always_inline)) inline void add_to_layer_word(thread_state& ts, int64_t amount) {
+  static_assert(offsetof(thread_state, layer) == 0 && offsetof(thread_state, in_real) == 4);
+  int64_t word;
+  std::memcpy(&word, &ts, sizeof word);
+  word += amount;
+  std::memcpy(&ts, &word, sizeof word);
+}
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 

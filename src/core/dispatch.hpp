@@ -73,12 +73,16 @@ inline void count_group(const chain_entry* entries, int pos, int end) {
 }
 
 // The real function, with MPI's own calls to the exported entry points passing straight through.
+// in_real is raised and lowered together with the layer, as one 8-byte word: the entry points
+// read the two as one word, and a load that a narrower store before it only partly wrote cannot
+// be forwarded from the store buffer (it waits for the store to reach the cache: several ns a
+// call on AMD EPYC when the program calls MPI again at once).
 template <typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R call_real(R (*real)(P...), A... args) {
   thread_state& ts = tls;
-  ++ts.in_real;
+  add_to_layer_word(ts, in_real_one);
   R r = real(args...);
-  --ts.in_real;
+  add_to_layer_word(ts, -in_real_one);
   return r;
 }
 

@@ -90,7 +90,8 @@ class Deadlocks(HangTestCase):
     def test_threads_of_two_ranks_waiting_for_each_other(self):
         """Under MPI_THREAD_MULTIPLE: the main thread of rank 0 waits for rank 1, whose other
         thread waits for rank 0; each rank's remaining thread waits for its own rank. One
-        deadlock, of those two threads across the ranks, each named."""
+        deadlock, of those two threads across the ranks, each named. The other threads start
+        before MPI_Init: they are described all the same."""
         line = line_of("hang.c", "HANG relay")
         proc = self.watched([program("hang_c"), "threads_across"])
         self.assertAborted(proc)

@@ -20,7 +20,7 @@ typedef struct strata_where {
    * last call, returned; odd, the call in progress. */
   uint64_t seq;
   int32_t function;                 /* function id (strata_host::function_id); seq 0: no call yet */
-  int32_t thread;                   /* the thread's OS id (gettid), set on its first timed call */
+  int32_t thread;                   /* the thread's OS id (gettid), set once it is listed */
   const void* call_site;            /* the application's return address */
   uint64_t args[STRATA_WHERE_ARGS]; /* as passed: pointers, handles and integers widened */
   /* A call that took the long way (a Fortran binding's, or one whose communicators the core
@@ -67,7 +67,8 @@ const strata_where_posts* strata_where_posts_of(const strata_where* where) __att
 
 #define STRATA_WHERE_THREADS 64
 
-/* The records of the threads that made a timed MPI call and have not ended (at most
+/* The records of the threads that made an MPI call a module sees (listed on the first, which
+ * may be one without a record of its own: seq 0) and have not ended (at most
  * STRATA_WHERE_THREADS at a time; the threads beyond are not kept): at most `max` of them into
  * `out`, in no particular order; returns how many. A thread that ends leaves the list before its
  * record's memory goes, but a reader that took the record just before may be reading it then:

@@ -39,7 +39,7 @@ template <edge E> inline void deliver(const char* name, const void* call_site) {
   if (__builtin_expect(count == 0, 1))
     return;
   thread_state& ts = tls;
-  if (ts.in_real != 0 || name == nullptr)
+  if (in_mpi_library(ts) || name == nullptr)
     return;
   const uint64_t t = now_ns();
   const int saved = ts.layer;

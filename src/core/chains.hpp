@@ -98,8 +98,10 @@ struct chain {
 // Per-thread position in the stack. POD with __thread (no C++ TLS wrapper call) and the
 // initial-exec model: one %fs-relative load on the wrapped path.
 struct thread_state {
-  int layer;   // -1 outside modules: the application's calls start at the top
-  int in_real; // >0 while the real MPI runs: its own calls to exported MPI_/PMPI_ pass through
+  int layer; // -1 outside modules: the application's calls start at the top
+  // >0 while the real MPI runs: its own calls to exported MPI_/PMPI_ pass through. A thread
+  // starts at thread_unlisted (below), counted on from there.
+  int in_real;
   const void* call_site;
   uint32_t polls_until_timed; // sampled polls: polls up to and including the next timed one
   uint32_t poll_random;       // xorshift state for the gaps between timed polls
@@ -134,8 +136,23 @@ extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
 // A table of requests for the calling thread (where.cpp), nullptr when every table is taken.
 strata_where_posts* claim_where_posts() STRATA_HIDDEN;
-// The calling thread's record joins strata_where_threads (where.cpp): on its first timed call.
-__attribute__((cold, noinline)) void register_where_thread() STRATA_HIDDEN;
+
+// A thread starts with in_real at this value (the TLS image gives it to every thread, however
+// and whenever made, the main one included): its record is not listed in strata_where_threads
+// yet. Every way an application's call reaches a chain tests in_real against 0 already (the
+// entry points' one compare of layer and in_real, dispatch<>()), so the thread's first such call
+// goes out of line (first_call_of_thread in dispatch.hpp), where it is listed: the timed calls
+// test nothing for it (a test of the record's counter on each cost 2 instructions a barrier on
+// Open MPI, 5 on MPICH). MPI's nesting counts on from it, so that MPI's own calls of the exported
+// functions still pass through; in_real is never an index, so nothing else needs to know.
+inline constexpr int thread_unlisted = 1 << 30;
+// The real MPI is running on this thread (a call reaching the library is MPI's own).
+inline bool in_mpi_library(const thread_state& ts) {
+  return (ts.in_real & ~thread_unlisted) != 0;
+}
+// The calling thread's record joins strata_where_threads (where.cpp), and its in_real loses
+// thread_unlisted.
+__attribute__((cold, noinline)) void list_this_thread() STRATA_HIDDEN;
 
 // Why the application's calls take the long way (dispatch_marked<>() below): one byte per
 // reason, each set on its own, and all of them tested with one compare on the call path.

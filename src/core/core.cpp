@@ -16,7 +16,7 @@ extern "C" {
 alignas(4) unsigned char strata_call_marks[mark_count];
 }
 __thread thread_state tls __attribute__((tls_model("initial-exec"))) = {
-    -1, 0, nullptr, 1, 0, nullptr, -1, nullptr, {}, nullptr};
+    -1, thread_unlisted, nullptr, 1, 0, nullptr, -1, nullptr, {}, nullptr};
 const chain* chains[gen::function_count];
 MPI_Comm world_replacement = MPI_COMM_WORLD;
 MPI_Comm modules_world = MPI_COMM_WORLD;
@@ -240,7 +240,7 @@ void missing_real(const char* name) {
 // MPI_Pcontrol is variadic, so it is written by hand; MPI ignores the variadic part.
 extern "C" STRATA_EXPORT int MPI_Pcontrol(const int level, ...) {
   strata::core::resolve_real_once();
-  if (!strata::core::tls.in_real)
+  if (!strata::core::in_mpi_library(strata::core::tls))
     strata::core::pcontrol(level);
   return real_pcontrol != nullptr ? real_pcontrol(level) : MPI_SUCCESS;
 }

@@ -280,8 +280,6 @@ template <int F, typename... A, size_t... I>
 __attribute__((always_inline)) inline void
 note_call(const void* call_site, std::index_sequence<I...> /*unused*/, A... args) {
   strata_where& where = tls.where;
-  if (__builtin_expect(where.seq == 0, 0)) // the thread's first timed call
-    register_where_thread();
   where.function = F;
   where.call_site = call_site;
   ((I < STRATA_WHERE_ARGS && where_keeps<A>
@@ -593,12 +591,23 @@ __attribute__((noinline, cold)) R dispatch_marked(const chain* c, const void* re
   return invoke_from<F, Decoder>(c, -1, real, args...);
 }
 
+template <int F, typename Decoder, typename... A>
+__attribute__((noinline, cold)) auto first_call_of_thread(A... args)
+    -> decltype(Decoder::real_function()(args...));
+
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R dispatch(const chain* c, const void* return_address,
                                                  R (*real)(P...), A... args) {
   thread_state& ts = tls;
-  if (__builtin_expect(ts.in_real != 0, 0))
-    return real(args...);
+  if (__builtin_expect(ts.in_real != 0, 0)) {
+    if (__builtin_expect(ts.in_real != thread_unlisted, 1))
+      return real(args...); // MPI's own call
+    // The thread's first call to a chain: out of line with the call's own arguments (a jump
+    // that moves none, where passing the chain and the site as well made some entry points
+    // keep a frame), its site where a reader of the record finds a marked call's.
+    ts.where.marked_site = return_address;
+    return first_call_of_thread<F, Decoder>(args...);
+  }
   const int layer = ts.layer;
   if (layer < 0) {
     if (__builtin_expect(any_call_mark(), 0))
@@ -611,6 +620,38 @@ __attribute__((always_inline)) inline R dispatch(const chain* c, const void* ret
       Decoder::remap_comms(modules_world, args...);
   }
   return invoke_from<F, Decoder>(c, layer, real, args...);
+}
+
+// A thread's first call that reaches a chain (thread_unlisted, chains.hpp). The application's:
+// the thread is listed, and the call goes on as any other. Its site, which dispatch<>() left in
+// strata_where::marked_site, is marked for the reader while the call is the record's latest, as
+// dispatch_marked<>() does: a call summed from this frame notes a return address in libstrata.
+// A module's call on a thread the application has not called from yet (the mpi_ready callbacks
+// on the thread in MPI_Init, a module's own thread) goes on with the thread still unlisted: no
+// module's own thread is described as the application's.
+template <int F, typename Decoder, typename... A>
+__attribute__((noinline, cold)) auto first_call_of_thread(A... args)
+    -> decltype(Decoder::real_function()(args...)) {
+  thread_state& ts = tls;
+  const chain* c = chains[F];
+  const bool application = ts.layer < 0;
+  if (application)
+    list_this_thread();
+  if (c == nullptr) // the chains are gone (after the last finalize)
+    return Decoder::real_function()(args...);
+  const void* site = ts.where.marked_site;
+  const uint64_t seq = ts.where.seq;
+  if (application) {
+    ts.where.marked_seq = seq + 1;
+    auto r = dispatch<F, Decoder>(c, site, Decoder::real_function(), args...);
+    if (ts.where.seq == seq)
+      ts.where.marked_seq = 0; // not timed: the next timed call has its own site
+    return r;
+  }
+  ts.in_real = 0;
+  auto r = dispatch<F, Decoder>(c, site, Decoder::real_function(), args...);
+  ts.in_real = thread_unlisted;
+  return r;
 }
 
 // The entry point's own path for a chain that only counts (chain::direct_counter). MPI_X

@@ -89,7 +89,7 @@ extern "C" __attribute__((visibility("hidden"))) void* strata_fortran_resolve_in
 // at the program's line. The binding then returns as before, having called nothing.
 extern "C" __attribute__((visibility("hidden"))) void strata_fortran_zero_count(int fid) {
   using namespace strata;
-  if (core::chains[fid] == nullptr || core::tls.layer >= 0 || core::tls.in_real != 0)
+  if (core::chains[fid] == nullptr || core::tls.layer >= 0 || core::in_mpi_library(core::tls))
     return; // nothing counts it, or not the program's call: the binding's note stays as it was
   MPI_Request none = MPI_REQUEST_NULL;
   int index = 0;

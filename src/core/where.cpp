@@ -24,7 +24,7 @@ constexpr int where_post_tables = 64;
 strata_where_posts post_tables[where_post_tables];
 std::atomic<int> post_tables_taken{0};
 
-// The records of the threads that made a timed call, each slot cleared by its thread's end
+// The records of the threads whose calls reached a chain, each slot cleared by its thread's end
 // (a key's destructor, which runs before the thread's memory goes).
 std::atomic<const strata_where*> thread_records[STRATA_WHERE_THREADS];
 pthread_key_t thread_record_key;
@@ -35,7 +35,8 @@ void forget_thread_record(void* slot) {
 
 } // namespace
 
-void register_where_thread() {
+void list_this_thread() {
+  tls.in_real &= ~thread_unlisted; // once, listed or not
   tls.where.thread = static_cast<int32_t>(::gettid());
   static const bool keyed = pthread_key_create(&thread_record_key, forget_thread_record) == 0;
   if (!keyed)

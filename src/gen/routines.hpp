@@ -102,6 +102,10 @@ enum role : uint16_t {
 struct argument_positions {
   int8_t peer = -1, tag = -1, comm = -1, root = -1, count = -1, type = -1;
   int8_t recv_peer = -1, recv_tag = -1; // the receive side of a Sendrecv
+  // The requests a completion names (roles.txt's wait= and requests=): its MPI_Request*
+  // (MPI_Wait, MPI_Test, MPI_Start), or its array of them, request_count their count
+  // (MPI_Waitall, MPI_Waitany, MPI_Waitsome, the Test forms, MPI_Startall).
+  int8_t requests = -1, request_count = -1;
 };
 
 struct info {

@@ -223,6 +223,26 @@ TEST(Routines, ArgumentPositions) {
   EXPECT_EQ(get("MPI_Wait").at.comm, -1);
 }
 
+// Where a completion's requests are: the hang state reads those of a blocking wait in progress.
+TEST(Routines, WhereACompletionNamesItsRequests) {
+  EXPECT_EQ(get("MPI_Wait").at.requests, 0);
+  EXPECT_EQ(get("MPI_Wait").at.request_count, -1);
+  EXPECT_EQ(get("MPI_Start").at.requests, 0);
+  for (const char* name : {"MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Testall"}) {
+    EXPECT_EQ(get(name).at.requests, 1) << name;
+    EXPECT_EQ(get(name).at.request_count, 0) << name;
+  }
+  EXPECT_EQ(get("MPI_Isend").at.requests, -1); // the request it makes is not one it completes
+  EXPECT_EQ(get("MPI_Recv").at.request_count, -1);
+  // Every blocking wait on requests says where they are.
+  for (const r::info& row : r::all()) {
+    const r::blocking_wait w = r::blocking_wait_of(row);
+    if (w == r::blocking_wait::all_requests || w == r::blocking_wait::any_request) {
+      EXPECT_GE(row.at.requests, 0) << row.name;
+    }
+  }
+}
+
 TEST(Routines, RequestsForTheMessageQueue) {
   EXPECT_EQ(r::request_use_of(get("MPI_Isend")), r::request_use::sends);
   EXPECT_EQ(r::request_use_of(get("MPI_Irecv")), r::request_use::receives);

@@ -62,7 +62,8 @@ def stem(name):
 
 # The roles whose arguments a reader of a call's raw arguments needs (the hang state), in the
 # order of routines::argument_positions.
-POSITION_ROLES = ("peer", "tag", "comm", "root", "count", "type", "recv_peer", "recv_tag")
+POSITION_ROLES = ("peer", "tag", "comm", "root", "count", "type", "recv_peer", "recv_tag",
+                  "requests", "request_count")
 
 
 def argument_positions(params, spec):
@@ -71,7 +72,8 @@ def argument_positions(params, spec):
     params: (name, by-value type name) of each parameter, in order; spec: its roles.txt line.
     A role may name alternatives (index|indx). count and type are those of the bytes sent, else
     received, where that is one count for the call (not an array summed over the peers); the
-    communicator of a routine without comm= is its MPI_Comm argument, if it has one."""
+    communicator of a routine without comm= is its MPI_Comm argument, if it has one; requests
+    is a completion's MPI_Request* (wait=) or array (requests=, with request_count its count)."""
     names = [name for name, _ in params]
 
     def position(value):
@@ -85,6 +87,13 @@ def argument_positions(params, spec):
     for role in ("peer", "tag", "comm", "root", "recv_peer", "recv_tag"):
         if role in spec:
             at[role] = position(spec[role])
+    # The requests a completion names: one MPI_Request* (wait=), or an array and its count
+    # (requests=COUNT:ARRAY).
+    if "wait" in spec:
+        at["requests"] = position(spec["wait"])
+    elif "requests" in spec:
+        count, _, array = spec["requests"].partition(":")
+        at["requests"], at["request_count"] = position(array), position(count)
     if "comm" not in spec:
         at["comm"] = next((i for i, (_, type_name) in enumerate(params) if type_name == "MPI_Comm"),
                           -1)

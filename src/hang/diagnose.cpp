@@ -217,79 +217,97 @@ uint64_t analysis::computing_ns(int32_t rank) const {
   return since != 0 && d_.now_ns > since ? d_.now_ns - since : 0;
 }
 
-// The cycles among the ranks that can never proceed, each a deadlock; the other such ranks are
-// behind one (or behind a finalized rank, named in chains()).
+// The cycles among the threads of the ranks that can never proceed, each a deadlock. A thread
+// waits for ranks, any thread of which might free it: an edge goes from it to each thread of
+// such a rank but itself (to itself only as its rank's one thread, waiting for its own message),
+// those that wait back for its own rank first, so that the cycles found are the short ones (a
+// thread of rank 0 waits for rank 1, whose thread waits for rank 0) rather than a detour through
+// a thread waiting for another thread of its own rank. The other stuck ranks are behind a
+// deadlock (or behind a finalized rank, named in chains()).
 void analysis::cycles() {
   const auto stuck = [&](int32_t r) { return blocked(r) && !can_act_[static_cast<size_t>(r)]; };
-  const size_t n = static_cast<size_t>(d_.world_size);
-  std::vector<std::vector<int32_t>> next(n);
-  std::vector<std::vector<int32_t>> previous(n);
-  for (const wait_item& w : waits_)
-    if (stuck(w.rank))
-      for (const int32_t t : w.targets)
-        if (stuck(t)) {
-          next[static_cast<size_t>(w.rank)].push_back(t);
-          previous[static_cast<size_t>(t)].push_back(w.rank);
-        }
+  const size_t n = waits_.size();
+  std::vector<std::vector<size_t>> next(n);
+  std::vector<std::vector<size_t>> previous(n);
+  for (size_t i = 0; i < n; ++i) {
+    const wait_item& w = waits_[i];
+    if (!stuck(w.rank))
+      continue;
+    const auto waits_back = [&](size_t j) {
+      return std::binary_search(waits_[j].targets.begin(), waits_[j].targets.end(), w.rank);
+    };
+    for (const int32_t t : w.targets) {
+      if (!stuck(t))
+        continue;
+      const auto [first, last] = waits_of(t);
+      const auto begin = static_cast<size_t>(first - waits_.begin());
+      const auto end = static_cast<size_t>(last - waits_.begin());
+      for (const bool back : {true, false})
+        for (size_t j = begin; j < end; ++j)
+          if ((j != i || end - begin == 1) && waits_back(j) == back) {
+            next[i].push_back(j);
+            previous[j].push_back(i);
+          }
+    }
+  }
   std::vector<char> color(n, 0); // 0 unseen, 1 on the path, 2 done
   std::vector<int> cycle_of(n, -1);
-  for (int32_t start = 0; start < d_.world_size; ++start) {
-    if (!stuck(start) || color[static_cast<size_t>(start)] != 0)
+  for (size_t start = 0; start < n; ++start) {
+    if (!stuck(waits_[start].rank) || color[start] != 0)
       continue;
-    std::vector<std::pair<int32_t, size_t>> path{{start, 0}};
-    color[static_cast<size_t>(start)] = 1;
+    std::vector<std::pair<size_t, size_t>> path{{start, 0}};
+    color[start] = 1;
     while (!path.empty()) {
       auto& [u, edge] = path.back();
-      const auto& out = next[static_cast<size_t>(u)];
+      const auto& out = next[u];
       if (edge == out.size()) {
-        color[static_cast<size_t>(u)] = 2;
+        color[u] = 2;
         path.pop_back();
         continue;
       }
-      const int32_t v = out[edge++];
-      if (color[static_cast<size_t>(v)] == 0) {
-        color[static_cast<size_t>(v)] = 1;
+      const size_t v = out[edge++];
+      if (color[v] == 0) {
+        color[v] = 1;
         path.push_back({v, 0});
-      } else if (color[static_cast<size_t>(v)] == 1) {
-        std::vector<int32_t> members;
+      } else if (color[v] == 1) {
+        std::vector<size_t> members;
         for (auto it = std::find_if(path.begin(), path.end(),
                                     [&](const auto& p) { return p.first == v; });
              it != path.end(); ++it)
           members.push_back(it->first);
         if (std::none_of(members.begin(), members.end(),
-                         [&](int32_t m) { return cycle_of[static_cast<size_t>(m)] >= 0; })) {
+                         [&](size_t m) { return cycle_of[m] >= 0; })) {
           deadlock dl;
-          for (size_t i = 0; i < members.size(); ++i) {
-            const int32_t to = members[(i + 1) % members.size()];
-            const auto [first, last] = waits_of(members[i]);
-            // A rank that waits for itself: its threads wait for each other, each one named.
-            for (auto w = first; w != last; ++w)
-              if (std::binary_search(w->targets.begin(), w->targets.end(), to)) {
-                dl.cycle.push_back(waiting(*w));
-                if (members.size() > 1)
-                  break;
-              }
-            cycle_of[static_cast<size_t>(members[i])] = static_cast<int>(d_.deadlocks.size());
+          for (const size_t m : members) {
+            dl.cycle.push_back(waiting(waits_[m]));
+            cycle_of[m] = static_cast<int>(d_.deadlocks.size());
           }
           d_.deadlocks.push_back(std::move(dl));
         }
       }
     }
   }
-  // Behind a deadlock: the stuck ranks from which one of its members is reachable.
-  std::vector<int32_t> work;
-  for (int32_t r = 0; r < d_.world_size; ++r)
-    if (cycle_of[static_cast<size_t>(r)] >= 0)
-      work.push_back(r);
+  // Behind a deadlock: the stuck ranks none of whose threads is in a cycle, from one of which a
+  // member is reachable.
+  std::vector<char> named(static_cast<size_t>(d_.world_size), 0);
+  std::vector<size_t> work;
+  for (size_t i = 0; i < n; ++i)
+    if (cycle_of[i] >= 0) {
+      named[static_cast<size_t>(waits_[i].rank)] = 1;
+      work.push_back(i);
+    }
   while (!work.empty()) {
-    const int32_t v = work.back();
+    const size_t v = work.back();
     work.pop_back();
-    for (const int32_t u : previous[static_cast<size_t>(v)])
-      if (cycle_of[static_cast<size_t>(u)] < 0) {
-        cycle_of[static_cast<size_t>(u)] = cycle_of[static_cast<size_t>(v)];
-        d_.deadlocks[static_cast<size_t>(cycle_of[static_cast<size_t>(v)])]
-            .blocked_behind.push_back(u);
+    for (const size_t u : previous[v])
+      if (cycle_of[u] < 0) {
+        cycle_of[u] = cycle_of[v];
         work.push_back(u);
+        const auto rank = static_cast<size_t>(waits_[u].rank);
+        if (!named[rank]) {
+          named[rank] = 1;
+          d_.deadlocks[static_cast<size_t>(cycle_of[v])].blocked_behind.push_back(waits_[u].rank);
+        }
       }
   }
   for (deadlock& dl : d_.deadlocks)

@@ -365,6 +365,98 @@ TEST(Diagnose, ThreadsOfARankWaitingForEachOtherAreADeadlockWithEachThread) {
   EXPECT_EQ(diagnose(states, now, threshold).deadlocks.size(), 1u);
 }
 
+// Two threads in each of two ranks: rank 0's first thread receives from rank 1 (tag 1) and its
+// second from rank 0 (tag 3); rank 1's first from rank 1 (tag 4), its second from rank 0 (tag 2).
+// `swapped`: each rank's threads in the other order in its slots.
+std::vector<rank_state> threads_across_ranks(bool swapped) {
+  std::vector<rank_state> states;
+  const int32_t peer[2][2] = {{1, 0}, {1, 0}};
+  const int32_t tag[2][2] = {{1, 3}, {4, 2}};
+  for (int32_t r = 0; r < 2; ++r) {
+    rank_state s = rank_in(r, 2, "MPI_Recv", peer[r][0], tag[r][0], 30);
+    s.threads[0].os_thread = 100 + 10 * static_cast<uint64_t>(r);
+    thread_state other = s.threads[0];
+    other.peer = peer[r][1];
+    other.tag = tag[r][1];
+    other.line = 40;
+    other.os_thread = s.threads[0].os_thread + 1;
+    s.threads.push_back(other);
+    if (swapped)
+      std::swap(s.threads[0], s.threads[1]);
+    states.push_back(s);
+  }
+  return states;
+}
+
+TEST(Diagnose, ThreadsOfTwoRanksWaitingForEachOtherAreOneDeadlockOfThoseThreads) {
+  // Thread 100 of rank 0 waits for rank 1, whose thread 111 waits for rank 0: the cycle, named
+  // with those threads; each rank's other thread waits for its own rank behind it, not a
+  // deadlock of a rank's threads of its own.
+  for (const bool swapped : {false, true}) {
+    const diagnosis d = diagnose(threads_across_ranks(swapped), now, threshold);
+    ASSERT_EQ(d.result, verdict::hang);
+    ASSERT_EQ(d.deadlocks.size(), 1u) << format_text(d);
+    const auto& cycle = d.deadlocks[0].cycle;
+    ASSERT_EQ(cycle.size(), 2u) << format_text(d);
+    EXPECT_EQ(cycle[0].rank, 0);
+    EXPECT_EQ(cycle[0].thread, 100u);
+    EXPECT_EQ(cycle[1].rank, 1);
+    EXPECT_EQ(cycle[1].thread, 111u);
+    EXPECT_TRUE(d.deadlocks[0].blocked_behind.empty());
+    const std::string text = format_text(d);
+    EXPECT_NE(text.find("DEADLOCK: threads of ranks 0-1 wait for each other in a cycle:\n"
+                        "  rank 0 (thread 100) in MPI_Recv at app.c:30 (main)\n"
+                        "    waits for a message from rank 1 (tag 1)\n"
+                        "  rank 1 (thread 111) in MPI_Recv at app.c:40 (main)\n"
+                        "    waits for a message from rank 0 (tag 2)\n"),
+              std::string::npos)
+        << text;
+    const auto j = nlohmann::json::parse(format_json(d));
+    EXPECT_EQ(j["deadlocks"][0]["cycle"][0]["thread"], 100);
+    EXPECT_EQ(j["deadlocks"][0]["cycle"][1]["thread"], 111);
+  }
+  // A third rank waiting for rank 0 is behind that deadlock.
+  std::vector<rank_state> three = threads_across_ranks(false);
+  for (rank_state& s : three)
+    s.world_size = 3;
+  three.push_back(rank_in(2, 3, "MPI_Recv", 0, 5, 50));
+  const diagnosis d = diagnose(three, now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u) << format_text(d);
+  EXPECT_EQ(d.deadlocks[0].blocked_behind, std::vector<int32_t>{2});
+  // Rank 1's thread that waits for rank 0 computing instead: rank 1 can act, so can rank 0.
+  std::vector<rank_state> acting = threads_across_ranks(false);
+  acting[1].threads[1].phase = thread_phase::outside_mpi;
+  EXPECT_TRUE(diagnose(acting, now, threshold).deadlocks.empty());
+}
+
+TEST(Diagnose, TheThreadsOfARankInTwoCyclesAreTwoDeadlocks) {
+  // Rank 0's threads wait one for rank 1, one for rank 2; each of those waits for rank 0.
+  rank_state zero = rank_in(0, 3, "MPI_Recv", 1, 1, 10);
+  thread_state to_two = zero.threads[0];
+  to_two.peer = 2;
+  to_two.os_thread = 2;
+  zero.threads[0].os_thread = 1;
+  zero.threads.push_back(to_two);
+  const diagnosis d =
+      diagnose({zero, rank_in(1, 3, "MPI_Recv", 0, 1, 20), rank_in(2, 3, "MPI_Recv", 0, 1, 30)},
+               now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 2u) << format_text(d);
+  EXPECT_EQ(d.deadlocks[0].cycle[0].thread, 1u);
+  EXPECT_EQ(d.deadlocks[0].cycle[1].rank, 1);
+  EXPECT_EQ(d.deadlocks[1].cycle[0].thread, 2u);
+  EXPECT_EQ(d.deadlocks[1].cycle[1].rank, 2);
+}
+
+TEST(Diagnose, ARankReceivingFromItselfAloneWaitsForItself) {
+  const diagnosis d = diagnose(
+      {rank_in(0, 2, "MPI_Recv", 0, 1, 5), computing(1, 2, "MPI_Barrier", 9, 100)}, now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u) << format_text(d);
+  EXPECT_NE(format_text(d).find("DEADLOCK: rank 0 waits for itself:\n"
+                                "  rank 0 in MPI_Recv at app.c:5 (main)\n"),
+            std::string::npos)
+      << format_text(d);
+}
+
 TEST(Diagnose, ClassesAndRangesAtAThousandRanks) {
   // 997 ranks in a barrier, rank 500 computing, 998-999 in a receive from 500.
   std::vector<rank_state> states;

@@ -155,12 +155,18 @@ std::string format_text(const diagnosis& d) {
     std::vector<int32_t> members;
     for (const waiting_rank& w : dl.cycle)
       members.push_back(w.rank);
-    if (members.size() > 1 &&
-        std::all_of(members.begin(), members.end(), [&](int32_t m) { return m == members[0]; }))
+    const bool one_rank =
+        std::all_of(members.begin(), members.end(), [&](int32_t m) { return m == members[0]; });
+    const bool threads = std::any_of(dl.cycle.begin(), dl.cycle.end(),
+                                     [](const waiting_rank& w) { return w.thread != 0; });
+    if (members.size() == 1)
+      out += "\nDEADLOCK: " + ranks_text(members) + " waits for itself:\n";
+    else if (one_rank)
       out += "\nDEADLOCK: the threads of rank " + std::to_string(members[0]) +
              " wait for each other in a cycle:\n";
     else
-      out += "\nDEADLOCK: " + ranks_text(members) + " wait for each other in a cycle:\n";
+      out += "\nDEADLOCK: " + std::string(threads ? "threads of " : "") + ranks_text(members) +
+             " wait for each other in a cycle:\n";
     for (size_t i = 0; i < dl.cycle.size() && i < shown_members; ++i)
       out += "  " + call(dl.cycle[i]) + "\n    waits for " + dl.cycle[i].waits_for + "\n";
     if (dl.cycle.size() > shown_members)

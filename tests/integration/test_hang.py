@@ -87,6 +87,27 @@ class Deadlocks(HangTestCase):
                                      rf"    waits for a message from rank {rank} \(tag \d\)\n"
                                      for _ in range(2)))
 
+    def test_threads_of_two_ranks_waiting_for_each_other(self):
+        """Under MPI_THREAD_MULTIPLE: the main thread of rank 0 waits for rank 1, whose other
+        thread waits for rank 0; each rank's remaining thread waits for its own rank. One
+        deadlock, of those two threads across the ranks, each named. The other threads start
+        before MPI_Init: they are described all the same."""
+        line = line_of("hang.c", "HANG relay")
+        proc = self.watched([program("hang_c"), "threads_across"])
+        self.assertAborted(proc)
+        self.assertEqual(proc.stderr.count("DEADLOCK"), 1, proc.stderr)
+        self.assertRegex(proc.stderr,
+                         r"DEADLOCK: threads of ranks 0-1 wait for each other in a cycle:\n"
+                         rf"  rank 0 \(thread \d+\) in MPI_Recv at \S*hang\.c:{line} "
+                         r"\((?:main|relay_message)\)\n"
+                         r"    waits for a message from rank 1 \(tag 1\)\n"
+                         rf"  rank 1 \(thread \d+\) in MPI_Recv at \S*hang\.c:{line} "
+                         r"\((?:main|relay_message)\)\n"
+                         r"    waits for a message from rank 0 \(tag 2\)\n")
+        cycle = self.spool_diagnosis()["deadlocks"][0]["cycle"]
+        self.assertEqual([(m["rank"], m["targets"]) for m in cycle], [(0, [1]), (1, [0])])
+        self.assertTrue(all(m.get("thread", 0) > 0 for m in cycle), cycle)
+
     def test_send_send_with_large_messages(self):
         line = line_of("hang.c", "HANG send_send")
         proc = self.watched([program("hang_c"), "send_send"])

@@ -1,6 +1,6 @@
 /* Programs that hang in known ways (and one that computes long but does not), for the hang
  * diagnosis: hang_c MODE, where MODE is recv_recv, sleeper, wrong_tag, send_send, irecv_wait,
- * wildcard, threads or compute.
+ * wildcard, threads, threads_across or compute.
  * The tests find the lines they expect by the markers in the comments. */
 #include <mpi.h>
 #include <pthread.h>
@@ -35,12 +35,46 @@ static void* receive_then_send(void* tag_address) {
   return NULL;
 }
 
+/* The threads of the threads_across mode: each receives from a rank, then sends to one. Two
+ * threads of each of two ranks, each receiving first: the main thread of rank 0 from rank 1,
+ * which would send once its main thread got a message from its other thread, which waits for
+ * one from rank 0, whose other thread waits for its main thread. */
+struct relay {
+  int from, tag_in, to, tag_out;
+};
+static struct relay relays[2][2] = {{{1, 1, 0, 3}, {0, 3, 1, 2}}, {{1, 4, 0, 1}, {0, 2, 1, 4}}};
+static void* relay_message(void* relay_address) {
+  const struct relay* r = relay_address;
+  int v = 0;
+  MPI_Recv(&v, 1, MPI_INT, r->from, r->tag_in, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* HANG relay */
+  MPI_Send(&v, 1, MPI_INT, r->to, r->tag_out, MPI_COMM_WORLD);
+  return NULL;
+}
+/* The other thread, started before MPI_Init: its first MPI call comes once MPI is ready. */
+static pthread_barrier_t mpi_ready;
+static void* relay_after_init(void* unused) {
+  (void)unused;
+  pthread_barrier_wait(&mpi_ready);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return relay_message(&relays[rank & 1][1]);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   int provided = 0;
-  MPI_Init_thread(&argc, &argv,
-                  strcmp(mode, "threads") == 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
-                  &provided);
+  const int across = strcmp(mode, "threads_across") == 0;
+  const int threaded = strcmp(mode, "threads") == 0 || across;
+  pthread_t early;
+  if (across) {
+    pthread_barrier_init(&mpi_ready, NULL, 2);
+    pthread_create(&early, NULL, relay_after_init, NULL);
+  }
+  MPI_Init_thread(&argc, &argv, threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+  if (threaded && provided != MPI_THREAD_MULTIPLE) {
+    fprintf(stderr, "hang_c %s: no MPI_THREAD_MULTIPLE\n", mode);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -97,15 +131,15 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
   } else if (strcmp(mode, "threads") == 0) {
     /* Under MPI_THREAD_MULTIPLE two threads of each rank deadlock: each receives first. */
-    if (provided != MPI_THREAD_MULTIPLE) {
-      fprintf(stderr, "hang_c threads: no MPI_THREAD_MULTIPLE\n");
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
     int tags[2] = {1, 2};
     pthread_t other;
     pthread_create(&other, NULL, receive_then_send, &tags[1]);
     receive_then_send(&tags[0]);
     pthread_join(other, NULL);
+  } else if (across && size == 2) {
+    pthread_barrier_wait(&mpi_ready);
+    relay_message(&relays[rank][0]);
+    pthread_join(early, NULL);
   } else if (strcmp(mode, "compute") == 0) {
     /* Every rank computes longer than the threshold between its calls: no hang. */
     const double seconds = argc > 2 ? atof(argv[2]) : 3;
@@ -116,7 +150,7 @@ int main(int argc, char** argv) {
   } else {
     if (rank == 0)
       fprintf(stderr, "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|irecv_wait|wildcard|"
-                      "threads|compute [SECONDS]\n");
+                      "threads|threads_across (2 ranks)|compute [SECONDS]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Finalize();

@@ -120,16 +120,23 @@ post_kind post_kind_of(std::string_view name) {
   }
 }
 
-// Where a wait names its requests: one MPI_Request* first (MPI_Wait), or a count and an array
-// (MPI_Waitall, MPI_Waitany, MPI_Waitsome).
-enum class wait_form : uint8_t { none, one, array };
+// Where a blocking wait on requests names them among its arguments, from the routine table: one
+// MPI_Request* (MPI_Wait), or an array and its count (MPI_Waitall, MPI_Waitany, MPI_Waitsome);
+// `at` -1 for any other routine (one the record does not keep the arguments of included).
+struct waited_requests {
+  int8_t at = -1;
+  int8_t count_at = -1; // -1: one request
+};
 
-wait_form wait_form_of(std::string_view name) {
-  if (name == "MPI_Wait")
-    return wait_form::one;
-  if (name == "MPI_Waitall" || name == "MPI_Waitany" || name == "MPI_Waitsome")
-    return wait_form::array;
-  return wait_form::none;
+waited_requests waited_requests_of(const routines::info* r) {
+  if (r == nullptr)
+    return {};
+  const routines::blocking_wait wait = routines::blocking_wait_of(*r);
+  if (wait != routines::blocking_wait::all_requests && wait != routines::blocking_wait::any_request)
+    return {};
+  if (r->at.requests >= STRATA_WHERE_ARGS || r->at.request_count >= STRATA_WHERE_ARGS)
+    return {};
+  return {r->at.requests, r->at.request_count};
 }
 
 // Copies memory of this process that its threads may have freed since (a request variable of
@@ -167,7 +174,7 @@ struct hang_watch {
   // Per function id: what a request it makes is and which requests a wait names.
   std::vector<post_kind> post_kinds;
   std::vector<uint16_t> collectives; // per function id: a nonblocking collective's op, else 0
-  std::vector<wait_form> wait_forms;
+  std::vector<waited_requests> waits;
   uint64_t null_request = 0; // MPI_REQUEST_NULL's bits
   // The watch over the job (hang_after): rank 0 only.
   std::string spool, key;
@@ -292,13 +299,14 @@ void resolve_site(hang_watch& h, const strata_where& w, hang::thread_state& t) {
 std::vector<uint64_t> waited_handles(const hang_watch& h, const strata_where& w) {
   std::vector<uint64_t> handles;
   const auto fid = static_cast<size_t>(w.function);
-  const wait_form form = fid < h.wait_forms.size() ? h.wait_forms[fid] : wait_form::none;
-  if ((w.seq & 1) == 0 || form == wait_form::none)
+  const waited_requests form = fid < h.waits.size() ? h.waits[fid] : waited_requests{};
+  if ((w.seq & 1) == 0 || form.at < 0)
     return handles;
   const void* at = nullptr; // the application's MPI_Request* or array, as the record keeps it
-  std::memcpy(&at, &w.args[form == wait_form::one ? 0 : 1], sizeof(at));
+  std::memcpy(&at, &w.args[form.at], sizeof(at));
   const int64_t count =
-      form == wait_form::one ? 1 : std::clamp<int64_t>(static_cast<int32_t>(w.args[0]), 0, 4096);
+      form.count_at < 0 ? 1
+                        : std::clamp<int64_t>(static_cast<int32_t>(w.args[form.count_at]), 0, 4096);
   std::vector<MPI_Request> requests(static_cast<size_t>(count));
   if (count == 0 || at == nullptr ||
       !read_own(at, requests.data(), requests.size() * sizeof(MPI_Request)))
@@ -473,6 +481,12 @@ void follow_threads(hang_watch& h) {
       h.writer->write(static_cast<uint32_t>(slot), hang::thread_state{});
     tw = thread_watch{};
   }
+  // A thread is listed on its first call that a module sees, which may leave no record (a
+  // call only counted): it takes a slot once it has a call to describe.
+  std::erase_if(listed, [](const strata_where* w) {
+    uint64_t seq = 0;
+    return !read_own(&w->seq, &seq, sizeof(seq)) || seq == 0;
+  });
   for (size_t slot = 1; slot < h.threads.size() && !listed.empty(); ++slot)
     if (h.threads[slot].where == nullptr) {
       h.threads[slot].where = listed.back();
@@ -546,7 +560,7 @@ void start_hang_watch(module_state& s) {
                                  ? static_cast<uint16_t>(r->op)
                                  : uint16_t{0});
     h->post_kinds.push_back(post_kind_of(name));
-    h->wait_forms.push_back(wait_form_of(name));
+    h->waits.push_back(waited_requests_of(r));
   }
   MPI_Request null_request = MPI_REQUEST_NULL;
   std::memcpy(&h->null_request, &null_request,

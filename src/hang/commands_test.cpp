@@ -1,5 +1,5 @@
 // `strata hang` on files the writer made, as the profile will leave them in a spool.
-#include "hang/command.hpp"
+#include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
 
 #include <gtest/gtest.h>

@@ -47,7 +47,7 @@ protected:
     w->observe(realtime_ns() - heartbeat_age);
   }
 
-  std::pair<int, std::string> run(hang_options o) {
+  std::pair<int, std::string> run(const hang_options& o) {
     ::testing::internal::CaptureStdout();
     const int status = hang_command(o);
     return {status, ::testing::internal::GetCapturedStdout()};

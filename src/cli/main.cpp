@@ -2,12 +2,12 @@
 // (src/common/wing_commands.hpp); this file only splits off the program after "--", checks the
 // command words, parses, and runs what was chosen.
 #include "analyzer/commands.hpp"
-#include "hang/command.hpp"
+#include "hang/commands.hpp"
 #include "launch/commands.hpp"
 #include "model/commands.hpp"
 #include "monitor/commands.hpp"
 #include "profiler/commands.hpp"
-#include "site/site_commands.hpp"
+#include "site/commands.hpp"
 #include "slurm/commands.hpp"
 
 #include <strata/version.h>

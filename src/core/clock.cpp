@@ -142,14 +142,37 @@ double forced_rate_error_ppm() {
 }
 #endif
 
-int64_t event_ns_of(int64_t tsc) {
-  const event_clock& c = g_event_clock;
+} // namespace
+
+event_clock clock_between(int64_t first_tsc, uint64_t first_ns, int64_t last_tsc, uint64_t last_ns,
+                          double rate_error_ppm) {
+  event_clock c;
+  const int64_t ticks = last_tsc - first_tsc;
+  if (ticks <= 0 || last_ns <= first_ns)
+    return c;
+  c.ns_per_tick_q32 = static_cast<uint64_t>(
+      (static_cast<unsigned __int128>(last_ns - first_ns) << 32) / static_cast<uint64_t>(ticks));
+  if (rate_error_ppm != 0)
+    c.ns_per_tick_q32 = static_cast<uint64_t>(static_cast<double>(c.ns_per_tick_q32) *
+                                              (1.0 + rate_error_ppm / 1e6));
+  // The base a margin of ticks before the anchor, its time as far before (time_ns' unsigned
+  // difference): about a second, far more than counters of two cores ever differ by. Every
+  // reading moves by at most 1 ns of rounding; unsigned arithmetic wraps back if the anchor's
+  // time is smaller than the margin.
+  constexpr int64_t base_margin_ticks = int64_t{1} << 32;
+  c.tsc_base = last_tsc - base_margin_ticks;
+  c.ns_base =
+      last_ns - static_cast<uint64_t>(
+                    (static_cast<unsigned __int128>(base_margin_ticks) * c.ns_per_tick_q32) >> 32);
+  c.use_tsc = true;
+  return c;
+}
+
+int64_t event_ns_of(const event_clock& c, int64_t tsc) {
   const __int128 ticks = tsc - c.tsc_base;
   return static_cast<int64_t>(c.ns_base) +
          static_cast<int64_t>((ticks * static_cast<__int128>(c.ns_per_tick_q32)) >> 32);
 }
-
-} // namespace
 
 uint64_t monotonic_ns() {
   timespec ts{};
@@ -180,28 +203,13 @@ void clock_finish_calibration() {
   clock_sample last = take_sample();
   while (last.ns - g_first.ns < min_calibration_ns)
     last = take_sample();
-  const int64_t ticks = last.tsc - g_first.tsc;
-  if (ticks <= 0) {
+  const event_clock c =
+      clock_between(g_first.tsc, g_first.ns, last.tsc, last.ns, forced_rate_error_ppm());
+  if (!c.use_tsc) {
     g_fallback_reason = "the time-stamp counter did not advance";
     return;
   }
   g_calibration_ns = last.ns - g_first.ns;
-  event_clock c;
-  c.ns_per_tick_q32 = static_cast<uint64_t>(
-      (static_cast<unsigned __int128>(g_calibration_ns) << 32) / static_cast<uint64_t>(ticks));
-  if (const double forced = forced_rate_error_ppm(); forced != 0)
-    c.ns_per_tick_q32 =
-        static_cast<uint64_t>(static_cast<double>(c.ns_per_tick_q32) * (1.0 + forced / 1e6));
-  // The base a margin of ticks before the anchor, its time as far before (now_ns' unsigned
-  // difference): about a second, far more than counters of two cores ever differ by. Every
-  // reading moves by at most 1 ns of rounding; unsigned arithmetic wraps back if the anchor's
-  // time is smaller than the margin.
-  constexpr int64_t base_margin_ticks = int64_t{1} << 32;
-  c.tsc_base = last.tsc - base_margin_ticks;
-  c.ns_base =
-      last.ns - static_cast<uint64_t>(
-                    (static_cast<unsigned __int128>(base_margin_ticks) * c.ns_per_tick_q32) >> 32);
-  c.use_tsc = true;
   g_event_clock = c;
   g_anchor = last;
   g_fallback_reason = "";
@@ -235,7 +243,7 @@ int clock_check(strata_clock_check* out) {
     r.check_cpu = now.cpu;
     const auto over = static_cast<int64_t>(now.ns - g_anchor.ns);
     r.checked_over_s = static_cast<double>(over) / 1e9;
-    r.offset_ns = event_ns_of(now.tsc) - static_cast<int64_t>(now.ns);
+    r.offset_ns = event_ns_of(c, now.tsc) - static_cast<int64_t>(now.ns);
     r.drift_ppm = over > 0 ? static_cast<double>(r.offset_ns) / static_cast<double>(over) * 1e6 : 0;
     const double tolerance = std::fmax(static_cast<double>(tolerance_ns),
                                        static_cast<double>(over) * tolerance_ppm / 1e6);
@@ -249,7 +257,7 @@ int clock_check(strata_clock_check* out) {
       r.correctable = same_cpu || sample_on_cpu(g_anchor.cpu, there) ? 1 : 0;
       if (r.correctable != 0 && !same_cpu) {
         const auto over_there = static_cast<int64_t>(there.ns - g_anchor.ns);
-        const int64_t offset_there = event_ns_of(there.tsc) - static_cast<int64_t>(there.ns);
+        const int64_t offset_there = event_ns_of(c, there.tsc) - static_cast<int64_t>(there.ns);
         // A rate error grows with time: the anchor's CPU, read a little later, must show this
         // CPU's offset grown in proportion, within the tolerance, for one rate error on both.
         const double expected = static_cast<double>(r.offset_ns) * static_cast<double>(over_there) /

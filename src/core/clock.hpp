@@ -81,6 +81,15 @@ inline uint64_t now_ns() {
   return monotonic_ns();
 }
 
+// The TSC scaled by the rate between two readings of both clocks (the calibration's first
+// sample and its last, the anchor), the base a margin before the anchor; rate_error_ppm scales
+// the rate (a test's forced error). use_tsc false when the counter or the clock did not advance.
+event_clock clock_between(int64_t first_tsc, uint64_t first_ns, int64_t last_tsc, uint64_t last_ns,
+                          double rate_error_ppm = 0);
+// A counter reading in CLOCK_MONOTONIC nanoseconds by clock `c`, signed: the check's reading,
+// which may lie before the base (tsc_readings::time_ns is the call path's, unsigned).
+int64_t event_ns_of(const event_clock& c, int64_t tsc);
+
 // At load: the first sample of the rate measurement.
 void clock_start_calibration();
 // After MPI_Init: the second sample; switches to the TSC when it is usable (see above).

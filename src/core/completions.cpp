@@ -1,5 +1,5 @@
-// The kinds of the application's requests and the space of the completions of many requests
-// (completions.hpp): the parts off the usual call path.
+// The message when the table of requests' kinds is full, and the space of the completions of many
+// requests (completions.hpp): the parts off the usual call path.
 #include "core/completions.hpp"
 #include "core/core_internal.hpp"
 
@@ -9,11 +9,8 @@
 
 namespace strata::decode {
 
-std::atomic<uint64_t> request_kinds[request_kind_slots];
-
 namespace {
 
-std::atomic<size_t> receive_keys{0};
 std::atomic<bool> receives_left_out{false};
 
 // Frees the thread's space when the thread ends.
@@ -28,26 +25,10 @@ struct owned_completion_space {
 } // namespace
 
 void mark_receive_request(uint64_t bits) {
-  if (receive_keys.fetch_add(1, std::memory_order_relaxed) >= request_kind_slots / 4 * 3) {
-    receive_keys.fetch_sub(1, std::memory_order_relaxed);
-    if (!receives_left_out.exchange(true))
-      core::report_line("more than " + std::to_string(request_kind_slots / 4 * 3) +
-                        " receive requests in flight: the bytes received that MPI_Wait, MPI_Test "
-                        "and their other forms report are short from here on");
-    return;
-  }
-  const uint64_t key = (bits << 1) | 1;
-  for (size_t i = request_kind_home(bits);; i = (i + 1) & (request_kind_slots - 1)) {
-    uint64_t entry = request_kinds[i].load(std::memory_order_acquire);
-    if (entry == 0 &&
-        request_kinds[i].compare_exchange_strong(entry, key, std::memory_order_acq_rel))
-      return;
-    if ((entry >> 1) == bits) { // another thread put it there: this call's kind wins
-      request_kinds[i].store(key, std::memory_order_release);
-      receive_keys.fetch_sub(1, std::memory_order_relaxed);
-      return;
-    }
-  }
+  if (!add_receive_key(bits) && !receives_left_out.exchange(true))
+    core::report_line("more than " + std::to_string(request_kind_most_keys) +
+                      " receive requests in flight: the bytes received that MPI_Wait, MPI_Test "
+                      "and their other forms report are short from here on");
 }
 
 completion_space* completion_space_for(size_t count) {

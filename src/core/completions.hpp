@@ -12,42 +12,13 @@
 
 #include "core/chains.hpp"
 #include "core/decode.hpp"
+#include "core/request_kinds.hpp"
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 namespace strata::decode {
-
-// Open addressing keyed by the handle's bits (a pointer under Open MPI, an int under MPICH: both
-// below 2^63): (bits << 1) | 1 for a receive's request, (bits << 1) for another's once it was a
-// receive's; 0 is empty. Keys stay: a handle's slot only changes its kind. Lock-free: a new key
-// takes an empty slot by compare-and-swap; a handle is made by one call at a time.
-inline constexpr size_t request_kind_slots = size_t{1} << 16;
-extern std::atomic<uint64_t> request_kinds[request_kind_slots]
-    __attribute__((visibility("hidden")));
-
-inline size_t request_kind_home(uint64_t bits) {
-  return static_cast<size_t>((bits * 0x9E3779B97F4A7C15ull) >> 48);
-}
-static_assert(request_kind_slots == size_t{1} << 16, "request_kind_home's shift");
-
-// The request was made by a receive (its latest maker, among the application's calls).
-inline bool made_by_receive(uint64_t bits) {
-  // Never full (mark_receive_request keeps a quarter empty), so an empty slot ends the probe.
-  for (size_t i = request_kind_home(bits);; i = (i + 1) & (request_kind_slots - 1)) {
-    const uint64_t entry = request_kinds[i].load(std::memory_order_acquire);
-    if (entry == 0)
-      return false;
-    if ((entry >> 1) == bits)
-      return (entry & 1) != 0;
-  }
-}
-
-// A handle not yet in the table, made by a receive: a new key (out of line, the rarer case: MPI
-// reuses its handles). When three quarters of the slots are taken, it is left out, and one line
-// says that the bytes received by completions are short from then on.
-void mark_receive_request(uint64_t bits);
 
 // The request in the thread's table of its latest requests, for the hang diagnosis
 // (strata/where.h): the arguments the call's entry noted in the thread's strata_where, when it
@@ -94,19 +65,7 @@ inline void note_request_made(const strata_event& ev, const R* request, bool rec
     return;
   const uint64_t bits = handle_bits(*request);
   note_post<Peer, Tag, Comm>(ev, bits, request, receive);
-  for (size_t i = request_kind_home(bits);; i = (i + 1) & (request_kind_slots - 1)) {
-    const uint64_t entry = request_kinds[i].load(std::memory_order_acquire);
-    if (entry == 0)
-      break;
-    if ((entry >> 1) == bits) {
-      if ((entry & 1) != static_cast<uint64_t>(receive))
-        request_kinds[i].store((bits << 1) | static_cast<uint64_t>(receive),
-                               std::memory_order_release);
-      return;
-    }
-  }
-  if (receive)
-    mark_receive_request(bits);
+  STRATA_NOTE_REQUEST_KIND(bits, receive);
 }
 
 template <typename R> inline bool is_receive_request(const R& request) {

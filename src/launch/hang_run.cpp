@@ -1,6 +1,6 @@
 #include "launch/hang_run.hpp"
 #include "common/exec_argv.hpp"
-#include "hang/command.hpp"
+#include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
 
 #include <sys/wait.h>

@@ -3,7 +3,7 @@
 #include "profiler/commands.hpp"
 
 #include "common/atomic_file.hpp"
-#include "hang/command.hpp"
+#include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
 #include "profiler/record/render.hpp"
 #include "profiler/spool.hpp"

@@ -13,7 +13,7 @@
 
 #include "common/symbols.hpp"
 #include "gen/routines.hpp"
-#include "hang/command.hpp"
+#include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
 #include "hang/state.hpp"
 #include "options.hpp"

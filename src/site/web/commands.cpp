@@ -1,7 +1,7 @@
 #include "site/web/commands.hpp"
 
 #include "launch/launch.hpp"
-#include "site/commands.hpp"
+#include "site/store_commands.hpp"
 #include "site/web/tokens.hpp"
 
 #include <cstdio>

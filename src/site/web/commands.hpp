@@ -1,5 +1,5 @@
 // `strata site token` and `strata site serve`: the command-line side of the web interface.
-// src/site/site_commands.cpp adds them to `strata site` and calls run() when one was given.
+// src/site/commands.cpp adds them to `strata site` and calls run() when one was given.
 #pragma once
 
 #include "site/web/server.hpp"

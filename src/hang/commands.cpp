@@ -1,4 +1,4 @@
-#include "hang/command.hpp"
+#include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
 
 #include "config/options.hpp"

@@ -1,5 +1,5 @@
 // `strata hang` on files the writer made, as the profile will leave them in a spool.
-#include "hang/command.hpp"
+#include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
 
 #include <gtest/gtest.h>
@@ -47,7 +47,7 @@ protected:
     w->observe(realtime_ns() - heartbeat_age);
   }
 
-  std::pair<int, std::string> run(hang_options o) {
+  std::pair<int, std::string> run(const hang_options& o) {
     ::testing::internal::CaptureStdout();
     const int status = hang_command(o);
     return {status, ::testing::internal::GetCapturedStdout()};

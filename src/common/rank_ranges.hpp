@@ -14,7 +14,10 @@ namespace strata::common {
 
 struct rank_run {
   uint32_t first = 0, last = 0;
-  auto operator<=>(const rank_run&) const = default;
+  bool operator==(const rank_run&) const = default;
+  friend bool operator<(const rank_run& a, const rank_run& b) {
+    return a.first != b.first ? a.first < b.first : a.last < b.last;
+  }
 };
 
 // The runs of ascending, distinct ranks.

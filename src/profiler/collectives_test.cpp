@@ -83,7 +83,7 @@ TEST(Collectives, CombinedRanksGiveEachMemberExactly) {
   std::vector<communicator_list> lists;
   for (uint32_t rank = 0; rank < 4; ++rank) {
     rank_sums r;
-    r.add(1, nullptr, 4, 6, 100 * (rank + 1));
+    r.add(1, nullptr, 4, 6, uint64_t{100} * (rank + 1));
     r.add(2 + rank % 2, rank % 2 == 0 ? &evens : &odds, 2, 3, 10 + rank);
     lists.push_back(r.list(rank, 4));
   }

@@ -296,6 +296,15 @@ typedef struct strata_pair_sum {
   uint64_t messages;
   uint64_t bytes;
 } strata_pair_sum;
+/* One rank's collective calls on one communicator (strata_timed_counts::comms), and the group
+ * they ran on as the event gave it (comm_world_ranks, comm_size, flags). */
+typedef struct strata_comm_sum {
+  uint64_t calls;
+  uint64_t bytes; /* the bytes sent, as the event's bytes_sent */
+  const int* world_ranks;
+  int32_t size;
+  uint32_t flags;
+} strata_comm_sum;
 typedef struct strata_timed_counts {
   strata_timed_slot* slot;
   uint64_t* latest_exit_ns;
@@ -314,6 +323,13 @@ typedef struct strata_timed_counts {
    * module's other callbacks run, nor from two threads at once (no MPI_THREAD_MULTIPLE). NULL:
    * none. Ignored for every other function. */
   strata_event_fn after_start;
+  /* Appended likewise: for a collective, an array indexed by the event's comm_id, `comm_count`
+   * long, into which the core adds per call calls += 1 and bytes += the bytes sent, and writes
+   * the event's comm_world_ranks, comm_size and flags; a comm_id of comm_count or more goes to
+   * the last element. The module must then read the communicator (STRATA_FIELD_COMM) and the
+   * bytes of that function. NULL: no such sums. */
+  strata_comm_sum* comms;
+  uint32_t comm_count;
 } strata_timed_counts;
 static inline int strata_size_bin(uint64_t bytes) {
   const int bin = bytes == 0 ? 0 : 64 - __builtin_clzll(bytes);

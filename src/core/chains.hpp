@@ -67,6 +67,10 @@ struct chain_entry {
   // (strata_timed_counts::pairs), else null.
   strata_pair_sum* timed_pairs = nullptr;
   uint32_t timed_pair_count = 0;
+  // With timed_slot, for a collective: the module's sums per communicator, indexed by the
+  // event's comm_id (strata_timed_counts::comms), else null.
+  strata_comm_sum* timed_comms = nullptr;
+  uint32_t timed_comm_count = 0;
   // With timed_slot, for MPI_Start and MPI_Startall: the module's function that counts what the
   // started requests send (strata_timed_counts::after_start), called with `state`, else null.
   strata_event_fn timed_after_start = nullptr;

@@ -386,6 +386,10 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   ev.comm_size = 0; // read only for a communicator-size histogram, which asks for it
   if constexpr (Decoder::has_peer)
     ev.peer = STRATA_NO_RANK; // read only for the sums per peer, which ask for it
+  if constexpr (Decoder::is_collective && Decoder::sets_comm) {
+    ev.comm_id = 0; // read only for the sums per communicator, which ask for it
+    ev.comm_world_ranks = nullptr;
+  }
   Decoder::enter(ev, scratch, fields, args...);
   note_call<F>(call_site, args...);
   const uint64_t enter = Clock::raw();
@@ -406,6 +410,20 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
       strata_pair_sum& pair = entry.timed_pairs[static_cast<uint32_t>(ev.peer)];
       ++pair.messages;
       pair.bytes += non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent);
+    }
+  }
+  // A collective's communicator, the sums per communicator where they were lent (the test is
+  // compiled into the collectives alone). A comm_id beyond the array goes to its last element,
+  // which the module reads as not attributed.
+  if constexpr (Decoder::is_collective && Decoder::sets_comm) {
+    if (entry.timed_comms != nullptr) {
+      const uint32_t last = entry.timed_comm_count - 1;
+      strata_comm_sum& sum = entry.timed_comms[ev.comm_id < last ? ev.comm_id : last];
+      ++sum.calls;
+      sum.bytes += non_negative(ev.bytes_sent);
+      sum.world_ranks = ev.comm_world_ranks;
+      sum.size = ev.comm_size;
+      sum.flags = ev.flags;
     }
   }
   // A start's messages, which only the module that saw its requests made can name: the test

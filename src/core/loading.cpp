@@ -284,6 +284,10 @@ std::vector<std::string> enable_timed_counts(core_state& s, int thread_level) {
         e.timed_pair_count = counts.pair_count;
         e.timed_pairs = counts.pairs;
       }
+      if (counts.comms != nullptr && counts.comm_count != 0) {
+        e.timed_comm_count = counts.comm_count;
+        e.timed_comms = counts.comms;
+      }
       if (fid == gen::fid_MPI_Start || fid == gen::fid_MPI_Startall)
         e.timed_after_start = counts.after_start;
       e.timed_slot = counts.slot; // last: the call path tests it

@@ -23,6 +23,7 @@ from asm_entries import timed_in_place, write_asm_entry, write_asm_entry_layout 
 from decoders import decoder, exit_decoder, received_enter_lines, write_decoder_lines  # noqa: E402
 from fortran_entries import fortran_symbols, write_fortran_entries  # noqa: E402
 from mpi_header import Function, Header  # noqa: E402
+from routines import describe  # noqa: E402
 from tables import matches, parse_roles, read_sections, stem  # noqa: E402
 
 # Functions the core writes by hand: a variadic one, and the one that must see every level.
@@ -290,6 +291,10 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             expected = "recv" in spec and "send" not in spec and "target" in spec
             c.write(f"  static constexpr bool peer_bytes_expected = "
                     f"{'true' if expected else 'false'};\n")
+            # The collectives, as the routine table names them: the only calls whose sums end in
+            # the module's array by communicator (module.h, strata_timed_counts::comms).
+            collective = describe(n, tables_of, roles, [])["kind"] == "collective"
+            c.write(f"  static constexpr bool is_collective = {'true' if collective else 'false'};\n")
             # The starts of persistent requests, as the routine table names them
             # (routines::request_use_of): the only calls whose sums end in the module's
             # after_start (module.h, strata_timed_counts).

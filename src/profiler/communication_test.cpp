@@ -276,7 +276,7 @@ TEST(Communication, RecordRejectsAPairOutsideTheJob) {
   record::job_record job;
   job.job.ranks = 2;
   job.job.ranks_reported = 2;
-  job.communication = record::communication_section{{{0, 2, 1, 1}}, {}, {}};
+  job.communication = record::communication_section{{{0, 2, 1, 1}}, {}, {}, {}};
   const record::parse_result back = record::parse_record(record::to_json(job));
   ASSERT_FALSE(back.ok());
   EXPECT_NE(back.error.find("communication.pairs[0].to"), std::string::npos) << back.error;

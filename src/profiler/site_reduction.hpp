@@ -33,8 +33,8 @@ site_tree_place site_tree_place_of(int rank, int size, int fan_in = site_tree_fa
 
 // What a rank sends its parent: how many ranks of its subtree answered, their figures combined
 // (a packed buffer, as long on every rank; runs of zero words as a zero and the run's length),
-// their summary_text, and their message pairs (communication.hpp's words, opaque here). One
-// writer, one reader.
+// their summary_text, and their traffic (finalize.cpp: the message pairs of communication.hpp and
+// the collectives by communicator of collectives.hpp; opaque here). One writer, one reader.
 struct tree_message {
   uint64_t ranks = 0;
   packed_totals figures;

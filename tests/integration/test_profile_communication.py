@@ -3,7 +3,8 @@ a program with a known pattern (tests/programs/comm_pattern.c with its derived c
 a ring, MPI_Sendrecv pairs, MPI_Isend on a communicator of the ranks in reverse order received
 with MPI_ANY_SOURCE, persistent sends started by MPI_Start and MPI_Startall, MPI_Isend on an
 intercommunicator between the even and the odd ranks, and MPI_Put, MPI_Get, MPI_Accumulate and
-MPI_Fetch_and_op on a window of the reversed communicator, under a fence and under a lock). The
+MPI_Fetch_and_op on a window of the reversed communicator, under a fence and under a lock, and
+collectives on MPI_COMM_WORLD and on a communicator of the ranks of the same parity). The
 pairs must be exact, in world ranks (an intercommunicator's destination is a rank of its remote group), whether the core sums the
 calls or the profile's callback sees them, and equal to what `strata analyze --json` finds in a trace of
 the same run (the stack profile,trace), which holds no one-sided operations."""
@@ -48,6 +49,28 @@ def expected_by_kind():
 
 
 ONE_SIDED = ("put", "get", "accumulate")
+MODES = "derived,persistent,intercomm,onesided,collectives"
+
+
+def expected_collectives():
+    """{members: {rank: (calls, bytes)}} of comm_pattern.c's collectives (docs/job-record.md: a
+    member's bytes are those it sends: a broadcast's at its root, an all-to-all's to every
+    member, a gather's from every member, the root too)."""
+    world = {r: (ITERATIONS * 4, ITERATIONS * (4 + 2 * 4 * RANKS + 3 * 8) + (100 * ITERATIONS
+                                                                           if r == 0 else 0))
+             for r in range(RANKS)}
+    halves = {}
+    for parity in (0, 1):
+        members = list(range(parity, RANKS, 2))
+        halves[",".join(map(str, members))] = {
+            r: (ITERATIONS * (len(members) + 2), ITERATIONS * (10 * (r + 1) + 3 * 4))
+            for r in members}
+    return {f"0-{RANKS - 1}": world, **halves}
+
+
+def collectives_of(section):
+    return {c["members"]: {m["rank"]: (m["calls"], m["bytes"]) for m in c["per_member"]}
+            for c in section["communicators"]}
 
 
 def point_to_point(by_kind):
@@ -69,8 +92,7 @@ def totals_of(by_kind):
 
 class CommunicationMatrix(ProfileTestCase):
     def run_pattern(self, tools="profile", **env):
-        proc = self.profile_run([program("comm_pattern_c"), str(ITERATIONS), "0",
-                                 "derived,persistent,intercomm,onesided"],
+        proc = self.profile_run([program("comm_pattern_c"), str(ITERATIONS), "0", MODES],
                                 ranks=RANKS, tools=tools, env=base_env(STRATA_SPOOL=self.spool,
                                                                        HOME=self.out, **env))
         self.assertRan(proc)
@@ -84,6 +106,7 @@ class CommunicationMatrix(ProfileTestCase):
         self.assertEqual(sorted(communication["pairs"], key=lambda p: (p["from"], p["to"])),
                          communication["pairs"])
         self.assertNotIn("unlisted", communication)
+        self.assertCollectivesExact(communication["collectives"])
         # What each rank said it sent.
         said = re.findall(r"sent (\d+): (\d+) messages, (\d+) bytes", program_output)
         self.assertEqual(len(said), RANKS, program_output)
@@ -91,6 +114,26 @@ class CommunicationMatrix(ProfileTestCase):
             mine = [p for p in communication["pairs"] if p["from"] == int(rank)]
             self.assertEqual(sum(p["messages"] for p in mine), int(messages))
             self.assertEqual(sum(p["bytes"] for p in mine), int(sent_bytes))
+
+    def assertCollectivesExact(self, section):
+        expected = expected_collectives()
+        self.assertEqual(collectives_of(section), expected)
+        self.assertNotIn("unlisted", section)
+        self.assertNotIn("unattributed", section)
+        # Heaviest first; the sums and the spread over the members agree with the members.
+        totals = [sum(b for _, b in members.values()) for members in expected.values()]
+        self.assertEqual([c["bytes"] for c in section["communicators"]],
+                         sorted(totals, reverse=True))
+        for c in section["communicators"]:
+            members = expected[c["members"]]
+            self.assertEqual((c["size"], c["members_reported"]), (len(members), len(members)))
+            self.assertEqual(c["calls"], sum(n for n, _ in members.values()))
+            self.assertEqual((c["calls_min"], c["calls_max"]),
+                             (min(n for n, _ in members.values()),
+                              max(n for n, _ in members.values())))
+            spread = c["bytes_per_member"]
+            most = max(members, key=lambda r: (members[r][1], -r))
+            self.assertEqual((spread["max"], spread["max_rank"]), (members[most][1], most))
 
     def test_the_record_holds_every_pair_exactly_in_world_ranks(self):
         # Summed by the core (the default), and as events to the profile's callback.
@@ -142,6 +185,39 @@ class CommunicationMatrix(ProfileTestCase):
         n, m, a, b, kind = one_sided[0]
         self.assertRegex(text, rf"One-sided operations by bytes \(origin to target\)\n.*\n"
                                rf"\s*{a}\s+{b}\s+{kind}\s+{m}\s+{n}\n")
+
+    def test_the_text_report_shows_collectives_by_communicator(self):
+        self.run_pattern()
+        report = run([STRATA, "report", self.records()[0]])
+        self.assertRan(report)
+        text = report.stdout
+        self.assertIn("Collectives by communicator (bytes sent)", text)
+        # The world first: 5 members, 24 calls each, 2640 bytes, rank 0 the most (its broadcasts).
+        world = expected_collectives()[f"0-{RANKS - 1}"]
+        self.assertRegex(text, rf"\n\s*0-{RANKS - 1}\s+{RANKS}\s+{ITERATIONS * 4}\s+"
+                               rf"{sum(b for _, b in world.values())}\s+{min(b for _, b in world.values())}"
+                               rf" / [\d.]+ / {world[0][1]}\s+0\s+[\d.]+\n")
+        self.assertIn("Collectives per member", text)
+        for members, by_rank in expected_collectives().items():
+            for rank, (calls, sent) in by_rank.items():
+                self.assertRegex(text, rf"\n\s*{members}\s+{rank}\s+{calls}\s+{sent}\n")
+
+    def test_fortran_collectives_are_exact(self):
+        # MPI_Allreduce on MPI_COMM_WORLD and MPI_Bcast on a split, through the Fortran bindings.
+        iterations, ranks = 5, 3
+        for core_sums in ("1", "0"):
+            with self.subTest(core_sums=core_sums):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run([program("collectives_f90"), str(iterations)], ranks=ranks,
+                                        env=base_env(STRATA_SPOOL=self.spool, HOME=self.out,
+                                                     STRATA_PROFILE_CORE_SUMS=core_sums))
+                self.assertRan(proc)
+                section = self.only_record()["communication"]["collectives"]
+                self.assertEqual(collectives_of(section), {
+                    "0-2": {r: (iterations, iterations * 8) for r in range(ranks)},
+                    "0,2": {0: (iterations, iterations * 20), 2: (iterations, 0)},
+                    "1": {1: (iterations, iterations * 20)}})
 
     def test_fortran_persistent_sends_are_exact(self):
         # MPI_Send_init, MPI_Start and MPI_Startall through the Fortran bindings (C handles

@@ -12,6 +12,10 @@
  * iteration: under a fence, MPI_Put of 2 + rank ints to world rank - 1 and MPI_Get of 3 doubles
  * from world rank + 1; under MPI_Win_lock/unlock, MPI_Accumulate (MPI_SUM) of 1 + rank ints and
  * MPI_Fetch_and_op of one long to world rank - 2 (all wrapping).
+ * With "collectives", each iteration, on MPI_COMM_WORLD: MPI_Bcast of 100 bytes from rank 0,
+ * MPI_Alltoall of 2 ints per rank, MPI_Gather of 3 doubles to the last rank; and on a
+ * communicator of the ranks of the same parity (MPI_Comm_split): an MPI_Bcast from each of its
+ * ranks in turn of 10 * (world rank + 1) bytes, an MPI_Allreduce of 3 ints and an MPI_Barrier.
  * Prints "sent R: ..." per rank: its point-to-point messages and bytes (not the one-sided). */
 #include "busy_wait.h"
 #include <mpi.h>
@@ -65,6 +69,16 @@ int main(int argc, char** argv) {
       across_incoming += j % across_local == across_here;
   }
   char across_out[48 + 64] = {0}, across_in[48 + 64];
+  const int collectives = argc > 3 && strstr(argv[3], "collectives") != NULL;
+  MPI_Comm parity = MPI_COMM_NULL;
+  int parity_size = 1;
+  if (collectives) {
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &parity);
+    MPI_Comm_size(parity, &parity_size);
+  }
+  char broadcast[10 * 64 + 100] = {0};
+  int to_all[2 * 64] = {0}, from_all[2 * 64], three[3] = {1, 2, 3}, summed[3];
+  double mine[3] = {0}, gathered[3 * 64];
   for (int i = 0; i < iterations; ++i) {
     strata_region_begin("exchange");
     MPI_Request request;
@@ -142,6 +156,16 @@ int main(int argc, char** argv) {
       messages += 1;
       bytes += 32 + rank;
     }
+    if (collectives) {
+      MPI_Bcast(broadcast, 100, MPI_BYTE, 0, MPI_COMM_WORLD);
+      MPI_Alltoall(to_all, 2, MPI_INT, from_all, 2, MPI_INT, MPI_COMM_WORLD);
+      MPI_Gather(mine, 3, MPI_DOUBLE, gathered, 3, MPI_DOUBLE, size - 1, MPI_COMM_WORLD);
+      /* The parity communicator's rank k is world rank 2k + rank % 2. */
+      for (int root = 0; root < parity_size; ++root)
+        MPI_Bcast(broadcast, 10 * (2 * root + rank % 2 + 1), MPI_BYTE, root, parity);
+      MPI_Allreduce(three, summed, 3, MPI_INT, MPI_SUM, parity);
+      MPI_Barrier(parity);
+    }
     int one = 1, sum = 0;
     MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     strata_region_end("exchange");
@@ -154,6 +178,8 @@ int main(int argc, char** argv) {
     MPI_Win_free(&window);
   if (reversed != MPI_COMM_NULL)
     MPI_Comm_free(&reversed);
+  if (parity != MPI_COMM_NULL)
+    MPI_Comm_free(&parity);
   if (across != MPI_COMM_NULL) {
     MPI_Comm_free(&across);
     MPI_Comm_free(&half);

@@ -102,6 +102,7 @@ struct subtree {
   packed_totals figures;
   ranks_summary texts;
   pair_list pairs;
+  communicator_list communicators;
 };
 
 // This rank's subtree combined (the whole job at rank 0) and sent to its parent. A rank waits
@@ -111,7 +112,8 @@ struct subtree {
 // `figures` holds the figures' words (packed_totals.hpp), then `figures.size() - figure_words` of
 // MPI_T (mpi_t_packed), each combined its own way.
 subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figure_words,
-                            const std::string& own_text, pair_list own_pairs) {
+                            const std::string& own_text, pair_list own_pairs,
+                            communicator_list own_communicators) {
   const site_tree_place place = site_tree_place_of(s.rank, s.world_size);
   const std::optional<unsigned long> stall_ms = stall_asked(s);
   const MPI_Comm comm = s.world;
@@ -121,6 +123,7 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
   here.figures = std::move(figures);
   here.texts.add_text(own_text);
   here.pairs = std::move(own_pairs);
+  here.communicators = std::move(own_communicators);
   for (const int child : place.children) {
     const site_tree_place below = site_tree_place_of(child, s.world_size);
     MPI_Status status{};
@@ -132,15 +135,17 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
         });
     tree_message message;
     pair_list child_pairs;
+    communicator_list child_communicators;
     if (in_time) {
       int length = 0;
       MPI_Get_count(&status, MPI_BYTE, &length);
       std::string bytes(static_cast<size_t>(std::max(length, 0)), '\0');
       MPI_Recv(bytes.data(), length, MPI_BYTE, child, summary_tag(), comm, MPI_STATUS_IGNORE);
       if (read_tree_message(bytes, here.figures.size(), message) &&
-          read_pair_list(message.pairs, child_pairs) &&
+          read_traffic(message.pairs, child_pairs, child_communicators) &&
           combine_packed(message.figures.data(), here.figures.data())) {
         combine_pairs(here.pairs, std::move(child_pairs));
+        combine_communicators(here.communicators, std::move(child_communicators));
         if (here.figures.size() > figure_words)
           mpi_t::combine_packed(message.figures.data() + figure_words,
                                 here.figures.data() + figure_words);
@@ -159,8 +164,9 @@ subtree combine_up_the_tree(module_state& s, packed_totals figures, size_t figur
     if (stall_ms)
       stall(s, *stall_ms);
     // Kept alive past a send that does not complete in time, which MPI may still read.
-    auto* bytes = new std::string(write_tree_message(
-        here.ranks, here.figures, summary_text(here.texts), write_pair_list(here.pairs)));
+    auto* bytes =
+        new std::string(write_tree_message(here.ranks, here.figures, summary_text(here.texts),
+                                           write_traffic(here.pairs, here.communicators)));
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, place.parent, summary_tag(),
               comm, &request);
@@ -259,7 +265,11 @@ job_reduction reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders
                    std::to_string(persistent_sends::capacity - 1) + " alive at once)")
                       .c_str());
   }
-  subtree all = combine_up_the_tree(s, std::move(figures), figure_words, text, std::move(pairs));
+  communicator_list communicators =
+      rank_communicators(static_cast<uint32_t>(s.rank), static_cast<uint32_t>(s.world_size),
+                         s.communicators.sums(), communicator_sums::capacity);
+  subtree all = combine_up_the_tree(s, std::move(figures), figure_words, text, std::move(pairs),
+                                    std::move(communicators));
   job_reduction out;
   if (s.rank == 0) {
     out.mpi_t.assign(all.figures.begin() + static_cast<std::ptrdiff_t>(figure_words),
@@ -269,8 +279,11 @@ job_reduction reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders
                      static_cast<int>(all.ranks), s.model.loaded());
     out.job.clock =
         clock_from_layout(layout.data() + layout.size() - clock_layout_words, kernel_clocksource);
-    if (s.pairs.is_open())
+    if (s.pairs.is_open()) {
       out.communication = communication_of(all.pairs);
+      if (s.communicators.is_open())
+        out.communication->collectives = collectives_of(all.communicators);
+    }
   }
   return out;
 }
@@ -408,6 +421,7 @@ void pcontrol_level(module_state& s, int level) {
     }
     clear_thread_slots(s.counting.thread_arrays);
     s.pairs.clear();
+    s.communicators.clear();
     mpi_t_reset(s);
     if (s.paused)
       s.lent_counters.remember_values();

@@ -164,6 +164,10 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
         static_cast<int8_t>(is_overhead_module ? -1 : pair_kind_of(s->names.back())));
     s->request_roles.push_back(is_overhead_module ? request_role::none
                                                   : request_role_of(s->names.back()));
+    s->beside_pairs.push_back(is_overhead_module                              ? 0
+                              : kind.collective                               ? s->counts_collective
+                              : s->request_roles.back() != request_role::none ? s->counts_requests
+                                                                              : 0);
   }
   s->pair_rows.assign(static_cast<size_t>(n), nullptr);
   s->polls.assign(static_cast<size_t>(n), poll_figures{});
@@ -337,6 +341,10 @@ extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, i
   out->histograms = slot_histograms(s->traits[f]);
   out->pairs = s->pair_rows[f];
   out->pair_count = out->pairs != nullptr ? s->pairs.ranks() : 0;
+  if (s->beside_pairs[f] == module_state::counts_collective && s->communicators.is_open()) {
+    out->comms = s->communicators.sums();
+    out->comm_count = communicator_sums::capacity;
+  }
   s->lent_counters.lend(out->slot);
   s->traits[f] |= routine_trait::core_summed;
   return 1;

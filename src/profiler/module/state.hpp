@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include "mpi_t.hpp"
+#include "profiler/collectives.hpp"
 #include "profiler/communication.hpp"
 #include "profiler/counters/counters.hpp"
 #include "profiler/counting.hpp"
@@ -105,6 +106,12 @@ struct module_state {
   std::vector<request_role> request_roles;
   persistent_sends persistent;
   std::mutex persistent_lock;
+  // Collectives by communicator (collectives.hpp), the core's and the callback's.
+  communicator_sums communicators;
+  // By function id, what the callback counts of a call that sends no counted message: its
+  // persistent requests, or its communicator's collectives (one byte read, as for every call).
+  static constexpr uint8_t counts_requests = 1, counts_collective = 2;
+  std::vector<uint8_t> beside_pairs;
 
   rank_header& header() { return *counting.header; }
 };
@@ -123,15 +130,43 @@ inline void add_to_pair(const module_state& s, strata_pair_sum& pair, uint64_t b
 // The persistent sends' part (profile_module.cpp): a send made, or a start's messages.
 void count_persistent(module_state& s, const strata_event& ev, request_role role);
 
+// A collective call to its communicator's sums, as the core adds those of the calls it sums
+// (module.h, strata_timed_counts::comms).
+inline void count_collective(module_state& s, const strata_event& ev) {
+  strata_comm_sum* sums = s.communicators.sums();
+  if (sums == nullptr)
+    return;
+  constexpr uint32_t last = communicator_sums::capacity - 1;
+  strata_comm_sum& sum = sums[ev.comm_id < last ? ev.comm_id : last];
+  const uint64_t bytes = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
+  if (!s.counting.threaded) {
+    ++sum.calls;
+    sum.bytes += bytes;
+    sum.world_ranks = ev.comm_world_ranks;
+    sum.size = ev.comm_size;
+    sum.flags = ev.flags;
+    return;
+  }
+  // Threads write the same group of the same id: relaxed stores keep it free of data races.
+  std::atomic_ref<uint64_t>(sum.calls).fetch_add(1, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(sum.bytes).fetch_add(bytes, std::memory_order_relaxed);
+  std::atomic_ref<const int*>(sum.world_ranks)
+      .store(ev.comm_world_ranks, std::memory_order_relaxed);
+  std::atomic_ref<int32_t>(sum.size).store(ev.comm_size, std::memory_order_relaxed);
+  std::atomic_ref<uint32_t>(sum.flags).store(ev.flags, std::memory_order_relaxed);
+}
+
 // A send's message to its destination's row, a one-sided operation to its target's (the core adds
 // those of the calls it sums itself). Counted while the profile is paused too, as the core's sums
 // are. A routine without a row may make or start persistent requests, which the core never sums.
 inline void count_pair(module_state& s, const strata_event& ev) {
   strata_pair_sum* row = s.pair_rows[static_cast<size_t>(ev.function)];
   if (row == nullptr) {
-    const request_role role = s.request_roles[static_cast<size_t>(ev.function)];
-    if (__builtin_expect(role != request_role::none, 0))
-      count_persistent(s, ev, role);
+    const uint8_t beside = s.beside_pairs[static_cast<size_t>(ev.function)];
+    if (__builtin_expect(beside == module_state::counts_collective, 0))
+      count_collective(s, ev);
+    else if (__builtin_expect(beside == module_state::counts_requests, 0))
+      count_persistent(s, ev, s.request_roles[static_cast<size_t>(ev.function)]);
     return;
   }
   if (static_cast<uint32_t>(ev.peer) >= s.pairs.ranks())

@@ -1,6 +1,8 @@
 #include "profiler/record/record.hpp"
 #include "profiler/record/record_reader.hpp"
 
+#include "common/rank_ranges.hpp"
+
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -115,6 +117,9 @@ bool left_out(const std::map<std::string, counter>& counters) {
 bool left_out(const std::vector<callsite>& callsites) {
   return callsites.empty();
 }
+bool left_out(const std::vector<member_collectives>& members) {
+  return members.empty();
+}
 
 // Declared up front: the container writers call back into the struct writer and vice versa.
 template <has_fields S> json write(const S& value);
@@ -173,6 +178,49 @@ json write(const std::vector<routine>& routines) {
   for (const routine& r : routines)
     object[r.name] = write(r);
   return object;
+}
+
+// A communicator's members, sizes and ranks that fit each other and the job; "" when they do.
+std::string communicator_error(const communicator_collectives& c, std::uint64_t ranks) {
+  const std::optional<std::vector<common::rank_run>> runs =
+      common::parse_rank_ranges(c.members, ranks);
+  if (!runs)
+    return fmt::format("members: expected ascending world ranks below job.ranks ({}) such as "
+                       "\"0-7,16\", got \"{}\"",
+                       ranks, printable(c.members, 40));
+  const auto member = [&](std::uint64_t rank) {
+    const auto after = std::upper_bound(
+        runs->begin(), runs->end(), rank,
+        [](std::uint64_t r, const common::rank_run& run) { return r < run.first; });
+    return after != runs->begin() && rank <= std::prev(after)->last;
+  };
+  if (common::ranks_in(*runs) != c.size)
+    return fmt::format("size: {} does not count the {} members", c.size, common::ranks_in(*runs));
+  if (c.members_reported > c.size)
+    return fmt::format("members_reported: {} is more than size ({})", c.members_reported, c.size);
+  if (c.calls_min > c.calls_max)
+    return "calls_min is more than calls_max";
+  const member_bytes_spread& b = c.bytes_per_member;
+  if (c.members_reported != 0 && (b.min > b.max || !member(b.min_rank) || !member(b.max_rank)))
+    return "bytes_per_member: min above max, or its ranks not members";
+  if (!c.per_member.empty()) {
+    if (c.per_member.size() != c.members_reported)
+      return fmt::format("per_member: {} entries for {} members reported", c.per_member.size(),
+                         c.members_reported);
+    for (size_t i = 0; i < c.per_member.size(); ++i) {
+      const std::uint64_t rank = c.per_member[i].rank;
+      if (!member(rank) || (i > 0 && rank <= c.per_member[i - 1].rank))
+        return fmt::format("per_member[{}].rank: {} is not the next member", i, rank);
+    }
+  }
+  return "";
+}
+
+std::string collectives_error(const collectives_section& section, std::uint64_t ranks) {
+  for (size_t i = 0; i < section.communicators.size(); ++i)
+    if (std::string e = communicator_error(section.communicators[i], ranks); !e.empty())
+      return fmt::format("communication.collectives.communicators[{}].{}", i, e);
+  return "";
 }
 
 } // namespace
@@ -246,6 +294,10 @@ std::string detail::range_error(const job_record& record) {
       return e;
     for (const auto& [kind, pairs] : record.communication->by_kind)
       if (std::string e = pairs_error("communication.by_kind." + printable(kind, 40), pairs);
+          !e.empty())
+        return e;
+    if (record.communication->collectives)
+      if (std::string e = collectives_error(*record.communication->collectives, job.ranks);
           !e.empty())
         return e;
   }

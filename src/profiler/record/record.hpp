@@ -192,6 +192,47 @@ struct unlisted_pairs {
   bool operator==(const unlisted_pairs&) const = default;
 };
 
+// One member's collective calls on a communicator and the bytes it sent in them.
+struct member_collectives {
+  std::uint64_t rank = 0, calls = 0, bytes = 0;
+  bool operator==(const member_collectives&) const = default;
+};
+
+// Bytes per member of a communicator: the least, the mean and the most, with their ranks.
+struct member_bytes_spread {
+  std::uint64_t min = 0, max = 0, min_rank = 0, max_rank = 0;
+  double mean = 0;
+  bool operator==(const member_bytes_spread&) const = default;
+};
+
+// The collectives of one communicator, known by its members (world ranks): every
+// communicator of the same members is one entry, whatever its handle on each rank.
+struct communicator_collectives {
+  std::string members; // "0-7,16" (common/rank_ranges.hpp)
+  std::uint64_t size = 0, members_reported = 0;
+  std::uint64_t calls = 0, bytes = 0; // summed over the members reported
+  std::uint64_t calls_min = 0, calls_max = 0;
+  member_bytes_spread bytes_per_member;
+  // Each member's figures, in rank order; empty (absent in the record) for a communicator of
+  // more members than a record lists each of (32).
+  std::vector<member_collectives> per_member;
+  bool operator==(const communicator_collectives&) const = default;
+};
+
+struct collective_sums {
+  std::uint64_t calls = 0, bytes = 0;
+  bool operator==(const collective_sums&) const = default;
+};
+
+// The collectives by communicator, heaviest (bytes, then calls) first. `unlisted`: those of the
+// communicators a large job's record leaves out; `unattributed`: those on no communicator the
+// profile could name (intercommunicators, communicators past its table); each absent when none.
+struct collectives_section {
+  std::vector<communicator_collectives> communicators;
+  std::optional<collective_sums> unlisted, unattributed;
+  bool operator==(const collectives_section&) const = default;
+};
+
 // Who sent how much to whom (the profile's matrix, docs/job-record.md): `pairs` sums the
 // point-to-point kinds, `by_kind` ("point_to_point", "sendrecv", "persistent", and the one-sided
 // "put", "get", "accumulate" from origin to target, which `pairs` leaves out) keeps them apart;
@@ -201,6 +242,7 @@ struct communication_section {
   std::vector<message_pair> pairs;
   std::map<std::string, std::vector<message_pair>> by_kind;
   std::optional<unlisted_pairs> unlisted;
+  std::optional<collectives_section> collectives; // absent: not counted (strata recover)
   bool operator==(const communication_section&) const = default;
 };
 

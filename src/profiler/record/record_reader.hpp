@@ -193,10 +193,49 @@ template <either_const<unlisted_pairs> S, typename Visit> void fields(S& s, Visi
   visit("bytes", s.bytes);
 }
 
+template <either_const<member_collectives> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("rank", s.rank);
+  visit("calls", s.calls);
+  visit("bytes", s.bytes);
+}
+
+template <either_const<member_bytes_spread> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("min", s.min);
+  visit("mean", s.mean);
+  visit("max", s.max);
+  visit("min_rank", s.min_rank);
+  visit("max_rank", s.max_rank);
+}
+
+template <either_const<communicator_collectives> S, typename Visit>
+void fields(S& s, Visit& visit) {
+  visit("members", s.members);
+  visit("size", s.size);
+  visit("members_reported", s.members_reported);
+  visit("calls", s.calls);
+  visit("bytes", s.bytes);
+  visit("calls_min", s.calls_min);
+  visit("calls_max", s.calls_max);
+  visit("bytes_per_member", s.bytes_per_member);
+  visit("per_member", s.per_member);
+}
+
+template <either_const<collective_sums> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("calls", s.calls);
+  visit("bytes", s.bytes);
+}
+
+template <either_const<collectives_section> S, typename Visit> void fields(S& s, Visit& visit) {
+  visit("communicators", s.communicators);
+  visit("unlisted", s.unlisted);
+  visit("unattributed", s.unattributed);
+}
+
 template <either_const<communication_section> S, typename Visit> void fields(S& s, Visit& visit) {
   visit("pairs", s.pairs);
   visit("by_kind", s.by_kind);
   visit("unlisted", s.unlisted);
+  visit("collectives", s.collectives);
 }
 
 template <either_const<hang_diagnosis> S, typename Visit> void fields(S& s, Visit& visit) {
@@ -232,7 +271,8 @@ template <typename T> inline constexpr bool is_optional<std::optional<T>> = true
 template <typename T>
 constexpr bool may_be_absent =
     is_optional<T> || is_defaulted<T> || std::same_as<T, std::vector<histogram_bin>> ||
-    std::same_as<T, std::vector<callsite>> || std::same_as<T, std::map<std::string, counter>>;
+    std::same_as<T, std::vector<callsite>> || std::same_as<T, std::map<std::string, counter>> ||
+    std::same_as<T, std::vector<member_collectives>>;
 
 // Record text can hold anything; messages must stay one printable line of bounded length.
 using common::printable;

@@ -514,7 +514,7 @@ TEST(RenderHtml, CommunicationHeatMapHasACellPerPair) {
   job_record record = sample();
   EXPECT_EQ(render(record, report_format::html, nullptr).find("<svg"), std::string::npos);
   const std::vector<message_pair> pairs = {{0, 3, 10, 1000}, {1, 3, 1, 10}};
-  record.communication = communication_section{pairs, {{"point_to_point", pairs}}, {}};
+  record.communication = communication_section{pairs, {{"point_to_point", pairs}}, {}, {}};
   const std::string html = render(record, report_format::html, nullptr);
   EXPECT_EQ(count_of(html, "<rect class=\"pair\""), 2u) << html;
   EXPECT_NE(html.find("rank 0 to rank 3: 1000 bytes in 10 messages"), std::string::npos);
@@ -530,7 +530,10 @@ TEST(RenderText, OneSidedOperationsAreShownApartByKind) {
   job_record record = sample();
   const std::vector<message_pair> sends = {{0, 3, 10, 1000}};
   record.communication = communication_section{
-      sends, {{"point_to_point", sends}, {"put", {{2, 1, 6, 480}}}, {"get", {{1, 2, 6, 144}}}}, {}};
+      sends,
+      {{"point_to_point", sends}, {"put", {{2, 1, 6, 480}}}, {"get", {{1, 2, 6, 144}}}},
+      {},
+      {}};
   const std::string text = render(record, report_format::text, nullptr);
   expect_in_order(text,
                   {"Point-to-point pairs by bytes", "Traffic by kind", "get", "point to point",
@@ -540,7 +543,7 @@ TEST(RenderText, OneSidedOperationsAreShownApartByKind) {
   EXPECT_EQ(count_of(html, "<rect class=\"pair\""), 1u); // the point-to-point pair alone
   EXPECT_NE(html.find("One-sided operations by bytes"), std::string::npos);
 
-  record.communication = communication_section{{}, {{"accumulate", {{0, 1, 2, 16}}}}, {}};
+  record.communication = communication_section{{}, {{"accumulate", {{0, 1, 2, 16}}}}, {}, {}};
   const std::string alone = render(record, report_format::text, nullptr);
   EXPECT_EQ(alone.find("Point-to-point pairs by bytes"), std::string::npos);
   expect_in_order(alone, {"Traffic by kind", "accumulate", "One-sided operations by bytes"});
@@ -552,7 +555,7 @@ TEST(RenderHtml, CommunicationHeatMapGroupsRanksBeyondTwoHundredFiftySix) {
   std::vector<message_pair> ring;
   for (std::uint64_t r = 0; r < 1000; ++r)
     ring.push_back({r, (r + 1) % 1000, 1, 8});
-  record.communication = communication_section{ring, {{"point_to_point", ring}}, {}};
+  record.communication = communication_section{ring, {{"point_to_point", ring}}, {}, {}};
   const std::string svg = communication_heat_map_svg(*record.communication, 1000);
   EXPECT_NE(svg.find("each cell sums 4 x 4 ranks, 250 cells a side"), std::string::npos);
   // Ranks 0-3 send to each other three times (0->1, 1->2, 2->3) and once to ranks 4-7.

@@ -112,6 +112,64 @@ std::optional<communication_table> one_sided_table(const communication_section& 
 void point_to_point_tables(const communication_section& section, std::uint64_t ranks,
                            std::vector<communication_table>& out);
 
+constexpr size_t shown_communicators = 20;
+constexpr size_t communicators_shown_per_member = 5;
+
+std::string calls_range(const communicator_collectives& c) {
+  return c.calls_min == c.calls_max ? std::to_string(c.calls_max)
+                                    : fmt::format("{}-{}", c.calls_min, c.calls_max);
+}
+
+// The heaviest communicators: members, calls per member, bytes, and their balance over the
+// members (the most a member sent over the mean); then each member of the heaviest small ones.
+void collectives_tables(const collectives_section& section, std::vector<communication_table>& out) {
+  communication_table heaviest{"Collectives by communicator (bytes sent)",
+                               true,
+                               {{"members", "size", "calls per member", "bytes",
+                                 "bytes per member min / mean / max", "max at rank", "max / mean"}},
+                               ""};
+  for (size_t i = 0; i < section.communicators.size() && i < shown_communicators; ++i) {
+    const communicator_collectives& c = section.communicators[i];
+    const member_bytes_spread& b = c.bytes_per_member;
+    std::string size = std::to_string(c.size);
+    if (c.members_reported != c.size)
+      size += fmt::format(" ({} reported)", c.members_reported);
+    heaviest.rows.push_back(
+        {c.members, size, calls_range(c), std::to_string(c.bytes),
+         fmt::format("{} / {:.1f} / {}", b.min, b.mean, b.max), std::to_string(b.max_rank),
+         b.mean > 0 ? fmt::format("{:.2f}", static_cast<double>(b.max) / b.mean) : "-"});
+  }
+  std::vector<std::string> notes;
+  if (section.communicators.size() > shown_communicators)
+    notes.push_back(fmt::format("{} more communicators in the record",
+                                section.communicators.size() - shown_communicators));
+  if (section.unlisted)
+    notes.push_back(fmt::format("communicators the record leaves out: {} calls, {} bytes",
+                                section.unlisted->calls, section.unlisted->bytes));
+  if (section.unattributed)
+    notes.push_back(fmt::format("on intercommunicators or communicators not known: {} calls, {} "
+                                "bytes",
+                                section.unattributed->calls, section.unattributed->bytes));
+  for (const std::string& n : notes)
+    heaviest.note += (heaviest.note.empty() ? "" : "; ") + n;
+  if (heaviest.rows.size() > 1 || !heaviest.note.empty())
+    out.push_back(std::move(heaviest));
+  communication_table members{
+      "Collectives per member", true, {{"members", "rank", "calls", "bytes"}}, ""};
+  size_t shown = 0;
+  for (const communicator_collectives& c : section.communicators) {
+    if (c.per_member.empty())
+      continue;
+    if (shown++ == communicators_shown_per_member)
+      break;
+    for (const member_collectives& m : c.per_member)
+      members.rows.push_back(
+          {c.members, std::to_string(m.rank), std::to_string(m.calls), std::to_string(m.bytes)});
+  }
+  if (members.rows.size() > 1)
+    out.push_back(std::move(members));
+}
+
 } // namespace
 
 std::vector<communication_table> communication_tables(const communication_section& section,
@@ -123,6 +181,8 @@ std::vector<communication_table> communication_tables(const communication_sectio
     out.push_back(kinds_table(section));
   if (std::optional<communication_table> one_sided = one_sided_table(section))
     out.push_back(std::move(*one_sided));
+  if (section.collectives)
+    collectives_tables(*section.collectives, out);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The report's tables of the record's "communication" section: the heaviest point-to-point pairs,
 // per rank the traffic it sent and received and its neighbours (the ranks it exchanged messages
-// with), each kind's totals, and the heaviest one-sided pairs (origin to target) each kind apart.
+// with), each kind's totals, the heaviest one-sided pairs (origin to target) each kind apart, and
+// the collectives by communicator (the heaviest, and each member of the small ones).
 // Plain rows; render.cpp escapes and lays them out per format.
 #pragma once
 

@@ -1,4 +1,5 @@
 #include "profiler/collectives.hpp"
+#include "profiler/tree_words.hpp"
 
 #include <sys/mman.h>
 
@@ -114,20 +115,6 @@ std::vector<rank_run> members_of(const strata_comm_sum& sum, uint32_t rank, uint
       !std::binary_search(ranks.begin(), ranks.end(), rank))
     return {};
   return common::runs_of(ranks);
-}
-
-void append_word(std::string& out, uint64_t word) {
-  char raw[sizeof word];
-  std::memcpy(raw, &word, sizeof word);
-  out.append(raw, sizeof word);
-}
-
-bool take_word(std::string_view& in, uint64_t& word) {
-  if (in.size() < sizeof word)
-    return false;
-  std::memcpy(&word, in.data(), sizeof word);
-  in.remove_prefix(sizeof word);
-  return true;
 }
 
 constexpr uint64_t low_half = 0xffffffffULL;

@@ -1,4 +1,5 @@
 #include "profiler/communication.hpp"
+#include "profiler/tree_words.hpp"
 
 #include "gen/routines.hpp"
 
@@ -240,20 +241,6 @@ void cut_to(pair_list& list, size_t limit) {
     list.rest.bytes += list.pairs[i].total_bytes();
   }
   list.pairs.resize(limit);
-}
-
-void append_word(std::string& out, uint64_t word) {
-  char raw[sizeof word];
-  std::memcpy(raw, &word, sizeof word);
-  out.append(raw, sizeof word);
-}
-
-bool take_word(std::string_view& in, uint64_t& word) {
-  if (in.size() < sizeof word)
-    return false;
-  std::memcpy(&word, in.data(), sizeof word);
-  in.remove_prefix(sizeof word);
-  return true;
 }
 
 constexpr size_t words_per_pair = 1 + 2 * pair_kind_count;

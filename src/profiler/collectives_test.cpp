@@ -3,6 +3,7 @@
 #include "profiler/communication.hpp"
 #include "profiler/record/record.hpp"
 #include "profiler/site_reduction.hpp"
+#include "profiler/testdata/stencil_pairs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -202,7 +203,6 @@ TEST(Collectives, TheParserRefusesAMalformedSection) {
 // sums is every collective.
 TEST(Collectives, RecordOfAHundredThousandRanksStaysUnderOneMebibyte) {
   const uint32_t ranks = 100'000, group = 32, columns = 1000;
-  const uint32_t nx = 50, ny = 50;
   std::vector<std::vector<int>> column_members(columns);
   for (uint32_t r = 0; r < ranks; ++r)
     column_members[r % columns].push_back(static_cast<int>(r));
@@ -211,22 +211,7 @@ TEST(Collectives, RecordOfAHundredThousandRanksStaysUnderOneMebibyte) {
   std::vector<communicator_list> comms(ranks);
   for (int rank = static_cast<int>(ranks) - 1; rank >= 0; --rank) {
     const auto r = static_cast<uint32_t>(rank);
-    const uint32_t x = r % nx, y = (r / nx) % ny;
-    const uint32_t partners[6] = {x > 0 ? r - 1 : r + nx - 1,
-                                  x + 1 < nx ? r + 1 : r + 1 - nx,
-                                  y > 0 ? r - nx : r + nx * (ny - 1),
-                                  y + 1 < ny ? r + nx : r - nx * (ny - 1),
-                                  (r + nx * ny) % ranks,
-                                  (r + ranks - nx * ny) % ranks};
-    pair_list here;
-    for (const uint32_t to : partners) {
-      pair_figures p;
-      p.from = r;
-      p.to = to;
-      p.messages[pair_kind_point_to_point] = 10;
-      p.bytes[pair_kind_point_to_point] = 1000 + (r * 7919 + to) % 100'000;
-      here.pairs.push_back(p);
-    }
+    pair_list here = testdata::stencil_pairs(r, ranks);
     std::vector<int> in_group(group), self = {rank};
     for (uint32_t i = 0; i < group; ++i)
       in_group[i] = static_cast<int>(r / group * group + i);

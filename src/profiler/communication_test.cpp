@@ -2,6 +2,7 @@
 
 #include "profiler/record/record.hpp"
 #include "profiler/site_reduction.hpp"
+#include "profiler/testdata/stencil_pairs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -208,30 +209,16 @@ TEST(Communication, AboveTheLimitTheHeaviestPairsAreListedAndTheRestSummed) {
 // lists plus what it sums is every message.
 TEST(Communication, RecordOfAHundredThousandRanksStaysUnderOneMebibyte) {
   const uint32_t ranks = 100'000;
-  const uint32_t nx = 50, ny = 50; // 50 x 50 x 40
   uint64_t messages = 0, bytes = 0;
   std::vector<pair_list> subtree(ranks);
   // Children have higher ranks than their parents: from the last rank down (site_reduction).
   for (int rank = static_cast<int>(ranks) - 1; rank >= 0; --rank) {
     const auto r = static_cast<uint32_t>(rank);
-    const uint32_t x = r % nx, y = (r / nx) % ny;
-    const uint32_t partners[6] = {x > 0 ? r - 1 : r + nx - 1,
-                                  x + 1 < nx ? r + 1 : r + 1 - nx,
-                                  y > 0 ? r - nx : r + nx * (ny - 1),
-                                  y + 1 < ny ? r + nx : r - nx * (ny - 1),
-                                  (r + nx * ny) % ranks,
-                                  (r + ranks - nx * ny) % ranks};
     // The rank's pairs as rank_pairs makes them (the test above), without a row of 100,000 per
     // rank to scan.
-    pair_list here;
-    for (const uint32_t to : partners) {
-      pair_figures p;
-      p.from = r;
-      p.to = to;
-      p.messages[pair_kind_point_to_point] = 10;
-      p.bytes[pair_kind_point_to_point] = 1000 + (r * 7919 + to) % 100'000;
-      here.pairs.push_back(p);
-      messages += 10;
+    pair_list here = testdata::stencil_pairs(r, ranks);
+    for (const pair_figures& p : here.pairs) {
+      messages += p.messages[pair_kind_point_to_point];
       bytes += p.bytes[pair_kind_point_to_point];
     }
     for (const int child : site_tree_place_of(rank, static_cast<int>(ranks)).children) {

@@ -90,12 +90,10 @@ def call_wrapper_at_its_layer(restored):
     by about 6 ns on AMD EPYC."""
     call = ("  movl 32(%rax), %r11d\n  movq %r11, %fs:(%r10)\n"
             "  call *(%rax)\n")
-    set_back = f"  movq {THREAD_STATE}, %r10\n"
-    if restored == "%r11d":
-        set_back += "  movq %r11, %fs:(%r10)\n"
-    else:
-        set_back += f"  movl {restored}, %r11d\n  movq %r11, %fs:(%r10)\n"
-    if restored == "%r11d":
+    saved = restored == "%r11d"
+    set_back = (f"  movq {THREAD_STATE}, %r10\n" + ("" if saved else f"  movl {restored}, %r11d\n") +
+                "  movq %r11, %fs:(%r10)\n")
+    if saved:
         return ("  pushq %r11\n  .cfi_adjust_cfa_offset 8\n" + call +
                 "  popq %r11\n  .cfi_adjust_cfa_offset -8\n" + set_back)
     return one_word_pad(call + set_back)

@@ -283,6 +283,10 @@ const MPI_Datatype known_predefined_types[] = {
 
 } // namespace
 
+#if defined(MPICH)
+std::atomic<uint64_t> builtin_type_kind{0x4c000000u};
+#endif
+
 void learn_predefined_type_sizes() {
   static std::once_flag learned;
   std::call_once(learned, [] {
@@ -294,6 +298,11 @@ void learn_predefined_type_sizes() {
       MPI_Count size = 0;
       if (api.type_size_x(type, &size) != MPI_SUCCESS || size < 0)
         continue;
+#if defined(MPICH)
+      if ((bits & builtin_type_kind_mask) == builtin_type_kind.load() &&
+          static_cast<MPI_Count>((bits >> 8) & 0xffu) != size)
+        builtin_type_kind.store(1); // never a masked handle's: every type through the table below
+#endif
       size_t i = predefined_type_slot_of(bits);
       while (true) {
         const uint64_t key = predefined_types[i].handle.load(std::memory_order_relaxed);

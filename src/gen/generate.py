@@ -252,12 +252,12 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             c.write(f"  static auto real_function() {{ return real.{n}; }}\n")
             # Arguments by reference: the status substitution rewrites an argument before the call.
             ref_list = ", ".join("[[maybe_unused]] " + ref_decl(p) for p in f.params)
-            # A routine that makes a request notes it on exit (note_request_made: the kind,
-            # the thread's table of requests), which GCC judged too big to inline into some
-            # timed calls (MPICH's MPI_Ibarrier: 56 instructions more a call out of line).
-            makes_request = any("note_request_made" in line for _, line in exits)
+            # Inlined into every path that decodes: GCC judged some too big to inline into the
+            # timed calls, where out of line they take the arguments by reference, so in memory
+            # (Open MPI's MPI_Sendrecv: its enter decoder, 93 instructions a call, as a function
+            # of its own; MPICH's MPI_Ibarrier's exit, which notes the request it made).
             for side, body in (("enter", lines), ("exit", exits)):
-                inline = "__attribute__((always_inline)) " if side == "exit" and makes_request else ""
+                inline = "__attribute__((always_inline)) "
                 c.write(f"  {inline}static void {side}([[maybe_unused]] strata_event& ev, "
                         f"[[maybe_unused]] dec::scratch& scratch, [[maybe_unused]] uint32_t fields"
                         f"{', ' if ref_list else ''}{ref_list}) {{\n")

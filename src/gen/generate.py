@@ -256,9 +256,12 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # the thread's table of requests), which GCC judged too big to inline into some
             # timed calls (MPICH's MPI_Ibarrier: 56 instructions more a call out of line).
             makes_request = any("note_request_made" in line for _, line in exits)
+            # The exit's where_noted: the call's entry noted it in the thread's strata_where
+            # (the timed paths), from which a request's arguments are copied.
             for side, body in (("enter", lines), ("exit", exits)):
                 inline = "__attribute__((always_inline)) " if side == "exit" and makes_request else ""
-                c.write(f"  {inline}static void {side}([[maybe_unused]] strata_event& ev, "
+                template = "template <bool where_noted = false> " if side == "exit" else ""
+                c.write(f"  {template}{inline}static void {side}([[maybe_unused]] strata_event& ev, "
                         f"[[maybe_unused]] dec::scratch& scratch, [[maybe_unused]] uint32_t fields"
                         f"{', ' if ref_list else ''}{ref_list}) {{\n")
                 write_decoder_lines(c, body)

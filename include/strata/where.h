@@ -37,7 +37,8 @@ typedef struct strata_where {
  * frees the request), and three of the call's arguments as passed: args[0] its peer (a
  * collective's root), args[1] its tag, args[2] its communicator. A routine without one of these
  * (MPI_Ibarrier has no peer or tag, MPI_Imrecv none of them) leaves that slot as it was: the
- * function says which ones hold (routines::info::at). */
+ * function says which ones hold (routines::info::at). Plain stores on the timed call's exit,
+ * copied from the call's strata_where: decoding them is the reader's. */
 typedef struct strata_where_post {
   uint64_t handle;
   const void* request;
@@ -61,8 +62,9 @@ typedef struct strata_where_posts {
   strata_where_post posts[STRATA_WHERE_POSTS];
 } strata_where_posts;
 
-/* The requests of the thread whose record is `where`; NULL when that thread has made none (or
- * more threads made requests than libstrata keeps tables for, 256). */
+/* The requests of the thread whose record is `where`; NULL when that thread is not listed
+ * (strata_where_threads). A listed thread has its table from its listing; one that ends gives it
+ * back, and the next thread listed takes it with its posts cleared (function -1). */
 const strata_where_posts* strata_where_posts_of(const strata_where* where) __attribute__((weak));
 
 #define STRATA_WHERE_THREADS 64

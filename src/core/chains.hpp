@@ -119,7 +119,8 @@ struct thread_state {
   const chain_entry* timed_entry;
   // Where the thread is, for the hang diagnosis (strata/where.h): written on the timed calls.
   strata_where where;
-  // The requests it made, for the same (completions.hpp); claimed on its first request.
+  // The requests it made, for the same (completions.hpp): its own table once it is listed,
+  // before (and beyond the tables there are) discarded_posts.
   strata_where_posts* posts;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
@@ -138,8 +139,9 @@ __attribute__((always_inline)) inline void add_to_layer_word(thread_state& ts, i
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
-// A table of requests for the calling thread (where.cpp), nullptr when every table is taken.
-strata_where_posts* claim_where_posts() STRATA_HIDDEN;
+// The table of requests of the threads without one of their own (where.cpp): written, never
+// read, so that noting a request tests nothing.
+extern strata_where_posts discarded_posts STRATA_HIDDEN;
 
 // A thread starts with in_real at this value (the TLS image gives it to every thread, however
 // and whenever made, the main one included): its record is not listed in strata_where_threads

@@ -16,7 +16,7 @@ extern "C" {
 alignas(4) unsigned char strata_call_marks[mark_count];
 }
 __thread thread_state tls __attribute__((tls_model("initial-exec"))) = {
-    -1, thread_unlisted, nullptr, 1, 0, nullptr, -1, nullptr, {}, nullptr};
+    -1, thread_unlisted, nullptr, 1, 0, nullptr, -1, nullptr, {}, &discarded_posts};
 const chain* chains[gen::function_count];
 MPI_Comm world_replacement = MPI_COMM_WORLD;
 MPI_Comm modules_world = MPI_COMM_WORLD;

@@ -357,13 +357,15 @@ __attribute__((always_inline)) inline void begin_event(strata_event& ev, decode:
   ev.t_enter_ns = now_ns();
 }
 
-// An event after the call: the time of exit, the result, what the call wrote.
-template <typename Decoder, typename R, typename... A>
+// An event after the call: the time of exit, the result, what the call wrote. `where_noted`:
+// the call's entry noted it in the thread's strata_where (note_call), which a request it made
+// is copied from (decode::note_request_made).
+template <typename Decoder, bool where_noted = false, typename R, typename... A>
 __attribute__((always_inline)) inline void end_event(strata_event& ev, decode::scratch& scratch,
                                                      uint32_t fields, const R& r, A&... args) {
   ev.t_exit_ns = now_ns();
   set_result(ev, r);
-  Decoder::exit(ev, scratch, fields, args...);
+  Decoder::template exit<where_noted>(ev, scratch, fields, args...);
 }
 
 // A timed call summed into the slot its module lent (chain_entry::timed_slot): the event is
@@ -397,7 +399,7 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   const uint64_t exit = Clock::raw();
   note_return();
   set_result(ev, r);
-  Decoder::exit(ev, scratch, fields, args...);
+  Decoder::template exit<true>(ev, scratch, fields, args...);
   add_timed_call<plain_adds>(*entry.timed_slot,
                              {Clock::duration_ns(enter, exit), non_negative(ev.count),
                               non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
@@ -480,7 +482,7 @@ __attribute__((always_inline)) inline R sole_exit_call(const chain_entry& entry,
   note_call<F>(ts.call_site, args...);
   R r = call_real(real, args...);
   note_return();
-  end_event<Decoder>(ev, scratch, fields, r, args...);
+  end_event<Decoder, true>(ev, scratch, fields, r, args...);
   const int saved_layer = ts.layer;
   ts.layer = entry.calls_layer;
   entry.exit(&ev, entry.state);

@@ -18,22 +18,50 @@ namespace {
 
 static_assert(sizeof(strata_where_post) == 64, "a post's place in its table is a shift");
 
-// One table per thread that made a request, never given back (a thread's table outlives it, so
-// a reader never sees it freed); threads beyond these keep none.
-constexpr int where_post_tables = 64;
+// One table per listed thread, claimed when it is listed and given back when it ends (as
+// many as there are records: a thread without a record of its own has no table either). The
+// tables are never freed, so a reader never sees one go.
+constexpr int where_post_tables = STRATA_WHERE_THREADS;
 strata_where_posts post_tables[where_post_tables];
-std::atomic<int> post_tables_taken{0};
+std::atomic<bool> post_table_taken[where_post_tables];
 
 // The records of the threads whose calls reached a chain, each slot cleared by its thread's end
 // (a key's destructor, which runs before the thread's memory goes).
 std::atomic<const strata_where*> thread_records[STRATA_WHERE_THREADS];
 pthread_key_t thread_record_key;
 
+// A table for the calling thread, &discarded_posts when every table is taken. The former
+// owner's requests are cleared first: they are not this thread's.
+strata_where_posts* claim_where_posts() {
+  for (int i = 0; i < where_post_tables; ++i) {
+    bool taken = false;
+    if (!post_table_taken[i].compare_exchange_strong(taken, true, std::memory_order_acq_rel))
+      continue;
+    strata_where_posts& table = post_tables[i];
+    for (strata_where_post& post : table.posts) {
+      post.handle = 0;
+      post.function = -1;
+    }
+    std::atomic_ref<const strata_where*>(table.owner).store(&tls.where, std::memory_order_release);
+    return &table;
+  }
+  return &discarded_posts;
+}
+
+// The thread ends: its record leaves the list, its table goes back.
 void forget_thread_record(void* slot) {
   static_cast<std::atomic<const strata_where*>*>(slot)->store(nullptr, std::memory_order_release);
+  strata_where_posts* table = tls.posts;
+  tls.posts = &discarded_posts;
+  if (table == &discarded_posts)
+    return;
+  std::atomic_ref<const strata_where*>(table->owner).store(nullptr, std::memory_order_release);
+  post_table_taken[table - post_tables].store(false, std::memory_order_release);
 }
 
 } // namespace
+
+strata_where_posts discarded_posts;
 
 void list_this_thread() {
   tls.in_real &= ~thread_unlisted; // once, listed or not
@@ -46,20 +74,11 @@ void list_this_thread() {
     if (slot.compare_exchange_strong(empty, &tls.where, std::memory_order_acq_rel)) {
       if (pthread_setspecific(thread_record_key, &slot) != 0)
         slot.store(nullptr, std::memory_order_release);
+      else
+        tls.posts = claim_where_posts();
       return;
     }
   }
-}
-
-strata_where_posts* claim_where_posts() {
-  if (post_tables_taken.load(std::memory_order_relaxed) >= where_post_tables)
-    return nullptr;
-  const int i = post_tables_taken.fetch_add(1, std::memory_order_relaxed);
-  if (i >= where_post_tables)
-    return nullptr;
-  std::atomic_ref<const strata_where*>(post_tables[i].owner)
-      .store(&tls.where, std::memory_order_release);
-  return &post_tables[i];
 }
 
 } // namespace strata::core
@@ -81,8 +100,7 @@ extern "C" STRATA_EXPORT const strata_where* strata_where_of_this_thread(void) {
 extern "C" STRATA_EXPORT const strata_where_posts*
 strata_where_posts_of(const strata_where* where) {
   using namespace strata::core;
-  const int taken = std::min(post_tables_taken.load(std::memory_order_acquire), where_post_tables);
-  for (int i = 0; i < taken; ++i)
+  for (int i = 0; i < where_post_tables; ++i)
     if (std::atomic_ref<const strata_where*>(post_tables[i].owner)
             .load(std::memory_order_acquire) == where)
       return &post_tables[i];

@@ -144,8 +144,8 @@ def exit_decoder(fn, spec):
         # for the thread's table of requests (the hang state's message queue).
         at = argument_positions([(p[0], p[2]) for p in fn.params], spec)
         peer = at["peer"] if at["peer"] >= 0 else at["root"]
-        lines.append(("RECEIVED", f"dec::note_request_made<{peer}, {at['tag']}, {at['comm']}>"
-                                  f"(ev, {made}, {receive});"))
+        lines.append(("RECEIVED", f"dec::note_request_made<fid_{fn.name}, {peer}, {at['tag']}, "
+                                  f"{at['comm']}, where_noted>(ev, {made}, {receive});"))
     done = (f"*{spec['flag']} != 0" if "flag" in spec else
             f"*{spec['done']} != 0" if "done" in spec else "true")
     if "requests" in spec and ("status" in spec or "statuses" in spec):

@@ -256,9 +256,12 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # timed calls, where out of line they take the arguments by reference, so in memory
             # (Open MPI's MPI_Sendrecv: its enter decoder, 93 instructions a call, as a function
             # of its own; MPICH's MPI_Ibarrier's exit, which notes the request it made).
+            # The exit's where_noted: the call's entry noted it in the thread's strata_where
+            # (the timed paths), from which a request's arguments are copied.
             for side, body in (("enter", lines), ("exit", exits)):
                 inline = "__attribute__((always_inline)) "
-                c.write(f"  {inline}static void {side}([[maybe_unused]] strata_event& ev, "
+                template = "template <bool where_noted = false> " if side == "exit" else ""
+                c.write(f"  {template}{inline}static void {side}([[maybe_unused]] strata_event& ev, "
                         f"[[maybe_unused]] dec::scratch& scratch, [[maybe_unused]] uint32_t fields"
                         f"{', ' if ref_list else ''}{ref_list}) {{\n")
                 write_decoder_lines(c, body)

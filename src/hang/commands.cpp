@@ -202,6 +202,23 @@ int hang_command(const hang_options& o) {
   return 0;
 }
 
+CLI::Option* add_hang_after_option(CLI::App& command, double& seconds, bool zero_allowed,
+                                   const std::string& help) {
+  return command
+      .add_option_function<std::string>(
+          "--hang-after",
+          [&seconds, zero_allowed](const std::string& value) {
+            const std::optional<double> s = config::parse_duration(value);
+            if (!s || *s < 0 || (*s == 0 && !zero_allowed))
+              throw CLI::ValidationError(
+                  "--hang-after: '" + value + "' is not a duration " +
+                  (zero_allowed ? "such as 10, 10s or 5m" : "above 0 such as 90, 90s or 5m"));
+            seconds = *s;
+          },
+          help)
+      ->type_name("DURATION");
+}
+
 namespace {
 class hang_commands final : public cli::wing_commands {
 public:
@@ -218,19 +235,9 @@ public:
     hang_->add_option("--format", o_.format, "text for people, json for tools")
         ->check(CLI::IsMember({"text", "json"}));
     hang_->add_option("--job", o_.job, "the job whose files to read, in a directory of several");
-    hang_
-        ->add_option_function<std::string>(
-            "--hang-after",
-            [this](const std::string& value) {
-              const std::optional<double> s = config::parse_duration(value);
-              if (!s)
-                throw CLI::ValidationError("--hang-after: '" + value +
-                                           "' is not a duration such as 10, 10s or 5m");
-              o_.hang_after_s = *s;
-            },
-            "how long a rank must wait in one call (10, 10s, 5m), with no rank completing "
-            "any, to count as hung (default 10 s)")
-        ->type_name("DURATION");
+    add_hang_after_option(*hang_, o_.hang_after_s, true,
+                          "how long a rank must wait in one call (10, 10s, 5m), with no rank "
+                          "completing any, to count as hung (default 10 s)");
   }
 
   [[nodiscard]] std::optional<int> run() const override {

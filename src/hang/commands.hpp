@@ -44,6 +44,11 @@ inline constexpr uint64_t alive_within_ns = 5'000'000'000ULL;
 // or the id of the batch system's job before "-PID").
 bool key_is_of_job(const std::string& key, const std::string& job);
 
+// The option --hang-after DURATION on `command`, into `seconds`: 0 or more where `zero_allowed`
+// (`strata hang`: 0 judges at once), else above 0 (`strata run`: 0 would watch nothing).
+CLI::Option* add_hang_after_option(CLI::App& command, double& seconds, bool zero_allowed,
+                                   const std::string& help);
+
 // Registers `hang` on `strata`.
 std::unique_ptr<cli::wing_commands> add_hang_commands(CLI::App& strata);
 

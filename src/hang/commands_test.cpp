@@ -149,5 +149,24 @@ TEST(JudgingTime, LiveStatesAreJudgedNowEndedOnesAtTheirLastHeartbeat) {
   EXPECT_EQ(judging_time({r}, 10 * second, 5000 * second), 1000 * second);
 }
 
+TEST(HangAfterOption, TheBoundIsTheCommandsOwn) {
+  // `strata hang` takes 0 (judge at once), `strata run` only a duration above 0.
+  for (const bool zero_allowed : {true, false}) {
+    CLI::App app;
+    double seconds = -1;
+    add_hang_after_option(app, seconds, zero_allowed, "help");
+    app.parse("--hang-after 5m", false);
+    EXPECT_EQ(seconds, 300);
+    seconds = -1;
+    if (zero_allowed) {
+      app.parse("--hang-after 0", false);
+      EXPECT_EQ(seconds, 0);
+    } else {
+      EXPECT_THROW(app.parse("--hang-after 0", false), CLI::ValidationError);
+    }
+    EXPECT_THROW(app.parse("--hang-after soon", false), CLI::ValidationError);
+  }
+}
+
 } // namespace
 } // namespace strata::hang

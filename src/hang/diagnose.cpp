@@ -222,8 +222,10 @@ uint64_t analysis::computing_ns(int32_t rank) const {
 // such a rank but itself (to itself only as its rank's one thread, waiting for its own message),
 // those that wait back for its own rank first, so that the cycles found are the short ones (a
 // thread of rank 0 waits for rank 1, whose thread waits for rank 0) rather than a detour through
-// a thread waiting for another thread of its own rank. The other stuck ranks are behind a
-// deadlock (or behind a finalized rank, named in chains()).
+// a thread waiting for another thread of its own rank. A member's twins (threads of its rank
+// waiting for the same ranks) are members too: three threads of a rank waiting for their own
+// rank are one deadlock of three. The other stuck ranks are behind a deadlock (or behind a
+// finalized rank, named in chains()).
 void analysis::cycles() {
   const auto stuck = [&](int32_t r) { return blocked(r) && !can_act_[static_cast<size_t>(r)]; };
   const size_t n = waits_.size();
@@ -250,6 +252,9 @@ void analysis::cycles() {
           }
     }
   }
+  const auto twins = [&](size_t a, size_t b) {
+    return a != b && waits_[a].rank == waits_[b].rank && waits_[a].targets == waits_[b].targets;
+  };
   std::vector<char> color(n, 0); // 0 unseen, 1 on the path, 2 done
   std::vector<int> cycle_of(n, -1);
   for (size_t start = 0; start < n; ++start) {
@@ -277,10 +282,23 @@ void analysis::cycles() {
           members.push_back(it->first);
         if (std::none_of(members.begin(), members.end(),
                          [&](size_t m) { return cycle_of[m] >= 0; })) {
+          const int number = static_cast<int>(d_.deadlocks.size());
           deadlock dl;
-          for (const size_t m : members) {
+          for (size_t k = 0; k < members.size(); ++k) {
+            const size_t m = members[k];
             dl.cycle.push_back(waiting(waits_[m]));
-            cycle_of[m] = static_cast<int>(d_.deadlocks.size());
+            cycle_of[m] = number;
+            // The member's twins (the same rank, waiting for the same ranks: the same edges) are
+            // in the cycle as much as it is; named after the last of a run of twins.
+            if (k + 1 < members.size() && twins(m, members[k + 1]))
+              continue;
+            const auto [first, last] = waits_of(waits_[m].rank);
+            for (auto j = static_cast<size_t>(first - waits_.begin());
+                 j < static_cast<size_t>(last - waits_.begin()); ++j)
+              if (cycle_of[j] < 0 && twins(m, j)) {
+                dl.cycle.push_back(waiting(waits_[j]));
+                cycle_of[j] = number;
+              }
           }
           d_.deadlocks.push_back(std::move(dl));
         }

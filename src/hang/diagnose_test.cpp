@@ -365,6 +365,37 @@ TEST(Diagnose, ThreadsOfARankWaitingForEachOtherAreADeadlockWithEachThread) {
   EXPECT_EQ(diagnose(states, now, threshold).deadlocks.size(), 1u);
 }
 
+TEST(Diagnose, EveryThreadOfARankWaitingForItsOwnRankIsInItsCycle) {
+  // Three threads of rank 0 receive from rank 0, each a message another sends after its
+  // receive: any of them could free the others, so all three are the deadlock, none behind it.
+  rank_state zero = rank_in(0, 2, "MPI_Recv", 0, 1, 30);
+  zero.threads[0].os_thread = 100;
+  for (uint32_t i = 1; i < 3; ++i) {
+    thread_state other = zero.threads[0];
+    other.tag = static_cast<int32_t>(i + 1);
+    other.line = 30 + 10 * i;
+    other.os_thread = 100 + i;
+    zero.threads.push_back(other);
+  }
+  const diagnosis d = diagnose({zero, computing(1, 2, "MPI_Barrier", 9, 100)}, now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u) << format_text(d);
+  const auto& cycle = d.deadlocks[0].cycle;
+  ASSERT_EQ(cycle.size(), 3u) << format_text(d);
+  for (uint32_t i = 0; i < 3; ++i)
+    EXPECT_EQ(cycle[i].thread, 100u + i);
+  const std::string text = format_text(d);
+  EXPECT_NE(text.find("DEADLOCK: the threads of rank 0 wait for each other in a cycle:\n"
+                      "  rank 0 (thread 100) in MPI_Recv at app.c:30 (main)\n"
+                      "    waits for a message from rank 0 (tag 1)\n"
+                      "  rank 0 (thread 101) in MPI_Recv at app.c:40 (main)\n"
+                      "    waits for a message from rank 0 (tag 2)\n"
+                      "  rank 0 (thread 102) in MPI_Recv at app.c:50 (main)\n"
+                      "    waits for a message from rank 0 (tag 3)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(nlohmann::json::parse(format_json(d))["deadlocks"][0]["cycle"].size(), 3u);
+}
+
 // Two threads in each of two ranks: rank 0's first thread receives from rank 1 (tag 1) and its
 // second from rank 0 (tag 3); rank 1's first from rank 1 (tag 4), its second from rank 0 (tag 2).
 // `swapped`: each rank's threads in the other order in its slots.

@@ -5,6 +5,7 @@
 #include "config/config.hpp"
 #include "config/options.hpp"
 #include "core/probe.h"
+#include "hang/commands.hpp"
 #include "launch/interpreter.hpp"
 #include "launch/launch.hpp"
 #include "launch/launcher_child.hpp"
@@ -482,18 +483,10 @@ public:
                      "the application's ranks (a module's tool ranks, the monitor's, come on top)")
         ->required()
         ->check(CLI::Range(1, 1 << 20));
-    run_->add_option_function<std::string>(
-            "--hang-after",
-            [this](const std::string& value) {
-              const std::optional<double> s = config::parse_duration(value);
-              if (!s || *s <= 0)
-                throw CLI::ValidationError("--hang-after: '" + value +
-                                           "' is not a duration above 0 such as 90, 90s or 5m");
-              options_.hang_after_s = *s;
-            },
-            "say why the job hangs once a rank has waited this long (90, 90s, 5m) inside one MPI "
-            "call and no rank completed one meanwhile (needs the profile module)")
-        ->type_name("DURATION");
+    hang::add_hang_after_option(*run_, options_.hang_after_s, false,
+                                "say why the job hangs once a rank has waited this long (90, "
+                                "90s, 5m) inside one MPI call and no rank completed one "
+                                "meanwhile (needs the profile module)");
     run_->add_option("--on-hang", options_.on_hang,
                      "report: print the diagnosis; abort: print it and end the job (exit 3)")
         ->check(CLI::IsMember({"report", "abort"}));

@@ -329,6 +329,11 @@ void describe_pending(hang_watch& h, thread_watch& tw, const strata_where& w,
   t.pending.clear();
   t.pending_total = 0;
   t.waited_total = 0;
+  // A thread's table goes to another thread once it ends: looked up again when not its own.
+  if (tw.posts != nullptr &&
+      std::atomic_ref<const strata_where* const>(tw.posts->owner).load(std::memory_order_acquire) !=
+          tw.where)
+    tw.posts = nullptr;
   if (tw.posts == nullptr && strata_where_posts_of != nullptr)
     tw.posts = strata_where_posts_of(tw.where);
   const std::vector<uint64_t> waited = waited_handles(h, w);

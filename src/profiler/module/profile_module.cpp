@@ -118,15 +118,37 @@ void note_or_start(module_state& s, const strata_event& ev, request_role role) {
 // MPI_Start and MPI_Startall summed by the core (module.h, strata_timed_counts::after_start):
 // one message per started persistent send, one call per started collective. The core sums only
 // without MPI_THREAD_MULTIPLE, so no lock and plain adds; the requests were noted from the events
-// of the calls that made them.
+// of the calls that made them (a send only while the pairs are there).
+inline void add_summed_start(module_state& s, const persistent_requests::made& started) {
+  if (__builtin_expect(started.collective, 0)) {
+    add_to_communicator(s, started.comm_id, started.comm_world_ranks, started.comm_size,
+                        started.comm_flags, started.bytes);
+    return;
+  }
+  strata_pair_sum& pair = s.pairs.row(pair_kind_persistent)[started.to];
+  ++pair.messages;
+  pair.bytes += started.bytes;
+}
+
 void count_summed_start(strata_event* ev, void* raw) {
-  if (ev->result == MPI_SUCCESS)
-    count_starts(*static_cast<module_state*>(raw), *ev, false);
+  auto* s = static_cast<module_state*>(raw);
+  if (ev->result != MPI_SUCCESS)
+    return;
+  if (const persistent_requests::made* started = s->persistent.find(ev->request))
+    add_summed_start(*s, *started);
 }
 
 void count_summed_starts(strata_event* ev, void* raw) {
-  if (ev->result == MPI_SUCCESS)
-    count_starts(*static_cast<module_state*>(raw), *ev, true);
+  auto* s = static_cast<module_state*>(raw);
+  if (ev->result != MPI_SUCCESS)
+    return;
+  const auto* handles = static_cast<const MPI_Request*>(ev->requests);
+  for (int i = 0; handles != nullptr && i < ev->request_count; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
+    if (const persistent_requests::made* started = s->persistent.find(bits))
+      add_summed_start(*s, *started);
+  }
 }
 
 } // namespace

@@ -24,11 +24,12 @@
 #   mpiP       mpiP with its defaults (call sites one level up)
 # and the instructions per call under callgrind (CALLGRIND=1): two singleton runs of N and 2N
 # calls, the difference over N; "native" loops call MPI straight through the pointer.
-# CG_CALLS picks callgrind's calls (default "barrier sendrecv iprobe test_inter start"); three
+# CG_CALLS picks callgrind's calls (default "barrier sendrecv iprobe test_inter start"); four
 # more are callgrind's only: irecv_isend (an MPI_Irecv and an MPI_Isend to self, their
 # MPI_Waitall: one "call" is the three) and ibarrier (an MPI_Ibarrier on MPI_COMM_SELF and its
-# MPI_Wait), which make requests, and put (an 8-byte MPI_Put to self on a window of
-# MPI_COMM_SELF, in one passive-target epoch).
+# MPI_Wait), which make requests, put (an 8-byte MPI_Put to self on a window of
+# MPI_COMM_SELF, in one passive-target epoch) and neighbor (an MPI_Neighbor_allgather of one
+# double on a periodic 1-D Cartesian communicator of MPI_COMM_SELF).
 #
 # Knobs: FLAVORS="openmpi mpich", ROUNDS=3, ITERS=2000000, CG_ITERS=20000, CALLGRIND=1,
 # MPIP_LIB=/path/to/libmpiP.so (built against Open MPI, outside this repository),

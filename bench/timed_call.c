@@ -9,12 +9,14 @@
  *
  * Usage: timed_call [--iters N] [--reps K] [--label TEXT] [--threads T]
  *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter|
- *                   start|irecv_isend|ibarrier|put [--native]   (only N such calls, for
- *                   callgrind's instruction counts; the last three are callgrind's only: an
+ *                   start|irecv_isend|ibarrier|put|neighbor [--native]   (only N such calls,
+ *                   for callgrind's instruction counts; the last four are callgrind's only: an
  *                   MPI_Irecv and an MPI_Isend to self and an MPI_Waitall of both, an
  *                   MPI_Ibarrier on MPI_COMM_SELF and its MPI_Wait, the calls that make
  *                   requests; an 8-byte MPI_Put to self on a window of MPI_COMM_SELF, in one
- *                   passive-target epoch (MPI_Win_lock_all) around the loop)
+ *                   passive-target epoch (MPI_Win_lock_all) around the loop); an
+ *                   MPI_Neighbor_allgather of one double on a periodic 1-D Cartesian
+ *                   communicator of MPI_COMM_SELF (two neighbours, both itself))
  *
  * --threads T: MPI_THREAD_MULTIPLE, and T threads time MPI_Barrier(MPI_COMM_SELF) at the same
  * time (call=barrier_threads, the mean of the threads' figures): what a profiler's counting
@@ -45,6 +47,8 @@ typedef int (*ibarrier_fn)(MPI_Comm, MPI_Request*);
 typedef int (*wait_fn)(MPI_Request*, MPI_Status*);
 typedef int (*start_fn)(MPI_Request*);
 typedef int (*put_fn)(const void*, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win);
+typedef int (*neighbor_allgather_fn)(const void*, int, MPI_Datatype, void*, int, MPI_Datatype,
+                                     MPI_Comm);
 
 static barrier_fn volatile native_barrier;
 static sendrecv_fn volatile native_sendrecv;
@@ -57,6 +61,7 @@ static ibarrier_fn volatile native_ibarrier;
 static wait_fn volatile native_wait;
 static start_fn volatile native_start;
 static put_fn volatile native_put;
+static neighbor_allgather_fn volatile native_neighbor_allgather;
 enum { never_sent_tag = 4242 };
 
 static void resolve_native(void) {
@@ -72,7 +77,12 @@ static void resolve_native(void) {
   native_wait = (wait_fn)must_sym(h, "PMPI_Wait");
   native_start = (start_fn)must_sym(h, "PMPI_Start");
   native_put = (put_fn)must_sym(h, "PMPI_Put");
+  native_neighbor_allgather = (neighbor_allgather_fn)must_sym(h, "PMPI_Neighbor_allgather");
 }
+
+/* The neighbor loop's communicator: a periodic ring of one process, made only for that call. */
+static MPI_Comm neighbor_ring = MPI_COMM_NULL;
+static double neighbor_out, neighbor_in[2];
 
 /* The put loop's window: 8 bytes of this process's, allocated only for that call. */
 static MPI_Win put_window = MPI_WIN_NULL;
@@ -128,6 +138,12 @@ static void call_once(int which, int native) {
            : MPI_Isend(&byte_out, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[1]);
     native ? native_waitall(2, requests, statuses) : MPI_Waitall(2, requests, statuses);
     break;
+  case 8:
+    native ? native_neighbor_allgather(&neighbor_out, 1, MPI_DOUBLE, neighbor_in, 1, MPI_DOUBLE,
+                                       neighbor_ring)
+           : MPI_Neighbor_allgather(&neighbor_out, 1, MPI_DOUBLE, neighbor_in, 1, MPI_DOUBLE,
+                                    neighbor_ring);
+    break;
   case 7:
     native ? native_put(&put_target, 1, MPI_DOUBLE, 0, 0, 1, MPI_DOUBLE, put_window)
            : MPI_Put(&put_target, 1, MPI_DOUBLE, 0, 0, 1, MPI_DOUBLE, put_window);
@@ -165,15 +181,18 @@ LOOP(native_6, call_once(6, 1))
 LOOP(symbol_6, call_once(6, 0))
 LOOP(native_7, call_once(7, 1))
 LOOP(symbol_7, call_once(7, 0))
+LOOP(native_8, call_once(8, 1))
+LOOP(symbol_8, call_once(8, 0))
 
 typedef double (*loop_fn)(long);
-enum { timed_calls = 5, calls = 8 }; /* the first five are timed too, the others callgrind's */
-static const loop_fn native_loops[calls] = {native_0, native_1, native_2, native_3,
-                                            native_4, native_5, native_6, native_7};
-static const loop_fn symbol_loops[calls] = {symbol_0, symbol_1, symbol_2, symbol_3,
-                                            symbol_4, symbol_5, symbol_6, symbol_7};
-static const char* const call_names[calls] = {"barrier", "sendrecv",    "iprobe",   "test_inter",
-                                              "start",   "irecv_isend", "ibarrier", "put"};
+enum { timed_calls = 5, calls = 9 }; /* the first five are timed too, the others callgrind's */
+static const loop_fn native_loops[calls] = {native_0, native_1, native_2, native_3, native_4,
+                                            native_5, native_6, native_7, native_8};
+static const loop_fn symbol_loops[calls] = {symbol_0, symbol_1, symbol_2, symbol_3, symbol_4,
+                                            symbol_5, symbol_6, symbol_7, symbol_8};
+static const char* const call_names[calls] = {"barrier",    "sendrecv", "iprobe",
+                                              "test_inter", "start",    "irecv_isend",
+                                              "ibarrier",   "put",      "neighbor"};
 
 /* Best of `reps` repetitions of the median of 9 batches; native and symbol batches alternate. */
 static void measure(int which, long iters, int reps, double* nat, double* sym) {
@@ -281,11 +300,17 @@ int main(int argc, char** argv) {
       MPI_Win_allocate(sizeof(double), 1, MPI_INFO_NULL, MPI_COMM_SELF, &window_bytes, &put_window);
       MPI_Win_lock_all(0, put_window);
     }
+    if (strcmp(call_names[which], "neighbor") == 0) {
+      int one = 1, periodic = 1;
+      MPI_Cart_create(MPI_COMM_SELF, 1, &one, &periodic, 0, &neighbor_ring);
+    }
     (native ? native_loops : symbol_loops)[which](cg_iters);
     if (put_window != MPI_WIN_NULL) {
       MPI_Win_unlock_all(put_window);
       MPI_Win_free(&put_window);
     }
+    if (neighbor_ring != MPI_COMM_NULL)
+      MPI_Comm_free(&neighbor_ring);
     MPI_Finalize();
     return 0;
   }

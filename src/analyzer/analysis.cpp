@@ -577,6 +577,14 @@ void analyzer::request_cancelled(uint32_t rank, uint64_t time, uint64_t request)
     impl_->drain(ls);
   }
 }
+// One-sided operations count towards their pair (origin to target) as their own kind; they are
+// no messages to match.
+void analyzer::one_sided(uint32_t rank, uint64_t, uint8_t kind, uint32_t target, uint64_t bytes) {
+  pair_stat& p = impl_->loc(rank).tables.pairs[(uint64_t{kind} << 32) | target];
+  ++p.messages;
+  p.bytes += bytes;
+}
+
 void analyzer::collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_t comm,
                               uint32_t root, uint64_t, uint64_t) {
   location_state& ls = impl_->loc(rank);

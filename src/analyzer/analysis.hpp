@@ -210,6 +210,8 @@ public:
   void request_cancelled(uint32_t rank, uint64_t time, uint64_t request) override;
   void collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_t comm, uint32_t root,
                       uint64_t sent, uint64_t received) override;
+  void one_sided(uint32_t rank, uint64_t time, uint8_t kind, uint32_t target,
+                 uint64_t bytes) override;
   void program_event(uint32_t rank, uint64_t time) override;
 
   // Ends the stream: closes what is still open, flushes pending matches, builds the tables.

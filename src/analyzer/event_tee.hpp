@@ -48,6 +48,10 @@ public:
                       uint64_t sent, uint64_t received) override {
     to_both(&event_handler::collective_end, rank, time, op, comm, root, sent, received);
   }
+  void one_sided(uint32_t rank, uint64_t time, uint8_t kind, uint32_t target,
+                 uint64_t bytes) override {
+    to_both(&event_handler::one_sided, rank, time, kind, target, bytes);
+  }
   void program_event(uint32_t rank, uint64_t time) override {
     to_both(&event_handler::program_event, rank, time);
   }

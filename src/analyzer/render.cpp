@@ -1,4 +1,5 @@
 #include "analyzer/render.hpp"
+#include "common/message_kinds.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,10 +12,21 @@
 namespace strata::analyze {
 
 namespace {
-// The report's pairs summed over their kinds, by sender and receiver.
+// Whether a kind of the report's pairs is a two-sided one (not put, get or accumulate).
+bool is_point_to_point_kind(const std::string& kind) {
+  for (int k = 0; k < common::pair_kind_count; ++k)
+    if (kind == common::pair_kind_names[k])
+      return common::is_point_to_point(k);
+  return true;
+}
+
+// The report's point-to-point pairs summed over their kinds, by sender and receiver (the
+// one-sided operations are in their kinds alone, as in a job record).
 std::vector<message_pair> pair_totals(const report& r) {
   std::map<std::pair<uint32_t, uint32_t>, message_pair> sums;
   for (const message_pair& p : r.pairs) {
+    if (!is_point_to_point_kind(p.kind))
+      continue;
     message_pair& s = sums[{p.from, p.to}];
     s.from = p.from;
     s.to = p.to;

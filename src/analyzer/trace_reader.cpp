@@ -1,5 +1,6 @@
 #include "analyzer/trace_reader.hpp"
 #include "analyzer/anchor_probe.hpp"
+#include "common/message_kinds.hpp"
 
 #include <otf2/otf2.h>
 
@@ -73,6 +74,7 @@ struct raw_definitions {
   std::unordered_map<uint32_t, raw_group> groups;
   std::vector<raw_region> regions;
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> comms; // ref -> (name, group)
+  std::unordered_map<uint32_t, uint32_t> windows;                    // RMA window ref -> comm
   std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> sites; // ref -> (file, line)
   std::vector<raw_location> locations;
   struct property {
@@ -134,6 +136,17 @@ OTF2_CallbackCode on_comm(void* data, OTF2_CommRef self, OTF2_StringRef name, OT
     return OTF2_CALLBACK_INTERRUPT;
   }
   d->comms[self] = {name, group};
+  return OTF2_CALLBACK_SUCCESS;
+}
+
+OTF2_CallbackCode on_rma_window(void* data, OTF2_RmaWinRef self, OTF2_StringRef, OTF2_CommRef comm,
+                                OTF2_RmaWinFlag) {
+  auto* d = static_cast<raw_definitions*>(data);
+  if (self >= max_reference) {
+    d->error = "RMA window definition " + std::to_string(self) + " is out of range";
+    return OTF2_CALLBACK_INTERRUPT;
+  }
+  d->windows[self] = comm;
   return OTF2_CALLBACK_SUCCESS;
 }
 
@@ -211,6 +224,7 @@ struct trace_reader::state {
   std::unordered_map<uint64_t, uint32_t> rank_of_location;
   std::vector<uint32_t> rank_of_small_location; // for location ids below 2^20, the usual case
   std::vector<uint8_t> comm_is_self;
+  std::vector<uint32_t> window_comm; // by RMA window ref; UINT32_MAX: undefined
   std::vector<uint64_t> events_seen;
   OTF2_AttributeRef call_site_attr = UINT32_MAX;
   event_handler* handler = nullptr;
@@ -415,6 +429,44 @@ OTF2_CallbackCode ev_collective_end(OTF2_LocationRef loc, OTF2_TimeStamp t, void
   });
 }
 
+// A one-sided operation: its window's communicator names the target.
+OTF2_CallbackCode one_sided_event(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                  OTF2_RmaWinRef win, uint32_t target, uint8_t kind,
+                                  uint64_t bytes) {
+  auto* s = static_cast<reader_state*>(data);
+  return guarded(s, [&] {
+    const uint32_t rank = s->rank(loc);
+    if (!check_location(s, rank, loc))
+      return false;
+    const uint32_t comm = win < s->window_comm.size() ? s->window_comm[win] : UINT32_MAX;
+    if (comm == UINT32_MAX)
+      return odd_event(s, rank, "event refers to undefined RMA window " + std::to_string(win));
+    if (!check_comm(s, rank, comm) || !to_world(s, comm, rank, target))
+      return false;
+    s->handler->one_sided(rank, t, kind, target, bytes);
+    return true;
+  });
+}
+
+OTF2_CallbackCode ev_rma_put(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                             OTF2_AttributeList*, OTF2_RmaWinRef win, uint32_t target,
+                             uint64_t bytes, uint64_t) {
+  return one_sided_event(loc, t, data, win, target, common::pair_kind_put, bytes);
+}
+
+OTF2_CallbackCode ev_rma_get(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                             OTF2_AttributeList*, OTF2_RmaWinRef win, uint32_t target,
+                             uint64_t bytes, uint64_t) {
+  return one_sided_event(loc, t, data, win, target, common::pair_kind_get, bytes);
+}
+
+// Accumulate-type operations: the bytes the origin contributes.
+OTF2_CallbackCode ev_rma_atomic(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                                OTF2_AttributeList*, OTF2_RmaWinRef win, uint32_t target,
+                                OTF2_RmaAtomicType, uint64_t sent, uint64_t, uint64_t) {
+  return one_sided_event(loc, t, data, win, target, common::pair_kind_accumulate, sent);
+}
+
 OTF2_CallbackCode ev_program_begin(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
                                    OTF2_AttributeList*, OTF2_StringRef, uint32_t,
                                    const OTF2_StringRef*) {
@@ -475,6 +527,7 @@ trace_reader::trace_reader(const std::string& path) {
     OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cb, on_region);
     OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cb, on_group);
     OTF2_GlobalDefReaderCallbacks_SetCommCallback(cb, on_comm);
+    OTF2_GlobalDefReaderCallbacks_SetRmaWinCallback(cb, on_rma_window);
     OTF2_GlobalDefReaderCallbacks_SetLocationCallback(cb, on_location);
     OTF2_GlobalDefReaderCallbacks_SetLocationPropertyCallback(cb, on_location_property);
     OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(cb, on_source_location);
@@ -596,6 +649,14 @@ trace_reader::trace_reader(const std::string& path) {
         defs_.comms[ref].world_ranks.push_back(static_cast<uint32_t>(member));
       }
     }
+    for (const auto& [ref, comm] : raw.windows) {
+      if (comm >= max_comm || !raw.comms.contains(comm))
+        throw fail("corrupt global definitions: RMA window " + std::to_string(ref) +
+                   " refers to undefined communicator " + std::to_string(comm));
+      if (ref >= state_->window_comm.size())
+        state_->window_comm.resize(ref + 1, UINT32_MAX);
+      state_->window_comm[ref] = comm;
+    }
     for (const auto& [ref, name] : raw.attribute_names)
       if (string(static_cast<uint32_t>(std::stoul(name))) == call_site_attribute)
         state_->call_site_attr = ref;
@@ -691,6 +752,9 @@ void trace_reader::open_events(event_handler& handler, uint32_t first, uint32_t 
       cb, ev_request<&event_handler::request_cancelled>);
   OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, ev_collective_begin);
   OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, ev_collective_end);
+  OTF2_GlobalEvtReaderCallbacks_SetRmaPutCallback(cb, ev_rma_put);
+  OTF2_GlobalEvtReaderCallbacks_SetRmaGetCallback(cb, ev_rma_get);
+  OTF2_GlobalEvtReaderCallbacks_SetRmaAtomicCallback(cb, ev_rma_atomic);
   OTF2_GlobalEvtReaderCallbacks_SetProgramBeginCallback(cb, ev_program_begin);
   OTF2_GlobalEvtReaderCallbacks_SetProgramEndCallback(cb, ev_program_end);
   OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback(cb, ev_other);

@@ -83,6 +83,11 @@ public:
   virtual void request_cancelled(uint32_t rank, uint64_t time, uint64_t request) = 0;
   virtual void collective_end(uint32_t rank, uint64_t time, uint32_t op, uint32_t comm,
                               uint32_t root, uint64_t sent, uint64_t received) = 0;
+  // A one-sided operation (OTF2's RmaPut, RmaGet, RmaAtomic) from this rank, the origin, to
+  // `target`, a world rank (translated through its window's communicator); `kind` a
+  // common::pair_kind (put, get or accumulate), `bytes` those put, brought back or accumulated.
+  virtual void one_sided(uint32_t /*rank*/, uint64_t /*time*/, uint8_t /*kind*/,
+                         uint32_t /*target*/, uint64_t /*bytes*/) {}
   // Program begin and end (Score-P writes them): they bound a rank's time.
   virtual void program_event(uint32_t /*rank*/, uint64_t /*time*/) {}
 };

@@ -5,6 +5,7 @@
 #include "core/decode.hpp"
 #include "core/core_internal.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -33,6 +34,10 @@ struct real_comm_api {
   int (*group_rank)(MPI_Group, int*);
   int (*win_create_keyval)(MPI_Win_copy_attr_function*, MPI_Win_delete_attr_function*, int*, void*);
   int (*win_set_attr)(MPI_Win, int, void*);
+  int (*topo_test)(MPI_Comm, int*);
+  int (*cartdim_get)(MPI_Comm, int*);
+  int (*graph_neighbors_count)(MPI_Comm, int, int*);
+  int (*dist_graph_neighbors_count)(MPI_Comm, int*, int*, int*);
 } real_comm;
 
 // Open addressing, never shrinking. A slot's key is published last (release), so a reader that
@@ -221,6 +226,34 @@ void resolve_api() {
   resolve(real_comm.group_rank, "PMPI_Group_rank");
   resolve(real_comm.win_create_keyval, "PMPI_Win_create_keyval");
   resolve(real_comm.win_set_attr, "PMPI_Win_set_attr");
+  resolve(real_comm.topo_test, "PMPI_Topo_test");
+  resolve(real_comm.cartdim_get, "PMPI_Cartdim_get");
+  resolve(real_comm.graph_neighbors_count, "PMPI_Graph_neighbors_count");
+  resolve(real_comm.dist_graph_neighbors_count, "PMPI_Dist_graph_neighbors_count");
+}
+
+int64_t learn_neighbor_degrees(MPI_Comm comm, const comm_info* c) {
+  int topology = MPI_UNDEFINED;
+  int sources = 0;
+  int destinations = 0;
+  if (real_comm.topo_test == nullptr || real_comm.topo_test(comm, &topology) != MPI_SUCCESS)
+    topology = MPI_UNDEFINED;
+  if (topology == MPI_CART) {
+    int dimensions = 0;
+    real_comm.cartdim_get(comm, &dimensions);
+    sources = destinations = 2 * dimensions;
+  } else if (topology == MPI_GRAPH) {
+    real_comm.graph_neighbors_count(comm, c->rank, &sources);
+    destinations = sources;
+  } else if (topology == MPI_DIST_GRAPH) {
+    int weighted = 0;
+    real_comm.dist_graph_neighbors_count(comm, &sources, &destinations, &weighted);
+  }
+  // No topology: MPI reports the call's error; it sent nothing counted.
+  const int64_t degrees = static_cast<int64_t>(std::max(sources, 0)) << 32 |
+                          static_cast<int64_t>(std::max(destinations, 0));
+  std::atomic_ref<int64_t>(c->neighbor_degrees).store(degrees, std::memory_order_relaxed);
+  return degrees;
 }
 
 predefined_type_slot predefined_types[predefined_type_slots];

@@ -17,6 +17,9 @@ struct comm_info {
   int rank = 0;
   bool inter = false;
   const int* world_ranks = nullptr; // peer rank -> world rank; nullptr = identity (world)
+  // Its topology's neighbours of this rank, received from << 32 | sent to; -1 until the first
+  // neighbourhood collective on it asks (neighbor_degree): other calls never pay for them.
+  mutable int64_t neighbor_degrees = -1;
 };
 
 struct completion_space;
@@ -177,6 +180,28 @@ template <typename C> inline int64_t summed_count(const C* counts, int n) {
 
 template <typename C> inline int64_t summed_bytes(const C* counts, MPI_Datatype type, int n) {
   return type_bytes(summed_count(counts, n), type);
+}
+
+// The bytes of counts[i] elements of types[i], over n peers (MPI_Alltoallw).
+template <typename C>
+inline int64_t summed_typed_bytes(const C* counts, const MPI_Datatype* types, int n) {
+  int64_t total = 0;
+  for (int i = 0; counts != nullptr && types != nullptr && i < n; ++i)
+    total += type_bytes(static_cast<int64_t>(counts[i]), types[i]);
+  return total;
+}
+
+// The neighbours of this rank that a neighbourhood collective on `comm` sends to (`out`) or
+// receives from, as its topology says: asked of MPI once per communicator, then cached.
+int64_t learn_neighbor_degrees(MPI_Comm comm, const comm_info* c);
+inline int neighbor_degree(MPI_Comm comm, bool out) {
+  const comm_info* c = lookup_comm(comm);
+  if (c == nullptr)
+    return 0;
+  int64_t degrees = std::atomic_ref<int64_t>(c->neighbor_degrees).load(std::memory_order_relaxed);
+  if (__builtin_expect(degrees < 0, 0))
+    degrees = learn_neighbor_degrees(comm, c);
+  return static_cast<int>(out ? degrees & 0xffffffff : degrees >> 32);
 }
 
 inline void set_comm_info(strata_event& ev, scratch& s, MPI_Comm comm) {

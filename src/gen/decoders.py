@@ -3,24 +3,53 @@ function's arguments by the roles roles.txt gives its parameters (generate.py wr
 from tables import argument_positions
 
 
-def byte_expr(fn, spec, what):
-    """C++ expression for bytes sent or received, from a roles.txt spec like count:type*size@root."""
+# How many peers a byte spec's count is for: "*size" or "*outdegree" times one count, "@sum" an
+# array of that many counts (of "@outdegree" or "@indegree" peers: a topology's neighbours).
+PEER_COUNTS = {"size": "ev.comm_size", "outdegree": "dec::neighbor_degree({comm}, true)",
+               "indegree": "dec::neighbor_degree({comm}, false)"}
+
+
+def split_byte_spec(spec):
+    """(count, type, the peers' count multiplied or None, flags) of a spec such as
+    count:type*size@root or counts:types@sum@types@outdegree."""
     mods = spec.split("@")
     base, flags = mods[0], set(mods[1:])
-    times_size = base.endswith("*size")
-    base = base.removesuffix("*size")
+    base, _, times = base.partition("*")
     count, _, dtype = base.partition(":")
+    return count, dtype, times or None, flags
+
+
+def peers_expr(fn, times, flags):
+    """The number of peers a count is for (multiplied, or the length of a summed array)."""
+    degree = times or next((f for f in ("outdegree", "indegree") if f in flags), "size")
+    if degree not in PEER_COUNTS:
+        raise SystemExit(f"roles.txt: {fn.name}: unknown peer count '{degree}'")
+    comm = next((p[0] for p in fn.params if p[2] == "MPI_Comm"), None)
+    return PEER_COUNTS[degree].format(comm=comm)
+
+
+def byte_expr(fn, spec, what):
+    """C++ expression for bytes sent or received, from a roles.txt spec like count:type*size@root.
+
+    @types: the type is an array, one per peer, as the counts (MPI_Alltoallw); in place
+    (MPI_IN_PLACE as the send buffer) its arrays are not read, and it sends nothing counted."""
+    count, dtype, times, flags = split_byte_spec(spec)
     for pname in (count, dtype):
         if pname.isdigit():  # a fixed count: MPI_Fetch_and_op's one element
             continue
         if fn.param_type(pname) is None:
             raise SystemExit(f"roles.txt: {fn.name} has no parameter '{pname}' ({what})")
-    if "sum" in flags:
-        expr = f"dec::summed_bytes({count}, {dtype}, ev.comm_size)"
+    peers = peers_expr(fn, times, flags)
+    if "types" in flags:
+        expr = f"dec::summed_typed_bytes({count}, {dtype}, {peers})"
+        if what == "send" and fn.param_type("sendbuf") is not None:
+            expr = f"(sendbuf == MPI_IN_PLACE ? 0 : {expr})"
+    elif "sum" in flags:
+        expr = f"dec::summed_bytes({count}, {dtype}, {peers})"
     else:
         expr = f"dec::type_bytes({count}, {dtype})"
-        if times_size:
-            expr = f"{expr} * ev.comm_size"
+        if times:
+            expr = f"{expr} * {peers}"
     if "root" in flags:
         expr = f"(ev.is_root ? {expr} : 0)"
     if "nonroot" in flags:
@@ -28,11 +57,11 @@ def byte_expr(fn, spec, what):
     return expr
 
 
-def count_expr(spec):
+def count_expr(fn, spec):
     """The count argument of a roles.txt byte spec, summed over peers for the v-variants."""
-    count = spec.split("@")[0].removesuffix("*size").partition(":")[0]
-    if "@sum" in spec:
-        return f"dec::summed_count({count}, ev.comm_size)"
+    count, _, times, flags = split_byte_spec(spec)
+    if "sum" in flags:
+        return f"dec::summed_count({count}, {peers_expr(fn, times, flags)})"
     return f"static_cast<int64_t>({count})"
 
 
@@ -91,7 +120,7 @@ def decoder(fn, roles):
     if "tag" in spec:
         lines.append(("TAG", f"ev.tag = {spec['tag']};"))
     if "send" in spec or "recv" in spec:
-        lines.append(("BYTES", f"ev.count = {count_expr(spec.get('send') or spec['recv'])};"))
+        lines.append(("BYTES", f"ev.count = {count_expr(fn, spec.get('send') or spec['recv'])};"))
     if "send" in spec:
         lines.append(("BYTES", f"ev.bytes_sent = {byte_expr(fn, spec['send'], 'send')};"))
     if "recv" in spec:

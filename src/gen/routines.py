@@ -88,8 +88,11 @@ def describe(name, sections, roles, prototypes):
     partitioned = stem in ("psend_init", "precv_init", "pready", "pready_range", "pready_list",
                            "parrived")
     op = "none"
-    # Nonblocking: returns before the operation completes, with a request to complete it.
-    nonblocking = ("request" in spec or stem in NONBLOCKING_WITHOUT_ROLES
+    # Nonblocking: returns before the operation completes, with a request to complete it. A
+    # persistent collective's `_init` names its request for the starts, and starts nothing.
+    persistent_collective = persistent and group == "collective"
+    nonblocking = (("request" in spec and not persistent_collective)
+                   or stem in NONBLOCKING_WITHOUT_ROLES
                    or stem.startswith("file_i") or stem.startswith("ineighbor_"))
     if group == "collective":
         base = stem[:-5] if persistent else stem

@@ -3,13 +3,25 @@ and routines.txt (what each routine is)."""
 import fnmatch
 
 
+class Roles(dict):
+    """{function: {role: parameter}}; `declared_by_some` names the functions of a line marked
+    `?` (MPI-4 routines that not every MPI declares), checked only where a header declares them."""
+
+    def __init__(self):
+        super().__init__()
+        self.declared_by_some = set()
+
+
 def parse_roles(path):
-    roles = {}
+    roles = Roles()
     for lineno, line in enumerate(open(path), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         fields = line.split()
+        if fields[0].startswith("?"):
+            fields[0] = fields[0][1:]
+            roles.declared_by_some.add(fields[0])
         spec = {}
         for field in fields[1:]:
             key, sep, value = field.partition("=")

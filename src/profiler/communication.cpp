@@ -39,6 +39,8 @@ int pair_kind_of(std::string_view routine) {
 
 request_role request_role_of(std::string_view routine) {
   const routines::info* r = routines::find(routine);
+  if (r != nullptr && r->kind == routines::kind::collective && r->persistent)
+    return request_role::makes_collective;
   switch (r != nullptr ? routines::request_use_of(*r) : routines::request_use::none) {
   case routines::request_use::makes_send:
     return request_role::makes_send;
@@ -53,13 +55,14 @@ request_role request_role_of(std::string_view routine) {
   }
 }
 
-bool persistent_sends::note(uint64_t handle, uint32_t to, uint64_t bytes) {
+bool persistent_requests::note(const made& request) {
+  const uint64_t handle = request.handle;
   if (handle == 0)
     return true;
   if (slots_.empty())
     slots_.resize(capacity);
   for (size_t i = home(handle);; i = (i + 1) & (capacity - 1)) {
-    send& s = slots_[i];
+    made& s = slots_[i];
     if (s.handle == handle || s.handle == 0) {
       if (s.handle == 0) {
         // One slot stays empty, so that every search ends.
@@ -69,13 +72,13 @@ bool persistent_sends::note(uint64_t handle, uint32_t to, uint64_t bytes) {
         }
         ++used_;
       }
-      s = {handle, to, bytes};
+      s = request;
       return true;
     }
   }
 }
 
-void persistent_sends::forget(uint64_t handle) {
+void persistent_requests::forget(uint64_t handle) {
   if (slots_.empty() || handle == 0)
     return;
   size_t i = home(handle);
@@ -84,7 +87,7 @@ void persistent_sends::forget(uint64_t handle) {
       return;
     i = (i + 1) & (capacity - 1);
   }
-  // Backward shift: the sends after it that would not be found past the hole move into it.
+  // Backward shift: the requests after it that would not be found past the hole move into it.
   for (size_t j = (i + 1) & (capacity - 1); slots_[j].handle != 0; j = (j + 1) & (capacity - 1)) {
     const size_t start = home(slots_[j].handle);
     const bool stays = i <= j ? (i < start && start <= j) : (i < start || start <= j);

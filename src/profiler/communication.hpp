@@ -31,30 +31,38 @@ int pair_kind_of(std::string_view routine);
 // What a routine does with persistent requests, for the messages their starts send.
 enum class request_role : uint8_t {
   none,
-  makes_send,    // MPI_Send_init, _Bsend_init, _Ssend_init, _Rsend_init: a message per start
-  makes_receive, // MPI_Recv_init: its handle is no persistent send's any more
-  starts_one,    // MPI_Start
-  starts_many    // MPI_Startall
+  makes_send,       // MPI_Send_init, _Bsend_init, _Ssend_init, _Rsend_init: a message per start
+  makes_receive,    // MPI_Recv_init: its handle is no persistent send's any more
+  makes_collective, // MPI_Bcast_init and the other persistent collectives: a call per start
+  starts_one,       // MPI_Start
+  starts_many       // MPI_Startall
 };
 request_role request_role_of(std::string_view routine);
 
-// The persistent sends of one rank by request handle (the handle's bits, as the core gives them
-// in strata_event::request): the destination and bytes each start sends. A fixed table of
-// open addressing, allocated at the first MPI_Send_init; a handle made again (MPI reuses the
-// handles of freed requests) takes its new send or, made by a receive, leaves the table. Not
-// thread-safe: the caller locks under MPI_THREAD_MULTIPLE.
-class persistent_sends {
+// The persistent sends and collectives of one rank by request handle (the handle's bits, as the
+// core gives them in strata_event::request): what each start sends, to a destination or on a
+// communicator. A fixed table of open addressing, allocated at the first request made; a handle
+// made again (MPI reuses the handles of freed requests) takes its new request or, made by a
+// receive, leaves the table. Not thread-safe: the caller locks under MPI_THREAD_MULTIPLE.
+class persistent_requests {
 public:
-  struct send {
+  struct made {
     uint64_t handle = 0; // 0: an empty slot
-    uint32_t to = 0;
-    uint64_t bytes = 0;
+    uint32_t to = 0;     // a send's destination (world rank)
+    uint64_t bytes = 0;  // what each start sends
+    // A collective's communicator, as its `_init` call's event named it (collectives.hpp).
+    bool collective = false;
+    uint32_t comm_id = 0;
+    int32_t comm_size = 0;
+    uint32_t comm_flags = 0;
+    const int* comm_world_ranks = nullptr;
   };
   static constexpr size_t capacity = size_t{1} << 14;
-  // False when the table is full (that send's starts are then not counted).
-  bool note(uint64_t handle, uint32_t to, uint64_t bytes);
+  // False when the table is full (that request's starts are then not counted).
+  bool note(const made& request);
+  bool note(uint64_t handle, uint32_t to, uint64_t bytes) { return note({handle, to, bytes}); }
   void forget(uint64_t handle);
-  const send* find(uint64_t handle) const {
+  const made* find(uint64_t handle) const {
     if (slots_.empty())
       return nullptr;
     for (size_t i = home(handle);; i = (i + 1) & (capacity - 1)) {
@@ -64,7 +72,7 @@ public:
         return nullptr;
     }
   }
-  // Sends not kept for want of room.
+  // Requests not kept for want of room.
   uint64_t not_kept() const { return not_kept_; }
   // The slot where a handle's search starts. Handles are pointers (Open MPI) or counters with
   // kind bits (MPICH): mixed, then masked.
@@ -75,7 +83,7 @@ public:
   }
 
 private:
-  std::vector<send> slots_;
+  std::vector<made> slots_;
   size_t used_ = 0;
   uint64_t not_kept_ = 0;
 };

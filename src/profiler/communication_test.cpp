@@ -59,20 +59,55 @@ TEST(Communication, PersistentRequestsHaveTheirRoles) {
   EXPECT_EQ(request_role_of("MPI_Start"), request_role::starts_one);
   EXPECT_EQ(request_role_of("MPI_Startall"), request_role::starts_many);
   EXPECT_EQ(request_role_of("MPI_Isend"), request_role::none);
+  // MPI 4's persistent collectives (MPICH's header declares them): each start is a call.
+  EXPECT_EQ(request_role_of("MPI_Bcast_init"), request_role::makes_collective);
+  EXPECT_EQ(request_role_of("MPI_Neighbor_alltoallw_init_c"), request_role::makes_collective);
+  EXPECT_EQ(request_role_of("MPI_Ibcast"), request_role::none);
+  EXPECT_EQ(request_role_of("MPI_Bcast"), request_role::none);
+}
+
+// A persistent collective keeps its communicator and bytes by handle; a handle made again by a
+// send is a send's, by a receive no one's.
+TEST(Communication, PersistentCollectivesAreKeptBesideTheSends) {
+  persistent_requests table;
+  const int members[3] = {4, 7, 9};
+  persistent_requests::made collective;
+  collective.handle = 11;
+  collective.bytes = 50;
+  collective.collective = true;
+  collective.comm_id = 3;
+  collective.comm_size = 3;
+  collective.comm_world_ranks = members;
+  ASSERT_TRUE(table.note(collective));
+  ASSERT_TRUE(table.note(12, 2, 8));
+  const persistent_requests::made* found = table.find(11);
+  ASSERT_NE(found, nullptr);
+  EXPECT_TRUE(found->collective);
+  EXPECT_EQ(found->comm_id, 3U);
+  EXPECT_EQ(found->comm_size, 3);
+  EXPECT_EQ(found->comm_world_ranks, members);
+  EXPECT_EQ(found->bytes, 50U);
+  EXPECT_FALSE(table.find(12)->collective);
+  ASSERT_TRUE(table.note(11, 1, 4));
+  EXPECT_FALSE(table.find(11)->collective);
+  EXPECT_EQ(table.find(11)->to, 1U);
+  table.forget(11);
+  EXPECT_EQ(table.find(11), nullptr);
+  EXPECT_EQ(table.find(12)->to, 2U);
 }
 
 // Handles that share a home slot, found and forgotten in every order: the table never loses a
 // send behind a forgotten one, and a handle made again takes its new send.
 TEST(Communication, PersistentSendsAreFoundAfterOthersAreForgotten) {
-  persistent_sends table;
+  persistent_requests table;
   // Handles of one home slot, and one of the next slot (which a forgotten one's move must keep).
   std::vector<uint64_t> same;
-  const size_t home = persistent_sends::home(1);
+  const size_t home = persistent_requests::home(1);
   for (uint64_t h = 1; same.size() < 4; ++h)
-    if (persistent_sends::home(h) == home)
+    if (persistent_requests::home(h) == home)
       same.push_back(h);
   for (uint64_t h = 1;; ++h)
-    if (persistent_sends::home(h) == (home + 1) % persistent_sends::capacity) {
+    if (persistent_requests::home(h) == (home + 1) % persistent_requests::capacity) {
       same.insert(same.begin() + 2, h);
       break;
     }
@@ -83,7 +118,7 @@ TEST(Communication, PersistentSendsAreFoundAfterOthersAreForgotten) {
   EXPECT_EQ(table.find(same[1]), nullptr);
   EXPECT_EQ(table.find(same[3]), nullptr);
   for (size_t i : {0, 2, 4}) {
-    const persistent_sends::send* s = table.find(same[i]);
+    const persistent_requests::made* s = table.find(same[i]);
     ASSERT_NE(s, nullptr) << i;
     EXPECT_EQ(s->to, i);
     EXPECT_EQ(s->bytes, 10 * i);
@@ -92,13 +127,13 @@ TEST(Communication, PersistentSendsAreFoundAfterOthersAreForgotten) {
   EXPECT_EQ(table.find(same[2])->to, 9U);
   EXPECT_EQ(table.find(same[2])->bytes, 99U);
   // Full: one send too many is not kept, and said.
-  persistent_sends full;
+  persistent_requests full;
   size_t kept = 0;
-  for (uint64_t h = 1; h <= persistent_sends::capacity; ++h)
+  for (uint64_t h = 1; h <= persistent_requests::capacity; ++h)
     kept += full.note(h, 0, 1) ? 1 : 0;
-  EXPECT_EQ(kept, persistent_sends::capacity - 1);
+  EXPECT_EQ(kept, persistent_requests::capacity - 1);
   EXPECT_EQ(full.not_kept(), 1U);
-  for (uint64_t h = 1; h < persistent_sends::capacity; ++h)
+  for (uint64_t h = 1; h < persistent_requests::capacity; ++h)
     full.forget(h);
   EXPECT_EQ(full.find(2), nullptr);
   EXPECT_TRUE(full.note(5, 1, 1));

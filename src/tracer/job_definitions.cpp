@@ -50,6 +50,18 @@ archive_definitions describe_job(const global_defs& g, const std::vector<rank_fi
     d.comms.push_back({world && c == 0 ? "MPI_COMM_WORLD" : "comm " + std::to_string(c),
                        std::vector<uint64_t>(g.comms[c].begin(), g.comms[c].end())});
   }
+  // One-sided operations name their targets as world ranks, on one window of every rank.
+  const bool one_sided =
+      std::any_of(g.mpi_regions.begin(), g.mpi_regions.end(), [](const std::string& name) {
+        return classify(name).cls == fn_class::one_sided;
+      });
+  if (one_sided) {
+    std::vector<uint64_t> world(ranks.size());
+    for (size_t r = 0; r < world.size(); ++r)
+      world[r] = r;
+    d.one_sided_comm = static_cast<int64_t>(d.comms.size());
+    d.comms.push_back({"one-sided targets (world ranks)", std::move(world)});
+  }
   return d;
 }
 

@@ -170,6 +170,7 @@ OTF2_ErrorCode archive_writer::write_global_definitions(const archive_definition
   for (const archive_definitions::communicator& c : d.comms)
     comm_names.push_back(str(c.name));
   const OTF2_StringRef locations_name = str("MPI locations");
+  const OTF2_StringRef window_name = str("MPI windows (targets as world ranks)");
   const OTF2_StringRef dropped_name = str("strata:dropped_events");
   const OTF2_StringRef dropped_after_name = str("strata:dropped_after_ns");
   const OTF2_StringRef dropped_before_name = str("strata:dropped_before_ns");
@@ -230,6 +231,10 @@ OTF2_ErrorCode archive_writer::write_global_definitions(const archive_definition
                                       static_cast<OTF2_GroupRef>(c + 1), OTF2_UNDEFINED_COMM,
                                       OTF2_COMM_FLAG_NONE));
   }
+  if (d.one_sided_comm >= 0)
+    ok(OTF2_GlobalDefWriter_WriteRmaWin(w, location_writer::one_sided_window, window_name,
+                                        static_cast<OTF2_CommRef>(d.one_sided_comm),
+                                        OTF2_RMA_WIN_FLAG_NONE));
   for (size_t r = 0; r < d.ranks.size(); ++r) {
     OTF2_AttributeValue v;
     v.uint64 = d.ranks[r].dropped;

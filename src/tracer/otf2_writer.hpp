@@ -88,6 +88,23 @@ public:
 
   // Events written so far: what the location's definition declares.
   uint64_t events() const { return events_; }
+  // One-sided operations on the archive's one window (archive_definitions::one_sided_comm),
+  // `target` a world rank; their completion, at the window's synchronization, is not written.
+  OTF2_ErrorCode rma_put(uint64_t t, uint32_t target, uint64_t bytes) {
+    return counted(
+        OTF2_EvtWriter_RmaPut(w_, nullptr, t, one_sided_window, target, bytes, next_rma_++));
+  }
+  OTF2_ErrorCode rma_get(uint64_t t, uint32_t target, uint64_t bytes) {
+    return counted(
+        OTF2_EvtWriter_RmaGet(w_, nullptr, t, one_sided_window, target, bytes, next_rma_++));
+  }
+  OTF2_ErrorCode rma_atomic(uint64_t t, uint32_t target, OTF2_RmaAtomicType type, uint64_t sent,
+                            uint64_t received) {
+    return counted(OTF2_EvtWriter_RmaAtomic(w_, nullptr, t, one_sided_window, target, type, sent,
+                                            received, next_rma_++));
+  }
+  static constexpr OTF2_RmaWinRef one_sided_window = 0;
+
   OTF2_EvtWriter* handle() const { return w_; }
 
   // The attribute ids of `strata:call_site`, `strata:polls` and `strata:poll_time_ns` in the
@@ -103,6 +120,7 @@ private:
   }
   OTF2_EvtWriter* w_;
   OTF2_AttributeList* attributes_;
+  uint64_t next_rma_ = 0; // the matching id of the next one-sided operation
   uint64_t events_ = 0;
 };
 
@@ -149,6 +167,10 @@ struct archive_definitions {
     std::vector<uint64_t> world_ranks; // local rank i is world_ranks[i]
   };
   std::vector<communicator> comms; // by communicator id
+  // The communicator of every world rank that the archive's one RMA window (its one-sided
+  // operations' window, whatever window the program used: targets are world ranks) is defined
+  // on; -1: no window (the job made no one-sided operation).
+  int64_t one_sided_comm = -1;
 };
 
 class archive_writer {

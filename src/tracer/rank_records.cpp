@@ -234,12 +234,36 @@ void record_writer::write_call(const record& r) {
                           static_cast<uint64_t>(std::max<int64_t>(r.bytes_sent, 0)), received);
     }
     break;
+  case fn_class::one_sided: // to a world rank; none to MPI_PROC_NULL
+    if (r.peer >= 0)
+      write_one_sided(f, at(r.t_enter), static_cast<uint32_t>(r.peer), r);
+    break;
   default:
     break;
   }
   pending_leave_ = true;
   pending_time_ = r.t_leave;
   pending_region_ = region;
+}
+
+void record_writer::write_one_sided(const fn_info& f, uint64_t t, uint32_t target,
+                                    const record& r) {
+  const auto sent = static_cast<uint64_t>(std::max<int64_t>(r.bytes_sent, 0));
+  // A get's bytes are those it brings back (the call's expected bytes).
+  const auto brought = static_cast<uint64_t>(std::max<int64_t>(r.bytes_received, 0));
+  switch (f.rma) {
+  case rma_kind::put:
+    out_.rma_put(t, target, sent);
+    break;
+  case rma_kind::get:
+    out_.rma_get(t, target, brought);
+    break;
+  case rma_kind::atomic:
+    out_.rma_atomic(t, target, f.atomic, sent, 0);
+    break;
+  case rma_kind::none:
+    break;
+  }
 }
 
 void record_writer::finish() {

@@ -88,6 +88,7 @@ private:
   [[nodiscard]] bool started(uint32_t request) const;
   void start(uint32_t request);
   void write_call(const record& r);
+  void write_one_sided(const fn_info& f, uint64_t t, uint32_t target, const record& r);
 
   location_writer& out_;
   const std::vector<fn_info>& functions_;

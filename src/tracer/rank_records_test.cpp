@@ -7,6 +7,7 @@
 
 #include "analyzer/analysis.hpp"
 #include "analyzer/trace_reader.hpp"
+#include "common/message_kinds.hpp"
 
 #include <gtest/gtest.h>
 #include <strata/module.h>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -24,10 +26,23 @@ namespace fs = std::filesystem;
 namespace strata::trace {
 namespace {
 
-const std::vector<std::string> function_names = {"MPI_Init",    "MPI_Isend",     "MPI_Irecv",
-                                                 "MPI_Waitall", "MPI_Allreduce", "MPI_Send",
-                                                 "MPI_Recv",    "MPI_Comm_rank"};
-enum fid : uint32_t { init, isend, irecv, waitall, allreduce, send, recv, comm_rank };
+const std::vector<std::string> function_names = {
+    "MPI_Init", "MPI_Isend",     "MPI_Irecv", "MPI_Waitall", "MPI_Allreduce",    "MPI_Send",
+    "MPI_Recv", "MPI_Comm_rank", "MPI_Put",   "MPI_Get",     "MPI_Fetch_and_op", "MPI_Accumulate"};
+enum fid : uint32_t {
+  init,
+  isend,
+  irecv,
+  waitall,
+  allreduce,
+  send,
+  recv,
+  comm_rank,
+  put,
+  get,
+  fetch_and_op,
+  accumulate
+};
 
 std::vector<fn_info> classified() {
   std::vector<fn_info> out;
@@ -78,7 +93,8 @@ struct test_rank {
   }
   record& call(fid f, uint64_t t0, uint64_t t1, uint64_t site = 0) {
     record& r = add(record_kind::mpi_call, f, t0, t1, site);
-    if (f != init && f != comm_rank && f != waitall)
+    // A one-sided operation's window is no communicator of the trace's.
+    if (f != init && f != comm_rank && f != waitall && f < put)
       r.comm = 1;
     return r;
   }
@@ -171,6 +187,13 @@ public:
         "collective op" + std::to_string(op) + " " + defs.comms[comm].name + " root " +
             (root == analyze::no_root ? "-" : std::to_string(root)) + " " + std::to_string(sent) +
             "/" + std::to_string(received));
+  }
+
+  void one_sided(uint32_t rank, uint64_t t, uint8_t kind, uint32_t target,
+                 uint64_t bytes) override {
+    put(rank, t,
+        std::string(common::pair_kind_names[kind]) + " " + std::to_string(target) + " " +
+            std::to_string(bytes) + "B");
   }
 
 private:
@@ -296,6 +319,55 @@ TEST_F(RankRecordsTest, BlockingMessagesAndTheWindow) {
             (std::vector<std::string>{"90 enter MPI_Recv", "120 recv 0 MPI_COMM_WORLD tag 3 16B",
                                       "120 leave MPI_Recv", "130 enter MPI_Comm_rank",
                                       "131 leave MPI_Comm_rank"}));
+}
+
+// One-sided operations are RMA events on the archive's one window, of every rank, their targets
+// world ranks (none to MPI_PROC_NULL); the analysis counts each as a pair of its kind, origin to
+// target, and leaves them out of the two-sided pairs.
+TEST_F(RankRecordsTest, OneSidedOperationsAreRmaEventsToWorldRanks) {
+  std::deque<test_rank> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.emplace_back(3);
+  record& p = ranks[0].call(put, 100, 110);
+  p.peer = 2;
+  p.bytes_sent = 24;
+  record& g = ranks[1].call(get, 100, 105);
+  g.peer = 0;
+  g.bytes_received = 40; // what it brings back
+  record& f = ranks[2].call(fetch_and_op, 100, 104);
+  f.peer = 1;
+  f.bytes_sent = 8;
+  record& a = ranks[2].call(accumulate, 110, 114);
+  a.peer = 1;
+  a.bytes_sent = 12;
+  record& nowhere = ranks[2].call(put, 120, 121);
+  nowhere.peer = STRATA_PROC_NULL_RANK;
+  nowhere.bytes_sent = 4;
+  record& s = ranks[0].call(send, 130, 131);
+  s.peer = 1;
+  s.tag = 5;
+  write_job(trace(), ranks);
+  const auto lines = read_back();
+  EXPECT_EQ(lines[0],
+            (std::vector<std::string>{"100 enter MPI_Put", "100 put 2 24B", "110 leave MPI_Put",
+                                      "130 enter MPI_Send", "130 send 1 MPI_COMM_WORLD tag 5 0B",
+                                      "131 leave MPI_Send"}));
+  EXPECT_EQ(lines[1],
+            (std::vector<std::string>{"100 enter MPI_Get", "100 get 0 40B", "105 leave MPI_Get"}));
+  EXPECT_EQ(lines[2],
+            (std::vector<std::string>{"100 enter MPI_Fetch_and_op", "100 accumulate 1 8B",
+                                      "104 leave MPI_Fetch_and_op", "110 enter MPI_Accumulate",
+                                      "110 accumulate 1 12B", "114 leave MPI_Accumulate",
+                                      "120 enter MPI_Put", "121 leave MPI_Put"}));
+  const analyze::report report = analyze::analyze_trace(trace());
+  std::vector<std::tuple<uint32_t, uint32_t, std::string, uint64_t, uint64_t>> pairs;
+  for (const analyze::message_pair& m : report.pairs)
+    pairs.emplace_back(m.from, m.to, m.kind, m.messages, m.bytes);
+  EXPECT_EQ(pairs, (std::vector<std::tuple<uint32_t, uint32_t, std::string, uint64_t, uint64_t>>{
+                       {0, 1, "point_to_point", 1, 0},
+                       {0, 2, "put", 1, 24},
+                       {1, 0, "get", 1, 40},
+                       {2, 1, "accumulate", 2, 20}}));
 }
 
 // A communicator with a process outside the application's world (another tool's communicator of

@@ -2,6 +2,8 @@
 
 #include "gen/routines.hpp"
 
+#include <string_view>
+
 namespace strata::trace {
 namespace {
 
@@ -83,6 +85,29 @@ OTF2_RegionRole collective_role(const routines::info& r) {
   }
 }
 
+// An operation on a window's target: what it moves, as an OTF2 RMA event.
+void classify_one_sided(const routines::info& r, fn_info& info) {
+  const std::string_view name = r.name;
+  switch (r.one_sided) {
+  case routines::one_sided_op::put:
+    info.rma = rma_kind::put;
+    break;
+  case routines::one_sided_op::get:
+    info.rma = rma_kind::get;
+    break;
+  case routines::one_sided_op::accumulate:
+    info.rma = rma_kind::atomic;
+    info.atomic = name.starts_with("MPI_Compare_and_swap") ? OTF2_RMA_ATOMIC_TYPE_COMPARE_AND_SWAP
+                  : name.starts_with("MPI_Accumulate") || name.starts_with("MPI_Raccumulate")
+                      ? OTF2_RMA_ATOMIC_TYPE_ACCUMULATE
+                      : OTF2_RMA_ATOMIC_TYPE_FETCH_AND_ACCUMULATE; // they bring the old value back
+    break;
+  case routines::one_sided_op::none:
+    return;
+  }
+  info.cls = fn_class::one_sided;
+}
+
 } // namespace
 
 fn_info classify(const std::string& name) {
@@ -137,6 +162,7 @@ fn_info classify(const std::string& name) {
     return info;
   case routines::kind::one_sided:
     info.role = OTF2_REGION_ROLE_RMA;
+    classify_one_sided(*r, info);
     return info;
   case routines::kind::io:
     info.role = OTF2_REGION_ROLE_FILE_IO;

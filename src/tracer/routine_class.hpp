@@ -26,12 +26,18 @@ enum class fn_class : uint8_t {
   recv_init,  // a persistent receive (MPI_Recv_init): each start an MpiIrecvRequest
   start,      // MPI_Start: starts a persistent request
   start_all,  // MPI_Startall: starts an array of them
+  one_sided,  // an operation on a window's target: RmaPut, RmaGet or RmaAtomic (rma below)
 };
+
+// What a one-sided operation moves, as OTF2 writes it.
+enum class rma_kind : uint8_t { none, put, get, atomic };
 
 struct fn_info {
   fn_class cls = fn_class::other;
   OTF2_CollectiveOp op = OTF2_COLLECTIVE_OP_BARRIER; // fn_class::collective only
   OTF2_RegionRole role = OTF2_REGION_ROLE_FUNCTION;
+  rma_kind rma = rma_kind::none;                               // fn_class::one_sided only
+  OTF2_RmaAtomicType atomic = OTF2_RMA_ATOMIC_TYPE_ACCUMULATE; // rma_kind::atomic only
   // Local and a few ns (MPI_Wtime, MPI_Comm_rank, ...: the table's cheap routines): counted per
   // rank rather than recorded, unless the module's cheap_calls option says record.
   bool cheap = false;

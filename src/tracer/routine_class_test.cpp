@@ -65,7 +65,17 @@ TEST(RoutineClass, OneSidedAndIoHaveTheirRoles) {
   EXPECT_EQ(role_of(classify("MPI_Put")), OTF2_REGION_ROLE_RMA);
   EXPECT_EQ(role_of(classify("MPI_Win_fence")), OTF2_REGION_ROLE_RMA);
   EXPECT_EQ(role_of(classify("MPI_File_write_all")), OTF2_REGION_ROLE_FILE_IO);
-  EXPECT_EQ(classify("MPI_Put").cls, fn_class::other);
+  // The operations on a window's target are RMA events; the window's calls are calls only.
+  EXPECT_EQ(classify("MPI_Win_fence").cls, fn_class::other);
+  EXPECT_EQ(classify("MPI_Put").cls, fn_class::one_sided);
+  EXPECT_EQ(classify("MPI_Rput").rma, rma_kind::put);
+  EXPECT_EQ(classify("MPI_Get_c").rma, rma_kind::get);
+  EXPECT_EQ(classify("MPI_Accumulate").atomic, OTF2_RMA_ATOMIC_TYPE_ACCUMULATE);
+  EXPECT_EQ(classify("MPI_Raccumulate").atomic, OTF2_RMA_ATOMIC_TYPE_ACCUMULATE);
+  EXPECT_EQ(classify("MPI_Get_accumulate").atomic, OTF2_RMA_ATOMIC_TYPE_FETCH_AND_ACCUMULATE);
+  EXPECT_EQ(classify("MPI_Fetch_and_op").atomic, OTF2_RMA_ATOMIC_TYPE_FETCH_AND_ACCUMULATE);
+  EXPECT_EQ(classify("MPI_Compare_and_swap").rma, rma_kind::atomic);
+  EXPECT_EQ(classify("MPI_Compare_and_swap").atomic, OTF2_RMA_ATOMIC_TYPE_COMPARE_AND_SWAP);
 }
 
 TEST(RoutineClass, MoreRequestRoutinesArePointToPoint) {

@@ -7,7 +7,7 @@ MPI_Fetch_and_op on a window of the reversed communicator, under a fence and und
 collectives on MPI_COMM_WORLD and on a communicator of the ranks of the same parity). The
 pairs must be exact, in world ranks (an intercommunicator's destination is a rank of its remote group), whether the core sums the
 calls or the profile's callback sees them, and equal to what `strata analyze --json` finds in a trace of
-the same run (the stack profile,trace), which holds no one-sided operations."""
+the same run (the stack profile,trace), one-sided operations included."""
 import collections
 import json
 import os
@@ -219,6 +219,25 @@ class CommunicationMatrix(ProfileTestCase):
                     "0,2": {0: (iterations, iterations * 20), 2: (iterations, 0)},
                     "1": {1: (iterations, iterations * 20)}})
 
+    def test_fortran_alltoallw_and_neighbourhood_collectives_have_exact_bytes(self):
+        # collectives.f90 "neighbours": besides the above, MPI_Alltoallw on the world (an
+        # integer to even ranks, a double precision to odd ones) and MPI_Neighbor_allgather of 3
+        # integers on a Cartesian ring of the world's ranks, through the Fortran bindings.
+        iterations, ranks = 5, 3
+        proc = self.profile_run([program("collectives_f90"), str(iterations), "neighbours"],
+                                ranks=ranks, env=base_env(STRATA_SPOOL=self.spool, HOME=self.out))
+        self.assertRan(proc)
+        record = self.only_record()
+        world = 2 * 4 + (4 + 8 + 4) + 3 * 4 * 2
+        self.assertEqual(collectives_of(record["communication"]["collectives"]), {
+            "0-2": {r: (3 * iterations, iterations * world) for r in range(ranks)},
+            "0,2": {0: (iterations, iterations * 20), 2: (iterations, 0)},
+            "1": {1: (iterations, iterations * 20)}})
+        self.assertEqual(record["routines"]["MPI_Alltoallw"]["bytes_sent"],
+                         ranks * iterations * 16)
+        self.assertEqual(record["routines"]["MPI_Neighbor_allgather"]["bytes_sent"],
+                         ranks * iterations * 24)
+
     def test_fortran_persistent_sends_are_exact(self):
         # MPI_Send_init, MPI_Start and MPI_Startall through the Fortran bindings (C handles
         # converted by the bindings): one message per start, rank + 1 integers to the next rank.
@@ -231,6 +250,59 @@ class CommunicationMatrix(ProfileTestCase):
                          {(r, (r + 1) % ranks, "persistent"): (iterations, iterations * 4 * (r + 1))
                           for r in range(ranks)})
 
+    def test_alltoallw_neighbourhood_and_persistent_collectives_have_exact_bytes(self):
+        # comm_pattern.c's "neighbours" (MPI_Alltoallw, MPI_Ialltoallw, and neighbourhood
+        # collectives on a Cartesian ring and on a distributed graph, all of the world's ranks)
+        # and "collective_starts" (MPI 4: a broadcast and an allreduce started every
+        # iteration; their _init calls are no calls of the collective).
+        persistent = FLAVOR == "mpich"
+        expected = {}
+        alltoallw = {}
+        for r in range(RANKS):
+            alltoallw[r] = sum((r + j + 1) * (4 if j % 2 == 0 else 8) for j in range(RANKS))
+            neighbours = 3 * 4 * 2 + (4 + 2 * 8) + 2 * 8 * 2 + (1 + r + 2) * 4 + (r + 1) * 2
+            calls, sent = 8, 4 + 2 * alltoallw[r] + neighbours
+            if persistent:
+                calls, sent = calls + 2, sent + 4 * 4 + (50 if r == 1 else 0)
+            expected[r] = (ITERATIONS * calls, ITERATIONS * sent)
+        for core_sums in ("1", "0"):
+            with self.subTest(core_sums=core_sums):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run(
+                    [program("comm_pattern_c"), str(ITERATIONS), "0",
+                     "neighbours,collective_starts"],
+                    ranks=RANKS, env=base_env(STRATA_SPOOL=self.spool, HOME=self.out,
+                                              STRATA_PROFILE_CORE_SUMS=core_sums))
+                self.assertRan(proc)
+                starts = 2 * ITERATIONS if persistent else 0
+                self.assertEqual(proc.stdout.count(f"persistent collectives: {starts} starts"),
+                                 RANKS, proc.stdout)
+                record = self.only_record()
+                self.assertEqual(collectives_of(record["communication"]["collectives"]),
+                                 {f"0-{RANKS - 1}": expected})
+                # The routines' own figures: the bytes every rank sent in them.
+                routines = record["routines"]
+                self.assertEqual(routines["MPI_Alltoallw"]["bytes_sent"],
+                                 ITERATIONS * sum(alltoallw.values()))
+                self.assertEqual(routines["MPI_Ialltoallw"]["bytes_sent"],
+                                 ITERATIONS * sum(alltoallw.values()))
+                self.assertEqual(routines["MPI_Neighbor_allgather"]["bytes_sent"],
+                                 ITERATIONS * RANKS * 24)
+                self.assertEqual(routines["MPI_Neighbor_alltoallw"]["bytes_sent"],
+                                 ITERATIONS * RANKS * 20)
+                self.assertEqual(routines["MPI_Neighbor_alltoall"]["bytes_sent"],
+                                 ITERATIONS * RANKS * 32)
+                self.assertEqual(routines["MPI_Neighbor_alltoallv"]["bytes_sent"],
+                                 ITERATIONS * sum((3 + r) * 4 for r in range(RANKS)))
+                self.assertEqual(routines["MPI_Ineighbor_allgatherv"]["bytes_sent"],
+                                 ITERATIONS * sum(2 * (r + 1) for r in range(RANKS)))
+                if persistent:
+                    # Made once on every rank; what one start sends, as MPI_Send_init's.
+                    self.assertEqual(routines["MPI_Bcast_init"]["calls"], RANKS)
+                    self.assertEqual(routines["MPI_Bcast_init"]["bytes_sent"], 50)
+                    self.assertEqual(routines["MPI_Allreduce_init"]["bytes_sent"], RANKS * 16)
+
     @unittest.skipUnless(os.path.exists(TRACE_MODULE), "the trace module is not built")
     def test_the_pairs_equal_those_analyze_finds_in_a_trace_of_the_same_run(self):
         trace = os.path.join(self.out, "trace")
@@ -241,8 +313,10 @@ class CommunicationMatrix(ProfileTestCase):
         self.assertRan(analyzed)
         from_trace = json.loads(analyzed.stdout)["communication"]
         self.assertEqual(record["communication"]["pairs"], from_trace["pairs"])
-        self.assertEqual(point_to_point(by_kind_of(record["communication"])),
-                         by_kind_of(from_trace))
+        # Every kind, the one-sided operations (origin to target, in world ranks) too.
+        self.assertEqual(by_kind_of(record["communication"]), by_kind_of(from_trace))
+        self.assertEqual({k for k in by_kind_of(from_trace) if k[2] in ONE_SIDED},
+                         {k for k in expected_by_kind() if k[2] in ONE_SIDED})
 
 
 if __name__ == "__main__":

@@ -16,6 +16,17 @@
  * MPI_Alltoall of 2 ints per rank, MPI_Gather of 3 doubles to the last rank; and on a
  * communicator of the ranks of the same parity (MPI_Comm_split): an MPI_Bcast from each of its
  * ranks in turn of 10 * (world rank + 1) bytes, an MPI_Allreduce of 3 ints and an MPI_Barrier.
+ * With "neighbours", each iteration: on MPI_COMM_WORLD an MPI_Alltoallw and an MPI_Ialltoallw of
+ * (rank + j + 1) elements to rank j, ints to even ranks and doubles to odd ones; on a periodic
+ * 1-D Cartesian communicator of the world's ranks (neighbours rank - 1 and rank + 1) an
+ * MPI_Neighbor_allgather of 3 ints and an MPI_Neighbor_alltoallw of one int to rank - 1 and two
+ * doubles to rank + 1; on a distributed graph where each rank sends to rank + 1 and rank + 2
+ * (wrapping) an MPI_Neighbor_alltoall of 2 doubles, an MPI_Neighbor_alltoallv of 1 + rank ints
+ * to rank + 1 and 2 ints to rank + 2, and an MPI_Ineighbor_allgatherv of rank + 1 bytes.
+ * With "collective_starts" (MPI 4), an MPI_Bcast_init of 50 bytes from rank 1 and an
+ * MPI_Allreduce_init of 4 ints on MPI_COMM_WORLD, made once and started each iteration
+ * (MPI_Startall in even iterations, MPI_Start each in odd ones); it prints "persistent
+ * collectives: N starts" (0 where the MPI has none).
  * Prints "sent R: ..." per rank: its point-to-point messages and bytes (not the one-sided). */
 #include "busy_wait.h"
 #include <mpi.h>
@@ -79,6 +90,53 @@ int main(int argc, char** argv) {
   char broadcast[10 * 64 + 100] = {0};
   int to_all[2 * 64] = {0}, from_all[2 * 64], three[3] = {1, 2, 3}, summed[3];
   double mine[3] = {0}, gathered[3 * 64];
+  const int neighbours = argc > 3 && strstr(argv[3], "neighbours") != NULL;
+  MPI_Comm ring_topology = MPI_COMM_NULL, two_ahead = MPI_COMM_NULL;
+  if (neighbours) {
+    int periodic = 1;
+    MPI_Cart_create(MPI_COMM_WORLD, 1, &size, &periodic, 0, &ring_topology);
+    int destinations[2] = {right, (rank + 2) % size}, sources[2] = {left, far_left};
+    int weights[2] = {1, 1};
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, sources, weights, 2, destinations, weights,
+                                   MPI_INFO_NULL, 0, &two_ahead);
+  }
+  /* Blocks of up to 129 doubles, one per rank, for the MPI_Alltoallw. */
+  enum { block = 1040 };
+  char* w_out = neighbours ? calloc((size_t)size, block) : NULL;
+  char* w_in = neighbours ? calloc((size_t)size, block) : NULL;
+  int w_counts[64], w_displs[64], w_in_counts[64];
+  MPI_Datatype w_types[64], w_in_types[64];
+  for (int j = 0; neighbours && j < size; ++j) {
+    w_counts[j] = rank + j + 1;
+    w_types[j] = j % 2 == 0 ? MPI_INT : MPI_DOUBLE;
+    w_displs[j] = j * block;
+    w_in_counts[j] = j + rank + 1;
+    w_in_types[j] = rank % 2 == 0 ? MPI_INT : MPI_DOUBLE;
+  }
+  char n_out[8 * 64] = {0}, n_in[2 * 8 * 64];
+  const int nw_counts[2] = {1, 2}, nw_in_counts[2] = {2, 1};
+  const MPI_Aint nw_displs[2] = {0, 64}, nw_in_displs[2] = {0, 64};
+  const MPI_Datatype nw_types[2] = {MPI_INT, MPI_DOUBLE}, nw_in_types[2] = {MPI_DOUBLE, MPI_INT};
+  const int nv_counts[2] = {1 + rank, 2}, nv_displs[2] = {0, 4 * 65};
+  const int nv_in_counts[2] = {1 + left, 2}, nv_in_displs[2] = {0, 4 * 65};
+  const int ng_in_counts[2] = {left + 1, far_left + 1}, ng_in_displs[2] = {0, 65};
+  const int persistent_collectives = argc > 3 && strstr(argv[3], "collective_starts") != NULL;
+  long collective_starts = 0;
+  MPI_Request collective_started[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  char persistent_broadcast[50] = {0};
+  int four[4] = {1, 2, 3, 4}, four_summed[4];
+#if MPI_VERSION >= 4
+  if (persistent_collectives) {
+    MPI_Bcast_init(persistent_broadcast, 50, MPI_BYTE, 1 % size, MPI_COMM_WORLD, MPI_INFO_NULL,
+                   &collective_started[0]);
+    MPI_Allreduce_init(four, four_summed, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                       &collective_started[1]);
+  }
+#else
+  (void)persistent_broadcast;
+  (void)four;
+  (void)four_summed;
+#endif
   for (int i = 0; i < iterations; ++i) {
     strata_region_begin("exchange");
     MPI_Request request;
@@ -166,10 +224,49 @@ int main(int argc, char** argv) {
       MPI_Allreduce(three, summed, 3, MPI_INT, MPI_SUM, parity);
       MPI_Barrier(parity);
     }
+    if (neighbours) {
+      MPI_Alltoallw(w_out, w_counts, w_displs, w_types, w_in, w_in_counts, w_displs, w_in_types,
+                    MPI_COMM_WORLD);
+      MPI_Request all;
+      MPI_Ialltoallw(w_out, w_counts, w_displs, w_types, w_in, w_in_counts, w_displs, w_in_types,
+                     MPI_COMM_WORLD, &all);
+      MPI_Wait(&all, MPI_STATUS_IGNORE);
+      MPI_Neighbor_allgather(n_out, 3, MPI_INT, n_in, 3, MPI_INT, ring_topology);
+      MPI_Neighbor_alltoallw(n_out, nw_counts, nw_displs, nw_types, n_in, nw_in_counts,
+                             nw_in_displs, nw_in_types, ring_topology);
+      MPI_Neighbor_alltoall(n_out, 2, MPI_DOUBLE, n_in, 2, MPI_DOUBLE, two_ahead);
+      MPI_Neighbor_alltoallv(n_out, nv_counts, nv_displs, MPI_INT, n_in, nv_in_counts, nv_in_displs,
+                             MPI_INT, two_ahead);
+      MPI_Ineighbor_allgatherv(n_out, rank + 1, MPI_BYTE, n_in, ng_in_counts, ng_in_displs,
+                               MPI_BYTE, two_ahead, &all);
+      MPI_Wait(&all, MPI_STATUS_IGNORE);
+    }
+    if (collective_started[0] != MPI_REQUEST_NULL) {
+      if (i % 2 == 0) {
+        MPI_Startall(2, collective_started);
+      } else {
+        MPI_Start(&collective_started[0]);
+        MPI_Start(&collective_started[1]);
+      }
+      MPI_Status collective_statuses[2];
+      MPI_Waitall(2, collective_started, collective_statuses);
+      collective_starts += 2;
+    }
     int one = 1, sum = 0;
     MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     strata_region_end("exchange");
   }
+  if (persistent_collectives)
+    printf("persistent collectives: %ld starts\n", collective_starts);
+  for (int k = 0; k < 2; ++k)
+    if (collective_started[k] != MPI_REQUEST_NULL)
+      MPI_Request_free(&collective_started[k]);
+  if (ring_topology != MPI_COMM_NULL) {
+    MPI_Comm_free(&ring_topology);
+    MPI_Comm_free(&two_ahead);
+  }
+  free(w_out);
+  free(w_in);
   printf("sent %d: %ld messages, %ld bytes\n", rank, messages, bytes);
   for (int k = 0; k < 3; ++k)
     if (started[k] != MPI_REQUEST_NULL)

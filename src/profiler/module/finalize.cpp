@@ -261,8 +261,8 @@ job_reduction reduce_over_ranks(module_state& s, mpi_t::agreement_layout& riders
     if (const uint64_t lost = s.persistent.not_kept(); lost != 0)
       s.host->log(s.self,
                   ("rank " + std::to_string(s.rank) + ": the starts of " + std::to_string(lost) +
-                   " persistent sends are not in the communication matrix (more than " +
-                   std::to_string(persistent_sends::capacity - 1) + " alive at once)")
+                   " persistent requests are not in the communication figures (more than " +
+                   std::to_string(persistent_requests::capacity - 1) + " alive at once)")
                       .c_str());
   }
   communicator_list communicators =

@@ -54,8 +54,36 @@ void on_exit(strata_event* ev, void* raw) {
 
 namespace {
 
+// What one start of a persistent request sends: a message to its destination, or a call of its
+// collective on its communicator (neither while the profile's sums are not there).
+void count_start(module_state& s, const persistent_requests::made& started) {
+  if (started.collective) {
+    add_to_communicator(s, started.comm_id, started.comm_world_ranks, started.comm_size,
+                        started.comm_flags, started.bytes);
+    return;
+  }
+  if (strata_pair_sum* row = s.pairs.row(pair_kind_persistent))
+    add_to_pair(s, row[started.to], started.bytes);
+}
+
+void count_starts(module_state& s, const strata_event& ev, bool many) {
+  if (!many) {
+    if (const persistent_requests::made* started = s.persistent.find(ev.request))
+      count_start(s, *started);
+    return;
+  }
+  const auto* handles = static_cast<const MPI_Request*>(ev.requests);
+  for (int i = 0; handles != nullptr && i < ev.request_count; ++i) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
+    if (const persistent_requests::made* started = s.persistent.find(bits))
+      count_start(s, *started);
+  }
+}
+
 void note_or_start(module_state& s, const strata_event& ev, request_role role) {
-  if (role == request_role::makes_send) {
+  switch (role) {
+  case request_role::makes_send:
     // A send to MPI_PROC_NULL (or any rank outside the world) is made but sends nothing.
     if (static_cast<uint32_t>(ev.peer) < s.pairs.ranks())
       s.persistent.note(ev.request, static_cast<uint32_t>(ev.peer),
@@ -63,64 +91,70 @@ void note_or_start(module_state& s, const strata_event& ev, request_role role) {
     else
       s.persistent.forget(ev.request);
     return;
+  case request_role::makes_collective: {
+    persistent_requests::made made;
+    made.handle = ev.request;
+    made.bytes = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
+    made.collective = true;
+    made.comm_id = ev.comm_id;
+    made.comm_size = ev.comm_size;
+    made.comm_flags = ev.flags;
+    made.comm_world_ranks = ev.comm_world_ranks;
+    s.persistent.note(made);
+    return;
   }
-  if (role == request_role::makes_receive) {
+  case request_role::makes_receive:
     s.persistent.forget(ev.request);
     return;
-  }
-  strata_pair_sum* row = s.pairs.row(pair_kind_persistent);
-  if (role == request_role::starts_one) {
-    if (const persistent_sends::send* sent = s.persistent.find(ev.request))
-      add_to_pair(s, row[sent->to], sent->bytes);
+  case request_role::starts_one:
+  case request_role::starts_many:
+    count_starts(s, ev, role == request_role::starts_many);
     return;
-  }
-  const auto* handles = static_cast<const MPI_Request*>(ev.requests);
-  for (int i = 0; handles != nullptr && i < ev.request_count; ++i) {
-    uint64_t bits = 0;
-    std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
-    if (const persistent_sends::send* sent = s.persistent.find(bits))
-      add_to_pair(s, row[sent->to], sent->bytes);
+  case request_role::none:
+    return;
   }
 }
 
-} // namespace
-
-namespace {
-
 // MPI_Start and MPI_Startall summed by the core (module.h, strata_timed_counts::after_start):
-// one message per started persistent send. The core sums only without MPI_THREAD_MULTIPLE, so
-// no lock and plain adds; the sends were noted from the events of the calls that made them.
+// one message per started persistent send, one call per started collective. The core sums only
+// without MPI_THREAD_MULTIPLE, so no lock and plain adds; the requests were noted from the events
+// of the calls that made them (a send only while the pairs are there).
+inline void add_summed_start(module_state& s, const persistent_requests::made& started) {
+  if (__builtin_expect(started.collective, 0)) {
+    add_to_communicator(s, started.comm_id, started.comm_world_ranks, started.comm_size,
+                        started.comm_flags, started.bytes);
+    return;
+  }
+  strata_pair_sum& pair = s.pairs.row(pair_kind_persistent)[started.to];
+  ++pair.messages;
+  pair.bytes += started.bytes;
+}
+
 void count_summed_start(strata_event* ev, void* raw) {
   auto* s = static_cast<module_state*>(raw);
   if (ev->result != MPI_SUCCESS)
     return;
-  if (const persistent_sends::send* sent = s->persistent.find(ev->request)) {
-    strata_pair_sum& pair = s->pairs.row(pair_kind_persistent)[sent->to];
-    ++pair.messages;
-    pair.bytes += sent->bytes;
-  }
+  if (const persistent_requests::made* started = s->persistent.find(ev->request))
+    add_summed_start(*s, *started);
 }
 
 void count_summed_starts(strata_event* ev, void* raw) {
   auto* s = static_cast<module_state*>(raw);
   if (ev->result != MPI_SUCCESS)
     return;
-  strata_pair_sum* row = s->pairs.row(pair_kind_persistent);
   const auto* handles = static_cast<const MPI_Request*>(ev->requests);
   for (int i = 0; handles != nullptr && i < ev->request_count; ++i) {
     uint64_t bits = 0;
     std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
-    if (const persistent_sends::send* sent = s->persistent.find(bits)) {
-      ++row[sent->to].messages;
-      row[sent->to].bytes += sent->bytes;
-    }
+    if (const persistent_requests::made* started = s->persistent.find(bits))
+      add_summed_start(*s, *started);
   }
 }
 
 } // namespace
 
 void count_persistent(module_state& s, const strata_event& ev, request_role role) {
-  if (ev.result != MPI_SUCCESS || !s.pairs.is_open())
+  if (ev.result != MPI_SUCCESS || (!s.pairs.is_open() && !s.communicators.is_open()))
     return;
   if (!s.counting.threaded) {
     note_or_start(s, ev, role);
@@ -164,9 +198,10 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
         static_cast<int8_t>(is_overhead_module ? -1 : pair_kind_of(s->names.back())));
     s->request_roles.push_back(is_overhead_module ? request_role::none
                                                   : request_role_of(s->names.back()));
+    // A persistent collective's `_init` is noted as a request; its starts are its calls.
     s->beside_pairs.push_back(is_overhead_module                              ? 0
-                              : kind.collective                               ? s->counts_collective
                               : s->request_roles.back() != request_role::none ? s->counts_requests
+                              : kind.collective                               ? s->counts_collective
                                                                               : 0);
   }
   s->pair_rows.assign(static_cast<size_t>(n), nullptr);
@@ -321,17 +356,19 @@ extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, i
   const auto f = static_cast<size_t>(function);
   if ((s->traits[f] & (routine_trait::sampled_poll | routine_trait::counted_only)) != 0)
     return 0;
-  // The messages of persistent sends: the calls that make requests stay events (their
-  // handles noted by count_persistent; they are few), the starts are summed and name their
-  // messages through after_start.
+  // The messages of persistent sends and the calls of persistent collectives: the calls that
+  // make requests stay events (their handles noted by count_persistent; they are few), the
+  // starts are summed and name what they send through after_start.
   switch (s->request_roles[f]) {
   case request_role::none:
     break;
   case request_role::starts_one:
-    out->after_start = s->pairs.is_open() ? count_summed_start : nullptr;
+    out->after_start =
+        s->pairs.is_open() || s->communicators.is_open() ? count_summed_start : nullptr;
     break;
   case request_role::starts_many:
-    out->after_start = s->pairs.is_open() ? count_summed_starts : nullptr;
+    out->after_start =
+        s->pairs.is_open() || s->communicators.is_open() ? count_summed_starts : nullptr;
     break;
   default:
     return 0;
@@ -369,7 +406,12 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_function_fields_v1(void* 
   if (s == nullptr || function < 0 || static_cast<size_t>(function) >= s->traits.size() ||
       s->counting.model != nullptr ||
       (s->traits[static_cast<size_t>(function)] & strata::profiler::routine_trait::collective) != 0)
-    return fields | STRATA_FIELD_COMM;
+    // A persistent collective's request, for its starts.
+    return fields | STRATA_FIELD_COMM |
+           (s->request_roles[static_cast<size_t>(function)] ==
+                    strata::profiler::request_role::makes_collective
+                ? STRATA_FIELD_REQUESTS
+                : 0);
   // A send's destination as a world rank, for the matrix of who sends to whom.
   if (s->pair_kinds[static_cast<size_t>(function)] >= 0)
     return fields | STRATA_FIELD_PEER;

@@ -101,10 +101,11 @@ struct module_state {
   std::vector<int8_t> pair_kinds;
   std::vector<strata_pair_sum*> pair_rows;
   sent_pairs pairs;
-  // By function id, what it does with persistent requests, and the persistent sends made, whose
-  // every start sends a message (locked under MPI_THREAD_MULTIPLE).
+  // By function id, what it does with persistent requests, and the persistent sends and
+  // collectives made, whose every start sends a message or calls the collective (locked under
+  // MPI_THREAD_MULTIPLE).
   std::vector<request_role> request_roles;
-  persistent_sends persistent;
+  persistent_requests persistent;
   std::mutex persistent_lock;
   // Collectives by communicator (collectives.hpp), the core's and the callback's.
   communicator_sums communicators;
@@ -127,33 +128,40 @@ inline void add_to_pair(const module_state& s, strata_pair_sum& pair, uint64_t b
   }
 }
 
-// The persistent sends' part (profile_module.cpp): a send made, or a start's messages.
+// The persistent requests' part (profile_module.cpp): a send or collective made, or what a start
+// sends.
 void count_persistent(module_state& s, const strata_event& ev, request_role role);
 
-// A collective call to its communicator's sums, as the core adds those of the calls it sums
-// (module.h, strata_timed_counts::comms).
-inline void count_collective(module_state& s, const strata_event& ev) {
+// A collective call and its bytes to its communicator's sums (of the core's id; ids past the
+// table go to its last element, as the core's do), with the group it ran on.
+inline void add_to_communicator(module_state& s, uint32_t comm_id, const int* world_ranks,
+                                int32_t size, uint32_t flags, uint64_t bytes) {
   strata_comm_sum* sums = s.communicators.sums();
   if (sums == nullptr)
     return;
   constexpr uint32_t last = communicator_sums::capacity - 1;
-  strata_comm_sum& sum = sums[ev.comm_id < last ? ev.comm_id : last];
-  const uint64_t bytes = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
+  strata_comm_sum& sum = sums[comm_id < last ? comm_id : last];
   if (!s.counting.threaded) {
     ++sum.calls;
     sum.bytes += bytes;
-    sum.world_ranks = ev.comm_world_ranks;
-    sum.size = ev.comm_size;
-    sum.flags = ev.flags;
+    sum.world_ranks = world_ranks;
+    sum.size = size;
+    sum.flags = flags;
     return;
   }
   // Threads write the same group of the same id: relaxed stores keep it free of data races.
   std::atomic_ref<uint64_t>(sum.calls).fetch_add(1, std::memory_order_relaxed);
   std::atomic_ref<uint64_t>(sum.bytes).fetch_add(bytes, std::memory_order_relaxed);
-  std::atomic_ref<const int*>(sum.world_ranks)
-      .store(ev.comm_world_ranks, std::memory_order_relaxed);
-  std::atomic_ref<int32_t>(sum.size).store(ev.comm_size, std::memory_order_relaxed);
-  std::atomic_ref<uint32_t>(sum.flags).store(ev.flags, std::memory_order_relaxed);
+  std::atomic_ref<const int*>(sum.world_ranks).store(world_ranks, std::memory_order_relaxed);
+  std::atomic_ref<int32_t>(sum.size).store(size, std::memory_order_relaxed);
+  std::atomic_ref<uint32_t>(sum.flags).store(flags, std::memory_order_relaxed);
+}
+
+// A collective call to its communicator's sums, as the core adds those of the calls it sums
+// (module.h, strata_timed_counts::comms).
+inline void count_collective(module_state& s, const strata_event& ev) {
+  add_to_communicator(s, ev.comm_id, ev.comm_world_ranks, ev.comm_size, ev.flags,
+                      ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0);
 }
 
 // A send's message to its destination's row, a one-sided operation to its target's (the core adds

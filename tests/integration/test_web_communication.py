@@ -22,8 +22,8 @@ def sorted_pairs(pairs):
     return sorted(pairs, key=lambda p: (p["from"], p["to"]))
 
 
-# The world (too many members for a per-member list), five ranks whose rank 0 sends most, two
-# that only meet in barriers, and collectives on an intercommunicator.
+# The world (too many members for a per-member list), five ranks whose rank 0 sends most, four
+# pairs of ranks, two that only meet in barriers, and collectives on an intercommunicator.
 COLLECTIVES = {
     "communicators": [
         {"members": f"0-{RANKS - 1}", "size": RANKS, "members_reported": RANKS, "calls": 6000,
@@ -39,6 +39,12 @@ COLLECTIVES = {
                         {"rank": 2, "calls": 10, "bytes": 200},
                         {"rank": 3, "calls": 10, "bytes": 300},
                         {"rank": 4, "calls": 10, "bytes": 200}]},
+        *[{"members": f"{a}-{a + 1}", "size": 2, "members_reported": 2, "calls": 2,
+           "bytes": 40 - a, "calls_min": 1, "calls_max": 1,
+           "bytes_per_member": {"min": 0, "mean": (40 - a) / 2, "max": 40 - a, "min_rank": a + 1,
+                                "max_rank": a},
+           "per_member": [{"rank": a, "calls": 1, "bytes": 40 - a},
+                          {"rank": a + 1, "calls": 1, "bytes": 0}]} for a in (10, 12, 14, 16)],
         {"members": "5-6", "size": 2, "members_reported": 2, "calls": 4, "bytes": 0,
          "calls_min": 2, "calls_max": 2,
          "bytes_per_member": {"min": 0, "mean": 0.0, "max": 0, "min_rank": 5, "max_rank": 5},
@@ -117,8 +123,9 @@ class WebCommunicationTest(ServedStore, unittest.TestCase):
                        for p in RING + ACROSS] + [(5, 200, "put", 3, 999)])
         self.assertEqual(got, want)
         c = job["collectives"]
-        self.assertEqual([x["members"] for x in c["communicators"]], ["0-299", "0-4", "5-6"])
-        world, five, pair = c["communicators"]
+        self.assertEqual([x["members"] for x in c["communicators"]],
+                         ["0-299", "0-4", "10-11", "12-13", "14-15", "16-17", "5-6"])
+        world, five, pair = c["communicators"][0], c["communicators"][1], c["communicators"][-1]
         self.assertEqual(world["per_member"], [])
         self.assertAlmostEqual(world["imbalance"], 60.8)
         self.assertEqual(five["bytes_per_member"]["max_rank"], 0)
@@ -177,13 +184,20 @@ class WebCommunicationTest(ServedStore, unittest.TestCase):
 
     def test_collectives_by_communicator_with_bars_per_member(self):
         seen = self.browse()["collectives"]
-        self.assertEqual(seen["rows"], [
+        rows = seen["rows"]
+        self.assertEqual(len(rows), 7)
+        self.assertEqual(rows[:3], [
             ["0-299", "300", "20", "6000", "3000000", "8000 / 10000.0 / 608000", "0", "60.80"],
             ["0-4", "5", "10", "50", "2000", "100 / 400.0 / 1200", "0", "3.00"],
-            ["5-6", "2", "2", "4", "0", "0 / 0.0 / 0", "5", "-"]])
+            ["10-11", "2", "1", "2", "30", "0 / 15.0 / 30", "10", "2.00"]])
+        self.assertEqual(rows[-1], ["5-6", "2", "2", "4", "0", "0 / 0.0 / 0", "5", "-"])
         self.assertIn("on intercommunicators or communicators not known: 8 calls, 64 bytes",
                       seen["elsewhere"])
-        self.assertEqual(seen["bar_tables"], ["0-4", "5-6"])  # the world has no per-member list
+        # The world has no per-member list; the five heaviest of the others are drawn, the last
+        # when asked for.
+        self.assertEqual(seen["bar_tables"], ["0-4", "10-11", "12-13", "14-15", "16-17"])
+        self.assertEqual(seen["more"], "Members of 1 more communicator")
+        self.assertEqual(seen["bar_tables_all"], seen["bar_tables"] + ["5-6"])
         bars = seen["bars"]  # rank, calls, bytes; the bar's width against rank 0's 1200 bytes
         self.assertEqual([b[:3] for b in bars], [["0", "10", "1200"], ["1", "10", "100"],
                                                 ["2", "10", "200"], ["3", "10", "300"],

@@ -81,6 +81,9 @@ main(async (browser, input) => {
     bars: await page.$$eval("#collective-members-1 tbody tr", (r) => r.map((tr) =>
       [tr.cells[0].textContent, tr.cells[1].textContent, tr.cells[2].textContent, tr.querySelector("span.bar").getBoundingClientRect().width])),
     bar_title: await page.$eval("#collective-members-1 tbody tr:nth-child(4) span.bar", (s) => s.title).catch(() => null),
+    more: await text(page, "#collective-members-more"),
   };
+  if (seen.collectives.more) await page.click("#collective-members-more");
+  seen.collectives.bar_tables_all = await page.$$eval("table.member-bars", (t) => t.map((x) => x.dataset.members));
   return seen;
 });

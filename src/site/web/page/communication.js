@@ -8,6 +8,7 @@ import { csvLink, table } from "./lists.js";
 const svgNs = "http://www.w3.org/2000/svg";
 const heatCells = 64; // bins a side at most
 const heatSide = 512; // pixels of the plot
+const barsShown = 5; // communicators whose members are drawn before the reader asks for more
 
 function svg(tag, attrs = {}, ...children) {
   const e = document.createElementNS(svgNs, tag);
@@ -257,9 +258,11 @@ export function collectivesPart(main, r) {
   if (c.unlisted) elsewhere.push(`communicators the record left out: ${c.unlisted.calls} calls, ${c.unlisted.bytes} bytes`);
   if (c.unattributed) elsewhere.push(`on intercommunicators or communicators not known: ${c.unattributed.calls} calls, ${c.unattributed.bytes} bytes`);
   if (elsewhere.length) section.append(el("p", { id: "collectives-elsewhere" }, "Not in the table: " + elsewhere.join("; ") + "."));
-  // Each member's bytes as a bar (its share of the most any member sent), with its calls.
-  c.communicators.forEach((x, n) => {
-    if (!x.per_member.length) return;
+  // Each member's bytes as a bar (its share of the most any member sent), with its calls: the
+  // heaviest few communicators at once (a record lists up to 48, each table costs the page's
+  // layout), the others on request.
+  const small = c.communicators.map((x, n) => [x, n]).filter(([x]) => x.per_member.length);
+  const memberBars = ([x, n]) => {
     const most = Math.max(1, ...x.per_member.map((m) => m.bytes));
     const bars = el("table", { id: `collective-members-${n}`, class: "member-bars", "data-members": x.members },
       el("caption", {}, `Members of ${x.members} (${count(x.size, "member")})`),
@@ -272,7 +275,13 @@ export function collectivesPart(main, r) {
         el("td", { class: "bar" }, bar)));
     }
     bars.append(body);
-    section.append(bars);
-  });
+    return bars;
+  };
+  section.append(...small.slice(0, barsShown).map(memberBars));
+  if (small.length > barsShown) {
+    const more = el("button", { type: "button", id: "collective-members-more" }, `Members of ${count(small.length - barsShown, "more communicator")}`);
+    more.addEventListener("click", () => more.replaceWith(...small.slice(barsShown).map(memberBars)));
+    section.append(el("p", {}, more));
+  }
   (main.querySelector("#partners") || main.querySelector("#job-facts")).after(section);
 }

@@ -76,8 +76,8 @@ function heatMap(matrix, ranks, unlisted) {
   const fields = { rowsFirst: input("rows_first", "first sending rank shown"), rowsLast: input("rows_last", "last sending rank shown"),
     colsFirst: input("cols_first", "first receiving rank shown"), colsLast: input("cols_last", "last receiving rank shown") };
   const form = el("form", { id: "heat-map-view" },
-    el("label", {}, "From ranks ", fields.rowsFirst, " to ", fields.rowsLast),
-    el("label", {}, "to ranks ", fields.colsFirst, " to ", fields.colsLast),
+    el("label", {}, "Senders: ranks ", fields.rowsFirst, " to ", fields.rowsLast),
+    el("label", {}, "receivers: ranks ", fields.colsFirst, " to ", fields.colsLast),
     el("button", { type: "submit" }, "Show"), " ",
     el("button", { type: "button", name: "out" }, "Zoom out"), " ",
     el("button", { type: "button", name: "whole" }, "Whole job"));

@@ -3,16 +3,11 @@
 #include "site/store.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <utility>
 
 namespace strata::site {
 
 namespace {
-
-std::int64_t stored(std::uint64_t figure) {
-  return static_cast<std::int64_t>(std::min<std::uint64_t>(figure, INT64_MAX));
-}
 
 const std::vector<std::string> pair_columns = {"job_id",  "kind",     "from_rank",
                                                "to_rank", "messages", "bytes"};
@@ -24,11 +19,12 @@ job_pair_rows pair_rows_of(const record::communication_section& section) {
   job_pair_rows out;
   for (const auto& [kind, pairs] : section.by_kind)
     for (const record::message_pair& p : pairs)
-      out.rows.push_back({kind, stored(p.from), stored(p.to), stored(p.messages), stored(p.bytes)});
+      out.rows.push_back({kind, stored_count(p.from), stored_count(p.to), stored_count(p.messages),
+                          stored_count(p.bytes)});
   if (section.unlisted) {
-    out.unlisted_pairs = stored(section.unlisted->pairs);
-    out.unlisted_messages = stored(section.unlisted->messages);
-    out.unlisted_bytes = stored(section.unlisted->bytes);
+    out.unlisted_pairs = stored_count(section.unlisted->pairs);
+    out.unlisted_messages = stored_count(section.unlisted->messages);
+    out.unlisted_bytes = stored_count(section.unlisted->bytes);
   }
   return out;
 }

@@ -381,6 +381,48 @@ CREATE TABLE job_unlisted_pairs (
     R"sql(
 CREATE INDEX jobs_failed ON jobs (end_time) WHERE exit_code <> 0;
 )sql",
+    // 16: the collectives of each job by communicator (its record's communication.collectives):
+    // one row per communicator, numbered heaviest first as the record lists them (its members'
+    // text can be tens of kilobytes: too long for a key, and kept out of a clustered table), with
+    // the figures a site asks of it (the most a member sent over the mean: NULL when no member sent
+    // bytes); each member of a communicator the record lists them for (up to 32 members); and what
+    // the record left out or could not name. Jobs stored before have none: their records are not
+    // read again.
+    R"sql(
+CREATE TABLE job_collectives (
+  job_id BIGINT NOT NULL,
+  communicator BIGINT NOT NULL,
+  members TEXT NOT NULL,
+  size BIGINT NOT NULL,
+  members_reported BIGINT NOT NULL,
+  calls BIGINT NOT NULL,
+  bytes BIGINT NOT NULL,
+  calls_min BIGINT NOT NULL,
+  calls_max BIGINT NOT NULL,
+  bytes_min BIGINT NOT NULL,
+  bytes_min_rank BIGINT NOT NULL,
+  bytes_mean DOUBLE PRECISION NOT NULL,
+  bytes_max BIGINT NOT NULL,
+  bytes_max_rank BIGINT NOT NULL,
+  imbalance DOUBLE PRECISION,
+  PRIMARY KEY (job_id, communicator)
+);
+CREATE TABLE job_collective_members (
+  job_id BIGINT NOT NULL,
+  communicator BIGINT NOT NULL,
+  member_rank BIGINT NOT NULL,
+  calls BIGINT NOT NULL,
+  bytes BIGINT NOT NULL,
+  PRIMARY KEY (job_id, communicator, member_rank)
+) {{clustered}};
+CREATE TABLE job_collectives_elsewhere (
+  job_id BIGINT PRIMARY KEY,
+  unlisted_calls BIGINT NOT NULL,
+  unlisted_bytes BIGINT NOT NULL,
+  unattributed_calls BIGINT NOT NULL,
+  unattributed_bytes BIGINT NOT NULL
+);
+)sql",
 };
 
 // The jobs lists' indexes as of version 5 (migration 4's), which migration 6 builds again on

@@ -1,4 +1,4 @@
-// The site store's schema, version 14. Migrations (schema.cpp) take a store from any earlier
+// The site store's schema, version 16. Migrations (schema.cpp) take a store from any earlier
 // version to this one when it is opened; docs/site-setup.md shows the tables to administrators.
 //
 //   schema_version(version)               one row per applied migration
@@ -33,10 +33,16 @@
 //   job_pairs(job_id, kind, from_rank, to_rank, ...)   (14) each job's point-to-point pairs
 //   job_unlisted_pairs(job_id, ...)       (14) the pairs a large job's record left out
 //   (15: an index of the jobs whose exit code is known and not 0)
+//   job_collectives(job_id, communicator, members, ...)   (16) each job's collectives per
+//                                         communicator (site/job_collectives.hpp)
+//   job_collective_members(job_id, communicator, member_rank, ...)   (16) per member, for
+//                                         communicators of up to 32 members
+//   job_collectives_elsewhere(job_id, ...)   (16) collectives a record left out or could not
+//                                         attribute to a communicator
 #pragma once
 
 namespace strata::site {
 
-inline constexpr int store_schema_version = 15;
+inline constexpr int store_schema_version = 16;
 
 } // namespace strata::site

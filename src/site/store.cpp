@@ -1,5 +1,6 @@
 #include "site/store.hpp"
 
+#include "site/job_collectives.hpp"
 #include "site/job_pairs.hpp"
 #include "site/mpi_t_index.hpp"
 #include "site/programs.hpp"
@@ -136,6 +137,7 @@ insert_result store::insert(const std::vector<stored_job>& jobs) {
     add_program_runs(*this, jobs, r);
     add_mpi_t(*this, jobs, r);
     add_job_pairs(*this, jobs, r);
+    add_job_collectives(*this, jobs, r);
     add_day_rollups(*this, jobs, r.was_new);
     execute("COMMIT");
     return r;

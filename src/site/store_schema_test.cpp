@@ -1,6 +1,7 @@
 // The job row's one list of columns against the schema the migrations make, and a store of the
 // previous schema opened by this strata (both backends: StoreBackend runs on PostgreSQL too).
 #include "profiler/record/record.hpp"
+#include "site/job_collectives.hpp"
 #include "site/lists.hpp"
 #include "site/mpi_t_index.hpp"
 #include "site/programs.hpp"
@@ -224,6 +225,7 @@ TEST_F(StoreBackend, OpensAStoreOfThePreviousSchema) {
     EXPECT_FALSE(back->job.exit_code); // not known, not 0
     EXPECT_EQ(back->record_json, written.record_json);
     EXPECT_EQ(back->routines.size(), written.routines.size());
+    EXPECT_FALSE(collectives_of(*s, written.job.job_id)); // its record is not read again
   }
   EXPECT_EQ(count_jobs(*s, job_filter{}), 2);
   const period all_time{0, std::int64_t{1} << 40};
@@ -235,6 +237,14 @@ TEST_F(StoreBackend, OpensAStoreOfThePreviousSchema) {
   slurm_job.job.slurm->account = "physics";
   slurm_job.job.slurm->partition = "short";
   slurm_job.job.exit_code = 0; // a clean exit is 0, not the NULL of not known
+  record::communicator_collectives world;
+  world.members = "0-3";
+  world.size = world.members_reported = 4;
+  world.calls = 8;
+  world.bytes = 64;
+  world.calls_min = world.calls_max = 2;
+  world.bytes_per_member = {16, 16, 0, 0, 16.0};
+  slurm_job.communication.emplace().collectives.emplace().communicators = {world};
   const stored_job added = make_stored_job(slurm_job, record::to_json(slurm_job), 1000, "alice");
   record::job_record failed = sample_;
   failed.job.id = "slurm:81238";
@@ -248,6 +258,11 @@ TEST_F(StoreBackend, OpensAStoreOfThePreviousSchema) {
   EXPECT_EQ(back->job.slurm_account, "physics");
   EXPECT_EQ(back->job.slurm_partition, "short");
   EXPECT_EQ(back->job.exit_code, std::optional<std::int64_t>(0));
+  const std::optional<job_collective_rows> collectives = collectives_of(*s, r.job_ids[0]);
+  ASSERT_TRUE(collectives); // version 16's tables, made by the migration
+  ASSERT_EQ(collectives->communicators.size(), 1u);
+  EXPECT_EQ(collectives->communicators[0].members, "0-3");
+  EXPECT_EQ(collectives->communicators[0].imbalance, std::optional<double>(1.0));
   EXPECT_EQ(count_jobs(*s, job_filter{}), 4);
   EXPECT_EQ(totals(*s, all_time, std::nullopt).jobs, 4);
 

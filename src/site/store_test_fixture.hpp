@@ -19,16 +19,20 @@
 
 namespace strata::site::store_testing {
 
-// What migrations 12 to 15 added (the Slurm columns, the exit code, each job's pairs of ranks,
-// the index of failed jobs): a store taken back before them drops them.
+// What migrations 12 to 16 added (the Slurm columns, the exit code, each job's pairs of ranks,
+// the index of failed jobs, each job's collectives): a store taken back before them drops them.
 inline constexpr const char* drop_version_12 =
+    "DROP TABLE job_collectives; DROP TABLE job_collective_members; "
+    "DROP TABLE job_collectives_elsewhere; "
     "DROP TABLE job_pairs; DROP TABLE job_unlisted_pairs; "
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
     "DROP INDEX jobs_failed; ALTER TABLE jobs DROP COLUMN exit_code; ";
 // What migrations 8 and 9 added (programs and the store's health; the MPI_T index, as
 // version 10 keeps it): tests that take a store back to an older version drop it first, with
-// the columns, tables and index of versions 12 to 15.
+// the columns, tables and index of versions 12 to 16.
 inline constexpr const char* drop_version_9 =
+    "DROP TABLE job_collectives; DROP TABLE job_collective_members; "
+    "DROP TABLE job_collectives_elsewhere; "
     "DROP TABLE job_pairs; DROP TABLE job_unlisted_pairs; "
     "ALTER TABLE jobs DROP COLUMN slurm_account; ALTER TABLE jobs DROP COLUMN slurm_partition; "
     "DROP INDEX jobs_failed; ALTER TABLE jobs DROP COLUMN exit_code; "

@@ -2,6 +2,7 @@
 
 #include "profiler/record/record.hpp"
 #include "site/groups.hpp"
+#include "site/job_collectives.hpp"
 #include "site/job_pairs.hpp"
 #include "site/mpi_t_index.hpp"
 #include "site/parse.hpp"
@@ -151,8 +152,11 @@ stored_job make_stored_job(const record::job_record& record, std::string record_
   s.arguments = argument_line(f.argv);
   if (record.mpi_t)
     s.mpi_t = cvars ? mpi_t_rows_of(*record.mpi_t, *cvars) : mpi_t_rows_of(*record.mpi_t);
-  if (record.communication)
+  if (record.communication) {
     s.pairs = pair_rows_of(*record.communication);
+    if (record.communication->collectives)
+      s.collectives = collective_rows_of(*record.communication->collectives);
+  }
   return s;
 }
 

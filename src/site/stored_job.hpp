@@ -5,6 +5,8 @@
 
 #include "profiler/record/mpi_t_record.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <concepts>
 #include <cstdint>
 #include <memory>
@@ -156,6 +158,11 @@ struct mpi_t_rows {
   std::vector<pvar_row> pvars;
 };
 
+// A record's count as the store's signed 64-bit integers keep it: one beyond them as the largest.
+inline std::int64_t stored_count(std::uint64_t figure) {
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(figure, INT64_MAX));
+}
+
 // A job's point-to-point traffic between two ranks as the store keeps it (the record's
 // `communication.by_kind`): one row per kind of message, sender and receiver (world ranks).
 struct pair_row {
@@ -168,6 +175,29 @@ struct pair_row {
 struct job_pair_rows {
   std::vector<pair_row> rows;
   std::int64_t unlisted_pairs = 0, unlisted_messages = 0, unlisted_bytes = 0;
+};
+
+// One communicator's collectives as the store keeps them (the record's
+// `communication.collectives`, docs/job-record.md): its members (world ranks, "0-7,16"), its
+// figures, and its members' when the record lists them (communicators of up to 32 members).
+struct collective_member_row {
+  std::int64_t rank = 0, calls = 0, bytes = 0;
+};
+struct communicator_row {
+  std::string members;
+  std::int64_t size = 0, members_reported = 0, calls = 0, bytes = 0, calls_min = 0, calls_max = 0;
+  std::int64_t bytes_min = 0, bytes_min_rank = 0, bytes_max = 0, bytes_max_rank = 0;
+  double bytes_mean = 0;
+  std::optional<double> imbalance; // bytes_max / bytes_mean; absent: no member sent bytes
+  std::vector<collective_member_row> per_member;
+};
+
+// The collectives of one job's record by communicator, heaviest first, and those its record
+// left out (`unlisted`) or could not attribute to a communicator (`unattributed`).
+struct job_collective_rows {
+  std::vector<communicator_row> communicators;
+  std::int64_t unlisted_calls = 0, unlisted_bytes = 0, unattributed_calls = 0,
+               unattributed_bytes = 0;
 };
 
 // A routine whose time per rank moved most in a flagged job, against the history's median.
@@ -207,6 +237,8 @@ struct stored_job {
   std::optional<regression_flag> regression; // set before the insert by the regression scorer
   std::optional<mpi_t_rows> mpi_t;           // absent: the record has no MPI_T section
   std::optional<job_pair_rows> pairs;        // absent: the record has no communication section
+  // Absent: the record's communication section has no collectives (strata recover's records).
+  std::optional<job_collective_rows> collectives;
 };
 
 // Whether a job's figures may stand for its program: it finalized on every rank and was not

@@ -51,7 +51,18 @@ COMMUNICATION = {
     "by_kind": {"point_to_point": [{"from": 0, "to": 1, "messages": 100, "bytes": 8000},
                                    {"from": 2, "to": 3, "messages": 3, "bytes": 30}],
                 "persistent": [{"from": 2, "to": 3, "messages": 5, "bytes": 160}],
-                "get": [{"from": 3, "to": 0, "messages": 2, "bytes": 48}]}}
+                "get": [{"from": 3, "to": 0, "messages": 2, "bytes": 48}]},
+    # The collectives by communicator: the world, and ranks 1 and 3 whose rank 3 sends most.
+    "collectives": {"communicators": [
+        {"members": "0-3", "size": 4, "members_reported": 4, "calls": 40, "bytes": 320,
+         "calls_min": 10, "calls_max": 10,
+         "bytes_per_member": {"min": 80, "mean": 80.0, "max": 80, "min_rank": 0, "max_rank": 0},
+         "per_member": [{"rank": r, "calls": 10, "bytes": 80} for r in range(4)]},
+        {"members": "1,3", "size": 2, "members_reported": 2, "calls": 6, "bytes": 40,
+         "calls_min": 3, "calls_max": 3,
+         "bytes_per_member": {"min": 8, "mean": 20.0, "max": 32, "min_rank": 1, "max_rank": 3},
+         "per_member": [{"rank": 1, "calls": 3, "bytes": 8}, {"rank": 3, "calls": 3, "bytes": 32}]}],
+        "unlisted": {"calls": 2, "bytes": 16}}}
 MPI_T = {
     "problem": "", "pvars_exposed": 46, "cvars_exposed": 1116,
     "pvars": [{"name": "pml_ob1_unexpected_msgq_length",
@@ -291,6 +302,26 @@ class WebTests(ServedStore):
         self.assertNotIn("<img src=x", body)
         self.assertIn("<td>btl_vader_eager_limit</td><td>4096</td>", body)
 
+    def test_job_api_gives_the_stored_collectives_and_every_pair(self):
+        job = self.api_as(USER_A, f"/api/job/{self.job_of(USER_A, '/home/a/mpi_t')['id']}")
+        c = job["collectives"]
+        self.assertEqual([(x["members"], x["calls"], x["bytes"], x["imbalance"])
+                          for x in c["communicators"]], [("0-3", 40, 320, 1.0), ("1,3", 6, 40, 1.6)])
+        self.assertEqual(c["communicators"][1]["per_member"],
+                         [{"rank": 1, "calls": 3, "bytes": 8}, {"rank": 3, "calls": 3, "bytes": 32}])
+        self.assertEqual(c["communicators"][1]["bytes_per_member"],
+                         {"min": 8, "min_rank": 1, "mean": 20.0, "max": 32, "max_rank": 3})
+        self.assertEqual(c["unlisted"], {"calls": 2, "bytes": 16})
+        m = job["partners"]["matrix"]
+        self.assertEqual(sorted((m["from"][i], m["to"][i], m["kinds"][m["kind"][i]], m["bytes"][i])
+                                for i in range(len(m["from"]))),
+                         [(0, 1, "point_to_point", 8000), (2, 3, "persistent", 160),
+                          (2, 3, "point_to_point", 30), (3, 0, "get", 48)])
+        # A job whose record has no communication section has neither.
+        other = self.api_as(USER_A, f"/api/job/{self.job_of(USER_A, '/home/a/<b>bold</b>')['id']}")
+        self.assertNotIn("collectives", other)
+        self.assertNotIn("partners", other)
+
     def test_revoked_token_no_longer_logs_in(self):
         token = self.token_of("root")
         self.assertEqual(self.request("/api/me", token)[0], 200)
@@ -436,8 +467,13 @@ class WebTests(ServedStore):
         self.assertEqual(a["mpi_t_job_partners"], {
             "first": ["0", "1", "100", "8000", "point to point 100 (8000 B)"], "rows": 3,
             "last": ["3", "0", "2", "48", "get 2 (48 B)"],
-            "whole": "The record lists every pair: its heat map has the whole matrix. To the heat map.",
-            "map": 1})
+            "whole": "The record lists every pair: the heat map has the whole matrix. To the heat map.",
+            "map": 1, "cells": 3})
+        # The collectives by communicator, and a bar per member of each.
+        self.assertEqual(a["mpi_t_job_collectives"]["rows"], [
+            ["0-3", "4", "10", "40", "320", "80 / 80.0 / 80", "0", "1.00"],
+            ["1,3", "2", "3", "6", "40", "8 / 20.0 / 32", "3", "1.60"]])
+        self.assertEqual(a["mpi_t_job_collectives"]["bars"], 6)
         self.assertEqual(seen[USER_A]["own_job_script_tags"], 0)  # the hostile argv stays text
         admin = seen[ADMIN]
         self.assertEqual(admin["errors"], [])

@@ -68,6 +68,11 @@ async function visit(user, browser, base) {
       last: await page.$$eval("#partners-pairs tbody tr:last-child td", (c) => c.map((x) => x.textContent)),
       whole: await page.textContent("#partners-whole"),
       map: await page.$$eval("#partners-heat-map svg", (s) => s.length),
+      cells: await page.$$eval("#partners-heat-map svg rect.pair", (s) => s.length),
+    };
+    seen.mpi_t_job_collectives = {
+      rows: await page.$$eval("#collectives-table tbody tr", (r) => r.map((tr) => [...tr.cells].map((td) => td.textContent))),
+      bars: await page.$$eval("table.member-bars span.bar", (s) => s.length),
     };
   }
 

@@ -209,6 +209,8 @@ td,th{border:1px solid #ccc;padding:2px 6px}td.n{text-align:right}tr.chosen{back
 button.expand{font-size:smaller}p.png{margin:-8px 0 8px;font-size:smaller}
 .error{color:#a00}fieldset{display:inline-block;border:0}label{margin-right:8px}
 .worse{background:#fcc;font-weight:bold}.better{background:#cfc}
+figure.zoomable-heatmap svg{user-select:none;cursor:crosshair}figure.zoomable-heatmap form{margin:6px 0}
+table.member-bars{margin:8px 0}td.bar{width:320px}span.bar{display:inline-block;height:10px;background:#0072B2}
 )css";
 
 std::string login_form(const std::string& message) {

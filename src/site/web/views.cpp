@@ -5,6 +5,7 @@
 #include "profiler/record/record_fast.hpp"
 #include "profiler/record/render.hpp"
 #include "profiler/routine_classes.hpp"
+#include "site/job_collectives.hpp"
 #include "site/job_pairs.hpp"
 #include "site/programs.hpp"
 #include "site/web/why.hpp"
@@ -154,10 +155,65 @@ json partners_json(const site::job_partners& p) {
                    {"messages_by_kind", x.messages_by_kind}});
   }
   json o = {{"pairs", top}, {"pair_count", p.pairs.size()}, {"whole", p.whole()}};
+  // Every pair the store holds, each kind apart, as columns (a job's record lists at most 4096
+  // pairs): the job page's heat map bins them to the ranks it shows.
+  std::map<std::string, std::size_t> kind_index;
+  for (const site::partner_pair& x : p.pairs)
+    for (const auto& [kind, bytes] : x.bytes_by_kind)
+      kind_index.emplace(kind, 0);
+  json kinds = json::array();
+  for (auto& [kind, index] : kind_index) {
+    index = kinds.size();
+    kinds.push_back(kind);
+  }
+  json from = json::array(), to = json::array(), kind = json::array(), messages = json::array(),
+       bytes = json::array();
+  for (const site::partner_pair& x : p.pairs)
+    for (const auto& [k, b] : x.bytes_by_kind) {
+      from.push_back(x.from);
+      to.push_back(x.to);
+      kind.push_back(kind_index[k]);
+      const auto m = x.messages_by_kind.find(k);
+      messages.push_back(m == x.messages_by_kind.end() ? 0 : m->second);
+      bytes.push_back(b);
+    }
+  o["matrix"] = {{"kinds", kinds}, {"from", from},         {"to", to},
+                 {"kind", kind},   {"messages", messages}, {"bytes", bytes}};
   if (!p.whole())
     o["unlisted"] = {{"pairs", p.unlisted_pairs},
                      {"messages", p.unlisted_messages},
                      {"bytes", p.unlisted_bytes}};
+  return o;
+}
+
+// The job's collectives by communicator, heaviest first, as the store keeps them.
+json collectives_json(const site::job_collective_rows& c) {
+  json communicators = json::array();
+  for (const site::communicator_row& x : c.communicators) {
+    json members = json::array();
+    for (const site::collective_member_row& m : x.per_member)
+      members.push_back({{"rank", m.rank}, {"calls", m.calls}, {"bytes", m.bytes}});
+    communicators.push_back({{"members", x.members},
+                             {"size", x.size},
+                             {"members_reported", x.members_reported},
+                             {"calls", x.calls},
+                             {"bytes", x.bytes},
+                             {"calls_min", x.calls_min},
+                             {"calls_max", x.calls_max},
+                             {"bytes_per_member",
+                              {{"min", x.bytes_min},
+                               {"min_rank", x.bytes_min_rank},
+                               {"mean", x.bytes_mean},
+                               {"max", x.bytes_max},
+                               {"max_rank", x.bytes_max_rank}}},
+                             {"imbalance", x.imbalance ? json(*x.imbalance) : json(nullptr)},
+                             {"per_member", members}});
+  }
+  json o = {{"communicators", communicators}};
+  if (c.unlisted_calls != 0 || c.unlisted_bytes != 0)
+    o["unlisted"] = {{"calls", c.unlisted_calls}, {"bytes", c.unlisted_bytes}};
+  if (c.unattributed_calls != 0 || c.unattributed_bytes != 0)
+    o["unattributed"] = {{"calls", c.unattributed_calls}, {"bytes", c.unattributed_bytes}};
   return o;
 }
 
@@ -204,6 +260,8 @@ json job_detail_json(site::store& db, const site::stored_job& sj) {
   o["previous"] = previous_run_json(db, sj);
   if (const std::optional<site::job_partners> p = site::partners_of(db, sj.job.job_id))
     o["partners"] = partners_json(*p);
+  if (const std::optional<site::job_collective_rows> c = site::collectives_of(db, sj.job.job_id))
+    o["collectives"] = collectives_json(*c);
   return o;
 }
 

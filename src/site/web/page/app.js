@@ -4,6 +4,7 @@
 import { api, axis, chart, copyLinkButton, coreHours, count, drawWaiting, el, fmt, shortLabel, shortText, showError, when } from "./widgets.js";
 import { comparePart, fetchTrends, trendsPart } from "./trends.js";
 import { compareChooser, comparePage, csvLink, flaggedPage, periodForm, periodSelect, table, wastePage } from "./lists.js";
+import { collectivesPart, partnersPart } from "./communication.js";
 
 // The report's cells too long to read in a row (a 20,000-character argument): their start, and a
 // button that shows the whole text, wrapped.
@@ -161,26 +162,6 @@ function whyPart(main, r) {
   main.querySelector("#job-facts").after(el("section", { id: "why-section" }, el("h2", {}, "Why this job spends time in MPI"), list));
 }
 
-// Who talks to whom (the store's pairs of the job): the heaviest pairs of ranks by bytes, each
-// kind of message (and of one-sided operation) apart; the report below draws the heat map of the pairs its record listed.
-function partnersPart(main, r) {
-  const p = r.partners;
-  if (!p) return;
-  const section = el("section", { id: "partners" }, el("h2", {}, "Who talks to whom"));
-  const kinds = (x) => Object.entries(x.bytes_by_kind).map(([k, b]) => `${k.replaceAll("_", " ")} ${x.messages_by_kind[k]} (${b} B)`).join(", ");
-  section.append(el("p", {}, `Point-to-point messages, and one-sided operations from origin to target (put, get, accumulate), between ${count(p.pair_count, "pair")} of ranks (world ranks), the heaviest first.`));
-  const t = table("partners-pairs", ["from", "to", "messages or operations", "bytes", "by kind: messages or operations (bytes)"],
-    p.pairs.map((x) => [x.from, x.to, x.messages, x.bytes, kinds(x)]));
-  section.append(t, csvLink(t, "partners"));
-  const map = main.querySelector(".report figure.heatmap");
-  if (map) map.id = "partners-heat-map";
-  section.append(el("p", { id: "partners-whole" }, p.unlisted
-    ? `The record left out ${count(p.unlisted.pairs, "lighter pair")} (${p.unlisted.messages} messages, ${p.unlisted.bytes} bytes): its heat map shows the pairs it listed.`
-    : "The record lists every pair: its heat map has the whole matrix.",
-    ...(map ? [" ", el("a", { href: "#partners-heat-map" }, "To the heat map.")] : [])));
-  main.querySelector("#job-facts").after(section);
-}
-
 async function jobPage() {
   const id = document.body.dataset.job;
   const main = document.querySelector("main");
@@ -191,6 +172,7 @@ async function jobPage() {
     const r = await api(`/api/job/${id}`);
     jobFacts(main, r);
     partnersPart(main, r);
+    collectivesPart(main, r);
     whyPart(main, r);
     const measured = r.routines.filter((x) => x.per_rank_time_s && x.per_rank_time_s.max !== undefined);
     // MPI_Init and MPI_Finalize bracket the wall time: shown apart, not as bars against it.

@@ -7,6 +7,7 @@
 #   STRATA_WEB_BENCH_VISITS=N     visits after the warm-up (default 5)
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
+source "$(dirname "$0")/web_server.sh"
 cd "$(dirname "$0")/.."
 work=${1:-$(mktemp -d /tmp/strata-web-communication.XXXXXX)}
 strata=${STRATA_BUILD:-$PWD/build}/bin/strata
@@ -47,12 +48,4 @@ with open(sys.argv[1], "w") as f:
     json.dump(rec, f)
 PY
 "$strata" site ingest --db "sqlite:$db" "$work/spool" >/dev/null
-token=$("$strata" site token --db "sqlite:$db" 2>/dev/null)
-"$strata" site serve --db "sqlite:$db" --port "$port" >"$work/serve.log" 2>&1 &
-pid=$!
-trap 'kill "$pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/login" && break; sleep 0.2; done
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-NODE_PATH=$PWD/src/site/web/page/node_modules node bench/web_communication_chromium.js \
-  "http://127.0.0.1:$port" "$token" "${STRATA_WEB_BENCH_VISITS:-5}"
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+time_pages_in_chromium "$strata" "$db" "$port" "$work" web_communication_chromium.js

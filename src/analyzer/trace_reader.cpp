@@ -1,11 +1,11 @@
 #include "analyzer/trace_reader.hpp"
 #include "analyzer/anchor_probe.hpp"
+#include "analyzer/otf2_definitions.hpp"
 #include "common/message_kinds.hpp"
 
 #include <otf2/otf2.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -14,188 +14,12 @@
 
 namespace strata::analyze {
 namespace fs = std::filesystem;
-
-namespace {
-// A corrupt definition file can name any reference; beyond this many we refuse rather than
-// allocate tables for them.
-constexpr uint64_t max_reference = 1U << 24;
-
-// OTF2 reports errors through a process-wide callback that prints to stderr by default. We keep
-// the last message instead, so the caller prints one line of its own.
-thread_local std::string otf2_last_error;
-
-OTF2_ErrorCode capture_error(void*, const char*, uint64_t, const char*, OTF2_ErrorCode code,
-                             const char* format, va_list args) {
-  char text[512];
-  std::vsnprintf(text, sizeof text, format, args);
-  otf2_last_error = std::string(OTF2_Error_GetDescription(code)) + (text[0] ? ": " : "") + text;
-  return code;
-}
-
-void install_error_capture() {
-  static const bool installed = [] {
-    OTF2_Error_RegisterCallback(capture_error, nullptr);
-    return true;
-  }();
-  (void)installed;
-}
-
-std::string otf2_reason(OTF2_ErrorCode code) {
-  std::string reason = otf2_last_error.empty() ? OTF2_Error_GetDescription(code) : otf2_last_error;
-  otf2_last_error.clear();
-  std::replace(reason.begin(), reason.end(), '\n', ' ');
-  return reason;
-}
-
-struct raw_group {
-  OTF2_GroupType type = OTF2_GROUP_TYPE_UNKNOWN;
-  OTF2_Paradigm paradigm = OTF2_PARADIGM_UNKNOWN;
-  std::vector<uint64_t> members;
-};
-
-struct raw_region {
-  uint32_t name = 0;
-  OTF2_Paradigm paradigm = OTF2_PARADIGM_UNKNOWN;
-  uint32_t file = 0;
-  uint32_t line = 0;
-  bool defined = false;
-};
-
-struct raw_location {
-  uint64_t id = 0;
-  uint64_t events = 0;
-  uint32_t group = 0;
-  OTF2_LocationType type = OTF2_LOCATION_TYPE_UNKNOWN;
-};
-
-struct raw_definitions {
-  std::vector<std::string> strings;
-  std::vector<bool> string_defined;
-  std::unordered_map<uint32_t, raw_group> groups;
-  std::vector<raw_region> regions;
-  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> comms; // ref -> (name, group)
-  std::unordered_map<uint32_t, uint32_t> windows;                    // RMA window ref -> comm
-  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> sites; // ref -> (file, line)
-  std::vector<raw_location> locations;
-  struct property {
-    uint64_t location;
-    uint32_t name;
-    uint64_t value;
-  };
-  std::vector<property> location_properties; // the unsigned ones
-  uint32_t call_site_attr = UINT32_MAX;
-  std::unordered_map<uint32_t, std::string> attribute_names;
-  uint64_t resolution = 0, offset = 0, length = 0;
-  std::string error;
-};
-
-template <class T> void grow_to(std::vector<T>& v, uint64_t ref) {
-  if (ref >= v.size())
-    v.resize(ref + 1);
-}
-
-OTF2_CallbackCode on_string(void* data, OTF2_StringRef self, const char* text) {
-  auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "string definition " + std::to_string(self) + " is out of range";
-    return OTF2_CALLBACK_INTERRUPT;
-  }
-  grow_to(d->strings, self);
-  grow_to(d->string_defined, self);
-  d->strings[self] = text ? text : "";
-  d->string_defined[self] = true;
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_region(void* data, OTF2_RegionRef self, OTF2_StringRef name, OTF2_StringRef,
-                            OTF2_StringRef, OTF2_RegionRole, OTF2_Paradigm paradigm,
-                            OTF2_RegionFlag, OTF2_StringRef file, uint32_t line, uint32_t) {
-  auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "region definition " + std::to_string(self) + " is out of range";
-    return OTF2_CALLBACK_INTERRUPT;
-  }
-  grow_to(d->regions, self);
-  d->regions[self] = {name, paradigm, file, line, true};
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_group(void* data, OTF2_GroupRef self, OTF2_StringRef, OTF2_GroupType type,
-                           OTF2_Paradigm paradigm, OTF2_GroupFlag, uint32_t count,
-                           const uint64_t* members) {
-  auto* d = static_cast<raw_definitions*>(data);
-  d->groups[self] = {type, paradigm, std::vector<uint64_t>(members, members + count)};
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_comm(void* data, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group,
-                          OTF2_CommRef, OTF2_CommFlag) {
-  auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "communicator definition " + std::to_string(self) + " is out of range";
-    return OTF2_CALLBACK_INTERRUPT;
-  }
-  d->comms[self] = {name, group};
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_rma_window(void* data, OTF2_RmaWinRef self, OTF2_StringRef, OTF2_CommRef comm,
-                                OTF2_RmaWinFlag) {
-  auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "RMA window definition " + std::to_string(self) + " is out of range";
-    return OTF2_CALLBACK_INTERRUPT;
-  }
-  d->windows[self] = comm;
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_location(void* data, OTF2_LocationRef self, OTF2_StringRef,
-                              OTF2_LocationType type, uint64_t events,
-                              OTF2_LocationGroupRef group) {
-  auto* d = static_cast<raw_definitions*>(data);
-  d->locations.push_back({self, events, group, type});
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_location_property(void* data, OTF2_LocationRef location, OTF2_StringRef name,
-                                       OTF2_Type type, OTF2_AttributeValue value) {
-  if (type == OTF2_TYPE_UINT64)
-    static_cast<raw_definitions*>(data)->location_properties.push_back(
-        {location, name, value.uint64});
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_source_location(void* data, OTF2_SourceCodeLocationRef self,
-                                     OTF2_StringRef file, uint32_t line) {
-  auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "source code location " + std::to_string(self) + " is out of range";
-    return OTF2_CALLBACK_INTERRUPT;
-  }
-  d->sites[self] = {file, line};
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_attribute(void* data, OTF2_AttributeRef self, OTF2_StringRef name,
-                               OTF2_StringRef, OTF2_Type type) {
-  auto* d = static_cast<raw_definitions*>(data);
-  // Names may be defined after the attribute; resolved once all definitions are in.
-  if (type == OTF2_TYPE_SOURCE_CODE_LOCATION)
-    d->attribute_names[self] = std::to_string(name);
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-OTF2_CallbackCode on_clock(void* data, uint64_t resolution, uint64_t offset, uint64_t length,
-                           uint64_t) {
-  auto* d = static_cast<raw_definitions*>(data);
-  d->resolution = resolution;
-  d->offset = offset;
-  d->length = length;
-  return OTF2_CALLBACK_SUCCESS;
-}
-
-} // namespace
+using otf2_definitions::grow_to;
+using otf2_definitions::install_error_capture;
+using otf2_definitions::otf2_reason;
+using otf2_definitions::raw_definitions;
+using otf2_definitions::raw_location;
+using otf2_definitions::raw_region;
 
 std::string anchor_path(const std::string& path) {
   std::error_code ec;
@@ -523,16 +347,7 @@ trace_reader::trace_reader(const std::string& path) {
       throw fail("cannot open the global definitions (" +
                  otf2_reason(OTF2_ERROR_FILE_CAN_NOT_OPEN) + ")");
     OTF2_GlobalDefReaderCallbacks* cb = OTF2_GlobalDefReaderCallbacks_New();
-    OTF2_GlobalDefReaderCallbacks_SetStringCallback(cb, on_string);
-    OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cb, on_region);
-    OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cb, on_group);
-    OTF2_GlobalDefReaderCallbacks_SetCommCallback(cb, on_comm);
-    OTF2_GlobalDefReaderCallbacks_SetRmaWinCallback(cb, on_rma_window);
-    OTF2_GlobalDefReaderCallbacks_SetLocationCallback(cb, on_location);
-    OTF2_GlobalDefReaderCallbacks_SetLocationPropertyCallback(cb, on_location_property);
-    OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(cb, on_source_location);
-    OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(cb, on_attribute);
-    OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(cb, on_clock);
+    otf2_definitions::register_callbacks(cb);
     OTF2_Reader_RegisterGlobalDefCallbacks(reader, global, cb, &raw);
     OTF2_GlobalDefReaderCallbacks_Delete(cb);
     uint64_t read = 0;
@@ -709,7 +524,7 @@ void trace_reader::open_events(event_handler& handler, uint32_t first, uint32_t 
   // Local definitions carry the mappings from each location's references to the global ones
   // (Score-P writes them); an archive without local definition files is fine.
   const bool have_local_defs = OTF2_Reader_OpenDefFiles(reader) == OTF2_SUCCESS;
-  otf2_last_error.clear();
+  otf2_definitions::forget_last_error();
   OTF2_ErrorCode rc = OTF2_Reader_OpenEvtFiles(reader);
   if (rc != OTF2_SUCCESS)
     throw fail("cannot open the event files (" + otf2_reason(rc) + ")");
@@ -724,7 +539,7 @@ void trace_reader::open_events(event_handler& handler, uint32_t first, uint32_t 
           throw fail("corrupt local definitions of rank " + std::to_string(r) + " (" +
                      otf2_reason(rc) + ")");
       }
-      otf2_last_error.clear();
+      otf2_definitions::forget_last_error();
     }
     if (!OTF2_Reader_GetEvtReader(reader, id))
       throw fail("cannot open the events of rank " + std::to_string(r) + " (" +
@@ -772,7 +587,7 @@ uint64_t trace_reader::read_some(uint64_t count) {
   if (state_->global == nullptr || count == 0)
     return 0;
   uint64_t read = 0;
-  otf2_last_error.clear();
+  otf2_definitions::forget_last_error();
   const OTF2_ErrorCode rc =
       OTF2_Reader_ReadGlobalEvents(state_->reader, state_->global, count, &read);
   state_->read += read;

@@ -11,7 +11,7 @@ enum pair_kind : uint8_t {
   pair_kind_point_to_point,
   pair_kind_sendrecv,
   pair_kind_persistent,
-  // One-sided operations, from origin to target (the profile alone: traces hold no RMA events).
+  // One-sided operations, from origin to target (traces hold them as OTF2 RMA events).
   pair_kind_put,
   pair_kind_get,
   pair_kind_accumulate,

@@ -162,6 +162,13 @@ class WebCommunicationTest(ServedStore, unittest.TestCase):
         self.assertEqual(seen["restored"]["form"], ["100", "139", "105", "144"])
         self.assertEqual(sorted(seen["restored"]["cells"]), sorted(drag["cells"]))
 
+    def test_click_zooms_into_the_cells_ranks(self):
+        click = self.browse()["heat"]["click"]  # the whole job's cell of 100-104 to 105-109
+        self.assertEqual(click["form"], ["100", "104", "105", "109"])
+        self.assertEqual(sorted(click["cells"]), expected_cells((100, 104), (105, 109), ALL))
+        self.assertTrue(click["cells"])  # rank 104 sends to 105 (the ring)
+        self.assertTrue(click["url"].endswith("?senders=100-104&receivers=105-109"), click["url"])
+
     def test_form_wheel_kind_and_whole_job(self):
         seen = self.browse()["heat"]
         typed = seen["typed"]  # ranks 0-9 to 145-160: the ring's start and rank 0's partner

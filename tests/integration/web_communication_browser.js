@@ -73,6 +73,12 @@ main(async (browser, input) => {
   await page.click("#heat-map-view button[name=whole]");
   seen.heat.back_to_whole = await heat();
 
+  // A click on the whole job's cell of ranks 100-104 to 105-109: that cell's ranks alone.
+  const c = await binCentre(20, 21);
+  await page.mouse.click(c.x, c.y);
+  await page.waitForFunction(() => document.querySelector("#heat-map-view input[name=rows_last]").value !== "299");
+  seen.heat.click = await heat();
+
   // The collectives by communicator, and each member of the small ones as a bar.
   seen.collectives = {
     rows: await rows(page, "#collectives-table"),

@@ -333,7 +333,7 @@ void learn_predefined_type_sizes() {
         continue;
 #if defined(MPICH)
       if ((bits & builtin_type_kind_mask) == builtin_type_kind.load() &&
-          static_cast<MPI_Count>((bits >> 8) & 0xffu) != size)
+          builtin_type_size(bits) != static_cast<int64_t>(size))
         builtin_type_kind.store(1); // never a masked handle's: every type through the table below
 #endif
       size_t i = predefined_type_slot_of(bits);

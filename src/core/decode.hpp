@@ -141,6 +141,9 @@ static_assert(predefined_type_slots == size_t{1} << 8, "predefined_type_slot_of'
 // predefined type when the tools start and turns it off on any difference (a kind no handle has).
 inline constexpr uint64_t builtin_type_kind_mask = 0xfc000000u;
 extern std::atomic<uint64_t> builtin_type_kind __attribute__((visibility("hidden")));
+inline int64_t builtin_type_size(uint64_t bits) {
+  return static_cast<int64_t>((bits >> 8) & 0xffu);
+}
 #endif
 
 // The size of one element of `type` in bytes, or -1 when MPI does not say.
@@ -148,7 +151,7 @@ inline int64_t type_size(MPI_Datatype type) {
   const uint64_t bits = handle_bits(type);
 #if defined(MPICH)
   if ((bits & builtin_type_kind_mask) == builtin_type_kind.load(std::memory_order_relaxed))
-    return static_cast<int64_t>((bits >> 8) & 0xffu);
+    return builtin_type_size(bits);
 #endif
   // Never full (learn_predefined_type_sizes fills under half), so an empty slot ends the probe.
   for (size_t i = predefined_type_slot_of(bits);; i = (i + 1) & (predefined_type_slots - 1)) {

@@ -708,7 +708,8 @@ template <typename Decoder> __attribute__((always_inline)) inline bool counts_he
   return true;
 }
 
-// The entry point's path for a poll of a chain::untimed_poll_counter chain, inlined into MPI_X:
+// The entry point's path for a poll of a chain::untimed_poll_counter chain, inlined into MPI_X
+// (written in assembly where the entry point is: asm_entries.py, lean_poll):
 // true when this poll was counted and MPI_X is to jump straight to MPI (a tail call with its own
 // arguments, nothing done after it). No frame, no call of our own and no look at the flag: in
 // a loop whose polls alternate with cache misses (HPCC's RandomAccess) any of those made the

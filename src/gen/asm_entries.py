@@ -17,7 +17,27 @@ def timed_in_place(fn):
     return len(fn.params) + 2 > REGISTER_ARGUMENTS
 
 
-def write_asm_entry(c, fn, index):
+def lean_poll(n, index):
+    """A poll's entry when its chain counts untimed polls (chain::untimed_poll_counter, %r11):
+    dispatch.hpp's lean_poll in place, counted and handed to MPI by a jump, no frame. The
+    application's call with MPI not running (layer -1 and in_real 0, one 64-bit compare)
+    counts down to its next timed poll; the poll due for timing (the countdown set back to 1,
+    as counts_here() does) and any other call take strata_wrapped_X. Placed where the test of
+    the counter falls through, so that a counted poll takes no branch but its jump into MPI
+    (one more taken branch a poll showed in HPCC's RandomAccess: docs/PERFORMANCE.md)."""
+    return ("  movq " + THREAD_STATE + ", %r10\n"
+            "  movl $0xffffffff, %eax\n"
+            "  cmpq %rax, %fs:(%r10)\n"
+            f"  jne strata_wrapped_{n}\n"
+            "  subl $1, %fs:16(%r10)\n"
+            "  jz 5f\n"
+            "  addq $1, (%r11)\n"
+            f"  jmp *_ZN6strata3gen4realE+{8 * index}(%rip)\n"
+            "5: movl $1, %fs:16(%r10)\n"
+            f"  jmp strata_wrapped_{n}\n")
+
+
+def write_asm_entry(c, fn, index, poll=False):
     """The entry point, in assembly. GCC copies stack arguments into registers and back on every
     tail call that passes them on (26 instructions in MPI_Sendrecv's entry, 53 more in
     wrapped_MPI_Sendrecv's frame), and a C++ entry point with wrapped_X tests the thread's state
@@ -30,13 +50,15 @@ def write_asm_entry(c, fn, index):
     application_to_wrapper. Anything else: wrapped_X, which decides as dispatch<>() does. `index`: the function's id,
     which is also its place in the real-function table. It uses only %rax, %r10 and %r11, which
     no MPI function takes arguments in (MPI_Pcontrol, whose %al counts vector registers, is
-    written by hand). The offsets are asserted in the generated file (write_asm_entry_layout)."""
+    written by hand). A poll (`poll`) first tests for a chain that counts its untimed polls
+    (lean_poll). The offsets are asserted in the generated file (write_asm_entry_layout)."""
     n = fn.name
     body = (f".pushsection .text\n.p2align 4\n.globl {n}\n.type {n}, @function\n{n}:\n.cfi_startproc\n"
             f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
             "  testq %rax, %rax\n  jnz 1f\n"
-            f"  jmp *_ZN6strata3gen4realE+{8 * index}(%rip)\n"
-            "1: cmpq $0, 24(%rax)\n"
+            f"  jmp *_ZN6strata3gen4realE+{8 * index}(%rip)\n" +
+            ("1: movq 32(%rax), %r11\n  testq %r11, %r11\n  jz 6f\n" + lean_poll(n, index) +
+             "6: cmpq $0, 24(%rax)\n" if poll else "1: cmpq $0, 24(%rax)\n") +
             f"  jne strata_counted_{n}\n"
             f"  movq {THREAD_STATE}, %r10\n"
             "  movl $0xffffffff, %r11d\n"
@@ -157,7 +179,8 @@ def write_asm_entry_layout(c):
     """What the assembly entry points read, where write_asm_entry reads it."""
     c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
             "static_assert(offsetof(core::chain, first_below) == 16 && "
-            "offsetof(core::chain, direct_counter) == 24);\n"
+            "offsetof(core::chain, direct_counter) == 24 && "
+            "offsetof(core::chain, untimed_poll_counter) == 32);\n"
             "static_assert(offsetof(core::chain_entry, wrapper) == 0 && "
             "offsetof(core::chain_entry, layer) == 32);\n"
             "static_assert(core::mark_world_replaced == 2);\n"
@@ -166,6 +189,7 @@ def write_asm_entry_layout(c):
             "static_assert(offsetof(core::thread_state, layer) == 0 && "
             "offsetof(core::thread_state, in_real) == 4 && "
             "offsetof(core::thread_state, call_site) == 8 && "
+            "offsetof(core::thread_state, polls_until_timed) == 16 && "
             "offsetof(core::thread_state, timed_entry) == 40);\n"
             "static_assert(sizeof core::strata_call_marks == 4 && sizeof(void (*)()) == 8);\n"
             "#endif\n")

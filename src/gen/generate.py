@@ -231,10 +231,9 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # Without optimisation there are no tail calls: the entry passes chain and address.
             tail_call = n not in LIFECYCLE_HOOKS and n != "MPI_Group_from_session_pset"
             # An entry point in assembly (write_asm_entry), where wrapped_X and counted_X go by
-            # the names it jumps to: every function but the polls (whose entry point counts and
-            # jumps into MPI itself, core::lean_poll), the handle conversions and the life cycle.
-            asm_entry = (tail_call and "flag" not in spec
-                         and not matches(tables_of["handle_conversion"], stem(n)))
+            # the names it jumps to: every function but the handle conversions and the life
+            # cycle. A poll's counts its untimed polls itself (core::lean_poll, in assembly).
+            asm_entry = tail_call and not matches(tables_of["handle_conversion"], stem(n))
             # strata_timed_X and strata_summed_X: jumped to by enter_sole_exit where the
             # arguments would not all fit in registers, else only by the assembly entry point.
             timed_entries = timed_in_place(f) or asm_entry
@@ -365,13 +364,13 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                     # so that the entry point needs no frame on its counted path (GCC had put
                     # a stack adjustment around the poll's jump into MPI; docs/PERFORMANCE.md,
                     # "Lean polls"). It reads the chain again, having no argument for it.
-                    c.write("#if defined(__OPTIMIZE__)\n")
+                    c.write("#if defined(__OPTIMIZE__) && !defined(__x86_64__)\n")
                     c.write(f"__attribute__((noinline, cold)) {f.proto('lean_fallback_' + n)} {{\n")
                     c.write(f"  if (core::chains[fid_{n}] == nullptr)\n    return real.{n}({args});\n")
                     c.write(f"  return {jumped};\n}}\n#endif\n")
             if asm_entry:
                 c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n")
-                write_asm_entry(c, f, index)
+                write_asm_entry(c, f, index, poll="flag" in spec)
                 c.write("#else\n")
             c.write(f"extern \"C\" STRATA_EXPORT {f.proto(n)} {{\n")
             c.write(f"  const core::chain* chain = core::chains[fid_{n}];\n")

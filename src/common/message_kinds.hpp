@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace strata::common {
 
@@ -23,6 +24,14 @@ inline constexpr const char* pair_kind_names[pair_kind_count] = {
 // The two-sided kinds, which a record's `pairs` sums; the one-sided ones are in `by_kind` alone.
 inline constexpr bool is_point_to_point(int kind) {
   return kind < pair_kind_put;
+}
+
+// Whether the kind a record's `by_kind` names `name` is one-sided (a name not in the list is not).
+inline constexpr bool is_one_sided(std::string_view name) {
+  for (int k = 0; k < pair_kind_count; ++k)
+    if (name == pair_kind_names[k])
+      return !is_point_to_point(k);
+  return false;
 }
 
 } // namespace strata::common

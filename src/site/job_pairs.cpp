@@ -78,4 +78,11 @@ std::optional<job_partners> partners_of(store& db, std::int64_t job_id) {
   return out;
 }
 
+bool has_pairs(store& db, std::int64_t job_id) {
+  bool found = false;
+  db.query("SELECT 1 FROM job_pairs WHERE job_id = $1 LIMIT 1", {job_id},
+           [&](const store::row&) { found = true; });
+  return found;
+}
+
 } // namespace strata::site

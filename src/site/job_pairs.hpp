@@ -45,4 +45,8 @@ struct job_partners {
 // store kept them).
 std::optional<job_partners> partners_of(store& db, std::int64_t job_id);
 
+// Whether the store holds any pair of the job (one row read): where it does, the job page draws
+// their heat map itself.
+bool has_pairs(store& db, std::int64_t job_id);
+
 } // namespace strata::site

@@ -124,6 +124,18 @@ std::optional<std::int64_t> time_arg(const std::string& text, const char* what, 
   return t;
 }
 
+// The start of the last `since` (a DURATION: "30d") before `now`; nullopt, the reason told for
+// the subcommand `command` ("models"), when it is not a duration.
+std::optional<std::int64_t> since_start(const std::string& since, const char* command,
+                                        std::int64_t now) {
+  const duration_result d = parse_duration(since);
+  if (!d.seconds) {
+    std::fprintf(stderr, "strata site %s: --since: %s\n", command, d.error.c_str());
+    return std::nullopt;
+  }
+  return now - *d.seconds;
+}
+
 int month_start(std::int64_t t, int months_back, std::int64_t& out) {
   const std::time_t tt = static_cast<std::time_t>(t);
   std::tm tm{};
@@ -216,12 +228,10 @@ int store_commands::run() const {
       if (!executable_.empty())
         o.executable = executable_;
       if (!since_.empty()) {
-        const duration_result d = parse_duration(since_);
-        if (!d.seconds) {
-          std::fprintf(stderr, "strata site models: --since: %s\n", d.error.c_str());
+        const auto start = since_start(since_, "models", std::time(nullptr));
+        if (!start)
           return 2;
-        }
-        o.since = static_cast<std::int64_t>(std::time(nullptr)) - *d.seconds;
+        o.since = *start;
       }
       auto db = store::open(url);
       const std::vector<program_models> models = build_models(*db, o);
@@ -245,12 +255,10 @@ int store_commands::run() const {
         month_start(now, 1, o.when.from);
         o.period_label = "month " + format_utc_time(o.when.from, true).substr(0, 7);
       } else if (!since_.empty()) {
-        const duration_result d = parse_duration(since_);
-        if (!d.seconds) {
-          std::fprintf(stderr, "strata site report: --since: %s\n", d.error.c_str());
+        const auto start = since_start(since_, "report", now);
+        if (!start)
           return 2;
-        }
-        o.when = {now - *d.seconds, now + 1};
+        o.when = {*start, now + 1};
         o.period_label = "last " + since_;
       } else {
         o.when.from = time_arg(from_, "--from", bad).value_or(0);
@@ -322,12 +330,9 @@ int store_commands::run_mpi_t(const std::string& url) const {
   q.all = all_variables_;
   q.listed_jobs = listed_jobs_;
   if (!since_.empty()) {
-    const duration_result d = parse_duration(since_);
-    if (!d.seconds) {
-      std::fprintf(stderr, "strata site mpi-t: --since: %s\n", d.error.c_str());
+    q.since = since_start(since_, "mpi-t", std::time(nullptr));
+    if (!q.since)
       return 2;
-    }
-    q.since = static_cast<std::int64_t>(std::time(nullptr)) - *d.seconds;
   }
   auto db = store::open(url);
   const mpi_t_summary s = query_mpi_t(*db, q);

@@ -556,6 +556,9 @@ TEST_F(StoreBackend, KeepsEachJobsPairsOfRanks) {
   EXPECT_EQ(c->pairs[0].bytes_by_kind, (std::map<std::string, std::int64_t>{{"sendrecv", 4000}}));
 
   EXPECT_FALSE(partners_of(*s, inserted.job_ids[2]));
+  EXPECT_TRUE(has_pairs(*s, inserted.job_ids[0]));
+  EXPECT_TRUE(has_pairs(*s, inserted.job_ids[1]));
+  EXPECT_FALSE(has_pairs(*s, inserted.job_ids[2]));
 }
 
 } // namespace

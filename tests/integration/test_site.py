@@ -491,6 +491,13 @@ class SiteTests:
             proc = self.strata("site", "report", *args)
             self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
             self.assertIn(fragment, proc.stderr)
+        # A malformed --since, told by the subcommand that was given it (mpi-t:
+        # test_site_mpi_t.py).
+        for command in ("report", "models"):
+            proc = self.strata("site", command, "--db", self.db, "--since", "7x")
+            self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+            self.assertTrue(proc.stderr.startswith(f"strata site {command}: --since: "), proc.stderr)
+            self.assertEqual(proc.stdout, "")
 
 
 class SqliteSite(SiteTests, StrataTestCase):

@@ -135,7 +135,7 @@ class SiteMpiTTests:
         self.assertEqual(doc["jobs"], 0)
 
     def test_bad_input_gets_one_clear_message(self):
-        for args, code, fragment in ((["--since", "7x"], 2, "--since"),
+        for args, code, fragment in ((["--since", "7x"], 2, "strata site mpi-t: --since: "),
                                      (["--name", "no_such_variable"], 1,
                                       "no MPI_T variable named 'no_such_variable'"),
                                      (["--format", "xml"], 2, "--format"),

@@ -463,12 +463,16 @@ class WebTests(ServedStore):
         self.assertRegex(a["mpi_t_job_text"], r"pml_ob1_unexpected_msgq_length\s+size\s+communicator\s+7\s+0\s+0\s+7\s+1\s+4")
         self.assertIn("Unexpected messages <img src=x onerror=alert(2)> per peer", a["mpi_t_job_text"])
         self.assertEqual(a["mpi_t_job_images"], 0)
-        # Who talks to whom, from the store: the heaviest pair first; the report's heat map.
+        # Who talks to whom, from the store: the heaviest pair first; the page's heat map, the
+        # only one (the report it carries leaves its own out), which sums the two-sided kinds
+        # as the report's did.
         self.assertEqual(a["mpi_t_job_partners"], {
             "first": ["0", "1", "100", "8000", "point to point 100 (8000 B)"], "rows": 3,
             "last": ["3", "0", "2", "48", "get 2 (48 B)"],
             "whole": "The record lists every pair: the heat map has the whole matrix. To the heat map.",
-            "map": 1, "cells": 3})
+            "map": 1, "cells": 3, "report_maps": 0,
+            "two_sided": ["rank 0 to rank 1: 8000 bytes in 100 messages",
+                          "rank 2 to rank 3: 190 bytes in 8 messages"]})
         # The collectives by communicator, and a bar per member of each.
         self.assertEqual(a["mpi_t_job_collectives"]["rows"], [
             ["0-3", "4", "10", "40", "320", "80 / 80.0 / 80", "0", "1.00"],

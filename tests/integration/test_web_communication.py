@@ -1,20 +1,30 @@
 """The job page's communication views, fed by the store through /api/job/ID: the heat map of
-every pair the store holds, zoomed into rank ranges (a drag over cells, the form, the mouse
-wheel, a kind alone, the view kept in the page's address) with each view's bins counted here
-again from the record's pairs; and the collectives by communicator with each member of the small
-ones as bars. One SQLite store (the API's rows on PostgreSQL: test_web.py), one server, headless
-Chromium (web_communication_browser.js). Needs root (useradd, runuser)."""
+every pair the store holds, the page's only one (the report it carries leaves its own out unless
+the store has no pairs of the job; `strata report --format html` keeps it), zoomed into rank
+ranges (a drag over cells, the form, the mouse wheel, a kind alone or the two-sided ones together,
+the view kept in the page's address) with each view's bins counted here again from the record's
+pairs; and the collectives by communicator with each member of the small ones as bars. One SQLite
+store (the API's rows on PostgreSQL: test_web.py), one server, headless Chromium
+(web_communication_browser.js). Needs root (useradd, runuser)."""
+import json
+import os
+import sqlite3
+import subprocess
+import time
 import unittest
 
+from strata_testlib import STRATA
 from test_site import make_record
 from web_testlib import DAY, USER_A, ServedStore, create_users, remove_users
 
 RANKS = 300
-# A ring of growing messages, every tenth rank half-way round too, and one one-sided kind.
+# A ring of growing messages, every tenth rank half-way round too, a second two-sided kind and
+# one one-sided kind.
 RING = [{"from": i, "to": (i + 1) % RANKS, "messages": i + 1, "bytes": 100 * (i + 1)}
         for i in range(RANKS)]
 ACROSS = [{"from": i, "to": (i + RANKS // 2) % RANKS, "messages": 1, "bytes": 7}
           for i in range(0, RANKS, 10)]
+SENDRECV = [{"from": 250, "to": 20, "messages": 2, "bytes": 64}]
 PUTS = [{"from": 5, "to": 200, "messages": 3, "bytes": 999}]
 
 
@@ -60,14 +70,22 @@ def tearDownModule():
     remove_users()
 
 
-def records(uid_a, uid_b, now):
-    rec = make_record("comm:300", USER_A, uid_a, RANKS, 100.0,
+def comm_record(job_id, uid_a, now):
+    rec = make_record(job_id, USER_A, uid_a, RANKS, 100.0,
                       {"MPI_Sendrecv": (600, 30.0, 45150), "MPI_Allreduce": (6000, 10.0, 3000000)},
                       now - DAY, executable="/home/a/ring")
     p2p = sorted_pairs(RING + ACROSS)
-    rec["communication"] = {"pairs": p2p, "by_kind": {"point_to_point": p2p, "put": PUTS},
+    rec["communication"] = {"pairs": sorted_pairs(p2p + SENDRECV),
+                            "by_kind": {"point_to_point": p2p, "sendrecv": SENDRECV, "put": PUTS},
                             "collectives": COLLECTIVES}
-    return {"comm.json": (rec, uid_a)}
+    return rec
+
+
+def records(uid_a, uid_b, now):
+    """The job, and the same again as a store made before it kept pairs holds it (setUpClass
+    deletes its pairs)."""
+    return {"comm.json": (comm_record("comm:300", uid_a, now), uid_a),
+            "old.json": (comm_record("old:300", uid_a, now - 60), uid_a)}
 
 
 def bin_ranges(first, last, cells=64):
@@ -102,16 +120,42 @@ def expected_cells(rows, cols, pairs):
     return sorted(out)
 
 
-ALL = RING + ACROSS + PUTS
+TWO_SIDED = RING + ACROSS + SENDRECV
+ALL = TWO_SIDED + PUTS
 
 
 class WebCommunicationTest(ServedStore, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.serve_records("strata-web-comm-", records)
+        with sqlite3.connect(cls.url[len("sqlite:"):]) as db:
+            db.execute("DELETE FROM job_pairs WHERE job_id = ?", (cls.jobs["old:300"]["id"],))
+        # The standalone report of the same record, which has no page around it.
+        record = os.path.join(cls.tmp, "comm.json")
+        with open(record, "w") as f:
+            json.dump(comm_record("comm:300", 1000, int(time.time())), f)
+        cls.report = os.path.join(cls.tmp, "report.html")
+        with open(cls.report, "w") as f:
+            subprocess.run([STRATA, "report", "--format", "html", record], stdout=f, check=True)
 
     def browse(self):
-        return self.browse_jobs_once("web_communication_browser.js")
+        return self.browse_once("web_communication_browser.js", {
+            "base": self.base, "token": self.tokens[USER_A], "report": self.report,
+            "jobs": {k: j["id"] for k, j in self.jobs.items()}})
+
+    def test_one_heat_map_on_the_job_page_the_reports_elsewhere(self):
+        maps = self.browse()["maps"]
+        # The job page: its own heat map alone, the report it carries without one.
+        self.assertEqual(maps["job"]["maps"], ["zoomable-heatmap"])
+        self.assertEqual(maps["job"]["report_maps"], 0)
+        self.assertIn("Point-to-point pairs by bytes", maps["job"]["report_headings"])
+        # A job whose pairs the store does not hold (stored before it kept them): the report's.
+        self.assertEqual(maps["old_job"]["maps"], ["heatmap"])
+        self.assertEqual(maps["old_job"]["report_maps"], 1)
+        # `strata report --format html` alone: its heat map of the two-sided pairs.
+        self.assertEqual(maps["standalone"]["maps"], ["heatmap"])
+        self.assertEqual(maps["standalone"]["cells"],  # 300 ranks: 2 x 2 ranks a cell
+                         len({(p["from"] // 2, p["to"] // 2) for p in TWO_SIDED}))
 
     def test_api_gives_every_pair_and_the_collectives_from_the_store(self):
         job = self.api_as(USER_A, f"/api/job/{self.jobs['comm:300']['id']}")
@@ -120,8 +164,10 @@ class WebCommunicationTest(ServedStore, unittest.TestCase):
         got = sorted((m["from"][i], m["to"][i], kinds[m["kind"][i]], m["messages"][i], m["bytes"][i])
                      for i in range(len(m["from"])))
         want = sorted([(p["from"], p["to"], "point_to_point", p["messages"], p["bytes"])
-                       for p in RING + ACROSS] + [(5, 200, "put", 3, 999)])
+                       for p in RING + ACROSS] + [(250, 20, "sendrecv", 2, 64), (5, 200, "put", 3, 999)])
         self.assertEqual(got, want)
+        self.assertEqual(dict(zip(kinds, m["one_sided"])),
+                         {"point_to_point": False, "put": True, "sendrecv": False})
         c = job["collectives"]
         self.assertEqual([x["members"] for x in c["communicators"]],
                          ["0-299", "0-4", "10-11", "12-13", "14-15", "16-17", "5-6"])
@@ -142,6 +188,9 @@ class WebCommunicationTest(ServedStore, unittest.TestCase):
         _, bins = bin_ranges(0, RANKS - 1)
         self.assertEqual(len(bins), 60)  # 5 ranks a cell
         self.assertEqual(whole["row_labels"][:2], ["0-4", "20-24"])  # every fourth bin labelled
+        self.assertEqual(whole["row_labels"][-2:], ["280-284", "295-299"])  # and the last one
+        self.assertEqual(whole["col_labels"][-1], "295-299")
+        self.assertIn("Hover a cell for its figures.", whole["caption"])
         self.assertEqual(whole["form"], ["0", "299", "0", "299"])
         self.assertIn("ranks 0-299 (rows, 5 ranks a cell, 60 cells)", whole["caption"])
         self.assertEqual(whole["svgs"], 1)
@@ -186,6 +235,12 @@ class WebCommunicationTest(ServedStore, unittest.TestCase):
         puts = seen["put_only"]
         self.assertEqual(puts["cells"], ["ranks 5-9 to ranks 200-204: 999 bytes in 3 messages (1 pair)"])
         self.assertIn("put only", puts["caption"])
+        # The two-sided kinds together, as the report's heat map summed them.
+        self.assertEqual(sorted(seen["two_sided"]["cells"]),
+                         expected_cells((0, RANKS - 1), (0, RANKS - 1), TWO_SIDED))
+        self.assertIn("two-sided kinds only", seen["two_sided"]["caption"])
+        self.assertEqual(seen["kinds"], ["every kind", "every two-sided kind", "point to point",
+                                         "put", "sendrecv"])
         self.assertEqual(seen["back_to_whole"]["form"], ["0", "299", "0", "299"])
         self.assertNotIn("senders=", seen["back_to_whole"]["url"])
 

@@ -301,11 +301,14 @@ class WebListsTest(ServedStore, unittest.TestCase):
 
     # ---- the communication matrix ----
 
-    def test_job_page_shows_the_communication_heat_map(self):
+    def test_job_page_shows_the_communication_heat_map_once(self):
         seen = self.browse()["heat_map"]
+        self.assertEqual(seen["maps"], ["zoomable-heatmap"])  # the report's is left out
+        self.assertEqual(seen["report_maps"], 0)
         self.assertEqual(seen["cells"], ["rank 0 to rank 3: 1000 bytes in 10 messages",
                                          "rank 1 to rank 3: 10 bytes in 1 messages"])
-        self.assertIn("one cell per pair of ranks", seen["caption"])
+        self.assertIn("one rank a cell", seen["caption"])
+        self.assertIn("Hover a cell for its figures", seen["caption"])
         self.assertGreater(seen["width"], 100)
 
 

@@ -69,7 +69,11 @@ async function visit(user, browser, base) {
       whole: await page.textContent("#partners-whole"),
       map: await page.$$eval("#partners-heat-map svg", (s) => s.length),
       cells: await page.$$eval("#partners-heat-map svg rect.pair", (s) => s.length),
+      report_maps: await page.$$eval(".report svg", (s) => s.length), // the page's is the one
     };
+    // The two-sided kinds together, as the report's heat map summed them.
+    await page.selectOption("#heat-map-view select[name=kind]", { label: "every two-sided kind" }).catch(() => null);
+    seen.mpi_t_job_partners.two_sided = await page.$$eval("#partners-heat-map svg rect.pair title", (t) => t.map((x) => x.textContent).sort());
     seen.mpi_t_job_collectives = {
       rows: await page.$$eval("#collectives-table tbody tr", (r) => r.map((tr) => [...tr.cells].map((td) => td.textContent))),
       bars: await page.$$eval("table.member-bars span.bar", (s) => s.length),

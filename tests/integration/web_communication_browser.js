@@ -1,5 +1,6 @@
 // Drives headless Chromium for test_web_communication.py. Input (argv[2]): JSON {base, token,
-// admin_token, jobs: {record id: job id}}. Output (stdout): JSON of what the browser saw.
+// report (the path of a standalone HTML report), jobs: {record id: job id}}. Output (stdout):
+// JSON of what the browser saw.
 const { login, main, ready, rows, text } = require("./web_testlib.js");
 
 main(async (browser, input) => {
@@ -31,6 +32,15 @@ main(async (browser, input) => {
     const margin = Number(plot.getAttribute("x"));
     return { x: box.left + (margin + (at[1] + 0.5) * cell) * scale, y: box.top + (margin + (at[0] + 0.5) * cell) * scale };
   }, [row, col]);
+
+  // The heat maps a page shows (each svg of role img, by its class), the report's among them.
+  const maps = async () => ({
+    maps: await page.$$eval("svg[role=img]", (s) => s.map((x) => x.getAttribute("class"))),
+    report_maps: await page.$$eval(".report svg", (s) => s.length),
+    report_headings: await page.$$eval(".report h2", (h) => h.map((x) => x.textContent)),
+    cells: await page.$$eval("svg[role=img] rect.pair", (r) => r.length),
+  });
+  seen.maps = { job: await maps() };
 
   seen.heat = { whole: await heat() };
 
@@ -68,6 +78,9 @@ main(async (browser, input) => {
   // One kind alone.
   await page.selectOption("#heat-map-view select[name=kind]", { label: "put" });
   seen.heat.put_only = await heat();
+  seen.heat.kinds = await page.$$eval("#heat-map-view select[name=kind] option", (o) => o.map((x) => x.textContent));
+  await page.selectOption("#heat-map-view select[name=kind]", { label: "every two-sided kind" }).catch(() => null);
+  seen.heat.two_sided = await heat();
   await page.selectOption("#heat-map-view select[name=kind]", { label: "every kind" });
   await type({ rows_first: 10, rows_last: 20, cols_first: 10, cols_last: 20 });
   await page.click("#heat-map-view button[name=whole]");
@@ -91,5 +104,11 @@ main(async (browser, input) => {
   };
   if (seen.collectives.more) await page.click("#collective-members-more");
   seen.collectives.bar_tables_all = await page.$$eval("table.member-bars", (t) => t.map((x) => x.dataset.members));
+
+  // A job whose pairs the store does not hold, and the standalone report.
+  await ready(page, `${input.base}/job/${input.jobs["old:300"]}`);
+  seen.maps.old_job = await maps();
+  await page.goto("file://" + input.report);
+  seen.maps.standalone = await maps();
   return seen;
 });

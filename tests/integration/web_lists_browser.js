@@ -35,12 +35,15 @@ main(async (browser, input) => {
     critical_title: await page.$$eval("#app h2", (h) => h.map((x) => x.textContent).join("\n")),
   };
 
-  // The communication matrix as a heat map on the job page, from the record's pairs.
+  // The communication matrix as a heat map on the job page, from the store's pairs: the page's
+  // own, and none in the report it carries.
   await ready(page, `${input.base}/job/${input.jobs["wait:1"]}`);
   seen.heat_map = {
-    cells: await page.$$eval(".report svg.heatmap rect.pair title", (t) => t.map((x) => x.textContent)),
-    caption: await text(page, ".report figure.heatmap figcaption"),
-    width: await page.$eval(".report svg.heatmap", (s) => s.getBoundingClientRect().width).catch(() => null),
+    maps: await page.$$eval("main svg[role=img]", (s) => s.map((x) => x.getAttribute("class"))),
+    report_maps: await page.$$eval(".report svg", (s) => s.length),
+    cells: await page.$$eval("#partners-heat-map svg rect.pair title", (t) => t.map((x) => x.textContent)),
+    caption: await text(page, "#heat-map-caption"),
+    width: await page.$eval("#partners-heat-map svg", (s) => s.getBoundingClientRect().width).catch(() => null),
   };
   // Each chart as a PNG: the imbalance chart's file as downloaded.
   seen.png = { links: await page.$$eval("a.png", (a) => a.map((x) => x.dataset.for)) };

@@ -521,6 +521,11 @@ TEST(RenderHtml, CommunicationHeatMapHasACellPerPair) {
   EXPECT_NE(html.find("fill=\"#08306b\"><title>rank 0 to rank 3"), std::string::npos); // darkest
   EXPECT_NE(html.find("one cell per pair of ranks"), std::string::npos);
   EXPECT_EQ(render(record, report_format::text, nullptr).find("<svg"), std::string::npos);
+  // The fragment draws it unless the page around it draws its own; the tables stay.
+  EXPECT_EQ(count_of(render_html_fragment(record), "<figure class=\"heatmap\">"), 1u);
+  const std::string left_out = render_html_fragment(record, nullptr, heat_map::left_out);
+  EXPECT_EQ(left_out.find("<svg"), std::string::npos) << left_out;
+  EXPECT_NE(left_out.find("Point-to-point pairs by bytes"), std::string::npos);
 }
 
 // One-sided operations apart from the point-to-point tables and the heat map: each kind's totals

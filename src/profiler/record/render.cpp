@@ -116,7 +116,8 @@ struct section {
   bool headed = false; // a first row of column headings; numbers right-aligned in text
   table rows;
   std::string note;
-  std::string html_figure; // markup of our own (not from the record) after it, in HTML only
+  // Markup of our own (not from the record) after it, in HTML only: the communication heat map.
+  std::string html_figure;
 };
 
 // Arguments as a shell would need them, so the command line can be read back unambiguously.
@@ -467,7 +468,7 @@ std::string style_sheet(std::string_view scope) {
 }
 
 // The report's sections: what the page and the fragment hold.
-std::string html_sections(const std::vector<section>& report) {
+std::string html_sections(const std::vector<section>& report, heat_map map) {
   std::string out;
   for (const section& s : report) {
     const char* heading = &s == &report.front() ? "h1" : "h2";
@@ -485,7 +486,8 @@ std::string html_sections(const std::vector<section>& report) {
     out += "</table>\n";
     if (!s.note.empty())
       out += "<p>" + escape_markup(s.note) + "</p>\n";
-    out += s.html_figure;
+    if (map == heat_map::drawn)
+      out += s.html_figure;
   }
   return out;
 }
@@ -494,7 +496,8 @@ std::string render_html(const job_record& record, const std::vector<section>& re
   return fmt::format("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta "
                      "charset=\"utf-8\">\n<title>Strata report: {}</title>\n"
                      "<style>\n{}\n</style>\n</head>\n<body>\n{}</body>\n</html>\n",
-                     escape_markup(record.job.id), style_sheet(""), html_sections(report));
+                     escape_markup(record.job.id), style_sheet(""),
+                     html_sections(report, heat_map::drawn));
 }
 
 // Reads and parses one file; a message names the file.
@@ -561,9 +564,10 @@ std::string render(const job_record& record, report_format format,
   return text;
 }
 
-std::string render_html_fragment(const job_record& record, const model::machine_model* model) {
+std::string render_html_fragment(const job_record& record, const model::machine_model* model,
+                                 heat_map map) {
   return fmt::format("<div class=\"report\"><style>{}</style>\n{}</div>", style_sheet(".report"),
-                     html_sections(sections(record, model)));
+                     html_sections(sections(record, model), map));
 }
 
 int report_main(const std::string& record_path, const std::string& format,

@@ -23,11 +23,17 @@ std::optional<report_format> parse_format(std::string_view name);
 std::string render(const job_record& record, report_format format,
                    const model::machine_model* model = nullptr);
 
+// Whether an html report draws its communication heat map: a page that draws its own of the
+// same pairs (the web's job page, which zooms) leaves the report's out.
+enum class heat_map { drawn, left_out };
+
 // The html report's content without the document around it, for a page that shows the report
 // among its own: one <div class="report"> holding the report's style, every rule scoped to that
-// element so that none reaches the page around it, and the sections the full document holds.
+// element so that none reaches the page around it, and the sections the full document holds
+// (the heat map as `map` says).
 std::string render_html_fragment(const job_record& record,
-                                 const model::machine_model* model = nullptr);
+                                 const model::machine_model* model = nullptr,
+                                 heat_map map = heat_map::drawn);
 
 // The whole subcommand without the command line: reads the record (and the model when
 // `model_path` is not empty) and renders it. Returns 0 with `output` set, or 2 with `error`

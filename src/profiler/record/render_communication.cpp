@@ -45,14 +45,6 @@ std::string spread(const std::vector<rank_traffic>& by_rank, std::uint64_t ranks
   return fmt::format("min {}, mean {:.1f}, max {}", min, mean, max);
 }
 
-// A one-sided kind of the record's `by_kind` (common/message_kinds.hpp), which `pairs` leaves out.
-bool is_one_sided(const std::string& kind) {
-  for (int k = 0; k < common::pair_kind_count; ++k)
-    if (kind == common::pair_kind_names[k])
-      return !common::is_point_to_point(k);
-  return false;
-}
-
 std::string kind_title(const std::string& kind) {
   std::string title = kind;
   std::replace(title.begin(), title.end(), '_', ' ');
@@ -87,7 +79,7 @@ std::optional<communication_table> one_sided_table(const communication_section& 
   };
   std::vector<row> rows;
   for (const auto& [kind, pairs] : section.by_kind)
-    if (is_one_sided(kind))
+    if (common::is_one_sided(kind)) // which `pairs` leaves out
       for (const message_pair& p : pairs)
         rows.push_back({&kind, &p});
   if (rows.empty())

@@ -5,6 +5,7 @@
 #include "profiler/record/record.hpp"
 #include "profiler/record/render.hpp"
 #include "site/health.hpp"
+#include "site/job_pairs.hpp"
 #include "site/queries.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
@@ -308,9 +309,11 @@ public:
     html_route(http, R"(/job/(\d+))", [this](const httplib::Request& req, const viewer& v) {
       const auto id = parse_id(req.matches[1]);
       std::optional<site::stored_job> sj;
+      bool page_draws_pairs = false; // then the report's heat map would be a second one
       if (id) {
         auto db = pool_.take();
         sj = visible_job(*db, v, *id);
+        page_draws_pairs = sj && site::has_pairs(*db, sj->job.job_id);
       }
       if (!sj)
         return std::make_pair(404, page("No such job", "error", &v,
@@ -321,9 +324,13 @@ public:
           "<h2>Time per rank (imbalance)</h2><div class=\"chart\"><canvas "
           "id=\"imbalance\"></canvas></div><h2>Message sizes</h2><div class=\"chart\"><canvas "
           "id=\"sizes\"></canvas></div>";
-      return std::make_pair(200, page("Job " + sj->job.record_id, "job", &v,
-                                      charts + "<h2>Report</h2>" + job_report_html(sj->record_json),
-                                      " data-job=\"" + std::to_string(sj->job.job_id) + "\""));
+      return std::make_pair(
+          200,
+          page("Job " + sj->job.record_id, "job", &v,
+               charts + "<h2>Report</h2>" +
+                   job_report_html(sj->record_json, page_draws_pairs ? record::heat_map::left_out
+                                                                     : record::heat_map::drawn),
+               " data-job=\"" + std::to_string(sj->job.job_id) + "\""));
     });
     html_route(http, "/user", [](const httplib::Request& req, const viewer& v) {
       const std::string user = user_of(req, v);

@@ -1,5 +1,6 @@
 #include "site/web/views.hpp"
 #include "common/markup.hpp"
+#include "common/message_kinds.hpp"
 
 #include "profiler/record/record.hpp"
 #include "profiler/record/record_fast.hpp"
@@ -130,17 +131,17 @@ json slurm_groups_json(const std::map<std::string, site::job_totals>& groups) {
   return out;
 }
 
-std::string job_report_html(const std::string& record_json) {
+std::string job_report_html(const std::string& record_json, record::heat_map map) {
   const record::parse_result parsed = record::parse_record(record_json);
   if (!parsed.ok())
     return "<p class=\"error\">The stored record does not parse: " + escape_markup(parsed.error) +
            "</p>";
-  return record::render_html_fragment(*parsed.record);
+  return record::render_html_fragment(*parsed.record, nullptr, map);
 }
 
 namespace {
 
-// The heaviest pairs the job page lists (its report draws the heat map of every pair listed).
+// The heaviest pairs the job page lists (it draws the heat map of every pair itself).
 constexpr size_t listed_partners = 20;
 
 json partners_json(const site::job_partners& p) {
@@ -161,10 +162,13 @@ json partners_json(const site::job_partners& p) {
   for (const site::partner_pair& x : p.pairs)
     for (const auto& [kind, bytes] : x.bytes_by_kind)
       kind_index.emplace(kind, 0);
-  json kinds = json::array();
+  // Each kind's name, and whether it is one-sided (the record's `pairs` and its report's heat map
+  // sum the other, two-sided, kinds).
+  json kinds = json::array(), one_sided = json::array();
   for (auto& [kind, index] : kind_index) {
     index = kinds.size();
     kinds.push_back(kind);
+    one_sided.push_back(common::is_one_sided(kind));
   }
   json from = json::array(), to = json::array(), kind = json::array(), messages = json::array(),
        bytes = json::array();
@@ -177,8 +181,8 @@ json partners_json(const site::job_partners& p) {
       messages.push_back(m == x.messages_by_kind.end() ? 0 : m->second);
       bytes.push_back(b);
     }
-  o["matrix"] = {{"kinds", kinds}, {"from", from},         {"to", to},
-                 {"kind", kind},   {"messages", messages}, {"bytes", bytes}};
+  o["matrix"] = {{"kinds", kinds}, {"one_sided", one_sided}, {"from", from},  {"to", to},
+                 {"kind", kind},   {"messages", messages},   {"bytes", bytes}};
   if (!p.whole())
     o["unlisted"] = {{"pairs", p.unlisted_pairs},
                      {"messages", p.unlisted_messages},

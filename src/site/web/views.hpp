@@ -4,6 +4,7 @@
 // string from a job travels as JSON data that the page inserts as text.
 #pragma once
 
+#include "profiler/record/render.hpp"
 #include "site/models.hpp"
 #include "site/report.hpp"
 #include "site/store.hpp"
@@ -28,8 +29,9 @@ nlohmann::json site_json(const site::report& r, int days);
 // label ("" for jobs without one), jobs, CPU time, MPI %, share of the CPU time.
 nlohmann::json slurm_groups_json(const std::map<std::string, site::job_totals>& groups);
 // The job's own report (src/profiler/record's HTML fragment, which escapes every string of the
-// record and scopes its style to the report's <div class="report">), to sit inside our page.
-std::string job_report_html(const std::string& record_json);
+// record and scopes its style to the report's <div class="report">), to sit inside our page;
+// without its heat map where the page draws its own of the store's pairs (site::has_pairs).
+std::string job_report_html(const std::string& record_json, record::heat_map map);
 // What the job page needs: the job, per-routine time across ranks (min/mean/max: the
 // imbalance), the message-size histograms; whether it was flagged as a regression; and, routine
 // by routine, the previous complete run of its program at its size.

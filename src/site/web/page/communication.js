@@ -64,9 +64,20 @@ function keepViewInAddress(view, whole) {
   history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
 }
 
-// The heat map of the pairs (rows: senders, columns: receivers). Zoom: drag over cells (or
-// click a cell of several ranks), the mouse wheel over the map, or the ranks typed in the form;
-// each view bins the pairs again.
+// The kinds a view shows: "" every kind, "two-sided" the two-sided ones together (what the job's
+// report sums as its pairs), else one kind's index.
+const twoSided = "two-sided";
+function kindShown(matrix, kind) {
+  if (kind === "") return () => true;
+  if (kind === twoSided) return (k) => !matrix.one_sided[k];
+  return (k) => String(k) === kind;
+}
+const kindTitle = (matrix, kind) => (kind === twoSided ? "two-sided kinds" : matrix.kinds[Number(kind)].replaceAll("_", " "));
+
+// The heat map of the pairs (rows: senders, columns: receivers): the page's only one (the job's
+// report, which it carries, leaves its own out). Zoom: drag over cells (or click a cell of
+// several ranks), the mouse wheel over the map, or the ranks typed in the form; each view bins
+// the pairs again.
 function heatMap(matrix, ranks, unlisted) {
   const whole = { rows: [0, ranks - 1], cols: [0, ranks - 1] };
   let view = viewOfAddress(ranks) || whole;
@@ -82,7 +93,11 @@ function heatMap(matrix, ranks, unlisted) {
     el("button", { type: "button", name: "out" }, "Zoom out"), " ",
     el("button", { type: "button", name: "whole" }, "Whole job"));
   if (matrix.kinds.length > 1) {
-    const select = el("select", { name: "kind" }, el("option", { value: "" }, "every kind"),
+    // The two-sided kinds together when there are several besides one-sided ones.
+    const oneSided = matrix.one_sided.filter(Boolean).length;
+    const together = oneSided > 0 && matrix.kinds.length - oneSided > 1
+      ? [el("option", { value: twoSided, title: "messages, not one-sided operations" }, "every two-sided kind")] : [];
+    const select = el("select", { name: "kind" }, el("option", { value: "" }, "every kind"), ...together,
       ...matrix.kinds.map((k, i) => el("option", { value: String(i) }, k.replaceAll("_", " "))));
     select.addEventListener("change", () => { kind = select.value; draw(); });
     form.append(" ", el("label", {}, "Kind ", select));
@@ -124,10 +139,11 @@ function heatMap(matrix, ranks, unlisted) {
     fields.colsFirst.value = view.cols[0];
     fields.colsLast.value = view.cols[1];
     const cells = new Map();
+    const shown = kindShown(matrix, kind);
     for (let i = 0; i < matrix.from.length; ++i) {
       const from = matrix.from[i], to = matrix.to[i];
       if (from < view.rows[0] || from > view.rows[1] || to < view.cols[0] || to > view.cols[1]) continue;
-      if (kind !== "" && String(matrix.kind[i]) !== kind) continue;
+      if (!shown(matrix.kind[i])) continue;
       const key = rows.of(from) * cols.bins + cols.of(to);
       const c = cells.get(key) || { row: rows.of(from), col: cols.of(to), bytes: 0, messages: 0, pairs: new Set() };
       c.bytes += matrix.bytes[i];
@@ -150,10 +166,18 @@ function heatMap(matrix, ranks, unlisted) {
         fill: heatColour(c.bytes, most), "data-from": shortRange(from), "data-to": shortRange(to) },
       svg("title", {}, `${rankRange(from)} to ${rankRange(to)}: ${c.bytes} bytes in ${c.messages} messages${pairs}`)));
     }
-    // Each labelled bin's ranks on both axes, at most 16 labels a side.
+    // Each labelled bin's ranks on both axes, about 16 labels a side, the last bin's (the view's
+    // last rank) always.
     const labels = (axis, across) => {
       const step = Math.ceil(axis.bins / 16);
-      for (let k = 0; k < axis.bins; k += step) {
+      const labelled = [];
+      for (let k = 0; k < axis.bins; k += step) labelled.push(k);
+      const last = axis.bins - 1;
+      if (labelled[labelled.length - 1] !== last) {
+        if (last - labelled[labelled.length - 1] < step / 2) labelled.pop(); // too close to read
+        labelled.push(last);
+      }
+      for (const k of labelled) {
         const text = shortRange(axis.range(k));
         const at = margin + (k + 0.5) * (across ? w : h);
         map.append(across
@@ -170,9 +194,9 @@ function heatMap(matrix, ranks, unlisted) {
     holder.replaceChildren(map);
     const scope = (axis) => (axis.group === 1 ? "one rank a cell" : `${axis.group} ranks a cell, ${axis.bins} cells`);
     caption.textContent = `Bytes sent from ${rankRange(view.rows)} (rows, ${scope(rows)}) to ${rankRange(view.cols)} (columns, ${scope(cols)})` +
-      (kind === "" ? "" : `, ${matrix.kinds[Number(kind)].replaceAll("_", " ")} only`) +
+      (kind === "" ? "" : `, ${kindTitle(matrix, kind)} only`) +
       `; darker for more on a log scale up to ${most} bytes in this view; ${count(cells.size, "cell")} drawn. ` +
-      "Drag over cells, click a cell of several ranks, or turn the mouse wheel over the map to zoom; the form sets the ranks." +
+      "Hover a cell for its figures. Drag over cells, click a cell of several ranks, or turn the mouse wheel over the map to zoom; the form sets the ranks." +
       (unlisted ? " Pairs the record does not list are not drawn." : "");
 
     // Where the pointer is, in bins of the view (clamped to the plot).

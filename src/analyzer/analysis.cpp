@@ -155,7 +155,8 @@ bool is_sendrecv(const std::string& name) {
   return name == "MPI_Sendrecv" || name == "MPI_Sendrecv_replace";
 }
 
-// The messages a persistent request sends are recorded inside the start that sent them.
+// The messages a persistent request sends are recorded inside the start that sent them (a
+// partitioned request's are marked besides).
 bool is_start(const std::string& name) {
   return name == "MPI_Start" || name == "MPI_Startall";
 }
@@ -477,11 +478,13 @@ struct analyzer::impl {
     return ls.stack.empty() ? t : ls.stack.back().enter;
   }
 
-  // Every recorded send counts towards its pair, also one outside any operation.
-  void count_send(uint32_t rank, uint32_t receiver, uint64_t bytes) {
+  // Every recorded send counts towards its pair, also one outside any operation; its kind is
+  // that of the operation it is in, unless the trace marked it (a partitioned request's start).
+  void count_send(uint32_t rank, uint32_t receiver, uint64_t bytes, int marked_kind = -1) {
     location_state& ls = loc(rank);
-    const uint64_t kind = ls.stack.empty() ? uint64_t{pair_kind_point_to_point}
-                                           : region_pair_kind[ls.stack.back().region];
+    const uint64_t kind = marked_kind >= 0   ? static_cast<uint64_t>(marked_kind)
+                          : ls.stack.empty() ? uint64_t{pair_kind_point_to_point}
+                                             : region_pair_kind[ls.stack.back().region];
     pair_stat& p = ls.tables.pairs[(kind << 32) | receiver];
     ++p.messages;
     p.bytes += bytes;
@@ -532,6 +535,11 @@ void analyzer::send(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t co
 void analyzer::isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm, uint32_t tag,
                      uint64_t bytes, uint64_t) {
   impl_->count_send(rank, receiver, bytes);
+  impl_->add_msg(rank, time, {msg_kind::send, receiver, comm, tag, 0, direct});
+}
+void analyzer::partitioned_isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm,
+                                 uint32_t tag, uint64_t bytes, uint64_t) {
+  impl_->count_send(rank, receiver, bytes, pair_kind_partitioned);
   impl_->add_msg(rank, time, {msg_kind::send, receiver, comm, tag, 0, direct});
 }
 void analyzer::isend_complete(uint32_t rank, uint64_t time, uint64_t) {

@@ -107,7 +107,8 @@ struct wait_state_row {
 // before (ring) a time are missing; negative when the archive does not say.
 // Point-to-point messages from one rank to another (world ranks), counted at the sender: every
 // send the trace records. `kind` is "point_to_point" (Send, Isend and their kin), "sendrecv"
-// (MPI_Sendrecv, MPI_Sendrecv_replace) or "persistent" (started by MPI_Start, MPI_Startall).
+// (MPI_Sendrecv, MPI_Sendrecv_replace), "persistent" (started by MPI_Start, MPI_Startall) or
+// "partitioned" (a partitioned request's start: every partition, one message).
 struct message_pair {
   uint32_t from = 0, to = 0;
   std::string kind;
@@ -201,6 +202,8 @@ public:
             uint64_t bytes) override;
   void isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm, uint32_t tag,
              uint64_t bytes, uint64_t request) override;
+  void partitioned_isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm,
+                         uint32_t tag, uint64_t bytes, uint64_t request) override;
   void isend_complete(uint32_t rank, uint64_t time, uint64_t request) override;
   void irecv_request(uint32_t rank, uint64_t time, uint64_t request) override;
   void recv(uint32_t rank, uint64_t time, uint32_t sender, uint32_t comm, uint32_t tag,

@@ -27,6 +27,10 @@ public:
              uint64_t bytes, uint64_t request) override {
     to_both(&event_handler::isend, rank, time, receiver, comm, tag, bytes, request);
   }
+  void partitioned_isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm,
+                         uint32_t tag, uint64_t bytes, uint64_t request) override {
+    to_both(&event_handler::partitioned_isend, rank, time, receiver, comm, tag, bytes, request);
+  }
   void isend_complete(uint32_t rank, uint64_t time, uint64_t request) override {
     to_both(&event_handler::isend_complete, rank, time, request);
   }

@@ -109,8 +109,9 @@ OTF2_CallbackCode on_source_location(void* data, OTF2_SourceCodeLocationRef self
 OTF2_CallbackCode on_attribute(void* data, OTF2_AttributeRef self, OTF2_StringRef name,
                                OTF2_StringRef, OTF2_Type type) {
   auto* d = static_cast<raw_definitions*>(data);
-  // Names may be defined after the attribute; resolved once all definitions are in.
-  if (type == OTF2_TYPE_SOURCE_CODE_LOCATION)
+  // Names may be defined after the attribute; resolved once all definitions are in. Those of
+  // the types the reader looks for: the call site, the mark of a partitioned request's message.
+  if (type == OTF2_TYPE_SOURCE_CODE_LOCATION || type == OTF2_TYPE_UINT8)
     d->attribute_names[self] = std::to_string(name);
   return OTF2_CALLBACK_SUCCESS;
 }

@@ -51,6 +51,7 @@ struct trace_reader::state {
   std::vector<uint32_t> window_comm; // by RMA window ref; UINT32_MAX: undefined
   std::vector<uint64_t> events_seen;
   OTF2_AttributeRef call_site_attr = UINT32_MAX;
+  OTF2_AttributeRef partitioned_attr = UINT32_MAX;
   event_handler* handler = nullptr;
   const definitions* defs = nullptr;
   std::exception_ptr failure;
@@ -220,6 +221,24 @@ OTF2_CallbackCode ev_request_message(OTF2_LocationRef loc, OTF2_TimeStamp t, voi
   return message_event(loc, data, comm, peer,
                        [&](event_handler& h, uint32_t rank, uint32_t world_peer) {
                          (h.*deliver)(rank, t, world_peer, comm, tag, bytes, request);
+                       });
+}
+
+// MPI_Isend, or the start of a partitioned send when the `strata:partitioned` attribute says so.
+OTF2_CallbackCode ev_isend(OTF2_LocationRef loc, OTF2_TimeStamp t, void* data,
+                           OTF2_AttributeList* attrs, uint32_t peer, OTF2_CommRef comm,
+                           uint32_t tag, uint64_t bytes, uint64_t request) {
+  auto* s = static_cast<reader_state*>(data);
+  uint8_t mark = 0;
+  const bool partitioned =
+      attrs != nullptr && s->partitioned_attr != UINT32_MAX &&
+      OTF2_AttributeList_GetUint8(attrs, s->partitioned_attr, &mark) == OTF2_SUCCESS && mark != 0;
+  return message_event(loc, data, comm, peer,
+                       [&](event_handler& h, uint32_t rank, uint32_t world_peer) {
+                         if (partitioned)
+                           h.partitioned_isend(rank, t, world_peer, comm, tag, bytes, request);
+                         else
+                           h.isend(rank, t, world_peer, comm, tag, bytes, request);
                        });
 }
 
@@ -472,9 +491,13 @@ trace_reader::trace_reader(const std::string& path) {
         state_->window_comm.resize(ref + 1, UINT32_MAX);
       state_->window_comm[ref] = comm;
     }
-    for (const auto& [ref, name] : raw.attribute_names)
-      if (string(static_cast<uint32_t>(std::stoul(name))) == call_site_attribute)
+    for (const auto& [ref, name] : raw.attribute_names) {
+      const std::string text = string(static_cast<uint32_t>(std::stoul(name)));
+      if (text == call_site_attribute)
         state_->call_site_attr = ref;
+      else if (text == partitioned_attribute)
+        state_->partitioned_attr = ref;
+    }
     if (raw.resolution)
       defs_.timer_resolution = raw.resolution;
     defs_.global_offset = raw.offset;
@@ -556,7 +579,7 @@ void trace_reader::open_events(event_handler& handler, uint32_t first, uint32_t 
   OTF2_GlobalEvtReaderCallbacks_SetEnterCallback(cb, ev_enter);
   OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(cb, ev_leave);
   OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(cb, ev_message<&event_handler::send>);
-  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(cb, ev_request_message<&event_handler::isend>);
+  OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(cb, ev_isend);
   OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(
       cb, ev_request<&event_handler::isend_complete>);
   OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(

@@ -74,6 +74,13 @@ public:
                     uint64_t bytes) = 0;
   virtual void isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm, uint32_t tag,
                      uint64_t bytes, uint64_t request) = 0;
+  // The message of one start of a partitioned request (every partition), which the trace marks
+  // with the `strata:partitioned` attribute: an isend to every handler that does not tell them
+  // apart.
+  virtual void partitioned_isend(uint32_t rank, uint64_t time, uint32_t receiver, uint32_t comm,
+                                 uint32_t tag, uint64_t bytes, uint64_t request) {
+    isend(rank, time, receiver, comm, tag, bytes, request);
+  }
   virtual void isend_complete(uint32_t rank, uint64_t time, uint64_t request) = 0;
   virtual void irecv_request(uint32_t rank, uint64_t time, uint64_t request) = 0;
   virtual void recv(uint32_t rank, uint64_t time, uint32_t sender, uint32_t comm, uint32_t tag,
@@ -94,6 +101,9 @@ public:
 
 // The name of the attribute whose SourceCodeLocation value is the call site of an Enter.
 inline constexpr const char* call_site_attribute = "strata:call_site";
+// The name of the attribute (a uint8, 1) that marks the MpiIsend and MpiIrecvRequest of a
+// partitioned request's start.
+inline constexpr const char* partitioned_attribute = "strata:partitioned";
 
 class trace_reader {
 public:

@@ -12,6 +12,8 @@ enum pair_kind : uint8_t {
   pair_kind_point_to_point,
   pair_kind_sendrecv,
   pair_kind_persistent,
+  // MPI 4's partitioned sends (MPI_Psend_init): one message per start, all partitions together.
+  pair_kind_partitioned,
   // One-sided operations, from origin to target (traces hold them as OTF2 RMA events).
   pair_kind_put,
   pair_kind_get,
@@ -19,7 +21,7 @@ enum pair_kind : uint8_t {
   pair_kind_count
 };
 inline constexpr const char* pair_kind_names[pair_kind_count] = {
-    "point_to_point", "sendrecv", "persistent", "put", "get", "accumulate"};
+    "point_to_point", "sendrecv", "persistent", "partitioned", "put", "get", "accumulate"};
 
 // The two-sided kinds, which a record's `pairs` sums; the one-sided ones are in `by_kind` alone.
 inline constexpr bool is_point_to_point(int kind) {

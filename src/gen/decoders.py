@@ -20,7 +20,11 @@ def split_byte_spec(spec):
 
 
 def peers_expr(fn, times, flags):
-    """The number of peers a count is for (multiplied, or the length of a summed array)."""
+    """The number of peers a count is for (multiplied, or the length of a summed array); a
+    parameter of the function named after "*" is that argument (a partitioned request's
+    partitions, each of the count)."""
+    if times and times not in PEER_COUNTS and fn.param_type(times) is not None:
+        return f"static_cast<int64_t>({times})"
     degree = times or next((f for f in ("outdegree", "indegree") if f in flags), "size")
     if degree not in PEER_COUNTS:
         raise SystemExit(f"roles.txt: {fn.name}: unknown peer count '{degree}'")

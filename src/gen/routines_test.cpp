@@ -142,6 +142,12 @@ TEST(Routines, PartitionedAndPersistentPointToPoint) {
     EXPECT_TRUE(get(name).partitioned) << name;
     EXPECT_EQ(get(name).group, r::group::persistent_p2p) << name;
   }
+  // A partitioned request's init names what each start moves and to whom (roles.txt), though no
+  // request use: a hang diagnosis has no message to name for it.
+  EXPECT_TRUE(get("MPI_Psend_init").persistent);
+  EXPECT_NE(get("MPI_Psend_init").roles & r::role_send, 0U);
+  EXPECT_NE(get("MPI_Precv_init").roles & r::role_recv, 0U);
+  EXPECT_EQ(r::request_use_of(get("MPI_Psend_init")), r::request_use::none);
   EXPECT_TRUE(get("MPI_Send_init").persistent);
   EXPECT_EQ(get("MPI_Send_init").kind, r::kind::p2p_other);
   EXPECT_FALSE(get("MPI_Send").persistent);

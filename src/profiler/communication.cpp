@@ -41,6 +41,11 @@ request_role request_role_of(std::string_view routine) {
   const routines::info* r = routines::find(routine);
   if (r != nullptr && r->kind == routines::kind::collective && r->persistent)
     return request_role::makes_collective;
+  // Partitioned requests, which the table's request uses leave out (their starts are no message
+  // a hang diagnosis could name), are started as persistent ones are.
+  if (r != nullptr && r->partitioned && r->persistent)
+    return (r->roles & routines::role_send) != 0 ? request_role::makes_partitioned_send
+                                                 : request_role::makes_receive;
   switch (r != nullptr ? routines::request_use_of(*r) : routines::request_use::none) {
   case routines::request_use::makes_send:
     return request_role::makes_send;

@@ -25,17 +25,20 @@ using enum common::pair_kind;
 // The kind of message a routine sends to its peer (its `dest`), or -1 when it sends none that
 // is counted: MPI_Send and its kin, blocking or not, and MPI_Sendrecv(_replace); the one-sided
 // operations to their target (put, get, accumulate-type); large-count variants alike. Persistent
-// requests (MPI_Send_init) send at MPI_Start, which names no peer: request_role_of.
+// and partitioned requests (MPI_Send_init, MPI_Psend_init) send at MPI_Start, which names no
+// peer: request_role_of.
 int pair_kind_of(std::string_view routine);
 
-// What a routine does with persistent requests, for the messages their starts send.
+// What a routine does with persistent requests, for the messages their starts send: a send's
+// start sends one message (a partitioned send's, every partition together).
 enum class request_role : uint8_t {
   none,
-  makes_send,       // MPI_Send_init, _Bsend_init, _Ssend_init, _Rsend_init: a message per start
-  makes_receive,    // MPI_Recv_init: its handle is no persistent send's any more
-  makes_collective, // MPI_Bcast_init and the other persistent collectives: a call per start
-  starts_one,       // MPI_Start
-  starts_many       // MPI_Startall
+  makes_send,             // MPI_Send_init, _Bsend_init, _Ssend_init, _Rsend_init
+  makes_partitioned_send, // MPI_Psend_init
+  makes_receive,          // MPI_Recv_init, MPI_Precv_init: the handle is no send's any more
+  makes_collective,       // MPI_Bcast_init and the other persistent collectives: a call per start
+  starts_one,             // MPI_Start
+  starts_many             // MPI_Startall
 };
 request_role request_role_of(std::string_view routine);
 
@@ -47,9 +50,13 @@ request_role request_role_of(std::string_view routine);
 class persistent_requests {
 public:
   struct made {
-    uint64_t handle = 0; // 0: an empty slot
-    uint32_t to = 0;     // a send's destination (world rank)
-    uint64_t bytes = 0;  // what each start sends
+    uint64_t handle = 0;                 // 0: an empty slot
+    uint32_t to = 0;                     // a send's destination (world rank)
+    uint64_t bytes = 0;                  // what each start sends
+    uint8_t kind = pair_kind_persistent; // a send's: persistent or partitioned
+    // A send's sum of its kind for its destination (sent_pairs), found once when it is made so
+    // that a start adds to it without indexing.
+    strata_pair_sum* sum = nullptr;
     // A collective's communicator, as its `_init` call's event named it (collectives.hpp).
     bool collective = false;
     uint32_t comm_id = 0;
@@ -127,7 +134,7 @@ private:
 // then kinds x ranks strata_pair_sum. Named after the rank file: "<key>.rankR.pairs".
 inline constexpr char pairs_file_magic[8] = {'S', 'T', 'R', 'P', 'A', 'I', 'R', '1'};
 inline constexpr size_t pairs_file_header_bytes = 64;
-inline constexpr uint32_t pairs_file_ranks = 5461; // 512 KiB of sums at most per rank (6 kinds)
+inline constexpr uint32_t pairs_file_ranks = 4681; // 512 KiB of sums at most per rank (7 kinds)
 std::string pairs_file_of(const std::string& rank_file_path);
 
 // One pair's figures, each kind apart.

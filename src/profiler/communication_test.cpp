@@ -33,6 +33,35 @@ TEST(Communication, KindsAreTheTracesKinds) {
 }
 
 // `pairs` is point-to-point; a one-sided kind is in `by_kind` alone.
+// A partitioned send is two-sided: in `pairs` with the other point-to-point kinds, and apart in
+// `by_kind`.
+TEST(Communication, PartitionedSendsAreInThePairs) {
+  EXPECT_TRUE(common::is_point_to_point(pair_kind_partitioned));
+  EXPECT_STREQ(pair_kind_names[pair_kind_partitioned], "partitioned");
+  pair_list list;
+  pair_figures mixed{2, 0, {}, {}};
+  mixed.messages[pair_kind_persistent] = 1;
+  mixed.bytes[pair_kind_persistent] = 8;
+  mixed.messages[pair_kind_partitioned] = 4;
+  mixed.bytes[pair_kind_partitioned] = 480;
+  list.pairs = {mixed};
+  const record::communication_section section = communication_of(list);
+  EXPECT_EQ(section.pairs, (std::vector<record::message_pair>{{2, 0, 5, 488}}));
+  EXPECT_EQ(section.by_kind.at("partitioned"), (std::vector<record::message_pair>{{2, 0, 4, 480}}));
+  EXPECT_EQ(section.by_kind.at("persistent"), (std::vector<record::message_pair>{{2, 0, 1, 8}}));
+  // A partitioned send keeps its kind by handle, for its starts.
+  persistent_requests table;
+  persistent_requests::made made;
+  made.handle = 7;
+  made.to = 1;
+  made.bytes = 120;
+  made.kind = pair_kind_partitioned;
+  EXPECT_TRUE(table.note(made));
+  EXPECT_TRUE(table.note(8, 1, 8));
+  EXPECT_EQ(table.find(7)->kind, pair_kind_partitioned);
+  EXPECT_EQ(table.find(8)->kind, pair_kind_persistent);
+}
+
 TEST(Communication, OneSidedKindsAreKeptOutOfThePairs) {
   pair_list list;
   pair_figures both{0, 1, {}, {}};
@@ -56,6 +85,11 @@ TEST(Communication, PersistentRequestsHaveTheirRoles) {
   EXPECT_EQ(request_role_of("MPI_Send_init"), request_role::makes_send);
   EXPECT_EQ(request_role_of("MPI_Rsend_init_c"), request_role::makes_send);
   EXPECT_EQ(request_role_of("MPI_Recv_init"), request_role::makes_receive);
+  // MPI 4's partitioned requests: a message of every partition per start, of a kind of its own.
+  EXPECT_EQ(request_role_of("MPI_Psend_init"), request_role::makes_partitioned_send);
+  EXPECT_EQ(request_role_of("MPI_Precv_init"), request_role::makes_receive);
+  EXPECT_EQ(request_role_of("MPI_Pready"), request_role::none);
+  EXPECT_EQ(request_role_of("MPI_Parrived"), request_role::none);
   EXPECT_EQ(request_role_of("MPI_Start"), request_role::starts_one);
   EXPECT_EQ(request_role_of("MPI_Startall"), request_role::starts_many);
   EXPECT_EQ(request_role_of("MPI_Isend"), request_role::none);

@@ -20,8 +20,11 @@ enum class record_kind : uint8_t {
   poll_run = 6,      // polls of one routine from one call site that completed nothing, in a row
   cancelled = 7,     // follows the Wait/Test call that completed a cancelled request
   started = 8,       // follows the MPI_Start(all) call that started a persistent request: its
-                     // message as an Isend (index 0) or Irecv (index 1) would have made it
+                     // message as an Isend or Irecv would have made it (index: the bits below)
 };
+
+// A started record's index: a receive's request (else a send's), a partitioned one.
+inline constexpr uint32_t started_receive = 1, started_partitioned = 2;
 
 // 72 bytes. Ranks are world ranks except `source` (as in the status, a rank in the communicator).
 // A poll run spans the first poll's enter to the last one's leave and counts its polls and the

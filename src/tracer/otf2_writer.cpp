@@ -152,6 +152,10 @@ OTF2_ErrorCode archive_writer::write_global_definitions(const archive_definition
   const OTF2_StringRef poll_time_name = str("strata:poll_time_ns");
   const OTF2_StringRef poll_time_doc =
       str("time inside those calls (ns); the rest of the pair's span is the program's own");
+  const OTF2_StringRef partitioned_name = str("strata:partitioned");
+  const OTF2_StringRef partitioned_doc =
+      str("1: the message of one start of a partitioned request (MPI_Psend_init, "
+          "MPI_Precv_init), every partition");
   std::vector<OTF2_StringRef> rank_names;
   for (size_t r = 0; r < d.ranks.size(); ++r)
     rank_names.push_back(str("rank " + std::to_string(r)));
@@ -193,6 +197,8 @@ OTF2_ErrorCode archive_writer::write_global_definitions(const archive_definition
                                          OTF2_TYPE_UINT64));
   ok(OTF2_GlobalDefWriter_WriteAttribute(w, location_writer::poll_time_attribute, poll_time_name,
                                          poll_time_doc, OTF2_TYPE_UINT64));
+  ok(OTF2_GlobalDefWriter_WriteAttribute(w, location_writer::partitioned_attribute,
+                                         partitioned_name, partitioned_doc, OTF2_TYPE_UINT8));
   ok(OTF2_GlobalDefWriter_WriteSystemTreeNode(w, 0, machine, machine,
                                               OTF2_UNDEFINED_SYSTEM_TREE_NODE));
   for (size_t h = 0; h < d.hosts.size(); ++h)

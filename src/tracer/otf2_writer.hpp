@@ -52,15 +52,18 @@ public:
   OTF2_ErrorCode send(uint64_t t, uint32_t peer, uint32_t comm, uint32_t tag, uint64_t bytes) {
     return counted(OTF2_EvtWriter_MpiSend(w_, nullptr, t, peer, comm, tag, bytes));
   }
+  // `partitioned`: the start of a partitioned request (MPI_Psend_init), one message of every
+  // partition, marked by the `strata:partitioned` attribute.
   OTF2_ErrorCode isend(uint64_t t, uint32_t peer, uint32_t comm, uint32_t tag, uint64_t bytes,
-                       uint64_t request) {
-    return counted(OTF2_EvtWriter_MpiIsend(w_, nullptr, t, peer, comm, tag, bytes, request));
+                       uint64_t request, bool partitioned = false) {
+    return counted(OTF2_EvtWriter_MpiIsend(w_, partitioned_mark(partitioned), t, peer, comm, tag,
+                                           bytes, request));
   }
   OTF2_ErrorCode isend_complete(uint64_t t, uint64_t request) {
     return counted(OTF2_EvtWriter_MpiIsendComplete(w_, nullptr, t, request));
   }
-  OTF2_ErrorCode irecv_request(uint64_t t, uint64_t request) {
-    return counted(OTF2_EvtWriter_MpiIrecvRequest(w_, nullptr, t, request));
+  OTF2_ErrorCode irecv_request(uint64_t t, uint64_t request, bool partitioned = false) {
+    return counted(OTF2_EvtWriter_MpiIrecvRequest(w_, partitioned_mark(partitioned), t, request));
   }
   OTF2_ErrorCode recv(uint64_t t, uint32_t source, uint32_t comm, uint32_t tag, uint64_t bytes) {
     return counted(OTF2_EvtWriter_MpiRecv(w_, nullptr, t, source, comm, tag, bytes));
@@ -107,13 +110,23 @@ public:
 
   OTF2_EvtWriter* handle() const { return w_; }
 
-  // The attribute ids of `strata:call_site`, `strata:polls` and `strata:poll_time_ns` in the
-  // global definitions.
+  // The attribute ids of `strata:call_site`, `strata:polls`, `strata:poll_time_ns` and
+  // `strata:partitioned` in the global definitions.
   static constexpr OTF2_AttributeRef call_site_attribute = 0;
   static constexpr OTF2_AttributeRef polls_attribute = 1;
   static constexpr OTF2_AttributeRef poll_time_attribute = 2;
+  static constexpr OTF2_AttributeRef partitioned_attribute = 3;
 
 private:
+  // The attribute list marking a partitioned request's message, or none.
+  OTF2_AttributeList* partitioned_mark(bool partitioned) {
+    if (!partitioned)
+      return nullptr;
+    OTF2_AttributeValue v;
+    v.uint8 = 1;
+    OTF2_AttributeList_AddAttribute(attributes_, partitioned_attribute, OTF2_TYPE_UINT8, v);
+    return attributes_;
+  }
   OTF2_ErrorCode counted(OTF2_ErrorCode rc) {
     ++events_;
     return rc;

@@ -134,14 +134,15 @@ void record_writer::write(const record& r) {
     const uint32_t comm = global_comm(r.comm);
     if (comm == OTF2_UNDEFINED_COMM || r.peer == STRATA_PROC_NULL_RANK)
       return;
-    if (r.index() == 1) {
-      out_.irecv_request(at(r.t_enter), r.request);
+    const bool partitioned = (r.index() & started_partitioned) != 0;
+    if ((r.index() & started_receive) != 0) {
+      out_.irecv_request(at(r.t_enter), r.request, partitioned);
     } else {
       const uint32_t peer = comm_rank(r.comm, r.peer);
       if (peer == OTF2_UNDEFINED_UINT32)
         return;
       out_.isend(at(r.t_enter), peer, comm, static_cast<uint32_t>(r.tag),
-                 static_cast<uint64_t>(r.bytes_sent), r.request);
+                 static_cast<uint64_t>(r.bytes_sent), r.request, partitioned);
     }
     start(r.request);
     return;

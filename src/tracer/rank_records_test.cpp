@@ -27,8 +27,9 @@ namespace strata::trace {
 namespace {
 
 const std::vector<std::string> function_names = {
-    "MPI_Init", "MPI_Isend",     "MPI_Irecv", "MPI_Waitall", "MPI_Allreduce",    "MPI_Send",
-    "MPI_Recv", "MPI_Comm_rank", "MPI_Put",   "MPI_Get",     "MPI_Fetch_and_op", "MPI_Accumulate"};
+    "MPI_Init",         "MPI_Isend",      "MPI_Irecv",     "MPI_Waitall", "MPI_Allreduce",
+    "MPI_Send",         "MPI_Recv",       "MPI_Comm_rank", "MPI_Put",     "MPI_Get",
+    "MPI_Fetch_and_op", "MPI_Accumulate", "MPI_Start"};
 enum fid : uint32_t {
   init,
   isend,
@@ -41,7 +42,8 @@ enum fid : uint32_t {
   put,
   get,
   fetch_and_op,
-  accumulate
+  accumulate,
+  start
 };
 
 std::vector<fn_info> classified() {
@@ -163,6 +165,10 @@ public:
   void isend(uint32_t rank, uint64_t t, uint32_t to, uint32_t comm, uint32_t tag, uint64_t bytes,
              uint64_t request) override {
     put(rank, t, msg("isend", to, comm, tag, bytes) + " r" + std::to_string(request));
+  }
+  void partitioned_isend(uint32_t rank, uint64_t t, uint32_t to, uint32_t comm, uint32_t tag,
+                         uint64_t bytes, uint64_t request) override {
+    put(rank, t, msg("partitioned isend", to, comm, tag, bytes) + " r" + std::to_string(request));
   }
   void isend_complete(uint32_t rank, uint64_t t, uint64_t request) override {
     put(rank, t, "isend_complete r" + std::to_string(request));
@@ -368,6 +374,44 @@ TEST_F(RankRecordsTest, OneSidedOperationsAreRmaEventsToWorldRanks) {
                        {0, 2, "put", 1, 24},
                        {1, 0, "get", 1, 40},
                        {2, 1, "accumulate", 2, 20}}));
+}
+
+// The starts of persistent and partitioned requests: an MpiIsend (or MpiIrecvRequest) each inside
+// the start, a partitioned one marked so, which the analysis counts as a pair of its own kind.
+TEST_F(RankRecordsTest, PartitionedStartsAreMarkedAndCountedApart) {
+  std::deque<test_rank> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back(2);
+  const auto started = [&](int rank, uint32_t index, uint64_t t, uint32_t request, int32_t peer,
+                           int64_t bytes) {
+    record& r = ranks[static_cast<size_t>(rank)].add(record_kind::started, index, t, t);
+    r.request = request;
+    r.comm = 1;
+    r.peer = peer;
+    r.tag = 7;
+    r.bytes_sent = bytes;
+  };
+  ranks[0].call(start, 100, 110);
+  started(0, started_partitioned, 100, 1, 1, 96);
+  ranks[0].call(start, 120, 130);
+  started(0, 0, 120, 2, 1, 8);
+  ranks[1].call(start, 100, 101);
+  started(1, started_partitioned | started_receive, 100, 1, 0, 0);
+  write_job(trace(), ranks);
+  const auto lines = read_back();
+  EXPECT_EQ(lines[0],
+            (std::vector<std::string>{
+                "100 enter MPI_Start", "100 partitioned isend 1 MPI_COMM_WORLD tag 7 96B r1",
+                "110 leave MPI_Start", "120 enter MPI_Start",
+                "120 isend 1 MPI_COMM_WORLD tag 7 8B r2", "130 leave MPI_Start"}));
+  EXPECT_EQ(lines[1], (std::vector<std::string>{"100 enter MPI_Start", "100 irecv_request r1",
+                                                "101 leave MPI_Start"}));
+  const analyze::report report = analyze::analyze_trace(trace());
+  std::vector<std::tuple<uint32_t, uint32_t, std::string, uint64_t, uint64_t>> pairs;
+  for (const analyze::message_pair& m : report.pairs)
+    pairs.emplace_back(m.from, m.to, m.kind, m.messages, m.bytes);
+  EXPECT_EQ(pairs, (std::vector<std::tuple<uint32_t, uint32_t, std::string, uint64_t, uint64_t>>{
+                       {0, 1, "persistent", 1, 8}, {0, 1, "partitioned", 1, 96}}));
 }
 
 // A communicator with a process outside the application's world (another tool's communicator of

@@ -136,6 +136,13 @@ fn_info classify(const std::string& name) {
     info.cls = fn_class::completion;
     break;
   case routines::kind::p2p_other:
+    // Partitioned requests are started as persistent ones; the table's request uses leave them
+    // out (a hang diagnosis has no message to name for them).
+    if (r->partitioned && r->persistent) {
+      info.cls = (r->roles & routines::role_send) != 0 ? fn_class::send_init : fn_class::recv_init;
+      info.partitioned = true;
+      break;
+    }
     switch (routines::request_use_of(*r)) {
     case routines::request_use::makes_send:
       info.cls = fn_class::send_init;

@@ -38,6 +38,9 @@ struct fn_info {
   OTF2_RegionRole role = OTF2_REGION_ROLE_FUNCTION;
   rma_kind rma = rma_kind::none;                               // fn_class::one_sided only
   OTF2_RmaAtomicType atomic = OTF2_RMA_ATOMIC_TYPE_ACCUMULATE; // rma_kind::atomic only
+  // A partitioned request's init (MPI_Psend_init, MPI_Precv_init; cls send_init or recv_init):
+  // each start is one message of every partition, marked as such in the trace.
+  bool partitioned = false;
   // Local and a few ns (MPI_Wtime, MPI_Comm_rank, ...: the table's cheap routines): counted per
   // rank rather than recorded, unless the module's cheap_calls option says record.
   bool cheap = false;

@@ -26,8 +26,14 @@ TEST(RoutineClass, PersistentRequestsAreMessagesWhenStarted) {
   EXPECT_EQ(classify("MPI_Recv_init").cls, fn_class::recv_init);
   EXPECT_EQ(classify("MPI_Start").cls, fn_class::start);
   EXPECT_EQ(classify("MPI_Startall").cls, fn_class::start_all);
-  // Partitioned requests carry no single message per start; a persistent collective none either.
-  EXPECT_EQ(classify("MPI_Psend_init").cls, fn_class::p2p_other);
+  EXPECT_FALSE(classify("MPI_Send_init").partitioned);
+  // A partitioned request's start is one message of all its partitions, marked partitioned.
+  EXPECT_EQ(classify("MPI_Psend_init").cls, fn_class::send_init);
+  EXPECT_TRUE(classify("MPI_Psend_init").partitioned);
+  EXPECT_EQ(classify("MPI_Precv_init").cls, fn_class::recv_init);
+  EXPECT_TRUE(classify("MPI_Precv_init").partitioned);
+  EXPECT_EQ(classify("MPI_Pready").cls, fn_class::p2p_other);
+  // A persistent collective's start is no message.
   EXPECT_NE(classify("MPI_Bcast_init").cls, fn_class::send_init);
 }
 

@@ -7,7 +7,8 @@ MPI_Fetch_and_op on a window of the reversed communicator, under a fence and und
 collectives on MPI_COMM_WORLD and on a communicator of the ranks of the same parity). The
 pairs must be exact, in world ranks (an intercommunicator's destination is a rank of its remote group), whether the core sums the
 calls or the profile's callback sees them, and equal to what `strata analyze --json` finds in a trace of
-the same run (the stack profile,trace), one-sided operations included."""
+the same run (the stack profile,trace), one-sided operations included; and MPI 4's partitioned
+sends (MPICH only), a kind of their own."""
 import collections
 import json
 import os
@@ -302,6 +303,59 @@ class CommunicationMatrix(ProfileTestCase):
                     self.assertEqual(routines["MPI_Bcast_init"]["calls"], RANKS)
                     self.assertEqual(routines["MPI_Bcast_init"]["bytes_sent"], 50)
                     self.assertEqual(routines["MPI_Allreduce_init"]["bytes_sent"], RANKS * 16)
+
+    @unittest.skipUnless(FLAVOR == "mpich",
+                         "partitioned communication is MPI 4's: Open MPI 4.1 declares only "
+                         "MPIX_Psend_init and its kin (mpi-ext.h), which Strata does not wrap")
+    @unittest.skipUnless(os.path.exists(TRACE_MODULE), "the trace module is not built")
+    def test_partitioned_sends_are_exact_and_equal_in_a_trace(self):
+        # comm_pattern.c "partitioned" on 4 ranks: besides the ring and the MPI_Sendrecv pairs,
+        # a partitioned send of 3 partitions of 2 + rank ints to world rank + 1 on a derived
+        # communicator, started every iteration (MPI_Startall or MPI_Start), one message of
+        # every partition per start; its receive is no message of the receiver's.
+        ranks = 4
+        expected = {}
+        for r in range(ranks):
+            expected[(r, (r + 1) % ranks, "point_to_point")] = (ITERATIONS, ITERATIONS * 8 * (r + 1))
+            if r ^ 1 < ranks:
+                expected[(r, r ^ 1, "sendrecv")] = (ITERATIONS, ITERATIONS * (1000 + r))
+            expected[(r, (r + 1) % ranks, "partitioned")] = (ITERATIONS,
+                                                             ITERATIONS * 3 * (2 + r) * 4)
+        trace = os.path.join(self.out, "trace")
+        for core_sums, tools in (("1", "profile"), ("0", "profile"), ("1", "profile,trace")):
+            with self.subTest(core_sums=core_sums, tools=tools):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run(
+                    [program("comm_pattern_c"), str(ITERATIONS), "0", "partitioned"], ranks=ranks,
+                    tools=tools, env=base_env(STRATA_SPOOL=self.spool, HOME=self.out,
+                                              STRATA_PROFILE_CORE_SUMS=core_sums,
+                                              STRATA_TRACE_DIR=trace))
+                self.assertRan(proc)
+                self.assertEqual(proc.stdout.count(f"partitioned: {ITERATIONS} starts"), ranks,
+                                 proc.stdout)
+                record = self.only_record()
+                communication = record["communication"]
+                self.assertEqual(by_kind_of(communication), expected)
+                self.assertEqual({(p["from"], p["to"]): (p["messages"], p["bytes"])
+                                  for p in communication["pairs"]}, totals_of(expected))
+                # The routines' figures: the send's init has what one start sends, as
+                # MPI_Send_init; what arrived is the completion's (from its status), as for
+                # MPI_Recv_init, here MPI_Waitall's.
+                routines = record["routines"]
+                one_start = sum(3 * (2 + r) * 4 for r in range(ranks))
+                self.assertEqual(routines["MPI_Psend_init"]["calls"], ranks)
+                self.assertEqual(routines["MPI_Psend_init"]["bytes_sent"], one_start)
+                self.assertEqual(routines["MPI_Precv_init"]["calls"], ranks)
+                self.assertEqual(routines["MPI_Precv_init"]["bytes_received"], 0)
+                self.assertEqual(routines["MPI_Waitall"]["bytes_received"], ITERATIONS * one_start)
+                self.assertEqual(routines["MPI_Pready"]["calls"], ranks * ITERATIONS)
+                self.assertEqual(routines["MPI_Pready"]["bytes_sent"], 0)
+        analyzed = run([STRATA, "analyze", "--json", trace])
+        self.assertRan(analyzed)
+        from_trace = json.loads(analyzed.stdout)["communication"]
+        self.assertEqual(communication["pairs"], from_trace["pairs"])
+        self.assertEqual(by_kind_of(communication), by_kind_of(from_trace))
 
     @unittest.skipUnless(os.path.exists(TRACE_MODULE), "the trace module is not built")
     def test_the_pairs_equal_those_analyze_finds_in_a_trace_of_the_same_run(self):

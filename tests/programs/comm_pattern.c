@@ -27,6 +27,11 @@
  * MPI_Allreduce_init of 4 ints on MPI_COMM_WORLD, made once and started each iteration
  * (MPI_Startall in even iterations, MPI_Start each in odd ones); it prints "persistent
  * collectives: N starts" (0 where the MPI has none).
+ * With "partitioned" (MPI 4), on the reversed communicator: a partitioned send of 3 partitions of
+ * 2 + rank ints each to world rank + 1 and its partitioned receive from world rank - 1 (wrapping),
+ * made once and started each iteration (MPI_Startall in even iterations, MPI_Start each in odd
+ * ones), the partitions made ready by MPI_Pready, MPI_Pready_range and MPI_Pready_list; it prints
+ * "partitioned: N starts" (0 where the MPI has none).
  * Prints "sent R: ..." per rank: its point-to-point messages and bytes (not the one-sided). */
 #include "busy_wait.h"
 #include <mpi.h>
@@ -56,7 +61,8 @@ int main(int argc, char** argv) {
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
   char derived_out[16 + 64] = {0}, derived_in[16 + 64];
   const int onesided = argc > 3 && strstr(argv[3], "onesided") != NULL;
-  if (onesided && reversed == MPI_COMM_NULL)
+  const int partitioned = argc > 3 && strstr(argv[3], "partitioned") != NULL;
+  if ((onesided || partitioned) && reversed == MPI_COMM_NULL)
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
   MPI_Win window = MPI_WIN_NULL;
   int* window_ints = NULL;
@@ -125,6 +131,24 @@ int main(int argc, char** argv) {
   MPI_Request collective_started[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   char persistent_broadcast[50] = {0};
   int four[4] = {1, 2, 3, 4}, four_summed[4];
+  MPI_Request partitioned_started[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  int partitioned_out[3 * (2 + 64)] = {0}, partitioned_in[3 * (2 + 64)];
+  long partitioned_starts = 0;
+#if MPI_VERSION >= 4
+  if (partitioned) {
+    int here, there;
+    MPI_Comm_rank(reversed, &here);
+    MPI_Comm_size(reversed, &there);
+    /* In the reversed communicator, here - 1 is world rank + 1 and here + 1 world rank - 1. */
+    MPI_Precv_init(partitioned_in, 3, 2 + left, MPI_INT, (here + 1) % there, 600, reversed,
+                   MPI_INFO_NULL, &partitioned_started[0]);
+    MPI_Psend_init(partitioned_out, 3, 2 + rank, MPI_INT, (here + there - 1) % there, 600, reversed,
+                   MPI_INFO_NULL, &partitioned_started[1]);
+  }
+#else
+  (void)partitioned_out;
+  (void)partitioned_in;
+#endif
 #if MPI_VERSION >= 4
   if (persistent_collectives) {
     MPI_Bcast_init(persistent_broadcast, 50, MPI_BYTE, 1 % size, MPI_COMM_WORLD, MPI_INFO_NULL,
@@ -241,6 +265,25 @@ int main(int argc, char** argv) {
                                MPI_BYTE, two_ahead, &all);
       MPI_Wait(&all, MPI_STATUS_IGNORE);
     }
+#if MPI_VERSION >= 4
+    if (partitioned_started[0] != MPI_REQUEST_NULL) {
+      if (i % 2 == 0) {
+        MPI_Startall(2, partitioned_started);
+      } else {
+        MPI_Start(&partitioned_started[0]);
+        MPI_Start(&partitioned_started[1]);
+      }
+      int last = 2;
+      MPI_Pready(0, partitioned_started[1]);
+      MPI_Pready_range(1, 1, partitioned_started[1]);
+      MPI_Pready_list(1, &last, partitioned_started[1]);
+      MPI_Status partitioned_statuses[2];
+      MPI_Waitall(2, partitioned_started, partitioned_statuses);
+      partitioned_starts += 1;
+      messages += 1;
+      bytes += 3 * (2 + rank) * (long)sizeof(int);
+    }
+#endif
     if (collective_started[0] != MPI_REQUEST_NULL) {
       if (i % 2 == 0) {
         MPI_Startall(2, collective_started);
@@ -258,6 +301,11 @@ int main(int argc, char** argv) {
   }
   if (persistent_collectives)
     printf("persistent collectives: %ld starts\n", collective_starts);
+  if (partitioned)
+    printf("partitioned: %ld starts\n", partitioned_starts);
+  for (int k = 0; k < 2; ++k)
+    if (partitioned_started[k] != MPI_REQUEST_NULL)
+      MPI_Request_free(&partitioned_started[k]);
   for (int k = 0; k < 2; ++k)
     if (collective_started[k] != MPI_REQUEST_NULL)
       MPI_Request_free(&collective_started[k]);

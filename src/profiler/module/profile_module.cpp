@@ -54,16 +54,17 @@ void on_exit(strata_event* ev, void* raw) {
 
 namespace {
 
-// What one start of a persistent request sends: a message to its destination, or a call of its
-// collective on its communicator (neither while the profile's sums are not there).
+// What one start of a persistent or partitioned request sends: a message of the request's kind to
+// its destination, or a call of its collective on its communicator (neither while the profile's
+// sums are not there).
 void count_start(module_state& s, const persistent_requests::made& started) {
   if (started.collective) {
     add_to_communicator(s, started.comm_id, started.comm_world_ranks, started.comm_size,
                         started.comm_flags, started.bytes);
     return;
   }
-  if (strata_pair_sum* row = s.pairs.row(pair_kind_persistent))
-    add_to_pair(s, row[started.to], started.bytes);
+  if (started.sum != nullptr)
+    add_to_pair(s, *started.sum, started.bytes);
 }
 
 void count_starts(module_state& s, const strata_event& ev, bool many) {
@@ -84,12 +85,19 @@ void count_starts(module_state& s, const strata_event& ev, bool many) {
 void note_or_start(module_state& s, const strata_event& ev, request_role role) {
   switch (role) {
   case request_role::makes_send:
+  case request_role::makes_partitioned_send:
     // A send to MPI_PROC_NULL (or any rank outside the world) is made but sends nothing.
-    if (static_cast<uint32_t>(ev.peer) < s.pairs.ranks())
-      s.persistent.note(ev.request, static_cast<uint32_t>(ev.peer),
-                        ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0);
-    else
+    if (static_cast<uint32_t>(ev.peer) < s.pairs.ranks()) {
+      persistent_requests::made made;
+      made.handle = ev.request;
+      made.to = static_cast<uint32_t>(ev.peer);
+      made.bytes = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
+      made.kind = role == request_role::makes_send ? pair_kind_persistent : pair_kind_partitioned;
+      made.sum = &s.pairs.row(made.kind)[made.to];
+      s.persistent.note(made);
+    } else {
       s.persistent.forget(ev.request);
+    }
     return;
   case request_role::makes_collective: {
     persistent_requests::made made;
@@ -125,7 +133,7 @@ inline void add_summed_start(module_state& s, const persistent_requests::made& s
                         started.comm_flags, started.bytes);
     return;
   }
-  strata_pair_sum& pair = s.pairs.row(pair_kind_persistent)[started.to];
+  strata_pair_sum& pair = *started.sum;
   ++pair.messages;
   pair.bytes += started.bytes;
 }
@@ -418,6 +426,7 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_function_fields_v1(void* 
   // A persistent send's destination and its request, a start's requests.
   switch (s->request_roles[static_cast<size_t>(function)]) {
   case strata::profiler::request_role::makes_send:
+  case strata::profiler::request_role::makes_partitioned_send:
     return fields | STRATA_FIELD_PEER | STRATA_FIELD_REQUESTS;
   case strata::profiler::request_role::none:
     return fields;

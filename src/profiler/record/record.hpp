@@ -234,10 +234,10 @@ struct collectives_section {
 };
 
 // Who sent how much to whom (the profile's matrix, docs/job-record.md): `pairs` sums the
-// point-to-point kinds, `by_kind` ("point_to_point", "sendrecv", "persistent", and the one-sided
-// "put", "get", "accumulate" from origin to target, which `pairs` leaves out) keeps them apart;
-// both sorted by sender, then receiver, a pair that exchanged nothing left out. `unlisted` is
-// absent when every pair is listed.
+// point-to-point kinds, `by_kind` ("point_to_point", "sendrecv", "persistent", "partitioned", and
+// the one-sided "put", "get", "accumulate" from origin to target, which `pairs` leaves out) keeps
+// them apart; both sorted by sender, then receiver, a pair that exchanged nothing left out.
+// `unlisted` is absent when every pair is listed.
 struct communication_section {
   std::vector<message_pair> pairs;
   std::map<std::string, std::vector<message_pair>> by_kind;

@@ -60,7 +60,8 @@ void record_starts(trace_state* s, const strata_event* ev, bool all) {
     r->t_leave = ev->t_enter_ns;
     r->bytes_sent = p.recv ? 0 : p.bytes;
     r->request = s->next_request++;
-    r->id = record::make_id(record_kind::started, p.recv ? 1 : 0);
+    r->id = record::make_id(record_kind::started, (p.recv ? started_receive : 0) |
+                                                      (p.partitioned ? started_partitioned : 0));
     r->comm = p.comm;
     r->peer = p.peer;
     r->tag = p.tag;
@@ -93,8 +94,8 @@ void on_exit(strata_event* ev, void* raw) {
   if ((f.cls == fn_class::send_init || f.cls == fn_class::recv_init) && ev->request != 0 &&
       ev->result == MPI_SUCCESS) {
     const bool recv = f.cls == fn_class::recv_init;
-    s->persistent[ev->request] = {comm_index(s, ev), ev->peer, ev->tag, recv ? 0 : ev->bytes_sent,
-                                  recv};
+    s->persistent[ev->request] = {comm_index(s, ev),         ev->peer, ev->tag,
+                                  recv ? 0 : ev->bytes_sent, recv,     f.partitioned};
   }
   if (!in_window(s, ev->t_enter_ns))
     return;

@@ -47,7 +47,8 @@ struct trace_state {
   // Requests.
   request_table requests;
   uint32_t next_request = 1;
-  // Persistent point-to-point requests by handle, from their MPI_Send_init or MPI_Recv_init:
+  // Persistent point-to-point requests by handle, from their MPI_Send_init or MPI_Recv_init (or
+  // the partitioned MPI_Psend_init, MPI_Precv_init):
   // every start of one is a message of its own. A freed handle MPI hands out again for a new
   // persistent request is overwritten by its init; one reused for anything else is never started.
   struct persistent_request {
@@ -56,6 +57,7 @@ struct trace_state {
     int32_t tag = 0;
     int64_t bytes = 0;
     bool recv = false;
+    bool partitioned = false; // MPI_Psend_init, MPI_Precv_init
   };
   std::unordered_map<uint64_t, persistent_request> persistent;
   // User regions: names by index, a pointer cache in front of the name map, the open regions.

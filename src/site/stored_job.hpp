@@ -166,7 +166,7 @@ inline std::int64_t stored_count(std::uint64_t figure) {
 // A job's point-to-point traffic between two ranks as the store keeps it (the record's
 // `communication.by_kind`): one row per kind of message, sender and receiver (world ranks).
 struct pair_row {
-  std::string kind; // "point_to_point", "sendrecv", "persistent" (common/message_kinds.hpp)
+  std::string kind; // one of common/message_kinds.hpp's pair_kind_names ("sendrecv", ...)
   std::int64_t from = 0, to = 0, messages = 0, bytes = 0;
 };
 

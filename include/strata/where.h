@@ -64,18 +64,24 @@ typedef struct strata_where_posts {
 
 /* The requests of the thread whose record is `where`; NULL when that thread is not listed
  * (strata_where_threads). A listed thread has its table from its listing; one that ends gives it
- * back, and the next thread listed takes it with its posts cleared (function -1). */
+ * back, and the next thread listed takes it with its posts cleared (function -1). A thread beyond
+ * the list writes a table of its own that nobody reads. */
 const strata_where_posts* strata_where_posts_of(const strata_where* where) __attribute__((weak));
 
 #define STRATA_WHERE_THREADS 64
 
 /* The records of the threads that made an MPI call a module sees (listed on the first, which
  * may be one without a record of its own: seq 0) and have not ended (at most
- * STRATA_WHERE_THREADS at a time; the threads beyond are not kept): at most `max` of them into
- * `out`, in no particular order; returns how many. A thread that ends leaves the list before its
- * record's memory goes, but a reader that took the record just before may be reading it then:
- * copy it with process_vm_readv, which fails rather than faults. */
+ * STRATA_WHERE_THREADS at a time; the threads beyond are not kept, only counted:
+ * strata_where_unlisted_threads): at most `max` of them into `out`, in no particular order;
+ * returns how many. A thread that ends leaves the list before its record's memory goes, but a
+ * reader that took the record just before may be reading it then: copy it with
+ * process_vm_readv, which fails rather than faults. */
 int strata_where_threads(const strata_where** out, int max) __attribute__((weak));
+
+/* How many threads now alive made an MPI call a module sees but are not listed (the list was
+ * full): neither their calls nor their requests can be described. */
+int strata_where_unlisted_threads(void) __attribute__((weak));
 
 /* The calling thread's record (it lives as long as the thread). */
 const strata_where* strata_where_of_this_thread(void) __attribute__((weak));

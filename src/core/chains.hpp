@@ -119,8 +119,8 @@ struct thread_state {
   const chain_entry* timed_entry;
   // Where the thread is, for the hang diagnosis (strata/where.h): written on the timed calls.
   strata_where where;
-  // The requests it made, for the same (completions.hpp): its own table once it is listed,
-  // before (and beyond the tables there are) discarded_posts.
+  // The requests it made, for the same (completions.hpp): its own table from its first call
+  // (listed, or beyond the list one nobody reads), before that discarded_posts.
   strata_where_posts* posts;
 };
 extern __thread thread_state tls __attribute__((tls_model("initial-exec")));
@@ -139,8 +139,9 @@ __attribute__((always_inline)) inline void add_to_layer_word(thread_state& ts, i
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
 
-// The table of requests of the threads without one of their own (where.cpp): written, never
-// read, so that noting a request tests nothing.
+// The table of requests of a thread before its first call (where.cpp), when it has no timed
+// call yet, and should no table of its own be had: never read, so that noting a request tests
+// nothing.
 extern strata_where_posts discarded_posts STRATA_HIDDEN;
 
 // A thread starts with in_real at this value (the TLS image gives it to every thread, however

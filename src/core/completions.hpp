@@ -24,10 +24,10 @@ namespace strata::decode {
 // (strata/where.h): plain stores into the next slot, what a reader needs to decode it later (the
 // handle and the caller's variable, the routine, three of the arguments the call's entry noted
 // in the thread's strata_where, the bytes), then its number. No test: only the timed paths,
-// which noted the call, ask for it (where_noted), and a thread always has a table, its own from
-// its listing or a shared one nobody reads. Peer (a collective's root), Tag and Comm are where
-// those arguments are (generated from the routine table; -1: the routine has none, its slot is
-// left as it was).
+// which noted the call, ask for it (where_noted), and a thread always has a table of its own
+// from its first call (listed, or one nobody reads beyond the list). Peer (a collective's
+// root), Tag and Comm are where those arguments are (generated from the routine table; -1: the
+// routine has none, its slot is left as it was).
 template <int Function, int Peer, int Tag, int Comm>
 __attribute__((always_inline)) inline void note_post(const strata_event& ev, uint64_t bits,
                                                      const void* request, bool receive) {

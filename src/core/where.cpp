@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <new>
 
 namespace strata::core {
 namespace {
@@ -30,8 +32,22 @@ std::atomic<bool> post_table_taken[where_post_tables];
 std::atomic<const strata_where*> thread_records[STRATA_WHERE_THREADS];
 pthread_key_t thread_record_key;
 
-// A table for the calling thread, &discarded_posts when every table is taken. The former
-// owner's requests are cleared first: they are not this thread's.
+// The threads beyond the list each write a table of their own that nobody reads (one shared
+// table would be written by all of them at once): made on the thread's first call, off the
+// timed path, kept on a free list when the thread ends for the next one, never freed. Plain
+// globals, trivially destroyed: a thread may end after the process's destructors ran.
+struct unlisted_table {
+  strata_where_posts posts;
+  unlisted_table* next_free;
+};
+std::mutex unlisted_tables_lock;
+unlisted_table* free_unlisted_tables = nullptr;
+pthread_key_t unlisted_table_key;
+std::atomic<int> unlisted_threads{0};
+
+// A table for the calling thread, which has a record slot: there are as many tables, and a
+// thread that ends gives its table back before its slot (&discarded_posts, should that ever
+// fail). The former owner's requests are cleared first: they are not this thread's.
 strata_where_posts* claim_where_posts() {
   for (int i = 0; i < where_post_tables; ++i) {
     bool taken = false;
@@ -48,15 +64,53 @@ strata_where_posts* claim_where_posts() {
   return &discarded_posts;
 }
 
-// The thread ends: its record leaves the list, its table goes back.
+// The thread ends: its table goes back, then its record leaves the list (in this order, so that
+// a thread that takes the slot finds a table free).
 void forget_thread_record(void* slot) {
-  static_cast<std::atomic<const strata_where*>*>(slot)->store(nullptr, std::memory_order_release);
   strata_where_posts* table = tls.posts;
   tls.posts = &discarded_posts;
-  if (table == &discarded_posts)
-    return;
-  std::atomic_ref<const strata_where*>(table->owner).store(nullptr, std::memory_order_release);
-  post_table_taken[table - post_tables].store(false, std::memory_order_release);
+  if (table != &discarded_posts) {
+    std::atomic_ref<const strata_where*>(table->owner).store(nullptr, std::memory_order_release);
+    post_table_taken[table - post_tables].store(false, std::memory_order_release);
+  }
+  static_cast<std::atomic<const strata_where*>*>(slot)->store(nullptr, std::memory_order_release);
+}
+
+// An unlisted thread ends: its table goes to the free list.
+void give_back_unlisted_table(void* table) {
+  tls.posts = &discarded_posts;
+  unlisted_threads.fetch_sub(1, std::memory_order_relaxed);
+  auto* given = static_cast<unlisted_table*>(table);
+  const std::lock_guard guard(unlisted_tables_lock);
+  given->next_free = free_unlisted_tables;
+  free_unlisted_tables = given;
+}
+
+// A thread beyond the list: a table of its own (what it held is not read, so not cleared), or
+// &discarded_posts when none can be made or given back at its end.
+strata_where_posts* unlisted_thread_table() {
+  static const bool keyed = pthread_key_create(&unlisted_table_key, give_back_unlisted_table) == 0;
+  if (!keyed)
+    return &discarded_posts;
+  unlisted_table* table = nullptr;
+  {
+    const std::lock_guard guard(unlisted_tables_lock);
+    table = free_unlisted_tables;
+    if (table != nullptr)
+      free_unlisted_tables = table->next_free;
+  }
+  if (table == nullptr)
+    table = new (std::nothrow) unlisted_table{};
+  if (table == nullptr)
+    return &discarded_posts;
+  if (pthread_setspecific(unlisted_table_key, table) != 0) {
+    const std::lock_guard guard(unlisted_tables_lock);
+    table->next_free = free_unlisted_tables;
+    free_unlisted_tables = table;
+    return &discarded_posts;
+  }
+  unlisted_threads.fetch_add(1, std::memory_order_relaxed);
+  return &table->posts;
 }
 
 } // namespace
@@ -66,19 +120,20 @@ strata_where_posts discarded_posts;
 void list_this_thread() {
   tls.in_real &= ~thread_unlisted; // once, listed or not
   tls.where.thread = static_cast<int32_t>(::gettid());
+  // A record that might outlive its thread is not listed.
   static const bool keyed = pthread_key_create(&thread_record_key, forget_thread_record) == 0;
-  if (!keyed)
-    return; // a record that might outlive its thread is not listed
   for (std::atomic<const strata_where*>& slot : thread_records) {
     const strata_where* empty = nullptr;
-    if (slot.compare_exchange_strong(empty, &tls.where, std::memory_order_acq_rel)) {
-      if (pthread_setspecific(thread_record_key, &slot) != 0)
-        slot.store(nullptr, std::memory_order_release);
-      else
-        tls.posts = claim_where_posts();
+    if (!keyed || !slot.compare_exchange_strong(empty, &tls.where, std::memory_order_acq_rel))
+      continue;
+    if (pthread_setspecific(thread_record_key, &slot) == 0) {
+      tls.posts = claim_where_posts();
       return;
     }
+    slot.store(nullptr, std::memory_order_release);
+    break;
   }
+  tls.posts = unlisted_thread_table();
 }
 
 } // namespace strata::core
@@ -91,6 +146,10 @@ extern "C" STRATA_EXPORT int strata_where_threads(const strata_where** out, int 
       out[found++] = record;
   }
   return found;
+}
+
+extern "C" STRATA_EXPORT int strata_where_unlisted_threads(void) {
+  return strata::core::unlisted_threads.load(std::memory_order_relaxed);
 }
 
 extern "C" STRATA_EXPORT const strata_where* strata_where_of_this_thread(void) {

@@ -427,6 +427,10 @@ diagnosis diagnose(const std::vector<rank_state>& states, uint64_t now_ns, uint6
     return d;
   }
   for (const rank_state& r : states)
+    if (r.threads_not_described > 0)
+      d.threads_not_described.emplace_back(r.world_rank, r.threads_not_described);
+  std::sort(d.threads_not_described.begin(), d.threads_not_described.end());
+  for (const rank_state& r : states)
     for (const thread_state& t : r.threads) {
       if (t.torn)
         d.torn_ranks.push_back(r.world_rank);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::hang {
@@ -95,6 +96,9 @@ struct diagnosis {
   int32_t world_size = 0;
   std::vector<int32_t> missing_ranks; // no state for them
   std::vector<int32_t> torn_ranks;    // a slot changing on every read
+  // Ranks with threads that made MPI calls but are not in their state (more threads than it
+  // keeps), with how many: what those threads do is unknown.
+  std::vector<std::pair<int32_t, uint32_t>> threads_not_described;
   std::vector<rank_class> classes;
   std::vector<deadlock> deadlocks;
   std::vector<computing_rank> computing;

@@ -51,6 +51,25 @@ TEST(RankRanges, MergesRunsInAnyOrder) {
   EXPECT_EQ(rank_ranges({1, 3, 4}), "1,3-4");
 }
 
+TEST(Diagnose, ThreadsTheStatesDoNotDescribeAreCountedPerRank) {
+  std::vector<rank_state> states{rank_in(0, 3, "MPI_Recv", 1, 7, 12),
+                                 rank_in(1, 3, "MPI_Recv", 2, 7, 18),
+                                 rank_in(2, 3, "MPI_Recv", 0, 7, 24)};
+  states[0].threads_not_described = 55;
+  states[2].threads_not_described = 55;
+  const diagnosis d = diagnose(states, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  EXPECT_EQ(d.threads_not_described, (std::vector<std::pair<int32_t, uint32_t>>{{0, 55}, {2, 55}}));
+  const std::string text = format_text(d);
+  EXPECT_NE(text.find("Not described: 55 threads of ranks 0,2 (more threads than the state "
+                      "keeps)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(format_json(d).find("\"threads_not_described\": [\n    {\n      \"rank\": 0,"),
+            std::string::npos)
+      << format_json(d);
+}
+
 TEST(Diagnose, TwoRanksReceivingFromEachOtherAreADeadlockWithTheirLines) {
   const diagnosis d = diagnose(
       {rank_in(0, 2, "MPI_Recv", 1, 7, 12), rank_in(1, 2, "MPI_Recv", 0, 7, 18)}, now, threshold);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace strata::hang {
 namespace {
@@ -107,6 +108,19 @@ void text_classes(std::string& out, const std::vector<rank_class>& classes) {
 
 constexpr size_t shown_members = 8;
 
+// Ranks with threads the states do not describe, grouped by how many.
+void text_threads_not_described(std::string& out,
+                                const std::vector<std::pair<int32_t, uint32_t>>& ranks) {
+  std::map<uint32_t, std::vector<int32_t>> by_count;
+  for (const auto& [rank, count] : ranks)
+    by_count[count].push_back(rank);
+  for (const auto& [count, with_count] : by_count)
+    out += "Not described: " + std::to_string(count) + (count == 1 ? " thread" : " threads") +
+           " of " + ranks_text(with_count) +
+           " (more threads than the state keeps): their calls and requests are unknown, and "
+           "may be what the others wait for.\n";
+}
+
 } // namespace
 
 std::string format_text(const diagnosis& d) {
@@ -134,6 +148,7 @@ std::string format_text(const diagnosis& d) {
   if (!d.torn_ranks.empty())
     out += "The state of " + ranks_text(d.torn_ranks) +
            " was being rewritten on every read (its writer may have died mid-update).\n";
+  text_threads_not_described(out, d.threads_not_described);
   for (const unmatched_receive& u : d.unmatched) {
     out += std::string("\nUNMATCHED RECEIVE (") + reason_text(u.reason) + "): " + call(u.receiver) +
            "\n    waits for " + u.receiver.waits_for + "\n";
@@ -258,6 +273,10 @@ std::string format_json(const diagnosis& d) {
     deadlocks.push_back({{"cycle", cycle}, {"blocked_behind", rank_ranges(dl.blocked_behind)}});
   }
   j["deadlocks"] = deadlocks;
+  json not_described = json::array();
+  for (const auto& [rank, count] : d.threads_not_described)
+    not_described.push_back({{"rank", rank}, {"threads", count}});
+  j["threads_not_described"] = not_described;
   json unmatched = json::array();
   for (const unmatched_receive& u : d.unmatched) {
     json sends = json::array();

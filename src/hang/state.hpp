@@ -1,5 +1,5 @@
 // Where each thread of one rank is with respect to MPI, and the file that holds it
-// (strata.hang-state/1): one writer (the rank itself, updating fixed-size slots in place in a
+// (strata.hang-state/2): one writer (the rank itself, updating fixed-size slots in place in a
 // shared mapping) and one reader (`strata hang`, possibly while the writer runs). Each slot has a
 // sequence counter (a seqlock): odd while the writer changes it, so a reader that sees it odd or
 // changed across its copy retries, and a rank stuck inside MPI never has to cooperate.
@@ -100,15 +100,18 @@ struct rank_state {
   int64_t pid = 0;
   std::string host;
   uint64_t observed_ns = 0; // when the writer last wrote anything (a heartbeat where it has one)
+  // Threads that made MPI calls but have no slot (more than the file's slots, or than libstrata
+  // lists): their calls and requests are not in the state.
+  uint32_t threads_not_described = 0;
   std::vector<thread_state> threads;
   std::string source; // the file it came from, for messages
 };
 
-inline constexpr uint32_t state_version = 1;
+inline constexpr uint32_t state_version = 2;
 inline constexpr size_t max_listed_pending = 6;
 // Larger worlds than any machine runs are a damaged header (the analysis sizes tables by it).
 inline constexpr int32_t max_world_size = 1 << 24;
-inline constexpr size_t max_routine = 32, max_file = 96, max_function = 48, max_host = 16;
+inline constexpr size_t max_routine = 32, max_file = 96, max_function = 48, max_host = 12;
 
 // One problem with a state file, in one line naming it.
 struct state_read_result {
@@ -144,6 +147,8 @@ public:
   void leave_call(uint32_t slot, uint64_t now_ns);
   // The heartbeat: "this process was alive at now_ns" (a rank computing or stuck still says so).
   void observe(uint64_t now_ns);
+  // The threads of the rank that have no slot (rank_state::threads_not_described).
+  void set_threads_not_described(uint32_t count);
   [[nodiscard]] uint32_t slots() const { return slots_; }
 
 private:

@@ -1,4 +1,4 @@
-// strata.hang-state/1: a 64-byte header, then `slot_count` slots of `slot_bytes` bytes, each one
+// strata.hang-state/2: a 64-byte header, then `slot_count` slots of `slot_bytes` bytes, each one
 // thread. Little-endian, fixed offsets (docs/hang.md, "The state file"). The writer maps the file
 // shared and stores into it; the reader copies a slot, then checks that its sequence counter was
 // even and unchanged across the copy.
@@ -37,6 +37,7 @@ struct file_header {
   int64_t pid;
   uint64_t observed_ns;
   char host[max_host];
+  uint32_t threads_not_described;
 };
 static_assert(sizeof(file_header) == 64);
 
@@ -85,7 +86,8 @@ struct file_slot {
 };
 static_assert(sizeof(file_slot) == 560);
 // The offsets docs/hang.md gives.
-static_assert(offsetof(file_header, observed_ns) == 40 && offsetof(file_header, host) == 48);
+static_assert(offsetof(file_header, observed_ns) == 40 && offsetof(file_header, host) == 48 &&
+              offsetof(file_header, threads_not_described) == 60);
 static_assert(offsetof(file_slot, line) == 12 && offsetof(file_slot, peer) == 24 &&
               offsetof(file_slot, since_ns) == 48 && offsetof(file_slot, comm) == 64 &&
               offsetof(file_slot, pending_total) == 88 && offsetof(file_slot, routine) == 96 &&
@@ -234,7 +236,8 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
     return fail("strata.hang-state version " + std::to_string(h.version) + ", this strata reads " +
                 std::to_string(state_version));
   if (h.header_bytes != sizeof(file_header) || h.slot_bytes != sizeof(file_slot))
-    return fail("malformed header (header or slot size does not match version 1)");
+    return fail("malformed header (header or slot size does not match version " +
+                std::to_string(state_version) + ")");
   if (h.slot_count == 0 || h.slot_count > 4096)
     return fail("malformed header (" + std::to_string(h.slot_count) + " thread slots)");
   if (h.world_size <= 0 || h.world_size > max_world_size || h.world_rank < 0 ||
@@ -254,6 +257,7 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
   r.pid = h.pid;
   r.host = *host;
   r.observed_ns = h.observed_ns;
+  r.threads_not_described = h.threads_not_described;
   r.source = source;
   for (uint32_t i = 0; i < h.slot_count; ++i) {
     file_slot s;
@@ -357,6 +361,7 @@ std::string encode_state(const rank_state& state) {
   h.pid = state.pid;
   h.observed_ns = state.observed_ns;
   put_text(h.host, state.host);
+  h.threads_not_described = state.threads_not_described;
   std::memcpy(bytes.data(), &h, sizeof(h));
   for (size_t i = 0; i < state.threads.size(); ++i) {
     file_slot s{};
@@ -458,6 +463,13 @@ void state_writer::observe(uint64_t now_ns) {
     return;
   auto& h = *static_cast<file_header*>(map_);
   std::atomic_ref<uint64_t>(h.observed_ns).store(now_ns, std::memory_order_relaxed);
+}
+
+void state_writer::set_threads_not_described(uint32_t count) {
+  if (map_ == nullptr)
+    return;
+  auto& h = *static_cast<file_header*>(map_);
+  std::atomic_ref<uint32_t>(h.threads_not_described).store(count, std::memory_order_relaxed);
 }
 
 } // namespace strata::hang

@@ -23,6 +23,7 @@ rank_state sample() {
   r.pid = 4242;
   r.host = "node17";
   r.observed_ns = 5'000'000'000;
+  r.threads_not_described = 3;
   thread_state t;
   t.phase = thread_phase::in_mpi;
   t.lang = language::fortran;
@@ -66,6 +67,7 @@ TEST(StateFile, EncodedStateReadsBackWithLongPathsKeepingTheirEnd) {
   EXPECT_EQ(read.state->world_size, 8);
   EXPECT_EQ(read.state->host, "node17");
   EXPECT_EQ(read.state->observed_ns, 5'000'000'000u);
+  EXPECT_EQ(read.state->threads_not_described, 3u);
   ASSERT_EQ(read.state->threads.size(), 2u);
   EXPECT_EQ(read.state->threads[0], r.threads[0]);
   EXPECT_TRUE(read.state->threads[1].file.ends_with("ddd/main.c"));
@@ -94,6 +96,11 @@ TEST(StateFile, WriterUpdatesInPlaceAndTheReaderSeesEachUpdate) {
   EXPECT_EQ(read.state->threads[0].since_ns, 4'500'000'000u);
   EXPECT_EQ(read.state->threads[0].calls_completed, 78u);
   EXPECT_EQ(read.state->threads[0].routine, "MPI_Waitall") << "the last call stays named";
+  EXPECT_EQ(read.state->threads_not_described, 0u);
+  w->set_threads_not_described(55);
+  read = read_state_file(path);
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_EQ(read.state->threads_not_described, 55u);
   std::remove(path.c_str());
 }
 
@@ -161,8 +168,8 @@ TEST(StateFile, EveryTruncationIsOneClearError) {
 
 TEST(StateFile, NewerVersionsAndBadFieldsAreNamed) {
   std::string bytes = encode_state(sample());
-  bytes[8] = 2;
-  EXPECT_EQ(parse_state(bytes, "f").error, "f: strata.hang-state version 2, this strata reads 1");
+  bytes[8] = 3;
+  EXPECT_EQ(parse_state(bytes, "f").error, "f: strata.hang-state version 3, this strata reads 2");
   bytes = encode_state(sample());
   bytes[64 + 8] = 9; // the first slot's phase
   EXPECT_EQ(parse_state(bytes, "f").error, "f: thread slot 0: unknown phase 9");

@@ -108,6 +108,28 @@ class Deadlocks(HangTestCase):
         self.assertEqual([(m["rank"], m["targets"]) for m in cycle], [(0, [1]), (1, [0])])
         self.assertTrue(all(m.get("thread", 0) > 0 for m in cycle), cycle)
 
+    def test_a_later_thread_reusing_an_ended_threads_table(self):
+        """Under MPI_THREAD_MULTIPLE: a thread's send (tag 11) stays pending after the thread
+        ended; a later thread takes its table of requests, sends (tag 44) and waits on a receive
+        (tag 22). The later thread's requests are described as its own, the ended thread's are
+        gone with it: the receives the peer waits on see only the send with tag 44."""
+        wait = line_of("hang.c", "HANG reused_table wait")
+        proc = self.watched([program("hang_c"), "reused_table"])
+        self.assertAborted(proc)
+        for rank in (0, 1):
+            self.assertRegex(proc.stderr, rf"rank {rank} \(thread \d+\) in MPI_Wait at "
+                                          rf"\S*hang\.c:{wait} \(send_then_wait\)\n"
+                                          rf"\s+waits for a message from rank {1 - rank} \(tag 22\)")
+            self.assertIn(f"rank {1 - rank} sends to it with tag 44 (an MPI_Isend not yet "
+                          "completed)", proc.stderr)
+        self.assertNotIn("tag 11", proc.stderr)
+        unmatched = self.spool_diagnosis()["unmatched_receives"]
+        self.assertEqual(sorted((u["receiver"]["rank"], u["tag"]) for u in unmatched),
+                         [(0, 22), (0, 33), (1, 22), (1, 33)], unmatched)
+        for u in unmatched:
+            self.assertEqual([(s["sender"], s["tag"]) for s in u["sends"]],
+                             [(1 - u["receiver"]["rank"], 44)], u)
+
     def test_send_send_with_large_messages(self):
         line = line_of("hang.c", "HANG send_send")
         proc = self.watched([program("hang_c"), "send_send"])
@@ -194,6 +216,25 @@ class Sessions(HangTestCase):
             self.assertRegex(proc.stderr, rf"rank {rank} in MPI_Recv at \S*sessions\.c:{line} "
                                           r"\(main\)\n\s+waits for a message from rank "
                                           rf"{1 - rank} \(tag 9\)")
+
+
+class ManyThreads(HangTestCase):
+    def test_threads_beyond_the_list_and_the_slots(self):
+        """More threads at once than libstrata lists (64): each beyond has a request table of
+        its own, given back when it ends; the diagnosis says how many threads it cannot
+        describe (the 70 threads and the main one, 16 slots)."""
+        line = line_of("hang.c", "HANG many_threads")
+        proc = self.watched([program("hang_c"), "many_threads"], ranks=1)
+        self.assertAborted(proc)
+        for round in (1, 2):
+            self.assertIn(f"round {round}: 70 threads running, 7 unlisted", proc.stdout)
+            self.assertIn(f"round {round}: threads ended, 0 unlisted", proc.stdout)
+        self.assertIn("round 3: 70 threads running, 7 unlisted", proc.stdout)
+        self.assertIn("Not described: 55 threads of rank 0 (more threads than the state keeps)",
+                      proc.stderr)
+        self.assertRegex(proc.stderr, rf"in MPI_Recv at \S*hang\.c:{line} ")
+        d = self.spool_diagnosis()
+        self.assertEqual(d["threads_not_described"], [{"rank": 0, "threads": 55}])
 
 
 class NoHang(HangTestCase):

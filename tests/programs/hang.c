@@ -1,11 +1,12 @@
 /* Programs that hang in known ways (and one that computes long but does not), for the hang
  * diagnosis: hang_c MODE, where MODE is recv_recv, sleeper, wrong_tag, send_send, irecv_wait,
- * wildcard, threads, threads_across or compute.
+ * wildcard, threads, threads_across, reused_table, many_threads or compute.
  * The tests find the lines they expect by the markers in the comments. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strata/where.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,11 +61,90 @@ static void* relay_after_init(void* unused) {
   return relay_message(&relays[rank & 1][1]);
 }
 
+/* The reused_table mode: a thread that sends a message nobody receives (tag 11) and ends
+ * without completing it (its request variable outlives it), then a later thread that takes the
+ * ended one's table of requests, sends one of its own (tag 44) and waits on a receive (tag 22).
+ * The first send is too large for eager delivery: a small one may get a handle that MPI gives
+ * every send it completed at once (Open MPI does), which the later send would share. */
+static MPI_Request left_behind = MPI_REQUEST_NULL;
+static void* send_and_end(void* unused) {
+  (void)unused;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char* message = calloc(big, 1); /* never freed: MPI may still read it */
+  MPI_Isend(message, big, MPI_BYTE, rank ^ 1, 11, MPI_COMM_WORLD, &left_behind);
+  return NULL;
+}
+static void* send_then_wait(void* unused) {
+  (void)unused;
+  int rank = 0, in = 0, out = 44;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Request send, receive;
+  MPI_Isend(&out, 1, MPI_INT, rank ^ 1, 44, MPI_COMM_WORLD, &send);
+  MPI_Irecv(&in, 1, MPI_INT, rank ^ 1, 22, MPI_COMM_WORLD, &receive);
+  MPI_Wait(&receive, MPI_STATUS_IGNORE); /* HANG reused_table wait */
+  MPI_Wait(&send, MPI_STATUS_IGNORE);
+  return NULL;
+}
+
+/* The many_threads mode: more threads at once than libstrata lists, each making requests;
+ * they wait at `started` until main has counted them. */
+enum { many = STRATA_WHERE_THREADS + 6 };
+static pthread_barrier_t started, counted;
+static volatile int stay_in_mpi; /* the last round's threads wait on a message nobody sends */
+static void* request_and_linger(void* tag_address) {
+  const int tag = (int)(long)tag_address;
+  int rank = 0, in = 0, out = tag;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Request receive;
+  MPI_Irecv(&in, 1, MPI_INT, rank, tag, MPI_COMM_WORLD, &receive);
+  MPI_Send(&out, 1, MPI_INT, rank, tag, MPI_COMM_WORLD);
+  MPI_Wait(&receive, MPI_STATUS_IGNORE);
+  pthread_barrier_wait(&started);
+  if (stay_in_mpi)
+    MPI_Recv(&in, 1, MPI_INT, rank, 999, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  pthread_barrier_wait(&counted);
+  return NULL;
+}
+static int unlisted_threads(void) {
+  return strata_where_unlisted_threads != NULL ? strata_where_unlisted_threads() : -1;
+}
+/* Two rounds of `many` threads: libstrata's count of those beyond its list while they run,
+ * and after they ended (their tables made for the first round serve the second); then a third
+ * round whose threads, and the main thread, wait on a message nobody sends. */
+static void many_threads_rounds(void) {
+  pthread_t threads[many];
+  for (int round = 1; round <= 3; ++round) {
+    stay_in_mpi = round == 3;
+    pthread_barrier_init(&started, NULL, many + 1);
+    pthread_barrier_init(&counted, NULL, many + 1);
+    for (long i = 0; i < many; ++i)
+      pthread_create(&threads[i], NULL, request_and_linger, (void*)(100 + i));
+    pthread_barrier_wait(&started);
+    printf("round %d: %d threads running, %d unlisted\n", round, many, unlisted_threads());
+    fflush(stdout);
+    if (round == 3)
+      break;
+    pthread_barrier_wait(&counted);
+    for (int i = 0; i < many; ++i)
+      pthread_join(threads[i], NULL);
+    printf("round %d: threads ended, %d unlisted\n", round, unlisted_threads());
+    fflush(stdout);
+    pthread_barrier_destroy(&started);
+    pthread_barrier_destroy(&counted);
+  }
+  int rank = 0, value = 0;
+  const MPI_Comm world = MPI_COMM_WORLD;
+  MPI_Comm_rank(world, &rank);
+  MPI_Recv(&value, 1, MPI_INT, rank, 999, world, MPI_STATUS_IGNORE); /* HANG many_threads */
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   int provided = 0;
   const int across = strcmp(mode, "threads_across") == 0;
-  const int threaded = strcmp(mode, "threads") == 0 || across;
+  const int threaded = strcmp(mode, "threads") == 0 || across ||
+                       strcmp(mode, "reused_table") == 0 || strcmp(mode, "many_threads") == 0;
   pthread_t early;
   if (across) {
     pthread_barrier_init(&mpi_ready, NULL, 2);
@@ -140,6 +220,17 @@ int main(int argc, char** argv) {
     pthread_barrier_wait(&mpi_ready);
     relay_message(&relays[rank][0]);
     pthread_join(early, NULL);
+  } else if (strcmp(mode, "reused_table") == 0) {
+    /* Each rank: the first thread's send (tag 11) stays pending after it ended; the second
+     * thread waits on a receive (tag 22), the main thread in one (tag 33): nobody sends those. */
+    pthread_t first, second;
+    pthread_create(&first, NULL, send_and_end, NULL);
+    pthread_join(first, NULL);
+    pthread_create(&second, NULL, send_then_wait, NULL);
+    MPI_Recv(&value, 1, MPI_INT, peer, 33, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* main's */
+    pthread_join(second, NULL);
+  } else if (strcmp(mode, "many_threads") == 0) {
+    many_threads_rounds();
   } else if (strcmp(mode, "compute") == 0) {
     /* Every rank computes longer than the threshold between its calls: no hang. */
     const double seconds = argc > 2 ? atof(argv[2]) : 3;
@@ -149,8 +240,9 @@ int main(int argc, char** argv) {
     }
   } else {
     if (rank == 0)
-      fprintf(stderr, "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|irecv_wait|wildcard|"
-                      "threads|threads_across (2 ranks)|compute [SECONDS]\n");
+      fprintf(stderr,
+              "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|irecv_wait|wildcard|"
+              "threads|threads_across (2 ranks)|reused_table|many_threads|compute [SECONDS]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Finalize();

@@ -1,4 +1,4 @@
-// Where this rank is with respect to MPI, in its hang state file (src/hang, strata.hang-state/1)
+// Where this rank is with respect to MPI, in its hang state file (src/hang, strata.hang-state/2)
 // in the spool, and on one rank the watch over every rank's file (the option hang_after).
 //
 // The call path only stores the call's function, call site and raw arguments in the thread's
@@ -465,7 +465,8 @@ void watch_thread(hang_watch& h, uint32_t slot, uint64_t now) {
 }
 
 // The other threads that made a timed call, each kept in its slot while it is listed; a slot
-// whose thread ended is written unused. Threads beyond the file's slots are not described.
+// whose thread ended is written unused. Threads beyond the file's slots, or beyond libstrata's
+// list, are not described: the state counts them.
 void follow_threads(hang_watch& h) {
   if (h.threads.size() < 2 || strata_where_threads == nullptr)
     return;
@@ -497,6 +498,12 @@ void follow_threads(hang_watch& h) {
       h.threads[slot].where = listed.back();
       listed.pop_back();
     }
+  // What the state cannot describe, said in it: the listed threads left without a slot, and
+  // those libstrata could not list.
+  const int unlisted =
+      strata_where_unlisted_threads != nullptr ? strata_where_unlisted_threads() : 0;
+  h.writer->set_threads_not_described(static_cast<uint32_t>(listed.size()) +
+                                      static_cast<uint32_t>(std::max(unlisted, 0)));
 }
 
 void watch_loop(hang_watch& h) {

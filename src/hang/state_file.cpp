@@ -232,7 +232,10 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
     return fail("truncated: " + std::to_string(file_bytes) + " bytes, shorter than its header");
   file_header h;
   std::memcpy(&h, head.data(), sizeof(h));
-  if (h.version != state_version)
+  // Version 1 (a job started under an earlier Strata) differs only in its header's tail: a
+  // 16-byte host name where version 2 has 12 and the count of threads not described.
+  const bool version_1 = h.version == 1;
+  if (h.version != state_version && !version_1)
     return fail("strata.hang-state version " + std::to_string(h.version) + ", this strata reads " +
                 std::to_string(state_version));
   if (h.header_bytes != sizeof(file_header) || h.slot_bytes != sizeof(file_slot))
@@ -248,7 +251,9 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
   if (file_bytes < expected)
     return fail("truncated: " + std::to_string(file_bytes) + " bytes, its header says " +
                 std::to_string(expected));
-  const std::optional<std::string> host = get_text(h.host);
+  char host_v1[sizeof h.host + sizeof h.threads_not_described];
+  std::memcpy(host_v1, h.host, sizeof host_v1);
+  const std::optional<std::string> host = version_1 ? get_text(host_v1) : get_text(h.host);
   if (!host)
     return fail("malformed header (host name without its terminating zero)");
   rank_state r;
@@ -257,7 +262,7 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
   r.pid = h.pid;
   r.host = *host;
   r.observed_ns = h.observed_ns;
-  r.threads_not_described = h.threads_not_described;
+  r.threads_not_described = version_1 ? 0 : h.threads_not_described;
   r.source = source;
   for (uint32_t i = 0; i < h.slot_count; ++i) {
     file_slot s;

@@ -166,6 +166,21 @@ TEST(StateFile, EveryTruncationIsOneClearError) {
             "r.hang: not a Strata hang state file (no strata.hang-state header)");
 }
 
+// A job started under the previous Strata leaves version 1 files: the same but for the header's
+// tail, a host name of up to 15 bytes where version 2 keeps 11 and the count of threads.
+TEST(StateFile, VersionOneFilesOfJobsStartedEarlierAreRead) {
+  std::string bytes = encode_state(sample());
+  bytes[8] = 1;
+  const std::string host_v1 = "node-0123-abc"; // 13 bytes: too long for version 2's field
+  std::memset(bytes.data() + 48, 0, 16);
+  std::memcpy(bytes.data() + 48, host_v1.data(), host_v1.size());
+  const state_read_result read = parse_state(bytes, "f");
+  ASSERT_TRUE(read.ok()) << read.error;
+  EXPECT_EQ(read.state->host, host_v1);
+  EXPECT_EQ(read.state->threads_not_described, 0u);
+  EXPECT_EQ(read.state->threads.size(), parse_state(encode_state(sample())).state->threads.size());
+}
+
 TEST(StateFile, NewerVersionsAndBadFieldsAreNamed) {
   std::string bytes = encode_state(sample());
   bytes[8] = 3;

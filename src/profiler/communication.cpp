@@ -195,8 +195,8 @@ bool read_pairs_file(const std::string& path, pair_list& out, std::string& error
   }
   if (bytes.size() < pairs_file_header_bytes ||
       std::memcmp(bytes.data(), pairs_file_magic, sizeof pairs_file_magic) != 0 ||
-      kinds != pair_kind_count || ranks == 0 || ranks > pairs_file_ranks || rank < 0 ||
-      static_cast<uint32_t>(rank) >= ranks ||
+      (kinds != pair_kind_count && kinds != pairs_kinds_before_partitioned) || ranks == 0 ||
+      ranks > pairs_file_ranks_of(kinds) || rank < 0 || static_cast<uint32_t>(rank) >= ranks ||
       bytes.size() != pairs_file_header_bytes + sizeof(strata_pair_sum) * kinds * ranks) {
     error = path + ": not a pairs file of this version (or cut short)";
     return false;
@@ -204,9 +204,16 @@ bool read_pairs_file(const std::string& path, pair_list& out, std::string& error
   std::vector<strata_pair_sum> sums(static_cast<size_t>(kinds) * ranks);
   std::memcpy(sums.data(), bytes.data() + pairs_file_header_bytes,
               sums.size() * sizeof(strata_pair_sum));
+  // A file of a job started under an earlier Strata has no partitioned kind: its rows from
+  // that kind's place on are the next kinds', and the partitioned row is empty.
+  const std::vector<strata_pair_sum> none(kinds == pair_kind_count ? 0 : ranks);
   const strata_pair_sum* rows[pair_kind_count];
-  for (int k = 0; k < pair_kind_count; ++k)
-    rows[k] = sums.data() + static_cast<size_t>(k) * ranks;
+  for (int k = 0, row = 0; k < pair_kind_count; ++k) {
+    if (kinds != pair_kind_count && k == pair_kind_partitioned)
+      rows[k] = none.data();
+    else
+      rows[k] = sums.data() + static_cast<size_t>(row++) * ranks;
+  }
   out = rank_pairs(static_cast<uint32_t>(rank), rows, ranks);
   return true;
 }

@@ -135,6 +135,12 @@ private:
 inline constexpr char pairs_file_magic[8] = {'S', 'T', 'R', 'P', 'A', 'I', 'R', '1'};
 inline constexpr size_t pairs_file_header_bytes = 64;
 inline constexpr uint32_t pairs_file_ranks = 4681; // 512 KiB of sums at most per rank (7 kinds)
+// Files of jobs started under an earlier Strata hold one kind fewer (no partitioned sends), and
+// were made for up to 5,461 ranks; they are still read.
+inline constexpr uint32_t pairs_kinds_before_partitioned = pair_kind_count - 1;
+inline constexpr uint32_t pairs_file_ranks_of(uint32_t kinds) {
+  return kinds == pair_kind_count ? pairs_file_ranks : 5461;
+}
 std::string pairs_file_of(const std::string& rank_file_path);
 
 // One pair's figures, each kind apart.

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <functional>
 
 namespace strata::profiler {
@@ -226,6 +228,44 @@ struct rank_sums {
     return rank_pairs(from, rows, static_cast<uint32_t>(kinds[0].size()), limit);
   }
 };
+
+// A rank of a job started under the previous Strata leaves a file of six kinds, without the
+// partitioned sends: `strata recover` still reads its pairs, each kind where it was.
+TEST(Communication, PairsFileOfTheKindsBeforePartitionedSendsIsRead) {
+  char dir[] = "/tmp/strata_pairs_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/job.rank1.pairs";
+  const uint32_t kinds = pairs_kinds_before_partitioned, ranks = 3;
+  const int32_t rank = 1;
+  std::string bytes(pairs_file_header_bytes + sizeof(strata_pair_sum) * kinds * ranks, '\0');
+  std::memcpy(bytes.data(), pairs_file_magic, sizeof pairs_file_magic);
+  std::memcpy(bytes.data() + 8, &kinds, sizeof kinds);
+  std::memcpy(bytes.data() + 12, &ranks, sizeof ranks);
+  std::memcpy(bytes.data() + 16, &rank, sizeof rank);
+  auto put = [&](uint32_t row, uint32_t to, strata_pair_sum sum) {
+    std::memcpy(bytes.data() + pairs_file_header_bytes + sizeof sum * (row * ranks + to), &sum,
+                sizeof sum);
+  };
+  put(2, 0, {4, 64}); // the third row: persistent sends, then as now
+  put(3, 2, {7, 56}); // the fourth row: puts then, the fifth kind now
+  put(5, 2, {1, 8});  // the sixth: accumulates
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+  }
+  pair_list back;
+  std::string error;
+  ASSERT_TRUE(read_pairs_file(path, back, error)) << error;
+  ASSERT_EQ(back.pairs.size(), 2U);
+  EXPECT_EQ(back.pairs[0].to, 0U);
+  EXPECT_EQ(back.pairs[0].messages[pair_kind_persistent], 4U);
+  EXPECT_EQ(back.pairs[1].to, 2U);
+  EXPECT_EQ(back.pairs[1].messages[pair_kind_put], 7U);
+  EXPECT_EQ(back.pairs[1].bytes[pair_kind_accumulate], 8U);
+  EXPECT_EQ(back.pairs[1].messages[pair_kind_partitioned], 0U);
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
 
 TEST(Communication, SmallJobListsEveryPairExactlyEachKindApart) {
   rank_sums r0(3), r1(3);

@@ -101,7 +101,8 @@ const void* call_site() {
   return site;
 }
 
-void sendrecv_baseline(benchmark::State& state) {
+// A Sendrecv or a barrier, its call noted or not (the baseline).
+template <bool Noted> void sendrecv_call(benchmark::State& state) {
   sendrecv_args a;
   const void* site = call_site();
   const int64_t work = state.range(0);
@@ -109,27 +110,17 @@ void sendrecv_baseline(benchmark::State& state) {
   for (auto _ : state) {
     a.opaque();
     benchmark::DoNotOptimize(site);
+    if constexpr (Noted)
+      core::note_call<gen::fid_MPI_Sendrecv>(site, a.sendbuf, a.sendcount, a.sendtype, a.dest,
+                                             a.sendtag, a.recvbuf, a.recvcount, a.recvtype,
+                                             a.source, a.recvtag, a.comm, a.status);
     the_call(work, chain);
+    if constexpr (Noted)
+      core::note_return();
   }
 }
 
-void sendrecv_noted(benchmark::State& state) {
-  sendrecv_args a;
-  const void* site = call_site();
-  const int64_t work = state.range(0);
-  uint64_t chain = 1;
-  for (auto _ : state) {
-    a.opaque();
-    benchmark::DoNotOptimize(site);
-    core::note_call<gen::fid_MPI_Sendrecv>(site, a.sendbuf, a.sendcount, a.sendtype, a.dest,
-                                           a.sendtag, a.recvbuf, a.recvcount, a.recvtype, a.source,
-                                           a.recvtag, a.comm, a.status);
-    the_call(work, chain);
-    core::note_return();
-  }
-}
-
-void barrier_baseline(benchmark::State& state) {
+template <bool Noted> void barrier_call(benchmark::State& state) {
   MPI_Comm comm = MPI_COMM_SELF;
   const void* site = call_site();
   const int64_t work = state.range(0);
@@ -137,21 +128,11 @@ void barrier_baseline(benchmark::State& state) {
   for (auto _ : state) {
     benchmark::DoNotOptimize(comm);
     benchmark::DoNotOptimize(site);
+    if constexpr (Noted)
+      core::note_call<gen::fid_MPI_Barrier>(site, comm);
     the_call(work, chain);
-  }
-}
-
-void barrier_noted(benchmark::State& state) {
-  MPI_Comm comm = MPI_COMM_SELF;
-  const void* site = call_site();
-  const int64_t work = state.range(0);
-  uint64_t chain = 1;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(comm);
-    benchmark::DoNotOptimize(site);
-    core::note_call<gen::fid_MPI_Barrier>(site, comm);
-    the_call(work, chain);
-    core::note_return();
+    if constexpr (Noted)
+      core::note_return();
   }
 }
 
@@ -187,10 +168,10 @@ constexpr int isend = gen::fid_MPI_Isend;
 
 } // namespace
 
-BENCHMARK(barrier_baseline)->Arg(0)->Arg(32);
-BENCHMARK(barrier_noted)->Arg(0)->Arg(32);
-BENCHMARK(sendrecv_baseline)->Arg(0)->Arg(32);
-BENCHMARK(sendrecv_noted)->Arg(0)->Arg(32);
+BENCHMARK(barrier_call<false>)->Name("barrier_baseline")->Arg(0)->Arg(32);
+BENCHMARK(barrier_call<true>)->Name("barrier_noted")->Arg(0)->Arg(32);
+BENCHMARK(sendrecv_call<false>)->Name("sendrecv_baseline")->Arg(0)->Arg(32);
+BENCHMARK(sendrecv_call<true>)->Name("sendrecv_noted")->Arg(0)->Arg(32);
 BENCHMARK(request_call<irecv, true, noted::nothing>)->Name("irecv_baseline")->Arg(0)->Arg(32);
 BENCHMARK(request_call<irecv, true, noted::call>)->Name("irecv_call_noted")->Arg(0)->Arg(32);
 BENCHMARK(request_call<irecv, true, noted::call_and_request>)

@@ -23,12 +23,18 @@ OTF2_ErrorCode capture_error(void*, const char*, uint64_t, const char*, OTF2_Err
   return code;
 }
 
+// A definition whose reference is past what the reader keeps: the error named, reading stopped.
+bool out_of_range(raw_definitions* d, uint64_t self, const char* what) {
+  if (self < max_reference)
+    return false;
+  d->error = std::string(what) + " " + std::to_string(self) + " is out of range";
+  return true;
+}
+
 OTF2_CallbackCode on_string(void* data, OTF2_StringRef self, const char* text) {
   auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "string definition " + std::to_string(self) + " is out of range";
+  if (out_of_range(d, self, "string definition"))
     return OTF2_CALLBACK_INTERRUPT;
-  }
   grow_to(d->strings, self);
   grow_to(d->string_defined, self);
   d->strings[self] = text ? text : "";
@@ -40,10 +46,8 @@ OTF2_CallbackCode on_region(void* data, OTF2_RegionRef self, OTF2_StringRef name
                             OTF2_StringRef, OTF2_RegionRole, OTF2_Paradigm paradigm,
                             OTF2_RegionFlag, OTF2_StringRef file, uint32_t line, uint32_t) {
   auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "region definition " + std::to_string(self) + " is out of range";
+  if (out_of_range(d, self, "region definition"))
     return OTF2_CALLBACK_INTERRUPT;
-  }
   grow_to(d->regions, self);
   d->regions[self] = {name, paradigm, file, line, true};
   return OTF2_CALLBACK_SUCCESS;
@@ -60,10 +64,8 @@ OTF2_CallbackCode on_group(void* data, OTF2_GroupRef self, OTF2_StringRef, OTF2_
 OTF2_CallbackCode on_comm(void* data, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group,
                           OTF2_CommRef, OTF2_CommFlag) {
   auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "communicator definition " + std::to_string(self) + " is out of range";
+  if (out_of_range(d, self, "communicator definition"))
     return OTF2_CALLBACK_INTERRUPT;
-  }
   d->comms[self] = {name, group};
   return OTF2_CALLBACK_SUCCESS;
 }
@@ -71,10 +73,8 @@ OTF2_CallbackCode on_comm(void* data, OTF2_CommRef self, OTF2_StringRef name, OT
 OTF2_CallbackCode on_rma_window(void* data, OTF2_RmaWinRef self, OTF2_StringRef, OTF2_CommRef comm,
                                 OTF2_RmaWinFlag) {
   auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "RMA window definition " + std::to_string(self) + " is out of range";
+  if (out_of_range(d, self, "RMA window definition"))
     return OTF2_CALLBACK_INTERRUPT;
-  }
   d->windows[self] = comm;
   return OTF2_CALLBACK_SUCCESS;
 }
@@ -98,10 +98,8 @@ OTF2_CallbackCode on_location_property(void* data, OTF2_LocationRef location, OT
 OTF2_CallbackCode on_source_location(void* data, OTF2_SourceCodeLocationRef self,
                                      OTF2_StringRef file, uint32_t line) {
   auto* d = static_cast<raw_definitions*>(data);
-  if (self >= max_reference) {
-    d->error = "source code location " + std::to_string(self) + " is out of range";
+  if (out_of_range(d, self, "source code location"))
     return OTF2_CALLBACK_INTERRUPT;
-  }
   d->sites[self] = {file, line};
   return OTF2_CALLBACK_SUCCESS;
 }

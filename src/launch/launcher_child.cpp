@@ -2,6 +2,7 @@
 
 #include "common/exec_argv.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <poll.h>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -84,6 +86,36 @@ int rank_in_environment(const std::string& environ, const std::string& marker) {
   return marked ? rank : -1;
 }
 
+bool files_may_be_closed_from_stat(const std::string& stat) {
+  // "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ... VSIZE(23) ...": COMM may hold spaces
+  // and parentheses, so the fields are counted from the last ')'.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos)
+    return true;
+  std::istringstream fields(stat.substr(close + 1));
+  std::string state;
+  fields >> state;
+  std::vector<long long> numbers; // fields 4 to 23 (the terminal group may be -1)
+  for (long long n = 0; numbers.size() < 20 && fields >> n;)
+    numbers.push_back(n);
+  if (state.empty() || numbers.size() < 20)
+    return true;
+  if (state == "Z" || state == "X" || state == "x")
+    return true;
+  // Exiting (PF_EXITING) and its memory already given up: the kernel gives up a process's memory
+  // just before its files, so from here on they may be closed. An exiting process that still has
+  // its memory, or one with SIGKILL only pending, has closed nothing yet.
+  constexpr long long exiting_flag = 0x4;
+  const long long flags = numbers[5], vsize = numbers[19];
+  return (flags & exiting_flag) != 0 && vsize == 0;
+}
+
+bool files_may_be_closed(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return stat.empty() || files_may_be_closed_from_stat(stat);
+}
+
 namespace {
 
 volatile sig_atomic_t g_child = 0;
@@ -116,35 +148,41 @@ void find_ranks(const std::string& marker, std::map<long, int>& ranks) {
 // Which of the job's processes ended first, seen through a pidfd per process: the one whose end
 // ended the job, where MPICH's launcher may name a process it stopped afterwards.
 class end_watch {
+  struct watched_process {
+    int fd; // its pidfd
+    long pid;
+    int rank; // in the world
+  };
+
 public:
   end_watch() = default;
   end_watch(const end_watch&) = delete;
   end_watch& operator=(const end_watch&) = delete;
   ~end_watch() {
-    for (const auto& [fd, rank] : open_)
-      ::close(fd);
+    for (const auto& entry : open_)
+      ::close(entry.fd);
   }
   void add(long pid, int rank) {
     const int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
     if (fd >= 0)
-      open_.emplace_back(fd, rank);
+      open_.push_back({fd, pid, rank});
   }
   // The watched processes' descriptors, appended to `fds`.
   void fill(std::vector<pollfd>& fds) const {
-    for (const auto& [fd, rank] : open_)
-      fds.push_back({fd, POLLIN, 0});
+    for (const auto& entry : open_)
+      fds.push_back({entry.fd, POLLIN, 0});
   }
   // The processes `fds` (from `fill`, at `from`) say have ended. Those of the first wake that saw
-  // any decide: one process alone is the first; several at once cannot be told apart, nor can
-  // anything be when not every process was watched yet (`all_watched`): one may have ended
-  // before it was found.
+  // any decide: one process alone is the first, if no other one may have closed its files then (see
+  // files_may_be_closed_from_stat); several at once cannot be told apart, nor can anything be when
+  // not every process was watched yet (`all_watched`): one may have ended before it was found.
   void seen(const std::vector<pollfd>& fds, size_t from, bool all_watched) {
     std::vector<int> ended;
-    std::vector<std::pair<int, int>> still;
+    std::vector<watched_process> still;
     for (size_t i = 0; i < open_.size(); ++i) {
       if (fds[from + i].revents != 0) {
-        ended.push_back(open_[i].second);
-        ::close(open_[i].first);
+        ended.push_back(open_[i].rank);
+        ::close(open_[i].fd);
       } else {
         still.push_back(open_[i]);
       }
@@ -152,12 +190,15 @@ public:
     open_ = std::move(still);
     if (!decided_ && !ended.empty()) {
       decided_ = true;
-      first_ = ended.size() == 1 && all_watched ? ended.front() : -1;
+      const bool others_hold_their_files =
+          std::none_of(open_.begin(), open_.end(),
+                       [](const watched_process& p) { return files_may_be_closed(p.pid); });
+      first_ = ended.size() == 1 && all_watched && others_hold_their_files ? ended.front() : -1;
     }
   }
   int first() const { return first_; } // -1: not known
 private:
-  std::vector<std::pair<int, int>> open_; // descriptor, world rank
+  std::vector<watched_process> open_;
   bool decided_ = false;
   int first_ = -1;
 };

@@ -28,8 +28,20 @@ bool read_launcher_line(const std::string& line, ended_process& found);
 // The tool rank whose end ended the job, or -1. Open MPI names the rank; MPICH names a pid, at
 // times of a process it stopped while cleaning up, so there `first_ended` decides: the world rank
 // of the process seen to end first (through a pidfd per process), alone in the wake that saw it
-// (-1 when unknown: several ended between two looks, or the ranks were not all found in time).
+// (-1 when unknown: several ended between two looks, another was already ending, or the ranks
+// were not all found in time).
 int tool_rank_that_ended_the_job(const ended_process& named, int first_ended, int app_ranks);
+
+// Whether a process may already have closed its files (its sockets, seen by the launcher), from
+// its /proc/PID/stat: a zombie, or exiting with its memory given up. A process's pidfd wakes only
+// at the very end of its exit, after its files closed; MPICH's launcher, woken by that close,
+// kills the job's other processes, and one of them can end before the process that caused it.
+// So the process seen to end first decides only while no other one may have closed its files:
+// none of them could have been killed because of it yet.
+bool files_may_be_closed_from_stat(const std::string& stat);
+
+// The same for a pid; true too when the process is gone or cannot be read.
+bool files_may_be_closed(long pid);
 
 // The line that says tool rank `rank` ended the job (`how`, from the launcher, may be "").
 std::string tool_rank_ended_line(int rank, const std::string& how, int app_ranks,

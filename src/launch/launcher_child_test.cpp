@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace strata::launch {
 namespace {
@@ -46,6 +49,35 @@ TEST(LauncherChild, UnderMpichTheProcessThatEndedFirstDecides) {
   ended_process p{-1, 100, "EXIT CODE: 9"};
   EXPECT_EQ(tool_rank_that_ended_the_job(p, 2, 2), 2);
   EXPECT_EQ(tool_rank_that_ended_the_job(p, 0, 2), -1);
+}
+
+TEST(LauncherChild, AProcessMayHaveClosedItsFilesOnceExitingWithoutItsMemory) {
+  // Fields 3 to 23 of /proc/PID/stat: state, ppid ... flags (9) ... vsize (23).
+  const auto stat = [](const char* state, unsigned long flags, unsigned long vsize) {
+    return "41 (a (b) c) " + std::string(state) + " 1 41 41 0 -1 " + std::to_string(flags) +
+           " 120 0 0 0 5 3 0 0 20 0 1 0 77 " + std::to_string(vsize) + " 300 18446744073709551615";
+  };
+  EXPECT_FALSE(files_may_be_closed_from_stat(stat("S", 0x400100, 2 << 20)));
+  EXPECT_FALSE(files_may_be_closed_from_stat(stat("R", 0x400104, 2 << 20))); // exiting, has memory
+  EXPECT_TRUE(files_may_be_closed_from_stat(stat("R", 0x400104, 0)));        // and without
+  EXPECT_TRUE(files_may_be_closed_from_stat(stat("Z", 0x400104, 0)));
+  EXPECT_TRUE(files_may_be_closed_from_stat("41 (a) S 1 41")); // cut short: not known
+}
+
+TEST(LauncherChild, ALiveChildHoldsItsFilesAndAKilledOneMayNot) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  EXPECT_FALSE(files_may_be_closed(child));
+  ::kill(child, SIGKILL);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_TRUE(files_may_be_closed(child)); // a zombie until reaped
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(files_may_be_closed(child)); // gone
 }
 
 TEST(LauncherChild, RanksComeFromTheMarkedProcessesEnvironments) {

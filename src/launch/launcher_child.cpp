@@ -116,7 +116,19 @@ bool files_may_be_closed(long pid) {
   return stat.empty() || files_may_be_closed_from_stat(stat);
 }
 
+long next_rank_look_ms(long interval_ms, bool found_new, bool found_any, long since_launch_ms) {
+  constexpr long first_ms = 20, longest_ms = 1000, starting_ms = 10000, last_look_ms = 60000;
+  if (since_launch_ms >= last_look_ms)
+    return -1;
+  const bool starting = !found_any && since_launch_ms < starting_ms;
+  return found_new || starting ? first_ms : std::min(interval_ms * 2, longest_ms);
+}
+
 namespace {
+
+long ms_between(const timespec& from, const timespec& to) {
+  return (to.tv_sec - from.tv_sec) * 1000L + (to.tv_nsec - from.tv_nsec) / 1000000L;
+}
 
 volatile sig_atomic_t g_child = 0;
 
@@ -268,29 +280,38 @@ int run_launcher_child(const launcher_job& job) {
   char buffer[8192];
   int status = 0;
   bool exited = false;
-  timespec last_scan = {};
+  timespec launched = {}, next_look = {};
+  ::clock_gettime(CLOCK_MONOTONIC, &launched);
+  next_look = launched;
+  long look_interval_ms = 20; // -1: no more looks
   for (;;) {
     timespec now = {};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
-    if (static_cast<int>(ranks.size()) < job.processes &&
-        (now.tv_sec - last_scan.tv_sec) * 1000000000L + (now.tv_nsec - last_scan.tv_nsec) >
-            20000000L) {
+    if (static_cast<int>(ranks.size()) < job.processes && look_interval_ms >= 0 &&
+        ms_between(next_look, now) >= 0) {
       const size_t known = ranks.size();
       find_ranks(marker, ranks);
       if (ranks.size() > known)
         for (const auto& [pid, rank] : ranks)
           if (watched.insert(pid).second)
             ends.add(pid, rank);
-      last_scan = now;
+      look_interval_ms = next_rank_look_ms(look_interval_ms, ranks.size() > known, !ranks.empty(),
+                                           ms_between(launched, now));
+      next_look = now;
+      next_look.tv_nsec += std::max(look_interval_ms, 0L) * 1000000L;
+      next_look.tv_sec += next_look.tv_nsec / 1000000000L;
+      next_look.tv_nsec %= 1000000000L;
     }
+    const bool looking = static_cast<int>(ranks.size()) < job.processes && look_interval_ms >= 0;
     std::vector<pollfd> fds{{pipe_fds[0], POLLIN, 0}};
     ends.fill(fds);
     // A process the launcher left behind may hold the pipe open: once the launcher has ended,
     // what is already written is read and no more is waited for.
-    const int ready = ::poll(fds.data(), fds.size(),
-                             exited                                           ? 0
-                             : static_cast<int>(ranks.size()) < job.processes ? 20
-                                                                              : 200);
+    const int ready =
+        ::poll(fds.data(), fds.size(),
+               exited    ? 0
+               : looking ? static_cast<int>(std::clamp(ms_between(now, next_look), 1L, 200L))
+                         : 200);
     if (ready > 0)
       ends.seen(fds, 1, static_cast<int>(watched.size()) == job.processes);
     if (ready > 0 && fds[0].revents == 0)

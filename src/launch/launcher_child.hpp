@@ -51,6 +51,14 @@ std::string tool_rank_ended_line(int rank, const std::string& how, int app_ranks
 // carries `marker` (NAME=VALUE); else -1.
 int rank_in_environment(const std::string& environ, const std::string& marker);
 
+// How long to wait before the next look in /proc for the job's ranks, in ms, after a look that
+// waited `interval_ms`, `since_launch_ms` after the launch; -1: look no more. A look reads every
+// process's environment: every 20 ms while the launcher starts (until a rank is found, for at
+// most 10 s) and while more ranks appear, twice as long after each look that finds none new (up
+// to a second), and none after the first minute (ranks on other nodes are never found here, and
+// their ends cannot be watched anyway).
+long next_rank_look_ms(long interval_ms, bool found_new, bool found_any, long since_launch_ms);
+
 struct launcher_job {
   std::vector<std::string> args; // the launcher's command line
   std::string flavor;            // which stream carries its last words: Open MPI's standard

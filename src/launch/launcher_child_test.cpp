@@ -80,6 +80,18 @@ TEST(LauncherChild, ALiveChildHoldsItsFilesAndAKilledOneMayNot) {
   EXPECT_TRUE(files_may_be_closed(child)); // gone
 }
 
+TEST(LauncherChild, RanksAreLookedForLessOftenWhileNoneAppearAndNotAfterAMinute) {
+  EXPECT_EQ(next_rank_look_ms(20, true, true, 100), 20);
+  EXPECT_EQ(next_rank_look_ms(20, false, true, 100), 40);
+  EXPECT_EQ(next_rank_look_ms(20, false, false, 3000), 20);  // the launcher still starting
+  EXPECT_EQ(next_rank_look_ms(20, false, false, 10000), 40); // no rank on this node
+  EXPECT_EQ(next_rank_look_ms(640, false, true, 5000), 1000);
+  EXPECT_EQ(next_rank_look_ms(1000, false, true, 5000), 1000);
+  EXPECT_EQ(next_rank_look_ms(1000, true, true, 5000), 20); // a rank appeared: often again
+  EXPECT_EQ(next_rank_look_ms(20, true, true, 60000), -1);
+  EXPECT_EQ(next_rank_look_ms(20, false, false, 60000), -1);
+}
+
 TEST(LauncherChild, RanksComeFromTheMarkedProcessesEnvironments) {
   using namespace std::string_literals;
   const std::string marker = "STRATA_RUN_ID=7-1";

@@ -364,6 +364,17 @@ class Python(HangTestCase):
         self.assertEqual((only["ranks"], only["line"], only["function"]), ("0-1", line, "<module>"))
         self.assertTrue(only["file"].endswith("/python/hang.py"), only)
 
+    def test_mpi4py_rank_computing_after_a_call_that_lasted(self):
+        """Rank 1 computes for good after a receive that lasted a second: its last call keeps
+        the line read while it was in it."""
+        proc = self.watched([self.python, self.SCRIPT, "compute"])
+        self.assertAborted(proc)
+        last_call = self.site("last_call", "<module>")
+        self.assertRegex(proc.stderr, r"WAITING FOR A COMPUTING RANK: rank 1 has been outside "
+                                      rf"MPI for [\d.]+ s, since MPI_Recv {last_call}\n")
+        waiting = self.site("wait_for_computing", "<module>")
+        self.assertRegex(proc.stderr, rf"rank 0 in MPI_Recv {waiting}\n")
+
     def test_mpi4py_threads_each_at_their_own_line(self):
         """A second thread of each rank receives too: each thread's own line, found by its
         OS thread id among the interpreter's threads."""

@@ -1,5 +1,6 @@
 // Writes DIR/seed.rank0.hang and DIR/seed.rank1.hang with the writer: two ranks, one receiving
-// from the other with requests pending, the other computing. The hang_state target's seeds.
+// from the other with requests pending, the other (a Python rank) computing. The hang_state
+// target's seeds.
 #include "hang/state.hpp"
 
 #include <cstdio>
@@ -31,6 +32,14 @@ int main(int argc, char** argv) {
     t.pending = {{op_kind::recv, true, 1 - rank, 5, 64, t.comm},
                  {op_kind::send, false, 1 - rank, 6, 64, t.comm}};
     t.pending_total = 2;
+    if (rank == 1) { // a Python rank: its site the script's line, its compiled caller beside it
+      t.lang = language::python;
+      t.file = "halo.py";
+      t.function = "<module>";
+      t.native_file = "mpi4py/MPI.c";
+      t.native_line = 1200;
+      t.native_function = "__pyx_pf_6mpi4py_3MPI_9Intracomm_allreduce";
+    }
     w->write(0, t);
   }
   return 0;

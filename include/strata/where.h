@@ -6,6 +6,7 @@
 #ifndef STRATA_WHERE_H
 #define STRATA_WHERE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -95,6 +96,19 @@ int strata_where_comm(const void* comm, int32_t* size, const int** world_ranks)
 /* The size in bytes of a predefined datatype, without calling MPI; -1 for any other type.
  * `type` points at an MPI_Datatype. */
 int64_t strata_where_type_size(const void* type) __attribute__((weak));
+
+/* The Python line a listed thread's MPI call came from, in a process running CPython whose MPI
+ * calls come from an extension module (mpi4py): `call_site` (the record's) lies in one, and
+ * the innermost Python frame of the thread whose OS id is `thread` is read without the GIL and
+ * without that thread's help (a blocking call from mpi4py released the GIL: its frames stay as
+ * they are), each read of its thread state and frames one that fails rather than faults. 1 with
+ * the file, line and function copied (NUL-terminated, a longer text cut); 0 when the process
+ * runs no Python, the site is not an extension module's, or the frames cannot be read. Valid
+ * only if the thread was inside that one call all along: the caller reads the record's seq before
+ * and after, odd and unchanged. */
+int strata_where_python_site(int32_t thread, const void* call_site, char* file, size_t file_size,
+                             int32_t* line, char* function, size_t function_size)
+    __attribute__((weak));
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,9 @@
 #include "core/core_internal.hpp"
 #include "core/decode.hpp"
 #include "core/dispatch.hpp"
+#include "python_sites/capture.hpp"
+#include "python_sites/cpython.hpp"
+#include "python_sites/extensions.hpp"
 
 #include <strata/where.h>
 
@@ -191,4 +194,24 @@ extern "C" STRATA_EXPORT int64_t strata_where_type_size(const void* type) {
     if (key == bits)
       return predefined_types[i].size;
   }
+}
+
+extern "C" STRATA_EXPORT int strata_where_python_site(int32_t thread, const void* call_site,
+                                                      char* file, size_t file_size, int32_t* line,
+                                                      char* function, size_t function_size) {
+  namespace ps = strata::python_sites;
+  ps::place_text text;
+  if (!ps::enabled || file_size == 0 || function_size == 0 ||
+      !ps::in_extension_module(reinterpret_cast<uintptr_t>(call_site)) ||
+      !ps::other_thread_site(thread, text))
+    return 0;
+  auto copy = [](const std::string& from, char* to, size_t size) {
+    const size_t n = std::min(from.size(), size - 1);
+    std::memcpy(to, from.data(), n);
+    to[n] = '\0';
+  };
+  copy(text.file, file, file_size);
+  copy(text.function, function, function_size);
+  *line = text.line;
+  return 1;
 }

@@ -85,7 +85,7 @@ TEST_F(HangCommand, ATruncatedStateFileIsOneClearError) {
   fs::resize_file(dir_ + "/job1.rank1.hang", 300);
   const hang_options o{{dir_}, "text", "", 10, ""};
   const loaded_states loaded = load_states(o);
-  EXPECT_EQ(loaded.error, dir_ + "/job1.rank1.hang: truncated: 300 bytes, its header says 1184");
+  EXPECT_EQ(loaded.error, dir_ + "/job1.rank1.hang: truncated: 300 bytes, its header says 1488");
   ::testing::internal::CaptureStderr();
   const auto [status, text] = run(o);
   const std::string err = ::testing::internal::GetCapturedStderr();

@@ -1,5 +1,5 @@
 // Where each thread of one rank is with respect to MPI, and the file that holds it
-// (strata.hang-state/2): one writer (the rank itself, updating fixed-size slots in place in a
+// (strata.hang-state/3): one writer (the rank itself, updating fixed-size slots in place in a
 // shared mapping) and one reader (`strata hang`, possibly while the writer runs). Each slot has a
 // sequence counter (a seqlock): odd while the writer changes it, so a reader that sees it odd or
 // changed across its copy retries, and a rank stuck inside MPI never has to cooperate.
@@ -75,9 +75,14 @@ struct thread_state {
   bool torn = false; // the writer was changing it on every try (or died doing so)
   uint64_t os_thread = 0;
   std::string routine; // e.g. "MPI_Recv"
-  std::string file;    // the call site in the user's code
+  std::string file;    // the call site in the user's code (a Python program's: the .py line)
   uint32_t line = 0;
   std::string function;
+  // When the call site above is a Python line: where the compiled code that made the MPI call
+  // (mpi4py's extension module) called it; else empty.
+  std::string native_file;
+  uint32_t native_line = 0;
+  std::string native_function;
   communicator comm;
   int32_t peer = no_peer;  // destination, source or root
   int32_t peer2 = no_peer; // the source of a Sendrecv
@@ -107,7 +112,7 @@ struct rank_state {
   std::string source; // the file it came from, for messages
 };
 
-inline constexpr uint32_t state_version = 2;
+inline constexpr uint32_t state_version = 3;
 inline constexpr size_t max_listed_pending = 6;
 // Larger worlds than any machine runs are a damaged header (the analysis sizes tables by it).
 inline constexpr int32_t max_world_size = 1 << 24;

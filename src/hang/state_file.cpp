@@ -1,4 +1,4 @@
-// strata.hang-state/2: a 64-byte header, then `slot_count` slots of `slot_bytes` bytes, each one
+// strata.hang-state/3: a 64-byte header, then `slot_count` slots of `slot_bytes` bytes, each one
 // thread. Little-endian, fixed offsets (docs/hang.md, "The state file"). The writer maps the file
 // shared and stores into it; the reader copies a slot, then checks that its sequence counter was
 // even and unchanged across the copy.
@@ -83,8 +83,16 @@ struct file_slot {
   char file[max_file];
   char function[max_function];
   file_pending pending[max_listed_pending];
+  // Version 3 on: a Python call site's compiled caller (thread_state::native_file).
+  uint32_t native_line;
+  uint32_t reserved;
+  char native_file[max_file];
+  char native_function[max_function];
 };
-static_assert(sizeof(file_slot) == 560);
+static_assert(sizeof(file_slot) == 712);
+// Versions 1 and 2: the slot up to the native call site.
+constexpr uint32_t slot_bytes_before_3 = offsetof(file_slot, native_line);
+static_assert(slot_bytes_before_3 == 560);
 // The offsets docs/hang.md gives.
 static_assert(offsetof(file_header, observed_ns) == 40 && offsetof(file_header, host) == 48 &&
               offsetof(file_header, threads_not_described) == 60);
@@ -92,7 +100,8 @@ static_assert(offsetof(file_slot, line) == 12 && offsetof(file_slot, peer) == 24
               offsetof(file_slot, since_ns) == 48 && offsetof(file_slot, comm) == 64 &&
               offsetof(file_slot, pending_total) == 88 && offsetof(file_slot, routine) == 96 &&
               offsetof(file_slot, file) == 128 && offsetof(file_slot, function) == 224 &&
-              offsetof(file_slot, pending) == 272);
+              offsetof(file_slot, pending) == 272 && offsetof(file_slot, native_file) == 568 &&
+              offsetof(file_slot, native_function) == 664);
 static_assert(sizeof(file_slot) % 8 == 0);
 
 // Writes `text` truncated, keeping its end (a path's file name matters more than its root).
@@ -136,6 +145,9 @@ void fill_slot(file_slot& s, const thread_state& t) {
   put_text(s.routine, t.routine);
   put_text(s.file, t.file);
   put_text(s.function, t.function);
+  s.native_line = t.native_line;
+  put_text(s.native_file, t.native_file);
+  put_text(s.native_function, t.native_function);
   std::memset(s.pending, 0, sizeof(s.pending));
   for (size_t i = 0; i < listed; ++i) {
     const pending_op& p = t.pending[i];
@@ -186,7 +198,8 @@ std::string slot_problem(const file_slot& s, int32_t world_size) {
         (collective ? collective_name(p.collective).empty() : p.collective != 0))
       return "a malformed pending operation";
   }
-  if (!get_text(s.routine) || !get_text(s.file) || !get_text(s.function))
+  if (!get_text(s.routine) || !get_text(s.file) || !get_text(s.function) ||
+      !get_text(s.native_file) || !get_text(s.native_function))
     return "a name without its terminating zero";
   return "";
 }
@@ -210,6 +223,9 @@ thread_state to_thread(const file_slot& s) {
   t.routine = *get_text(s.routine);
   t.file = *get_text(s.file);
   t.function = *get_text(s.function);
+  t.native_line = s.native_line;
+  t.native_file = *get_text(s.native_file);
+  t.native_function = *get_text(s.native_function);
   for (uint32_t i = 0; i < s.pending_listed; ++i) {
     const file_pending& p = s.pending[i];
     t.pending.push_back({static_cast<op_kind>(p.kind), p.waited != 0, p.peer, p.tag, p.bytes,
@@ -218,7 +234,8 @@ thread_state to_thread(const file_slot& s) {
   return t;
 }
 
-// Reads the header and checks the size; `slot_at(i, seq_before, slot, seq_after)` copies slot i.
+// Reads the header and checks the size; `copy_slot(i, slot_bytes, slot)` copies slot i's
+// `slot_bytes` into `slot` (zeroed: an older version's slot leaves its tail empty).
 template <typename CopySlot>
 state_read_result read_with(std::string_view head, uint64_t file_bytes, const std::string& source,
                             CopySlot&& copy_slot) {
@@ -232,15 +249,17 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
     return fail("truncated: " + std::to_string(file_bytes) + " bytes, shorter than its header");
   file_header h;
   std::memcpy(&h, head.data(), sizeof(h));
-  // Version 1 (a job started under an earlier Strata) differs only in its header's tail: a
-  // 16-byte host name where version 2 has 12 and the count of threads not described.
+  // Files of jobs started under an earlier Strata: version 2 has no native call site (its slots
+  // end before it), version 1 neither, and its header's tail is a 16-byte host name where
+  // version 2 has 12 and the count of threads not described.
   const bool version_1 = h.version == 1;
-  if (h.version != state_version && !version_1)
+  if (h.version == 0 || h.version > state_version)
     return fail("strata.hang-state version " + std::to_string(h.version) + ", this strata reads " +
-                std::to_string(state_version));
-  if (h.header_bytes != sizeof(file_header) || h.slot_bytes != sizeof(file_slot))
+                std::to_string(state_version) + " and earlier");
+  const uint32_t slot_bytes = h.version < 3 ? slot_bytes_before_3 : sizeof(file_slot);
+  if (h.header_bytes != sizeof(file_header) || h.slot_bytes != slot_bytes)
     return fail("malformed header (header or slot size does not match version " +
-                std::to_string(state_version) + ")");
+                std::to_string(h.version) + ")");
   if (h.slot_count == 0 || h.slot_count > 4096)
     return fail("malformed header (" + std::to_string(h.slot_count) + " thread slots)");
   if (h.world_size <= 0 || h.world_size > max_world_size || h.world_rank < 0 ||
@@ -265,8 +284,8 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
   r.threads_not_described = version_1 ? 0 : h.threads_not_described;
   r.source = source;
   for (uint32_t i = 0; i < h.slot_count; ++i) {
-    file_slot s;
-    if (!copy_slot(i, s))
+    file_slot s{};
+    if (!copy_slot(i, slot_bytes, s))
       return fail("cannot read thread slot " + std::to_string(i));
     if ((s.seq & 1) != 0) {
       thread_state torn;
@@ -311,8 +330,8 @@ uint64_t realtime_ns() {
 }
 
 state_read_result parse_state(std::string_view bytes, const std::string& source) {
-  return read_with(bytes, bytes.size(), source, [&](uint32_t i, file_slot& s) {
-    std::memcpy(&s, bytes.data() + sizeof(file_header) + size_t{i} * sizeof(file_slot), sizeof(s));
+  return read_with(bytes, bytes.size(), source, [&](uint32_t i, uint32_t slot_bytes, file_slot& s) {
+    std::memcpy(&s, bytes.data() + sizeof(file_header) + size_t{i} * slot_bytes, slot_bytes);
     return true;
   });
 }
@@ -326,9 +345,10 @@ state_read_result read_state_file(const std::string& path) {
   char head[sizeof(file_header)] = {};
   const ssize_t got = ::pread(fd, head, sizeof(head), 0);
   const std::string_view head_view(head, got > 0 ? static_cast<size_t>(got) : 0);
-  state_read_result result =
-      read_with(head_view, static_cast<uint64_t>(st.st_size), path, [&](uint32_t i, file_slot& s) {
-        const off_t at = static_cast<off_t>(sizeof(file_header) + size_t{i} * sizeof(file_slot));
+  state_read_result result = read_with(
+      head_view, static_cast<uint64_t>(st.st_size), path,
+      [&](uint32_t i, uint32_t slot_bytes, file_slot& s) {
+        const off_t at = static_cast<off_t>(sizeof(file_header) + size_t{i} * slot_bytes);
         // The counter, the slot, the counter again, each read of its own: equal and even means
         // the copy is whole. (Within one read the kernel's string copy may load the counter after
         // fields it copies later, so the slot's own copy of it proves nothing.)
@@ -336,7 +356,7 @@ state_read_result read_state_file(const std::string& path) {
           uint64_t before = 0;
           uint64_t after = 0;
           if (::pread(fd, &before, sizeof(before), at) != static_cast<ssize_t>(sizeof(before)) ||
-              ::pread(fd, &s, sizeof(s), at) != static_cast<ssize_t>(sizeof(s)) ||
+              ::pread(fd, &s, slot_bytes, at) != static_cast<ssize_t>(slot_bytes) ||
               ::pread(fd, &after, sizeof(after), at) != static_cast<ssize_t>(sizeof(after)))
             return false;
           if ((before & 1) == 0 && before == after) {

@@ -54,13 +54,57 @@ rank_state sample() {
   idle.line = 3;
   idle.since_ns = 3'000'000'000;
   r.threads.push_back(idle);
+  // A Python thread (mpi4py): its site the script's line, the compiled caller beside it.
+  thread_state python;
+  python.phase = thread_phase::in_mpi;
+  python.lang = language::python;
+  python.os_thread = 101;
+  python.routine = "MPI_Mprobe";
+  python.file = "/home/user/ring.py";
+  python.line = 12;
+  python.function = "<module>";
+  python.native_file = "src/mpi4py/MPI.c";
+  python.native_line = 140233;
+  python.native_function = "__pyx_pf_6mpi4py_3MPI_4Comm_158recv";
+  python.peer = 3;
+  python.tag = 9;
+  python.comm = {0xabc, 4, 0, 2};
+  python.since_ns = 4'500'000'000;
+  r.threads.push_back(python);
   return r;
+}
+
+constexpr size_t header_bytes = 64, slot_bytes = 712, slot_bytes_v2 = 560;
+
+// The file a version 2 writer (a job started under the previous Strata) made of `state`: the
+// same header, each slot up to the native call site.
+std::string as_version_2(const rank_state& state) {
+  const std::string v3 = encode_state(state);
+  std::string v2 = v3.substr(0, header_bytes);
+  v2[8] = 2;
+  const auto bytes = static_cast<uint32_t>(slot_bytes_v2);
+  std::memcpy(v2.data() + 16, &bytes, sizeof(bytes));
+  for (size_t at = header_bytes; at < v3.size(); at += slot_bytes)
+    v2 += v3.substr(at, slot_bytes_v2);
+  return v2;
+}
+
+// The state as a file of this version keeps it (long paths cut), without the native call sites
+// (what a version 2 file keeps).
+rank_state without_native_sites(const rank_state& written) {
+  rank_state state = *parse_state(encode_state(written)).state;
+  for (thread_state& t : state.threads) {
+    t.native_file.clear();
+    t.native_line = 0;
+    t.native_function.clear();
+  }
+  return state;
 }
 
 TEST(StateFile, EncodedStateReadsBackWithLongPathsKeepingTheirEnd) {
   const rank_state r = sample();
   const std::string bytes = encode_state(r);
-  EXPECT_LT(bytes.size(), 64u + 2 * 600u) << "a few hundred bytes per thread";
+  EXPECT_EQ(bytes.size(), header_bytes + 3 * slot_bytes) << "a few hundred bytes per thread";
   const state_read_result read = parse_state(bytes, "x");
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_EQ(read.state->world_rank, 2);
@@ -68,10 +112,14 @@ TEST(StateFile, EncodedStateReadsBackWithLongPathsKeepingTheirEnd) {
   EXPECT_EQ(read.state->host, "node17");
   EXPECT_EQ(read.state->observed_ns, 5'000'000'000u);
   EXPECT_EQ(read.state->threads_not_described, 3u);
-  ASSERT_EQ(read.state->threads.size(), 2u);
+  ASSERT_EQ(read.state->threads.size(), 3u);
   EXPECT_EQ(read.state->threads[0], r.threads[0]);
   EXPECT_TRUE(read.state->threads[1].file.ends_with("ddd/main.c"));
   EXPECT_EQ(read.state->threads[1].file.size(), max_file - 1);
+  // A Python call: the script's line, and the compiled caller's beside it.
+  EXPECT_EQ(read.state->threads[2], r.threads[2]);
+  EXPECT_EQ(read.state->threads[2].native_file, "src/mpi4py/MPI.c");
+  EXPECT_EQ(read.state->threads[2].native_line, 140233u);
 }
 
 TEST(StateFile, WriterUpdatesInPlaceAndTheReaderSeesEachUpdate) {
@@ -161,15 +209,42 @@ TEST(StateFile, EveryTruncationIsOneClearError) {
     ASSERT_TRUE(read.error.starts_with("r.hang: ")) << read.error;
   }
   EXPECT_EQ(parse_state(bytes.substr(0, 100), "r.hang").error,
-            "r.hang: truncated: 100 bytes, its header says 1184");
+            "r.hang: truncated: 100 bytes, its header says 2200");
   EXPECT_EQ(parse_state("hello", "r.hang").error,
             "r.hang: not a Strata hang state file (no strata.hang-state header)");
 }
 
-// A job started under the previous Strata leaves version 1 files: the same but for the header's
-// tail, a host name of up to 15 bytes where version 2 keeps 11 and the count of threads.
+// Jobs started under an earlier Strata leave version 2 files: slots of 560 bytes, without the
+// native call site.
+TEST(StateFile, VersionTwoFilesOfJobsStartedEarlierAreRead) {
+  const std::string bytes = as_version_2(sample());
+  ASSERT_EQ(bytes.size(), header_bytes + 3 * slot_bytes_v2);
+  const state_read_result read = parse_state(bytes, "f");
+  ASSERT_TRUE(read.ok()) << read.error;
+  const rank_state want = without_native_sites(sample());
+  EXPECT_EQ(read.state->host, want.host);
+  EXPECT_EQ(read.state->threads_not_described, want.threads_not_described);
+  ASSERT_EQ(read.state->threads.size(), want.threads.size());
+  for (size_t i = 0; i < want.threads.size(); ++i)
+    EXPECT_EQ(read.state->threads[i], want.threads[i]) << i;
+  // The file as it is on disk, read while its writer might be running.
+  const std::string path = temp_path("v2.hang");
+  std::ofstream(path, std::ios::binary) << bytes;
+  const state_read_result from_file = read_state_file(path);
+  ASSERT_TRUE(from_file.ok()) << from_file.error;
+  EXPECT_EQ(from_file.state->threads, read.state->threads);
+  std::remove(path.c_str());
+  // Each version's slots are its own size: a version 2 file claiming version 3 is malformed.
+  std::string mislabelled = bytes;
+  mislabelled[8] = 3;
+  EXPECT_EQ(parse_state(mislabelled, "f").error,
+            "f: malformed header (header or slot size does not match version 3)");
+}
+
+// And version 1 files: as version 2 but for the header's tail, a host name of up to 15 bytes
+// where version 2 keeps 11 and the count of threads.
 TEST(StateFile, VersionOneFilesOfJobsStartedEarlierAreRead) {
-  std::string bytes = encode_state(sample());
+  std::string bytes = as_version_2(sample());
   bytes[8] = 1;
   const std::string host_v1 = "node-0123-abc"; // 13 bytes: too long for version 2's field
   std::memset(bytes.data() + 48, 0, 16);
@@ -178,13 +253,17 @@ TEST(StateFile, VersionOneFilesOfJobsStartedEarlierAreRead) {
   ASSERT_TRUE(read.ok()) << read.error;
   EXPECT_EQ(read.state->host, host_v1);
   EXPECT_EQ(read.state->threads_not_described, 0u);
-  EXPECT_EQ(read.state->threads.size(), parse_state(encode_state(sample())).state->threads.size());
+  EXPECT_EQ(read.state->threads, without_native_sites(sample()).threads);
 }
 
 TEST(StateFile, NewerVersionsAndBadFieldsAreNamed) {
   std::string bytes = encode_state(sample());
-  bytes[8] = 3;
-  EXPECT_EQ(parse_state(bytes, "f").error, "f: strata.hang-state version 3, this strata reads 2");
+  bytes[8] = 4;
+  EXPECT_EQ(parse_state(bytes, "f").error,
+            "f: strata.hang-state version 4, this strata reads 3 and earlier");
+  bytes[8] = 0;
+  EXPECT_EQ(parse_state(bytes, "f").error,
+            "f: strata.hang-state version 0, this strata reads 3 and earlier");
   bytes = encode_state(sample());
   bytes[64 + 8] = 9; // the first slot's phase
   EXPECT_EQ(parse_state(bytes, "f").error, "f: thread slot 0: unknown phase 9");

@@ -1,11 +1,13 @@
 #include "python_sites/cpython.hpp"
 #include "python_sites/capture.hpp"
+#include "python_sites/careful_reader.hpp"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <iterator>
@@ -51,8 +53,13 @@ struct c_api {
   void* (*error_occurred)() = nullptr;                                 // PyErr_Occurred
   int (*gc_disable)() = nullptr;                                       // PyGC_Disable
   int (*gc_enable)() = nullptr;                                        // PyGC_Enable
-  const void* code_type = nullptr;                                     // &PyCode_Type
-  const void* unicode_type = nullptr;                                  // &PyUnicode_Type
+  // For other threads' frames (other_thread_frames); optional: without them, none.
+  void* (*interpreter_head)() = nullptr;      // PyInterpreterState_Head
+  void* (*interpreter_next)(void*) = nullptr; // PyInterpreterState_Next
+  void* (*thread_head)(void*) = nullptr;      // PyInterpreterState_ThreadHead
+  void* (*thread_next)(void*) = nullptr;      // PyThreadState_Next
+  const void* code_type = nullptr;            // &PyCode_Type
+  const void* unicode_type = nullptr;         // &PyUnicode_Type
 };
 
 // Where one minor version keeps a thread's innermost frame and what a frame and a code object
@@ -77,12 +84,16 @@ struct layout {
   int16_t runtime_initialized;
   int16_t runtime_gil_interpreter; // gilstate.autoInterpreterState: no thread states if null
   int16_t runtime_gil_key;         // gilstate.autoTSSkey
+  // PyThreadState: the next in its interpreter's list, and the OS thread id (gettid) of the
+  // thread it was made for (native_thread_id), for finding another thread's state.
+  uint16_t tstate_next;
+  uint16_t tstate_os_thread;
 };
 
 constexpr layout layouts[] = {
-    {11, 56, 8, 32, 56, 48, 69, -1, 112, 128, 184, 72, 16, 584, 592},
-    {12, 56, 0, 0, 56, 8, 70, 3, 112, 128, 192, 68, -1, -1, -1},
-    {13, 72, -1, 0, 56, 8, 70, 3, 112, 128, 200, 68, -1, -1, -1},
+    {11, 56, 8, 32, 56, 48, 69, -1, 112, 128, 184, 72, 16, 584, 592, 8, 160},
+    {12, 56, 0, 0, 56, 8, 70, 3, 112, 128, 192, 68, -1, -1, -1, 8, 144},
+    {13, 72, -1, 0, 56, 8, 70, 3, 112, 128, 200, 68, -1, -1, -1, 8, 160},
 };
 
 #if defined(__x86_64__)
@@ -91,13 +102,15 @@ constexpr bool x86_64 = true;
 constexpr bool x86_64 = false;
 #endif
 
-constexpr size_t object_type = 8; // PyObject: ob_refcnt, then ob_type
-constexpr int max_frames = 256;   // a walk stops here whatever the frames say
+constexpr size_t object_type = 8;       // PyObject: ob_refcnt, then ob_type
+constexpr int max_frames = 256;         // a walk stops here whatever the frames say
+constexpr int max_thread_states = 4096; // and a search of the thread states here
 
 c_api api;
 const layout* known = nullptr;
 const char* runtime = nullptr; // &_PyRuntime, once its fields agreed with the calls
 std::atomic<frame_access> access{frame_access::none};
+std::atomic<bool> threads_readable{false}; // other_thread_frames can find and read threads
 
 template <typename T> T load(const void* base, size_t offset) {
   T value;
@@ -108,49 +121,6 @@ template <typename T> T load(const void* base, size_t offset) {
 const void* load_pointer(const void* base, size_t offset) {
   return load<const void*>(base, offset);
 }
-
-// Reads that cannot fault, for the one comparison of the layout with the public API: the
-// kernel copies the bytes through a pipe and says EFAULT where plain loads would crash.
-class careful_reader {
-public:
-  careful_reader() {
-    if (::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0)
-      fds_[0] = fds_[1] = -1;
-  }
-  ~careful_reader() {
-    for (int fd : fds_)
-      if (fd >= 0)
-        ::close(fd);
-  }
-  careful_reader(const careful_reader&) = delete;
-  careful_reader& operator=(const careful_reader&) = delete;
-
-  bool pointer(const void* base, size_t offset, const void*& out) {
-    return base != nullptr && bytes(static_cast<const char*>(base) + offset, &out, sizeof out);
-  }
-  bool byte(const void* base, size_t offset, uint8_t& out) {
-    return base != nullptr && bytes(static_cast<const char*>(base) + offset, &out, 1);
-  }
-  bool int32(const void* base, size_t offset, int32_t& out) {
-    return base != nullptr && bytes(static_cast<const char*>(base) + offset, &out, sizeof out);
-  }
-
-private:
-  bool bytes(const void* from, void* to, size_t n) {
-    if (fds_[0] < 0)
-      return false;
-    const ssize_t written = ::write(fds_[1], from, n);
-    if (written != static_cast<ssize_t>(n)) {
-      if (written > 0) {
-        char drain[16];
-        [[maybe_unused]] ssize_t r = ::read(fds_[0], drain, static_cast<size_t>(written));
-      }
-      return false;
-    }
-    return ::read(fds_[0], to, n) == static_cast<ssize_t>(n);
-  }
-  int fds_[2] = {-1, -1};
-};
 
 template <typename F> bool find_symbol(F& out, const char* name) {
   out = reinterpret_cast<F>(::dlsym(RTLD_DEFAULT, name));
@@ -182,6 +152,10 @@ bool find_api() {
   find_symbol(a.error_occurred, "PyErr_Occurred");
   find_symbol(a.gc_disable, "PyGC_Disable");
   find_symbol(a.gc_enable, "PyGC_Enable");
+  find_symbol(a.interpreter_head, "PyInterpreterState_Head");
+  find_symbol(a.interpreter_next, "PyInterpreterState_Next");
+  find_symbol(a.thread_head, "PyInterpreterState_ThreadHead");
+  find_symbol(a.thread_next, "PyThreadState_Next");
   a.code_type = ::dlsym(RTLD_DEFAULT, "PyCode_Type");
   a.unicode_type = ::dlsym(RTLD_DEFAULT, "PyUnicode_Type");
   if (!ok || a.code_type == nullptr || a.unicode_type == nullptr)
@@ -264,6 +238,43 @@ bool layout_agrees(void* public_frame) {
          filename == attribute(code, "co_filename") &&
          read.pointer(code, known->code_qualname, qualname) &&
          qualname == attribute(code, "co_qualname");
+}
+
+// The thread state of the thread whose OS id is `os_thread`, from the interpreters' lists (the
+// functions debuggers use, plain loads of the runtime's and interpreters' fields) and careful
+// reads of each thread state's id and link; nullptr when none is found.
+const void* find_thread_state(careful_reader& read, uint64_t os_thread) {
+  if (api.interpreter_head == nullptr || api.interpreter_next == nullptr ||
+      api.thread_head == nullptr || !interpreter_running())
+    return nullptr;
+  int steps = 0;
+  for (void* interpreter = api.interpreter_head();
+       interpreter != nullptr && steps < max_thread_states;
+       interpreter = api.interpreter_next(interpreter)) {
+    const void* tstate = api.thread_head(interpreter);
+    while (tstate != nullptr && steps++ < max_thread_states) {
+      uint64_t id = 0;
+      if (!read.uint64(tstate, known->tstate_os_thread, id))
+        return nullptr;
+      if (id == os_thread)
+        return tstate;
+      if (!read.pointer(tstate, known->tstate_next, tstate))
+        return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+// Whether the thread states' link and thread id lie where the layout says: this thread's
+// state, found by its id, is the one the public API gives, and its link is PyThreadState_Next's
+// (GIL held).
+bool thread_list_agrees() {
+  void* own = api.this_thread_state();
+  careful_reader read;
+  const void* next = nullptr;
+  return own != nullptr && api.thread_next != nullptr &&
+         read.pointer(own, known->tstate_next, next) && next == api.thread_next(own) &&
+         find_thread_state(read, static_cast<uint64_t>(::syscall(SYS_gettid))) == own;
 }
 
 // What identifies a code object beside its address (frame_cursor::identity), from its file
@@ -483,6 +494,7 @@ frame_access check_layout() {
   const bool agrees = layout_agrees(frame);
   api.decref(frame);
   if (agrees) {
+    threads_readable = thread_list_agrees();
     const auto* candidate = static_cast<const char*>(::dlsym(RTLD_DEFAULT, "_PyRuntime"));
     if (runtime_reader != nullptr && runtime_agrees(*known, candidate)) {
       runtime = candidate;
@@ -645,6 +657,68 @@ const void* frame_cursor::instruction(const frame_place& place) const {
   if (public_)
     return nullptr;
   return static_cast<const char*>(place.code) + known->code_bytecode + place.offset;
+}
+
+other_thread_frames::other_thread_frames(int64_t os_thread) {
+  if (!threads_readable.load(std::memory_order_acquire) || os_thread <= 0)
+    return;
+  read_ = std::make_unique<careful_reader>();
+  const void* tstate = find_thread_state(*read_, static_cast<uint64_t>(os_thread));
+  const void* holder = nullptr;
+  if (tstate == nullptr || !read_->pointer(tstate, known->tstate_frame, holder))
+    return;
+  frame_ = holder;
+  if (known->cframe_frame >= 0 &&
+      !read_->pointer(holder, static_cast<size_t>(known->cframe_frame), frame_))
+    frame_ = nullptr;
+}
+
+other_thread_frames::~other_thread_frames() = default;
+
+bool other_thread_frames::next(frame_place& place) {
+  while (frame_ != nullptr && steps_++ < max_frames) {
+    const void* frame = frame_;
+    uint8_t owner = 0;
+    const void* code = nullptr;
+    const void* type = nullptr;
+    const void* ip = nullptr;
+    if (!read_->pointer(frame, known->frame_previous, frame_) ||
+        !read_->byte(frame, known->frame_owner, owner))
+      break;
+    if (known->owner_cstack >= 0 && owner == static_cast<uint8_t>(known->owner_cstack))
+      continue; // a shim
+    if (!read_->pointer(frame, known->frame_code, code) || code == nullptr ||
+        !read_->pointer(code, object_type, type) || type != api.code_type)
+      continue;
+    if (read_->pointer(frame, known->frame_ip, ip) && offset_in(code, ip, place.offset)) {
+      place.code = code;
+      return true;
+    }
+  }
+  frame_ = nullptr;
+  return false;
+}
+
+bool other_thread_frames::describe(const frame_place& place, place_text& text) {
+  const void* filename = nullptr;
+  const void* qualname = nullptr;
+  const void* type = nullptr;
+  if (!read_->pointer(place.code, known->code_filename, filename) ||
+      !read_->pointer(filename, object_type, type) || type != api.unicode_type)
+    return false;
+  if (!read_->pointer(place.code, known->code_qualname, qualname) ||
+      !read_->pointer(qualname, object_type, type) || type != api.unicode_type)
+    qualname = nullptr;
+  text.file = utf8_of(filename);
+  text.function = qualname != nullptr ? utf8_of(qualname) : std::string();
+  // PyCode_Addr2Line reads the code object's line table: no allocation, no GIL needed.
+  text.line =
+      std::max(api.addr_to_line(const_cast<void*>(place.code), static_cast<int>(place.offset)), 0);
+  return !text.file.empty();
+}
+
+bool other_threads_readable() {
+  return threads_readable.load(std::memory_order_acquire);
 }
 
 std::string utf8_of(const void* unicode) {

@@ -13,7 +13,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 
 namespace strata::python_sites {
 
@@ -143,6 +145,46 @@ private:
   bool public_ = false;
   int steps_ = 0;
 };
+
+class careful_reader; // careful_reader.hpp
+
+// Another thread's Python frames, innermost first, shims and frames that run no code object
+// left out, read without the GIL and without that thread's help: its thread state is found by
+// its OS thread id (gettid) in the interpreters' lists of thread states, and every read of a
+// thread state or frame is careful (one that goes meanwhile ends the walk, it never faults).
+// Meant for a thread that stays inside one call made from Python that released the GIL (a
+// blocking MPI call from mpi4py: its frames stay as they are); whoever asks checks that it
+// stayed, before and after (the text of a place is read from its code object, alive while the
+// thread's frame holds it). Empty unless the known layout agreed with the public API, the
+// thread states' list and thread ids included (check_layout).
+class other_thread_frames {
+public:
+  explicit other_thread_frames(int64_t os_thread);
+  ~other_thread_frames();
+  other_thread_frames(const other_thread_frames&) = delete;
+  other_thread_frames& operator=(const other_thread_frames&) = delete;
+  bool next(frame_place& place);
+  // The file, line and function of a place next returned (its strings' types checked first).
+  bool describe(const frame_place& place, place_text& text);
+
+private:
+  std::unique_ptr<careful_reader> read_;
+  const void* frame_ = nullptr; // next frame to look at
+  int steps_ = 0;
+};
+
+// Whether other_thread_frames can find and read other threads (for tests).
+bool other_threads_readable();
+
+// Frames of the interpreter's frozen modules (importlib while `from mpi4py import MPI` runs
+// MPI_Init, runpy under `python -m`) stand for the line that started them.
+inline bool is_frozen_module(std::string_view file) {
+  return file.starts_with("<frozen ");
+}
+
+// The site of the innermost frame of another thread that is not a frozen module's (sites.cpp):
+// other_thread_frames' first place, as a capture on that thread would name it.
+bool other_thread_site(int64_t os_thread, place_text& text);
 
 // A Python str as UTF-8, read with PyUnicode_GetLength and PyUnicode_ReadChar only (no
 // allocation inside the interpreter, so safe without the GIL for a string that stays alive).

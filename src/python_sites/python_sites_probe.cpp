@@ -113,6 +113,35 @@ __attribute__((visibility("default"))) int probe_foreign_thread(void (*callback)
   return 1;
 }
 
+// Says it entered (*entered = 1), then waits until *go is not 0: a thread inside a call from
+// Python that released the GIL (CDLL), as one blocked in MPI is, for probe_other_thread_site.
+__attribute__((visibility("default"))) void probe_wait_for(int* entered, const int* go) {
+  __atomic_store_n(entered, 1, __ATOMIC_RELEASE);
+  while (__atomic_load_n(go, __ATOMIC_ACQUIRE) == 0) {
+    timespec pause{0, 1'000'000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+// The site of the innermost Python frame of another thread, found by its OS thread id, as the
+// hang diagnosis reads it: "file:line in function", or "" and 0 when there is none.
+__attribute__((visibility("default"))) int probe_other_thread_site(int64_t os_thread, char* out,
+                                                                   int size) {
+  ps::place_text text;
+  if (!ps::other_thread_site(os_thread, text)) {
+    if (size > 0)
+      out[0] = '\0';
+    return 0;
+  }
+  std::snprintf(out, static_cast<size_t>(size), "%s:%d in %s", text.file.c_str(), text.line,
+                text.function.c_str());
+  return 1;
+}
+
+__attribute__((visibility("default"))) int probe_other_threads_readable() {
+  return ps::other_threads_readable() ? 1 : 0;
+}
+
 __attribute__((visibility("default"))) int probe_in_extension(const void* address) {
   return ps::in_extension_module(reinterpret_cast<uintptr_t>(address)) ? 1 : 0;
 }

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import unittest
 
 PROBE = os.environ["STRATA_PYTHON_SITES_PROBE"]
@@ -23,6 +24,8 @@ for lib in (released, held):
     lib.probe_key.argtypes = [ctypes.c_long]
     lib.probe_key.restype = ctypes.c_uint64
     lib.probe_foreign_thread.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.probe_wait_for.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+    lib.probe_other_thread_site.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_int]
 
 ACCESS = ["none", "unchecked", "direct", "public_api"]
 KNOWN_LAYOUTS = {(3, 11), (3, 12), (3, 13)}
@@ -263,6 +266,47 @@ class PythonSites(unittest.TestCase):
             for t in threads:
                 t.join()
             self.assertEqual(results, want)
+
+    def test_another_threads_line_while_it_waits_in_a_call(self):
+        """As the hang diagnosis reads a thread blocked in MPI: the line of its call, found by
+        its OS thread id, read without the GIL and without that thread's help."""
+        def waiter(entered, go):
+            released.probe_wait_for(ctypes.byref(entered), ctypes.byref(go))  # site: waiter
+
+        # A frozen module's frame stands for the line that called it, as in a capture.
+        namespace = {"released": released, "ctypes": ctypes}
+        exec(compile("def frozen(entered, go):\n"
+                     "    released.probe_wait_for(ctypes.byref(entered), ctypes.byref(go))\n",
+                     "<frozen fake>", "exec"), namespace)
+
+        def frozen_caller(entered, go):
+            namespace["frozen"](entered, go)  # site: frozen caller
+
+        prefix = f"{THIS}:{{}} in PythonSites.test_another_threads_line_while_it_waits_in_a_call"
+        cases = [(waiter, prefix.format(marked("waiter")) + ".<locals>.waiter"),
+                 (frozen_caller, prefix.format(marked("frozen caller")) + ".<locals>.frozen_caller")]
+        for target, want in cases:
+            entered, go = ctypes.c_int(0), ctypes.c_int(0)
+            thread = threading.Thread(target=target, args=(entered, go))
+            thread.start()
+            try:
+                while entered.value == 0:
+                    time.sleep(0.001)
+                buf = ctypes.create_string_buffer(4096)
+                found = [lib.probe_other_thread_site(thread.native_id, buf, len(buf)) and
+                         buf.value.decode() for lib in (held, released)]
+            finally:
+                go.value = 1
+                thread.join()
+            if self.access == "direct":
+                self.assertEqual(released.probe_other_threads_readable(), 1)
+                self.assertEqual(found, [want, want])
+            else:
+                self.assertEqual(found, [0, 0], "other threads only with the layout checked")
+        # A thread that is gone, and an id no thread has: nothing.
+        buf = ctypes.create_string_buffer(4096)
+        self.assertEqual(released.probe_other_thread_site(thread.native_id, buf, len(buf)), 0)
+        self.assertEqual(released.probe_other_thread_site(1 << 40, buf, len(buf)), 0)
 
     def test_calls_from_an_extension_module_only(self):
         ext = address_in_extension()

@@ -73,9 +73,7 @@ void resolve(site& s, const frame_cursor& cursor, const frame_place& place, uint
   place_text text;
   if (!cursor.describe(place, text))
     text.file = "<unknown>";
-  // Frames of the interpreter's frozen modules (importlib while `from mpi4py import MPI` runs
-  // MPI_Init, runpy under `python -m`) stand for the line that started them.
-  s.transparent = text.file.rfind("<frozen ", 0) == 0;
+  s.transparent = is_frozen_module(text.file);
   s.line = text.line;
   s.file = copy_text(text.file);
   s.function = copy_text(text.function);
@@ -182,6 +180,20 @@ const void* python_call_site(const void* return_address) {
 
 const void* current_site(int skip) {
   return enabled ? capture(skip) : nullptr;
+}
+
+bool other_thread_site(int64_t os_thread, place_text& text) {
+  if (!enabled)
+    return false;
+  other_thread_frames frames(os_thread);
+  frame_place place;
+  while (frames.next(place)) {
+    if (!frames.describe(place, text))
+      return false;
+    if (!is_frozen_module(text.file))
+      return true;
+  }
+  return false;
 }
 
 } // namespace strata::python_sites

@@ -322,15 +322,70 @@ class Recovered(HangTestCase):
 
 @unittest.skipUnless(FLAVOR == "openmpi", "Debian packages mpi4py for Open MPI only")
 class Python(HangTestCase):
-    def test_mpi4py_ranks_receiving_from_each_other(self):
+    """The call site of a Python rank is the script's line, read from the waiting thread's
+    Python frame (mpi4py released the GIL around the call)."""
+    SCRIPT = os.path.join(SOURCES, "python", "hang.py")
+    # mpi4py receives a pickled object with a matched probe, then MPI_Mrecv.
+    RECEIVE = r"MPI_(Mprobe|Probe|Recv)"
+
+    def setUp(self):
+        super().setUp()
         from test_python import PYTHON
         self.assertIsNotNone(PYTHON, "no python3 with mpi4py")
-        proc = self.watched([PYTHON, os.path.join(SOURCES, "python", "hang.py")])
+        self.python = PYTHON
+
+    def site(self, mark, function):
+        line = line_of(os.path.join("python", "hang.py"), f"MARK:{mark}")
+        return rf"at \S*/python/hang\.py:{line} \({re.escape(function)}\)"
+
+    def test_mpi4py_ranks_receiving_from_each_other(self):
+        line = line_of(os.path.join("python", "hang.py"), "MARK:recv")
+        site = self.site("recv", "<module>")
+        proc = self.watched([self.python, self.SCRIPT])
         self.assertAborted(proc)
         self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
         for rank in (0, 1):
-            # mpi4py receives a pickled object with a matched probe, then MPI_Mrecv.
-            self.assertRegex(proc.stderr, rf"rank {rank} in MPI_(Mprobe|Probe|Recv)")
+            self.assertRegex(proc.stderr, rf"rank {rank} in {self.RECEIVE} {site}\n")
+        # One class: the ranks wait at the same line.
+        self.assertRegex(proc.stderr, rf"ranks 0-1 \(2\): in {self.RECEIVE} {site}, ")
+        # The files the ended job left, read again, and the record strata recover makes of them.
+        cycle = self.spool_diagnosis()["deadlocks"][0]["cycle"]
+        self.assertEqual(sorted(m["rank"] for m in cycle), [0, 1])
+        for m in cycle:
+            self.assertTrue(m["file"].endswith("/python/hang.py"), m)
+            self.assertEqual((m["line"], m["function"]), (line, "<module>"))
+        proc = run([STRATA, "recover", self.spool], env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        records = glob.glob(os.path.join(self.spool, "*.json"))
+        self.assertEqual(len(records), 1, records)
+        with open(records[0]) as f:
+            hang = json.load(f)["hang"]
+        [only] = hang["classes"]
+        self.assertEqual((only["ranks"], only["line"], only["function"]), ("0-1", line, "<module>"))
+        self.assertTrue(only["file"].endswith("/python/hang.py"), only)
+
+    def test_mpi4py_rank_computing_after_a_call_that_lasted(self):
+        """Rank 1 computes for good after a receive that lasted a second: its last call keeps
+        the line read while it was in it."""
+        proc = self.watched([self.python, self.SCRIPT, "compute"])
+        self.assertAborted(proc)
+        last_call = self.site("last_call", "<module>")
+        self.assertRegex(proc.stderr, r"WAITING FOR A COMPUTING RANK: rank 1 has been outside "
+                                      rf"MPI for [\d.]+ s, since MPI_Recv {last_call}\n")
+        waiting = self.site("wait_for_computing", "<module>")
+        self.assertRegex(proc.stderr, rf"rank 0 in MPI_Recv {waiting}\n")
+
+    def test_mpi4py_threads_each_at_their_own_line(self):
+        """A second thread of each rank receives too: each thread's own line, found by its
+        OS thread id among the interpreter's threads."""
+        proc = self.watched([self.python, self.SCRIPT, "threads"])
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: threads of ranks 0-1 wait for each other in a cycle:",
+                      proc.stderr)
+        for rank in (0, 1):
+            for mark, function in (("recv", "<module>"), ("thread_recv", "receive_in_thread")):
+                self.assertRegex(proc.stderr, rf"rank {rank} \(thread \d+\) in {self.RECEIVE} "
+                                              rf"{self.site(mark, function)}\n")
 
 
 if __name__ == "__main__":

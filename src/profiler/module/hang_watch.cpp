@@ -7,8 +7,9 @@
 // turns each into its slot of the file: the routine's name, peers and roots as world ranks (the
 // arguments where the routine table says they are, the core's communicator cache, read without
 // calling MPI), tags, bytes, the call site's source line (resolved once per address, and only for
-// a call that lasts). So a rank stuck inside MPI is described without its cooperation, and the
-// call path pays a few stores.
+// a call that lasts; a Python program's, the script's line, read from the waiting thread's Python
+// frame: strata_where_python_site). So a rank stuck inside MPI is described without its
+// cooperation, and the call path pays a few stores.
 #include "hang_watch.hpp"
 
 #include "common/symbols.hpp"
@@ -155,6 +156,11 @@ struct thread_watch {
   uint64_t last_seq = ~uint64_t{0};
   int ticks_same = 0;
   bool site_resolved = false;
+  // The Python line the thread's call numbered python_seq (its record's seq while in it) came
+  // from, when one was read: once that call returned, it names the thread's last call.
+  uint64_t python_seq = 0;
+  std::string python_file, python_function;
+  uint32_t python_line = 0;
   bool written = false; // its slot holds it
   hang::thread_state described;
 };
@@ -278,11 +284,35 @@ void describe(hang_watch& h, const strata_where& w, hang::thread_state& t) {
   }
 }
 
-void resolve_site(hang_watch& h, const strata_where& w, hang::thread_state& t) {
+// The Python line a call in progress came from (an MPI call from an extension module such as
+// mpi4py, in a process running CPython), read from the thread's own Python frame while the
+// thread stays in that call: its record's seq the same before and after. False otherwise.
+bool read_python_site(thread_watch& tw, bool lives, const strata_where& w, const void* site) {
+  if (strata_where_python_site == nullptr || (w.seq & 1) == 0)
+    return false;
+  char file[hang::max_file * 4];
+  char function[hang::max_function * 4];
+  int32_t line = 0;
+  if (strata_where_python_site(w.thread, site, file, sizeof file, &line, function,
+                               sizeof function) == 0)
+    return false;
+  const std::optional<strata_where> after = copy_where(tw.where, lives);
+  if (!after || after->seq != w.seq)
+    return false; // the call returned meanwhile: its frame may have changed
+  tw.python_seq = w.seq;
+  tw.python_file = file;
+  tw.python_function = function;
+  tw.python_line = line > 0 ? static_cast<uint32_t>(line) : 0;
+  return true;
+}
+
+void resolve_site(hang_watch& h, thread_watch& tw, bool lives, const strata_where& w,
+                  hang::thread_state& t) {
   // A call that took the long way noted a return address inside libstrata: its own site is the
   // one dispatch left beside it for this call (strata_where::marked_site).
   const bool marked = w.marked_seq != 0 && (w.seq == w.marked_seq || w.seq == w.marked_seq + 1);
-  const auto address = reinterpret_cast<uint64_t>(marked ? w.marked_site : w.call_site);
+  const void* site = marked ? w.marked_site : w.call_site;
+  const auto address = reinterpret_cast<uint64_t>(site);
   auto found = h.sites.find(address);
   if (found == h.sites.end()) {
     std::vector<common::source_location> resolved = common::resolve_return_addresses({address});
@@ -292,6 +322,19 @@ void resolve_site(hang_watch& h, const strata_where& w, hang::thread_state& t) {
   t.file = found->second.file;
   t.line = found->second.line > 0 ? static_cast<uint32_t>(found->second.line) : 0;
   t.function = found->second.function;
+  t.native_file.clear();
+  t.native_function.clear();
+  t.native_line = 0;
+  // A call from Python names the script's line, the compiled caller beside it; a returned
+  // call the line read while it was in progress.
+  if (read_python_site(tw, lives, w, site) || (tw.python_seq != 0 && tw.python_seq + 1 == w.seq)) {
+    t.native_file = std::move(t.file);
+    t.native_line = t.line;
+    t.native_function = std::move(t.function);
+    t.file = tw.python_file;
+    t.line = tw.python_line;
+    t.function = tw.python_function;
+  }
   t.lang = language_of(t.file);
 }
 
@@ -442,10 +485,13 @@ void watch_thread(hang_watch& h, uint32_t slot, uint64_t now) {
     tw.described.file.clear();
     tw.described.function.clear();
     tw.described.line = 0;
+    tw.described.native_file.clear();
+    tw.described.native_function.clear();
+    tw.described.native_line = 0;
     tw.described.since_ns = now;
     changed = true;
   } else if (++tw.ticks_same >= ticks_before_resolving && !tw.site_resolved && w->seq != 0) {
-    resolve_site(h, *w, tw.described);
+    resolve_site(h, tw, slot == 0, *w, tw.described);
     tw.site_resolved = true;
     changed = true;
   }

@@ -146,6 +146,23 @@ class CommunicationMatrix(ProfileTestCase):
                 record = self.only_record()
                 self.assertExact(record["communication"], proc.stdout)
 
+    def test_communication_off_leaves_the_section_out_and_the_calls_counted(self):
+        # communication=0: no sums per pair nor per communicator, the routines' figures alone.
+        for core_sums in ("1", "0"):
+            with self.subTest(core_sums=core_sums):
+                for f in self.records():
+                    os.remove(f)
+                self.run_pattern(STRATA_PROFILE_COMMUNICATION="0",
+                                 STRATA_PROFILE_CORE_SUMS=core_sums)
+                record = self.only_record()
+                self.assertNotIn("communication", record)
+                routines = record["routines"]
+                self.assertEqual(routines["MPI_Send"]["calls"], RANKS * ITERATIONS)
+                self.assertEqual(routines["MPI_Sendrecv"]["calls"],
+                                 sum(r ^ 1 < RANKS for r in range(RANKS)) * ITERATIONS)
+                self.assertIn("MPI_Start", routines)
+                self.assertFalse([f for f in os.listdir(self.spool) if f.endswith(".pairs")])
+
     def test_the_text_report_shows_pairs_balance_and_neighbours(self):
         self.run_pattern()
         report = run([STRATA, "report", self.records()[0]])

@@ -13,6 +13,8 @@
 #   profile    Strata's profile module (LD_PRELOAD=libstrata.so STRATA_TOOLS=profile)
 #   events     the profile with every timed call an event to its callback (core_sums=0), where
 #              by default the core sums it into the profile's slot
+#   nocomm     the profile without its communication section (communication=0): no sums per
+#              pair of ranks nor per communicator, what the matrix costs a call
 #   callsites  the same with STRATA_PROFILE_CALLSITES=1
 #   trace      Strata's trace module, every call recorded (cheap_calls=record)
 #   overhead   Strata's overhead module, with a machine model written by `strata bench`
@@ -24,10 +26,11 @@
 #   mpiP       mpiP with its defaults (call sites one level up)
 # and the instructions per call under callgrind (CALLGRIND=1): two singleton runs of N and 2N
 # calls, the difference over N; "native" loops call MPI straight through the pointer.
-# CG_CALLS picks callgrind's calls (default "barrier sendrecv iprobe test_inter start"); four
-# more are callgrind's only: irecv_isend (an MPI_Irecv and an MPI_Isend to self, their
-# MPI_Waitall: one "call" is the three) and ibarrier (an MPI_Ibarrier on MPI_COMM_SELF and its
-# MPI_Wait), which make requests, put (an 8-byte MPI_Put to self on a window of
+# CG_CALLS picks callgrind's calls (default "barrier sendrecv iprobe test_inter start"); five
+# more, which CALLS (the calls timed, default the same five) may name too: irecv_isend (an
+# MPI_Irecv and an MPI_Isend to self, their MPI_Waitall: one "call" is the three) and ibarrier
+# (an MPI_Ibarrier on MPI_COMM_SELF and its MPI_Wait), which make requests, irecv_send (an
+# MPI_Irecv, a 0-byte MPI_Send to self, its MPI_Wait), put (an 8-byte MPI_Put to self on a window of
 # MPI_COMM_SELF, in one passive-target epoch) and neighbor (an MPI_Neighbor_allgather of one
 # double on a periodic 1-D Cartesian communicator of MPI_COMM_SELF).
 #
@@ -40,7 +43,8 @@
 # BASE=<other build dir> adds "before": the profile of that build's libstrata.so, interleaved
 # with the others (a change's before and after in the same run),
 # MODEL_DIR=<dir> with model.<flavor>.json (from `strata bench`) to reuse instead of building one,
-# RAW=<file> to keep the raw lines. On a shared machine the ns move with the load: compare
+# RAW=<file> to keep the raw lines, STAT=median for the median of the rounds instead of the best
+# (ROUNDS of 5 or more: a change's few ns stand out of the load's noise only so). On a shared machine the ns move with the load: compare
 # configurations within one run (ROUNDS of them, best of each) and take callgrind's counts.
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
@@ -68,7 +72,7 @@ raw=${RAW:-$tmp/raw.txt}
 export STRATA_SPOOL=$tmp/spool STRATA_TRACE_DIR=$tmp/trace
 
 configs() { # FLAVOR -> the configurations that apply
-  local c="native profile events callsites trace"
+  local c="native profile events nocomm callsites trace"
   [[ -n $BASE ]] && c+=" before"
   [[ -f $BUILD/bench/$1/timed_floor.so ]] && c+=" floor"
   [[ $OVERHEAD == 1 && -f $tmp/model.$1.json ]] && c+=" overhead"
@@ -91,6 +95,7 @@ env_for() { # FLAVOR CONFIG -> VAR=VALUE words
     native) ;;
     profile) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
     events) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CORE_SUMS=0" ;;
+    nocomm) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_COMMUNICATION=0" ;;
     before) echo "LD_PRELOAD=$BASE/lib/strata/$1/libstrata.so STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
     callsites) echo "LD_PRELOAD=$lib STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1 STRATA_PROFILE_CALLSITES=1" ;;
     trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_LIMIT=4G STRATA_TRACE_CHEAP_CALLS=record" ;;
@@ -139,6 +144,8 @@ callgrind_ir() { # FLAVOR CONFIG CALL N [--native] -> total Ir
   awk '/^totals:/ {print $2}' "$out-01"
 }
 
+calls=${CALLS:-barrier sendrecv iprobe test_inter start}
+calls=${calls// /,}
 for flavor in $FLAVORS; do
   [[ -x $BUILD/bench/$flavor/timed_call ]] || { echo "skipping $flavor: no timed_call" >&2; continue; }
   if [[ $OVERHEAD == 1 && -f ${MODEL_DIR:-/nonexistent}/model.$flavor.json ]]; then
@@ -150,7 +157,8 @@ for flavor in $FLAVORS; do
   fi
   for ((round = 1; round <= ROUNDS; round++)); do
     for config in $(configs "$flavor"); do
-      run_one "$flavor" "$config" --iters "$ITERS" --reps 3 --label "$config" | tee -a "$raw" >&2
+      run_one "$flavor" "$config" --iters "$ITERS" --reps 3 --label "$config" --calls "$calls" |
+        tee -a "$raw" >&2
       for threads in ${THREADS:-}; do
         run_one "$flavor" "$config" --iters "$((ITERS / 2))" --reps 3 --label "$config" \
           --threads "$threads" | tee -a "$raw" >&2
@@ -171,9 +179,10 @@ for flavor in $FLAVORS; do
   fi
 done
 
-python3 - "$raw" <<'PY'
-import re, sys
+STAT=${STAT:-best} python3 - "$raw" <<'PY'
+import os, re, statistics, sys
 from collections import defaultdict
+rounds = defaultdict(list)
 best = {}
 ir = {}
 for line in open(sys.argv[1]):
@@ -185,9 +194,13 @@ for line in open(sys.argv[1]):
     if "ir_per_call" in kv:
         ir[key] = int(kv["ir_per_call"])
     else:
-        d = float(kv["delta_ns"])
-        if key not in best or d < best[key][1]:
-            best[key] = (float(kv["native_ns"]), d)
+        rounds[key].append((float(kv["native_ns"]), float(kv["delta_ns"])))
+for key, values in rounds.items():
+    if os.environ["STAT"] == "median":
+        best[key] = (statistics.median(v[0] for v in values),
+                     statistics.median(v[1] for v in values))
+    else:
+        best[key] = min(values, key=lambda v: v[1])
 calls = ["barrier", "sendrecv", "iprobe", "test_inter", "start"]
 calls += sorted({k[2] for k in list(best) + list(ir) if k[2] not in calls})
 flavors = sorted({k[0] for k in list(best) + list(ir)})
@@ -196,7 +209,8 @@ for f in flavors:
     for k in list(best) + list(ir):
         if k[0] == f and k[1] not in labels:
             labels.append(k[1])
-    print(f"\n### {f}: ns over native per call (best round), callgrind instructions per call")
+    print(f"\n### {f}: ns over native per call ({os.environ['STAT']} of the rounds), callgrind "
+          "instructions per call")
     print("| tool | " + " | ".join(calls) + " |")
     print("|---|" + "---|" * len(calls))
     for label in labels:

@@ -9,14 +9,16 @@
  *
  * Usage: timed_call [--iters N] [--reps K] [--label TEXT] [--threads T]
  *        timed_call --callgrind-iters N --callgrind-call barrier|sendrecv|iprobe|test_inter|
- *                   start|irecv_isend|ibarrier|put|neighbor [--native]   (only N such calls,
- *                   for callgrind's instruction counts; the last four are callgrind's only: an
- *                   MPI_Irecv and an MPI_Isend to self and an MPI_Waitall of both, an
- *                   MPI_Ibarrier on MPI_COMM_SELF and its MPI_Wait, the calls that make
- *                   requests; an 8-byte MPI_Put to self on a window of MPI_COMM_SELF, in one
- *                   passive-target epoch (MPI_Win_lock_all) around the loop); an
- *                   MPI_Neighbor_allgather of one double on a periodic 1-D Cartesian
- *                   communicator of MPI_COMM_SELF (two neighbours, both itself))
+ *                   start|irecv_isend|ibarrier|put|neighbor|irecv_send [--native]   (only N such
+ * calls, for callgrind's instruction counts; the last four are callgrind's only: an MPI_Irecv and
+ * an MPI_Isend to self and an MPI_Waitall of both, an MPI_Ibarrier on MPI_COMM_SELF and its
+ * MPI_Wait, the calls that make requests; an 8-byte MPI_Put to self on a window of MPI_COMM_SELF,
+ * in one passive-target epoch (MPI_Win_lock_all) around the loop); an MPI_Neighbor_allgather of one
+ * double on a periodic 1-D Cartesian communicator of MPI_COMM_SELF (two neighbours, both itself);
+ * irecv_send: an MPI_Irecv, a 0-byte MPI_Send to self and an MPI_Wait (one "call" is the
+ * three; MPICH's MPI_Send to self waits for a posted receive))
+ * --calls a,b,...: the calls timed (default the first five: barrier to start; any of the names
+ * above may be timed).
  *
  * --threads T: MPI_THREAD_MULTIPLE, and T threads time MPI_Barrier(MPI_COMM_SELF) at the same
  * time (call=barrier_threads, the mean of the threads' figures): what a profiler's counting
@@ -40,6 +42,7 @@ typedef int (*sendrecv_fn)(const void*, int, MPI_Datatype, int, int, void*, int,
                            int, MPI_Comm, MPI_Status*);
 typedef int (*iprobe_fn)(int, int, MPI_Comm, int*, MPI_Status*);
 typedef int (*test_inter_fn)(MPI_Comm, int*);
+typedef int (*send_fn)(const void*, int, MPI_Datatype, int, int, MPI_Comm);
 typedef int (*irecv_fn)(void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
 typedef int (*isend_fn)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
 typedef int (*waitall_fn)(int, MPI_Request*, MPI_Status*);
@@ -54,6 +57,7 @@ static barrier_fn volatile native_barrier;
 static sendrecv_fn volatile native_sendrecv;
 static iprobe_fn volatile native_iprobe;
 static test_inter_fn volatile native_test_inter;
+static send_fn volatile native_send;
 static irecv_fn volatile native_irecv;
 static isend_fn volatile native_isend;
 static waitall_fn volatile native_waitall;
@@ -70,6 +74,7 @@ static void resolve_native(void) {
   native_sendrecv = (sendrecv_fn)must_sym(h, "PMPI_Sendrecv");
   native_iprobe = (iprobe_fn)must_sym(h, "PMPI_Iprobe");
   native_test_inter = (test_inter_fn)must_sym(h, "PMPI_Comm_test_inter");
+  native_send = (send_fn)must_sym(h, "PMPI_Send");
   native_irecv = (irecv_fn)must_sym(h, "PMPI_Irecv");
   native_isend = (isend_fn)must_sym(h, "PMPI_Isend");
   native_waitall = (waitall_fn)must_sym(h, "PMPI_Waitall");
@@ -138,6 +143,14 @@ static void call_once(int which, int native) {
            : MPI_Isend(&byte_out, 1, MPI_BYTE, 0, 7, MPI_COMM_SELF, &requests[1]);
     native ? native_waitall(2, requests, statuses) : MPI_Waitall(2, requests, statuses);
     break;
+  case 9: /* the receive posted first: MPICH's MPI_Send to self waits for one */
+    native ? native_irecv(&byte_in, 0, MPI_BYTE, 0, 8, MPI_COMM_SELF, &requests[0])
+           : MPI_Irecv(&byte_in, 0, MPI_BYTE, 0, 8, MPI_COMM_SELF, &requests[0]);
+    native ? native_send(&byte_out, 0, MPI_BYTE, 0, 8, MPI_COMM_SELF)
+           : MPI_Send(&byte_out, 0, MPI_BYTE, 0, 8, MPI_COMM_SELF);
+    native ? native_wait(&requests[0], MPI_STATUS_IGNORE)
+           : MPI_Wait(&requests[0], MPI_STATUS_IGNORE);
+    break;
   case 8:
     native ? native_neighbor_allgather(&neighbor_out, 1, MPI_DOUBLE, neighbor_in, 1, MPI_DOUBLE,
                                        neighbor_ring)
@@ -183,16 +196,25 @@ LOOP(native_7, call_once(7, 1))
 LOOP(symbol_7, call_once(7, 0))
 LOOP(native_8, call_once(8, 1))
 LOOP(symbol_8, call_once(8, 0))
+LOOP(native_9, call_once(9, 1))
+LOOP(symbol_9, call_once(9, 0))
 
 typedef double (*loop_fn)(long);
-enum { timed_calls = 5, calls = 9 }; /* the first five are timed too, the others callgrind's */
+enum { default_timed_calls = 5, calls = 10 }; /* timed by default: the first five */
 static const loop_fn native_loops[calls] = {native_0, native_1, native_2, native_3, native_4,
-                                            native_5, native_6, native_7, native_8};
+                                            native_5, native_6, native_7, native_8, native_9};
 static const loop_fn symbol_loops[calls] = {symbol_0, symbol_1, symbol_2, symbol_3, symbol_4,
-                                            symbol_5, symbol_6, symbol_7, symbol_8};
-static const char* const call_names[calls] = {"barrier",    "sendrecv", "iprobe",
-                                              "test_inter", "start",    "irecv_isend",
-                                              "ibarrier",   "put",      "neighbor"};
+                                            symbol_5, symbol_6, symbol_7, symbol_8, symbol_9};
+static const char* const call_names[calls] = {"barrier",  "sendrecv",    "iprobe",   "test_inter",
+                                              "start",    "irecv_isend", "ibarrier", "put",
+                                              "neighbor", "irecv_send"};
+
+static int call_index(const char* name, size_t length) {
+  for (int c = 0; c < calls; ++c)
+    if (strlen(call_names[c]) == length && strncmp(call_names[c], name, length) == 0)
+      return c;
+  return -1;
+}
 
 /* Best of `reps` repetitions of the median of 9 batches; native and symbol batches alternate. */
 static void measure(int which, long iters, int reps, double* nat, double* sym) {
@@ -249,9 +271,36 @@ static void measure_threads(int threads, long iters, int reps, double* nat, doub
   pthread_barrier_destroy(&start_line);
 }
 
+/* The window or communicator a call needs, made before its loop and freed after. */
+static void prepare(int which) {
+  if (strcmp(call_names[which], "put") == 0 && put_window == MPI_WIN_NULL) {
+    /* MPI_Win_allocate, not _create: Open MPI 4.1 here has no component for a created window
+     * (its shared-memory one takes only windows it allocates). */
+    double* window_bytes = NULL;
+    MPI_Win_allocate(sizeof(double), 1, MPI_INFO_NULL, MPI_COMM_SELF, &window_bytes, &put_window);
+    MPI_Win_lock_all(0, put_window);
+  }
+  if (strcmp(call_names[which], "neighbor") == 0 && neighbor_ring == MPI_COMM_NULL) {
+    int one = 1, periodic = 1;
+    MPI_Cart_create(MPI_COMM_SELF, 1, &one, &periodic, 0, &neighbor_ring);
+  }
+}
+
+static void release(void) {
+  if (put_window != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(put_window);
+    MPI_Win_free(&put_window);
+  }
+  if (neighbor_ring != MPI_COMM_NULL)
+    MPI_Comm_free(&neighbor_ring);
+}
+
 int main(int argc, char** argv) {
   long iters = 2000000, cg_iters = 0;
   int reps = 5, native = 0, which = 0, threads = 0;
+  int timed[calls], timed_count = 0;
+  for (; timed_count < default_timed_calls; ++timed_count)
+    timed[timed_count] = timed_count;
   const char* label = "-";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--iters") && i + 1 < argc)
@@ -266,11 +315,22 @@ int main(int argc, char** argv) {
       cg_iters = atol(argv[++i]);
     else if (!strcmp(argv[i], "--callgrind-call") && i + 1 < argc) {
       const char* name = argv[++i];
-      for (which = 0; which < calls && strcmp(call_names[which], name) != 0; ++which)
-        ;
-      if (which == calls) {
+      which = call_index(name, strlen(name));
+      if (which < 0) {
         fprintf(stderr, "timed_call: unknown call %s\n", name);
         return 2;
+      }
+    } else if (!strcmp(argv[i], "--calls") && i + 1 < argc) {
+      timed_count = 0;
+      for (const char* name = argv[++i]; *name != '\0' && timed_count < calls;) {
+        const size_t length = strcspn(name, ",");
+        const int c = call_index(name, length);
+        if (c < 0) {
+          fprintf(stderr, "timed_call: unknown call %.*s\n", (int)length, name);
+          return 2;
+        }
+        timed[timed_count++] = c;
+        name += length + (name[length] == ',');
       }
     } else if (!strcmp(argv[i], "--native"))
       native = 1;
@@ -293,24 +353,9 @@ int main(int argc, char** argv) {
   resolve_native();
   make_persistent();
   if (cg_iters > 0) {
-    if (strcmp(call_names[which], "put") == 0) {
-      /* MPI_Win_allocate, not _create: Open MPI 4.1 here has no component for a created window
-       * (its shared-memory one takes only windows it allocates). */
-      double* window_bytes = NULL;
-      MPI_Win_allocate(sizeof(double), 1, MPI_INFO_NULL, MPI_COMM_SELF, &window_bytes, &put_window);
-      MPI_Win_lock_all(0, put_window);
-    }
-    if (strcmp(call_names[which], "neighbor") == 0) {
-      int one = 1, periodic = 1;
-      MPI_Cart_create(MPI_COMM_SELF, 1, &one, &periodic, 0, &neighbor_ring);
-    }
+    prepare(which);
     (native ? native_loops : symbol_loops)[which](cg_iters);
-    if (put_window != MPI_WIN_NULL) {
-      MPI_Win_unlock_all(put_window);
-      MPI_Win_free(&put_window);
-    }
-    if (neighbor_ring != MPI_COMM_NULL)
-      MPI_Comm_free(&neighbor_ring);
+    release();
     MPI_Finalize();
     return 0;
   }
@@ -326,14 +371,17 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 0;
   }
-  for (int c = 0; c < timed_calls; ++c) {
+  for (int i = 0; i < timed_count; ++i) {
+    const int c = timed[i];
     double nat = 0, sym = 0;
+    prepare(c);
     measure(c, iters, reps, &nat, &sym);
     if (rank == 0)
       printf("bench timed flavor=%s label=%s call=%s native_ns=%.2f tool_ns=%.2f delta_ns=%.2f "
              "owner=%s\n",
              flavor, label, call_names[c], nat, sym, sym - nat, symbol_owner("MPI_Barrier"));
   }
+  release();
   MPI_Request_free(&persistent[0]);
   MPI_Request_free(&persistent[1]);
   MPI_Finalize();

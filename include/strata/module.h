@@ -312,8 +312,9 @@ typedef struct strata_timed_counts {
   /* Appended in the same ABI version (the core zeroes the struct before asking): for a function
    * that sends to its peer, an array indexed by the destination's world rank (event's peer),
    * `pair_count` long, into which the core adds per call messages += 1 and bytes += the bytes
-   * sent, for a peer in [0, pair_count) (not MPI_PROC_NULL). The module must then read the peer
-   * of that function (STRATA_FIELD_PEER). NULL: no such sums. */
+   * sent, for a peer in [0, pair_count) (not MPI_PROC_NULL; the core reads it from the call's
+   * arguments, not from the event, so the module need not read STRATA_FIELD_PEER for it, only
+   * for the calls that still reach it as events). NULL: no such sums. */
   strata_pair_sum* pairs;
   uint32_t pair_count;
   /* Appended likewise: for MPI_Start and MPI_Startall only, a function the core calls after each

@@ -67,6 +67,9 @@ struct chain_entry {
   // (strata_timed_counts::pairs), else null.
   strata_pair_sum* timed_pairs = nullptr;
   uint32_t timed_pair_count = 0;
+  // What a call summed into timed_slot decodes: `fields` without the peer, which only the sums
+  // per peer read there, and they read it from the arguments.
+  uint32_t timed_fields = STRATA_FIELD_ALL;
   // With timed_slot, for a collective: the module's sums per communicator, indexed by the
   // event's comm_id (strata_timed_counts::comms), else null.
   strata_comm_sum* timed_comms = nullptr;

@@ -375,6 +375,8 @@ const comm_info* find_comm_without_mpi(MPI_Comm comm) {
   return nullptr;
 }
 
+const comm_info no_group{};
+
 const comm_info* lookup_comm_in_table(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL)
     return nullptr;

@@ -102,6 +102,36 @@ inline const comm_info* lookup_window(MPI_Win win) {
   return lookup_window_in_table(win);
 }
 
+// A group of no ranks: what the sums per peer take for a communicator or window that no look-up
+// found, so that their path tests the rank alone (its size, 0, leaves every rank out).
+extern const comm_info no_group __attribute__((visibility("hidden")));
+inline const comm_info& group_or_none(const comm_info* c) {
+  return c != nullptr ? *c : no_group;
+}
+
+// A call's peer for the core's sums per peer (dispatch.hpp, count_timed_body): its rank in its
+// communicator's (or window's) group, and that group as looked up, never null.
+struct rank_in_group {
+  const comm_info& group;
+  int rank;
+};
+inline const comm_info& peer_comm_group(MPI_Comm comm) {
+  const last_comm_lookup& last = last_comm;
+  if (__builtin_expect(last.slot_key != nullptr && last.handle == handle_bits(comm) &&
+                           last.slot_key->load(std::memory_order_acquire) == last.key,
+                       1))
+    return *last.info;
+  return group_or_none(lookup_comm_in_table(comm));
+}
+inline const comm_info& peer_window_group(MPI_Win win) {
+  const last_comm_lookup& last = last_window;
+  if (__builtin_expect(last.slot_key != nullptr && last.handle == handle_bits(win) &&
+                           last.slot_key->load(std::memory_order_acquire) == last.key,
+                       1))
+    return *last.info;
+  return group_or_none(lookup_window_in_table(win));
+}
+
 // A rank of the communicator first, with one unsigned compare: the special ranks are negative.
 inline int world_rank(const comm_info* c, int rank) {
   if (__builtin_expect(c != nullptr && static_cast<unsigned>(rank) < static_cast<unsigned>(c->size),

@@ -376,7 +376,7 @@ template <int F, typename Decoder, typename Clock, typename R, typename... P, ty
 __attribute__((always_inline)) inline R
 count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...), A... args) {
   const thread_state& ts = tls;
-  const uint32_t fields = entry.fields;
+  const uint32_t fields = entry.timed_fields;
   strata_event ev;
   decode::scratch scratch;
   start_event<true, true, true, false>(ev, F, ts, fields);
@@ -386,13 +386,35 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   ev.bytes_expected = 0;
   ev.bytes_received = -1;
   ev.comm_size = 0; // read only for a communicator-size histogram, which asks for it
-  if constexpr (Decoder::has_peer)
-    ev.peer = STRATA_NO_RANK; // read only for the sums per peer, which ask for it
   if constexpr (Decoder::is_collective && Decoder::sets_comm) {
     ev.comm_id = 0; // read only for the sums per communicator, which ask for it
     ev.comm_world_ranks = nullptr;
   }
   Decoder::enter(ev, scratch, fields, args...);
+  // A send's destination, a one-sided operation's target, where these sums were lent: its world
+  // rank read straight from its group (the event's peer and communicator are not decoded), and
+  // the message counted before the call, as it is whatever the call returns. The unsigned
+  // compares leave out MPI_PROC_NULL and the other special ranks, and ranks outside the world
+  // (a spawned process's).
+  if constexpr (Decoder::has_peer) {
+    if (entry.timed_pairs != nullptr) {
+      const decode::rank_in_group peer = Decoder::peer_of(args...);
+      const auto rank = static_cast<uint32_t>(peer.rank);
+      if (rank < static_cast<uint32_t>(peer.group.size)) {
+        const int* world = peer.group.world_ranks;
+        const uint32_t to = world != nullptr ? static_cast<uint32_t>(world[rank]) : rank;
+        if (to < entry.timed_pair_count) {
+          strata_pair_sum& pair = entry.timed_pairs[to];
+          ++pair.messages;
+          // Two plain adds to memory: GCC would make them one vector add, whose operands it
+          // packs first (four instructions more).
+          asm("" : "+m"(pair.messages));
+          pair.bytes +=
+              non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent);
+        }
+      }
+    }
+  }
   note_call<F>(call_site, args...);
   const uint64_t enter = Clock::raw();
   R r = call_real(real, args...);
@@ -405,15 +427,6 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
                               non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
                               non_negative(ev.bytes_expected), static_cast<uint64_t>(ev.comm_size)},
                              entry.timed_histograms);
-  // A send's destination, a one-sided operation's target: decoded only where these sums were
-  // lent; the unsigned compare leaves out MPI_PROC_NULL and the other special ranks.
-  if constexpr (Decoder::has_peer) {
-    if (entry.timed_pairs != nullptr && static_cast<uint32_t>(ev.peer) < entry.timed_pair_count) {
-      strata_pair_sum& pair = entry.timed_pairs[static_cast<uint32_t>(ev.peer)];
-      ++pair.messages;
-      pair.bytes += non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent);
-    }
-  }
   // A collective's communicator, the sums per communicator where they were lent (the test is
   // compiled into the collectives alone). A comm_id beyond the array goes to its last element,
   // which the module reads as not attributed.

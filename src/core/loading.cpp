@@ -384,6 +384,7 @@ void set_group_settings(const core_state& s, std::vector<chain_entry>& list, int
     if (note_request_kinds && gen::makes_request(fid))
       fields |= STRATA_FIELD_RECEIVED;
     list[i].fields = with_prerequisites(fields, fid);
+    list[i].timed_fields = with_prerequisites(fields & ~STRATA_FIELD_PEER, fid);
     list[i].any_enter = any_enter;
     if (i > 0 && list[i - 1].wrapper == nullptr)
       continue; // not the first entry of an event group

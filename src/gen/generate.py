@@ -289,6 +289,16 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # Calls that name a peer: the only ones whose sums per peer the core may keep.
             has_peer = "peer" in spec or "target" in spec
             c.write(f"  static constexpr bool has_peer = {'true' if has_peer else 'false'};\n")
+            if has_peer:
+                # The peer's rank and the group it is a rank of, for the sums per peer that the
+                # core adds without decoding the event's peer and communicator fields.
+                if "target" in spec:
+                    group, rank = f"dec::peer_window_group({spec['win']})", spec["target"]
+                else:
+                    comm = spec.get("comm") or next(p[0] for p in f.params if p[2] == "MPI_Comm")
+                    group, rank = f"dec::peer_comm_group({comm})", spec["peer"]
+                c.write(f"  __attribute__((always_inline)) static dec::rank_in_group peer_of("
+                        f"{ref_list}) {{\n    return {{{group}, {rank}}};\n  }}\n")
             # A get's bytes per peer are those it brings back (expected), not those it sends.
             expected = "recv" in spec and "send" not in spec and "target" in spec
             c.write(f"  static constexpr bool peer_bytes_expected = "

@@ -146,6 +146,23 @@ class CommunicationMatrix(ProfileTestCase):
                 record = self.only_record()
                 self.assertExact(record["communication"], proc.stdout)
 
+    def test_communication_off_leaves_the_section_out_and_the_calls_counted(self):
+        # communication=0: no sums per pair nor per communicator, the routines' figures alone.
+        for core_sums in ("1", "0"):
+            with self.subTest(core_sums=core_sums):
+                for f in self.records():
+                    os.remove(f)
+                self.run_pattern(STRATA_PROFILE_COMMUNICATION="0",
+                                 STRATA_PROFILE_CORE_SUMS=core_sums)
+                record = self.only_record()
+                self.assertNotIn("communication", record)
+                routines = record["routines"]
+                self.assertEqual(routines["MPI_Send"]["calls"], RANKS * ITERATIONS)
+                self.assertEqual(routines["MPI_Sendrecv"]["calls"],
+                                 sum(r ^ 1 < RANKS for r in range(RANKS)) * ITERATIONS)
+                self.assertIn("MPI_Start", routines)
+                self.assertFalse([f for f in os.listdir(self.spool) if f.endswith(".pairs")])
+
     def test_the_text_report_shows_pairs_balance_and_neighbours(self):
         self.run_pattern()
         report = run([STRATA, "report", self.records()[0]])
@@ -250,6 +267,30 @@ class CommunicationMatrix(ProfileTestCase):
         self.assertEqual(by_kind_of(communication),
                          {(r, (r + 1) % ranks, "persistent"): (iterations, iterations * 4 * (r + 1))
                           for r in range(ranks)})
+
+    @unittest.skipUnless(FLAVOR == "mpich",
+                         "partitioned communication is MPI 4's: Open MPI 4.1 declares only "
+                         "MPIX_Psend_init and its kin, which Strata does not wrap")
+    def test_fortran_partitioned_sends_are_exact(self):
+        # MPI_Psend_init, MPI_Precv_init, MPI_Start, MPI_Startall and MPI_Pready through the
+        # Fortran bindings: one message of all 3 partitions of rank + 2 integers per start, to
+        # the next rank; the receive is no message of the receiver's.
+        iterations, ranks = 5, 3
+        for core_sums in ("1", "0"):
+            with self.subTest(core_sums=core_sums):
+                for f in self.records():
+                    os.remove(f)
+                proc = self.profile_run([program("partitioned_f90"), str(iterations)],
+                                        ranks=ranks,
+                                        env=base_env(STRATA_SPOOL=self.spool, HOME=self.out,
+                                                     STRATA_PROFILE_CORE_SUMS=core_sums))
+                self.assertRan(proc)
+                self.assertIn(f"partitioned: ranks={ranks}", proc.stdout)
+                communication = self.only_record()["communication"]
+                self.assertEqual(by_kind_of(communication),
+                                 {(r, (r + 1) % ranks, "partitioned"):
+                                  (iterations, iterations * 3 * (r + 2) * 4)
+                                  for r in range(ranks)})
 
     def test_alltoallw_neighbourhood_and_persistent_collectives_have_exact_bytes(self):
         # comm_pattern.c's "neighbours" (MPI_Alltoallw, MPI_Ialltoallw, and neighbourhood

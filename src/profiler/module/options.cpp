@@ -21,8 +21,13 @@ config::option_binder& binder() {
     config::option_binder o;
 #ifdef STRATA_OVERHEAD_MODULE
     values.callsites = true; // the overhead module keeps call sites always
+    values.communication = false;
 #else
     o.add_bool("callsites", values.callsites, "0", "keep call sites (source lines) per routine");
+    o.add_bool("communication", values.communication, "1",
+               "count messages and bytes per pair of ranks and collectives per communicator for "
+               "the record's communication section (0: no such section, and point-to-point calls "
+               "cost a few instructions less)");
 #endif
     o.add_string("spool", values.spool, nullptr,
                  "the spool directory of job records (default: the install's)", "STRATA_SPOOL")

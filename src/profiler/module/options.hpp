@@ -28,6 +28,7 @@ struct settings {
   uint32_t poll_sample = 0;   // the core times one poll in about N
   double write_timeout_s = 0; // how long a record's write may take
   bool core_sums = true;      // timed calls summed by the core
+  bool communication = true;  // the record's communication section (never the overhead module's)
   mpi_t_reading mpi_t = mpi_t_reading::automatic;
   double hang_after_s = 0; // seconds of waiting with no progress before a report; 0 off
 };

@@ -135,6 +135,8 @@ inline void add_summed_start(module_state& s, const persistent_requests::made& s
   }
   strata_pair_sum& pair = *started.sum;
   ++pair.messages;
+  // Two plain adds to memory, as the core's (dispatch.hpp): not one vector add.
+  asm("" : "+m"(pair.messages));
   pair.bytes += started.bytes;
 }
 
@@ -196,6 +198,9 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->host = host;
   s->self = self;
   const int n = host->function_count();
+  // The overhead module's record has no communication section; the profile's only unless
+  // turned off.
+  s->communication = !is_overhead_module && options::current().communication;
   for (int f = 0; f < n; ++f) {
     s->names.emplace_back(host->function_name(f));
     const routine_class kind = classify_routine(s->names.back());
@@ -203,11 +208,11 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
                         (kind.with_peer ? routine_trait::with_peer : 0));
     s->cheap.push_back(kind.counted_without_time);
     s->pair_kinds.push_back(
-        static_cast<int8_t>(is_overhead_module ? -1 : pair_kind_of(s->names.back())));
-    s->request_roles.push_back(is_overhead_module ? request_role::none
-                                                  : request_role_of(s->names.back()));
+        static_cast<int8_t>(s->communication ? pair_kind_of(s->names.back()) : -1));
+    s->request_roles.push_back(s->communication ? request_role_of(s->names.back())
+                                                : request_role::none);
     // A persistent collective's `_init` is noted as a request; its starts are its calls.
-    s->beside_pairs.push_back(is_overhead_module                              ? 0
+    s->beside_pairs.push_back(!s->communication                               ? 0
                               : s->request_roles.back() != request_role::none ? s->counts_requests
                               : kind.collective                               ? s->counts_collective
                                                                               : 0);

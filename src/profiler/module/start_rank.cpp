@@ -84,11 +84,11 @@ void start_rank(module_state& s) {
   if (s.spool_index < s.spools.size())
     s.spool = s.spools[s.spool_index];
   // Sends counted by destination from here on (the core asks for the rows after this), beside
-  // the rank file when there is one; the overhead module's record has no matrix.
-  // Collectives by communicator likewise (in memory: their groups are the core's tables).
-  if (!is_overhead_module && !s.communicators.open())
+  // the rank file when there is one; collectives by communicator likewise (in memory: their
+  // groups are the core's tables). Neither in the overhead module, nor with communication=0.
+  if (s.communication && !s.communicators.open())
     s.host->log(s.self, "no memory for the collectives by communicator; they are not counted");
-  if (!is_overhead_module &&
+  if (s.communication &&
       s.pairs.open(static_cast<uint32_t>(s.world_size),
                    s.mapping.ok() ? pairs_file_of(s.mapping.path) : std::string(), s.rank))
     for (size_t f = 0; f < s.pair_kinds.size(); ++f)

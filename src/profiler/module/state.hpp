@@ -98,6 +98,7 @@ struct module_state {
   mpi_t_state mpi_t;
   // Who sends to whom (communication.hpp): by function id, the kind of message it sends to its
   // peer (-1: none), and once the world's size is known its row of sums by destination.
+  bool communication = false; // counted at all (the profile's option `communication`)
   std::vector<int8_t> pair_kinds;
   std::vector<strata_pair_sum*> pair_rows;
   sent_pairs pairs;

@@ -366,6 +366,7 @@ class TraceTest(StrataTestCase):
         made = dict(re.findall(r"(tests|testanys|iprobes)=(\d+)",
                                [l for l in proc.stdout.splitlines() if l.startswith("rank 0")][0]))
         loc = read_events(anchor)[0]
+        all_runs = 0
         for function, key, completing in (("MPI_Test", "tests", 6), ("MPI_Testany", "testanys", 6),
                                           ("MPI_Iprobe", "iprobes", 12)):
             entries = [i for i, e in enumerate(loc) if e.kind == "ENTER" and e.region == function]
@@ -377,13 +378,17 @@ class TraceTest(StrataTestCase):
                 self.assertEqual(len(found), completing, function)
             runs = [i for i in entries if polls(loc[i]) > 1]
             self.assertLessEqual(len(runs), completing, function)
-            self.assertGreater(len(runs), 0, function)  # 2 ms of polling is more than one poll
+            all_runs += len(runs)
             for i in runs:
                 leave = loc[i + 1 + len(inside(loc, i))]
                 self.assertEqual(inside(loc, i), [])  # completed nothing
                 span = leave.time - loc[i].time
                 self.assertLessEqual(poll_time_ns(loc[i]), span)
                 self.assertGreater(poll_time_ns(loc[i]), 0)
+        # 2 ms of polling is more than one poll. Not asked of each routine: rank 1 sends at its
+        # own pace, so a rank 0 descheduled for 2 ms around each of one routine's 6 messages
+        # (seen at load 5) finds every one of them there at its first poll.
+        self.assertGreater(all_runs, 0)
         # The last 50 Iprobes each follow an MPI_Comm_size: runs of one, no attribute.
         tail = [e for e in loc if e.kind == "ENTER" and e.region in ("MPI_Iprobe", "MPI_Comm_size")]
         self.assertEqual([(e.region, polls(e)) for e in tail[-100:]],

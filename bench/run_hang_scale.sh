@@ -20,7 +20,7 @@
 # The wildcard pattern (every rank in MPI_Recv from MPI_ANY_SOURCE, nothing sent) is run apart, at
 # fewer ranks: each such receive waits for all other ranks, so its graph has N^2 edges.
 # Environment: SIM_RANKS="1000 10000 100000" (empty: none), PATTERNS="ring barrier_late wrong_tag",
-# WILDCARD_RANKS="500 1000 2000" (empty: none),
+# WILDCARD_RANKS="500 1000 2000 4000" (empty: none),
 # RANKS="8 16 32 64" (empty: no real jobs), FLAVORS="openmpi mpich", MODES="recv_recv sleeper".
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
@@ -47,7 +47,7 @@ for pattern in $PATTERNS; do
   done
 done
 
-for n in ${WILDCARD_RANKS-"500 1000 2000"}; do
+for n in ${WILDCARD_RANKS-"500 1000 2000 4000"}; do
   "$BUILD/bench/hang_scale_sim" --ranks "$n" --pattern wildcard --dir "$tmp/sim" | tee -a "$raw" >&2
   rm -rf "$tmp/sim"
 done

@@ -296,13 +296,15 @@ void analysis::cycles() {
   const auto twins = [&](size_t a, size_t b) {
     return a != b && waits_[a].rank == waits_[b].rank && waits_[a].targets == waits_[b].targets;
   };
-  std::vector<char> color(n, 0); // 0 unseen, 1 on the path, 2 done
+  std::vector<char> color(n, 0);        // 0 unseen, 1 on the path, 2 done
+  std::vector<size_t> on_path_at(n, 0); // where a node on the path is on it
   std::vector<int> cycle_of(n, -1);
   for (size_t start = 0; start < n; ++start) {
     if (!stuck(waits_[start].rank) || color[start] != 0)
       continue;
     std::vector<std::pair<size_t, size_t>> path{{start, 0}};
     color[start] = 1;
+    on_path_at[start] = 0;
     while (!path.empty()) {
       auto& [u, edge] = path.back();
       const auto& out = next[u];
@@ -314,12 +316,14 @@ void analysis::cycles() {
       const size_t v = out[edge++];
       if (color[v] == 0) {
         color[v] = 1;
+        on_path_at[v] = path.size();
         path.push_back({v, 0});
-      } else if (color[v] == 1) {
+      } else if (color[v] == 1 && cycle_of[v] < 0) {
+        // (A back edge to a member of a deadlock found is no new one: checked at once, since a
+        // rank waiting for every other, a wildcard receive, gives a back edge per pair.)
         std::vector<size_t> members;
-        for (auto it = std::find_if(path.begin(), path.end(),
-                                    [&](const auto& p) { return p.first == v; });
-             it != path.end(); ++it)
+        for (auto it = path.begin() + static_cast<std::ptrdiff_t>(on_path_at[v]); it != path.end();
+             ++it)
           members.push_back(it->first);
         if (std::none_of(members.begin(), members.end(),
                          [&](size_t m) { return cycle_of[m] >= 0; })) {

@@ -40,6 +40,75 @@ uint64_t latest_time(const std::vector<rank_state>& states) {
   return latest;
 }
 
+namespace {
+
+// Classes are the same when all but their ranks and times are.
+using class_key = std::tuple<bool, int, std::string, std::string, uint32_t, std::string, uint64_t>;
+using class_table = std::map<class_key, rank_class>;
+
+class_key key_of(const rank_class& c) {
+  return {!c.in_mpi, static_cast<int>(c.phase), c.routine, c.file, c.line, c.function, c.comm.id};
+}
+
+void add_class(class_table& found, rank_class&& c) {
+  const auto [it, fresh] = found.try_emplace(key_of(c));
+  if (fresh) {
+    it->second = std::move(c);
+    return;
+  }
+  rank_class& into = it->second;
+  into.ranks.insert(into.ranks.end(), c.ranks.begin(), c.ranks.end());
+  into.longest_ns = std::max(into.longest_ns, c.longest_ns);
+}
+
+// Those in MPI first, the largest first.
+std::vector<rank_class> sorted_classes(class_table&& found) {
+  std::vector<rank_class> out;
+  out.reserve(found.size());
+  for (auto& [k, c] : found)
+    out.push_back(std::move(c));
+  std::stable_sort(out.begin(), out.end(), [](const rank_class& a, const rank_class& b) {
+    if (a.in_mpi != b.in_mpi)
+      return a.in_mpi;
+    return a.ranks.size() > b.ranks.size();
+  });
+  return out;
+}
+
+} // namespace
+
+std::vector<rank_class> rank_classes(const rank_state& r, uint64_t now_ns) {
+  class_table found;
+  for (const thread_state& t : r.threads) {
+    if (t.phase == thread_phase::unused)
+      continue; // a slot no thread has (yet)
+    rank_class c;
+    c.in_mpi = t.phase == thread_phase::in_mpi;
+    c.phase = t.phase;
+    c.routine = t.torn ? "(being updated)" : t.routine;
+    c.file = t.file;
+    c.function = t.function;
+    c.line = t.line;
+    c.comm = t.comm;
+    c.ranks = {r.world_rank};
+    if (now_ns > t.since_ns && t.since_ns != 0)
+      c.longest_ns = now_ns - t.since_ns;
+    const auto [it, fresh] = found.try_emplace(key_of(c), c);
+    if (!fresh) // another thread of the rank in the same class: the rank once
+      it->second.longest_ns = std::max(it->second.longest_ns, c.longest_ns);
+  }
+  return sorted_classes(std::move(found));
+}
+
+std::vector<rank_class> merge_classes(std::vector<rank_class> a, std::vector<rank_class> b) {
+  class_table found;
+  for (rank_class& c : a)
+    add_class(found, std::move(c));
+  for (rank_class& c : b)
+    add_class(found, std::move(c));
+  return sorted_classes(std::move(found));
+}
+
 namespace detail {
 
 analysis::analysis(const std::vector<rank_state>& states, diagnosis& d) : d_(d) {
@@ -78,40 +147,12 @@ bool analysis::finalized(int32_t rank) const {
 }
 
 void analysis::classes() {
-  using key = std::tuple<bool, int, std::string, std::string, uint32_t, std::string, uint64_t>;
-  std::map<key, rank_class> found;
-  for (int32_t rank = 0; rank < d_.world_size; ++rank) {
-    const rank_state* r = state(rank);
-    if (r == nullptr)
-      continue;
-    std::set<key> seen;
-    for (const thread_state& t : r->threads) {
-      if (t.phase == thread_phase::unused)
-        continue; // a slot no thread has (yet)
-      const bool in = t.phase == thread_phase::in_mpi;
-      const key k{!in, static_cast<int>(t.phase), t.routine, t.file, t.line, t.function, t.comm.id};
-      rank_class& c = found[k];
-      c.in_mpi = in;
-      c.phase = t.phase;
-      c.routine = t.torn ? "(being updated)" : t.routine;
-      c.file = t.file;
-      c.function = t.function;
-      c.line = t.line;
-      c.comm = t.comm;
-      if (seen.insert(k).second)
-        c.ranks.push_back(rank);
-      if (d_.now_ns > t.since_ns && t.since_ns != 0)
-        c.longest_ns = std::max(c.longest_ns, d_.now_ns - t.since_ns);
-    }
-  }
-  for (auto& [k, c] : found)
-    d_.classes.push_back(std::move(c));
-  std::stable_sort(d_.classes.begin(), d_.classes.end(),
-                   [](const rank_class& a, const rank_class& b) {
-                     if (a.in_mpi != b.in_mpi)
-                       return a.in_mpi;
-                     return a.ranks.size() > b.ranks.size();
-                   });
+  class_table found;
+  for (int32_t rank = 0; rank < d_.world_size; ++rank)
+    if (const rank_state* r = state(rank); r != nullptr)
+      for (rank_class& c : rank_classes(*r, d_.now_ns))
+        add_class(found, std::move(c));
+  d_.classes = sorted_classes(std::move(found));
 }
 
 // The wait items of one rank (waits_ is in rank order).
@@ -255,13 +296,15 @@ void analysis::cycles() {
   const auto twins = [&](size_t a, size_t b) {
     return a != b && waits_[a].rank == waits_[b].rank && waits_[a].targets == waits_[b].targets;
   };
-  std::vector<char> color(n, 0); // 0 unseen, 1 on the path, 2 done
+  std::vector<char> color(n, 0);        // 0 unseen, 1 on the path, 2 done
+  std::vector<size_t> on_path_at(n, 0); // where a node on the path is on it
   std::vector<int> cycle_of(n, -1);
   for (size_t start = 0; start < n; ++start) {
     if (!stuck(waits_[start].rank) || color[start] != 0)
       continue;
     std::vector<std::pair<size_t, size_t>> path{{start, 0}};
     color[start] = 1;
+    on_path_at[start] = 0;
     while (!path.empty()) {
       auto& [u, edge] = path.back();
       const auto& out = next[u];
@@ -273,12 +316,14 @@ void analysis::cycles() {
       const size_t v = out[edge++];
       if (color[v] == 0) {
         color[v] = 1;
+        on_path_at[v] = path.size();
         path.push_back({v, 0});
-      } else if (color[v] == 1) {
+      } else if (color[v] == 1 && cycle_of[v] < 0) {
+        // (A back edge to a member of a deadlock found is no new one: checked at once, since a
+        // rank waiting for every other, a wildcard receive, gives a back edge per pair.)
         std::vector<size_t> members;
-        for (auto it = std::find_if(path.begin(), path.end(),
-                                    [&](const auto& p) { return p.first == v; });
-             it != path.end(); ++it)
+        for (auto it = path.begin() + static_cast<std::ptrdiff_t>(on_path_at[v]); it != path.end();
+             ++it)
           members.push_back(it->first);
         if (std::none_of(members.begin(), members.end(),
                          [&](size_t m) { return cycle_of[m] >= 0; })) {

@@ -108,6 +108,11 @@ struct diagnosis {
   std::string progress_note; // why this is no hang, in one line
 };
 
+// The classes of one rank's threads, and two lists of classes (of disjoint ranks) combined: a
+// tree that merges pairwise (STAT's way) forms the same classes diagnose() forms over all states.
+std::vector<rank_class> rank_classes(const rank_state& r, uint64_t now_ns);
+std::vector<rank_class> merge_classes(std::vector<rank_class> a, std::vector<rank_class> b);
+
 // Analyses `states` (one per rank) as of `now_ns`; a rank that has waited inside one MPI call for
 // `threshold_ns` with no rank completing a call in that time is hung.
 diagnosis diagnose(const std::vector<rank_state>& states, uint64_t now_ns, uint64_t threshold_ns);

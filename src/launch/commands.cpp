@@ -109,6 +109,34 @@ config::stack apply_stack_options(const launch_options& o) {
   return config::parse_tool_list(o.tools, "--tools");
 }
 
+// --hang-after reads where each rank is from the state the profile module writes: a launch
+// without a stack gets it (said in one line); a stack without it, or Strata disabled, is refused
+// rather than left to watch a job whose ranks never say anything.
+bool with_hang_state(config::stack& stack) {
+  for (const config::module_spec& m : stack.modules)
+    if (m.name == "profile")
+      return true;
+  if (stack.ok() && stack.modules.empty() && stack.origin != "STRATA_DISABLE") {
+    ::setenv("STRATA_TOOLS", "profile", 1);
+    stack = config::parse_tool_list("profile", "--hang-after");
+    error_line("note: --hang-after: the profile module added to the stack (it keeps where each "
+               "rank is)");
+    return true;
+  }
+  if (!stack.ok())
+    return true; // check_stack says what is wrong with it
+  std::string with_profile = "profile";
+  for (const config::module_spec& m : stack.modules)
+    with_profile += "," + m.name;
+  error_line(stack.origin == "STRATA_DISABLE"
+                 ? "error: --hang-after: Strata is disabled (STRATA_DISABLE), so no rank says "
+                   "where it is"
+                 : "error: --hang-after needs the profile module, which keeps where each rank "
+                   "is, in the stack (" +
+                       stack.origin + "): for example --tools " + with_profile);
+  return false;
+}
+
 struct target {
   std::string path;
   std::string flavor;
@@ -241,7 +269,9 @@ int run_command(const launch_options& o) {
   launch::layout layout;
   if (!find_usable_target(o, false, t, layout))
     return 2;
-  const config::stack stack = apply_stack_options(o);
+  config::stack stack = apply_stack_options(o);
+  if (o.hang_after_s > 0 && !with_hang_state(stack))
+    return 2;
   // -np is the application's ranks; a module that runs tools on processes of their own (the
   // monitor's tree) says how many more to start.
   int extra_ranks = 0;

@@ -237,6 +237,32 @@ class ManyThreads(HangTestCase):
         self.assertEqual(d["threads_not_described"], [{"rank": 0, "threads": 55}])
 
 
+class Stacks(HangTestCase):
+    def test_a_launch_without_a_stack_gets_the_profile(self):
+        # --hang-after reads the state the profile writes: a launch that names no module gets
+        # it (one line says so), and the hang is found.
+        try:
+            proc = strata_run(None, [program("hang_c"), "recv_recv"], env=self.env, timeout=90,
+                              extra=["--hang-after", "1", "--on-hang", "abort"])
+        except subprocess.TimeoutExpired:
+            self.fail("a launch without a stack was not watched")
+        self.assertIn("--hang-after: the profile module added to the stack", proc.stderr)
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+
+    def test_a_stack_without_the_profile_is_refused(self):
+        proc = strata_run("trace", [program("hang_c"), "recv_recv"], env=self.env, timeout=60,
+                          extra=["--hang-after", "1"])
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("--hang-after needs the profile module", proc.stderr)
+        self.assertIn("for example --tools profile,trace", proc.stderr)
+        disabled = run([STRATA, "run", "-np", "2", "--hang-after", "1", "--",
+                        program("hang_c"), "recv_recv"], env={**self.env, "STRATA_DISABLE": "1"},
+                       timeout=60)
+        self.assertEqual(disabled.returncode, 2, disabled.stderr)
+        self.assertIn("Strata is disabled (STRATA_DISABLE)", disabled.stderr)
+
+
 class NoHang(HangTestCase):
     def test_computing_longer_than_the_threshold_is_no_hang(self):
         proc = self.watched([program("hang_c"), "compute", "2.5"])

@@ -11,8 +11,6 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <poll.h>
 #include <regex>
@@ -110,9 +108,28 @@ bool files_may_be_closed_from_stat(const std::string& stat) {
   return (flags & exiting_flag) != 0 && vsize == 0;
 }
 
+std::string read_proc_file(const std::string& path) {
+  // Plain reads: a process that ends while its file is read makes read() fail with ESRCH, which
+  // std::filebuf turns into an exception.
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return text;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
 bool files_may_be_closed(long pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   return stat.empty() || files_may_be_closed_from_stat(stat);
 }
 
@@ -148,9 +165,7 @@ void find_ranks(const std::string& marker, std::map<long, int>& ranks) {
     const long pid = std::strtol(e->d_name, &end, 10);
     if (pid <= 0 || *end != '\0' || ranks.count(pid) != 0)
       continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/environ", std::ios::binary);
-    const std::string environ((std::istreambuf_iterator<char>(in)),
-                              std::istreambuf_iterator<char>());
+    const std::string environ = read_proc_file(std::string("/proc/") + e->d_name + "/environ");
     if (const int rank = rank_in_environment(environ, marker); rank >= 0)
       ranks[pid] = rank;
   }

@@ -40,6 +40,9 @@ int tool_rank_that_ended_the_job(const ended_process& named, int first_ended, in
 // none of them could have been killed because of it yet.
 bool files_may_be_closed_from_stat(const std::string& stat);
 
+// A /proc file's text; empty when it cannot be read (a process that ended meanwhile).
+std::string read_proc_file(const std::string& path);
+
 // The same for a pid; true too when the process is gone or cannot be read.
 bool files_may_be_closed(long pid);
 

@@ -64,6 +64,16 @@ TEST(LauncherChild, AProcessMayHaveClosedItsFilesOnceExitingWithoutItsMemory) {
   EXPECT_TRUE(files_may_be_closed_from_stat("41 (a) S 1 41")); // cut short: not known
 }
 
+TEST(LauncherChild, ProcFilesOfEndedProcessesReadAsEmpty) {
+  EXPECT_NE(read_proc_file("/proc/self/stat").find(std::to_string(::getpid())), std::string::npos);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(read_proc_file("/proc/" + std::to_string(child) + "/environ"), "");
+}
+
 TEST(LauncherChild, ALiveChildHoldsItsFilesAndAKilledOneMayNot) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);

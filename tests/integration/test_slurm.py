@@ -406,7 +406,9 @@ class SlurmJobs(unittest.TestCase):
         # live job alone, as a cron job would try again.
         proc = run_until_ranks_are_gone([STRATA, "recover", self.limit_spool], self.env())
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        [record] = self.records(self.limit_spool)
+        records = self.records(self.limit_spool)
+        self.assertEqual(len(records), 1, proc.stderr)
+        [record] = records
         j = record["job"]
         self.assertTrue(j["partial"])
         self.assertNotEqual(j["status"], "finalized")

@@ -3,14 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-out=build-fuzz
-mkdir -p "$out"
+out=build-sanitize
 # The targets are CMake targets (fuzz/CMakeLists.txt) over the libraries that hold the parsers,
-# built in their own tree with coverage, ASan and UBSan in every library (STRATA_FUZZ).
-cmake -S . -B "$out" -DSTRATA_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" >/dev/null
-cmake --build "$out" -j"$(nproc)" --target strata_fuzzers
+# built with coverage, ASan and UBSan in every library, in the tree the sanitized unit tests use.
+bash scripts/sanitize-build.sh strata_fuzzers
 bin=$out/fuzz
 
 mkdir -p "$out/corpus/analyze"
@@ -59,7 +55,7 @@ fuzz_one() { # TARGET SECONDS OUT
     env=(LSAN_OPTIONS=suppressions=$PWD/src/analyzer/otf2_lsan.supp
       ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=2048)
   fi
-  # A crash, leak or slow input is written into build-fuzz, not into the worktree.
+  # A crash, leak or slow input is written into build-sanitize, not into the worktree.
   if ! env "${env[@]}" "$out/fuzz/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -artifact_prefix="$out/$target-" \
     -malloc_limit_mb=$([[ $target == analyze ]] && echo 65536 || echo 2048) "$out/corpus/$target" \

@@ -13,10 +13,8 @@ echo "== format and lint"
 bash scripts/lint.sh
 
 echo "== unit tests under ASan + UBSan"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE=ON -DSTRATA_WERROR=ON \
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
-cmake --build build-asan -j"$(nproc)" --target strata_unit_tests
-(cd build-asan && ctest -L unit --output-on-failure)
+bash scripts/sanitize-build.sh strata_unit_tests strata_fuzzers
+(cd build-sanitize && ctest -L unit --output-on-failure)
 
 echo "== fuzz smoke run"
 bash scripts/fuzz.sh 15

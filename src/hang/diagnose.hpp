@@ -43,6 +43,9 @@ struct waiting_rank {
   uint32_t line = 0;
   std::string waits_for; // e.g. "a message from rank 1 (tag 7)"
   std::vector<int32_t> targets;
+  // A wildcard receive's: any member of each of these communicators but this rank (members not
+  // copied into `targets`: a job of ranks all in wildcard receives would make N² of them).
+  std::vector<communicator> any_of;
   uint64_t thread = 0; // its OS thread id, when the rank has more than one thread described
 };
 

@@ -255,6 +255,17 @@ std::string format_json(const diagnosis& d) {
              {"targets", w.targets}};
     if (w.thread != 0)
       out["thread"] = w.thread;
+    // A wildcard receive waits for any member of a communicator but itself: the communicator,
+    // whose members are first + i * stride (a list of them each would be N² at N such ranks).
+    if (!w.any_of.empty()) {
+      json any = json::array();
+      for (const communicator& c : w.any_of)
+        any.push_back({{"communicator", c.id},
+                       {"communicator_size", c.size},
+                       {"first", c.first},
+                       {"stride", c.stride}});
+      out["any_of"] = any;
+    }
     return out;
   };
   json j{{"format", "strata.hang/1"},

@@ -63,7 +63,10 @@ public:
   const rank_state* state(int32_t rank) const {
     return rank >= 0 && rank < d_.world_size ? by_rank_[static_cast<size_t>(rank)] : nullptr;
   }
-  // Every thread inside MPI (none computing, at least one in a call).
+  // Every described thread inside MPI (none computing, at least one in a call).
+  bool waits_in_mpi(int32_t rank) const;
+  // Waits in MPI, and every thread of it that called MPI is described: the only ranks the graph
+  // judges (one with a thread not described may have it computing, or sending).
   bool blocked(int32_t rank) const;
   bool finalized(int32_t rank) const;
 

@@ -123,8 +123,13 @@ analysis::analysis(const std::vector<rank_state>& states, diagnosis& d) : d_(d) 
       d_.missing_ranks.push_back(r);
 }
 
-// Every thread inside MPI (none computing, at least one in a call).
 bool analysis::blocked(int32_t rank) const {
+  const rank_state* r = state(rank);
+  return r != nullptr && r->threads_not_described == 0 && waits_in_mpi(rank);
+}
+
+// Every described thread inside MPI (none computing, at least one in a call).
+bool analysis::waits_in_mpi(int32_t rank) const {
   const rank_state* r = state(rank);
   if (r == nullptr)
     return false;
@@ -495,6 +500,17 @@ void analysis::chains() {
         cr.line = last->line;
       }
       cr.computing_ns = computing_ns(c);
+      if (waits_in_mpi(c)) { // not blocked: it has threads not described
+        cr.threads_not_described = state(c)->threads_not_described;
+        for (const thread_state& t : state(c)->threads)
+          if (t.phase == thread_phase::in_mpi) {
+            cr.last_routine = t.routine;
+            cr.file = t.file;
+            cr.function = t.function;
+            cr.line = t.line;
+            break;
+          }
+      }
     }
     // Breadth first from c against the edges: parents give one chain from the farthest waiter.
     std::map<int32_t, std::pair<int32_t, size_t>> parent; // rank -> (the rank it waits for, item)
@@ -558,7 +574,7 @@ diagnosis diagnose(const std::vector<rank_state>& states, uint64_t now_ns, uint6
   bool all_finished = true, any_blocked = false;
   for (int32_t r = 0; r < d.world_size; ++r) {
     all_finished = all_finished && a.finalized(r);
-    any_blocked = any_blocked || a.blocked(r);
+    any_blocked = any_blocked || a.waits_in_mpi(r);
   }
   if (all_finished) {
     d.result = verdict::all_finished;

@@ -56,11 +56,15 @@ struct deadlock {
   std::vector<int32_t> blocked_behind; // other ranks that cannot proceed because of it
 };
 
-// A rank outside MPI (or without a state) that blocked ranks wait for.
+// A rank outside MPI (or without a state, or with threads its state does not describe) that
+// blocked ranks wait for.
 struct computing_rank {
   int32_t rank = 0;
   bool has_state = true; // false: no state file for this rank
   bool finalized = false;
+  // Not 0: its described threads all wait inside MPI (last_routine is where one waits), but this
+  // many threads of it that called MPI are not described: it may act, so it is not judged.
+  uint32_t threads_not_described = 0;
   std::string last_routine, file, function;
   uint32_t line = 0;
   uint64_t computing_ns = 0;

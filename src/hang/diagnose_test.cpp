@@ -26,6 +26,7 @@ TEST(Diagnose, ThreadsTheStatesDoNotDescribeAreCountedPerRank) {
   const diagnosis d = diagnose(states, now, threshold);
   ASSERT_EQ(d.result, verdict::hang);
   EXPECT_EQ(d.threads_not_described, (std::vector<std::pair<int32_t, uint32_t>>{{0, 55}, {2, 55}}));
+  EXPECT_TRUE(d.deadlocks.empty()) << "ranks 0 and 2 may have a thread that computes";
   const std::string text = format_text(d);
   EXPECT_NE(text.find("Not described: 55 threads of ranks 0,2 (more threads than the state "
                       "keeps)"),
@@ -34,6 +35,48 @@ TEST(Diagnose, ThreadsTheStatesDoNotDescribeAreCountedPerRank) {
   EXPECT_NE(format_json(d).find("\"threads_not_described\": [\n    {\n      \"rank\": 0,"),
             std::string::npos)
       << format_json(d);
+}
+
+TEST(Diagnose, ARankWithAThreadNotDescribedIsNotJudgedBlocked) {
+  // Ranks 0 and 1 receive from each other, but rank 1 has a thread that called MPI and that its
+  // state does not describe: it may compute and send, so no deadlock is claimed, and rank 1 is
+  // named as what rank 0 waits for.
+  std::vector<rank_state> states{rank_in(0, 2, "MPI_Recv", 1, 7, 12),
+                                 rank_in(1, 2, "MPI_Recv", 0, 7, 18)};
+  ASSERT_EQ(diagnose(states, now, threshold).deadlocks.size(), 1u);
+  states[1].threads_not_described = 1;
+  const diagnosis d = diagnose(states, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang); // nothing it shows moved: still judged a hang
+  EXPECT_TRUE(d.deadlocks.empty()) << format_text(d);
+  ASSERT_EQ(d.computing.size(), 1u) << format_text(d);
+  EXPECT_EQ(d.computing[0].rank, 1);
+  EXPECT_EQ(d.computing[0].threads_not_described, 1u);
+  EXPECT_EQ(d.computing[0].waiting_directly, std::vector<int32_t>{0});
+  const std::string text = format_text(d);
+  EXPECT_NE(text.find("WAITING FOR A RANK WITH THREADS NOT DESCRIBED: rank 1 has 1 thread that "
+                      "called MPI and that its state does not describe (they may compute or "
+                      "send); its described threads wait inside MPI, e.g. in MPI_Recv at "
+                      "app.c:18 (main)\n"
+                      "  Waiting for it directly: rank 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(nlohmann::json::parse(format_json(d))["waiting_for"][0]["state"], "not_described");
+}
+
+TEST(Diagnose, ARankWaitingForItselfWithThreadsNotDescribedIsNoDeadlock) {
+  // Every described thread of the only rank receives from it; 55 more are not described.
+  rank_state zero = rank_in(0, 1, "MPI_Recv", 0, 1, 30);
+  zero.threads.push_back(zero.threads[0]);
+  zero.threads[1].tag = 2;
+  zero.threads_not_described = 55;
+  const diagnosis d = diagnose({zero}, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  EXPECT_TRUE(d.deadlocks.empty()) << format_text(d);
+  EXPECT_NE(format_text(d).find("No cause found in the states: the ranks wait in calls whose "
+                                "peers the states do not name, or for threads they do not "
+                                "describe"),
+            std::string::npos)
+      << format_text(d);
 }
 
 TEST(Diagnose, TwoRanksReceivingFromEachOtherAreADeadlockWithTheirLines) {

@@ -93,7 +93,14 @@ bool check(const diagnosis& d, const std::string& text, const std::string& patte
     }
     return true;
   }
-  if (pattern == "wildcard") { // every rank's receive named as one nothing can match
+  if (pattern == "wildcard") { // every rank's receive named as one nothing can match, and stuck
+    size_t stuck = 0;
+    for (const deadlock& dl : d.deadlocks)
+      stuck += dl.cycle.size() + dl.blocked_behind.size();
+    if (stuck != static_cast<size_t>(n) || !d.computing.empty()) {
+      why = "not every wildcard receive is in a deadlock or behind one";
+      return false;
+    }
     if (d.unmatched.size() != static_cast<size_t>(n) ||
         std::any_of(d.unmatched.begin(), d.unmatched.end(), [](const unmatched_receive& u) {
           return u.source != any_source || !u.sends.empty();

@@ -34,7 +34,10 @@ struct recv_seen {
   uint64_t comm;
 };
 
-// What one blocked thread waits for: all of `targets` (or any one of them when `any`).
+// What one blocked thread waits for: all of `targets` and `groups` (or any one of them when
+// `any`). A group (analysis::groups_) stands for "any member of a communicator but the waiting
+// rank", a wildcard receive's wait: kept once per communicator, not as an edge to each member,
+// so that ranks all in wildcard receives make a graph linear in their number, not N².
 struct wait_item {
   int32_t rank = 0;
   const thread_state* thread = nullptr;
@@ -43,7 +46,14 @@ struct wait_item {
   bool wildcard = false; // among its waits a receive from MPI_ANY_SOURCE, with this tag:
   int32_t wildcard_tag = 0;
   std::vector<int32_t> targets;
+  std::vector<uint32_t> groups;
   std::string waits_for;
+};
+
+// The members of a communicator that wildcard receives wait on, and those wait items.
+struct any_member_group {
+  communicator comm;
+  std::vector<size_t> waiters;
 };
 
 class analysis {
@@ -53,7 +63,10 @@ public:
   const rank_state* state(int32_t rank) const {
     return rank >= 0 && rank < d_.world_size ? by_rank_[static_cast<size_t>(rank)] : nullptr;
   }
-  // Every thread inside MPI (none computing, at least one in a call).
+  // Every described thread inside MPI (none computing, at least one in a call).
+  bool waits_in_mpi(int32_t rank) const;
+  // Waits in MPI, and every thread of it that called MPI is described: the only ranks the graph
+  // judges (one with a thread not described may have it computing, or sending).
   bool blocked(int32_t rank) const;
   bool finalized(int32_t rank) const;
 
@@ -69,6 +82,10 @@ private:
   bool send_is_matched(const send_seen& s) const;
   std::vector<int32_t> others(const communicator& comm, int32_t self) const;
   void add_recv(wait_item& w, int32_t source, int32_t tag, const communicator& comm);
+  uint32_t group_of(const communicator& comm);
+  // The wait item waits for `rank`: names it, or a group it is a member of (the item's own
+  // rank excepted).
+  bool waits_for_rank(const wait_item& w, int32_t rank) const;
   void add_send(wait_item& w, int32_t dest, int32_t tag, uint64_t bytes, const communicator& comm);
   static void add_text(wait_item& w, const std::string& text);
   void check_near_sends(const wait_item& w, const recv_seen& r);
@@ -103,6 +120,9 @@ private:
   std::vector<recv_seen> recvs_;
   std::vector<std::vector<size_t>> sends_to_, recvs_at_;
   std::vector<wait_item> waits_;
+  std::vector<any_member_group> groups_;
+  std::map<std::tuple<uint64_t, int32_t, int32_t, uint32_t>, uint32_t> group_index_;
+  std::vector<std::vector<uint32_t>> member_groups_; // rank -> the groups it is a member of
   std::set<int32_t> wildcard_ranks_, complete_collective_ranks_;
   std::map<std::tuple<uint64_t, int32_t, int32_t, uint32_t, std::string>, collective_wait>
       collectives_;

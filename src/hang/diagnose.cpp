@@ -123,8 +123,13 @@ analysis::analysis(const std::vector<rank_state>& states, diagnosis& d) : d_(d) 
       d_.missing_ranks.push_back(r);
 }
 
-// Every thread inside MPI (none computing, at least one in a call).
 bool analysis::blocked(int32_t rank) const {
+  const rank_state* r = state(rank);
+  return r != nullptr && r->threads_not_described == 0 && waits_in_mpi(rank);
+}
+
+// Every described thread inside MPI (none computing, at least one in a call).
+bool analysis::waits_in_mpi(int32_t rank) const {
   const rank_state* r = state(rank);
   if (r == nullptr)
     return false;
@@ -205,7 +210,9 @@ void analysis::graph() {
 
 // Ranks that can act: those computing, without a state, or in a call whose waits are unknown or
 // already matched; then, repeatedly, blocked ranks with a thread whose waits (all, or any one for
-// Waitany and wildcards) are on ranks that can act. What remains can never proceed.
+// Waitany and wildcards) are on ranks that can act. What remains can never proceed. A wildcard's
+// group is freed once, by its first member that can act (the waiting rank itself only once it
+// can act already), and frees each of its waits in turn.
 void analysis::fixed_point() {
   const size_t n = static_cast<size_t>(d_.world_size);
   can_act_.assign(n, 0);
@@ -225,26 +232,45 @@ void analysis::fixed_point() {
     std::sort(w.targets.begin(), w.targets.end());
     w.targets.erase(std::unique(w.targets.begin(), w.targets.end()), w.targets.end());
     std::erase_if(w.targets, [&](int32_t t) { return t < 0 || t >= d_.world_size; });
-    remaining[i] = w.targets.size();
+    std::sort(w.groups.begin(), w.groups.end());
+    w.groups.erase(std::unique(w.groups.begin(), w.groups.end()), w.groups.end());
+    remaining[i] = w.targets.size() + w.groups.size();
     for (const int32_t t : w.targets)
       waiters[static_cast<size_t>(t)].push_back(i);
+    for (const uint32_t g : w.groups)
+      groups_[g].waiters.push_back(i);
   }
+  member_groups_.assign(n, {});
+  for (uint32_t g = 0; g < groups_.size(); ++g)
+    for (uint32_t k = 0; k < groups_[g].comm.size; ++k)
+      if (const int32_t m = groups_[g].comm.member(k); m >= 0 && m < d_.world_size)
+        member_groups_[static_cast<size_t>(m)].push_back(g);
+  std::vector<char> group_freed(groups_.size(), 0);
+  auto satisfy = [&](size_t i) {
+    if (remaining[i] == 0)
+      return;
+    remaining[i] = waits_[i].any ? 0 : remaining[i] - 1;
+    if (remaining[i] == 0)
+      release(waits_[i].rank);
+  };
+  // (Marked, not released: each rank that can act is worked on once, below.)
   for (const wait_item& w : waits_)
     if (!w.known || complete_collective_ranks_.count(w.rank))
-      release(w.rank);
+      can_act_[static_cast<size_t>(w.rank)] = 1;
   for (int32_t r = 0; r < d_.world_size; ++r)
     if (can_act_[static_cast<size_t>(r)])
       work.push_back(static_cast<size_t>(r));
   while (!work.empty()) {
     const size_t r = work.back();
     work.pop_back();
-    for (const size_t i : waiters[r]) {
-      if (remaining[i] == 0)
-        continue;
-      remaining[i] = waits_[i].any ? 0 : remaining[i] - 1;
-      if (remaining[i] == 0)
-        release(waits_[i].rank);
-    }
+    for (const size_t i : waiters[r])
+      satisfy(i);
+    for (const uint32_t g : member_groups_[r])
+      if (!group_freed[g]) {
+        group_freed[g] = 1;
+        for (const size_t i : groups_[g].waiters)
+          satisfy(i);
+      }
   }
 }
 
@@ -271,34 +297,75 @@ void analysis::cycles() {
   const auto stuck = [&](int32_t r) { return blocked(r) && !can_act_[static_cast<size_t>(r)]; };
   const size_t n = waits_.size();
   std::vector<std::vector<size_t>> next(n);
-  std::vector<std::vector<size_t>> previous(n);
+  const auto items_of = [&](int32_t rank) {
+    const auto [first, last] = waits_of(rank);
+    return std::make_pair(static_cast<size_t>(first - waits_.begin()),
+                          static_cast<size_t>(last - waits_.begin()));
+  };
   for (size_t i = 0; i < n; ++i) {
     const wait_item& w = waits_[i];
     if (!stuck(w.rank))
       continue;
-    const auto waits_back = [&](size_t j) {
-      return std::binary_search(waits_[j].targets.begin(), waits_[j].targets.end(), w.rank);
-    };
     for (const int32_t t : w.targets) {
       if (!stuck(t))
         continue;
-      const auto [first, last] = waits_of(t);
-      const auto begin = static_cast<size_t>(first - waits_.begin());
-      const auto end = static_cast<size_t>(last - waits_.begin());
+      const auto [begin, end] = items_of(t);
       for (const bool back : {true, false})
         for (size_t j = begin; j < end; ++j)
-          if ((j != i || end - begin == 1) && waits_back(j) == back) {
+          if ((j != i || end - begin == 1) && waits_for_rank(waits_[j], w.rank) == back)
             next[i].push_back(j);
-            previous[j].push_back(i);
-          }
     }
   }
+  // A wildcard's group as two chains of nodes over its members in order, "any of members 0..k"
+  // and "any of members k..": a waiter that is member k has an edge to the first chain at k - 1
+  // and to the second at k + 1, so it reaches every other member (in the order of their ranks,
+  // as edges to each would) and never itself, with two edges a waiter and four a member.
+  for (const any_member_group& g : groups_) {
+    if (std::none_of(g.waiters.begin(), g.waiters.end(),
+                     [&](size_t i) { return stuck(waits_[i].rank); }))
+      continue;
+    const size_t size = g.comm.size, before = next.size(), after = before + size;
+    next.resize(next.size() + 2 * size);
+    for (size_t k = 0; k < size; ++k) {
+      const int32_t m = g.comm.member(static_cast<uint32_t>(k));
+      const bool reach = m >= 0 && m < d_.world_size && stuck(m);
+      if (k > 0)
+        next[before + k].push_back(before + k - 1);
+      if (reach) {
+        const auto [begin, end] = items_of(m);
+        for (size_t j = begin; j < end; ++j) {
+          next[before + k].push_back(j);
+          next[after + k].push_back(j);
+        }
+      }
+      if (k + 1 < size)
+        next[after + k].push_back(after + k + 1);
+    }
+    for (const size_t i : g.waiters) {
+      if (!stuck(waits_[i].rank))
+        continue;
+      const int64_t offset = int64_t{waits_[i].rank} - g.comm.first;
+      const size_t k = g.comm.contains(waits_[i].rank)
+                           ? static_cast<size_t>(g.comm.stride != 0 ? offset / g.comm.stride : 0)
+                           : size; // not a member: every member
+      if (k > 0)
+        next[i].push_back(before + k - 1);
+      if (k + 1 < size)
+        next[i].push_back(after + k + 1);
+    }
+  }
+  const size_t nodes = next.size();
+  std::vector<std::vector<size_t>> previous(nodes);
+  for (size_t u = 0; u < nodes; ++u)
+    for (const size_t v : next[u])
+      previous[v].push_back(u);
   const auto twins = [&](size_t a, size_t b) {
-    return a != b && waits_[a].rank == waits_[b].rank && waits_[a].targets == waits_[b].targets;
+    return a != b && waits_[a].rank == waits_[b].rank && waits_[a].targets == waits_[b].targets &&
+           waits_[a].groups == waits_[b].groups;
   };
-  std::vector<char> color(n, 0);        // 0 unseen, 1 on the path, 2 done
-  std::vector<size_t> on_path_at(n, 0); // where a node on the path is on it
-  std::vector<int> cycle_of(n, -1);
+  std::vector<char> color(nodes, 0);        // 0 unseen, 1 on the path, 2 done
+  std::vector<size_t> on_path_at(nodes, 0); // where a node on the path is on it
+  std::vector<int> cycle_of(nodes, -1);
   for (size_t start = 0; start < n; ++start) {
     if (!stuck(waits_[start].rank) || color[start] != 0)
       continue;
@@ -321,10 +388,11 @@ void analysis::cycles() {
       } else if (color[v] == 1 && cycle_of[v] < 0) {
         // (A back edge to a member of a deadlock found is no new one: checked at once, since a
         // rank waiting for every other, a wildcard receive, gives a back edge per pair.)
-        std::vector<size_t> members;
+        std::vector<size_t> members; // the wait items on it (not a group's nodes)
         for (auto it = path.begin() + static_cast<std::ptrdiff_t>(on_path_at[v]); it != path.end();
              ++it)
-          members.push_back(it->first);
+          if (it->first < n)
+            members.push_back(it->first);
         if (std::none_of(members.begin(), members.end(),
                          [&](size_t m) { return cycle_of[m] >= 0; })) {
           const int number = static_cast<int>(d_.deadlocks.size());
@@ -351,7 +419,7 @@ void analysis::cycles() {
     }
   }
   // Behind a deadlock: the stuck ranks none of whose threads is in a cycle, from one of which a
-  // member is reachable.
+  // member is reachable (through a group's nodes too).
   std::vector<char> named(static_cast<size_t>(d_.world_size), 0);
   std::vector<size_t> work;
   for (size_t i = 0; i < n; ++i)
@@ -366,6 +434,8 @@ void analysis::cycles() {
       if (cycle_of[u] < 0) {
         cycle_of[u] = cycle_of[v];
         work.push_back(u);
+        if (u >= n)
+          continue;
         const auto rank = static_cast<size_t>(waits_[u].rank);
         if (!named[rank]) {
           named[rank] = 1;
@@ -375,9 +445,11 @@ void analysis::cycles() {
   }
   for (deadlock& dl : d_.deadlocks)
     std::sort(dl.blocked_behind.begin(), dl.blocked_behind.end());
+  std::vector<char> unmatched_at(static_cast<size_t>(d_.world_size), 0);
+  for (const unmatched_receive& u : d_.unmatched)
+    unmatched_at[static_cast<size_t>(u.receiver.rank)] = 1;
   for (const int32_t r : wildcard_ranks_)
-    if (stuck(r) && std::none_of(d_.unmatched.begin(), d_.unmatched.end(),
-                                 [&](const unmatched_receive& u) { return u.receiver.rank == r; }))
+    if (stuck(r) && !unmatched_at[static_cast<size_t>(r)])
       for (auto [w, last] = waits_of(r); w != last; ++w)
         if (w->wildcard) {
           unmatched_receive u;
@@ -393,12 +465,22 @@ void analysis::cycles() {
 // has finalized or has no state.
 void analysis::chains() {
   const size_t n = static_cast<size_t>(d_.world_size);
-  std::vector<std::vector<size_t>> waiting_on(n); // rank -> wait items with an edge to it
+  std::vector<std::vector<size_t>> waiting_on(n); // rank -> wait items that name it
   for (size_t i = 0; i < waits_.size(); ++i)
     for (const int32_t t : waits_[i].targets)
       waiting_on[static_cast<size_t>(t)].push_back(i);
+  // Whether a group waits for `rank`: a waiter of another rank (a rank never waits for itself
+  // through a wildcard).
+  const auto group_waits_for = [&](uint32_t g, int32_t rank) {
+    const auto& w = groups_[g].waiters;
+    return std::any_of(w.begin(), w.end(), [&](size_t i) { return waits_[i].rank != rank; });
+  };
+  std::vector<char> group_seen(groups_.size(), 0);
   for (int32_t c = 0; c < d_.world_size; ++c) {
-    if (blocked(c) || waiting_on[static_cast<size_t>(c)].empty())
+    const auto& groups_of_c = member_groups_[static_cast<size_t>(c)];
+    if (blocked(c) || (waiting_on[static_cast<size_t>(c)].empty() &&
+                       std::none_of(groups_of_c.begin(), groups_of_c.end(),
+                                    [&](uint32_t g) { return group_waits_for(g, c); })))
       continue;
     computing_rank cr;
     cr.rank = c;
@@ -418,26 +500,54 @@ void analysis::chains() {
         cr.line = last->line;
       }
       cr.computing_ns = computing_ns(c);
+      if (waits_in_mpi(c)) { // not blocked: it has threads not described
+        cr.threads_not_described = state(c)->threads_not_described;
+        for (const thread_state& t : state(c)->threads)
+          if (t.phase == thread_phase::in_mpi) {
+            cr.last_routine = t.routine;
+            cr.file = t.file;
+            cr.function = t.function;
+            cr.line = t.line;
+            break;
+          }
+      }
     }
     // Breadth first from c against the edges: parents give one chain from the farthest waiter.
     std::map<int32_t, std::pair<int32_t, size_t>> parent; // rank -> (the rank it waits for, item)
+    // A group is entered once, from its first member reached: its waiters are then all reached
+    // (the one of that member's own rank already was).
     std::vector<int32_t> frontier{c};
+    std::vector<uint32_t> groups_entered;
     int32_t farthest = c;
     while (!frontier.empty()) {
       std::vector<int32_t> following;
-      for (const int32_t v : frontier)
-        for (const size_t i : waiting_on[static_cast<size_t>(v)]) {
-          const int32_t u = waits_[i].rank;
-          if (u == c || parent.count(u))
-            continue;
-          parent[u] = {v, i};
-          (v == c ? cr.waiting_directly : cr.waiting_indirectly).push_back(u);
-          if (following.empty())
-            farthest = u; // the lowest rank at the deepest level
-          following.push_back(u);
-        }
+      const auto reach = [&](int32_t v, size_t i) {
+        const int32_t u = waits_[i].rank;
+        if (u == c || parent.count(u))
+          return;
+        parent[u] = {v, i};
+        (v == c ? cr.waiting_directly : cr.waiting_indirectly).push_back(u);
+        if (following.empty() || u < farthest)
+          farthest = u; // the lowest rank at the deepest level
+        following.push_back(u);
+      };
+      std::vector<size_t> items; // those waiting for v, in their order (as the chain's choice)
+      for (const int32_t v : frontier) {
+        items = waiting_on[static_cast<size_t>(v)];
+        for (const uint32_t g : member_groups_[static_cast<size_t>(v)])
+          if (!group_seen[g]) {
+            group_seen[g] = 1;
+            groups_entered.push_back(g);
+            items.insert(items.end(), groups_[g].waiters.begin(), groups_[g].waiters.end());
+          }
+        std::sort(items.begin(), items.end());
+        for (const size_t i : items)
+          reach(v, i);
+      }
       frontier = std::move(following);
     }
+    for (const uint32_t g : groups_entered)
+      group_seen[g] = 0;
     std::sort(cr.waiting_directly.begin(), cr.waiting_directly.end());
     std::sort(cr.waiting_indirectly.begin(), cr.waiting_indirectly.end());
     for (int32_t u = farthest; u != c; u = parent[u].first)
@@ -464,7 +574,7 @@ diagnosis diagnose(const std::vector<rank_state>& states, uint64_t now_ns, uint6
   bool all_finished = true, any_blocked = false;
   for (int32_t r = 0; r < d.world_size; ++r) {
     all_finished = all_finished && a.finalized(r);
-    any_blocked = any_blocked || a.blocked(r);
+    any_blocked = any_blocked || a.waits_in_mpi(r);
   }
   if (all_finished) {
     d.result = verdict::all_finished;

@@ -43,6 +43,9 @@ struct waiting_rank {
   uint32_t line = 0;
   std::string waits_for; // e.g. "a message from rank 1 (tag 7)"
   std::vector<int32_t> targets;
+  // A wildcard receive's: any member of each of these communicators but this rank (members not
+  // copied into `targets`: a job of ranks all in wildcard receives would make N² of them).
+  std::vector<communicator> any_of;
   uint64_t thread = 0; // its OS thread id, when the rank has more than one thread described
 };
 
@@ -53,11 +56,15 @@ struct deadlock {
   std::vector<int32_t> blocked_behind; // other ranks that cannot proceed because of it
 };
 
-// A rank outside MPI (or without a state) that blocked ranks wait for.
+// A rank outside MPI (or without a state, or with threads its state does not describe) that
+// blocked ranks wait for.
 struct computing_rank {
   int32_t rank = 0;
   bool has_state = true; // false: no state file for this rank
   bool finalized = false;
+  // Not 0: its described threads all wait inside MPI (last_routine is where one waits), but this
+  // many threads of it that called MPI are not described: it may act, so it is not judged.
+  uint32_t threads_not_described = 0;
   std::string last_routine, file, function;
   uint32_t line = 0;
   uint64_t computing_ns = 0;

@@ -1,5 +1,6 @@
 // The analysis on recorded states, each a way programs hang, without MPI.
 #include "hang/diagnose.hpp"
+#include "hang/recorded_states.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -7,42 +8,7 @@
 namespace strata::hang {
 namespace {
 
-constexpr uint64_t second = 1'000'000'000;
-constexpr uint64_t now = 1000 * second;
-constexpr uint64_t threshold = 10 * second;
-
-communicator world(int32_t size) {
-  return {1, static_cast<uint32_t>(size), 0, 1};
-}
-
-rank_state rank_in(int32_t rank, int32_t size, const std::string& routine, int32_t peer,
-                   int32_t tag, uint32_t line, uint64_t waiting_s = 60) {
-  rank_state r;
-  r.world_rank = rank;
-  r.world_size = size;
-  r.observed_ns = now;
-  thread_state t;
-  t.phase = thread_phase::in_mpi;
-  t.routine = routine;
-  t.file = "app.c";
-  t.line = line;
-  t.function = "main";
-  t.comm = world(size);
-  t.peer = peer;
-  t.tag = tag;
-  t.bytes = 1 << 20;
-  t.since_ns = now - waiting_s * second;
-  r.threads.push_back(t);
-  return r;
-}
-
-rank_state computing(int32_t rank, int32_t size, const std::string& last, uint32_t line,
-                     uint64_t for_s) {
-  rank_state r = rank_in(rank, size, last, no_peer, 0, line);
-  r.threads[0].phase = thread_phase::outside_mpi;
-  r.threads[0].since_ns = now - for_s * second;
-  return r;
-}
+using namespace recorded;
 
 TEST(RankRanges, MergesRunsInAnyOrder) {
   EXPECT_EQ(rank_ranges({7, 0, 2, 1, 3, 3}), "0-3,7");
@@ -60,6 +26,7 @@ TEST(Diagnose, ThreadsTheStatesDoNotDescribeAreCountedPerRank) {
   const diagnosis d = diagnose(states, now, threshold);
   ASSERT_EQ(d.result, verdict::hang);
   EXPECT_EQ(d.threads_not_described, (std::vector<std::pair<int32_t, uint32_t>>{{0, 55}, {2, 55}}));
+  EXPECT_TRUE(d.deadlocks.empty()) << "ranks 0 and 2 may have a thread that computes";
   const std::string text = format_text(d);
   EXPECT_NE(text.find("Not described: 55 threads of ranks 0,2 (more threads than the state "
                       "keeps)"),
@@ -68,6 +35,48 @@ TEST(Diagnose, ThreadsTheStatesDoNotDescribeAreCountedPerRank) {
   EXPECT_NE(format_json(d).find("\"threads_not_described\": [\n    {\n      \"rank\": 0,"),
             std::string::npos)
       << format_json(d);
+}
+
+TEST(Diagnose, ARankWithAThreadNotDescribedIsNotJudgedBlocked) {
+  // Ranks 0 and 1 receive from each other, but rank 1 has a thread that called MPI and that its
+  // state does not describe: it may compute and send, so no deadlock is claimed, and rank 1 is
+  // named as what rank 0 waits for.
+  std::vector<rank_state> states{rank_in(0, 2, "MPI_Recv", 1, 7, 12),
+                                 rank_in(1, 2, "MPI_Recv", 0, 7, 18)};
+  ASSERT_EQ(diagnose(states, now, threshold).deadlocks.size(), 1u);
+  states[1].threads_not_described = 1;
+  const diagnosis d = diagnose(states, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang); // nothing it shows moved: still judged a hang
+  EXPECT_TRUE(d.deadlocks.empty()) << format_text(d);
+  ASSERT_EQ(d.computing.size(), 1u) << format_text(d);
+  EXPECT_EQ(d.computing[0].rank, 1);
+  EXPECT_EQ(d.computing[0].threads_not_described, 1u);
+  EXPECT_EQ(d.computing[0].waiting_directly, std::vector<int32_t>{0});
+  const std::string text = format_text(d);
+  EXPECT_NE(text.find("WAITING FOR A RANK WITH THREADS NOT DESCRIBED: rank 1 has 1 thread that "
+                      "called MPI and that its state does not describe (they may compute or "
+                      "send); its described threads wait inside MPI, e.g. in MPI_Recv at "
+                      "app.c:18 (main)\n"
+                      "  Waiting for it directly: rank 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(nlohmann::json::parse(format_json(d))["waiting_for"][0]["state"], "not_described");
+}
+
+TEST(Diagnose, ARankWaitingForItselfWithThreadsNotDescribedIsNoDeadlock) {
+  // Every described thread of the only rank receives from it; 55 more are not described.
+  rank_state zero = rank_in(0, 1, "MPI_Recv", 0, 1, 30);
+  zero.threads.push_back(zero.threads[0]);
+  zero.threads[1].tag = 2;
+  zero.threads_not_described = 55;
+  const diagnosis d = diagnose({zero}, now, threshold);
+  ASSERT_EQ(d.result, verdict::hang);
+  EXPECT_TRUE(d.deadlocks.empty()) << format_text(d);
+  EXPECT_NE(format_text(d).find("No cause found in the states: the ranks wait in calls whose "
+                                "peers the states do not name, or for threads they do not "
+                                "describe"),
+            std::string::npos)
+      << format_text(d);
 }
 
 TEST(Diagnose, TwoRanksReceivingFromEachOtherAreADeadlockWithTheirLines) {

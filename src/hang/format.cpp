@@ -205,6 +205,13 @@ std::string format_text(const diagnosis& d) {
     if (!c.has_state)
       out += "WAITING FOR A RANK WITHOUT STATE: rank " + std::to_string(c.rank) +
              " (it may have died or never started)\n";
+    else if (c.threads_not_described > 0)
+      out += "WAITING FOR A RANK WITH THREADS NOT DESCRIBED: rank " + std::to_string(c.rank) +
+             " has " + std::to_string(c.threads_not_described) +
+             (c.threads_not_described == 1 ? " thread" : " threads") +
+             " that called MPI and that its state does not describe (they may compute or send); "
+             "its described threads wait inside MPI, e.g. in " +
+             c.last_routine + " at " + site(c.file, c.line, c.function) + "\n";
     else if (c.finalized)
       out += "WAITING FOR A FINALIZED RANK: rank " + std::to_string(c.rank) +
              " called MPI_Finalize " + seconds(c.computing_ns) + " ago at " +
@@ -226,12 +233,16 @@ std::string format_text(const diagnosis& d) {
     } else if (c.chain.size() == 1) {
       out += "  e.g. " + call(c.chain[0]) + "\n    waits for " + c.chain[0].waits_for + "\n";
     }
-    out += c.has_state && !c.finalized
-               ? "  Act: if this computation should have ended, look at rank " +
-                     std::to_string(c.rank) +
-                     " after its last call (a loop that does not end, a branch that skips a "
-                     "call the others make).\n"
-               : "  Act: find out why this rank stopped (its output, the batch system's log).\n";
+    if (c.threads_not_described > 0)
+      out += "  Act: look at every thread of rank " + std::to_string(c.rank) +
+             " (a debugger's backtrace of each): whether one of them computes, or waits too.\n";
+    else
+      out += c.has_state && !c.finalized
+                 ? "  Act: if this computation should have ended, look at rank " +
+                       std::to_string(c.rank) +
+                       " after its last call (a loop that does not end, a branch that skips a "
+                       "call the others make).\n"
+                 : "  Act: find out why this rank stopped (its output, the batch system's log).\n";
   }
   for (const rank_class& c : d.stuck_complete_collectives)
     out += "\nINSIDE A COMPLETE COLLECTIVE: " + ranks_text(c.ranks) + " are all in " + c.routine +
@@ -240,8 +251,11 @@ std::string format_text(const diagnosis& d) {
            "library or the network.\n";
   if (d.result == verdict::hang && d.deadlocks.empty() && d.computing.empty() &&
       d.unmatched.empty() && d.stuck_complete_collectives.empty())
-    out += "\nNo cause found in the states: the ranks wait in calls whose peers the states do "
-           "not name (see the classes).\n";
+    out += d.threads_not_described.empty()
+               ? "\nNo cause found in the states: the ranks wait in calls whose peers the states "
+                 "do not name (see the classes).\n"
+               : "\nNo cause found in the states: the ranks wait in calls whose peers the states "
+                 "do not name, or for threads they do not describe (above; see the classes).\n";
   if (!d.classes.empty())
     text_classes(out, d.classes);
   return out;
@@ -255,6 +269,17 @@ std::string format_json(const diagnosis& d) {
              {"targets", w.targets}};
     if (w.thread != 0)
       out["thread"] = w.thread;
+    // A wildcard receive waits for any member of a communicator but itself: the communicator,
+    // whose members are first + i * stride (a list of them each would be N² at N such ranks).
+    if (!w.any_of.empty()) {
+      json any = json::array();
+      for (const communicator& c : w.any_of)
+        any.push_back({{"communicator", c.id},
+                       {"communicator_size", c.size},
+                       {"first", c.first},
+                       {"stride", c.stride}});
+      out["any_of"] = any;
+    }
     return out;
   };
   json j{{"format", "strata.hang/1"},
@@ -301,9 +326,10 @@ std::string format_json(const diagnosis& d) {
     for (const waiting_rank& w : c.chain)
       chain.push_back(waiting_json(w));
     computing.push_back({{"rank", c.rank},
-                         {"state", !c.has_state  ? "missing"
-                                   : c.finalized ? "finalized"
-                                                 : "computing"},
+                         {"state", !c.has_state                  ? "missing"
+                                   : c.finalized                 ? "finalized"
+                                   : c.threads_not_described > 0 ? "not_described"
+                                                                 : "computing"},
                          {"last_routine", c.last_routine},
                          {"file", c.file},
                          {"line", c.line},

@@ -93,10 +93,10 @@ void analysis::add_recv(wait_item& w, int32_t source, int32_t tag, const communi
   if (source == proc_null || recv_is_matched(r))
     return;
   if (source == any_source) {
-    const std::vector<int32_t> members = others(comm, w.rank);
-    if (members.empty() && comm.size > 1)
+    if (!comm.members_known() && comm.size > 1)
       w.known = false;
-    w.targets.insert(w.targets.end(), members.begin(), members.end());
+    else if (comm.size > 1 || (comm.size == 1 && comm.member(0) != w.rank))
+      w.groups.push_back(group_of(comm));
     add_text(w, "a message from any rank of its communicator (" + tag_text(tag) + ")");
     wildcard_ranks_.insert(w.rank);
     w.wildcard = true;
@@ -106,6 +106,22 @@ void analysis::add_recv(wait_item& w, int32_t source, int32_t tag, const communi
     add_text(w, "a message from rank " + std::to_string(source) + " (" + tag_text(tag) + ")");
   }
   check_near_sends(w, r);
+}
+
+// The group of a communicator's members, made on its first wildcard receive.
+uint32_t analysis::group_of(const communicator& comm) {
+  const auto key = std::make_tuple(comm.id, comm.first, comm.stride, comm.size);
+  const auto [it, fresh] = group_index_.try_emplace(key, static_cast<uint32_t>(groups_.size()));
+  if (fresh)
+    groups_.push_back({comm, {}});
+  return it->second;
+}
+
+bool analysis::waits_for_rank(const wait_item& w, int32_t rank) const {
+  return std::binary_search(w.targets.begin(), w.targets.end(), rank) ||
+         (rank != w.rank && std::any_of(w.groups.begin(), w.groups.end(), [&](uint32_t g) {
+            return groups_[g].comm.contains(rank);
+          }));
 }
 
 void analysis::add_send(wait_item& w, int32_t dest, int32_t tag, uint64_t bytes,
@@ -234,7 +250,7 @@ wait_item analysis::wait_of(int32_t rank, const thread_state& t) {
     w.known = false;
     break;
   }
-  if (w.known && w.targets.empty() && !complete_collective_ranks_.count(rank))
+  if (w.known && w.targets.empty() && w.groups.empty() && !complete_collective_ranks_.count(rank))
     w.known = false; // matched: the transfer is under way
   return w;
 }
@@ -300,7 +316,9 @@ bool analysis::posted_collective(int32_t member, const communicator& comm,
 
 waiting_rank analysis::waiting(const wait_item& w) const {
   waiting_rank out{w.rank,         w.thread->routine, w.thread->file, w.thread->function,
-                   w.thread->line, w.waits_for,       w.targets};
+                   w.thread->line, w.waits_for,       w.targets,      {}};
+  for (const uint32_t g : w.groups)
+    out.any_of.push_back(groups_[g].comm);
   // Which thread, where the rank describes more than one.
   const rank_state* r = state(w.rank);
   if (r != nullptr && std::count_if(r->threads.begin(), r->threads.end(), [](const auto& t) {

@@ -237,6 +237,28 @@ class ManyThreads(HangTestCase):
         self.assertEqual(d["threads_not_described"], [{"rank": 0, "threads": 55}])
 
 
+class UndescribedThreads(HangTestCase):
+    def test_a_rank_with_a_thread_never_described_is_not_in_a_deadlock(self):
+        """Ranks 0 and 1 receive from each other, but rank 1 has a thread that made one MPI
+        call the profile only counts, then computes: its state counts it as not described, and
+        the diagnosis names rank 1 as what rank 0 waits for rather than a deadlock."""
+        line = line_of("hang.c", "HANG quiet recv")
+        proc = self.watched([program("hang_c"), "quiet_thread"])
+        self.assertAborted(proc)
+        self.assertNotIn("DEADLOCK", proc.stderr)
+        self.assertIn("Not described: 1 thread of rank 1", proc.stderr)
+        self.assertRegex(proc.stderr, r"WAITING FOR A RANK WITH THREADS NOT DESCRIBED: rank 1 has 1 "
+                                      r"thread that called MPI and that its state does not "
+                                      r"describe \(they may compute or send\); its described "
+                                      rf"threads wait inside MPI, e.g. in MPI_Recv at "
+                                      rf"\S*hang\.c:{line} \(main\)\n"
+                                      r"  Waiting for it directly: rank 0\n")
+        d = self.spool_diagnosis()
+        self.assertEqual(d["threads_not_described"], [{"rank": 1, "threads": 1}])
+        self.assertEqual([(w["rank"], w["state"]) for w in d["waiting_for"]],
+                         [(1, "not_described")])
+
+
 class Stacks(HangTestCase):
     def test_a_launch_without_a_stack_gets_the_profile(self):
         # --hang-after reads the state the profile writes: a launch that names no module gets

@@ -1,6 +1,6 @@
 /* Programs that hang in known ways (and one that computes long but does not), for the hang
  * diagnosis: hang_c MODE, where MODE is recv_recv, sleeper, wrong_tag, send_send, irecv_wait,
- * wildcard, threads, threads_across, reused_table, many_threads or compute.
+ * wildcard, threads, threads_across, reused_table, many_threads, quiet_thread or compute.
  * The tests find the lines they expect by the markers in the comments. */
 #include <mpi.h>
 #include <pthread.h>
@@ -139,12 +139,22 @@ static void many_threads_rounds(void) {
   MPI_Recv(&value, 1, MPI_INT, rank, 999, world, MPI_STATUS_IGNORE); /* HANG many_threads */
 }
 
+/* A thread of the quiet_thread mode: one MPI call the profile only counts, then it computes. */
+static void* ask_rank_then_compute(void* unused) {
+  (void)unused;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank); /* HANG quiet call */
+  sleep(3600);
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   int provided = 0;
   const int across = strcmp(mode, "threads_across") == 0;
   const int threaded = strcmp(mode, "threads") == 0 || across ||
-                       strcmp(mode, "reused_table") == 0 || strcmp(mode, "many_threads") == 0;
+                       strcmp(mode, "reused_table") == 0 || strcmp(mode, "many_threads") == 0 ||
+                       strcmp(mode, "quiet_thread") == 0;
   pthread_t early;
   if (across) {
     pthread_barrier_init(&mpi_ready, NULL, 2);
@@ -231,6 +241,16 @@ int main(int argc, char** argv) {
     pthread_join(second, NULL);
   } else if (strcmp(mode, "many_threads") == 0) {
     many_threads_rounds();
+  } else if (strcmp(mode, "quiet_thread") == 0) {
+    /* The ranks receive from each other first, but rank 1 has a thread that called MPI once (a
+     * call only counted, never described) and computes: it might still send. */
+    pthread_t quiet;
+    if (rank == 1)
+      pthread_create(&quiet, NULL, ask_rank_then_compute, NULL);
+    MPI_Recv(&value, 1, MPI_INT, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* HANG quiet recv */
+    MPI_Send(&value, 1, MPI_INT, peer, 7, MPI_COMM_WORLD);
+    if (rank == 1)
+      pthread_join(quiet, NULL);
   } else if (strcmp(mode, "compute") == 0) {
     /* Every rank computes longer than the threshold between its calls: no hang. */
     const double seconds = argc > 2 ? atof(argv[2]) : 3;
@@ -240,9 +260,9 @@ int main(int argc, char** argv) {
     }
   } else {
     if (rank == 0)
-      fprintf(stderr,
-              "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|irecv_wait|wildcard|"
-              "threads|threads_across (2 ranks)|reused_table|many_threads|compute [SECONDS]\n");
+      fprintf(stderr, "usage: hang_c recv_recv|sleeper|wrong_tag|send_send|irecv_wait|wildcard|"
+                      "threads|threads_across (2 ranks)|reused_table|many_threads|quiet_thread|"
+                      "compute [SECONDS]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Finalize();

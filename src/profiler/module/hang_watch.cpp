@@ -534,8 +534,10 @@ void follow_threads(hang_watch& h) {
     tw = thread_watch{};
   }
   // A thread is listed on its first call that a module sees, which may leave no record (a
-  // call only counted): it takes a slot once it has a call to describe.
-  std::erase_if(listed, [](const strata_where* w) {
+  // call only counted): it takes a slot once it has a call to describe. Until then it is not
+  // described, and counted so: it called MPI and may be computing, so its rank is not known to
+  // be all waiting.
+  const auto unrecorded = std::erase_if(listed, [](const strata_where* w) {
     uint64_t seq = 0;
     return !read_own(&w->seq, &seq, sizeof(seq)) || seq == 0;
   });
@@ -548,7 +550,7 @@ void follow_threads(hang_watch& h) {
   // those libstrata could not list.
   const int unlisted =
       strata_where_unlisted_threads != nullptr ? strata_where_unlisted_threads() : 0;
-  h.writer->set_threads_not_described(static_cast<uint32_t>(listed.size()) +
+  h.writer->set_threads_not_described(static_cast<uint32_t>(listed.size() + unrecorded) +
                                       static_cast<uint32_t>(std::max(unlisted, 0)));
 }
 

@@ -392,6 +392,13 @@ void forget_world_ranks() {
     real_comm.group_free(&world_group);
   world_group = MPI_GROUP_NULL;
   world_group_size = 0;
+  // The groups looked up so far were bounded by the world before: their sums per peer go the
+  // long way now, checked against the module's sums (the world changes while MPI_Init runs,
+  // before any call is summed).
+  for (slot& s : table)
+    s.info.pair_ranks = 0;
+  for (slot& s : window_table)
+    s.info.pair_ranks = 0;
 }
 
 __thread last_comm_lookup last_comm

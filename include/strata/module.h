@@ -296,6 +296,20 @@ typedef struct strata_pair_sum {
   uint64_t messages;
   uint64_t bytes;
 } strata_pair_sum;
+/* A persistent request whose starts the core counts (strata_timed_counts::started): per start,
+ * sums[0] += 1 and sums[1] += bytes, sums being the first two members of a strata_pair_sum
+ * (messages, bytes) or of a strata_comm_sum (calls, bytes); NULL: nothing counted. */
+typedef struct strata_started_slot {
+  uint64_t handle; /* the request's handle bits (as strata_event::request); 0: an empty slot */
+  uint64_t* sums;
+  uint64_t bytes;
+  uint64_t reserved; /* 32 bytes a slot */
+} strata_started_slot;
+#define STRATA_STARTED_SLOTS 16384 /* 2^14 */
+/* The slot where a handle's search starts (then the next, modulo STRATA_STARTED_SLOTS). */
+static inline uint32_t strata_started_home(uint64_t handle) {
+  return (uint32_t)((handle * 0x9e3779b97f4a7c15ULL) >> 50);
+}
 /* One rank's collective calls on one communicator (strata_timed_counts::comms), and the group
  * they ran on as the event gave it (comm_world_ranks, comm_size, flags). */
 typedef struct strata_comm_sum {
@@ -331,6 +345,16 @@ typedef struct strata_timed_counts {
    * bytes of that function. NULL: no such sums. */
   strata_comm_sum* comms;
   uint32_t comm_count;
+  /* Appended likewise: for MPI_Start and MPI_Startall, instead of after_start, the module's
+   * table of the persistent requests whose starts it counts: STRATA_STARTED_SLOTS slots of open
+   * addressing by handle (strata_started_home, then the next slot; at least one slot empty, so
+   * that an empty slot ends every search). After a call that returned MPI_SUCCESS, the core
+   * looks each request it started up and adds the start to the slot's sums (strata_started_slot):
+   * no event, no callback. The module fills the table from the events of the calls that make
+   * requests (never summed by the core: they must reach it as events), and never while a start
+   * runs (the core sums only without MPI_THREAD_MULTIPLE). NULL: none (after_start is called,
+   * if set). */
+  const strata_started_slot* started;
 } strata_timed_counts;
 static inline int strata_size_bin(uint64_t bytes) {
   const int bin = bytes == 0 ? 0 : 64 - __builtin_clzll(bytes);

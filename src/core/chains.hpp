@@ -74,8 +74,11 @@ struct chain_entry {
   // event's comm_id (strata_timed_counts::comms), else null.
   strata_comm_sum* timed_comms = nullptr;
   uint32_t timed_comm_count = 0;
-  // With timed_slot, for MPI_Start and MPI_Startall: the module's function that counts what the
-  // started requests send (strata_timed_counts::after_start), called with `state`, else null.
+  // With timed_slot, for MPI_Start and MPI_Startall: the module's table of persistent requests
+  // that the core adds each start to (strata_timed_counts::started, peer_sums.hpp), else null;
+  // without it, the module's function that counts what the started requests send
+  // (strata_timed_counts::after_start), called with `state`, else null.
+  const strata_started_slot* timed_started = nullptr;
   strata_event_fn timed_after_start = nullptr;
 };
 

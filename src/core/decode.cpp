@@ -57,6 +57,7 @@ std::mutex insert_lock;
 std::atomic<uint32_t> next_id{1};
 int keyval = -1;
 MPI_Group world_group = MPI_GROUP_NULL;
+int world_group_size = 0;
 
 size_t hash(uint64_t key) {
   return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 50);
@@ -109,9 +110,17 @@ MPI_Group world_ranks_group() {
 
 // The world rank of each rank of `group`, `ranks` long: allocated once per communicator or
 // window and kept, since events may still point at it.
+void learn_world_group() {
+  if (world_group != MPI_GROUP_NULL)
+    return;
+  world_group = world_ranks_group();
+  world_group_size = 0;
+  if (world_group != MPI_GROUP_NULL)
+    real_comm.group_size(world_group, &world_group_size);
+}
+
 int* world_ranks_of(MPI_Group group, int ranks) {
-  if (world_group == MPI_GROUP_NULL)
-    world_group = world_ranks_group();
+  learn_world_group();
   int* in_group = new int[static_cast<size_t>(ranks)];
   int* world = new int[static_cast<size_t>(ranks)];
   for (int r = 0; r < ranks; ++r)
@@ -119,6 +128,26 @@ int* world_ranks_of(MPI_Group group, int ranks) {
   real_comm.group_translate_ranks(group, ranks, in_group, world_group, world);
   delete[] in_group;
   return world;
+}
+
+// The sums per peer's view of a group (comm_info::pair_world): its world ranks where each is a
+// rank of the world. The application's world (no table of world ranks) gets one, 0 to size - 1.
+void set_pair_world(comm_info& info) {
+  learn_world_group();
+  if (info.size <= 0 || (info.world_ranks == nullptr && info.size > world_group_size))
+    return;
+  const int* world = info.world_ranks;
+  if (world == nullptr) {
+    int* identity = new int[static_cast<size_t>(info.size)];
+    for (int r = 0; r < info.size; ++r)
+      identity[r] = r;
+    world = identity;
+  }
+  for (int r = 0; r < info.size; ++r)
+    if (static_cast<unsigned>(world[r]) >= static_cast<unsigned>(world_group_size))
+      return;
+  info.pair_world = world;
+  info.pair_ranks = static_cast<uint32_t>(info.size);
 }
 
 slot* insert(MPI_Comm comm, uint64_t key) {
@@ -150,6 +179,7 @@ slot* insert(MPI_Comm comm, uint64_t key) {
       info.size = peers;
       real_comm.group_free(&group);
     }
+    set_pair_world(info);
     info.id = next_id.fetch_add(1);
     table[i].info = info;
     if (keyval == -1)
@@ -190,6 +220,7 @@ slot* insert_window(MPI_Win win, uint64_t key, size_t i) {
     real_comm.group_rank(group, &info.rank);
     info.world_ranks = world_ranks_of(group, info.size);
     real_comm.group_free(&group);
+    set_pair_world(info);
     info.id = next_id.fetch_add(1);
     window_table[i].info = info;
     if (window_keyval == -1)
@@ -349,14 +380,29 @@ void learn_predefined_type_sizes() {
   });
 }
 
+int world_rank_count() {
+  std::lock_guard<std::mutex> guard(insert_lock);
+  learn_world_group();
+  return world_group_size;
+}
+
 void forget_world_ranks() {
   std::lock_guard<std::mutex> guard(insert_lock);
   if (world_group != MPI_GROUP_NULL && real_comm.group_free != nullptr)
     real_comm.group_free(&world_group);
   world_group = MPI_GROUP_NULL;
+  world_group_size = 0;
+  // The groups looked up so far were bounded by the world before: their sums per peer go the
+  // long way now, checked against the module's sums (the world changes while MPI_Init runs,
+  // before any call is summed).
+  for (slot& s : table)
+    s.info.pair_ranks = 0;
+  for (slot& s : window_table)
+    s.info.pair_ranks = 0;
 }
 
-__thread last_comm_lookup last_comm __attribute__((tls_model("initial-exec")));
+__thread last_comm_lookup last_comm
+    __attribute__((tls_model("initial-exec"))) = {no_handle, 0, nullptr, nullptr};
 
 const comm_info* find_comm_without_mpi(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL)
@@ -402,7 +448,8 @@ const comm_info* lookup_comm_in_table(MPI_Comm comm) {
   return &found->info;
 }
 
-__thread last_comm_lookup last_window __attribute__((tls_model("initial-exec")));
+__thread last_comm_lookup last_window
+    __attribute__((tls_model("initial-exec"))) = {no_handle, 0, nullptr, nullptr};
 
 const comm_info* lookup_window_in_table(MPI_Win win) {
   if (win == MPI_WIN_NULL)

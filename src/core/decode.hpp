@@ -20,6 +20,14 @@ struct comm_info {
   // Its topology's neighbours of this rank, received from << 32 | sent to; -1 until the first
   // neighbourhood collective on it asks (neighbor_degree): other calls never pay for them.
   mutable int64_t neighbor_degrees = -1;
+  // For the core's sums per peer (dispatch.hpp, add_to_peer): each rank's world rank, never
+  // null (the application's world has a table of its own), where every rank of the group is a
+  // rank of the world; `pair_ranks` is then `size`, else 0 (a spawned process's communicator,
+  // a window of no look-up: those go the long way, add_to_peer_outside_world). One unsigned
+  // compare then both leaves out the special ranks and bounds the world rank, with no test of
+  // the table and none of the world rank.
+  const int* pair_world = nullptr;
+  uint32_t pair_ranks = 0;
 };
 
 struct completion_space;
@@ -49,6 +57,9 @@ void resolve_api();
 
 // The application's world changed (strata_host::replace_world): world ranks are asked again.
 void forget_world_ranks();
+// How many world ranks there are (the group that world ranks are ranks of), 0 when MPI cannot
+// say: the least a module's sums per world rank must cover (comm_info::pair_world).
+int world_rank_count();
 
 // The field groups that the usual stacks read of few calls (the profile reads none of them:
 // module.h, strata_module_function_fields_v1): a segment that reads none of them passes every
@@ -66,7 +77,10 @@ template <typename H> inline uint64_t handle_bits(H h) {
 
 // The communicator this thread looked up last, checked against its table slot's key (which
 // the attribute delete callback tombstones when MPI frees it): a program's calls mostly name
-// one communicator after another, and a hit costs a few instructions instead of a probe.
+// one communicator after another, and a hit costs a few instructions instead of a probe. A
+// thread starts with no_handle, which no handle's bits equal (a pointer under Open MPI, an int
+// under MPICH), so that a hit needs no test that slot_key was set.
+inline constexpr uint64_t no_handle = ~uint64_t{0};
 struct last_comm_lookup {
   uint64_t handle;
   uint64_t key; // the table's key for it
@@ -81,7 +95,7 @@ const comm_info* find_comm_without_mpi(MPI_Comm comm);
 
 inline const comm_info* lookup_comm(MPI_Comm comm) {
   const last_comm_lookup& last = last_comm;
-  if (last.slot_key != nullptr && last.handle == handle_bits(comm) &&
+  if (last.handle == handle_bits(comm) &&
       last.slot_key->load(std::memory_order_acquire) == last.key)
     return last.info;
   return lookup_comm_in_table(comm);
@@ -96,8 +110,7 @@ const comm_info* lookup_window_in_table(MPI_Win win);
 
 inline const comm_info* lookup_window(MPI_Win win) {
   const last_comm_lookup& last = last_window;
-  if (last.slot_key != nullptr && last.handle == handle_bits(win) &&
-      last.slot_key->load(std::memory_order_acquire) == last.key)
+  if (last.handle == handle_bits(win) && last.slot_key->load(std::memory_order_acquire) == last.key)
     return last.info;
   return lookup_window_in_table(win);
 }
@@ -115,9 +128,14 @@ struct rank_in_group {
   const comm_info& group;
   int rank;
 };
+// The requests an MPI_Start or MPI_Startall started, for the sums of their messages.
+struct started_requests {
+  const MPI_Request* requests;
+  int count;
+};
 inline const comm_info& peer_comm_group(MPI_Comm comm) {
   const last_comm_lookup& last = last_comm;
-  if (__builtin_expect(last.slot_key != nullptr && last.handle == handle_bits(comm) &&
+  if (__builtin_expect(last.handle == handle_bits(comm) &&
                            last.slot_key->load(std::memory_order_acquire) == last.key,
                        1))
     return *last.info;
@@ -125,7 +143,7 @@ inline const comm_info& peer_comm_group(MPI_Comm comm) {
 }
 inline const comm_info& peer_window_group(MPI_Win win) {
   const last_comm_lookup& last = last_window;
-  if (__builtin_expect(last.slot_key != nullptr && last.handle == handle_bits(win) &&
+  if (__builtin_expect(last.handle == handle_bits(win) &&
                            last.slot_key->load(std::memory_order_acquire) == last.key,
                        1))
     return *last.info;

@@ -12,6 +12,7 @@
 #include "core/chains.hpp"
 #include "core/clock.hpp"
 #include "core/decode.hpp"
+#include "core/peer_sums.hpp"
 #include "python_sites/capture.hpp"
 #include "strata_functions.hpp"
 #include <strata/module.h>
@@ -393,26 +394,12 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   Decoder::enter(ev, scratch, fields, args...);
   // A send's destination, a one-sided operation's target, where these sums were lent: its world
   // rank read straight from its group (the event's peer and communicator are not decoded), and
-  // the message counted before the call, as it is whatever the call returns. The unsigned
-  // compares leave out MPI_PROC_NULL and the other special ranks, and ranks outside the world
-  // (a spawned process's).
+  // the message counted before the call, as it is whatever the call returns (peer_sums.hpp).
   if constexpr (Decoder::has_peer) {
     if (entry.timed_pairs != nullptr) {
       const decode::rank_in_group peer = Decoder::peer_of(args...);
-      const auto rank = static_cast<uint32_t>(peer.rank);
-      if (rank < static_cast<uint32_t>(peer.group.size)) {
-        const int* world = peer.group.world_ranks;
-        const uint32_t to = world != nullptr ? static_cast<uint32_t>(world[rank]) : rank;
-        if (to < entry.timed_pair_count) {
-          strata_pair_sum& pair = entry.timed_pairs[to];
-          ++pair.messages;
-          // Two plain adds to memory: GCC would make them one vector add, whose operands it
-          // packs first (four instructions more).
-          asm("" : "+m"(pair.messages));
-          pair.bytes +=
-              non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent);
-        }
-      }
+      add_to_peer(entry, peer.group, peer.rank,
+                  non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent));
     }
   }
   note_call<F>(call_site, args...);
@@ -441,11 +428,15 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
       sum.flags = ev.flags;
     }
   }
-  // A start's messages, which only the module that saw its requests made can name: the test
-  // is compiled into MPI_Start and MPI_Startall alone.
+  // A start's messages, which only the module that saw its requests made can name (its table,
+  // else its callback): the test is compiled into MPI_Start and MPI_Startall alone.
   if constexpr (Decoder::starts_requests) {
-    if (entry.timed_after_start != nullptr)
+    if (entry.timed_started != nullptr) {
+      if (r == MPI_SUCCESS)
+        add_started(entry.timed_started, Decoder::started(args...));
+    } else if (entry.timed_after_start != nullptr) {
       entry.timed_after_start(&ev, entry.state);
+    }
   }
   // The latest exit moves on once a millisecond, not on every call (as the profile's threads
   // do: counting.hpp): the wall time of a rank that died may be short by that much.

@@ -266,6 +266,7 @@ std::vector<std::string> enable_timed_counts(core_state& s, int thread_level) {
   if (thread_level == MPI_THREAD_MULTIPLE)
     return lines; // the sums are plain adds
   std::vector<incomplete_loans> incomplete(s.modules.size());
+  std::vector<uint32_t> short_pairs(s.modules.size(), 0);
   for (int fid = 0; fid < gen::function_count; ++fid) {
     for (chain_entry& e : s.entries[static_cast<size_t>(fid)]) {
       if (!e.sole_exit_every_call || e.count_mode != count_none)
@@ -280,22 +281,39 @@ std::vector<std::string> enable_timed_counts(core_state& s, int thread_level) {
       }
       e.timed_histograms = counts.histograms;
       e.latest_exit = counts.latest_exit_ns;
+      // The sums per peer must cover every world rank, which the summed path adds to without a
+      // look at their count (peer_sums.hpp).
       if (counts.pairs != nullptr && counts.pair_count != 0) {
-        e.timed_pair_count = counts.pair_count;
-        e.timed_pairs = counts.pairs;
+        if (counts.pair_count >= static_cast<uint32_t>(decode::world_rank_count())) {
+          e.timed_pair_count = counts.pair_count;
+          e.timed_pairs = counts.pairs;
+        } else {
+          short_pairs[static_cast<size_t>(e.layer)] = counts.pair_count;
+        }
       }
       if (counts.comms != nullptr && counts.comm_count != 0) {
         e.timed_comm_count = counts.comm_count;
         e.timed_comms = counts.comms;
       }
-      if (fid == gen::fid_MPI_Start || fid == gen::fid_MPI_Startall)
+      if (fid == gen::fid_MPI_Start || fid == gen::fid_MPI_Startall) {
+        e.timed_started = counts.started;
         e.timed_after_start = counts.after_start;
+        // The table is looked up by the arguments, not by the event's requests.
+        if (counts.started != nullptr)
+          e.timed_fields = with_prerequisites(e.timed_fields & ~STRATA_FIELD_REQUESTS, fid);
+      }
       e.timed_slot = counts.slot; // last: the call path tests it
     }
   }
-  for (size_t i = 0; i < incomplete.size(); ++i)
+  for (size_t i = 0; i < incomplete.size(); ++i) {
     if (incomplete[i].first >= 0)
       lines.push_back(incomplete_loans_line(s.modules[i], incomplete[i]));
+    if (short_pairs[i] != 0)
+      lines.push_back("warning: " + s.modules[i].origin + ": module '" + s.modules[i].name +
+                      "' lent sums per peer for " + std::to_string(short_pairs[i]) +
+                      " world ranks of " + std::to_string(decode::world_rank_count()) + " (" +
+                      STRATA_MODULE_TIMED_COUNTS_SYMBOL + ", pair_count): the core adds none");
+  }
   return lines;
 }
 

@@ -312,6 +312,16 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # after_start (module.h, strata_timed_counts).
             starts = "true" if n in ("MPI_Start", "MPI_Startall") else "false"
             c.write(f"  static constexpr bool starts_requests = {starts};\n")
+            if starts == "true":
+                # The requests started, which the core looks up in the module's table
+                # (strata_timed_counts::started) without decoding the event's.
+                if "wait" in spec:
+                    started = f"{{{spec['wait']}, 1}}"
+                else:
+                    count, _, array = spec["requests"].partition(":")
+                    started = f"{{{array}, {count}}}"
+                c.write(f"  __attribute__((always_inline)) static dec::started_requests started("
+                        f"{ref_list}) {{\n    return {started};\n  }}\n")
             if "flag" in spec:
                 # Before an untimed poll: what the enter decoder does for the bytes received
                 # (which the core then leaves out of the enter decoder it runs after the call).

@@ -60,12 +60,29 @@ request_role request_role_of(std::string_view routine) {
   }
 }
 
-bool persistent_requests::note(const made& request) {
-  const uint64_t handle = request.handle;
+persistent_requests::~persistent_requests() {
+  if (slots_ != nullptr)
+    ::munmap(slots_, capacity * sizeof(made));
+}
+
+const strata_started_slot* persistent_requests::open() {
+  if (slots_ != nullptr)
+    return slots_;
+  void* p = ::mmap(nullptr, capacity * sizeof(made), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return nullptr;
+  slots_ = static_cast<made*>(p);
+  return slots_;
+}
+
+bool persistent_requests::note(uint64_t handle, uint64_t* sums, uint64_t bytes) {
   if (handle == 0)
     return true;
-  if (slots_.empty())
-    slots_.resize(capacity);
+  if (open() == nullptr) {
+    ++not_kept_;
+    return false;
+  }
   for (size_t i = home(handle);; i = (i + 1) & (capacity - 1)) {
     made& s = slots_[i];
     if (s.handle == handle || s.handle == 0) {
@@ -77,14 +94,14 @@ bool persistent_requests::note(const made& request) {
         }
         ++used_;
       }
-      s = request;
+      s = {handle, sums, bytes, 0};
       return true;
     }
   }
 }
 
 void persistent_requests::forget(uint64_t handle) {
-  if (slots_.empty() || handle == 0)
+  if (slots_ == nullptr || handle == 0)
     return;
   size_t i = home(handle);
   while (slots_[i].handle != handle) {

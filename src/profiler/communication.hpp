@@ -43,54 +43,45 @@ enum class request_role : uint8_t {
 request_role request_role_of(std::string_view routine);
 
 // The persistent sends and collectives of one rank by request handle (the handle's bits, as the
-// core gives them in strata_event::request): what each start sends, to a destination or on a
-// communicator. A fixed table of open addressing, allocated at the first request made; a handle
-// made again (MPI reuses the handles of freed requests) takes its new request or, made by a
-// receive, leaves the table. Not thread-safe: the caller locks under MPI_THREAD_MULTIPLE.
+// core gives them in strata_event::request): what each start adds to which sums, a send's message
+// to its destination's (sent_pairs), a collective's call to its communicator's (collectives.hpp).
+// The table is the core's layout (module.h, strata_started_slot, STRATA_STARTED_SLOTS): the core
+// looks up the starts it sums itself (strata_timed_counts::started), the profile those that reach
+// it as events. Open addressing, mapped when first needed (its pages untouched until written); a
+// handle made again (MPI reuses the handles of freed requests) takes its new request or, made by
+// a receive, leaves the table. Not thread-safe: the caller locks under MPI_THREAD_MULTIPLE.
 class persistent_requests {
 public:
-  struct made {
-    uint64_t handle = 0;                 // 0: an empty slot
-    uint32_t to = 0;                     // a send's destination (world rank)
-    uint64_t bytes = 0;                  // what each start sends
-    uint8_t kind = pair_kind_persistent; // a send's: persistent or partitioned
-    // A send's sum of its kind for its destination (sent_pairs), found once when it is made so
-    // that a start adds to it without indexing.
-    strata_pair_sum* sum = nullptr;
-    // A collective's communicator, as its `_init` call's event named it (collectives.hpp).
-    bool collective = false;
-    uint32_t comm_id = 0;
-    int32_t comm_size = 0;
-    uint32_t comm_flags = 0;
-    const int* comm_world_ranks = nullptr;
-  };
-  static constexpr size_t capacity = size_t{1} << 14;
-  // False when the table is full (that request's starts are then not counted).
-  bool note(const made& request);
-  bool note(uint64_t handle, uint32_t to, uint64_t bytes) { return note({handle, to, bytes}); }
+  using made = strata_started_slot;
+  static constexpr size_t capacity = STRATA_STARTED_SLOTS;
+  persistent_requests() = default;
+  persistent_requests(const persistent_requests&) = delete;
+  persistent_requests& operator=(const persistent_requests&) = delete;
+  ~persistent_requests();
+  // The table, mapped if it was not; null when memory is short (nothing is then kept).
+  const strata_started_slot* open();
+  // A request whose every start adds one to sums[0] and `bytes` to sums[1] (module.h); false
+  // when the table is full or cannot be made (that request's starts are then not counted).
+  bool note(uint64_t handle, uint64_t* sums, uint64_t bytes);
   void forget(uint64_t handle);
   const made* find(uint64_t handle) const {
-    if (slots_.empty())
+    if (slots_ == nullptr || handle == 0)
       return nullptr;
     for (size_t i = home(handle);; i = (i + 1) & (capacity - 1)) {
       if (slots_[i].handle == handle)
-        return handle != 0 ? &slots_[i] : nullptr;
+        return &slots_[i];
       if (slots_[i].handle == 0)
         return nullptr;
     }
   }
   // Requests not kept for want of room.
   uint64_t not_kept() const { return not_kept_; }
-  // The slot where a handle's search starts. Handles are pointers (Open MPI) or counters with
-  // kind bits (MPICH): mixed, then masked.
-  static size_t home(uint64_t handle) {
-    uint64_t h = handle * 0x9e3779b97f4a7c15ULL;
-    h ^= h >> 29;
-    return static_cast<size_t>(h) & (capacity - 1);
-  }
+  // The slot where a handle's search starts (handles are pointers under Open MPI, counters with
+  // kind bits under MPICH: mixed).
+  static size_t home(uint64_t handle) { return strata_started_home(handle); }
 
 private:
-  std::vector<made> slots_;
+  made* slots_ = nullptr;
   size_t used_ = 0;
   uint64_t not_kept_ = 0;
 };

@@ -51,17 +51,15 @@ TEST(Communication, PartitionedSendsAreInThePairs) {
   EXPECT_EQ(section.pairs, (std::vector<record::message_pair>{{2, 0, 5, 488}}));
   EXPECT_EQ(section.by_kind.at("partitioned"), (std::vector<record::message_pair>{{2, 0, 4, 480}}));
   EXPECT_EQ(section.by_kind.at("persistent"), (std::vector<record::message_pair>{{2, 0, 1, 8}}));
-  // A partitioned send keeps its kind by handle, for its starts.
+  // A partitioned send keeps its kind's sums by handle, for its starts.
+  sent_pairs sums;
+  ASSERT_TRUE(sums.open(2));
   persistent_requests table;
-  persistent_requests::made made;
-  made.handle = 7;
-  made.to = 1;
-  made.bytes = 120;
-  made.kind = pair_kind_partitioned;
-  EXPECT_TRUE(table.note(made));
-  EXPECT_TRUE(table.note(8, 1, 8));
-  EXPECT_EQ(table.find(7)->kind, pair_kind_partitioned);
-  EXPECT_EQ(table.find(8)->kind, pair_kind_persistent);
+  EXPECT_TRUE(table.note(7, &sums.row(pair_kind_partitioned)[1].messages, 120));
+  EXPECT_TRUE(table.note(8, &sums.row(pair_kind_persistent)[1].messages, 8));
+  EXPECT_EQ(table.find(7)->sums, &sums.row(pair_kind_partitioned)[1].messages);
+  EXPECT_EQ(table.find(7)->bytes, 120U);
+  EXPECT_EQ(table.find(8)->sums, &sums.row(pair_kind_persistent)[1].messages);
 }
 
 TEST(Communication, OneSidedKindsAreKeptOutOfThePairs) {
@@ -102,40 +100,51 @@ TEST(Communication, PersistentRequestsHaveTheirRoles) {
   EXPECT_EQ(request_role_of("MPI_Bcast"), request_role::none);
 }
 
-// A persistent collective keeps its communicator and bytes by handle; a handle made again by a
-// send is a send's, by a receive no one's.
+// A persistent collective keeps its communicator's sums and bytes by handle; a handle made again
+// by a send is a send's, by a receive no one's.
 TEST(Communication, PersistentCollectivesAreKeptBesideTheSends) {
   persistent_requests table;
-  const int members[3] = {4, 7, 9};
-  persistent_requests::made collective;
-  collective.handle = 11;
-  collective.bytes = 50;
-  collective.collective = true;
-  collective.comm_id = 3;
-  collective.comm_size = 3;
-  collective.comm_world_ranks = members;
-  ASSERT_TRUE(table.note(collective));
-  ASSERT_TRUE(table.note(12, 2, 8));
+  strata_comm_sum communicator{};
+  strata_pair_sum pairs[3] = {};
+  ASSERT_TRUE(table.note(11, &communicator.calls, 50));
+  ASSERT_TRUE(table.note(12, &pairs[2].messages, 8));
   const persistent_requests::made* found = table.find(11);
   ASSERT_NE(found, nullptr);
-  EXPECT_TRUE(found->collective);
-  EXPECT_EQ(found->comm_id, 3U);
-  EXPECT_EQ(found->comm_size, 3);
-  EXPECT_EQ(found->comm_world_ranks, members);
+  EXPECT_EQ(found->sums, &communicator.calls);
   EXPECT_EQ(found->bytes, 50U);
-  EXPECT_FALSE(table.find(12)->collective);
-  ASSERT_TRUE(table.note(11, 1, 4));
-  EXPECT_FALSE(table.find(11)->collective);
-  EXPECT_EQ(table.find(11)->to, 1U);
+  EXPECT_EQ(table.find(12)->sums, &pairs[2].messages);
+  ASSERT_TRUE(table.note(11, &pairs[1].messages, 4));
+  EXPECT_EQ(table.find(11)->sums, &pairs[1].messages);
   table.forget(11);
   EXPECT_EQ(table.find(11), nullptr);
-  EXPECT_EQ(table.find(12)->to, 2U);
+  EXPECT_EQ(table.find(12)->sums, &pairs[2].messages);
+  // Handle 0 is no request's: never kept, never found (it marks an empty slot).
+  EXPECT_TRUE(table.note(0, &pairs[0].messages, 1));
+  EXPECT_EQ(table.find(0), nullptr);
+}
+
+// The table is laid out as the core reads it (module.h): a handle is found from
+// strata_started_home on, in the slots open() returned.
+TEST(Communication, PersistentRequestsAreWhereTheCoreLooks) {
+  persistent_requests table;
+  const strata_started_slot* slots = table.open();
+  ASSERT_NE(slots, nullptr);
+  EXPECT_EQ(table.open(), slots);
+  strata_pair_sum pair{};
+  const uint64_t handle = 0x7f00deadbee0;
+  ASSERT_TRUE(table.note(handle, &pair.messages, 24));
+  const strata_started_slot& slot = slots[strata_started_home(handle)];
+  EXPECT_EQ(slot.handle, handle);
+  EXPECT_EQ(slot.sums, &pair.messages);
+  EXPECT_EQ(slot.bytes, 24U);
+  EXPECT_EQ(table.find(handle), &slot);
 }
 
 // Handles that share a home slot, found and forgotten in every order: the table never loses a
 // send behind a forgotten one, and a handle made again takes its new send.
 TEST(Communication, PersistentSendsAreFoundAfterOthersAreForgotten) {
   persistent_requests table;
+  strata_pair_sum pairs[10] = {};
   // Handles of one home slot, and one of the next slot (which a forgotten one's move must keep).
   std::vector<uint64_t> same;
   const size_t home = persistent_requests::home(1);
@@ -148,7 +157,7 @@ TEST(Communication, PersistentSendsAreFoundAfterOthersAreForgotten) {
       break;
     }
   for (size_t i = 0; i < same.size(); ++i)
-    ASSERT_TRUE(table.note(same[i], static_cast<uint32_t>(i), 10 * i));
+    ASSERT_TRUE(table.note(same[i], &pairs[i].messages, 10 * i));
   table.forget(same[1]);
   table.forget(same[3]);
   EXPECT_EQ(table.find(same[1]), nullptr);
@@ -156,23 +165,23 @@ TEST(Communication, PersistentSendsAreFoundAfterOthersAreForgotten) {
   for (size_t i : {0, 2, 4}) {
     const persistent_requests::made* s = table.find(same[i]);
     ASSERT_NE(s, nullptr) << i;
-    EXPECT_EQ(s->to, i);
+    EXPECT_EQ(s->sums, &pairs[i].messages);
     EXPECT_EQ(s->bytes, 10 * i);
   }
-  ASSERT_TRUE(table.note(same[2], 9, 99));
-  EXPECT_EQ(table.find(same[2])->to, 9U);
+  ASSERT_TRUE(table.note(same[2], &pairs[9].messages, 99));
+  EXPECT_EQ(table.find(same[2])->sums, &pairs[9].messages);
   EXPECT_EQ(table.find(same[2])->bytes, 99U);
   // Full: one send too many is not kept, and said.
   persistent_requests full;
   size_t kept = 0;
   for (uint64_t h = 1; h <= persistent_requests::capacity; ++h)
-    kept += full.note(h, 0, 1) ? 1 : 0;
+    kept += full.note(h, &pairs[0].messages, 1) ? 1 : 0;
   EXPECT_EQ(kept, persistent_requests::capacity - 1);
   EXPECT_EQ(full.not_kept(), 1U);
   for (uint64_t h = 1; h < persistent_requests::capacity; ++h)
     full.forget(h);
   EXPECT_EQ(full.find(2), nullptr);
-  EXPECT_TRUE(full.note(5, 1, 1));
+  EXPECT_TRUE(full.note(5, &pairs[1].messages, 1));
 }
 
 // The sums of a small job are a file's, which a killed rank leaves: read back as that rank's

@@ -54,31 +54,24 @@ void on_exit(strata_event* ev, void* raw) {
 
 namespace {
 
-// What one start of a persistent or partitioned request sends: a message of the request's kind to
-// its destination, or a call of its collective on its communicator (neither while the profile's
-// sums are not there).
-void count_start(module_state& s, const persistent_requests::made& started) {
-  if (started.collective) {
-    add_to_communicator(s, started.comm_id, started.comm_world_ranks, started.comm_size,
-                        started.comm_flags, started.bytes);
-    return;
-  }
-  if (started.sum != nullptr)
-    add_to_pair(s, *started.sum, started.bytes);
-}
-
+// The starts of persistent and partitioned requests that reach the profile as events (not
+// summed by the core): each adds to the sums noted when its request was made (a message to its
+// destination, a call of its collective), as the core's sums of the others do.
 void count_starts(module_state& s, const strata_event& ev, bool many) {
+  const auto count_start = [&s](uint64_t handle) {
+    if (const persistent_requests::made* started = s.persistent.find(handle))
+      if (started->sums != nullptr)
+        add_to_sums(s, started->sums[0], started->sums[1], started->bytes);
+  };
   if (!many) {
-    if (const persistent_requests::made* started = s.persistent.find(ev.request))
-      count_start(s, *started);
+    count_start(ev.request);
     return;
   }
   const auto* handles = static_cast<const MPI_Request*>(ev.requests);
   for (int i = 0; handles != nullptr && i < ev.request_count; ++i) {
     uint64_t bits = 0;
     std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
-    if (const persistent_requests::made* started = s.persistent.find(bits))
-      count_start(s, *started);
+    count_start(bits);
   }
 }
 
@@ -88,29 +81,22 @@ void note_or_start(module_state& s, const strata_event& ev, request_role role) {
   case request_role::makes_partitioned_send:
     // A send to MPI_PROC_NULL (or any rank outside the world) is made but sends nothing.
     if (static_cast<uint32_t>(ev.peer) < s.pairs.ranks()) {
-      persistent_requests::made made;
-      made.handle = ev.request;
-      made.to = static_cast<uint32_t>(ev.peer);
-      made.bytes = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
-      made.kind = role == request_role::makes_send ? pair_kind_persistent : pair_kind_partitioned;
-      made.sum = &s.pairs.row(made.kind)[made.to];
-      s.persistent.note(made);
+      const int kind =
+          role == request_role::makes_send ? pair_kind_persistent : pair_kind_partitioned;
+      strata_pair_sum& sum = s.pairs.row(kind)[static_cast<uint32_t>(ev.peer)];
+      s.persistent.note(ev.request, &sum.messages, non_negative(ev.bytes_sent));
     } else {
       s.persistent.forget(ev.request);
     }
     return;
-  case request_role::makes_collective: {
-    persistent_requests::made made;
-    made.handle = ev.request;
-    made.bytes = ev.bytes_sent > 0 ? static_cast<uint64_t>(ev.bytes_sent) : 0;
-    made.collective = true;
-    made.comm_id = ev.comm_id;
-    made.comm_size = ev.comm_size;
-    made.comm_flags = ev.flags;
-    made.comm_world_ranks = ev.comm_world_ranks;
-    s.persistent.note(made);
+  case request_role::makes_collective:
+    // The group is written beside the communicator's sums now, its starts add only the calls.
+    if (strata_comm_sum* sum =
+            communicator_sum(s, ev.comm_id, ev.comm_world_ranks, ev.comm_size, ev.flags))
+      s.persistent.note(ev.request, &sum->calls, non_negative(ev.bytes_sent));
+    else
+      s.persistent.forget(ev.request);
     return;
-  }
   case request_role::makes_receive:
     s.persistent.forget(ev.request);
     return;
@@ -120,44 +106,6 @@ void note_or_start(module_state& s, const strata_event& ev, request_role role) {
     return;
   case request_role::none:
     return;
-  }
-}
-
-// MPI_Start and MPI_Startall summed by the core (module.h, strata_timed_counts::after_start):
-// one message per started persistent send, one call per started collective. The core sums only
-// without MPI_THREAD_MULTIPLE, so no lock and plain adds; the requests were noted from the events
-// of the calls that made them (a send only while the pairs are there).
-inline void add_summed_start(module_state& s, const persistent_requests::made& started) {
-  if (__builtin_expect(started.collective, 0)) {
-    add_to_communicator(s, started.comm_id, started.comm_world_ranks, started.comm_size,
-                        started.comm_flags, started.bytes);
-    return;
-  }
-  strata_pair_sum& pair = *started.sum;
-  ++pair.messages;
-  // Two plain adds to memory, as the core's (dispatch.hpp): not one vector add.
-  asm("" : "+m"(pair.messages));
-  pair.bytes += started.bytes;
-}
-
-void count_summed_start(strata_event* ev, void* raw) {
-  auto* s = static_cast<module_state*>(raw);
-  if (ev->result != MPI_SUCCESS)
-    return;
-  if (const persistent_requests::made* started = s->persistent.find(ev->request))
-    add_summed_start(*s, *started);
-}
-
-void count_summed_starts(strata_event* ev, void* raw) {
-  auto* s = static_cast<module_state*>(raw);
-  if (ev->result != MPI_SUCCESS)
-    return;
-  const auto* handles = static_cast<const MPI_Request*>(ev->requests);
-  for (int i = 0; handles != nullptr && i < ev->request_count; ++i) {
-    uint64_t bits = 0;
-    std::memcpy(&bits, &handles[i], sizeof(MPI_Request)); // NOLINT(bugprone-sizeof-expression)
-    if (const persistent_requests::made* started = s->persistent.find(bits))
-      add_summed_start(*s, *started);
   }
 }
 
@@ -371,17 +319,18 @@ extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, i
     return 0;
   // The messages of persistent sends and the calls of persistent collectives: the calls that
   // make requests stay events (their handles noted by count_persistent; they are few), the
-  // starts are summed and name what they send through after_start.
+  // starts are summed and looked up in the table of requests by the core.
   switch (s->request_roles[f]) {
   case request_role::none:
     break;
   case request_role::starts_one:
-    out->after_start =
-        s->pairs.is_open() || s->communicators.is_open() ? count_summed_start : nullptr;
-    break;
   case request_role::starts_many:
-    out->after_start =
-        s->pairs.is_open() || s->communicators.is_open() ? count_summed_starts : nullptr;
+    if (s->pairs.is_open() || s->communicators.is_open()) {
+      out->started = s->persistent.open();
+      // No table, no sums of starts: then they stay events, which count none either.
+      if (out->started == nullptr)
+        return 0;
+    }
     break;
   default:
     return 0;

@@ -118,44 +118,52 @@ struct module_state {
   rank_header& header() { return *counting.header; }
 };
 
-// One message and its bytes added to a pair's sums.
-inline void add_to_pair(const module_state& s, strata_pair_sum& pair, uint64_t bytes) {
+// One message (or call) and its bytes added to a pair's (or communicator's) sums.
+inline void add_to_sums(const module_state& s, uint64_t& messages, uint64_t& sum_bytes,
+                        uint64_t bytes) {
   if (s.counting.threaded) {
-    std::atomic_ref<uint64_t>(pair.messages).fetch_add(1, std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(pair.bytes).fetch_add(bytes, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(messages).fetch_add(1, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(sum_bytes).fetch_add(bytes, std::memory_order_relaxed);
   } else {
-    ++pair.messages;
-    pair.bytes += bytes;
+    ++messages;
+    sum_bytes += bytes;
   }
+}
+inline void add_to_pair(const module_state& s, strata_pair_sum& pair, uint64_t bytes) {
+  add_to_sums(s, pair.messages, pair.bytes, bytes);
 }
 
 // The persistent requests' part (profile_module.cpp): a send or collective made, or what a start
 // sends.
 void count_persistent(module_state& s, const strata_event& ev, request_role role);
 
-// A collective call and its bytes to its communicator's sums (of the core's id; ids past the
-// table go to its last element, as the core's do), with the group it ran on.
-inline void add_to_communicator(module_state& s, uint32_t comm_id, const int* world_ranks,
-                                int32_t size, uint32_t flags, uint64_t bytes) {
+// A communicator's sums (of the core's id; ids past the table go to its last element, as the
+// core's do), the group it runs on written beside them; null when there are none.
+inline strata_comm_sum* communicator_sum(module_state& s, uint32_t comm_id, const int* world_ranks,
+                                         int32_t size, uint32_t flags) {
   strata_comm_sum* sums = s.communicators.sums();
   if (sums == nullptr)
-    return;
+    return nullptr;
   constexpr uint32_t last = communicator_sums::capacity - 1;
   strata_comm_sum& sum = sums[comm_id < last ? comm_id : last];
   if (!s.counting.threaded) {
-    ++sum.calls;
-    sum.bytes += bytes;
     sum.world_ranks = world_ranks;
     sum.size = size;
     sum.flags = flags;
-    return;
+    return &sum;
   }
   // Threads write the same group of the same id: relaxed stores keep it free of data races.
-  std::atomic_ref<uint64_t>(sum.calls).fetch_add(1, std::memory_order_relaxed);
-  std::atomic_ref<uint64_t>(sum.bytes).fetch_add(bytes, std::memory_order_relaxed);
   std::atomic_ref<const int*>(sum.world_ranks).store(world_ranks, std::memory_order_relaxed);
   std::atomic_ref<int32_t>(sum.size).store(size, std::memory_order_relaxed);
   std::atomic_ref<uint32_t>(sum.flags).store(flags, std::memory_order_relaxed);
+  return &sum;
+}
+
+// A collective call and its bytes to its communicator's sums, with the group it ran on.
+inline void add_to_communicator(module_state& s, uint32_t comm_id, const int* world_ranks,
+                                int32_t size, uint32_t flags, uint64_t bytes) {
+  if (strata_comm_sum* sum = communicator_sum(s, comm_id, world_ranks, size, flags))
+    add_to_sums(s, sum->calls, sum->bytes, bytes);
 }
 
 // A collective call to its communicator's sums, as the core adds those of the calls it sums

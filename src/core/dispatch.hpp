@@ -369,15 +369,46 @@ __attribute__((always_inline)) inline void end_event(strata_event& ev, decode::s
   Decoder::template exit<where_noted>(ev, scratch, fields, args...);
 }
 
+// A summed call's fields and histograms (chain_entry::timed_fields, timed_histograms) as
+// constants, where they are those below: the decoder's and the sum's tests then fold away.
+// any_traits: read from the entry.
+struct summed_traits {
+  uint32_t fields;
+  uint32_t histograms;
+  friend constexpr bool operator==(summed_traits, summed_traits) = default;
+};
+inline constexpr summed_traits any_traits{~0u, ~0u};
+
+// What the profile asks of a summed call (strata_module_function_fields_v1, slot_histograms):
+// the bytes and the bytes received, a collective's communicator too; a message-size histogram
+// for calls with a peer, both histograms for collectives. Another module's asks take the
+// general path, which reads them from the entry.
+template <typename Decoder> constexpr summed_traits usual_summed_traits() {
+  // As loading.cpp's with_prerequisites gives them: a rooted count's root and communicator.
+  uint32_t fields = STRATA_FIELD_BYTES | STRATA_FIELD_RECEIVED | Decoder::bytes_prerequisites |
+                    (Decoder::is_collective ? uint32_t{STRATA_FIELD_COMM} : 0u);
+  if ((fields & STRATA_FIELD_PEER) != 0)
+    fields |= STRATA_FIELD_COMM;
+  const uint32_t histograms =
+      Decoder::is_collective ? uint32_t{STRATA_TIMED_SIZE_HISTOGRAM | STRATA_TIMED_COMM_HISTOGRAM}
+      : Decoder::has_peer    ? uint32_t{STRATA_TIMED_SIZE_HISTOGRAM}
+                             : 0u;
+  return {fields, histograms};
+}
+
 // A timed call summed into the slot its module lent (chain_entry::timed_slot): the event is
 // decoded as for the module's callback, but it stays in this frame, so what no sum reads of it
 // is never written; no callback, and the sum's traits come with the entry. `Clock`:
-// clock.hpp's readings, chosen once by count_timed.
-template <int F, typename Decoder, typename Clock, typename R, typename... P, typename... A>
+// clock.hpp's readings, chosen once by count_timed; `Traits`, its fields and histograms where
+// they are known (usual_summed_traits).
+template <int F, typename Decoder, typename Clock, summed_traits Traits = any_traits, typename R,
+          typename... P, typename... A>
 __attribute__((always_inline)) inline R
 count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...), A... args) {
   const thread_state& ts = tls;
-  const uint32_t fields = entry.timed_fields;
+  constexpr bool fixed = Traits != any_traits;
+  const uint32_t fields = fixed ? Traits.fields : entry.timed_fields;
+  const uint32_t histograms = fixed ? Traits.histograms : entry.timed_histograms;
   strata_event ev;
   decode::scratch scratch;
   start_event<true, true, true, false>(ev, F, ts, fields);
@@ -413,7 +444,7 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
                              {Clock::duration_ns(enter, exit), non_negative(ev.count),
                               non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
                               non_negative(ev.bytes_expected), static_cast<uint64_t>(ev.comm_size)},
-                             entry.timed_histograms);
+                             histograms);
   // A collective's communicator, the sums per communicator where they were lent (the test is
   // compiled into the collectives alone). A comm_id beyond the array goes to its last element,
   // which the module reads as not attributed.
@@ -452,6 +483,11 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R count_timed(const chain_entry& entry, const void* call_site,
                                                     R (*real)(P...), A... args) {
+  constexpr summed_traits usual = usual_summed_traits<Decoder>();
+  if (__builtin_expect(tsc_in_use() && entry.timed_fields == usual.fields &&
+                           entry.timed_histograms == usual.histograms,
+                       1))
+    return count_timed_body<F, Decoder, tsc_readings, usual>(entry, call_site, real, args...);
   if (tsc_in_use())
     return count_timed_body<F, Decoder, tsc_readings>(entry, call_site, real, args...);
   return count_timed_body<F, Decoder, monotonic_readings>(entry, call_site, real, args...);

@@ -40,6 +40,20 @@ LIFECYCLE_HOOKS = {
 }
 
 
+def bytes_needs(f, roles):
+    """What the byte fields of `f` read of the other groups (byte_expr), as STRATA_FIELD_ names:
+    the communicator's size for a count per peer, whether this rank is the root for a rooted
+    count."""
+    spec = roles.get(f.name.removesuffix("_c"), {})
+    needs = set()
+    for b in (spec[k] for k in ("send", "recv") if k in spec):
+        if "*size" in b or "@sum" in b:
+            needs.add("STRATA_FIELD_COMM")
+        if "@root" in b or "@nonroot" in b:
+            needs |= {"STRATA_FIELD_COMM", "STRATA_FIELD_PEER"}
+    return needs
+
+
 class EntryShards(io.StringIO):
     """strata_entries.cpp and its shards: what is written before the first start_function() goes
     to strata_entries.cpp; the functions' entry points, in order, are cut into `shards` runs of
@@ -195,14 +209,7 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
         # count; nothing for most (a point-to-point call's bytes are its count and datatype).
         c.write("uint32_t bytes_prerequisites(int fid) {\n  switch (fid) {\n")
         for f in functions:
-            spec = roles.get(f.name.removesuffix("_c"), {})
-            byte_specs = [spec[k] for k in ("send", "recv") if k in spec]
-            needs = set()
-            for b in byte_specs:
-                if "*size" in b or "@sum" in b:
-                    needs.add("STRATA_FIELD_COMM")
-                if "@root" in b or "@nonroot" in b:
-                    needs |= {"STRATA_FIELD_COMM", "STRATA_FIELD_PEER"}
+            needs = bytes_needs(f, roles)
             if needs:
                 c.write(f"  case fid_{f.name}:\n    return {' | '.join(sorted(needs))};\n")
         c.write("  default:\n    return 0;\n  }\n}\n")
@@ -307,6 +314,9 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # the module's array by communicator (module.h, strata_timed_counts::comms).
             collective = describe(n, tables_of, roles, [])["kind"] == "collective"
             c.write(f"  static constexpr bool is_collective = {'true' if collective else 'false'};\n")
+            # The same as bytes_prerequisites(fid), for the core's summed calls (dispatch.hpp).
+            needs = " | ".join(sorted(bytes_needs(f, roles))) or "0"
+            c.write(f"  static constexpr uint32_t bytes_prerequisites = {needs};\n")
             # The starts of persistent requests, as the routine table names them
             # (routines::request_use_of): the only calls whose sums end in the module's
             # after_start (module.h, strata_timed_counts).

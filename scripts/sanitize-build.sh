@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Configures build-sanitize (clang-14, Debug at -O1, ASan and UBSan in every library, and
-# libFuzzer's coverage so that the fuzz targets link to the same libraries) and builds the
-# targets given: scripts/test.sh's unit tests under the sanitizers and scripts/fuzz.sh's
-# targets share this one tree instead of building every library twice.
+# Configures build-sanitize (clang-14, Debug, ASan and UBSan in every library, and libFuzzer's
+# coverage so that the fuzz targets link to the same libraries) and builds the targets given:
+# scripts/test.sh's unit tests under the sanitizers and scripts/fuzz.sh's targets share this one
+# tree instead of building every library twice. -O0: at -O1 each file costs about 2.5 x the
+# CPU time to compile, and the coverage adds next to none at -O0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE=ON -DSTRATA_FUZZ=ON \
   -DSTRATA_WERROR=ON -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" >/dev/null
+  -DCMAKE_C_FLAGS_DEBUG=-g -DCMAKE_CXX_FLAGS_DEBUG=-g >/dev/null
 cmake --build build-sanitize -j"$(nproc)" --target "$@"

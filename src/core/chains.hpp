@@ -18,6 +18,22 @@
 
 namespace strata::core {
 
+// What decoding `fields` of a function needs besides: world ranks and communicator sizes come
+// from the communicator's lookup, the bytes of a rooted call from whether this rank is the root
+// (`bytes_prerequisites`: gen::bytes_prerequisites, or a decoder's own constant), and a wildcard
+// tag from the status; the status's fields include the bytes received.
+constexpr uint32_t fields_with_prerequisites(uint32_t fields, uint32_t bytes_prerequisites) {
+  if ((fields & STRATA_FIELD_BYTES) != 0)
+    fields |= bytes_prerequisites;
+  if ((fields & STRATA_FIELD_TAG) != 0)
+    fields |= STRATA_FIELD_STATUS;
+  if ((fields & STRATA_FIELD_STATUS) != 0)
+    fields |= STRATA_FIELD_RECEIVED;
+  if ((fields & (STRATA_FIELD_PEER | STRATA_FIELD_STATUS)) != 0)
+    fields |= STRATA_FIELD_COMM;
+  return fields;
+}
+
 // One layer's part in one function's chain: either a wrapper module's MPI_X or an event module's
 // callbacks. Adjacent event entries form a group that shares one decoded event and one clock pair.
 struct chain_entry {

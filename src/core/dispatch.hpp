@@ -384,11 +384,11 @@ inline constexpr summed_traits any_traits{~0u, ~0u};
 // for calls with a peer, both histograms for collectives. Another module's asks take the
 // general path, which reads them from the entry.
 template <typename Decoder> constexpr summed_traits usual_summed_traits() {
-  // As loading.cpp's with_prerequisites gives them: a rooted count's root and communicator.
-  uint32_t fields = STRATA_FIELD_BYTES | STRATA_FIELD_RECEIVED | Decoder::bytes_prerequisites |
-                    (Decoder::is_collective ? uint32_t{STRATA_FIELD_COMM} : 0u);
-  if ((fields & STRATA_FIELD_PEER) != 0)
-    fields |= STRATA_FIELD_COMM;
+  // With what they need, as loading.cpp gives a summed call's fields.
+  const uint32_t fields =
+      fields_with_prerequisites(STRATA_FIELD_BYTES | STRATA_FIELD_RECEIVED |
+                                    (Decoder::is_collective ? uint32_t{STRATA_FIELD_COMM} : 0u),
+                                Decoder::bytes_prerequisites);
   const uint32_t histograms =
       Decoder::is_collective ? uint32_t{STRATA_TIMED_SIZE_HISTOGRAM | STRATA_TIMED_COMM_HISTOGRAM}
       : Decoder::has_peer    ? uint32_t{STRATA_TIMED_SIZE_HISTOGRAM}

@@ -177,20 +177,8 @@ void ask_fields(loaded_module& m) {
     m.function_fields[static_cast<size_t>(fid)] = by_function(m.state, fid) & STRATA_FIELD_ALL;
 }
 
-// What decoding `fields` of function `fid` needs besides: world ranks and communicator sizes
-// come from the communicator's lookup, the bytes of a rooted call from whether this rank is the
-// root (gen::bytes_prerequisites), and a wildcard tag from the status; the status's fields
-// include the bytes received.
 uint32_t with_prerequisites(uint32_t fields, int fid) {
-  if ((fields & STRATA_FIELD_BYTES) != 0)
-    fields |= gen::bytes_prerequisites(fid);
-  if ((fields & STRATA_FIELD_TAG) != 0)
-    fields |= STRATA_FIELD_STATUS;
-  if ((fields & STRATA_FIELD_STATUS) != 0)
-    fields |= STRATA_FIELD_RECEIVED;
-  if ((fields & (STRATA_FIELD_PEER | STRATA_FIELD_STATUS)) != 0)
-    fields |= STRATA_FIELD_COMM;
-  return fields;
+  return fields_with_prerequisites(fields, gen::bytes_prerequisites(fid));
 }
 
 void find_counter_entry(loaded_module& m) {

@@ -140,6 +140,32 @@ class ResultsAndCounts(StrataTestCase):
             self.ring_counts(f"lower.{rank}.counts")
             self.assertEqual(slots["MPI_Send"]["calls"], "0")
 
+    def test_a_module_without_a_table_of_requests_is_called_back_after_each_start(self):
+        # strata_timed_counts::after_start, for a module that lends MPI_Start and MPI_Startall
+        # but no table of its persistent requests: the core sums the starts into the slots and
+        # calls the module back once per call, with the requests the call started.
+        # completions_c: MPI_Start twice on each of 2 requests; completion_ring_c: MPI_Startall
+        # of 2 requests ITER times.
+        timed = "MPI_Start+MPI_Startall"
+        for prog, args, name, calls, requests in (
+                ("completions_c", [], "MPI_Start", 4, 4),
+                ("completion_ring_c", [str(ITER)], "MPI_Startall", ITER, 2 * ITER)):
+            with self.subTest(program=prog):
+                tools = probe(self.out, "starts", timed=timed, after_start=1, fields="requests")
+                proc = strata_run(tools, [program(prog)] + args)
+                self.assertRan(proc)
+                for rank in (0, 1):
+                    slots, extra = self.timed_slots("starts", rank)
+                    self.assertEqual(slots[name]["calls"], str(calls), extra)
+                    self.assertIn(f"after_start {name} callbacks={calls} requests={requests}",
+                                  extra)
+        # Without after_start=1 the same stack is called back for nothing.
+        proc = strata_run(probe(self.out, "quiet", timed=timed),
+                          [program("completion_ring_c"), str(ITER)])
+        self.assertRan(proc)
+        _, extra = self.timed_slots("quiet", 0)
+        self.assertFalse([l for l in extra if l.startswith("after_start")], extra)
+
     def test_the_latest_exit_of_lent_slots_follows_the_calls(self):
         # The core moves the latest exit (the wall time of a rank that dies) on at most once a
         # millisecond, not on every call: it must still follow calls spaced farther apart.

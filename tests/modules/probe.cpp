@@ -8,7 +8,9 @@
 // timed=FUNCTIONS ('+'-separated: slots lent to the core for those, strata_module_timed_counts_v1,
 // written to the counts file as "slot" lines; the module then has no enter callback, its exit
 // callback counting the calls), timed_null=FUNCTIONS (the same, but answered with a null slot:
-// a module that says yes and lends nothing, whose calls the core keeps as events).
+// a module that says yes and lends nothing, whose calls the core keeps as events), after_start=1
+// (with MPI_Start or MPI_Startall in timed: the core calls it back after each start it summed,
+// written as "after_start" lines: callbacks and the requests their events named).
 #include <mpi.h>
 #include <strata/module.h>
 
@@ -38,6 +40,9 @@ struct probe_state {
   std::vector<bool> timed;              // by function: its slot lent to the core
   std::vector<bool> timed_null;         // by function: said yes, lent a null slot
   std::vector<strata_timed_slot> slots; // by function
+  bool after_start = false;             // after_start=1: lend the start callback too
+  std::vector<long> start_callbacks;    // by function: after_start calls
+  std::vector<long> started_requests;   // by function: the requests their events named
   uint64_t latest_exit_ns = 0;
   int rank = -1;
   long service_value = 0;
@@ -139,6 +144,17 @@ void on_exit(strata_event* ev, void* raw) {
     append_line(*s, s->name + " exit " + s->host->function_name(ev->function));
 }
 
+// The core's call after a start it summed: never from two threads at once (module.h).
+void on_after_start(strata_event* ev, void* raw) {
+  auto* s = static_cast<probe_state*>(raw);
+  const auto f = static_cast<size_t>(ev->function);
+  ++s->start_callbacks[f];
+  if (ev->requests != nullptr)
+    s->started_requests[f] += ev->request_count;
+  else if (ev->request != 0)
+    ++s->started_requests[f];
+}
+
 int on_load(const strata_host* host, int self, const strata_module_arg* args, int nargs,
             void** state, char* error, size_t error_size) {
   auto* s = new probe_state();
@@ -152,6 +168,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
   s->time_ns = std::vector<std::atomic<long>>(n);
   s->timed.assign(n, false);
   s->timed_null.assign(n, false);
+  s->start_callbacks.assign(n, 0);
+  s->started_requests.assign(n, 0);
   strata_timed_slot empty{};
   empty.min_ns = UINT64_MAX;
   s->slots.assign(n, empty);
@@ -175,7 +193,9 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
         if (const int f = host->function_id(name.c_str()); f >= 0)
           lent[static_cast<size_t>(f)] = true;
       exit_only = true;
-    } else if (key == "publish")
+    } else if (key == "after_start")
+      s->after_start = std::string(args[i].value) == "1";
+    else if (key == "publish")
       publish = args[i].value;
     else if (key == "lookup")
       s->lookup = args[i].value;
@@ -260,6 +280,10 @@ void on_finalize(void* raw) {
       if (slot.comm_hist[b] != 0)
         std::fprintf(f, " comm%d=%llu", b, static_cast<unsigned long long>(slot.comm_hist[b]));
     std::fprintf(f, "\n");
+    if (s->start_callbacks[i] != 0)
+      std::fprintf(f, "after_start %s callbacks=%ld requests=%ld\n",
+                   s->host->function_name(static_cast<int>(i)), s->start_callbacks[i],
+                   s->started_requests[i]);
   }
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -323,6 +347,8 @@ extern "C" STRATA_MODULE_EXPORT int strata_module_timed_counts_v1(void* state, i
   out->slot = &s->slots[static_cast<size_t>(function)];
   out->latest_exit_ns = &s->latest_exit_ns;
   out->histograms = STRATA_TIMED_SIZE_HISTOGRAM | STRATA_TIMED_COMM_HISTOGRAM;
+  if (s->after_start)
+    out->after_start = on_after_start; // read for MPI_Start and MPI_Startall only
   return 1;
 }
 

@@ -90,6 +90,7 @@ TEST(Batch, IsAFewTensOfBytesARankWhereTheFileIs776) {
 TEST(Batch, MergedUpATreeDiagnosesAsTheFilesDo) {
   constexpr int32_t ranks = 12;
   std::vector<rank_state> files;
+  files.reserve(ranks);
   for (int32_t rank = 0; rank < ranks; ++rank)
     files.push_back(rank == 5 ? computing(rank, ranks, "MPI_Barrier", 30, 100)
                               : rank_in(rank, ranks, "MPI_Recv", rank ^ 1, 7, 41));

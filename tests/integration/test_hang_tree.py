@@ -2,7 +2,8 @@
 the monitor (transport=tree) is diagnosed by rank 0's watch (hang_after) and by `strata hang
 --now` from the states the tool ranks read and merged, and that diagnosis is the one the files
 give (`strata hang SPOOL`): the same classes, deadlocks, members and lines; the output says it
-came through the tree. Without the monitor, `--now` reads the files, and says nothing of a tree."""
+came through the tree; `strata run --hang-after` asks the tree too. Without the monitor, `--now`
+reads the files, and says nothing of a tree."""
 import glob
 import json
 import os
@@ -118,6 +119,18 @@ class ThroughTheTree(StrataTestCase):
         self.assertEqual(tree["merged_through"]["tool_ranks"], 7, tree)
         self.assertEqual(comparable(tree), comparable(files))
         self.assertEqual(len(tree["deadlocks"]), 4, tree)
+
+    def test_strata_run_hang_after_asks_the_tree(self):
+        args = [STRATA, "run", "-np", "4", "--tools", "profile,monitor:fanout=2",
+                "--hang-after", "1", "--on-hang", "abort", "--", program("hang_c"), "recv_recv"]
+        try:
+            proc = run(args, env=self.env, timeout=120)
+        except subprocess.TimeoutExpired:
+            self.fail("the hung job was not ended within 120 s")
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        self.assertIn("strata: the job hangs", proc.stderr)
+        self.assertIn("Merged through 3 tool ranks of the monitor's tree", proc.stderr)
+        self.assertIn("DEADLOCK: ranks 2-3 wait for each other in a cycle:", proc.stderr)
 
     def test_without_the_monitor_the_files_are_read(self):
         key, report = self.hung_job("profile:hang_after=1000ms", 2)

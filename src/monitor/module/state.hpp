@@ -131,6 +131,16 @@ void finish_inline(monitor_state& s);
 // for asks in the spool and every node feeds the hang packets it receives.
 void send_rank0_facts(monitor_state& s, int root_world_rank);
 
+// One ask a tool rank is serving: its children's batches merged as they come.
+struct hang_in_flight {
+  uint64_t id = 0;
+  int parent = -1; // world rank; -1 at the root
+  size_t waiting = 0;
+  uint64_t started_ns = 0;
+  uint64_t bytes_in = 0;
+  hang::state_batch merged;
+};
+
 class hang_node {
 public:
   using send_fn = std::function<void(int world_rank, const overlay::packet&)>;
@@ -147,14 +157,6 @@ public:
   void close();
 
 private:
-  struct in_flight {
-    uint64_t id = 0;
-    int parent = -1; // world rank; -1 at the root
-    size_t waiting = 0;
-    uint64_t started_ns = 0;
-    uint64_t bytes_in = 0;
-    hang::state_batch merged;
-  };
   void start(uint64_t id, const std::string& key, const std::string& spool, int parent,
              const send_fn& send);
   void finish(const send_fn& send);
@@ -171,7 +173,7 @@ private:
   uint64_t next_poll_ns_ = 0;
   uint64_t asks_ = 0;
   hang::tree_ask ask_;
-  std::optional<in_flight> pending_;
+  std::optional<hang_in_flight> pending_;
 };
 
 // tool_rank.cpp: a tool rank's node of the tree, until the root says the application finalized.

@@ -3,12 +3,19 @@
 // read back as `strata hang SPOOL` reads them, diagnosed, and the diagnosis checked: a wrong
 // answer exits 1. Then the classes merged pairwise over a binary tree (STAT's way), the bytes
 // each level would carry and its time, and the root's classes checked against the diagnosis's.
+// Then the states themselves through a K-ary tree as the monitor's tool ranks carry them
+// (src/monitor/module/hang_tree.cpp): each leaf reads its K ranks' files, each node merges its
+// children's batches (strata.hang-batch/1); the bytes arriving at the root, each level's slowest
+// node summed (the tree's path), and the root's diagnosis checked to be the files' own.
 //
 //   hang_scale_sim --ranks N --pattern ring|barrier_late|wrong_tag|wildcard [--dir DIR]
+//                  [--fanout K]
 //
 // Prints one line "bench hangsim key=value ..." (bench/run_hang_scale.sh makes the table).
+#include "hang/batch.hpp"
 #include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
+#include "hang/tree_ask.hpp"
 
 #include <sys/resource.h>
 
@@ -150,6 +157,7 @@ long peak_rss_kib() {
 int main(int argc, char** argv) {
   int32_t n = 1000;
   std::string pattern = "ring", dir;
+  int fanout = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string key = argv[i];
     if (key == "--ranks")
@@ -158,9 +166,12 @@ int main(int argc, char** argv) {
       pattern = argv[i + 1];
     else if (key == "--dir")
       dir = argv[i + 1];
+    else if (key == "--fanout")
+      fanout = std::atoi(argv[i + 1]);
   }
-  if (n < 3 || (pattern != "ring" && pattern != "barrier_late" && pattern != "wrong_tag" &&
-                pattern != "wildcard")) {
+  if (n < 3 || fanout < 2 ||
+      (pattern != "ring" && pattern != "barrier_late" && pattern != "wrong_tag" &&
+       pattern != "wildcard")) {
     std::fprintf(stderr, "usage: hang_scale_sim --ranks N(>=3) --pattern "
                          "ring|barrier_late|wrong_tag|wildcard [--dir DIR]\n");
     return 2;
@@ -258,6 +269,74 @@ int main(int argc, char** argv) {
   }
   const long rss_tree = peak_rss_kib();
 
+  // The states through the tool ranks' tree: the leaves read their ranks' files, each level
+  // decodes, merges and encodes its children's batches; the root decodes and diagnoses.
+  start = clock_type::now();
+  std::vector<std::string> batches;
+  double states_path_ms = 0;
+  size_t state_tool_ranks = 0;
+  {
+    double slowest = 0;
+    for (int32_t first = 0; first < n; first += fanout) {
+      const auto t0 = clock_type::now();
+      std::vector<int32_t> ranks;
+      for (int32_t r = first; r < std::min(n, first + fanout); ++r)
+        ranks.push_back(r);
+      state_batch leaf = read_rank_states(dir, "job-1", ranks);
+      leaf.tool_ranks = 1;
+      batches.push_back(encode_batch(leaf));
+      slowest = std::max(slowest, ms_since(t0));
+    }
+    states_path_ms += slowest;
+    state_tool_ranks += batches.size();
+  }
+  size_t states_root_bytes = 0;
+  std::string states_level_bytes;
+  state_batch at_root;
+  bool states_right = true;
+  while (true) {
+    const bool root = batches.size() <= static_cast<size_t>(fanout);
+    std::vector<std::string> up;
+    double slowest = 0;
+    size_t level_bytes = 0;
+    for (size_t i = 0; i < batches.size(); i += static_cast<size_t>(fanout)) {
+      const auto t0 = clock_type::now();
+      state_batch merged;
+      for (size_t c = i; c < std::min(batches.size(), i + static_cast<size_t>(fanout)); ++c) {
+        level_bytes += batches[c].size();
+        batch_read_result part = decode_batch(batches[c]);
+        states_right = states_right && part.ok();
+        merge_batch(merged, std::move(part.batch));
+      }
+      merged.tool_ranks += 1;
+      if (root)
+        at_root = std::move(merged);
+      else
+        up.push_back(encode_batch(merged));
+      slowest = std::max(slowest, ms_since(t0));
+    }
+    states_path_ms += slowest;
+    states_level_bytes += (states_level_bytes.empty() ? "" : ",") + std::to_string(level_bytes);
+    if (root) {
+      states_root_bytes = level_bytes;
+      state_tool_ranks += 1;
+      break;
+    }
+    state_tool_ranks += up.size();
+    batches = std::move(up);
+  }
+  const double states_total_ms = ms_since(start);
+  start = clock_type::now();
+  const diagnosis through_tree = diagnose(at_root.states, now, 10 * second);
+  const double states_diagnose_ms = ms_since(start);
+  if (!states_right || at_root.tool_ranks != state_tool_ranks ||
+      format_text(through_tree) != text) {
+    right = false;
+    why += (why.empty() ? "" : "; ") +
+           std::string("the diagnosis through the tree differs from the files'");
+  }
+  const long rss_states = peak_rss_kib();
+
   if (own_dir)
     fs::remove_all(dir);
   std::printf("bench hangsim pattern=%s ranks=%d right=%s file_bytes_per_rank=%llu "
@@ -265,12 +344,16 @@ int main(int argc, char** argv) {
               "json_ms=%.1f text_bytes=%zu json_bytes=%zu classes=%zu peak_rss_read_kib=%ld "
               "peak_rss_diagnosed_kib=%ld tree_levels=%d tree_root_bytes=%zu "
               "tree_largest_node_bytes=%zu tree_path_ms=%.3f tree_total_ms=%.1f "
-              "peak_rss_tree_kib=%ld tree_level_bytes=%s\n",
+              "peak_rss_tree_kib=%ld tree_level_bytes=%s states_fanout=%d states_tool_ranks=%zu "
+              "states_root_bytes=%zu states_path_ms=%.1f states_total_ms=%.1f "
+              "states_diagnose_ms=%.1f states_level_bytes=%s peak_rss_states_kib=%ld\n",
               pattern.c_str(), n, right ? "yes" : "no",
               static_cast<unsigned long long>(file_bytes / static_cast<uint64_t>(n)),
               static_cast<unsigned long long>(file_bytes), write_ms, read_ms, diagnose_ms, text_ms,
               json_ms, text.size(), json.size(), d.classes.size(), rss_read, rss_diagnosed, levels,
-              root_bytes, largest_node_bytes, path_ms, tree_ms, rss_tree, per_level.c_str());
+              root_bytes, largest_node_bytes, path_ms, tree_ms, rss_tree, per_level.c_str(), fanout,
+              state_tool_ranks, states_root_bytes, states_path_ms, states_total_ms,
+              states_diagnose_ms, states_level_bytes.c_str(), rss_states);
   if (!right) {
     std::fprintf(stderr, "hang_scale_sim: wrong diagnosis (%s, %d ranks): %s\n%s", pattern.c_str(),
                  n, why.c_str(), text.c_str());

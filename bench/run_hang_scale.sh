@@ -12,7 +12,11 @@
 # cycle of all N ranks, the late rank named, the wrong-tag receive of rank 0) and the tree's
 # classes against it: a wrong one stops this script. The wildcard pattern: every rank in MPI_Recv
 # from MPI_ANY_SOURCE, nothing sent (each receive waits for any other rank: its graph is linear,
-# one group a communicator, where an edge to each member would make N^2).
+# one group a communicator, where an edge to each member would make N^2). Then the states through
+# a K-ary tree of tool ranks (FANOUT, the monitor's default 2): the leaves read their ranks' files,
+# each node merges its children's batches; the bytes arriving at the root, each level's slowest
+# node summed, and the root's diagnosis checked against the files' (a different one stops this
+# script).
 # Real jobs, per flavor, mode and ranks: hang_c recv_recv (pairs of ranks receiving from each
 # other first: R/2 deadlocks of two) and hang_c sleeper (the last rank sleeps before the
 # collectives the others wait in): the time from the start of the job to the diagnosis on its
@@ -21,7 +25,8 @@
 # exactly the right ranks.
 # Environment: SIM_RANKS="1000 10000 100000" (empty: none),
 # PATTERNS="ring barrier_late wrong_tag wildcard",
-# RANKS="8 16 32 64" (empty: no real jobs), FLAVORS="openmpi mpich", MODES="recv_recv sleeper".
+# RANKS="8 16 32 64" (empty: no real jobs), FLAVORS="openmpi mpich", MODES="recv_recv sleeper",
+# FANOUT=2.
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
 
@@ -31,6 +36,7 @@ PATTERNS=${PATTERNS:-"ring barrier_late wrong_tag wildcard"}
 RANKS=${RANKS-"8 16 32 64"}
 FLAVORS=${FLAVORS:-"openmpi mpich"}
 MODES=${MODES:-"recv_recv sleeper"}
+FANOUT=${FANOUT:-2}
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
@@ -42,7 +48,7 @@ raw=$tmp/raw.txt
 
 for pattern in $PATTERNS; do
   for n in $SIM_RANKS; do
-    "$BUILD/bench/hang_scale_sim" --ranks "$n" --pattern "$pattern" --dir "$tmp/sim" | tee -a "$raw" >&2
+    "$BUILD/bench/hang_scale_sim" --ranks "$n" --pattern "$pattern" --dir "$tmp/sim" --fanout "$FANOUT" | tee -a "$raw" >&2
     rm -rf "$tmp/sim"
   done
 done
@@ -95,6 +101,15 @@ if sim:
               f"{int(k['bytes_read']) / 1e6:.1f} | {k['read_ms']} | {k['diagnose_ms']} | "
               f"{k['text_bytes']} | {k['json_bytes']} | {int(k['peak_rss_tree_kib']) / 1024:.0f} | "
               f"{k['tree_root_bytes']} | {k['tree_path_ms']} | {k['right']} |")
+    print()
+    print("| pattern | ranks | files read MB | fanout | tool ranks | bytes at the root | a rank | "
+          "tree path ms | tree total ms | root's diagnosis ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for k in sim:
+        print(f"| {k['pattern']} | {k['ranks']} | {int(k['bytes_read']) / 1e6:.1f} | "
+              f"{k['states_fanout']} | {k['states_tool_ranks']} | {k['states_root_bytes']} | "
+              f"{int(k['states_root_bytes']) / int(k['ranks']):.1f} | {k['states_path_ms']} | "
+              f"{k['states_total_ms']} | {k['states_diagnose_ms']} |")
 jobs = [k for k in kvs if "mode" in k]
 if jobs:
     print()

@@ -477,8 +477,12 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
     }
     ts.layer = saved_layer;
   }
+  // Noted for the hang state as the sole module's call is (sole_exit_call): a stack of several
+  // event modules (the profile beside the monitor or the trace) keeps it too.
+  note_call<F>(ts.call_site, args...);
   R r = invoke<F, Decoder>(c, end, real, args...);
-  end_event<Decoder>(ev, scratch, fields, r, args...);
+  note_return();
+  end_event<Decoder, true>(ev, scratch, fields, r, args...);
   if (__builtin_expect(one_module, 1)) {
     if (entries[pos].exit != nullptr) {
       ts.layer = entries[pos].calls_layer;

@@ -113,6 +113,13 @@ struct diagnosis {
   // Ranks all of whose members are in one collective on one communicator, still inside it.
   std::vector<rank_class> stuck_complete_collectives;
   std::string progress_note; // why this is no hang, in one line
+  // When the states came through the monitor's tree of tool ranks (tree_ask.hpp; else 0): how
+  // many merged them, the bytes its root received, how long the ask took there, and the ranks
+  // whose state no tool rank could read (with why).
+  uint32_t tree_tool_ranks = 0;
+  uint64_t tree_root_bytes = 0;
+  uint64_t tree_merge_ns = 0;
+  std::vector<std::pair<int32_t, std::string>> tree_unread;
 };
 
 // The classes of one rank's threads, and two lists of classes (of disjoint ranks) combined: a

@@ -142,6 +142,21 @@ std::string format_text(const diagnosis& d) {
           " completed an MPI call in the last " + seconds(d.threshold_ns) + ".\n";
     break;
   }
+  if (d.tree_tool_ranks > 0) {
+    char figures[96];
+    std::snprintf(figures, sizeof figures, "%llu bytes at its root, %.1f ms there",
+                  static_cast<unsigned long long>(d.tree_root_bytes),
+                  static_cast<double>(d.tree_merge_ns) / 1e6);
+    out += "Merged through " + std::to_string(d.tree_tool_ranks) + " tool rank" +
+           (d.tree_tool_ranks == 1 ? "" : "s") + " of the monitor's tree (" + figures + ").\n";
+    constexpr size_t shown = 5;
+    for (size_t i = 0; i < d.tree_unread.size() && i < shown; ++i)
+      out += "Not read by the tree: rank " + std::to_string(d.tree_unread[i].first) + " (" +
+             d.tree_unread[i].second + ").\n";
+    if (d.tree_unread.size() > shown)
+      out += "Not read by the tree: " + std::to_string(d.tree_unread.size() - shown) +
+             " more ranks.\n";
+  }
   if (!d.missing_ranks.empty())
     out += "No state for " + ranks_text(d.missing_ranks) +
            " (not started, or their state files are missing).\n";
@@ -361,6 +376,15 @@ std::string format_json(const diagnosis& d) {
     classes.push_back(class_json(c));
   j["classes"] = classes;
   // Names come from the ranks' files: bytes that are not UTF-8 are shown replaced, not refused.
+  if (d.tree_tool_ranks > 0) {
+    json unread = json::array();
+    for (const auto& [rank, why] : d.tree_unread)
+      unread.push_back({{"rank", rank}, {"why", why}});
+    j["merged_through"] = {{"tool_ranks", d.tree_tool_ranks},
+                           {"root_bytes", d.tree_root_bytes},
+                           {"root_s", static_cast<double>(d.tree_merge_ns) / 1e9},
+                           {"unread", unread}};
+  }
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

@@ -2,6 +2,7 @@
 #include "common/exec_argv.hpp"
 #include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
+#include "hang/tree_ask.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +50,23 @@ void end_launcher(pid_t child) {
   ::waitpid(child, &wstatus, 0);
 }
 
+// The spool and key of the job whose state files `dir` links to, from rank 0's link.
+void find_job(const std::string& dir, std::string& spool, std::string& key) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".rank0.hang"))
+      continue;
+    const fs::path target = fs::read_symlink(e.path(), ec);
+    if (ec)
+      return;
+    spool = target.parent_path().string();
+    key = name.substr(0, name.size() - std::string_view(".rank0.hang").size());
+    return;
+  }
+}
+
 } // namespace
 
 std::string make_hang_watch_dir(std::string& error) {
@@ -88,6 +106,8 @@ int run_watching_hangs(const std::vector<std::string>& args, const std::string& 
   hang::hang_options o;
   o.inputs = {dir};
   bool reported = false;
+  std::string spool, key; // of the job's files, once rank 0 linked its own
+  hang::tree_watch tree;
   int status = -1;
   while (status < 0) {
     int wstatus = 0;
@@ -99,10 +119,24 @@ int run_watching_hangs(const std::vector<std::string>& args, const std::string& 
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (reported)
       continue;
-    const hang::loaded_states loaded = hang::load_states(o);
+    // Under the monitor's tree its tool ranks read the files (rank 0's link says where they are).
+    if (spool.empty())
+      find_job(dir, spool, key);
+    hang::state_batch merged;
+    const hang::tree_watch::step step =
+        spool.empty() ? hang::tree_watch::step::files : tree.look(spool, key, merged);
+    if (step == hang::tree_watch::step::wait)
+      continue;
+    hang::loaded_states loaded;
+    if (step == hang::tree_watch::step::answered)
+      loaded.states = std::move(merged.states);
+    else
+      loaded = hang::load_states(o);
     if (!loaded.error.empty())
       continue; // no rank has its file yet, or one is being made
-    const hang::diagnosis d = hang::diagnose(loaded.states, hang::realtime_ns(), threshold);
+    hang::diagnosis d = hang::diagnose(loaded.states, hang::realtime_ns(), threshold);
+    if (step == hang::tree_watch::step::answered)
+      hang::note_tree(d, merged);
     if (d.result != hang::verdict::hang)
       continue;
     reported = true;

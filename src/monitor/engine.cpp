@@ -20,7 +20,7 @@ packet decode_packet(std::string_view bytes) {
   packet p;
   const uint8_t kind = r.u8();
   if (kind < static_cast<uint8_t>(packet_kind::profile) ||
-      kind > static_cast<uint8_t>(packet_kind::fini))
+      kind > static_cast<uint8_t>(packet_kind::hang_states))
     throw wire_error("unknown packet kind " + std::to_string(kind));
   p.kind = static_cast<packet_kind>(kind);
   p.round = r.u64();

@@ -25,6 +25,10 @@ enum class packet_kind : uint8_t {
   fin = 4,     // child -> parent: no more rounds from this subtree
   bounds = 5,  // parent -> child: phase B
   fini = 6,    // root -> everyone below: the application is done, finalize
+  // The hang diagnosis through the tree (src/monitor/module/hang_tree.cpp): `round` is the ask's
+  // number at the root, the payload the job's key and spool (down) or a batch of states (up).
+  hang_ask = 7,    // parent -> child tool node: read your ranks' states
+  hang_states = 8, // child tool node -> parent: its subtree's states (strata.hang-batch/1)
 };
 
 struct packet {

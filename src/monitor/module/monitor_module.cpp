@@ -139,6 +139,8 @@ void ready_tree(monitor_state& s) {
   s.overlay = monitor_communicator(s, 0, W, overlay_comm_tag);
   const bool application = s.world_rank < P;
   s.app = application ? monitor_communicator(s, 0, P, app_comm_tag) : MPI_COMM_NULL;
+  if (s.world_rank == 0)
+    send_rank0_facts(s, P); // the root tool rank, which asks of the job's hang states go to
   if (!application) {
     const MPI_Comm none = MPI_COMM_NULL;
     s.host->replace_world(s.self, &none);

@@ -3,6 +3,7 @@
 // transports (offload.cpp), and the loop of the tool ranks that reduce them (tool_rank.cpp).
 #pragma once
 
+#include "hang/tree_ask.hpp"
 #include "monitor/engine.hpp"
 #include "monitor/filter.hpp"
 #include "monitor/monitor_options.hpp"
@@ -16,7 +17,9 @@
 #include <cstdint>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <sys/resource.h>
 #include <vector>
@@ -31,6 +34,8 @@ constexpr int overlay_comm_tag = 0x5174;
 constexpr int app_comm_tag = 0x5175;
 constexpr int control_comm_tag = 0x5176;
 constexpr int count_comm_tag = 0x5177;
+// Application rank 0 -> the root tool rank, once at the start: its pid and host (hang_tree.cpp).
+constexpr int hang_facts_tag = 0x5178;
 
 struct send_slot {
   std::string bytes;
@@ -120,6 +125,56 @@ inline void log_line(const monitor_state& s, const std::string& message) {
 void dump(monitor_state& s, bool final);
 void send_packet(monitor_state& s, const overlay::packet& p, bool final);
 void finish_inline(monitor_state& s);
+
+// hang_tree.cpp: the hang diagnosis through the tree. Application rank 0 tells the root its pid
+// and host at the start (send_rank0_facts); each tool rank keeps a hang_node, which the root polls
+// for asks in the spool and every node feeds the hang packets it receives.
+void send_rank0_facts(monitor_state& s, int root_world_rank);
+
+// One ask a tool rank is serving: its children's batches merged as they come.
+struct hang_in_flight {
+  uint64_t id = 0;
+  int parent = -1; // world rank; -1 at the root
+  size_t waiting = 0;
+  uint64_t started_ns = 0;
+  uint64_t bytes_in = 0;
+  hang::state_batch merged;
+};
+
+class hang_node {
+public:
+  using send_fn = std::function<void(int world_rank, const overlay::packet&)>;
+  hang_node(monitor_state& s, const overlay::tree_layout& tree, int node);
+  hang_node(const hang_node&) = delete;
+  hang_node& operator=(const hang_node&) = delete;
+  // The root: its door in each spool once it exists, and an ask there (every 100 ms).
+  void poll(const send_fn& send);
+  // A packet of the hang kinds (false for any other kind); `from_parent_rank` is the parent's
+  // world rank when the parent sent it (else -1), `child` the child's index when a child did.
+  bool on_packet(overlay::packet& p, int from_parent_rank, int child, const send_fn& send,
+                 std::string& problem);
+  // The job ends: the door goes (the process ends without destructors).
+  void close();
+
+private:
+  void start(uint64_t id, const std::string& key, const std::string& spool, int parent,
+             const send_fn& send);
+  void finish(const send_fn& send);
+
+  bool root_ = false;
+  bool leaf_children_ = false;
+  std::vector<int> children_;
+  int leaves_ = 0;
+  int tool_ranks_ = 0;
+  long long rank0_pid_ = 0;
+  std::string rank0_host_;
+  std::vector<std::string> spools_;
+  std::vector<bool> doors_; // per spool: the root's door is there
+  uint64_t next_poll_ns_ = 0;
+  uint64_t asks_ = 0;
+  hang::tree_ask ask_;
+  std::optional<hang_in_flight> pending_;
+};
 
 // tool_rank.cpp: a tool rank's node of the tree, until the root says the application finalized.
 [[noreturn]] void run_tool_rank(monitor_state& s, const overlay::tree_layout& tree, int node);

@@ -69,6 +69,8 @@ struct pending_send {
       for (size_t i = 0; i < children.size(); ++i)
         send(world_of_child(i), overlay::packet{overlay::packet_kind::fini, 0, 0, {}});
   };
+  hang_node hang(s, tree, node);
+  const hang_node::send_fn send_hang = [&](int dest, const overlay::packet& p) { send(dest, p); };
   std::vector<overlay::node_output> outputs;
   std::string buffer;
   const double loop_cpu0 = cpu_seconds();
@@ -88,6 +90,7 @@ struct pending_send {
   while (!fini) {
     int flag = 0;
     MPI_Status status;
+    hang.poll(send_hang);
     MPI_Iprobe(MPI_ANY_SOURCE, overlay_tag, s.overlay, &flag, &status);
     if (flag == 0) {
       reap();
@@ -106,19 +109,25 @@ struct pending_send {
     outputs.clear();
     try {
       overlay::packet p = overlay::decode_packet(buffer);
-      if (status.MPI_SOURCE == parent) {
+      const auto from_child = std::find_if(children.begin(), children.end(), [&](int c) {
+        return (leaf_children ? c : P + c) == status.MPI_SOURCE;
+      });
+      const int child =
+          from_child != children.end() ? static_cast<int>(from_child - children.begin()) : -1;
+      std::string problem;
+      if (hang.on_packet(p, status.MPI_SOURCE == parent ? parent : -1, leaf_children ? -1 : child,
+                         send_hang, problem)) {
+        if (!problem.empty())
+          log_line(s, "overlay node " + std::to_string(node) + ": " + problem);
+      } else if (status.MPI_SOURCE == parent) {
         if (p.kind == overlay::packet_kind::fini) {
           send_fini_down();
           fini = true;
         } else {
           engine.on_parent(p, outputs);
         }
-      } else {
-        auto it = std::find_if(children.begin(), children.end(), [&](int c) {
-          return (leaf_children ? c : P + c) == status.MPI_SOURCE;
-        });
-        if (it != children.end())
-          engine.on_child(static_cast<int>(it - children.begin()), std::move(p), outputs);
+      } else if (child >= 0) {
+        engine.on_child(child, std::move(p), outputs);
       }
     } catch (const std::exception& e) {
       log_line(s, "overlay node " + std::to_string(node) + ": bad packet from rank " +
@@ -163,6 +172,7 @@ struct pending_send {
   }
   if (out != nullptr)
     std::fclose(out);
+  hang.close();
   finalize_tool_rank();
 }
 

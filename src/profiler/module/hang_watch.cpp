@@ -17,6 +17,7 @@
 #include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
 #include "hang/state.hpp"
+#include "hang/tree_ask.hpp"
 #include "options.hpp"
 
 #include <strata/where.h>
@@ -186,6 +187,8 @@ struct hang_watch {
   std::string spool, key;
   uint64_t hang_after_ns = 0;
   bool reported = false;
+  // Under the monitor's tree (transport=tree) the tool ranks read the files.
+  hang::tree_watch tree;
 
   std::map<uint64_t, common::source_location> sites;
 
@@ -452,13 +455,32 @@ void describe_pending(hang_watch& h, thread_watch& tw, const strata_where& w,
 void check_job(hang_watch& h, uint64_t now) {
   if (h.hang_after_ns == 0 || h.reported || h.spool.empty())
     return;
-  hang::hang_options o;
-  o.inputs = {h.spool};
-  o.job = h.key;
-  const hang::loaded_states loaded = hang::load_states(o);
-  if (!loaded.error.empty())
-    return; // a rank still creating its file: the next tick
-  const hang::diagnosis d = hang::diagnose(loaded.states, now, h.hang_after_ns);
+  std::optional<hang::state_batch> through_tree;
+  hang::state_batch merged;
+  switch (h.tree.look(h.spool, h.key, merged)) {
+  case hang::tree_watch::step::wait:
+    return; // a later tick
+  case hang::tree_watch::step::answered:
+    through_tree = std::move(merged);
+    break;
+  case hang::tree_watch::step::files:
+    break;
+  }
+  hang::loaded_states loaded;
+  if (through_tree) {
+    loaded.states = std::move(through_tree->states);
+    now = std::max(now, hang::realtime_ns());
+  } else {
+    hang::hang_options o;
+    o.inputs = {h.spool};
+    o.job = h.key;
+    loaded = hang::load_states(o);
+    if (!loaded.error.empty())
+      return; // a rank still creating its file: the next tick
+  }
+  hang::diagnosis d = hang::diagnose(loaded.states, now, h.hang_after_ns);
+  if (through_tree)
+    hang::note_tree(d, *through_tree);
   if (d.result != hang::verdict::hang)
     return;
   h.reported = true;

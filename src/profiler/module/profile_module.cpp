@@ -195,6 +195,8 @@ int on_load(const strata_host* host, int self, const strata_module_arg* args, in
     }
     s->counting.model = &s->model;
   }
+  if (!is_overhead_module)
+    publish_spools(host, self);
   host->subscribe(self, "*");
   guarded(s, "the MPI library's own variables are not recorded", [&] { mpi_t_load(*s); });
   *state = s;

@@ -25,6 +25,16 @@ std::string mpi_library_version() {
 
 } // namespace
 
+void publish_spools(const strata_host* host, int self) {
+  // Where this job's files may go, for the monitor's tool ranks (which never run the profile past
+  // MPI_Init): its tree reads the ranks' hang states there when asked (src/hang/tree_ask.hpp).
+  static std::string spools;
+  for (const std::string& dir : spool_candidates(
+           options::current().spool.c_str(), STRATA_DEFAULT_SPOOL, std::getenv("HOME"), ::getuid()))
+    spools += dir + "\n";
+  host->publish(self, "profile.spools", "text/v1", spools.data());
+}
+
 void start_rank(module_state& s) {
   // The application's processes, private to the tools (without the monitor's tool ranks; from
   // the core's own session in a Sessions program).

@@ -206,6 +206,9 @@ void charge_untimed_polls(module_state& s);
 
 // start_rank.cpp: in mpi_ready, once MPI works: the job id, the rank file, the facts.
 void start_rank(module_state& s);
+// At load: the spools this job's files may go to, as the service profile.spools (text/v1: one
+// directory a line), for the monitor's tool ranks.
+void publish_spools(const strata_host* host, int self);
 
 // The exit callback of every call (profile_module.cpp).
 void on_exit(strata_event* ev, void* raw);

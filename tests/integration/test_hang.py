@@ -414,8 +414,9 @@ class Python(HangTestCase):
 
     def test_mpi4py_rank_computing_after_a_call_that_lasted(self):
         """Rank 1 computes for good after a receive that lasted a second: its last call keeps
-        the line read while it was in it."""
-        proc = self.watched([self.python, self.SCRIPT, "compute"])
+        the line read while it was in it. Watched after 3 s, not 1: rank 0 computes for a second
+        while rank 1 waits, which on a loaded machine could outlast 1 s and be reported first."""
+        proc = self.watched([self.python, self.SCRIPT, "compute"], after="3")
         self.assertAborted(proc)
         last_call = self.site("last_call", "<module>")
         self.assertRegex(proc.stderr, r"WAITING FOR A COMPUTING RANK: rank 1 has been outside "

@@ -5,8 +5,6 @@
 #include "common/wing_commands.hpp"
 #include "hang/state.hpp"
 
-#include <CLI/CLI.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>

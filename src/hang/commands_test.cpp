@@ -2,6 +2,7 @@
 #include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
 
+#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

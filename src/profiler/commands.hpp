@@ -3,8 +3,6 @@
 
 #include "common/wing_commands.hpp"
 
-#include <CLI/CLI.hpp>
-
 #include <memory>
 
 namespace strata::profiler {

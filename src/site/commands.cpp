@@ -5,6 +5,8 @@
 #include "site/store_commands.hpp"
 #include "site/web/commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 namespace strata::site {
 namespace {
 class site_wing final : public cli::wing_commands {

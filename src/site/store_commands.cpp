@@ -9,6 +9,7 @@
 #include "site/store.hpp"
 #include "site/synth.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>

@@ -3,7 +3,7 @@
 // commands.cpp adds them, with the web interface's, under `strata site` (add_site_commands).
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include "common/wing_commands.hpp"
 
 #include <cstdint>
 #include <optional>

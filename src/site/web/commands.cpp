@@ -4,6 +4,7 @@
 #include "site/store_commands.hpp"
 #include "site/web/tokens.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>

@@ -2,9 +2,8 @@
 // src/site/commands.cpp adds them to `strata site` and calls run() when one was given.
 #pragma once
 
+#include "common/wing_commands.hpp"
 #include "site/web/server.hpp"
-
-#include <CLI/CLI.hpp>
 
 #include <string>
 

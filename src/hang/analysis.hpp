@@ -138,6 +138,7 @@ private:
   std::vector<any_member_group> groups_;
   std::map<std::tuple<uint64_t, int32_t, int32_t, uint32_t>, uint32_t> group_index_;
   std::vector<std::vector<uint32_t>> member_groups_; // rank -> the groups it is a member of
+  std::vector<char> group_freed_;                    // per group: a member can act
   std::set<int32_t> wildcard_ranks_, complete_collective_ranks_;
   std::vector<collective_wait> collectives_;
   std::map<std::tuple<uint64_t, int32_t, int32_t, uint32_t, std::string>, uint32_t>

@@ -264,7 +264,7 @@ void analysis::fixed_point() {
     for (uint32_t k = 0; k < groups_[g].comm.size; ++k)
       if (const int32_t m = groups_[g].comm.member(k); m >= 0 && m < d_.world_size)
         member_groups_[static_cast<size_t>(m)].push_back(g);
-  std::vector<char> group_freed(groups_.size(), 0);
+  group_freed_.assign(groups_.size(), 0);
   auto satisfy = [&](size_t i) {
     if (remaining[i] == 0)
       return;
@@ -285,8 +285,8 @@ void analysis::fixed_point() {
     for (const size_t i : waiters[r])
       satisfy(i);
     for (const uint32_t g : member_groups_[r])
-      if (!group_freed[g]) {
-        group_freed[g] = 1;
+      if (!group_freed_[g]) {
+        group_freed_[g] = 1;
         for (const size_t i : groups_[g].waiters)
           satisfy(i);
       }
@@ -542,10 +542,13 @@ void analysis::cycles() {
   std::vector<char> unmatched_at(static_cast<size_t>(d_.world_size), 0);
   for (const unmatched_receive& u : d_.unmatched)
     unmatched_at[static_cast<size_t>(u.receiver.rank)] = 1;
+  // A stuck rank's wildcard that no member can feed any more (one beside other waits may be
+  // stuck by those alone).
   for (const int32_t r : wildcard_ranks_)
     if (stuck(r) && !unmatched_at[static_cast<size_t>(r)])
       for (auto [w, last] = waits_of(r); w != last; ++w)
-        if (w->wildcard) {
+        if (w->wildcard && std::none_of(w->groups.begin(), w->groups.end(),
+                                        [&](uint32_t g) { return group_freed_[g] != 0; })) {
           unmatched_receive u;
           u.receiver = waiting(*w);
           u.source = any_source;

@@ -238,11 +238,9 @@ wait_item analysis::wait_of(int32_t rank, const thread_state& t) {
     if (listed == 0)
       w.known = false; // its requests are not in the state
     // A wildcard receive waits for any one sender: alone, the wait does too; beside other
-    // requests (all of them, and one of those senders) the graph cannot say it.
+    // requests, a wait for all of them waits for each, the wildcard's senders as its group.
     if (w.wildcard && listed == 1)
       w.any = true;
-    else if (w.wildcard && !w.any)
-      w.known = false;
     if (t.waited_total > listed) {
       // Any one of those not listed might complete: nothing is known of a Waitany's.
       if (w.any)

@@ -8,8 +8,8 @@
 // children's batches (strata.hang-batch/1); the bytes arriving at the root, each level's slowest
 // node summed (the tree's path), and the root's diagnosis checked to be the files' own.
 //
-//   hang_scale_sim --ranks N --pattern ring|barrier_late|wrong_tag|wildcard [--dir DIR]
-//                  [--fanout K]
+//   hang_scale_sim --ranks N --pattern ring|barrier_late|barrier_half|wrong_tag|wildcard
+//                  [--dir DIR] [--fanout K]
 //
 // Prints one line "bench hangsim key=value ..." (bench/run_hang_scale.sh makes the table).
 #include "hang/batch.hpp"
@@ -72,6 +72,12 @@ thread_state thread_of(const std::string& pattern, int32_t r, int32_t n, uint64_
     }
     return in_call("MPI_Barrier", 95, n, no_peer, 0, since);
   }
+  if (pattern == "barrier_half") { // the lower half in a barrier; the upper half a ring of receives
+    const int32_t half = n / 2, upper = n - half;
+    if (r < half)
+      return in_call("MPI_Barrier", 95, n, no_peer, 0, since);
+    return in_call("MPI_Recv", 40, n, half + (r - half + upper - 1) % upper, 7, since);
+  }
   // wrong_tag: rank 0 receives tag 1 from rank 1, which sends tag 2 (too large for eager
   // delivery, so it blocks); the others wait in a barrier for both.
   if (r == 0)
@@ -127,6 +133,21 @@ bool check(const diagnosis& d, const std::string& text, const std::string& patte
     }
     return true;
   }
+  if (pattern == "barrier_half") { // one cycle of the upper half, the lower half behind it
+    const int32_t half = n / 2;
+    std::vector<int32_t> members;
+    if (d.deadlocks.size() == 1)
+      for (const waiting_rank& w : d.deadlocks[0].cycle)
+        members.push_back(w.rank);
+    const std::string upper = std::to_string(half) + "-" + std::to_string(n - 1);
+    if (rank_ranges(members) != upper || members.size() != static_cast<size_t>(n - half) ||
+        rank_ranges(d.deadlocks[0].blocked_behind) != "0-" + std::to_string(half - 1) ||
+        text.find("DEADLOCK: ranks " + upper + " wait for each other") == std::string::npos) {
+      why = "the cycle is not ranks " + upper + " with the barrier behind it";
+      return false;
+    }
+    return true;
+  }
   if (d.unmatched.empty() || d.unmatched[0].reason != unmatched_receive::why::wrong_tag ||
       d.unmatched[0].receiver.rank != 0 || d.unmatched[0].sends.size() != 1 ||
       d.unmatched[0].sends[0].sender != 1 || d.deadlocks.size() != 1 ||
@@ -170,10 +191,11 @@ int main(int argc, char** argv) {
       fanout = std::atoi(argv[i + 1]);
   }
   if (n < 3 || fanout < 2 ||
-      (pattern != "ring" && pattern != "barrier_late" && pattern != "wrong_tag" &&
-       pattern != "wildcard")) {
+      (pattern != "ring" && pattern != "barrier_late" && pattern != "barrier_half" &&
+       pattern != "wrong_tag" && pattern != "wildcard")) {
     std::fprintf(stderr, "usage: hang_scale_sim --ranks N(>=3) --pattern "
-                         "ring|barrier_late|wrong_tag|wildcard [--dir DIR]\n");
+                         "ring|barrier_late|barrier_half|wrong_tag|wildcard [--dir DIR] "
+                         "[--fanout K(>=2)]\n");
     return 2;
   }
   namespace fs = std::filesystem;

@@ -12,7 +12,10 @@
 # cycle of all N ranks, the late rank named, the wrong-tag receive of rank 0) and the tree's
 # classes against it: a wrong one stops this script. The wildcard pattern: every rank in MPI_Recv
 # from MPI_ANY_SOURCE, nothing sent (each receive waits for any other rank: its graph is linear,
-# one group a communicator, where an edge to each member would make N^2). Then the states through
+# one group a communicator, where an edge to each member would make N^2). The barrier_half
+# pattern: the lower half of the ranks in MPI_Barrier, the upper half a ring of receives (one
+# cycle, the barrier behind it: its N/2 waiters wait on one node for the N/2 missing members,
+# where an edge from each to each would make N^2/4). Then the states through
 # a K-ary tree of tool ranks (FANOUT, the monitor's default 2): the leaves read their ranks' files,
 # each node merges its children's batches; the bytes arriving at the root, each level's slowest
 # node summed, and the root's diagnosis checked against the files' (a different one stops this
@@ -24,7 +27,7 @@
 # the watch's delay), the bytes of the state files in the spool, and whether the diagnosis names
 # exactly the right ranks.
 # Environment: SIM_RANKS="1000 10000 100000" (empty: none),
-# PATTERNS="ring barrier_late wrong_tag wildcard",
+# PATTERNS="ring barrier_late barrier_half wrong_tag wildcard",
 # RANKS="8 16 32 64" (empty: no real jobs), FLAVORS="openmpi mpich", MODES="recv_recv sleeper",
 # FANOUT=2.
 set -euo pipefail
@@ -32,7 +35,7 @@ source "$(dirname "$0")/lock.sh"
 
 BUILD=$(cd "${1:?usage: run_hang_scale.sh BUILD}" && pwd)
 SIM_RANKS=${SIM_RANKS-"1000 10000 100000"}
-PATTERNS=${PATTERNS:-"ring barrier_late wrong_tag wildcard"}
+PATTERNS=${PATTERNS:-"ring barrier_late barrier_half wrong_tag wildcard"}
 RANKS=${RANKS-"8 16 32 64"}
 FLAVORS=${FLAVORS:-"openmpi mpich"}
 MODES=${MODES:-"recv_recv sleeper"}

@@ -191,13 +191,16 @@ inline void read_indexed_completion(strata_event& ev, const scratch& s, int coun
 // statuses are in the order of the indices).
 inline void read_some_completions(strata_event& ev, const scratch& s, int count, int outcount,
                                   const int* indices, const MPI_Status* statuses) {
-  if (s.receives <= 0 || outcount == MPI_UNDEFINED || statuses == MPI_STATUSES_IGNORE ||
+  // The space read at once under the test that says it was noted (receives > 0): read inside the
+  // loop, the compiler no longer sees that test guard it (-Wmaybe-uninitialized).
+  const uint8_t* receive = s.receives > 0 ? s.space->receive : nullptr;
+  if (receive == nullptr || outcount == MPI_UNDEFINED || statuses == MPI_STATUSES_IGNORE ||
       (ev.result != MPI_SUCCESS && ev.result != MPI_ERR_IN_STATUS))
     return;
   int64_t total = 0;
   for (int k = 0; k < outcount; ++k) {
     const int i = indices[k];
-    if (i >= 0 && i < count && s.space->receive[i] != 0 && completed_well(ev, &statuses[k]))
+    if (i >= 0 && i < count && receive[i] != 0 && completed_well(ev, &statuses[k]))
       total += received_bytes(&statuses[k]);
   }
   ev.bytes_received = total;

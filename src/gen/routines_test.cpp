@@ -85,10 +85,13 @@ TEST(Routines, PointToPointKinds) {
   EXPECT_EQ(get("MPI_Irecv").group, r::group::nonblocking_p2p);
   EXPECT_TRUE(get("MPI_Send").roles & r::role_peer);
   EXPECT_TRUE(get("MPI_Recv").roles & r::role_status);
+  // Probes read the size of the message they find from the status, as receives do.
+  for (const char* probe : {"MPI_Probe", "MPI_Iprobe", "MPI_Mprobe", "MPI_Improbe"})
+    EXPECT_TRUE(get(probe).roles & r::role_status) << probe;
 }
 
 TEST(Routines, PollsAndWaiting) {
-  for (const char* poll : {"MPI_Test", "MPI_Testany", "MPI_Iprobe"})
+  for (const char* poll : {"MPI_Test", "MPI_Testany", "MPI_Iprobe", "MPI_Improbe"})
     EXPECT_TRUE(get(poll).poll) << poll;
   for (const char* no : {"MPI_Wait", "MPI_Testall", "MPI_Send"})
     EXPECT_FALSE(get(no).poll) << no;
@@ -278,7 +281,7 @@ TEST(Routines, WhomABlockingCallWaitsFor) {
     EXPECT_EQ(of(name), w::members) << name;
   // Return without waiting for another process, or wait for no one they name.
   for (const char* name : {"MPI_Bsend", "MPI_Isend", "MPI_Ibarrier", "MPI_Barrier_init", "MPI_Test",
-                           "MPI_Testall", "MPI_Iprobe", "MPI_Mrecv", "MPI_Start",
+                           "MPI_Testall", "MPI_Iprobe", "MPI_Improbe", "MPI_Mrecv", "MPI_Start",
                            "MPI_Reduce_local", "MPI_Comm_rank", "MPI_Send_init", "MPI_Pready"})
     EXPECT_EQ(of(name), w::none) << name;
 }

@@ -34,10 +34,14 @@ struct recv_seen {
   uint64_t comm;
 };
 
-// What one blocked thread waits for: all of `targets` and `groups` (or any one of them when
-// `any`). A group (analysis::groups_) stands for "any member of a communicator but the waiting
-// rank", a wildcard receive's wait: kept once per communicator, not as an edge to each member,
-// so that ranks all in wildcard receives make a graph linear in their number, not N².
+// What one blocked thread waits for: all of `targets`, `groups` and `collectives` (or any one of
+// them when `any`). A group (analysis::groups_) stands for "any member of a communicator but the
+// waiting rank", a wildcard receive's wait: kept once per communicator, not as an edge to each
+// member, so that ranks all in wildcard receives make a graph linear in their number, not N².
+// A collective (analysis::collectives_) stands for "every member not in this collective", kept
+// once per collective and shared by all its waiters, so that N/2 ranks in a barrier waiting for
+// N/2 others are N edges, not N²/4. (A wait for any one request copies a collective's members
+// into `targets`: any one of them frees it.)
 struct wait_item {
   int32_t rank = 0;
   const thread_state* thread = nullptr;
@@ -47,12 +51,25 @@ struct wait_item {
   int32_t wildcard_tag = 0;
   std::vector<int32_t> targets;
   std::vector<uint32_t> groups;
+  std::vector<uint32_t> collectives;
+  // Where each collective's members were added among `targets` (until the graph sorts them):
+  // an unmatched receive found meanwhile names them in that order.
+  std::vector<size_t> collectives_at;
   std::string waits_for;
 };
 
 // The members of a communicator that wildcard receives wait on, and those wait items.
 struct any_member_group {
   communicator comm;
+  std::vector<size_t> waiters;
+};
+
+// The members of a communicator not in one collective on it (the same for every rank in it, so
+// found once per collective), and the wait items that wait for all of them.
+struct collective_wait {
+  std::vector<int32_t> missing; // in the communicator's order, as the text names them
+  std::vector<int32_t> ranks;   // those of the world, sorted: what the graph follows
+  std::string text;
   std::vector<size_t> waiters;
 };
 
@@ -91,16 +108,14 @@ private:
   void check_near_sends(const wait_item& w, const recv_seen& r);
   wait_item wait_of(int32_t rank, const thread_state& t);
   void add_nonblocking_collective(wait_item& w, const pending_op& p);
-  // The members of a communicator not in this collective on it: the same for every rank in it,
-  // so found once per collective (a world of ranks in one barrier is linear, not quadratic).
-  // `nonblocking`: the collective a request is of (pending_op::collective), entered by posting
-  // it; 0: a blocking collective, entered by being inside it.
-  struct collective_wait {
-    std::vector<int32_t> missing;
-    std::string text;
-  };
-  const collective_wait& collective_on(const communicator& comm, const std::string& routine,
-                                       uint16_t nonblocking);
+  // The collective on `comm` (collectives_): `nonblocking`, the collective a request is of
+  // (pending_op::collective), entered by posting it; 0: a blocking collective, entered by being
+  // inside it.
+  uint32_t collective_on(const communicator& comm, const std::string& routine,
+                         uint16_t nonblocking);
+  void add_collective(wait_item& w, uint32_t c);
+  // Every rank the item waits for by name: its targets and its collectives' members, sorted.
+  std::vector<int32_t> all_targets(const wait_item& w) const;
   bool in_same_collective(int32_t member, const std::string& routine,
                           const communicator& comm) const;
   bool posted_collective(int32_t member, const communicator& comm, uint16_t collective) const;
@@ -123,10 +138,14 @@ private:
   std::vector<any_member_group> groups_;
   std::map<std::tuple<uint64_t, int32_t, int32_t, uint32_t>, uint32_t> group_index_;
   std::vector<std::vector<uint32_t>> member_groups_; // rank -> the groups it is a member of
+  std::vector<char> group_freed_;                    // per group: a member can act
   std::set<int32_t> wildcard_ranks_, complete_collective_ranks_;
-  std::map<std::tuple<uint64_t, int32_t, int32_t, uint32_t, std::string>, collective_wait>
-      collectives_;
-  std::vector<char> can_act_; // per rank: may still proceed (or make others proceed)
+  std::vector<collective_wait> collectives_;
+  std::map<std::tuple<uint64_t, int32_t, int32_t, uint32_t, std::string>, uint32_t>
+      collective_index_;
+  std::vector<std::vector<uint32_t>> missing_from_; // rank -> the collectives it is missing from
+  bool targets_final_ = false; // the graph sorted the targets (no collective among them then)
+  std::vector<char> can_act_;  // per rank: may still proceed (or make others proceed)
 };
 
 } // namespace strata::hang::detail

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace strata::hang {
 
@@ -234,18 +235,36 @@ void analysis::fixed_point() {
     std::erase_if(w.targets, [&](int32_t t) { return t < 0 || t >= d_.world_size; });
     std::sort(w.groups.begin(), w.groups.end());
     w.groups.erase(std::unique(w.groups.begin(), w.groups.end()), w.groups.end());
+    std::sort(w.collectives.begin(), w.collectives.end());
+    w.collectives.erase(std::unique(w.collectives.begin(), w.collectives.end()),
+                        w.collectives.end());
+    w.collectives_at.clear();
     remaining[i] = w.targets.size() + w.groups.size();
     for (const int32_t t : w.targets)
       waiters[static_cast<size_t>(t)].push_back(i);
     for (const uint32_t g : w.groups)
       groups_[g].waiters.push_back(i);
+    for (const uint32_t c : w.collectives) {
+      collectives_[c].waiters.push_back(i);
+      // (One whose members are all outside the world waits for nobody: as none named.)
+      remaining[i] += collectives_[c].ranks.empty() ? 0 : 1;
+    }
+  }
+  targets_final_ = true;
+  // A collective frees its waiters once all its missing members can act.
+  missing_from_.assign(n, {});
+  std::vector<size_t> collective_left(collectives_.size());
+  for (uint32_t c = 0; c < collectives_.size(); ++c) {
+    collective_left[c] = collectives_[c].ranks.size();
+    for (const int32_t m : collectives_[c].ranks)
+      missing_from_[static_cast<size_t>(m)].push_back(c);
   }
   member_groups_.assign(n, {});
   for (uint32_t g = 0; g < groups_.size(); ++g)
     for (uint32_t k = 0; k < groups_[g].comm.size; ++k)
       if (const int32_t m = groups_[g].comm.member(k); m >= 0 && m < d_.world_size)
         member_groups_[static_cast<size_t>(m)].push_back(g);
-  std::vector<char> group_freed(groups_.size(), 0);
+  group_freed_.assign(groups_.size(), 0);
   auto satisfy = [&](size_t i) {
     if (remaining[i] == 0)
       return;
@@ -266,11 +285,15 @@ void analysis::fixed_point() {
     for (const size_t i : waiters[r])
       satisfy(i);
     for (const uint32_t g : member_groups_[r])
-      if (!group_freed[g]) {
-        group_freed[g] = 1;
+      if (!group_freed_[g]) {
+        group_freed_[g] = 1;
         for (const size_t i : groups_[g].waiters)
           satisfy(i);
       }
+    for (const uint32_t c : missing_from_[r])
+      if (--collective_left[c] == 0)
+        for (const size_t i : collectives_[c].waiters)
+          satisfy(i);
   }
 }
 
@@ -302,11 +325,43 @@ void analysis::cycles() {
     return std::make_pair(static_cast<size_t>(first - waits_.begin()),
                           static_cast<size_t>(last - waits_.begin()));
   };
+  // A collective whose members each have one thread waiting is one node, shared by its waiters
+  // that wait for nothing else: its edges go to the members in rank order, as each waiter's
+  // edges would. (A member with more threads orders them by whether they wait back for the
+  // waiter, which differs per waiter: then each waiter has its own edges.) The search walks a
+  // shared node's edges from each waiter in turn, as its own (the same cycles found), skipping
+  // for good those to threads done or in a deadlock already: linear, not one walk per waiter.
+  std::vector<size_t> node_of(collectives_.size(), 0); // 0: none
+  for (uint32_t c = 0; c < collectives_.size(); ++c) {
+    const collective_wait& cw = collectives_[c];
+    const auto stuck_waiter = [&](size_t i) {
+      const wait_item& w = waits_[i];
+      return stuck(w.rank) && w.targets.empty() && w.groups.empty() && w.collectives.size() == 1;
+    };
+    if (std::none_of(cw.waiters.begin(), cw.waiters.end(), stuck_waiter) ||
+        std::any_of(cw.ranks.begin(), cw.ranks.end(), [&](int32_t m) {
+          const auto [begin, end] = items_of(m);
+          return stuck(m) && end - begin > 1;
+        }))
+      continue;
+    node_of[c] = next.size();
+    next.emplace_back();
+    for (const int32_t m : cw.ranks)
+      if (stuck(m))
+        for (auto [j, end] = items_of(m); j < end; ++j)
+          next[node_of[c]].push_back(j);
+  }
+  const size_t shared_end = next.size(); // shared nodes are n .. shared_end - 1
   for (size_t i = 0; i < n; ++i) {
     const wait_item& w = waits_[i];
     if (!stuck(w.rank))
       continue;
-    for (const int32_t t : w.targets) {
+    if (w.targets.empty() && w.groups.empty() && w.collectives.size() == 1 &&
+        node_of[w.collectives[0]] != 0) {
+      next[i].push_back(node_of[w.collectives[0]]);
+      continue;
+    }
+    for (const int32_t t : all_targets(w)) {
       if (!stuck(t))
         continue;
       const auto [begin, end] = items_of(t);
@@ -360,39 +415,78 @@ void analysis::cycles() {
     for (const size_t v : next[u])
       previous[v].push_back(u);
   const auto twins = [&](size_t a, size_t b) {
-    return a != b && waits_[a].rank == waits_[b].rank && waits_[a].targets == waits_[b].targets &&
-           waits_[a].groups == waits_[b].groups;
+    return a != b && waits_[a].rank == waits_[b].rank && waits_[a].groups == waits_[b].groups &&
+           (waits_[a].collectives.empty() && waits_[b].collectives.empty()
+                ? waits_[a].targets == waits_[b].targets
+                : all_targets(waits_[a]) == all_targets(waits_[b]));
   };
   std::vector<char> color(nodes, 0);        // 0 unseen, 1 on the path, 2 done
   std::vector<size_t> on_path_at(nodes, 0); // where a node on the path is on it
   std::vector<int> cycle_of(nodes, -1);
+  // Per shared node, past each edge the next one that may still matter (a skip list).
+  std::vector<std::vector<size_t>> skip(shared_end - n);
+  for (size_t x = n; x < shared_end; ++x) {
+    skip[x - n].resize(next[x].size() + 1);
+    for (size_t k = 0; k < skip[x - n].size(); ++k)
+      skip[x - n][k] = k;
+  }
+  const auto next_live = [&](size_t x, size_t k) {
+    auto& to = skip[x - n];
+    const auto& out = next[x];
+    for (;;) {
+      size_t r = k;
+      while (r < out.size() && to[r] != r)
+        r = to[r];
+      for (size_t p = k; p != r;)
+        p = std::exchange(to[p], r);
+      if (r == out.size() || color[out[r]] == 0 || (color[out[r]] == 1 && cycle_of[out[r]] < 0))
+        return r;
+      to[r] = r + 1; // done, or in a deadlock: no edge to it matters any more
+      k = r + 1;
+    }
+  };
+  struct step {
+    size_t node, edge, shared_edge; // shared_edge: where in a shared node's edges it walks
+  };
   for (size_t start = 0; start < n; ++start) {
     if (!stuck(waits_[start].rank) || color[start] != 0)
       continue;
-    std::vector<std::pair<size_t, size_t>> path{{start, 0}};
+    std::vector<step> path{{start, 0, 0}};
     color[start] = 1;
     on_path_at[start] = 0;
     while (!path.empty()) {
-      auto& [u, edge] = path.back();
-      const auto& out = next[u];
-      if (edge == out.size()) {
-        color[u] = 2;
+      step& at = path.back();
+      const auto& out = next[at.node];
+      if (at.edge == out.size()) {
+        color[at.node] = 2;
         path.pop_back();
         continue;
       }
-      const size_t v = out[edge++];
+      size_t v = out[at.edge];
+      if (v >= n && v < shared_end) {
+        const size_t k = next_live(v, at.shared_edge);
+        if (k == next[v].size()) {
+          ++at.edge;
+          at.shared_edge = 0;
+          continue;
+        }
+        at.shared_edge = k + 1;
+        v = next[v][k];
+      } else {
+        ++at.edge;
+      }
       if (color[v] == 0) {
         color[v] = 1;
         on_path_at[v] = path.size();
-        path.push_back({v, 0});
+        path.push_back({v, 0, 0});
       } else if (color[v] == 1 && cycle_of[v] < 0) {
         // (A back edge to a member of a deadlock found is no new one: checked at once, since a
         // rank waiting for every other, a wildcard receive, gives a back edge per pair.)
         std::vector<size_t> members; // the wait items on it (not a group's nodes)
         for (auto it = path.begin() + static_cast<std::ptrdiff_t>(on_path_at[v]); it != path.end();
              ++it)
-          if (it->first < n)
-            members.push_back(it->first);
+          if (it->node < n)
+            members.push_back(it->node);
         if (std::none_of(members.begin(), members.end(),
                          [&](size_t m) { return cycle_of[m] >= 0; })) {
           const int number = static_cast<int>(d_.deadlocks.size());
@@ -448,10 +542,13 @@ void analysis::cycles() {
   std::vector<char> unmatched_at(static_cast<size_t>(d_.world_size), 0);
   for (const unmatched_receive& u : d_.unmatched)
     unmatched_at[static_cast<size_t>(u.receiver.rank)] = 1;
+  // A stuck rank's wildcard that no member can feed any more (one beside other waits may be
+  // stuck by those alone).
   for (const int32_t r : wildcard_ranks_)
     if (stuck(r) && !unmatched_at[static_cast<size_t>(r)])
       for (auto [w, last] = waits_of(r); w != last; ++w)
-        if (w->wildcard) {
+        if (w->wildcard && std::none_of(w->groups.begin(), w->groups.end(),
+                                        [&](uint32_t g) { return group_freed_[g] != 0; })) {
           unmatched_receive u;
           u.receiver = waiting(*w);
           u.source = any_source;
@@ -475,12 +572,15 @@ void analysis::chains() {
     const auto& w = groups_[g].waiters;
     return std::any_of(w.begin(), w.end(), [&](size_t i) { return waits_[i].rank != rank; });
   };
-  std::vector<char> group_seen(groups_.size(), 0);
+  std::vector<char> group_seen(groups_.size(), 0), collective_seen(collectives_.size(), 0);
   for (int32_t c = 0; c < d_.world_size; ++c) {
     const auto& groups_of_c = member_groups_[static_cast<size_t>(c)];
+    const auto& missing_from_c = missing_from_[static_cast<size_t>(c)];
     if (blocked(c) || (waiting_on[static_cast<size_t>(c)].empty() &&
                        std::none_of(groups_of_c.begin(), groups_of_c.end(),
-                                    [&](uint32_t g) { return group_waits_for(g, c); })))
+                                    [&](uint32_t g) { return group_waits_for(g, c); }) &&
+                       std::all_of(missing_from_c.begin(), missing_from_c.end(),
+                                   [&](uint32_t k) { return collectives_[k].waiters.empty(); })))
       continue;
     computing_rank cr;
     cr.rank = c;
@@ -515,9 +615,10 @@ void analysis::chains() {
     // Breadth first from c against the edges: parents give one chain from the farthest waiter.
     std::map<int32_t, std::pair<int32_t, size_t>> parent; // rank -> (the rank it waits for, item)
     // A group is entered once, from its first member reached: its waiters are then all reached
-    // (the one of that member's own rank already was).
+    // (the one of that member's own rank already was); so is a collective, from its first
+    // missing member reached.
     std::vector<int32_t> frontier{c};
-    std::vector<uint32_t> groups_entered;
+    std::vector<uint32_t> groups_entered, collectives_entered;
     int32_t farthest = c;
     while (!frontier.empty()) {
       std::vector<int32_t> following;
@@ -540,6 +641,13 @@ void analysis::chains() {
             groups_entered.push_back(g);
             items.insert(items.end(), groups_[g].waiters.begin(), groups_[g].waiters.end());
           }
+        for (const uint32_t k : missing_from_[static_cast<size_t>(v)])
+          if (!collective_seen[k]) {
+            collective_seen[k] = 1;
+            collectives_entered.push_back(k);
+            items.insert(items.end(), collectives_[k].waiters.begin(),
+                         collectives_[k].waiters.end());
+          }
         std::sort(items.begin(), items.end());
         for (const size_t i : items)
           reach(v, i);
@@ -548,6 +656,8 @@ void analysis::chains() {
     }
     for (const uint32_t g : groups_entered)
       group_seen[g] = 0;
+    for (const uint32_t k : collectives_entered)
+      collective_seen[k] = 0;
     std::sort(cr.waiting_directly.begin(), cr.waiting_directly.end());
     std::sort(cr.waiting_indirectly.begin(), cr.waiting_indirectly.end());
     for (int32_t u = farthest; u != c; u = parent[u].first)

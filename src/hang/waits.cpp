@@ -119,9 +119,25 @@ uint32_t analysis::group_of(const communicator& comm) {
 
 bool analysis::waits_for_rank(const wait_item& w, int32_t rank) const {
   return std::binary_search(w.targets.begin(), w.targets.end(), rank) ||
+         std::any_of(w.collectives.begin(), w.collectives.end(),
+                     [&](uint32_t c) {
+                       const auto& ranks = collectives_[c].ranks;
+                       return std::binary_search(ranks.begin(), ranks.end(), rank);
+                     }) ||
          (rank != w.rank && std::any_of(w.groups.begin(), w.groups.end(), [&](uint32_t g) {
             return groups_[g].comm.contains(rank);
           }));
+}
+
+std::vector<int32_t> analysis::all_targets(const wait_item& w) const {
+  std::vector<int32_t> out = w.targets;
+  for (const uint32_t c : w.collectives)
+    out.insert(out.end(), collectives_[c].ranks.begin(), collectives_[c].ranks.end());
+  if (!w.collectives.empty()) {
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+  return out;
 }
 
 void analysis::add_send(wait_item& w, int32_t dest, int32_t tag, uint64_t bytes,
@@ -222,11 +238,9 @@ wait_item analysis::wait_of(int32_t rank, const thread_state& t) {
     if (listed == 0)
       w.known = false; // its requests are not in the state
     // A wildcard receive waits for any one sender: alone, the wait does too; beside other
-    // requests (all of them, and one of those senders) the graph cannot say it.
+    // requests, a wait for all of them waits for each, the wildcard's senders as its group.
     if (w.wildcard && listed == 1)
       w.any = true;
-    else if (w.wildcard && !w.any)
-      w.known = false;
     if (t.waited_total > listed) {
       // Any one of those not listed might complete: nothing is known of a Waitany's.
       if (w.any)
@@ -239,10 +253,10 @@ wait_item analysis::wait_of(int32_t rank, const thread_state& t) {
   case blocking_wait::members: {
     if (!t.comm.members_known() && t.comm.size > 1)
       w.known = false;
-    const collective_wait& c = collective_on(t.comm, t.routine, 0);
-    w.targets = c.missing;
-    w.waits_for = c.text;
-    if (c.missing.empty() && w.known)
+    const uint32_t c = collective_on(t.comm, t.routine, 0);
+    add_collective(w, c);
+    w.waits_for = collectives_[c].text;
+    if (collectives_[c].missing.empty() && w.known)
       complete_collective_ranks_.insert(rank);
     break;
   }
@@ -250,7 +264,8 @@ wait_item analysis::wait_of(int32_t rank, const thread_state& t) {
     w.known = false;
     break;
   }
-  if (w.known && w.targets.empty() && w.groups.empty() && !complete_collective_ranks_.count(rank))
+  if (w.known && w.targets.empty() && w.groups.empty() && w.collectives.empty() &&
+      !complete_collective_ranks_.count(rank))
     w.known = false; // matched: the transfer is under way
   return w;
 }
@@ -262,19 +277,33 @@ void analysis::add_nonblocking_collective(wait_item& w, const pending_op& p) {
     w.known = false;
     return;
   }
-  const collective_wait& c =
+  const uint32_t c =
       collective_on(p.comm, "MPI_I" + std::string(collective_name(p.collective)), p.collective);
-  w.targets.insert(w.targets.end(), c.missing.begin(), c.missing.end());
-  if (!c.text.empty())
-    add_text(w, c.text);
+  add_collective(w, c);
+  if (!collectives_[c].text.empty())
+    add_text(w, collectives_[c].text);
 }
 
-const analysis::collective_wait& analysis::collective_on(const communicator& comm,
-                                                         const std::string& routine,
-                                                         uint16_t nonblocking) {
+// Waits for every member missing from the collective: through the collective, shared with its
+// other waiters; a wait for any one request names them (any one of them frees it).
+void analysis::add_collective(wait_item& w, uint32_t c) {
+  const collective_wait& cw = collectives_[c];
+  if (cw.missing.empty())
+    return;
+  if (w.any) {
+    w.targets.insert(w.targets.end(), cw.missing.begin(), cw.missing.end());
+    return;
+  }
+  w.collectives_at.push_back(w.targets.size());
+  w.collectives.push_back(c);
+}
+
+uint32_t analysis::collective_on(const communicator& comm, const std::string& routine,
+                                 uint16_t nonblocking) {
   const auto key = std::make_tuple(comm.id, comm.first, comm.stride, comm.size, routine);
-  const auto found = collectives_.find(key);
-  if (found != collectives_.end())
+  const auto [found, fresh] =
+      collective_index_.try_emplace(key, static_cast<uint32_t>(collectives_.size()));
+  if (!fresh)
     return found->second;
   collective_wait c;
   for (const int32_t m : others(comm, no_peer))
@@ -285,7 +314,13 @@ const analysis::collective_wait& analysis::collective_on(const communicator& com
     c.text = "rank" + std::string(c.missing.size() > 1 ? "s " : " ") + rank_ranges(c.missing) +
              " to enter " + routine + " on its communicator (" + std::to_string(comm.size) +
              " ranks)";
-  return collectives_.emplace(key, std::move(c)).first->second;
+  for (const int32_t m : c.missing)
+    if (m >= 0 && m < d_.world_size)
+      c.ranks.push_back(m);
+  std::sort(c.ranks.begin(), c.ranks.end());
+  c.ranks.erase(std::unique(c.ranks.begin(), c.ranks.end()), c.ranks.end());
+  collectives_.push_back(std::move(c));
+  return found->second;
 }
 
 bool analysis::in_same_collective(int32_t member, const std::string& routine,
@@ -315,8 +350,24 @@ bool analysis::posted_collective(int32_t member, const communicator& comm,
 }
 
 waiting_rank analysis::waiting(const wait_item& w) const {
-  waiting_rank out{w.rank,         w.thread->routine, w.thread->file, w.thread->function,
-                   w.thread->line, w.waits_for,       w.targets,      {}};
+  waiting_rank out{w.rank,
+                   w.thread->routine,
+                   w.thread->file,
+                   w.thread->function,
+                   w.thread->line,
+                   w.waits_for,
+                   {},
+                   {}};
+  if (targets_final_) {
+    out.targets = all_targets(w);
+  } else { // as added so far, each collective's members where it came
+    out.targets = w.targets;
+    for (size_t k = w.collectives.size(); k-- > 0;) {
+      const auto& missing = collectives_[w.collectives[k]].missing;
+      out.targets.insert(out.targets.begin() + static_cast<std::ptrdiff_t>(w.collectives_at[k]),
+                         missing.begin(), missing.end());
+    }
+  }
   for (const uint32_t g : w.groups)
     out.any_of.push_back(groups_[g].comm);
   // Which thread, where the rank describes more than one.

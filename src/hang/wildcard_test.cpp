@@ -153,6 +153,58 @@ TEST(Wildcard, ASendrecvFromAnySourceWaitsForItsDestinationAndAnyOneSender) {
   EXPECT_EQ(d.computing[0].rank, 1);
 }
 
+// Rank 0 in MPI_Waitall on a receive from any rank (tag 9) and one from rank 1 (tag 5).
+rank_state waitall_with_a_wildcard(int32_t size) {
+  rank_state zero = rank_in(0, size, "MPI_Waitall", no_peer, 0, 70);
+  zero.threads[0].pending = {{op_kind::recv, true, any_source, 9, 8, world(size)},
+                             {op_kind::recv, true, 1, 5, 8, world(size)}};
+  zero.threads[0].pending_total = zero.threads[0].waited_total = 2;
+  return zero;
+}
+
+TEST(Wildcard, AWaitallOnAWildcardBesideAnotherReceiveWaitsForEach) {
+  // Ranks 1 and 2 receive from rank 0 (tag 3): rank 0 needs rank 1's message and anyone's, so
+  // ranks 0 and 1 are a deadlock, rank 2 behind it; the wildcard nothing can match is named.
+  const diagnosis d = diagnose({waitall_with_a_wildcard(3), rank_in(1, 3, "MPI_Recv", 0, 3, 40),
+                                rank_in(2, 3, "MPI_Recv", 0, 3, 41)},
+                               now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u) << format_text(d);
+  const deadlock& dl = d.deadlocks[0];
+  ASSERT_EQ(dl.cycle.size(), 2u);
+  EXPECT_EQ(dl.cycle[0].rank, 0);
+  EXPECT_EQ(dl.cycle[1].rank, 1);
+  EXPECT_EQ(dl.cycle[0].waits_for, "a message from any rank of its communicator (tag 9); a message "
+                                   "from rank 1 (tag 5)");
+  EXPECT_EQ(dl.cycle[0].targets, (std::vector<int32_t>{1}));
+  ASSERT_EQ(dl.cycle[0].any_of.size(), 1u);
+  EXPECT_EQ(dl.cycle[0].any_of[0], world(3));
+  EXPECT_EQ(dl.blocked_behind, (std::vector<int32_t>{2}));
+  ASSERT_EQ(d.unmatched.size(), 1u);
+  EXPECT_EQ(d.unmatched[0].receiver.rank, 0);
+  EXPECT_EQ(d.unmatched[0].source, any_source);
+  EXPECT_EQ(d.unmatched[0].tag, 9);
+}
+
+TEST(Wildcard, AWaitallOnAWildcardNeedsItsOtherRequestsToo) {
+  // Rank 2 computes and may send to rank 0, but rank 0 needs rank 1's message as well: the
+  // deadlock of ranks 0 and 1 stays, and the wildcard is not one nothing can match.
+  const diagnosis d = diagnose({waitall_with_a_wildcard(3), rank_in(1, 3, "MPI_Recv", 0, 3, 40),
+                                computing(2, 3, "MPI_Send", 50, 100)},
+                               now, threshold);
+  ASSERT_EQ(d.deadlocks.size(), 1u) << format_text(d);
+  EXPECT_EQ(d.deadlocks[0].cycle.size(), 2u);
+  EXPECT_TRUE(d.unmatched.empty()) << format_text(d);
+  // Rank 1 computing instead: it can send the named message, rank 2 anyone's; nothing is stuck.
+  const diagnosis free = diagnose({waitall_with_a_wildcard(3), computing(1, 3, "MPI_Send", 50, 100),
+                                   rank_in(2, 3, "MPI_Recv", 0, 3, 41)},
+                                  now, threshold);
+  EXPECT_TRUE(free.deadlocks.empty()) << format_text(free);
+  ASSERT_EQ(free.computing.size(), 1u);
+  EXPECT_EQ(free.computing[0].rank, 1);
+  EXPECT_EQ(free.computing[0].waiting_directly, (std::vector<int32_t>{0}));
+  EXPECT_EQ(free.computing[0].waiting_indirectly, (std::vector<int32_t>{2}));
+}
+
 TEST(Wildcard, TheJsonOfAThousandWildcardReceivesIsLinear) {
   // Each receive names its communicator, not its 999 possible senders (a list of them each, in
   // the unmatched receives and the cycles, would be two million numbers, 20 MB).

@@ -203,6 +203,22 @@ class Nonblocking(HangTestCase):
                                       r"message from any rank of its communicator \(any tag\)")
         self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
 
+    def test_waitall_on_a_wildcard_beside_another_receive(self):
+        # Rank 0 needs rank 1's message and anyone's; ranks 1 and 2 wait for rank 0.
+        wait = line_of("hang.c", "HANG waitall_wildcard wait")
+        proc = self.watched([program("hang_c"), "waitall_wildcard"], ranks=3)
+        self.assertAborted(proc)
+        self.assertIn("DEADLOCK: ranks 0-1 wait for each other in a cycle:", proc.stderr)
+        self.assertRegex(proc.stderr, rf"rank 0 in MPI_Waitall at \S*hang\.c:{wait} \(main\)\n"
+                                      r"\s+waits for a message from any rank of its communicator "
+                                      r"\(tag 9\); a message from rank 1 \(tag 5\)")
+        self.assertIn("Also blocked behind it: rank 2", proc.stderr)
+        d = self.spool_diagnosis()
+        self.assertEqual(len(d["deadlocks"]), 1, d)
+        self.assertEqual([m["rank"] for m in d["deadlocks"][0]["cycle"]], [0, 1])
+        self.assertEqual(d["deadlocks"][0]["blocked_behind"], "2")
+        self.assertEqual(d["deadlocks"][0]["cycle"][0]["targets"], [1])
+
 
 class Sessions(HangTestCase):
     def test_ranks_of_a_session_receiving_from_each_other(self):

@@ -117,6 +117,24 @@ class Figures(ProfileTestCase):
                 self.assertIn("not timed", wtime)
                 self.assertIn('"not timed": calls that cannot wait', report.stdout)
 
+    def test_probes_count_the_bytes_of_the_message_they_find(self):
+        # Rank 1 probes for messages of 400, 800, 1200 and 1600 bytes with MPI_Probe, MPI_Iprobe,
+        # MPI_Mprobe and MPI_Improbe (the polls until one finds it: only that one counts), then
+        # receives each. Every poll timed, so that bytes are exact.
+        env = dict(self.env, STRATA_PROFILE_POLL_SAMPLE="1")
+        proc = self.profile_run([program("probes_c")], env=env)
+        self.assertRan(proc)
+        line = next(l for l in proc.stdout.splitlines() if l.startswith("rank 1 "))
+        made = dict(kv.split("=") for kv in line.split()[2:])
+        routines = self.only_record()["routines"]
+        for name, calls, received in (("MPI_Probe", 1, 400), ("MPI_Iprobe", int(made["iprobes"]), 800),
+                                      ("MPI_Mprobe", 1, 1200),
+                                      ("MPI_Improbe", int(made["improbes"]), 1600),
+                                      ("MPI_Recv", 2, 1200), ("MPI_Mrecv", 2, 2800)):
+            with self.subTest(routine=name):
+                self.assertEqual(routines[name]["calls"], calls)
+                self.assertEqual(routines[name]["bytes_received"], received)
+
     def test_lean_polls_estimate_bytes_from_the_timed_ones(self):
         # Lean polls (the default): the core counts an untimed poll and jumps into MPI, so what
         # it completed is not seen; its bytes are the routine's bytes per timed poll. Here every

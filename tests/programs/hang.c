@@ -1,6 +1,7 @@
 /* Programs that hang in known ways (and one that computes long but does not), for the hang
  * diagnosis: hang_c MODE, where MODE is recv_recv, sleeper, wrong_tag, send_send, irecv_wait,
- * wildcard, threads, threads_across, reused_table, many_threads, quiet_thread or compute.
+ * wildcard, waitall_wildcard, threads, threads_across, reused_table, many_threads, quiet_thread
+ * or compute.
  * The tests find the lines they expect by the markers in the comments. */
 #include <mpi.h>
 #include <pthread.h>
@@ -219,6 +220,19 @@ int main(int argc, char** argv) {
       MPI_Waitall(1, &recv, &status); /* HANG wildcard wait */
     }
     MPI_Barrier(MPI_COMM_WORLD);
+  } else if (strcmp(mode, "waitall_wildcard") == 0) {
+    /* Rank 0 waits for a message from anyone (tag 9) and one from rank 1 (tag 5); the others
+     * receive from rank 0 (tag 3), which never sends: ranks 0 and 1 wait for each other. */
+    if (rank == 0) {
+      MPI_Request recvs[2];
+      MPI_Status statuses[2];
+      int values[2];
+      MPI_Irecv(&values[0], 1, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &recvs[0]);
+      MPI_Irecv(&values[1], 1, MPI_INT, 1, 5, MPI_COMM_WORLD, &recvs[1]);
+      MPI_Waitall(2, recvs, statuses); /* HANG waitall_wildcard wait */
+    } else {
+      MPI_Recv(&value, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
   } else if (strcmp(mode, "threads") == 0) {
     /* Under MPI_THREAD_MULTIPLE two threads of each rank deadlock: each receives first. */
     int tags[2] = {1, 2};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -171,10 +172,14 @@ TEST(StateFile, ReaderNeverReturnsATornSlotWhileTheWriterRuns) {
       t.since_ns = static_cast<uint64_t>(i);
       t.file = std::to_string(i);
       w->write(0, t);
+      // A pause now and then (the profile writes ten times a second), so that some reads fall
+      // between two writes even when the reader is the slower thread on a loaded machine.
+      if (i % 256 == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   });
   int whole = 0;
-  for (int reads = 0; reads < 2000; ++reads) {
+  for (int reads = 0; reads < 2000 || (whole == 0 && reads < 200000); ++reads) {
     const state_read_result read = read_state_file(path);
     ASSERT_TRUE(read.ok()) << read.error;
     if (read.state->threads.empty() || read.state->threads[0].torn)

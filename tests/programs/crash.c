@@ -1,8 +1,8 @@
-/* Ends badly on purpose, after known traffic: each rank sends 5 messages to its partner, then
- * rank 1 ends as asked (abort | segv | fpe | exit | kill | term) while rank 0 waits; or every
- * rank finalizes and then rank 0, which writes the record, exits with code 2 (code2). The others
- * exit with 0: a launcher ends the whole job when any rank exits with an error, and could end
- * rank 0 before its own exit code is known. */
+/* Ends badly on purpose, after known traffic: each rank sends 5 messages to its partner, a
+ * barrier, rank 0 sends rank 1 one int, then rank 1 ends as asked (one of abort, segv, fpe, exit,
+ * kill, term) while rank 0 waits. Or (code2) every rank finalizes, then rank 0, which writes the
+ * record, exits with code 2 and the others with 0: a launcher ends the whole job when any rank
+ * exits with an error, and could end rank 0 before its own exit code is known. */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +25,12 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return rank == 0 ? 2 : 0;
   }
+  /* Rank 1 ends only once rank 0 is past the barrier (a rank can leave a barrier before the
+   * others have returned from it, and be ended inside it): rank 0 sends it one int first. */
+  if (rank == 0)
+    MPI_Send(&value, 1, MPI_INT, 1, 98, MPI_COMM_WORLD);
+  else if (rank == 1)
+    MPI_Recv(&in, 1, MPI_INT, 0, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   if (rank == 1) {
     if (strcmp(how, "abort") == 0)
       MPI_Abort(MPI_COMM_WORLD, 7);

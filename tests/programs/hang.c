@@ -28,10 +28,14 @@ static void compute_for(double seconds) {
 
 /* A thread of the threads mode: it receives from its own rank the message the other thread
  * sends after its own receive. */
+/* The threads mode's two threads: both reach their receive together, so that a loaded machine
+ * that starts the second thread late cannot make the watch see the first one waiting alone. */
+static pthread_barrier_t both_started;
 static void* receive_then_send(void* tag_address) {
   const int tag = *(const int*)tag_address;
   int rank = 0, value = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  pthread_barrier_wait(&both_started);
   MPI_Recv(&value, 1, MPI_INT, rank, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE); /* HANG threads */
   MPI_Send(&value, 1, MPI_INT, rank, 3 - tag, MPI_COMM_WORLD);
   return NULL;
@@ -237,6 +241,7 @@ int main(int argc, char** argv) {
     /* Under MPI_THREAD_MULTIPLE two threads of each rank deadlock: each receives first. */
     int tags[2] = {1, 2};
     pthread_t other;
+    pthread_barrier_init(&both_started, NULL, 2);
     pthread_create(&other, NULL, receive_then_send, &tags[1]);
     receive_then_send(&tags[0]);
     pthread_join(other, NULL);

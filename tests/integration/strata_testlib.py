@@ -15,6 +15,7 @@ STRATA = os.path.join(BUILD, "bin", "strata")
 PROGRAMS = os.path.join(BUILD, "tests", FLAVOR)
 TEST_MODULES = os.path.join(PROGRAMS, "modules")
 CORE = os.path.join(BUILD, "lib", "strata", FLAVOR, "libstrata.so")
+SOURCES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "programs"))
 
 # Open MPI's session directories under a base of this test process's own: ctest runs suites side
 # by side, and two mpiruns that start at once race to create and remove the shared
@@ -26,6 +27,15 @@ if "OMPI_MCA_orte_tmpdir_base" not in os.environ:
     atexit.register(shutil.rmtree, _session_base, True)
     os.environ["OMPI_MCA_orte_tmpdir_base"] = _session_base
 
+
+
+def line_of(name, marker):
+    """The line of tests/programs/NAME that holds MARKER, which must be there once."""
+    with open(os.path.join(SOURCES, name)) as f:
+        lines = [n for n, text in enumerate(f, 1) if marker in text]
+    if len(lines) != 1:
+        raise AssertionError(f"{marker} in {name}: {lines}")
+    return lines[0]
 
 def base_env(**extra):
     env = dict(os.environ)

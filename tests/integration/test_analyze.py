@@ -6,18 +6,10 @@ import re
 import shutil
 import unittest
 
-from strata_testlib import BUILD, FLAVOR, STRATA, StrataTestCase, base_env, program, run, strata_run
+from strata_testlib import (BUILD, FLAVOR, STRATA, StrataTestCase, base_env, line_of, program, run,
+                            strata_run)
 
 TRACE_MODULE = os.path.join(BUILD, "lib", "strata", FLAVOR, "modules", "trace.so")
-SOURCES = os.path.join(os.path.dirname(__file__), "..", "programs")
-
-
-def marked_line(source, marker):
-    with open(os.path.join(SOURCES, source)) as f:
-        for number, line in enumerate(f, 1):
-            if marker in line:
-                return number
-    raise AssertionError(f"{marker} not in {source}")
 
 
 @unittest.skipUnless(os.path.exists(TRACE_MODULE), "the trace module is not built")
@@ -47,7 +39,7 @@ class AnalyzeRealTraces(StrataTestCase):
         # Rank 0's own measure of its time in the marked receive: the injected delay plus
         # whatever this busy machine's scheduling added.
         waited_s = float(re.search(r"waited ([0-9.]+) ms", output[0]).group(1)) / 1000
-        line = marked_line("injected_delay.c", "/* LATE SENDER */")
+        line = line_of("injected_delay.c", "/* LATE SENDER */")
         rows = [w for w in report["wait_states"]
                 if w["pattern"] == "late_sender" and w["rank"] == 0 and w["line"] == line]
         self.assertEqual(len(rows), 1, report["wait_states"])
@@ -67,17 +59,23 @@ class AnalyzeRealTraces(StrataTestCase):
 
     def test_isend_irecv_waitall_with_wildcards_match_on_a_real_trace(self):
         iterations, delay_ms, ranks = 6, 200, 3
+        output = []
         trace = self.traced([program("nonblocking_wildcard_c"), str(iterations), str(delay_ms)],
-                            ranks=ranks)
+                            ranks=ranks, output=output)
         report = self.analyze(trace)
         self.assertEqual(report["messages"], iterations * ranks, report["warnings"])
         self.assertEqual(report["unmatched_sends"] + report["unmatched_receives"], 0)
-        line = marked_line("nonblocking_wildcard.c", "/* WAITALL */")
+        line = line_of("nonblocking_wildcard.c", "/* WAITALL */")
         rows = [w for w in report["wait_states"]
                 if w["pattern"] == "late_sender" and w["rank"] == 1 and w["line"] == line]
         self.assertEqual(len(rows), 1, report["wait_states"])
         self.assertEqual(rows[0]["function"], "MPI_Waitall")
-        self.assertLess(abs(rows[0]["time_s"] - delay_ms / 1000), 0.35 * delay_ms / 1000, rows[0])
+        # At most rank 1's own measure of its time in the Waitalls of that line (the delay plus
+        # the other iterations' waits and what a busy machine's scheduling added), at least most
+        # of the delay.
+        waited_s = float(re.search(r"waited ([0-9.]+) ms", output[0]).group(1)) / 1000
+        self.assertLessEqual(rows[0]["time_s"], waited_s + 0.001, (rows[0], waited_s))
+        self.assertGreater(rows[0]["time_s"], 0.65 * delay_ms / 1000, (rows[0], waited_s))
         ops = {(o["rank"], o["operation"]): o["count"] for o in report["operations"]
                if o["line"] == line}
         for r in range(ranks):
@@ -88,11 +86,11 @@ class AnalyzeRealTraces(StrataTestCase):
         trace = self.traced([program("levels_cpp"), str(iterations)], ranks=2)
         report = self.analyze(trace)
         levels = {(l["rank"], l["level"]): l["count"] for l in report["levels"]}
-        mpi_line = marked_line("levels.cpp", "/* MPI BCAST */")
+        mpi_line = line_of("levels.cpp", "/* MPI BCAST */")
         # A region's call site is the line of its STRATA_REGION (the trace module's convention).
-        group_line = marked_line("levels.cpp", 'STRATA_REGION("Group::bcast")')
-        grid_line = marked_line("levels.cpp", 'STRATA_REGION("TopologyGrid::bcast")')
-        barrier_line = marked_line("levels.cpp", "MPI_Barrier(MPI_COMM_WORLD);")
+        group_line = line_of("levels.cpp", 'STRATA_REGION("Group::bcast")')
+        grid_line = line_of("levels.cpp", 'STRATA_REGION("TopologyGrid::bcast")')
+        barrier_line = line_of("levels.cpp", "MPI_Barrier(MPI_COMM_WORLD);")
         for r in range(2):
             # Level 1: only Group::bcast; level 2: only MPI_Bcast.
             self.assertEqual(levels.get((r, 1)), iterations, report["levels"])
@@ -154,7 +152,7 @@ class AnalyzeRealTraces(StrataTestCase):
         text = run([STRATA, "analyze", trace])
         self.assertRan(text)
         self.assertIn("Operations per level and process", text.stdout)
-        line = marked_line("injected_delay.c", "/* LATE SENDER */")
+        line = line_of("injected_delay.c", "/* LATE SENDER */")
         self.assertRegex(text.stdout, rf"late_sender\s+MPI_Recv\s+\S*injected_delay.c\s+{line}\s+0")
         csv = run([STRATA, "analyze", "--csv", trace])
         self.assertRan(csv)

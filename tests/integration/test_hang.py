@@ -13,19 +13,11 @@ import subprocess
 import time
 import unittest
 
-from strata_testlib import (FLAVOR, PROGRAMS, STRATA, StrataTestCase, base_env, program, run,
-                            strata_run)
+from strata_testlib import (FLAVOR, PROGRAMS, SOURCES, STRATA, StrataTestCase, base_env, line_of,
+                            program, run, strata_run)
 
-SOURCES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "programs"))
 ABORTED = 3  # strata run's status after ending a hung job
 
-
-def line_of(name, marker):
-    with open(os.path.join(SOURCES, name)) as f:
-        lines = [n for n, text in enumerate(f, 1) if marker in text]
-    if len(lines) != 1:
-        raise AssertionError(f"{marker} in {name}: {lines}")
-    return lines[0]
 
 
 class HangTestCase(StrataTestCase):

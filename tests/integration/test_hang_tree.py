@@ -12,17 +12,9 @@ import subprocess
 import time
 import unittest
 
-from strata_testlib import STRATA, StrataTestCase, base_env, program, run
-
-SOURCES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "programs"))
+from strata_testlib import STRATA, StrataTestCase, base_env, line_of, program, run
 
 
-def line_of(name, marker):
-    with open(os.path.join(SOURCES, name)) as f:
-        lines = [n for n, text in enumerate(f, 1) if marker in text]
-    if len(lines) != 1:
-        raise AssertionError(f"{marker} in {name}: {lines}")
-    return lines[0]
 
 
 def comparable(d):

@@ -10,7 +10,8 @@ import re
 import subprocess
 import unittest
 
-from strata_testlib import BUILD, FLAVOR, STRATA, StrataTestCase, base_env, mpirun, program, run, strata_run
+from strata_testlib import (BUILD, FLAVOR, STRATA, StrataTestCase, base_env, line_of, mpirun, program,
+                            run, strata_run)
 
 TRACE_MODULE = os.path.join(BUILD, "lib", "strata", FLAVOR, "modules", "trace.so")
 WORKER = os.path.join(BUILD, "lib", "strata", FLAVOR, "strata-analyze")
@@ -155,9 +156,7 @@ class PerfettoExport(StrataTestCase):
                                  ("MPI_COMM_WORLD", 4))
 
     def marked_line(self):
-        source = os.path.join(os.path.dirname(__file__), "..", "programs", "comm_pattern.c")
-        with open(source) as f:
-            return next(n for n, line in enumerate(f, 1) if "/* RING WAIT */" in line)
+        return line_of("comm_pattern.c", "/* RING WAIT */")
 
     def test_every_message_is_one_flow_from_its_send_to_its_receive(self):
         self.assertRan(self.export_proc)

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int right = (rank + 1) % size;
   int in = 0, out = rank;
-  double waited = 0; /* this rank's own measure of its time in the Waitalls */
+  double waited = 0;           /* this rank's own measure of its time in the Waitalls */
   MPI_Barrier(MPI_COMM_WORLD); /* absorbs the ranks' start-up skew */
   for (int i = 0; i < iterations; ++i) {
     MPI_Request requests[2];

@@ -13,12 +13,24 @@ std::span<const info> all() {
   return {table, table_size};
 }
 
+namespace {
+// Orders a row's name against NAME without measuring the row's name first: a strlen at each
+// step of the search made a module's start (about 2,000 look-ups) cost a million instructions.
+int compare(const char* row, std::string_view name) {
+  const int c = std::strncmp(row, name.data(), name.size());
+  if (c != 0)
+    return c;
+  return row[name.size()] == '\0' ? 0 : 1; // longer than NAME, so after it
+}
+} // namespace
+
 const info* find(std::string_view name) {
+  if (name.find('\0') != std::string_view::npos) // no routine's name has one; compare needs none
+    return nullptr;
   const auto rows = all();
-  const auto it =
-      std::lower_bound(rows.begin(), rows.end(), name,
-                       [](const info& row, std::string_view n) { return row.name < n; });
-  return it != rows.end() && it->name == name ? &*it : nullptr;
+  const auto it = std::partition_point(
+      rows.begin(), rows.end(), [name](const info& row) { return compare(row.name, name) < 0; });
+  return it != rows.end() && compare(it->name, name) == 0 ? &*it : nullptr;
 }
 
 request_use request_use_of(const info& r) {

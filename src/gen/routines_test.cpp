@@ -24,6 +24,12 @@ TEST(Routines, BothHeadersFullListsAreThere) {
     EXPECT_NE(r::find(name), nullptr) << name;
   EXPECT_EQ(r::find("MPI_Nope"), nullptr);
   EXPECT_EQ(r::find("MPI_"), nullptr);
+  EXPECT_EQ(r::find("MPI_Sendx"), nullptr);
+  EXPECT_EQ(r::find("MPI_Sen"), nullptr);
+  EXPECT_EQ(r::find(std::string_view("MPI_Send\0_c", 11)), nullptr);
+  EXPECT_EQ(r::find(""), nullptr);
+  for (const r::info& row : r::all()) // the search's order is the table's
+    EXPECT_EQ(r::find(row.name), &row) << row.name;
 }
 
 TEST(Routines, EveryRowIsConsistent) {

@@ -11,11 +11,25 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 namespace strata::hang {
 namespace {
 
 using namespace recorded;
+
+// The bytes of AKnownBatchEncodesToTheSameBytes's batch, hexadecimal, as the first encoder
+// of strata.hang-batch/1 wrote them.
+constexpr std::string_view known_batch_hex =
+    "5348423102ac02d7230a066e6f64652d300b4d50495f57616974616c6c056170702e63046d61696e2b4d5049"
+    "2e63707974686f6e2d3331312d7838365f36342d6c696e75782d676e752e736f2b30786532373535075f5f70"
+    "79785f66084d50495f53656e6400066e6f64652d32296a6f622e72616e6b312e68616e673a204e6f20737563"
+    "682066696c65206f72206469726563746f727980a094a58d1d020006c03e00000002020400b9600102280304"
+    "00050103000201030001808040ffdfba84bf03808080808020090202020100020e080103000203010d010000"
+    "4d04000403000100060700070700078080808080808080100309000101000000ffc7afa02500000000040601"
+    "08fff782ad160002020400bb6001022a030400050103000201030001808040ffdfba84bf0380808080802009"
+    "0202020100000effffffffffffffffff010103000203010d0100004d04000403000100060700070700078080"
+    "808080808080100309000101000000ffc7afa02500000000010209";
 
 // A rank with everything a state can hold: several threads, pending operations, a Python site.
 rank_state full_rank(int32_t rank, int32_t size) {
@@ -73,6 +87,27 @@ TEST(Batch, KeepsEveryFieldOfEveryState) {
   EXPECT_EQ(read.batch.tool_ranks, 3u);
   EXPECT_EQ(read.batch.root_bytes, 1234u);
   EXPECT_EQ(read.batch.merge_ns, 987654u);
+}
+
+// strata.hang-batch/1 is read by tool ranks of other builds of a job's tree: a known batch
+// encodes to the very bytes it did when the format was made (captured from that encoder).
+TEST(Batch, AKnownBatchEncodesToTheSameBytes) {
+  state_batch b;
+  b.states = {full_rank(0, 3), full_rank(2, 3)};
+  b.states[1].observed_ns = now - 3 * second; // before the base: a negative difference
+  b.states[1].pid = -1;
+  b.states[1].threads[0].pending[0].bytes = ~uint64_t{0};
+  b.unread.push_back({1, "job.rank1.hang: No such file or directory"});
+  b.tool_ranks = 2;
+  b.root_bytes = 300;
+  b.merge_ns = 4567;
+  std::string hex;
+  for (const char c : encode_batch(b)) {
+    constexpr std::string_view digits = "0123456789abcdef";
+    hex += digits[static_cast<uint8_t>(c) >> 4];
+    hex += digits[static_cast<uint8_t>(c) & 15];
+  }
+  EXPECT_EQ(hex, known_batch_hex);
 }
 
 TEST(Batch, IsAFewTensOfBytesARankWhereTheFileIs776) {

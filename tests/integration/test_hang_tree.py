@@ -7,14 +7,11 @@ reads the files, and says nothing of a tree."""
 import glob
 import json
 import os
-import signal
 import subprocess
 import time
 import unittest
 
-from strata_testlib import STRATA, StrataTestCase, base_env, line_of, program, run
-
-
+from strata_testlib import STRATA, StrataTestCase, base_env, end_launcher, line_of, program, run
 
 
 def comparable(d):
@@ -47,30 +44,17 @@ class ThroughTheTree(StrataTestCase):
                 program("hang_c"), "recv_recv"]
         launcher = subprocess.Popen(args, env=self.env, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
-        self.addCleanup(self.end, launcher)
+        self.addCleanup(end_launcher, launcher)
         deadline = time.monotonic() + 90
         reports = []
         while not reports and time.monotonic() < deadline and launcher.poll() is None:
             time.sleep(0.2)
             reports = glob.glob(os.path.join(self.spool, "*.hang.txt"))
         if not reports:
-            self.fail(f"no diagnosis in the spool within 90 s:\n{self.end(launcher)}")
+            self.fail(f"no diagnosis in the spool within 90 s:\n{end_launcher(launcher)}")
         time.sleep(0.3)  # written whole by now
         with open(reports[0]) as f:
             return os.path.basename(reports[0])[:-len(".hang.txt")], f.read()
-
-    def end(self, launcher):
-        """Ends the job; its standard error (empty once read)."""
-        if launcher.poll() is None:
-            os.killpg(launcher.pid, signal.SIGTERM)
-        try:
-            _, err = launcher.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(launcher.pid, signal.SIGKILL)
-            _, err = launcher.communicate()
-        except ValueError:  # ended and read already
-            err = ""
-        return err or ""
 
     def diagnoses(self, key):
         now = run([STRATA, "hang", "--now", key, self.spool, "--format", "json",

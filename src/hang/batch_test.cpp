@@ -198,7 +198,7 @@ protected:
 
 TEST_F(TreeAsk, AJobWithoutATreeIsNotAsked) {
   EXPECT_FALSE(ask_tree(dir_, "job-4242", ""));
-  EXPECT_FALSE(std::filesystem::exists(tree_ask_path(dir_, 4242)));
+  EXPECT_FALSE(std::filesystem::exists(tree_asks_dir(dir_, 4242)));
   EXPECT_EQ(rank0_pid_of_key("local_host_1_2-4242"), 4242);
   EXPECT_EQ(rank0_pid_of_key("job"), 0);
   EXPECT_EQ(rank0_pid_of_key("job-12a"), 0);
@@ -218,27 +218,26 @@ TEST_F(TreeAsk, TheRootAnswersWhatItsLeavesRead) {
   const std::optional<tree_request> request = ask_tree(spool, key, "nodeA");
   ASSERT_TRUE(request);
   EXPECT_FALSE(poll_tree(*request));
-  EXPECT_FALSE(take_tree_ask(tree_ask_path(spool, 4242), 4343)) << "another job's pid";
-  ASSERT_TRUE(write_tree_door(spool, 4242, 3, "nodeA"));
-  ASSERT_TRUE(ask_tree(spool, key, "nodeA"));
-  const std::optional<tree_ask> ask = take_tree_ask(tree_ask_path(spool, 4242), 4242);
+  EXPECT_FALSE(next_tree_ask(spool, 4343)) << "another job's pid";
+  const std::optional<tree_ask> ask = next_tree_ask(spool, 4242);
   ASSERT_TRUE(ask);
-  EXPECT_FALSE(std::filesystem::exists(tree_ask_path(spool, 4242))) << "taken";
   EXPECT_EQ(ask->key, key);
   EXPECT_EQ(ask->spool, spool);
+  EXPECT_TRUE(ask_still_waits(*ask));
   state_batch batch = read_rank_states(ask->spool, ask->key, {0, 1, 2, 3});
   ASSERT_EQ(batch.states.size(), 3u);
   ASSERT_EQ(batch.unread.size(), 1u);
   EXPECT_EQ(batch.unread[0].rank, 2);
   EXPECT_NE(batch.unread[0].why.find("job-4242.rank2.hang"), std::string::npos);
   batch.tool_ranks = 3;
-  const tree_request answered{tree_answer_path(spool, key, ask->id), monotonic_ns()};
-  ASSERT_TRUE(write_tree_answer(answered.answer_path, encode_batch(batch)));
-  const std::optional<batch_read_result> answer = poll_tree(answered);
+  ASSERT_TRUE(write_tree_answer(tree_answer_path(spool, key, ask->id), encode_batch(batch)));
+  ask_answered(*ask);
+  EXPECT_FALSE(next_tree_ask(spool, 4242)) << "answered: no longer waiting";
+  const std::optional<batch_read_result> answer = poll_tree(*request);
   ASSERT_TRUE(answer);
   ASSERT_TRUE(answer->ok()) << answer->error;
   EXPECT_EQ(answer->batch.states.size(), 3u);
-  EXPECT_FALSE(std::filesystem::exists(answered.answer_path)) << "read once";
+  EXPECT_FALSE(std::filesystem::exists(request->answer_path)) << "read once";
   diagnosis d = diagnose(answer->batch.states, now, threshold);
   note_tree(d, answer->batch);
   EXPECT_EQ(d.missing_ranks, std::vector<int32_t>{2});
@@ -246,14 +245,52 @@ TEST_F(TreeAsk, TheRootAnswersWhatItsLeavesRead) {
       << format_text(d);
 }
 
+// Two requesters at once: neither ask replaces the other; each is served, with its own answer.
+TEST_F(TreeAsk, EveryAskIsAnsweredNotOnlyTheLast) {
+  const std::string spool = dir_.string();
+  const std::string key = "job-4242";
+  ASSERT_TRUE(write_tree_door(spool, 4242, 1, "nodeA"));
+  const std::optional<tree_request> first = ask_tree(spool, key, "");
+  const std::optional<tree_request> second = ask_tree(spool, key, "");
+  ASSERT_TRUE(first && second);
+  EXPECT_NE(first->answer_path, second->answer_path);
+  std::vector<std::string> served;
+  while (const std::optional<tree_ask> ask = next_tree_ask(spool, 4242)) {
+    state_batch batch;
+    batch.tool_ranks = 1;
+    ASSERT_TRUE(write_tree_answer(tree_answer_path(spool, key, ask->id), encode_batch(batch)));
+    ask_answered(*ask);
+    served.push_back(ask->id);
+    ASSERT_LE(served.size(), 2u);
+  }
+  EXPECT_EQ(served.size(), 2u);
+  EXPECT_TRUE(poll_tree(*first));
+  EXPECT_TRUE(poll_tree(*second));
+}
+
+// A requester that stops waiting withdraws its ask: the root writes no answer that would stay.
+TEST_F(TreeAsk, AnAskGivenUpIsNotAnswered) {
+  const std::string spool = dir_.string();
+  ASSERT_TRUE(write_tree_door(spool, 4242, 1, "nodeA"));
+  const std::optional<tree_request> request = ask_tree(spool, "job-4242", "");
+  ASSERT_TRUE(request);
+  const std::optional<tree_ask> ask = next_tree_ask(spool, 4242);
+  ASSERT_TRUE(ask);
+  give_up(*request);
+  EXPECT_FALSE(ask_still_waits(*ask));
+  EXPECT_FALSE(next_tree_ask(spool, 4242));
+}
+
 TEST_F(TreeAsk, AMalformedAskIsDroppedNotServed) {
   const std::string spool = dir_.string();
+  ASSERT_TRUE(write_tree_door(spool, 4242, 1, "nodeA"));
+  const std::string path = tree_asks_dir(spool, 4242) + "/1-2";
   for (const std::string& text :
        {std::string("nonsense"), std::string("strata.hang-ask/1\n1\n../etc-4242\n") + spool + "\n",
         std::string("strata.hang-ask/1\n1\njob-4242\n/no/such/spool\n")}) {
-    std::ofstream(tree_ask_path(spool, 4242)) << text;
-    EXPECT_FALSE(take_tree_ask(tree_ask_path(spool, 4242), 4242)) << text;
-    EXPECT_FALSE(std::filesystem::exists(tree_ask_path(spool, 4242)));
+    std::ofstream(path) << text;
+    EXPECT_FALSE(next_tree_ask(spool, 4242)) << text;
+    EXPECT_FALSE(std::filesystem::exists(path));
   }
 }
 

@@ -7,6 +7,7 @@ reads the files, and says nothing of a tree."""
 import glob
 import json
 import os
+import signal
 import subprocess
 import time
 import unittest
@@ -53,6 +54,7 @@ class ThroughTheTree(StrataTestCase):
         if not reports:
             self.fail(f"no diagnosis in the spool within 90 s:\n{end_launcher(launcher)}")
         time.sleep(0.3)  # written whole by now
+        self.launcher = launcher
         with open(reports[0]) as f:
             return os.path.basename(reports[0])[:-len(".hang.txt")], f.read()
 
@@ -107,6 +109,69 @@ class ThroughTheTree(StrataTestCase):
         self.assertIn("strata: the job hangs", proc.stderr)
         self.assertIn("Merged through 3 tool ranks of the monitor's tree", proc.stderr)
         self.assertIn("DEADLOCK: ranks 2-3 wait for each other in a cycle:", proc.stderr)
+
+    def job_processes(self):
+        """The launcher's descendants (MPICH's proxy runs in a session of its own)."""
+        children = {}
+        for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # ended meanwhile
+            children.setdefault(ppid, []).append(pid)
+        found, todo = [], [self.launcher.pid]
+        while todo:
+            kids = children.get(todo.pop(), [])
+            found += kids
+            todo += kids
+        return found
+
+    def tool_ranks(self, ranks):
+        """The pids of the job's tool ranks: its processes of world rank RANKS and up."""
+        pids = []
+        for pid in self.job_processes():
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+            except OSError:
+                continue  # ended meanwhile
+            rank = env.get(b"OMPI_COMM_WORLD_RANK", env.get(b"PMI_RANK"))
+            if rank is not None and int(rank) >= ranks:
+                pids.append(pid)
+        return pids
+
+    def test_two_asks_at_once_are_each_answered(self):
+        """Two `strata hang --now` ask before the root takes either (its tool ranks stopped
+        meanwhile): neither replaces the other, both get the tree's diagnosis."""
+        key, _ = self.hung_job("profile:hang_after=1000ms,monitor:fanout=2", 4)
+        tools = self.tool_ranks(4)
+        self.assertEqual(len(tools), 3, tools)
+        asks = os.path.join(self.spool, f"tree-{key.rsplit('-', 1)[1]}.hang-asks")
+        for pid in tools:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            askers = [subprocess.Popen([STRATA, "hang", "--now", key, self.spool, "--format",
+                                        "json", "--hang-after", "1s"], env=self.env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                      for _ in range(2)]
+            deadline = time.monotonic() + 8
+            while time.monotonic() < deadline and len(
+                    [n for n in os.listdir(asks) if ".tmp." not in n]) < 2:
+                time.sleep(0.05)
+            waiting = [n for n in os.listdir(asks) if ".tmp." not in n]
+        finally:
+            for pid in tools:
+                os.kill(pid, signal.SIGCONT)
+        self.assertEqual(len(waiting), 2, waiting)
+        for asker in askers:
+            out, err = asker.communicate(timeout=60)
+            self.assertEqual(asker.returncode, 0, err)
+            d = json.loads(out)
+            self.assertEqual(d["merged_through"]["tool_ranks"], 3, d)
+            self.assertEqual(len(d["deadlocks"]), 2, d)
+        self.assertEqual(os.listdir(asks), [])
+        self.assertEqual(glob.glob(os.path.join(self.spool, "*.hang-merged-*")), [])
 
     def test_without_the_monitor_the_files_are_read(self):
         key, report = self.hung_job("profile:hang_after=1000ms", 2)

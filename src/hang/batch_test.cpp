@@ -294,5 +294,29 @@ TEST_F(TreeAsk, AMalformedAskIsDroppedNotServed) {
   }
 }
 
+// What a job that is gone left of its tree: its answers, and the door and asks of a root that was
+// killed; another job's answer stays, as does a door whose rank 0 still runs here.
+TEST_F(TreeAsk, AGoneJobsTreeFilesAreRemoved) {
+  const std::string spool = dir_.string();
+  // A pid no process has: above the kernel's largest.
+  const int64_t gone = 1LL << 40;
+  const std::string key = "job-" + std::to_string(gone);
+  ASSERT_TRUE(write_tree_door(spool, gone, 3, "nodeA"));
+  ASSERT_TRUE(ask_tree(spool, key, ""));
+  std::ofstream(tree_answer_path(spool, key, "7-8")) << "late";
+  std::ofstream(tree_answer_path(spool, "other-5", "7-8")) << "not this job's";
+  char here[256] = {0};
+  ::gethostname(here, sizeof(here) - 1);
+  const auto self = static_cast<int64_t>(::getpid());
+  ASSERT_TRUE(write_tree_door(spool, self, 3, here));
+  remove_tree_files(spool, key);
+  remove_tree_files(spool, "job-" + std::to_string(self));
+  EXPECT_FALSE(std::filesystem::exists(tree_door_path(spool, gone)));
+  EXPECT_FALSE(std::filesystem::exists(tree_asks_dir(spool, gone)));
+  EXPECT_FALSE(std::filesystem::exists(tree_answer_path(spool, key, "7-8")));
+  EXPECT_TRUE(std::filesystem::exists(tree_answer_path(spool, "other-5", "7-8")));
+  EXPECT_TRUE(std::filesystem::exists(tree_door_path(spool, self))) << "its rank 0 runs";
+}
+
 } // namespace
 } // namespace strata::hang

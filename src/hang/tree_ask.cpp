@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +39,16 @@ std::optional<std::string> read_whole(const std::string& path, size_t limit) {
 bool is_directory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Whether a process of that pid runs on this host (a zombie, exited and not yet reaped, does not).
+bool runs_here(int64_t pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)
+    return false;
+  const std::optional<std::string> stat =
+      read_whole("/proc/" + std::to_string(pid) + "/stat", 4096);
+  const size_t paren = stat ? stat->rfind(')') : std::string::npos;
+  return paren == std::string::npos || paren + 2 >= stat->size() || (*stat)[paren + 2] != 'Z';
 }
 
 } // namespace
@@ -240,6 +252,31 @@ void note_tree(diagnosis& d, const state_batch& batch) {
   d.tree_merge_ns = batch.merge_ns;
   for (const unread_rank& u : batch.unread)
     d.tree_unread.emplace_back(u.rank, u.why);
+}
+
+void remove_tree_files(const std::string& spool, const std::string& key) {
+  const std::string answers = key + ".hang-merged-";
+  if (DIR* d = ::opendir(spool.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (std::string_view(e->d_name).starts_with(answers))
+        ::unlink((spool + "/" + e->d_name).c_str());
+    ::closedir(d);
+  }
+  const int64_t pid = rank0_pid_of_key(key);
+  if (pid <= 0)
+    return;
+  // Another process of that pid here may be a new job's rank 0, the door its root's.
+  char here[256] = {0};
+  ::gethostname(here, sizeof(here) - 1);
+  std::string host = here;
+  if (const std::optional<std::string> door = read_whole(tree_door_path(spool, pid), 1024)) {
+    std::istringstream fields(door->substr(std::min(door->size(), door_magic.size())));
+    int tool_ranks = 0;
+    fields >> tool_ranks >> host;
+  }
+  if (host == here && runs_here(pid))
+    return;
+  remove_tree_door(spool, pid);
 }
 
 } // namespace strata::hang

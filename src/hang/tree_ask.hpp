@@ -83,7 +83,8 @@ std::optional<tree_request> ask_tree(const std::string& spool, const std::string
 // The answer when it has come (read and removed), else nullopt: ask again later.
 std::optional<batch_read_result> poll_tree(const tree_request& request);
 
-// Stops waiting: the ask and any answer removed.
+// Stops waiting: the ask and any answer removed (an answer that comes after is `strata
+// recover`'s to remove).
 void give_up(const tree_request& request);
 
 // For one who looks at the job again and again (rank 0's hang_after and `strata run
@@ -110,6 +111,11 @@ private:
 
 // What the diagnosis says of the path its states took (diagnosis::tree_*).
 void note_tree(diagnosis& d, const state_batch& batch);
+
+// For a job that is gone: the files its tree and its requesters left in `spool` (answers that
+// came after their requester stopped waiting, a killed root's door and asks). The door stays when
+// it names this host and rank 0's pid runs there again (another job's rank 0 may have it now).
+void remove_tree_files(const std::string& spool, const std::string& key);
 
 // How long a requester waits for the tree before reading the files itself.
 inline constexpr uint64_t tree_answer_within_ns = 10'000'000'000ULL;

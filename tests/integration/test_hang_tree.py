@@ -12,7 +12,8 @@ import subprocess
 import time
 import unittest
 
-from strata_testlib import STRATA, StrataTestCase, base_env, end_launcher, line_of, program, run
+from strata_testlib import (STRATA, StrataTestCase, base_env, end_launcher, line_of, program, run,
+                            run_until_ranks_are_gone)
 
 
 def comparable(d):
@@ -172,6 +173,35 @@ class ThroughTheTree(StrataTestCase):
             self.assertEqual(len(d["deadlocks"]), 2, d)
         self.assertEqual(os.listdir(asks), [])
         self.assertEqual(glob.glob(os.path.join(self.spool, "*.hang-merged-*")), [])
+
+    def test_recover_removes_what_a_killed_tree_left(self):
+        """A job killed with its tree leaves the root's door and asks; an answer that came after
+        its asker stopped waiting stays too: `strata recover` removes them with the job's files,
+        and leaves another job's answer."""
+        key, _ = self.hung_job("profile:hang_after=1000ms,monitor:fanout=2", 2)
+        pid = key.rsplit("-", 1)[1]
+        door = os.path.join(self.spool, f"tree-{pid}.hang-door")
+        asks = os.path.join(self.spool, f"tree-{pid}.hang-asks")
+        self.assertTrue(os.path.exists(door))
+        late = os.path.join(self.spool, f"{key}.hang-merged-1-2")
+        other = os.path.join(self.spool, "other-1.hang-merged-1-2")
+        for path in (late, other):
+            with open(path, "w") as f:
+                f.write("an answer nobody waits for")
+        for pid in self.job_processes():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        end_launcher(self.launcher, signal.SIGKILL)
+        self.assertTrue(os.path.exists(door), "the killed root's door")
+        proc = run_until_ranks_are_gone([STRATA, "recover", self.spool], self.env)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn(f"{key}: partial record", proc.stdout)
+        self.assertFalse(os.path.exists(door))
+        self.assertFalse(os.path.exists(asks))
+        self.assertFalse(os.path.exists(late))
+        self.assertTrue(os.path.exists(other))
 
     def test_without_the_monitor_the_files_are_read(self):
         key, report = self.hung_job("profile:hang_after=1000ms", 2)

@@ -2,11 +2,14 @@
 // ranks it went through, the root's bytes in and time, the text table (count, then each length and
 // bytes), the base time (the first state's heartbeat), the states (each rank, world size, pid, host
 // text, heartbeat and thread times relative to the base, threads not described, its threads with
-// every field of rank_state), then the unread ranks (rank, reason text).
+// every field of thread_state, in the order thread_fields walks them), then the unread ranks (rank,
+// reason text).
 #include "hang/batch.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <unordered_map>
 
 namespace strata::hang {
@@ -123,108 +126,146 @@ private:
   size_t pos_ = 0;
 };
 
-void put_comm(writer& w, const communicator& c) {
-  w.varint(c.id);
-  w.varint(c.size);
-  w.signed_varint(c.first);
-  w.signed_varint(c.stride);
+// The fields of a state, in their order in the batch: one list that both directions walk, so
+// a field is added in one place. `io` is an encoder (writes each field) or a decoder (reads and
+// checks it), the state const or not accordingly.
+template <class Io, class Comm> void comm_fields(Io& io, Comm& c) {
+  io.number(c.id, "communicator id");
+  io.number(c.size, "communicator size");
+  io.number(c.first, "communicator first");
+  io.number(c.stride, "communicator stride");
 }
 
-communicator get_comm(reader& r) {
-  communicator c;
-  c.id = r.varint();
-  c.size = r.u32("communicator size");
-  c.first = r.i32("communicator first");
-  c.stride = r.i32("communicator stride");
-  return c;
+template <class Io, class Op> void pending_fields(Io& io, Op& op) {
+  io.code(op.kind, op_kind::send, op_kind::matched_recv, "pending operation kind");
+  io.flag(op.waited);
+  io.number(op.collective, "collective", collective_count);
+  io.number(op.peer, "pending peer");
+  io.number(op.tag, "pending tag");
+  io.number(op.bytes, "pending bytes");
+  comm_fields(io, op.comm);
 }
 
-void put_thread(writer& w, const thread_state& t, uint64_t base) {
-  w.byte(static_cast<uint8_t>(t.phase));
-  w.byte(static_cast<uint8_t>(t.lang));
-  w.byte(t.torn ? 1 : 0);
-  w.varint(t.os_thread);
-  w.text(t.routine);
-  w.text(t.file);
-  w.varint(t.line);
-  w.text(t.function);
-  w.text(t.native_file);
-  w.varint(t.native_line);
-  w.text(t.native_function);
-  put_comm(w, t.comm);
-  w.signed_varint(t.peer);
-  w.signed_varint(t.peer2);
-  w.signed_varint(t.tag);
-  w.signed_varint(t.tag2);
-  w.varint(t.bytes);
-  w.signed_varint(static_cast<int64_t>(t.since_ns - base));
-  w.varint(t.calls_completed);
-  w.varint(t.pending_total);
-  w.varint(t.waited_total);
-  w.varint(t.pending.size());
-  for (const pending_op& op : t.pending) {
-    w.byte(static_cast<uint8_t>(op.kind));
-    w.byte(op.waited ? 1 : 0);
-    w.varint(op.collective);
-    w.signed_varint(op.peer);
-    w.signed_varint(op.tag);
-    w.varint(op.bytes);
-    put_comm(w, op.comm);
+template <class Io, class Thread> void thread_fields(Io& io, Thread& t) {
+  io.code(t.phase, thread_phase::unused, thread_phase::finalized, "thread phase");
+  io.code(t.lang, language::unknown, language::python, "language");
+  io.flag(t.torn);
+  io.number(t.os_thread, "thread id");
+  io.text(t.routine);
+  io.text(t.file);
+  io.number(t.line, "line");
+  io.text(t.function);
+  io.text(t.native_file);
+  io.number(t.native_line, "native line");
+  io.text(t.native_function);
+  comm_fields(io, t.comm);
+  io.number(t.peer, "peer");
+  io.number(t.peer2, "second peer");
+  io.number(t.tag, "tag");
+  io.number(t.tag2, "second tag");
+  io.number(t.bytes, "bytes");
+  io.time(t.since_ns);
+  io.number(t.calls_completed, "calls completed");
+  io.number(t.pending_total, "pending total");
+  io.number(t.waited_total, "waited total");
+  // At least 6 bytes an operation (two bytes and four numbers).
+  io.list(t.pending, 6, max_listed_pending, "pending operation",
+          [&](auto& op) { pending_fields(io, op); });
+}
+
+template <class Io, class Rank> void rank_fields(Io& io, Rank& s) {
+  io.number(s.world_rank, "rank");
+  io.number(s.world_size, "world size");
+  io.check([&] {
+    if (s.world_size < 1 || s.world_size > max_world_size || s.world_rank < 0 ||
+        s.world_rank >= s.world_size)
+      throw batch_error("rank " + std::to_string(s.world_rank) + " of " +
+                        std::to_string(s.world_size));
+  });
+  io.number(s.pid, "pid");
+  io.text(s.host);
+  io.time(s.observed_ns);
+  io.number(s.threads_not_described, "threads not described");
+  // At least 25 bytes a thread (its bytes, texts, and numbers).
+  io.list(s.threads, 25, max_threads, "thread", [&](auto& t) { thread_fields(io, t); });
+}
+
+// Numbers as varints (signed ones zigzag), codes and flags as bytes, times relative to the base.
+class encoder {
+public:
+  encoder(writer& w, uint64_t base) : w_(w), base_(base) {}
+  template <class T> void number(const T& v, const char* /*what*/, uint64_t /*max*/ = 0) {
+    if constexpr (std::is_signed_v<T>)
+      w_.signed_varint(v);
+    else
+      w_.varint(v);
   }
-}
-
-thread_state get_thread(reader& r, uint64_t base) {
-  thread_state t;
-  const uint8_t phase = r.byte();
-  if (phase > static_cast<uint8_t>(thread_phase::finalized))
-    throw batch_error("thread phase " + std::to_string(phase));
-  t.phase = static_cast<thread_phase>(phase);
-  const uint8_t lang = r.byte();
-  if (lang > static_cast<uint8_t>(language::python))
-    throw batch_error("language " + std::to_string(lang));
-  t.lang = static_cast<language>(lang);
-  t.torn = r.byte() != 0;
-  t.os_thread = r.varint();
-  t.routine = r.text();
-  t.file = r.text();
-  t.line = r.u32("line");
-  t.function = r.text();
-  t.native_file = r.text();
-  t.native_line = r.u32("native line");
-  t.native_function = r.text();
-  t.comm = get_comm(r);
-  t.peer = r.i32("peer");
-  t.peer2 = r.i32("second peer");
-  t.tag = r.i32("tag");
-  t.tag2 = r.i32("second tag");
-  t.bytes = r.varint();
-  t.since_ns = base + static_cast<uint64_t>(r.signed_varint());
-  t.calls_completed = r.varint();
-  t.pending_total = r.u32("pending total");
-  t.waited_total = r.u32("waited total");
-  const uint64_t listed = r.count(6, "pending operation");
-  if (listed > max_listed_pending)
-    throw batch_error("more pending operations than a state lists");
-  for (uint64_t i = 0; i < listed; ++i) {
-    pending_op op;
-    const uint8_t kind = r.byte();
-    if (kind < static_cast<uint8_t>(op_kind::send) ||
-        kind > static_cast<uint8_t>(op_kind::matched_recv))
-      throw batch_error("pending operation kind " + std::to_string(kind));
-    op.kind = static_cast<op_kind>(kind);
-    op.waited = r.byte() != 0;
-    const uint64_t collective = r.varint();
-    if (collective > collective_count)
-      throw batch_error("collective " + std::to_string(collective));
-    op.collective = static_cast<uint16_t>(collective);
-    op.peer = r.i32("pending peer");
-    op.tag = r.i32("pending tag");
-    op.bytes = r.varint();
-    op.comm = get_comm(r);
-    t.pending.push_back(op);
+  template <class E> void code(const E& v, E /*min*/, E /*max*/, const char* /*what*/) {
+    w_.byte(static_cast<uint8_t>(v));
   }
-  return t;
-}
+  void flag(bool v) { w_.byte(v ? 1 : 0); }
+  void text(const std::string& s) { w_.text(s); }
+  void time(uint64_t ns) { w_.signed_varint(static_cast<int64_t>(ns - base_)); }
+  template <class Item, class Fields>
+  void list(const std::vector<Item>& items, size_t /*min_bytes*/, uint64_t /*max*/,
+            const char* /*what*/, Fields fields) {
+    w_.varint(items.size());
+    for (const Item& item : items)
+      fields(item);
+  }
+  template <class Check> void check(Check /*check*/) {}
+
+private:
+  writer& w_;
+  uint64_t base_;
+};
+
+// The same walk, each field read and checked against what its type and the state allow.
+class decoder {
+public:
+  decoder(reader& r, uint64_t base) : r_(r), base_(base) {}
+  template <class T> void number(T& v, const char* what, uint64_t max = 0) {
+    if constexpr (std::is_signed_v<T>) {
+      const int64_t read = r_.signed_varint();
+      if constexpr (sizeof(T) < sizeof(int64_t))
+        if (read < std::numeric_limits<T>::min() || read > std::numeric_limits<T>::max())
+          throw batch_error(std::string(what) + " out of range");
+      v = static_cast<T>(read);
+    } else {
+      const uint64_t read = r_.varint();
+      if (max != 0 && read > max)
+        throw batch_error(std::string(what) + " " + std::to_string(read));
+      if constexpr (sizeof(T) < sizeof(uint64_t))
+        if (read > std::numeric_limits<T>::max())
+          throw batch_error(std::string(what) + " out of range");
+      v = static_cast<T>(read);
+    }
+  }
+  template <class E> void code(E& v, E min, E max, const char* what) {
+    const uint8_t read = r_.byte();
+    if (read < static_cast<uint8_t>(min) || read > static_cast<uint8_t>(max))
+      throw batch_error(std::string(what) + " " + std::to_string(read));
+    v = static_cast<E>(read);
+  }
+  void flag(bool& v) { v = r_.byte() != 0; }
+  void text(std::string& s) { s = r_.text(); }
+  void time(uint64_t& ns) { ns = base_ + static_cast<uint64_t>(r_.signed_varint()); }
+  template <class Item, class Fields>
+  void list(std::vector<Item>& items, size_t min_bytes, uint64_t max, const char* what,
+            Fields fields) {
+    const uint64_t n = r_.count(min_bytes, what);
+    if (n > max)
+      throw batch_error(std::string("more ") + what + "s than a state holds");
+    items.resize(n);
+    for (Item& item : items)
+      fields(item);
+  }
+  template <class Check> void check(Check check) { check(); }
+
+private:
+  reader& r_;
+  uint64_t base_;
+};
 
 } // namespace
 
@@ -233,17 +274,9 @@ std::string encode_batch(const state_batch& batch) {
   const uint64_t base = batch.states.empty() ? 0 : batch.states.front().observed_ns;
   w.varint(base);
   w.varint(batch.states.size());
-  for (const rank_state& s : batch.states) {
-    w.signed_varint(s.world_rank);
-    w.signed_varint(s.world_size);
-    w.signed_varint(s.pid);
-    w.text(s.host);
-    w.signed_varint(static_cast<int64_t>(s.observed_ns - base));
-    w.varint(s.threads_not_described);
-    w.varint(s.threads.size());
-    for (const thread_state& t : s.threads)
-      put_thread(w, t, base);
-  }
+  encoder fields(w, base);
+  for (const rank_state& s : batch.states)
+    rank_fields(fields, s);
   w.varint(batch.unread.size());
   for (const unread_rank& u : batch.unread) {
     w.signed_varint(u.rank);
@@ -272,23 +305,10 @@ batch_read_result decode_batch(std::string_view bytes) {
     }
     const uint64_t base = r.varint();
     const uint64_t states = r.count(7, "state");
+    decoder fields(r, base);
     for (uint64_t i = 0; i < states; ++i) {
       rank_state s;
-      s.world_rank = r.i32("rank");
-      s.world_size = r.i32("world size");
-      if (s.world_size < 1 || s.world_size > max_world_size || s.world_rank < 0 ||
-          s.world_rank >= s.world_size)
-        throw batch_error("rank " + std::to_string(s.world_rank) + " of " +
-                          std::to_string(s.world_size));
-      s.pid = r.signed_varint();
-      s.host = r.text();
-      s.observed_ns = base + static_cast<uint64_t>(r.signed_varint());
-      s.threads_not_described = r.u32("threads not described");
-      const uint64_t threads = r.count(25, "thread");
-      if (threads > max_threads)
-        throw batch_error("more threads than a state holds");
-      for (uint64_t t = 0; t < threads; ++t)
-        s.threads.push_back(get_thread(r, base));
+      rank_fields(fields, s);
       s.source = "rank " + std::to_string(s.world_rank) + " (through the tree)";
       out.batch.states.push_back(std::move(s));
     }

@@ -11,11 +11,25 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 namespace strata::hang {
 namespace {
 
 using namespace recorded;
+
+// The bytes of AKnownBatchEncodesToTheSameBytes's batch, hexadecimal, as the first encoder
+// of strata.hang-batch/1 wrote them.
+constexpr std::string_view known_batch_hex =
+    "5348423102ac02d7230a066e6f64652d300b4d50495f57616974616c6c056170702e63046d61696e2b4d5049"
+    "2e63707974686f6e2d3331312d7838365f36342d6c696e75782d676e752e736f2b30786532373535075f5f70"
+    "79785f66084d50495f53656e6400066e6f64652d32296a6f622e72616e6b312e68616e673a204e6f20737563"
+    "682066696c65206f72206469726563746f727980a094a58d1d020006c03e00000002020400b9600102280304"
+    "00050103000201030001808040ffdfba84bf03808080808020090202020100020e080103000203010d010000"
+    "4d04000403000100060700070700078080808080808080100309000101000000ffc7afa02500000000040601"
+    "08fff782ad160002020400bb6001022a030400050103000201030001808040ffdfba84bf0380808080802009"
+    "0202020100000effffffffffffffffff010103000203010d0100004d04000403000100060700070700078080"
+    "808080808080100309000101000000ffc7afa02500000000010209";
 
 // A rank with everything a state can hold: several threads, pending operations, a Python site.
 rank_state full_rank(int32_t rank, int32_t size) {
@@ -73,6 +87,27 @@ TEST(Batch, KeepsEveryFieldOfEveryState) {
   EXPECT_EQ(read.batch.tool_ranks, 3u);
   EXPECT_EQ(read.batch.root_bytes, 1234u);
   EXPECT_EQ(read.batch.merge_ns, 987654u);
+}
+
+// strata.hang-batch/1 is read by tool ranks of other builds of a job's tree: a known batch
+// encodes to the very bytes it did when the format was made (captured from that encoder).
+TEST(Batch, AKnownBatchEncodesToTheSameBytes) {
+  state_batch b;
+  b.states = {full_rank(0, 3), full_rank(2, 3)};
+  b.states[1].observed_ns = now - 3 * second; // before the base: a negative difference
+  b.states[1].pid = -1;
+  b.states[1].threads[0].pending[0].bytes = ~uint64_t{0};
+  b.unread.push_back({1, "job.rank1.hang: No such file or directory"});
+  b.tool_ranks = 2;
+  b.root_bytes = 300;
+  b.merge_ns = 4567;
+  std::string hex;
+  for (const char c : encode_batch(b)) {
+    constexpr std::string_view digits = "0123456789abcdef";
+    hex += digits[static_cast<uint8_t>(c) >> 4];
+    hex += digits[static_cast<uint8_t>(c) & 15];
+  }
+  EXPECT_EQ(hex, known_batch_hex);
 }
 
 TEST(Batch, IsAFewTensOfBytesARankWhereTheFileIs776) {
@@ -163,7 +198,7 @@ protected:
 
 TEST_F(TreeAsk, AJobWithoutATreeIsNotAsked) {
   EXPECT_FALSE(ask_tree(dir_, "job-4242", ""));
-  EXPECT_FALSE(std::filesystem::exists(tree_ask_path(dir_, 4242)));
+  EXPECT_FALSE(std::filesystem::exists(tree_asks_dir(dir_, 4242)));
   EXPECT_EQ(rank0_pid_of_key("local_host_1_2-4242"), 4242);
   EXPECT_EQ(rank0_pid_of_key("job"), 0);
   EXPECT_EQ(rank0_pid_of_key("job-12a"), 0);
@@ -183,27 +218,26 @@ TEST_F(TreeAsk, TheRootAnswersWhatItsLeavesRead) {
   const std::optional<tree_request> request = ask_tree(spool, key, "nodeA");
   ASSERT_TRUE(request);
   EXPECT_FALSE(poll_tree(*request));
-  EXPECT_FALSE(take_tree_ask(tree_ask_path(spool, 4242), 4343)) << "another job's pid";
-  ASSERT_TRUE(write_tree_door(spool, 4242, 3, "nodeA"));
-  ASSERT_TRUE(ask_tree(spool, key, "nodeA"));
-  const std::optional<tree_ask> ask = take_tree_ask(tree_ask_path(spool, 4242), 4242);
+  EXPECT_FALSE(next_tree_ask(spool, 4343)) << "another job's pid";
+  const std::optional<tree_ask> ask = next_tree_ask(spool, 4242);
   ASSERT_TRUE(ask);
-  EXPECT_FALSE(std::filesystem::exists(tree_ask_path(spool, 4242))) << "taken";
   EXPECT_EQ(ask->key, key);
   EXPECT_EQ(ask->spool, spool);
+  EXPECT_TRUE(ask_still_waits(*ask));
   state_batch batch = read_rank_states(ask->spool, ask->key, {0, 1, 2, 3});
   ASSERT_EQ(batch.states.size(), 3u);
   ASSERT_EQ(batch.unread.size(), 1u);
   EXPECT_EQ(batch.unread[0].rank, 2);
   EXPECT_NE(batch.unread[0].why.find("job-4242.rank2.hang"), std::string::npos);
   batch.tool_ranks = 3;
-  const tree_request answered{tree_answer_path(spool, key, ask->id), monotonic_ns()};
-  ASSERT_TRUE(write_tree_answer(answered.answer_path, encode_batch(batch)));
-  const std::optional<batch_read_result> answer = poll_tree(answered);
+  ASSERT_TRUE(write_tree_answer(tree_answer_path(spool, key, ask->id), encode_batch(batch)));
+  ask_answered(*ask);
+  EXPECT_FALSE(next_tree_ask(spool, 4242)) << "answered: no longer waiting";
+  const std::optional<batch_read_result> answer = poll_tree(*request);
   ASSERT_TRUE(answer);
   ASSERT_TRUE(answer->ok()) << answer->error;
   EXPECT_EQ(answer->batch.states.size(), 3u);
-  EXPECT_FALSE(std::filesystem::exists(answered.answer_path)) << "read once";
+  EXPECT_FALSE(std::filesystem::exists(request->answer_path)) << "read once";
   diagnosis d = diagnose(answer->batch.states, now, threshold);
   note_tree(d, answer->batch);
   EXPECT_EQ(d.missing_ranks, std::vector<int32_t>{2});
@@ -211,15 +245,77 @@ TEST_F(TreeAsk, TheRootAnswersWhatItsLeavesRead) {
       << format_text(d);
 }
 
+// Two requesters at once: neither ask replaces the other; each is served, with its own answer.
+TEST_F(TreeAsk, EveryAskIsAnsweredNotOnlyTheLast) {
+  const std::string spool = dir_.string();
+  const std::string key = "job-4242";
+  ASSERT_TRUE(write_tree_door(spool, 4242, 1, "nodeA"));
+  const std::optional<tree_request> first = ask_tree(spool, key, "");
+  const std::optional<tree_request> second = ask_tree(spool, key, "");
+  ASSERT_TRUE(first && second);
+  EXPECT_NE(first->answer_path, second->answer_path);
+  std::vector<std::string> served;
+  while (const std::optional<tree_ask> ask = next_tree_ask(spool, 4242)) {
+    state_batch batch;
+    batch.tool_ranks = 1;
+    ASSERT_TRUE(write_tree_answer(tree_answer_path(spool, key, ask->id), encode_batch(batch)));
+    ask_answered(*ask);
+    served.push_back(ask->id);
+    ASSERT_LE(served.size(), 2u);
+  }
+  EXPECT_EQ(served.size(), 2u);
+  EXPECT_TRUE(poll_tree(*first));
+  EXPECT_TRUE(poll_tree(*second));
+}
+
+// A requester that stops waiting withdraws its ask: the root writes no answer that would stay.
+TEST_F(TreeAsk, AnAskGivenUpIsNotAnswered) {
+  const std::string spool = dir_.string();
+  ASSERT_TRUE(write_tree_door(spool, 4242, 1, "nodeA"));
+  const std::optional<tree_request> request = ask_tree(spool, "job-4242", "");
+  ASSERT_TRUE(request);
+  const std::optional<tree_ask> ask = next_tree_ask(spool, 4242);
+  ASSERT_TRUE(ask);
+  give_up(*request);
+  EXPECT_FALSE(ask_still_waits(*ask));
+  EXPECT_FALSE(next_tree_ask(spool, 4242));
+}
+
 TEST_F(TreeAsk, AMalformedAskIsDroppedNotServed) {
   const std::string spool = dir_.string();
+  ASSERT_TRUE(write_tree_door(spool, 4242, 1, "nodeA"));
+  const std::string path = tree_asks_dir(spool, 4242) + "/1-2";
   for (const std::string& text :
        {std::string("nonsense"), std::string("strata.hang-ask/1\n1\n../etc-4242\n") + spool + "\n",
         std::string("strata.hang-ask/1\n1\njob-4242\n/no/such/spool\n")}) {
-    std::ofstream(tree_ask_path(spool, 4242)) << text;
-    EXPECT_FALSE(take_tree_ask(tree_ask_path(spool, 4242), 4242)) << text;
-    EXPECT_FALSE(std::filesystem::exists(tree_ask_path(spool, 4242)));
+    std::ofstream(path) << text;
+    EXPECT_FALSE(next_tree_ask(spool, 4242)) << text;
+    EXPECT_FALSE(std::filesystem::exists(path));
   }
+}
+
+// What a job that is gone left of its tree: its answers, and the door and asks of a root that was
+// killed; another job's answer stays, as does a door whose rank 0 still runs here.
+TEST_F(TreeAsk, AGoneJobsTreeFilesAreRemoved) {
+  const std::string spool = dir_.string();
+  // A pid no process has: above the kernel's largest.
+  const int64_t gone = 1LL << 40;
+  const std::string key = "job-" + std::to_string(gone);
+  ASSERT_TRUE(write_tree_door(spool, gone, 3, "nodeA"));
+  ASSERT_TRUE(ask_tree(spool, key, ""));
+  std::ofstream(tree_answer_path(spool, key, "7-8")) << "late";
+  std::ofstream(tree_answer_path(spool, "other-5", "7-8")) << "not this job's";
+  char here[256] = {0};
+  ::gethostname(here, sizeof(here) - 1);
+  const auto self = static_cast<int64_t>(::getpid());
+  ASSERT_TRUE(write_tree_door(spool, self, 3, here));
+  remove_tree_files(spool, key);
+  remove_tree_files(spool, "job-" + std::to_string(self));
+  EXPECT_FALSE(std::filesystem::exists(tree_door_path(spool, gone)));
+  EXPECT_FALSE(std::filesystem::exists(tree_asks_dir(spool, gone)));
+  EXPECT_FALSE(std::filesystem::exists(tree_answer_path(spool, key, "7-8")));
+  EXPECT_TRUE(std::filesystem::exists(tree_answer_path(spool, "other-5", "7-8")));
+  EXPECT_TRUE(std::filesystem::exists(tree_door_path(spool, self))) << "its rank 0 runs";
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 #include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
-#include "hang/tree_ask.hpp"
+#include "hang/running_job.hpp"
 
 #include "config/options.hpp"
 
@@ -9,12 +9,14 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 namespace strata::hang {
 namespace {
@@ -68,46 +70,42 @@ int hang_now(const hang_options& o) {
                  o.now_job.c_str(), looked.c_str());
     return 2;
   }
-  std::vector<std::pair<std::string, std::vector<rank_state>>> running;
-  std::optional<state_batch> through_tree; // of the running one, when its tree answered
+  const auto threshold = static_cast<uint64_t>(o.hang_after_s * 1e9);
+  std::vector<std::pair<std::string, diagnosis>> running;
   std::string stopped;
   for (const auto& [key, spool] : keys) {
     // A job under the monitor's tree (transport=tree) has its tool ranks read the files and
-    // merge them; without one, or when it does not answer, the files are read here.
-    std::optional<batch_read_result> tree;
+    // merge them; without one, or when it does not answer, the files are read here. A job whose
+    // rank 0 stopped writing is not asked.
+    running_job job;
+    job.key = key;
+    job.files = o;
+    job.files.inputs = {spool};
+    job.files.job = key;
     const state_read_result rank0 = read_state_file(spool + "/" + key + ".rank0.hang");
     if (!rank0.ok() || latest_time({*rank0.state}) + alive_within_ns >= realtime_ns())
-      tree = states_through_tree(spool, key, rank0.ok() ? rank0.state->host : std::string(),
-                                 tree_answer_within_ns);
-    if (tree && !tree->ok())
-      std::fprintf(stderr, "strata: the tree's answer is damaged (%s): reading the files\n",
-                   tree->error.c_str());
-    // A tree that read none of them (its tool ranks on other nodes, without the spool): the files.
-    if (tree && tree->ok() && tree->batch.states.empty())
-      tree.reset();
-    loaded_states loaded;
-    if (tree && tree->ok()) {
-      loaded.states = std::move(tree->batch.states);
-    } else {
-      hang_options one = o;
-      one.inputs = {spool};
-      one.job = key;
-      loaded = load_states(one);
-      if (!loaded.error.empty()) {
-        std::fprintf(stderr, "strata: error: %s\n", loaded.error.c_str());
-        return 2;
-      }
+      job.spool = spool;
+    if (rank0.ok())
+      job.rank0_host = rank0.state->host;
+    tree_watch tree;
+    job_look look = look_at_job(tree, job, realtime_ns(), threshold);
+    while (look.result == job_look::step::wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      look = look_at_job(tree, job, realtime_ns(), threshold);
+    }
+    if (!look.tree_problem.empty())
+      std::fprintf(stderr, "strata: %s: reading the files\n", look.tree_problem.c_str());
+    if (look.result == job_look::step::unreadable) {
+      std::fprintf(stderr, "strata: error: %s\n", look.problem.c_str());
+      return 2;
     }
     const uint64_t now = realtime_ns();
-    const uint64_t latest = latest_time(loaded.states);
-    if (latest + alive_within_ns >= now) {
-      if (tree && tree->ok())
-        through_tree = std::move(tree->batch);
-      running.emplace_back(key, std::move(loaded.states));
+    if (look.latest_ns + alive_within_ns >= now) {
+      running.emplace_back(key, std::move(look.d));
     } else {
       stopped += "strata: job " + key + " is not running: its ranks last wrote their states " +
-                 seconds_text(now - latest) + " s ago (`strata hang " + spool + " --job " + key +
-                 "` tells how it was then)\n";
+                 seconds_text(now - look.latest_ns) + " s ago (`strata hang " + spool + " --job " +
+                 key + "` tells how it was then)\n";
     }
   }
   if (running.empty()) {
@@ -116,17 +114,13 @@ int hang_now(const hang_options& o) {
   }
   if (running.size() > 1) {
     std::string names;
-    for (const auto& [key, states] : running)
+    for (const auto& [key, d] : running)
       names += (names.empty() ? "" : ", ") + key;
     std::fprintf(stderr, "strata: error: several running jobs are %s: %s; name one\n",
                  o.now_job.c_str(), names.c_str());
     return 2;
   }
-  const auto threshold = static_cast<uint64_t>(o.hang_after_s * 1e9);
-  diagnosis d = diagnose(running.front().second,
-                         std::max(realtime_ns(), latest_time(running.front().second)), threshold);
-  if (through_tree)
-    note_tree(d, *through_tree);
+  const diagnosis& d = running.front().second;
   const std::string text = o.format == "json" ? format_json(d) : format_text(d);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;

@@ -1,6 +1,7 @@
 // `strata hang` on files the writer made, as the profile will leave them in a spool.
 #include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
+#include "hang/running_job.hpp"
 
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
@@ -167,6 +168,47 @@ TEST(HangAfterOption, TheBoundIsTheCommandsOwn) {
     }
     EXPECT_THROW(app.parse("--hang-after soon", false), CLI::ValidationError);
   }
+}
+
+// The one sequence the watches and --now share: the tree asked, its answer taken at a later look
+// (here given by hand, as the root would), the diagnosis noting the tree; a job without a tree,
+// or not yet with its files, from the files.
+TEST_F(HangCommand, ALookAtARunningJobAsksItsTreeElseReadsTheFiles) {
+  const std::string key = "job1-4242";
+  for (int32_t rank = 0; rank < 2; ++rank)
+    write_rank(rank, 2, "MPI_Recv", rank ^ 1, 20, key);
+  running_job job;
+  job.spool = dir_;
+  job.key = key;
+  job.files.inputs = {dir_};
+  job.files.job = key;
+  {
+    tree_watch without;
+    const job_look look = look_at_job(without, job, realtime_ns(), second);
+    ASSERT_EQ(look.result, job_look::step::judged) << "no door: the files";
+    EXPECT_FALSE(look.through_tree);
+    EXPECT_EQ(look.d.result, verdict::hang);
+    EXPECT_EQ(look.d.tree_tool_ranks, 0u);
+  }
+  ASSERT_TRUE(write_tree_door(dir_, 4242, 1, ""));
+  tree_watch watch;
+  EXPECT_EQ(look_at_job(watch, job, realtime_ns(), second).result, job_look::step::wait);
+  const std::optional<tree_ask> ask = next_tree_ask(dir_, 4242);
+  ASSERT_TRUE(ask);
+  state_batch batch = read_rank_states(ask->spool, ask->key, {0, 1});
+  batch.tool_ranks = 1;
+  ASSERT_TRUE(write_tree_answer(tree_answer_path(dir_, key, ask->id), encode_batch(batch)));
+  ask_answered(*ask);
+  const job_look look = look_at_job(watch, job, realtime_ns(), second);
+  ASSERT_EQ(look.result, job_look::step::judged);
+  EXPECT_TRUE(look.through_tree);
+  EXPECT_EQ(look.d.result, verdict::hang);
+  EXPECT_EQ(look.d.tree_tool_ranks, 1u);
+  EXPECT_NE(format_text(look.d).find("Merged through 1 tool rank"), std::string::npos)
+      << format_text(look.d);
+  job.spool.clear();
+  job.files.job = "job2";
+  EXPECT_EQ(look_at_job(watch, job, realtime_ns(), second).result, job_look::step::unreadable);
 }
 
 } // namespace

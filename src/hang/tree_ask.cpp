@@ -2,16 +2,18 @@
 
 #include "common/atomic_file.hpp"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 namespace strata::hang {
 namespace {
@@ -39,6 +41,16 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Whether a process of that pid runs on this host (a zombie, exited and not yet reaped, does not).
+bool runs_here(int64_t pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)
+    return false;
+  const std::optional<std::string> stat =
+      read_whole("/proc/" + std::to_string(pid) + "/stat", 4096);
+  const size_t paren = stat ? stat->rfind(')') : std::string::npos;
+  return paren == std::string::npos || paren + 2 >= stat->size() || (*stat)[paren + 2] != 'Z';
+}
+
 } // namespace
 
 uint64_t monotonic_ns() {
@@ -64,8 +76,8 @@ std::string tree_door_path(const std::string& spool, int64_t rank0_pid) {
   return spool + "/tree-" + std::to_string(rank0_pid) + ".hang-door";
 }
 
-std::string tree_ask_path(const std::string& spool, int64_t rank0_pid) {
-  return spool + "/tree-" + std::to_string(rank0_pid) + ".hang-ask";
+std::string tree_asks_dir(const std::string& spool, int64_t rank0_pid) {
+  return spool + "/tree-" + std::to_string(rank0_pid) + ".hang-asks";
 }
 
 std::string tree_answer_path(const std::string& spool, const std::string& key,
@@ -75,6 +87,10 @@ std::string tree_answer_path(const std::string& spool, const std::string& key,
 
 bool write_tree_door(const std::string& spool, int64_t rank0_pid, int tool_ranks,
                      const std::string& rank0_host) {
+  // The directory first: a requester that sees the door can ask.
+  const std::string asks = tree_asks_dir(spool, rank0_pid);
+  if (::mkdir(asks.c_str(), 0755) != 0 && !is_directory(asks))
+    return false;
   return common::write_atomically(tree_door_path(spool, rank0_pid),
                                   std::string(door_magic) + " " + std::to_string(tool_ranks) + " " +
                                       rank0_host + "\n",
@@ -82,25 +98,55 @@ bool write_tree_door(const std::string& spool, int64_t rank0_pid, int tool_ranks
       .empty();
 }
 
-std::optional<tree_ask> take_tree_ask(const std::string& path, int64_t rank0_pid) {
-  const std::optional<std::string> bytes = read_whole(path, max_ask_bytes);
-  if (!bytes)
+void remove_tree_door(const std::string& spool, int64_t rank0_pid) {
+  ::unlink(tree_door_path(spool, rank0_pid).c_str()); // first: no new asks
+  std::error_code ec;
+  std::filesystem::remove_all(tree_asks_dir(spool, rank0_pid), ec);
+}
+
+std::optional<tree_ask> next_tree_ask(const std::string& spool, int64_t rank0_pid) {
+  const std::string dir = tree_asks_dir(spool, rank0_pid);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr)
     return std::nullopt;
-  ::unlink(path.c_str());
-  std::istringstream in(*bytes);
-  std::string magic;
-  tree_ask ask;
-  if (!std::getline(in, magic) || magic != ask_magic || !std::getline(in, ask.id) ||
-      !std::getline(in, ask.key) || !std::getline(in, ask.spool))
-    return std::nullopt;
-  // The id and key become a file name: no path in them.
-  auto plain = [](const std::string& s) {
-    return !s.empty() && s.find('/') == std::string::npos && s != "." && s != "..";
-  };
-  if (!plain(ask.id) || !plain(ask.key) || rank0_pid_of_key(ask.key) != rank0_pid ||
-      !is_directory(ask.spool))
-    return std::nullopt;
-  return ask;
+  std::optional<tree_ask> found;
+  while (!found) {
+    const dirent* e = ::readdir(d);
+    if (e == nullptr)
+      break;
+    const std::string name = e->d_name;
+    // Not "." and "..", nor an ask still being written (write_atomically's temporary).
+    if (name.starts_with('.') || name.find(".tmp.") != std::string::npos)
+      continue;
+    const std::string path = dir + "/" + name;
+    const std::optional<std::string> bytes = read_whole(path, max_ask_bytes);
+    if (!bytes)
+      continue; // its requester stopped waiting meanwhile
+    std::istringstream in(*bytes);
+    std::string magic;
+    tree_ask ask;
+    ask.path = path;
+    // The id and key become a file name: no path in them.
+    auto plain = [](const std::string& s) {
+      return !s.empty() && s.find('/') == std::string::npos && s != "." && s != "..";
+    };
+    if (std::getline(in, magic) && magic == ask_magic && std::getline(in, ask.id) &&
+        std::getline(in, ask.key) && std::getline(in, ask.spool) && plain(ask.id) &&
+        plain(ask.key) && rank0_pid_of_key(ask.key) == rank0_pid && is_directory(ask.spool))
+      found = std::move(ask);
+    else
+      ::unlink(path.c_str());
+  }
+  ::closedir(d);
+  return found;
+}
+
+bool ask_still_waits(const tree_ask& ask) {
+  return ::access(ask.path.c_str(), F_OK) == 0;
+}
+
+void ask_answered(const tree_ask& ask) {
+  ::unlink(ask.path.c_str());
 }
 
 state_batch read_rank_states(const std::string& spool, const std::string& key,
@@ -146,13 +192,15 @@ std::optional<tree_request> ask_tree(const std::string& spool, const std::string
   char id[64];
   std::snprintf(id, sizeof id, "%ld-%llu", static_cast<long>(::getpid()),
                 static_cast<unsigned long long>(monotonic_ns()));
-  tree_request request{tree_answer_path(spool, key, id), monotonic_ns()};
+  tree_request request{tree_asks_dir(spool, pid) + "/" + id, tree_answer_path(spool, key, id),
+                       monotonic_ns()};
   // The tool ranks may run in another directory: the spool as an absolute path.
   std::error_code ec;
   const std::string absolute = std::filesystem::absolute(spool, ec).string();
   const std::string text =
       std::string(ask_magic) + "\n" + id + "\n" + key + "\n" + (ec ? spool : absolute) + "\n";
-  if (!common::write_atomically(tree_ask_path(spool, pid), text, 0644).empty())
+  // No directory of asks: a root of an older door, or one that is ending.
+  if (!common::write_atomically(request.ask_path, text, 0644).empty())
     return std::nullopt;
   return request;
 }
@@ -165,32 +213,31 @@ std::optional<batch_read_result> poll_tree(const tree_request& request) {
   return decode_batch(*bytes);
 }
 
-std::optional<batch_read_result> states_through_tree(const std::string& spool,
-                                                     const std::string& key,
-                                                     const std::string& rank0_host,
-                                                     uint64_t timeout_ns) {
-  const std::optional<tree_request> request = ask_tree(spool, key, rank0_host);
-  if (!request)
-    return std::nullopt;
-  while (monotonic_ns() - request->started_ns < timeout_ns) {
-    if (std::optional<batch_read_result> answer = poll_tree(*request))
-      return answer;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::unlink(request->answer_path.c_str()); // an answer after we stopped waiting
-  return std::nullopt;
+void give_up(const tree_request& request) {
+  ::unlink(request.ask_path.c_str());
+  ::unlink(request.answer_path.c_str());
+}
+
+tree_watch::~tree_watch() {
+  if (request_)
+    give_up(*request_);
 }
 
 tree_watch::step tree_watch::look(const std::string& spool, const std::string& key,
-                                  state_batch& out) {
+                                  const std::string& rank0_host, state_batch& out,
+                                  std::string& problem) {
   if (!request_) {
-    request_ = ask_tree(spool, key, "");
+    request_ = ask_tree(spool, key, rank0_host);
     return request_ ? step::wait : step::files;
   }
   std::optional<batch_read_result> answer = poll_tree(*request_);
   if (!answer && monotonic_ns() - request_->started_ns < tree_answer_within_ns)
     return step::wait;
+  if (!answer)
+    give_up(*request_);
   request_.reset();
+  if (answer && !answer->ok())
+    problem = "the tree's answer is damaged (" + answer->error + ")";
   // A tree that read none of the states (its tool ranks on other nodes, without the spool): the
   // files.
   if (!answer || !answer->ok() || answer->batch.states.empty())
@@ -205,6 +252,31 @@ void note_tree(diagnosis& d, const state_batch& batch) {
   d.tree_merge_ns = batch.merge_ns;
   for (const unread_rank& u : batch.unread)
     d.tree_unread.emplace_back(u.rank, u.why);
+}
+
+void remove_tree_files(const std::string& spool, const std::string& key) {
+  const std::string answers = key + ".hang-merged-";
+  if (DIR* d = ::opendir(spool.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (std::string_view(e->d_name).starts_with(answers))
+        ::unlink((spool + "/" + e->d_name).c_str());
+    ::closedir(d);
+  }
+  const int64_t pid = rank0_pid_of_key(key);
+  if (pid <= 0)
+    return;
+  // Another process of that pid here may be a new job's rank 0, the door its root's.
+  char here[256] = {0};
+  ::gethostname(here, sizeof(here) - 1);
+  std::string host = here;
+  if (const std::optional<std::string> door = read_whole(tree_door_path(spool, pid), 1024)) {
+    std::istringstream fields(door->substr(std::min(door->size(), door_magic.size())));
+    int tool_ranks = 0;
+    fields >> tool_ranks >> host;
+  }
+  if (host == here && runs_here(pid))
+    return;
+  remove_tree_door(spool, pid);
 }
 
 } // namespace strata::hang

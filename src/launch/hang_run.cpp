@@ -1,8 +1,7 @@
 #include "launch/hang_run.hpp"
 #include "common/exec_argv.hpp"
-#include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
-#include "hang/tree_ask.hpp"
+#include "hang/running_job.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,10 +102,9 @@ int run_watching_hangs(const std::vector<std::string>& args, const std::string& 
   std::signal(SIGTERM, forward_signal);
   std::signal(SIGHUP, forward_signal);
   const auto threshold = static_cast<uint64_t>(settings.after_s * 1e9);
-  hang::hang_options o;
-  o.inputs = {dir};
+  hang::running_job job; // its spool and key once rank 0 linked its file
+  job.files.inputs = {dir};
   bool reported = false;
-  std::string spool, key; // of the job's files, once rank 0 linked its own
   hang::tree_watch tree;
   int status = -1;
   while (status < 0) {
@@ -120,23 +118,13 @@ int run_watching_hangs(const std::vector<std::string>& args, const std::string& 
     if (reported)
       continue;
     // Under the monitor's tree its tool ranks read the files (rank 0's link says where they are).
-    if (spool.empty())
-      find_job(dir, spool, key);
-    hang::state_batch merged;
-    const hang::tree_watch::step step =
-        spool.empty() ? hang::tree_watch::step::files : tree.look(spool, key, merged);
-    if (step == hang::tree_watch::step::wait)
+    if (job.spool.empty())
+      find_job(dir, job.spool, job.key);
+    // No rank has its file yet, one is being made, or the tree not answered yet: a later look.
+    const hang::job_look look = hang::look_at_job(tree, job, hang::realtime_ns(), threshold);
+    if (look.result != hang::job_look::step::judged)
       continue;
-    hang::loaded_states loaded;
-    if (step == hang::tree_watch::step::answered)
-      loaded.states = std::move(merged.states);
-    else
-      loaded = hang::load_states(o);
-    if (!loaded.error.empty())
-      continue; // no rank has its file yet, or one is being made
-    hang::diagnosis d = hang::diagnose(loaded.states, hang::realtime_ns(), threshold);
-    if (step == hang::tree_watch::step::answered)
-      hang::note_tree(d, merged);
+    const hang::diagnosis& d = look.d;
     if (d.result != hang::verdict::hang)
       continue;
     reported = true;

@@ -5,6 +5,7 @@
 #include "common/atomic_file.hpp"
 #include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
+#include "hang/tree_ask.hpp"
 #include "profiler/record/render.hpp"
 #include "profiler/spool.hpp"
 
@@ -78,8 +79,11 @@ int recover_command(const std::vector<std::string>& spools) {
         error_line(p);
         status = 1;
       }
-      if (!r.record_path.empty())
+      if (!r.record_path.empty()) {
         add_hang_section(spool, r);
+        // The job is gone: what its tree of tool ranks and those who asked it left too.
+        hang::remove_tree_files(spool, r.job_key);
+      }
       if (!r.record_path.empty())
         std::printf("%s: partial record from %d rank files -> %s\n", r.job_key.c_str(),
                     r.ranks_read, r.record_path.c_str());

@@ -3,6 +3,7 @@ import atexit
 import errno
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -74,6 +75,22 @@ def strata_run(tools, prog_args, ranks=2, env=None, timeout=120, extra=()):
         args += ["--tools", tools]
     args += list(extra) + ["--"] + prog_args
     return run(args, env=env, timeout=timeout)
+
+
+def end_launcher(launcher, sig=signal.SIGTERM):
+    """Ends a launcher started in a session of its own (start_new_session=True) and its ranks:
+    SIG to the whole session, SIGKILL if it has not ended within 20 s. Its standard error, once
+    (empty when read already)."""
+    if launcher.poll() is None:
+        os.killpg(launcher.pid, sig)
+    try:
+        _, err = launcher.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(launcher.pid, signal.SIGKILL)
+        _, err = launcher.communicate()
+    except ValueError:  # ended and read already
+        err = ""
+    return err or ""
 
 
 def run_until_ranks_are_gone(args, env, limit_s=60):

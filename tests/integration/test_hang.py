@@ -8,13 +8,13 @@ import glob
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 import unittest
 
-from strata_testlib import (FLAVOR, PROGRAMS, SOURCES, STRATA, StrataTestCase, base_env, line_of,
-                            program, run, run_until_ranks_are_gone, strata_run)
+from strata_testlib import (FLAVOR, PROGRAMS, SOURCES, STRATA, StrataTestCase, base_env,
+                            end_launcher, line_of, program, run, run_until_ranks_are_gone,
+                            strata_run)
 
 ABORTED = 3  # strata run's status after ending a hung job
 
@@ -325,12 +325,7 @@ class ModuleOption(HangTestCase):
             now = run([STRATA, "hang", "--now", key, self.spool, "--hang-after", "1s"],
                       env=self.env)
         finally:
-            os.killpg(launcher.pid, signal.SIGTERM)
-            try:
-                _, err = launcher.communicate(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(launcher.pid, signal.SIGKILL)
-                _, err = launcher.communicate()
+            err = end_launcher(launcher)
         self.assertEqual(len(reports), 1, f"no diagnosis in the spool within 60 s:\n{err}")
         with open(reports[0]) as f:
             text = f.read()

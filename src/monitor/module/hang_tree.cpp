@@ -3,7 +3,8 @@
 // state files), the root passes the ask down; each tool node above application ranks reads its
 // ranks' state files itself (a rank stuck inside MPI cannot offload anything), and the batches
 // (src/hang/batch.hpp) merge on the way up; the root writes the merged batch for the one who
-// asked, who runs the usual analysis on it. The tool ranks stay responsive while the application
+// asked, who runs the usual analysis on it. Each ask has its own file and answer; the root serves
+// them one after another. The tool ranks stay responsive while the application
 // is stuck, so this works whenever the job's own MPI still does for them.
 #include "monitor/module/state.hpp"
 
@@ -66,7 +67,7 @@ hang_node::hang_node(monitor_state& s, const overlay::tree_layout& tree, int nod
 void hang_node::close() {
   for (size_t i = 0; i < spools_.size(); ++i)
     if (doors_[i])
-      ::unlink(hang::tree_door_path(spools_[i], rank0_pid_).c_str());
+      hang::remove_tree_door(spools_[i], rank0_pid_);
   doors_.assign(spools_.size(), false);
 }
 
@@ -87,9 +88,8 @@ void hang_node::poll(const send_fn& send) {
       continue;
     }
     if (pending_)
-      continue; // one ask at a time: a later one waits in its file
-    if (std::optional<hang::tree_ask> ask =
-            hang::take_tree_ask(hang::tree_ask_path(spools_[i], rank0_pid_), rank0_pid_)) {
+      continue; // one ask at a time: the others wait in their files, each answered in turn
+    if (std::optional<hang::tree_ask> ask = hang::next_tree_ask(spools_[i], rank0_pid_)) {
       ask_ = *ask;
       start(++asks_, ask->key, ask->spool, -1, send);
     }
@@ -156,8 +156,11 @@ void hang_node::finish(const send_fn& send) {
     // and how long the whole ask took there, for the one who asked.
     merged.root_bytes = pending_->bytes_in;
     merged.merge_ns = mono_ns() - pending_->started_ns;
-    (void)hang::write_tree_answer(hang::tree_answer_path(ask_.spool, ask_.key, ask_.id),
-                                  hang::encode_batch(merged));
+    // Not for a requester that stopped waiting (its answer would stay in the spool).
+    if (hang::ask_still_waits(ask_))
+      (void)hang::write_tree_answer(hang::tree_answer_path(ask_.spool, ask_.key, ask_.id),
+                                    hang::encode_batch(merged));
+    hang::ask_answered(ask_);
   } else {
     send(pending_->parent,
          overlay::packet{overlay::packet_kind::hang_states, pending_->id,

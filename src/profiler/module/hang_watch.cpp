@@ -14,10 +14,9 @@
 
 #include "common/symbols.hpp"
 #include "gen/routines.hpp"
-#include "hang/commands.hpp"
 #include "hang/diagnose.hpp"
+#include "hang/running_job.hpp"
 #include "hang/state.hpp"
-#include "hang/tree_ask.hpp"
 #include "options.hpp"
 
 #include <strata/where.h>
@@ -452,35 +451,19 @@ void describe_pending(hang_watch& h, thread_watch& tw, const strata_where& w,
 }
 
 // Rank 0 with hang_after: every rank's file, and the diagnosis once the job hangs.
-void check_job(hang_watch& h, uint64_t now) {
+void check_job(hang_watch& h) {
   if (h.hang_after_ns == 0 || h.reported || h.spool.empty())
     return;
-  std::optional<hang::state_batch> through_tree;
-  hang::state_batch merged;
-  switch (h.tree.look(h.spool, h.key, merged)) {
-  case hang::tree_watch::step::wait:
-    return; // a later tick
-  case hang::tree_watch::step::answered:
-    through_tree = std::move(merged);
-    break;
-  case hang::tree_watch::step::files:
-    break;
-  }
-  hang::loaded_states loaded;
-  if (through_tree) {
-    loaded.states = std::move(through_tree->states);
-    now = std::max(now, hang::realtime_ns());
-  } else {
-    hang::hang_options o;
-    o.inputs = {h.spool};
-    o.job = h.key;
-    loaded = hang::load_states(o);
-    if (!loaded.error.empty())
-      return; // a rank still creating its file: the next tick
-  }
-  hang::diagnosis d = hang::diagnose(loaded.states, now, h.hang_after_ns);
-  if (through_tree)
-    hang::note_tree(d, *through_tree);
+  hang::running_job job;
+  job.spool = h.spool;
+  job.key = h.key;
+  job.files.inputs = {h.spool};
+  job.files.job = h.key;
+  // A rank still making its file, or the tree not answered yet: a later tick.
+  const hang::job_look look = hang::look_at_job(h.tree, job, hang::realtime_ns(), h.hang_after_ns);
+  if (look.result != hang::job_look::step::judged)
+    return;
+  const hang::diagnosis& d = look.d;
   if (d.result != hang::verdict::hang)
     return;
   h.reported = true;
@@ -588,7 +571,7 @@ void watch_loop(hang_watch& h) {
         watch_thread(h, slot, now);
     h.writer->observe(now);
     if (++ticks % 5 == 0)
-      check_job(h, now);
+      check_job(h);
     guard.lock();
     h.wake.wait_for(guard, tick, [&] { return h.stopping; });
   }

@@ -19,7 +19,7 @@ namespace strata::hang {
 namespace {
 
 constexpr std::string_view ask_magic = "strata.hang-ask/1";
-constexpr std::string_view door_magic = "strata.hang-tree/1";
+constexpr std::string_view door_magic = "strata.hang-tree/2";
 constexpr size_t max_ask_bytes = 8192;
 
 std::optional<std::string> read_whole(const std::string& path, size_t limit) {

@@ -3,7 +3,7 @@
 // need not help) and merge them on the way up as batches (batch.hpp), so no one reader has to see
 // every file. The requester and the tree's root meet in the spool of the job's files, through
 // files named by rank 0's pid (the last part of the job's key, JOB-PID):
-//   SPOOL/tree-PID.hang-door       the root's, while it runs: "strata.hang-tree/1 TOOL_RANKS HOST"
+//   SPOOL/tree-PID.hang-door       the root's, while it runs: "strata.hang-tree/2 TOOL_RANKS HOST"
 //   SPOOL/tree-PID.hang-asks/      the root's, beside its door: one file per ask
 //   SPOOL/tree-PID.hang-asks/ID    a requester's: "strata.hang-ask/1\nID\nKEY\nSPOOL\n"
 //   SPOOL/KEY.hang-merged-ID       the root's answer: the batch (strata.hang-batch/1)

@@ -303,11 +303,31 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   // A send's destination, a one-sided operation's target, where these sums were lent: its world
   // rank read straight from its group (the event's peer and communicator are not decoded), and
   // the message counted before the call, as it is whatever the call returns (peer_sums.hpp).
-  if constexpr (Decoder::has_peer) {
+  if constexpr (Decoder::sends_to_peer) {
     if (entry.timed_pairs != nullptr) {
       const decode::rank_in_group peer = Decoder::peer_of(args...);
       add_to_peer(entry, peer.group, peer.rank,
                   non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent));
+    }
+  }
+  // A collective's communicator: its size's bin, and the sums per communicator where they were
+  // lent (the test is compiled into the collectives alone; a comm_id beyond the array goes to
+  // its last element, which the module reads as not attributed). Counted before the call, as
+  // the message of a send is, so that nothing of them stays live across it (two registers
+  // fewer to save on a barrier).
+  if constexpr (Decoder::is_collective) {
+    if ((histograms & STRATA_TIMED_COMM_HISTOGRAM) != 0)
+      ++entry.timed_slot->comm_hist[strata_comm_bin(static_cast<uint64_t>(ev.comm_size))];
+    if constexpr (Decoder::sets_comm) {
+      if (entry.timed_comms != nullptr) {
+        const uint32_t last = entry.timed_comm_count - 1;
+        strata_comm_sum& sum = entry.timed_comms[ev.comm_id < last ? ev.comm_id : last];
+        ++sum.calls;
+        sum.bytes += non_negative(ev.bytes_sent);
+        sum.world_ranks = ev.comm_world_ranks;
+        sum.size = ev.comm_size;
+        sum.flags = ev.flags;
+      }
     }
   }
   note_call<F>(call_site, args...);
@@ -317,25 +337,12 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   note_return();
   set_result(ev, r);
   Decoder::template exit<true>(ev, scratch, fields, args...);
-  add_timed_call<plain_adds>(*entry.timed_slot,
-                             {Clock::duration_ns(enter, exit), non_negative(ev.count),
-                              non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
-                              non_negative(ev.bytes_expected), static_cast<uint64_t>(ev.comm_size)},
-                             histograms);
-  // A collective's communicator, the sums per communicator where they were lent (the test is
-  // compiled into the collectives alone). A comm_id beyond the array goes to its last element,
-  // which the module reads as not attributed.
-  if constexpr (Decoder::is_collective && Decoder::sets_comm) {
-    if (entry.timed_comms != nullptr) {
-      const uint32_t last = entry.timed_comm_count - 1;
-      strata_comm_sum& sum = entry.timed_comms[ev.comm_id < last ? ev.comm_id : last];
-      ++sum.calls;
-      sum.bytes += non_negative(ev.bytes_sent);
-      sum.world_ranks = ev.comm_world_ranks;
-      sum.size = ev.comm_size;
-      sum.flags = ev.flags;
-    }
-  }
+  add_timed_call<plain_adds>(
+      *entry.timed_slot,
+      {Clock::duration_ns(enter, exit), non_negative(ev.count), non_negative(ev.bytes_sent),
+       non_negative(ev.bytes_received), non_negative(ev.bytes_expected),
+       static_cast<uint64_t>(ev.comm_size)},
+      Decoder::is_collective ? histograms & ~uint32_t{STRATA_TIMED_COMM_HISTOGRAM} : histograms);
   // A start's messages, which only the module that saw its requests made can name (its table,
   // else its callback): the test is compiled into MPI_Start and MPI_Startall alone.
   if constexpr (Decoder::starts_requests) {
@@ -363,8 +370,12 @@ __attribute__((always_inline)) inline R count_timed(const chain_entry& entry, co
   constexpr summed_traits usual = usual_summed_traits<Decoder>();
   if (__builtin_expect(tsc_in_use() && entry.timed_fields == usual.fields &&
                            entry.timed_histograms == usual.histograms,
-                       1))
+                       1)) {
+    // Neither changes once the calls are summed (the clock is chosen in MPI_Init, the fields
+    // when the stack loads): the assembly entry point takes strata_usual_X from now on.
+    entry.summed_usual = true;
     return count_timed_body<F, Decoder, tsc_readings, usual>(entry, call_site, real, args...);
+  }
   if (tsc_in_use())
     return count_timed_body<F, Decoder, tsc_readings>(entry, call_site, real, args...);
   return count_timed_body<F, Decoder, monotonic_readings>(entry, call_site, real, args...);
@@ -384,6 +395,14 @@ template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto count_timed_in_place(A... args) {
   return count_timed<F, Decoder>(*tls.timed_entry, __builtin_return_address(0),
                                  Decoder::real_function(), args...);
+}
+
+// The generated strata_usual_X: the same where the entry is known to be usual
+// (chain_entry::summed_usual, which the assembly entry point tests), with no test of its own.
+template <int F, typename Decoder, typename... A>
+__attribute__((always_inline)) inline auto count_usual_in_place(A... args) {
+  return count_timed_body<F, Decoder, tsc_readings, usual_summed_traits<Decoder>()>(
+      *tls.timed_entry, __builtin_return_address(0), Decoder::real_function(), args...);
 }
 
 // The usual timed call (chain_entry::sole_exit): one module, its exit callback, the real

@@ -310,26 +310,6 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
                   non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent));
     }
   }
-  // A collective's communicator: its size's bin, and the sums per communicator where they were
-  // lent (the test is compiled into the collectives alone; a comm_id beyond the array goes to
-  // its last element, which the module reads as not attributed). Counted before the call, as
-  // the message of a send is, so that nothing of them stays live across it (two registers
-  // fewer to save on a barrier).
-  if constexpr (Decoder::is_collective) {
-    if ((histograms & STRATA_TIMED_COMM_HISTOGRAM) != 0)
-      ++entry.timed_slot->comm_hist[strata_comm_bin(static_cast<uint64_t>(ev.comm_size))];
-    if constexpr (Decoder::sets_comm) {
-      if (entry.timed_comms != nullptr) {
-        const uint32_t last = entry.timed_comm_count - 1;
-        strata_comm_sum& sum = entry.timed_comms[ev.comm_id < last ? ev.comm_id : last];
-        ++sum.calls;
-        sum.bytes += non_negative(ev.bytes_sent);
-        sum.world_ranks = ev.comm_world_ranks;
-        sum.size = ev.comm_size;
-        sum.flags = ev.flags;
-      }
-    }
-  }
   note_call<F>(call_site, args...);
   const uint64_t enter = Clock::raw();
   R r = call_real(real, args...);
@@ -337,12 +317,25 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   note_return();
   set_result(ev, r);
   Decoder::template exit<true>(ev, scratch, fields, args...);
-  add_timed_call<plain_adds>(
-      *entry.timed_slot,
-      {Clock::duration_ns(enter, exit), non_negative(ev.count), non_negative(ev.bytes_sent),
-       non_negative(ev.bytes_received), non_negative(ev.bytes_expected),
-       static_cast<uint64_t>(ev.comm_size)},
-      Decoder::is_collective ? histograms & ~uint32_t{STRATA_TIMED_COMM_HISTOGRAM} : histograms);
+  add_timed_call<plain_adds>(*entry.timed_slot,
+                             {Clock::duration_ns(enter, exit), non_negative(ev.count),
+                              non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
+                              non_negative(ev.bytes_expected), static_cast<uint64_t>(ev.comm_size)},
+                             histograms);
+  // A collective's communicator, the sums per communicator where they were lent (the test is
+  // compiled into the collectives alone). A comm_id beyond the array goes to its last element,
+  // which the module reads as not attributed.
+  if constexpr (Decoder::is_collective && Decoder::sets_comm) {
+    if (entry.timed_comms != nullptr) {
+      const uint32_t last = entry.timed_comm_count - 1;
+      strata_comm_sum& sum = entry.timed_comms[ev.comm_id < last ? ev.comm_id : last];
+      ++sum.calls;
+      sum.bytes += non_negative(ev.bytes_sent);
+      sum.world_ranks = ev.comm_world_ranks;
+      sum.size = ev.comm_size;
+      sum.flags = ev.flags;
+    }
+  }
   // A start's messages, which only the module that saw its requests made can name (its table,
   // else its callback): the test is compiled into MPI_Start and MPI_Startall alone.
   if constexpr (Decoder::starts_requests) {

@@ -72,6 +72,10 @@ struct chain_entry {
   // sole_exit, and every call of it timed (no counting, no sampled polls): the entry point
   // jumps to invoke_sole_exit after one test, polls included.
   bool sole_exit_every_call = false;
+  // The entry's summed calls are the usual ones (count_timed: the TSC, the profile's fields and
+  // histograms), found so by the first that took the general path: the assembly entry point
+  // then jumps straight to the copy compiled for them (strata_usual_X), which tests nothing.
+  mutable bool summed_usual = false;
   // sole_exit_every_call, and the module lent the core its slot for this function (module.h,
   // strata_module_timed_counts_v1): each call summed into it here, no event, no callback
   // (count_timed_call below). Set at the end of MPI_Init.

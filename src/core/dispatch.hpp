@@ -303,7 +303,7 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   // A send's destination, a one-sided operation's target, where these sums were lent: its world
   // rank read straight from its group (the event's peer and communicator are not decoded), and
   // the message counted before the call, as it is whatever the call returns (peer_sums.hpp).
-  if constexpr (Decoder::has_peer) {
+  if constexpr (Decoder::sends_to_peer) {
     if (entry.timed_pairs != nullptr) {
       const decode::rank_in_group peer = Decoder::peer_of(args...);
       add_to_peer(entry, peer.group, peer.rank,
@@ -363,8 +363,12 @@ __attribute__((always_inline)) inline R count_timed(const chain_entry& entry, co
   constexpr summed_traits usual = usual_summed_traits<Decoder>();
   if (__builtin_expect(tsc_in_use() && entry.timed_fields == usual.fields &&
                            entry.timed_histograms == usual.histograms,
-                       1))
+                       1)) {
+    // Neither changes once the calls are summed (the clock is chosen in MPI_Init, the fields
+    // when the stack loads): the assembly entry point takes strata_usual_X from now on.
+    entry.summed_usual = true;
     return count_timed_body<F, Decoder, tsc_readings, usual>(entry, call_site, real, args...);
+  }
   if (tsc_in_use())
     return count_timed_body<F, Decoder, tsc_readings>(entry, call_site, real, args...);
   return count_timed_body<F, Decoder, monotonic_readings>(entry, call_site, real, args...);
@@ -384,6 +388,14 @@ template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto count_timed_in_place(A... args) {
   return count_timed<F, Decoder>(*tls.timed_entry, __builtin_return_address(0),
                                  Decoder::real_function(), args...);
+}
+
+// The generated strata_usual_X: the same where the entry is known to be usual
+// (chain_entry::summed_usual, which the assembly entry point tests), with no test of its own.
+template <int F, typename Decoder, typename... A>
+__attribute__((always_inline)) inline auto count_usual_in_place(A... args) {
+  return count_timed_body<F, Decoder, tsc_readings, usual_summed_traits<Decoder>()>(
+      *tls.timed_entry, __builtin_return_address(0), Decoder::real_function(), args...);
 }
 
 // The usual timed call (chain_entry::sole_exit): one module, its exit callback, the real

@@ -44,7 +44,9 @@ def write_asm_entry(c, fn, index, poll=False):
     twice: here nothing moves and each test is made once. No chain: MPI. A chain that only
     counts: counted_X. The application's call (layer -1, MPI not running, no call mark) whose
     first entry is the usual timed call (sole_exit_every_call): the entry
-    (thread_state::timed_entry), then strata_summed_X when the entry has a slot lent to the core
+    (thread_state::timed_entry), then strata_usual_X when the entry's summed calls were found
+    usual (summed_usual, first, as it implies the others), strata_summed_X when the entry has a
+    slot lent to the core
     (chain_entry::timed_slot), which reads no call site, else the call site and strata_timed_X.
     A wrapper module first, for a function whose arguments are all in registers:
     application_to_wrapper. Anything else: wrapped_X, which decides as dispatch<>() does. `index`: the function's id,
@@ -69,9 +71,11 @@ def write_asm_entry(c, fn, index, poll=False):
             "  movq 16(%rax), %rax\n  movq (%rax), %rax\n"
             "  testq %rax, %rax\n"
             f"  jz strata_wrapped_{n}\n"
+            "  movq %rax, %fs:40(%r10)\n"
+            "  cmpb $0, 79(%rax)\n"
+            f"  jne strata_usual_{n}\n"
             "  cmpb $0, 78(%rax)\n"
             f"  je {'3f' if len(fn.params) <= REGISTER_ARGUMENTS else 'strata_wrapped_' + n}\n"
-            "  movq %rax, %fs:40(%r10)\n"
             "  cmpq $0, 80(%rax)\n"
             f"  jne strata_summed_{n}\n"
             "  movq (%rsp), %r11\n  movq %r11, %fs:8(%r10)\n"
@@ -185,6 +189,7 @@ def write_asm_entry_layout(c):
             "offsetof(core::chain_entry, layer) == 32);\n"
             "static_assert(core::mark_world_replaced == 2);\n"
             "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78 && "
+            "offsetof(core::chain_entry, summed_usual) == 79 && "
             "offsetof(core::chain_entry, timed_slot) == 80);\n"
             "static_assert(offsetof(core::thread_state, layer) == 0 && "
             "offsetof(core::thread_state, in_real) == 4 && "

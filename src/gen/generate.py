@@ -296,6 +296,11 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # Calls that name a peer: the only ones whose sums per peer the core may keep.
             has_peer = "peer" in spec or "target" in spec
             c.write(f"  static constexpr bool has_peer = {'true' if has_peer else 'false'};\n")
+            # Of those, the calls whose message goes to the peer (a send, a one-sided operation):
+            # the only ones the core adds to a module's sums per peer, so that a receive or a
+            # probe does not even test for them.
+            sends_to_peer = "target" in spec or ("peer" in spec and "send" in spec)
+            c.write(f"  static constexpr bool sends_to_peer = {'true' if sends_to_peer else 'false'};\n")
             if has_peer:
                 # The peer's rank and the group it is a rank of, for the sums per peer that the
                 # core adds without decoding the event's peer and communicator fields.
@@ -360,6 +365,14 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                         f"  return core::count_timed_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
                 c.write("#endif\n" if asm_only else "")
             if asm_entry:
+                # strata_usual_X: the summed call of an entry found usual (chain_entry::
+                # summed_usual), where only the assembly entry point goes.
+                c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
+                        f"extern \"C\" STRATA_HIDDEN __attribute__((noinline)) "
+                        f"{f.proto('strata_usual_' + n)};\n"
+                        f"{f.ret} strata_usual_{n}({params}) {{\n"
+                        f"  return core::count_usual_in_place<fid_{n}, decoder_{n}>({args});\n}}\n"
+                        "#endif\n")
                 c.write("#if defined(__OPTIMIZE__)\n")
                 for kind in ("wrapped", "counted"):
                     c.write(f"__attribute__((used)) {f.proto(kind + '_' + n)} "

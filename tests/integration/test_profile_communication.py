@@ -137,12 +137,15 @@ class CommunicationMatrix(ProfileTestCase):
             self.assertEqual((spread["max"], spread["max_rank"]), (members[most][1], most))
 
     def test_the_record_holds_every_pair_exactly_in_world_ranks(self):
-        # Summed by the core (the default), and as events to the profile's callback.
-        for core_sums in ("1", "0"):
-            with self.subTest(core_sums=core_sums):
+        # Summed by the core (the default: after its first call, each routine's usual copy
+        # straight from the entry point), by the core's general copy (the clock not the TSC), and
+        # as events to the profile's callback.
+        for core_sums, clock in (("1", None), ("1", "monotonic"), ("0", None)):
+            with self.subTest(core_sums=core_sums, clock=clock):
                 for f in self.records():
                     os.remove(f)
-                proc = self.run_pattern(STRATA_PROFILE_CORE_SUMS=core_sums)
+                proc = self.run_pattern(STRATA_PROFILE_CORE_SUMS=core_sums,
+                                        **({"STRATA_CLOCK": clock} if clock else {}))
                 record = self.only_record()
                 self.assertExact(record["communication"], proc.stdout)
 

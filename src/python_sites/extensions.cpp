@@ -149,9 +149,9 @@ bool look_up(uintptr_t address) {
 
 bool in_extension_module(uintptr_t address) {
   std::atomic<uint64_t>& slot = seen_slot(address);
-  const uint64_t known = slot.load(std::memory_order_relaxed);
-  if ((known & ~in_extension_bit) == address)
-    return (known & in_extension_bit) != 0;
+  const uint64_t cached = slot.load(std::memory_order_relaxed);
+  if ((cached & ~in_extension_bit) == address)
+    return (cached & in_extension_bit) != 0;
   const bool extension = look_up(address);
   slot.store(address | (extension ? in_extension_bit : 0), std::memory_order_relaxed);
   return extension;

@@ -6,16 +6,27 @@ flags, clang-tidy's version and the project's .clang-tidy, with the checkout's o
 out so that another clone of the same tree finds the same key. Only clean results are kept
 (in $STRATA_TIDY_CACHE, default ~/.cache/strata/clang-tidy); a file with findings is checked
 again every time. Usage: tidy.py BUILD_DIR LOG FILE...; exit status 1 when any file has findings.
+
+In a unity build (CMakeLists.txt, STRATA_UNITY) the compilation database lists the batches
+(CMakeFiles/T.dir/Unity/unity_N_cxx.cxx, each including some of the target's sources): a batch
+whose sources are all among FILE... is checked as one translation unit, its headers parsed and
+matched once for all of them (.clang-tidy's HeaderFilterRegex takes in the included sources,
+which are under src/), and its key is the batch's preprocessed text. Every other file is checked
+alone, with its batch's compile command (BUILD_DIR/tidy/compile_commands.json).
 """
 import concurrent.futures
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
 
 TIDY = "clang-tidy-14"
+UNITY = re.compile(r"/Unity/unity_\d+_(c|cxx)\.(c|cxx)$")
+# A batch includes .cpp files by design.
+BATCH_ARGS = ["--checks=-bugprone-suspicious-include"]
 
 
 def preprocess_command(entry):
@@ -34,30 +45,60 @@ def preprocess_command(entry):
     return out + ["-E", "-P"]
 
 
-def cache_key(entry, root, tidy_version, config):
+def cache_key(entry, root, tidy_version, config, extra):
     words = preprocess_command(entry)
     expanded = subprocess.run(words, cwd=entry["directory"], capture_output=True, check=True).stdout
     digest = hashlib.sha256()
-    for part in (tidy_version, config, " ".join(words[1:]).encode(), expanded):
+    for part in (tidy_version, config, " ".join(words[1:] + extra).encode(), expanded):
         digest.update(part.replace(root, b"@ROOT@"))
         digest.update(b"\0")
     return digest.hexdigest()
 
 
-def check(path, entry, root, tidy_version, config, cache, build):
+def check(path, entry, root, tidy_version, config, cache, database, extra):
     """(path, findings, cached): findings is empty when clean."""
     try:
-        key = cache_key(entry, root, tidy_version, config) if entry else None
+        key = cache_key(entry, root, tidy_version, config, extra) if entry else None
     except subprocess.CalledProcessError:
         key = None  # clang-tidy itself says what does not compile
     if key and os.path.exists(os.path.join(cache, key)):
         return path, "", True
-    run = subprocess.run([TIDY, "-p", build, "--quiet", "--extra-arg=-Wno-unknown-warning-option", path],
-                         capture_output=True, text=True)
+    run = subprocess.run([TIDY, "-p", database, "--quiet", "--extra-arg=-Wno-unknown-warning-option"]
+                         + extra + [path], capture_output=True, text=True)
     findings = "" if run.returncode == 0 else run.stdout + run.stderr
     if not findings and key:
         open(os.path.join(cache, key), "w").close()
     return path, findings, False
+
+
+def batch_sources(entry):
+    """The sources a unity batch includes, as real paths."""
+    with open(os.path.join(entry["directory"], entry["file"])) as f:
+        return [os.path.realpath(m) for m in re.findall(r'^#include "(.*)"', f.read(), re.M)]
+
+
+def database(build):
+    """{source: entry} for every file, a batch's sources under the batch's command, and
+    {batch: its sources}; both written to BUILD/tidy/compile_commands.json for clang-tidy."""
+    with open(os.path.join(build, "compile_commands.json")) as f:
+        listed = json.load(f)
+    entries, batches = {}, {}
+    for e in listed:
+        path = os.path.realpath(os.path.join(e["directory"], e["file"]))
+        entries[path] = e
+        if UNITY.search(path):
+            batches[path] = batch_sources(e)
+            for source in batches[path]:
+                entries[source] = dict(e, file=source, command=e["command"].replace(e["file"], source))
+    # A target built once per MPI has the same batches twice: one of them, as for a file.
+    chosen = {}
+    for batch, sources in batches.items():
+        chosen[tuple(sources)] = batch
+    directory = os.path.join(build, "tidy")
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "compile_commands.json"), "w") as f:
+        json.dump(list(entries.values()), f, indent=0)
+    return entries, {batch: list(sources) for sources, batch in chosen.items()}, directory
 
 
 def main():
@@ -65,19 +106,28 @@ def main():
     root = os.getcwd().encode()
     cache = os.environ.get("STRATA_TIDY_CACHE", os.path.expanduser("~/.cache/strata/clang-tidy"))
     os.makedirs(cache, exist_ok=True)
-    with open(os.path.join(build, "compile_commands.json")) as f:
-        entries = {os.path.realpath(e["file"]): e for e in json.load(f)}
+    entries, batches, tidy_db = database(build)
+    wanted = {os.path.realpath(p): p for p in paths}
+    units = []  # (path to check, its entry, clang-tidy's further arguments, files it covers)
+    for batch, sources in batches.items():
+        if len(sources) > 1 and all(s in wanted for s in sources):
+            units.append((batch, entries[batch], BATCH_ARGS, [wanted.pop(s) for s in sources]))
+    units += [(p, entries.get(real), [], [p]) for real, p in wanted.items()]
     tidy_version = subprocess.run([TIDY, "--version"], capture_output=True, check=True).stdout
     with open(".clang-tidy", "rb") as f:
         config = f.read()
     jobs = os.cpu_count() or 1
+    # The largest first, so that no batch starts last and leaves a core idle.
+    units.sort(key=lambda u: -len(u[3]))
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         results = list(pool.map(
-            lambda p: check(p, entries.get(os.path.realpath(p)), root, tidy_version, config, cache, build),
-            paths))
-    failed = [(p, text) for p, text, _ in results if text]
-    cached = sum(1 for _, _, hit in results if hit)
-    print(f"clang-tidy: {len(paths) - cached} files checked, {cached} known clean from the cache")
+            lambda u: check(u[0], u[1], root, tidy_version, config, cache, tidy_db, u[2]) + (len(u[3]),),
+            units))
+    failed = [(p, text) for p, text, _, _ in results if text]
+    cached = sum(n for _, _, hit, n in results if hit)
+    batched = sum(1 for u in units if len(u[3]) > 1)
+    print(f"clang-tidy: {len(paths) - cached} files checked ({batched} unity batches among the "
+          f"{len(units)} translation units), {cached} known clean from the cache")
     with open(log, "w") as f:
         f.writelines(text for _, text in failed)
     for path, text in failed:

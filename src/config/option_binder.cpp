@@ -19,7 +19,7 @@ struct option_binder::table {
 
 namespace {
 
-std::string quoted(std::string_view s) {
+std::string in_quotes(std::string_view s) {
   std::string text = "'";
   text += s;
   text += "'";
@@ -79,7 +79,7 @@ option_binder& option_binder::add(const char* key, const char* type, const char*
     if (const std::string problem = b.set(default_value);
         !problem.empty() && default_problem_.empty())
       default_problem_ =
-          "default of option " + quoted(key) + ": " + quoted(default_value) + " " + problem;
+          "default of option " + in_quotes(key) + ": " + in_quotes(default_value) + " " + problem;
   }
   bindings_.push_back(std::move(b));
   return *this;
@@ -272,7 +272,8 @@ std::string option_binder::take_one(std::size_t at, std::string_view value) cons
     problem = b.set(value);
   if (problem.empty())
     return {};
-  return "option " + quoted(table_->declarations[at].key) + ": " + quoted(value) + " " + problem;
+  return "option " + in_quotes(table_->declarations[at].key) + ": " + in_quotes(value) + " " +
+         problem;
 }
 
 std::string
@@ -288,7 +289,7 @@ option_binder::take(const std::vector<std::pair<std::string, std::string>>& valu
   for (const auto& [key, value] : values) {
     const std::size_t at = index_of(key);
     if (at == declared.size())
-      return "unknown option " + quoted(key);
+      return "unknown option " + in_quotes(key);
     if (std::string problem = take_one(at, value); !problem.empty())
       return problem;
     text[at] = value;
@@ -302,8 +303,9 @@ option_binder::take(const std::vector<std::pair<std::string, std::string>>& valu
     if (value > than)
       continue;
     const std::string than_text = text[o.than] ? *text[o.than] : number_text(than);
-    return "option " + quoted(declared[o.key].key) + ": " + quoted(*text[o.key]) + " is not " +
-           o.words + " option " + quoted(declared[o.than].key) + " (" + quoted(than_text) + ")";
+    return "option " + in_quotes(declared[o.key].key) + ": " + in_quotes(*text[o.key]) +
+           " is not " + o.words + " option " + in_quotes(declared[o.than].key) + " (" +
+           in_quotes(than_text) + ")";
   }
   return {};
 }

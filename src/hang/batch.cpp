@@ -15,7 +15,7 @@
 namespace strata::hang {
 namespace {
 
-constexpr std::string_view magic = "SHB1";
+constexpr std::string_view batch_magic = "SHB1";
 constexpr size_t max_text = 4096;
 constexpr uint64_t max_threads = 4096; // the state file's own bound on slots
 
@@ -46,7 +46,7 @@ public:
   // The table first, then the body written so far.
   std::string finish(const state_batch& batch) {
     writer head;
-    head.out_ = std::string(magic);
+    head.out_ = std::string(batch_magic);
     head.varint(batch.tool_ranks);
     head.varint(batch.root_bytes);
     head.varint(batch.merge_ns);
@@ -287,11 +287,11 @@ std::string encode_batch(const state_batch& batch) {
 
 batch_read_result decode_batch(std::string_view bytes) {
   batch_read_result out;
-  if (!bytes.starts_with(magic)) {
+  if (!bytes.starts_with(batch_magic)) {
     out.error = "not a batch of hang states (no SHB1 magic)";
     return out;
   }
-  reader r(bytes.substr(magic.size()));
+  reader r(bytes.substr(batch_magic.size()));
   try {
     out.batch.tool_ranks = r.u32("tool ranks");
     out.batch.root_bytes = r.varint();

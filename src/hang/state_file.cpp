@@ -24,7 +24,7 @@ static_assert(std::endian::native == std::endian::little, "the state file is lit
 
 namespace {
 
-constexpr char magic[8] = {'S', 'T', 'R', 'H', 'A', 'N', 'G', '\n'};
+constexpr char state_magic[8] = {'S', 'T', 'R', 'H', 'A', 'N', 'G', '\n'};
 
 struct file_header {
   char magic[8];
@@ -243,7 +243,8 @@ state_read_result read_with(std::string_view head, uint64_t file_bytes, const st
   auto fail = [&](const std::string& why) {
     return state_read_result{std::nullopt, where + ": " + why};
   };
-  if (head.size() < sizeof(magic) || std::memcmp(head.data(), magic, sizeof(magic)) != 0)
+  if (head.size() < sizeof(state_magic) ||
+      std::memcmp(head.data(), state_magic, sizeof(state_magic)) != 0)
     return fail("not a Strata hang state file (no strata.hang-state header)");
   if (head.size() < sizeof(file_header))
     return fail("truncated: " + std::to_string(file_bytes) + " bytes, shorter than its header");
@@ -376,7 +377,7 @@ std::string encode_state(const rank_state& state) {
   const uint32_t slots = std::max<uint32_t>(1, static_cast<uint32_t>(state.threads.size()));
   std::string bytes(sizeof(file_header) + slots * sizeof(file_slot), '\0');
   file_header h{};
-  std::memcpy(h.magic, magic, sizeof(magic));
+  std::memcpy(h.magic, state_magic, sizeof(state_magic));
   h.version = state_version;
   h.header_bytes = sizeof(file_header);
   h.slot_bytes = sizeof(file_slot);

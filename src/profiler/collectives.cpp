@@ -36,7 +36,7 @@ void communicator_sums::clear() {
 namespace {
 
 // Heaviest first; ties by size, then members, so that every run keeps the same communicators.
-bool heavier(const communicator_total& a, const communicator_total& b) {
+bool heavier_communicator(const communicator_total& a, const communicator_total& b) {
   if (a.bytes != b.bytes)
     return a.bytes > b.bytes;
   if (a.calls != b.calls)
@@ -51,7 +51,7 @@ void cut_to(communicator_list& list, size_t limit) {
     return;
   std::nth_element(list.communicators.begin(),
                    list.communicators.begin() + static_cast<std::ptrdiff_t>(limit),
-                   list.communicators.end(), heavier);
+                   list.communicators.end(), heavier_communicator);
   for (size_t i = limit; i < list.communicators.size(); ++i) {
     list.rest.calls += list.communicators[i].calls;
     list.rest.bytes += list.communicators[i].bytes;
@@ -264,7 +264,7 @@ bool read_traffic(std::string_view bytes, pair_list& pairs, communicator_list& c
 
 record::collectives_section collectives_of(const communicator_list& list) {
   std::vector<communicator_total> sorted = list.communicators;
-  std::sort(sorted.begin(), sorted.end(), heavier);
+  std::sort(sorted.begin(), sorted.end(), heavier_communicator);
   record::collectives_section section;
   record::collective_sums unlisted = list.rest;
   size_t runs = 0;

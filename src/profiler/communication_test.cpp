@@ -322,11 +322,11 @@ TEST(Communication, AboveTheLimitTheHeaviestPairsAreListedAndTheRestSummed) {
   EXPECT_EQ(c.unlisted->bytes, 100U + 101 + 102 + 103 + 104 + 105 + 106);
 }
 
-// 100,000 ranks in a 3-D stencil (six partners each, sizes by rank), combined along the finalize
-// tree: the record's section stays under 1 MiB, holds the job's heaviest pairs, and what it
-// lists plus what it sums is every message.
+// 100,000 ranks (testdata::large_world_ranks) in a 3-D stencil (six partners each, sizes by rank),
+// combined along the finalize tree: the record's section stays under 1 MiB, holds the job's
+// heaviest pairs, and what it lists plus what it sums is every message.
 TEST(Communication, RecordOfAHundredThousandRanksStaysUnderOneMebibyte) {
-  const uint32_t ranks = 100'000;
+  const uint32_t ranks = testdata::large_world_ranks;
   uint64_t messages = 0, bytes = 0;
   std::vector<pair_list> subtree(ranks);
   // Children have higher ranks than their parents: from the last rank down (site_reduction).
@@ -374,7 +374,8 @@ TEST(Communication, RecordOfAHundredThousandRanksStaysUnderOneMebibyte) {
   ASSERT_TRUE(back.ok()) << back.error;
   EXPECT_EQ(back.record->communication, job.communication);
   RecordProperty("communication_bytes", std::to_string(with.size() - without.size()));
-  std::printf("communication section of 100,000 ranks: %zu bytes\n", with.size() - without.size());
+  std::printf("communication section of %u ranks: %zu bytes\n", ranks,
+              with.size() - without.size());
 }
 
 TEST(Communication, RecordRejectsAPairOutsideTheJob) {

@@ -34,10 +34,10 @@ std::mutex rebuilding;
 // address with the top bit set for an extension module's, in a slot chosen by the address.
 constexpr size_t seen_slots = 256;
 constexpr uint64_t in_extension_bit = uint64_t{1} << 63;
-std::atomic<uint64_t> seen[seen_slots];
+std::atomic<uint64_t> seen_addresses[seen_slots];
 
 std::atomic<uint64_t>& seen_slot(uintptr_t address) {
-  return seen[(address * 0x9E3779B97F4A7C15ull) >> 56];
+  return seen_addresses[(address * 0x9E3779B97F4A7C15ull) >> 56];
 }
 
 struct loaded_object {
@@ -120,7 +120,7 @@ const code_range* find(const range_table* table, uintptr_t address) {
 void note_loaded_objects() {
   std::lock_guard<std::mutex> lock(rebuilding);
   current.store(read_loaded_objects(), std::memory_order_release);
-  for (std::atomic<uint64_t>& slot : seen)
+  for (std::atomic<uint64_t>& slot : seen_addresses)
     slot.store(0, std::memory_order_relaxed);
 }
 
@@ -149,9 +149,9 @@ bool look_up(uintptr_t address) {
 
 bool in_extension_module(uintptr_t address) {
   std::atomic<uint64_t>& slot = seen_slot(address);
-  const uint64_t known = slot.load(std::memory_order_relaxed);
-  if ((known & ~in_extension_bit) == address)
-    return (known & in_extension_bit) != 0;
+  const uint64_t cached = slot.load(std::memory_order_relaxed);
+  if ((cached & ~in_extension_bit) == address)
+    return (cached & in_extension_bit) != 0;
   const bool extension = look_up(address);
   slot.store(address | (extension ? in_extension_bit : 0), std::memory_order_relaxed);
   return extension;

@@ -17,7 +17,7 @@ OTF2_TimeStamp post_flush(void*, OTF2_FileType, OTF2_LocationRef) {
 }
 OTF2_FlushCallbacks flush_callbacks = {pre_flush, post_flush};
 
-constexpr uint64_t chunk_bytes = uint64_t{1} << 20;
+constexpr uint64_t otf2_chunk_bytes = uint64_t{1} << 20;
 constexpr uint64_t pool_bytes = uint64_t{4} << 20;
 
 // Strings are numbered in the order they are first asked for, each text once.
@@ -47,8 +47,8 @@ archive_writer::archive_writer(const std::string& dir) {
   // OTF2 prints every failure (a full disk: a line per buffer it could not write); the writer
   // keeps the first instead, for the caller's one line.
   previous_callback_ = OTF2_Error_RegisterCallback(keep_error, this);
-  archive_ = OTF2_Archive_Open(dir.c_str(), "traces", OTF2_FILEMODE_WRITE, chunk_bytes, pool_bytes,
-                               OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
+  archive_ = OTF2_Archive_Open(dir.c_str(), "traces", OTF2_FILEMODE_WRITE, otf2_chunk_bytes,
+                               pool_bytes, OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
   if (archive_ == nullptr) {
     error_ = "cannot create an OTF2 archive in " + dir;
     return;

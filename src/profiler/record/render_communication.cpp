@@ -88,17 +88,17 @@ std::optional<communication_table> one_sided_table(const communication_section& 
     return a.pair->bytes != b.pair->bytes ? a.pair->bytes > b.pair->bytes
                                           : a.pair->messages > b.pair->messages;
   });
-  communication_table table{"One-sided operations by bytes (origin to target)",
-                            true,
-                            {{"origin", "target", "kind", "operations", "bytes"}},
-                            ""};
+  communication_table one_sided{"One-sided operations by bytes (origin to target)",
+                                true,
+                                {{"origin", "target", "kind", "operations", "bytes"}},
+                                ""};
   for (size_t i = 0; i < rows.size() && i < shown_pairs; ++i)
-    table.rows.push_back({std::to_string(rows[i].pair->from), std::to_string(rows[i].pair->to),
-                          *rows[i].kind, std::to_string(rows[i].pair->messages),
-                          std::to_string(rows[i].pair->bytes)});
+    one_sided.rows.push_back({std::to_string(rows[i].pair->from), std::to_string(rows[i].pair->to),
+                              *rows[i].kind, std::to_string(rows[i].pair->messages),
+                              std::to_string(rows[i].pair->bytes)});
   if (rows.size() > shown_pairs)
-    table.note = fmt::format("{} more in the record", rows.size() - shown_pairs);
-  return table;
+    one_sided.note = fmt::format("{} more in the record", rows.size() - shown_pairs);
+  return one_sided;
 }
 
 void point_to_point_tables(const communication_section& section, std::uint64_t ranks,

@@ -250,10 +250,10 @@ TEST_F(TreeAsk, EveryAskIsAnsweredNotOnlyTheLast) {
   const std::string spool = dir_.string();
   const std::string key = "job-4242";
   ASSERT_TRUE(write_tree_door(spool, 4242, 1, "nodeA"));
-  const std::optional<tree_request> first = ask_tree(spool, key, "");
-  const std::optional<tree_request> second = ask_tree(spool, key, "");
-  ASSERT_TRUE(first && second);
-  EXPECT_NE(first->answer_path, second->answer_path);
+  const std::optional<tree_request> first_ask = ask_tree(spool, key, "");
+  const std::optional<tree_request> second_ask = ask_tree(spool, key, "");
+  ASSERT_TRUE(first_ask && second_ask);
+  EXPECT_NE(first_ask->answer_path, second_ask->answer_path);
   std::vector<std::string> served;
   while (const std::optional<tree_ask> ask = next_tree_ask(spool, 4242)) {
     state_batch batch;
@@ -264,8 +264,8 @@ TEST_F(TreeAsk, EveryAskIsAnsweredNotOnlyTheLast) {
     ASSERT_LE(served.size(), 2u);
   }
   EXPECT_EQ(served.size(), 2u);
-  EXPECT_TRUE(poll_tree(*first));
-  EXPECT_TRUE(poll_tree(*second));
+  EXPECT_TRUE(poll_tree(*first_ask));
+  EXPECT_TRUE(poll_tree(*second_ask));
 }
 
 // A requester that stops waiting withdraws its ask: the root writes no answer that would stay.

@@ -1,6 +1,7 @@
 #include "common/atomic_file.hpp"
 #include "common/json_document.hpp"
 #include "common/markup.hpp"
+#include "common/process.hpp"
 #include "common/symbols.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace strata::common;
@@ -148,4 +150,21 @@ TEST(Symbols, AReturnAddressNamesTheCallingFunctionAndLine) {
     EXPECT_EQ(where[0].line, line);
   }
   EXPECT_EQ(where[1].file, ""); // address 0: nothing to say
+}
+
+TEST(Process, ARunningProcessRunsAnExitedOneDoesNot) {
+  EXPECT_TRUE(process_runs(::getpid()));
+  EXPECT_FALSE(process_runs(0));
+  EXPECT_FALSE(process_runs(-1));
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    ::_exit(0);
+  // Exited, not yet reaped: a zombie, which counts as gone.
+  for (int i = 0; i < 2000 && process_runs(child); ++i)
+    ::usleep(1000);
+  EXPECT_FALSE(process_runs(child));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_FALSE(process_runs(child));
 }

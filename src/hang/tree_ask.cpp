@@ -1,6 +1,7 @@
 #include "hang/tree_ask.hpp"
 
 #include "common/atomic_file.hpp"
+#include "common/process.hpp"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -9,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -39,16 +39,6 @@ std::optional<std::string> read_whole(const std::string& path, size_t limit) {
 bool is_directory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// Whether a process of that pid runs on this host (a zombie, exited and not yet reaped, does not).
-bool runs_here(int64_t pid) {
-  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)
-    return false;
-  const std::optional<std::string> stat =
-      read_whole("/proc/" + std::to_string(pid) + "/stat", 4096);
-  const size_t paren = stat ? stat->rfind(')') : std::string::npos;
-  return paren == std::string::npos || paren + 2 >= stat->size() || (*stat)[paren + 2] != 'Z';
 }
 
 } // namespace
@@ -274,7 +264,7 @@ void remove_tree_files(const std::string& spool, const std::string& key) {
     int tool_ranks = 0;
     fields >> tool_ranks >> host;
   }
-  if (host == here && runs_here(pid))
+  if (host == here && common::process_runs(pid))
     return;
   remove_tree_door(spool, pid);
 }

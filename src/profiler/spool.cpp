@@ -3,13 +3,13 @@
 #include "profiler/communication.hpp"
 
 #include "common/atomic_file.hpp"
+#include "common/process.hpp"
 #include "profiler/job_figures.hpp"
 #include "profiler/rank_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
@@ -115,19 +115,7 @@ bool process_alive(const rank_header& h) {
   ::gethostname(host, sizeof(host) - 1);
   if (std::strncmp(host, h.host, sizeof(host)) != 0 || h.pid == 0)
     return false; // another host: a rank file there is only seen once the job is over
-  if (::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno != EPERM)
-    return false;
-  // A zombie (exited, not yet reaped by its launcher) counts as gone.
-  std::string stat;
-  const std::string path = "/proc/" + std::to_string(h.pid) + "/stat";
-  if (FILE* f = std::fopen(path.c_str(), "r")) {
-    char buf[512];
-    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-    std::fclose(f);
-    stat.assign(buf, n);
-  }
-  const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+  return common::process_runs(h.pid);
 }
 
 void quarantine(const std::string& spool, const std::string& file, const std::string& reason,

@@ -365,8 +365,10 @@ __attribute__((always_inline)) inline R count_timed(const chain_entry& entry, co
                            entry.timed_histograms == usual.histograms,
                        1)) {
     // Neither changes once the calls are summed (the clock is chosen in MPI_Init, the fields
-    // when the stack loads): the assembly entry point takes strata_usual_X from now on.
-    entry.summed_usual = true;
+    // when the stack loads): the assembly entry point takes strata_usual_X from now on. Stored
+    // once, not on every call of the paths that still come here (the entry is every thread's).
+    if (!__atomic_load_n(&entry.summed_usual, __ATOMIC_RELAXED))
+      __atomic_store_n(&entry.summed_usual, true, __ATOMIC_RELAXED);
     return count_timed_body<F, Decoder, tsc_readings, usual>(entry, call_site, real, args...);
   }
   if (tsc_in_use())

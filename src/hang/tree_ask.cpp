@@ -36,6 +36,23 @@ std::optional<std::string> read_whole(const std::string& path, size_t limit) {
   return bytes;
 }
 
+// The root's door: how many tool ranks answer, and rank 0's host. nullopt when there is no door
+// or it is of another version.
+struct tree_door {
+  int tool_ranks = 0;
+  std::string host;
+};
+
+std::optional<tree_door> read_tree_door(const std::string& spool, int64_t rank0_pid) {
+  const std::optional<std::string> bytes = read_whole(tree_door_path(spool, rank0_pid), 1024);
+  if (!bytes || !bytes->starts_with(door_magic))
+    return std::nullopt;
+  std::istringstream fields(bytes->substr(door_magic.size()));
+  tree_door door;
+  fields >> door.tool_ranks >> door.host;
+  return door;
+}
+
 bool is_directory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -169,15 +186,10 @@ std::optional<tree_request> ask_tree(const std::string& spool, const std::string
   const int64_t pid = rank0_pid_of_key(key);
   if (pid == 0)
     return std::nullopt;
-  const std::optional<std::string> door = read_whole(tree_door_path(spool, pid), 1024);
-  if (!door || !door->starts_with(door_magic))
-    return std::nullopt;
+  const std::optional<tree_door> door = read_tree_door(spool, pid);
   // A door of the same pid on another host (a spool shared by several nodes) is not this job's.
-  std::istringstream fields(door->substr(door_magic.size()));
-  int tool_ranks = 0;
-  std::string host;
-  fields >> tool_ranks >> host;
-  if (tool_ranks < 1 || (!rank0_host.empty() && host.find(rank0_host) == std::string::npos))
+  if (!door || door->tool_ranks < 1 ||
+      (!rank0_host.empty() && door->host.find(rank0_host) == std::string::npos))
     return std::nullopt;
   char id[64];
   std::snprintf(id, sizeof id, "%ld-%llu", static_cast<long>(::getpid()),
@@ -258,12 +270,8 @@ void remove_tree_files(const std::string& spool, const std::string& key) {
   // Another process of that pid here may be a new job's rank 0, the door its root's.
   char here[256] = {0};
   ::gethostname(here, sizeof(here) - 1);
-  std::string host = here;
-  if (const std::optional<std::string> door = read_whole(tree_door_path(spool, pid), 1024)) {
-    std::istringstream fields(door->substr(std::min(door->size(), door_magic.size())));
-    int tool_ranks = 0;
-    fields >> tool_ranks >> host;
-  }
+  const std::optional<tree_door> door = read_tree_door(spool, pid);
+  const std::string host = door && !door->host.empty() ? door->host : std::string(here);
   if (host == here && common::process_runs(pid))
     return;
   remove_tree_door(spool, pid);

@@ -17,32 +17,7 @@
 # Knobs: FLAVORS="openmpi mpich", REPS=15, MIN_TIME=0.1 (seconds per repetition), CPU=1.
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
-build=${1:-build}
-flavors=${FLAVORS:-openmpi mpich}
-reps=${REPS:-15}
-min_time=${MIN_TIME:-0.1}
-cpu=${CPU:-1}
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
-for flavor in $flavors; do
-  out=$(mktemp)
-  taskset -c "$cpu" "$build/bench/$flavor/pair_sums" --benchmark_repetitions="$reps" \
-    --benchmark_enable_random_interleaving=true --benchmark_min_time="$min_time" \
-    --benchmark_report_aggregates_only=true --benchmark_format=json >"$out" 2>/dev/null
-  python3 - "$flavor" "$out" <<'PY'
-import json, sys
-flavor, path = sys.argv[1], sys.argv[2]
-median = {b["run_name"]: b["cpu_time"] for b in json.load(open(path))["benchmarks"]
-          if b.get("aggregate_name") == "median"}
-rows = [("send: its message to the matrix", "send_summed", "send_baseline"),
-        ("two starts (a send's, a receive's)", "start_summed", "start_baseline")]
-print(f"{flavor}: ns per call, median CPU time; the baseline with 32 multiplies "
-      f"{median['send_baseline/32']:.1f} ns ({96 / median['send_baseline/32']:.2f} GHz "
-      "at 3 cycles each)")
-print(f"  {'sums':36} {'bare':>6} {'in a call':>10}")
-for label, summed, base in rows:
-    bare = median[summed + "/0"] - median[base + "/0"]
-    in_call = median[summed + "/32"] - median[base + "/32"]
-    print(f"  {label:36} {bare:6.2f} {in_call:10.2f}")
-PY
-  rm -f "$out"
-done
+source "$(dirname "$0")/inline_cost.sh"
+inline_cost_run "${1:-build}" pair_sums sums \
+  "send: its message to the matrix|send_summed|send_baseline" \
+  "two starts (a send's, a receive's)|start_summed|start_baseline"

@@ -17,38 +17,13 @@
 # Knobs: FLAVORS="openmpi mpich", REPS=15, MIN_TIME=0.1 (seconds per repetition), CPU=1.
 set -euo pipefail
 source "$(dirname "$0")/lock.sh"
-build=${1:-build}
-flavors=${FLAVORS:-openmpi mpich}
-reps=${REPS:-15}
-min_time=${MIN_TIME:-0.1}
-cpu=${CPU:-1}
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), load $(cut -d' ' -f1-3 /proc/loadavg)"
-for flavor in $flavors; do
-  out=$(mktemp)
-  taskset -c "$cpu" "$build/bench/$flavor/where_note" --benchmark_repetitions="$reps" \
-    --benchmark_enable_random_interleaving=true --benchmark_min_time="$min_time" \
-    --benchmark_report_aggregates_only=true --benchmark_format=json >"$out" 2>/dev/null
-  python3 - "$flavor" "$out" <<'PY'
-import json, sys
-flavor, path = sys.argv[1], sys.argv[2]
-median = {b["run_name"]: b["cpu_time"] for b in json.load(open(path))["benchmarks"]
-          if b.get("aggregate_name") == "median"}
-rows = [("barrier: note_call + note_return", "barrier_noted", "barrier_baseline"),
-        ("Sendrecv: note_call + note_return", "sendrecv_noted", "sendrecv_baseline"),
-        ("Irecv: note_call + note_return", "irecv_call_noted", "irecv_baseline"),
-        ("Irecv: note_post", "irecv_request_noted", "irecv_call_noted"),
-        ("Irecv: both", "irecv_request_noted", "irecv_baseline"),
-        ("Isend: note_call + note_return", "isend_call_noted", "isend_baseline"),
-        ("Isend: note_post", "isend_request_noted", "isend_call_noted"),
-        ("Isend: both", "isend_request_noted", "isend_baseline")]
-print(f"{flavor}: ns per call, median CPU time; the baseline with 32 multiplies "
-      f"{median['sendrecv_baseline/32']:.1f} ns ({96 / median['sendrecv_baseline/32']:.2f} GHz "
-      "at 3 cycles each)")
-print(f"  {'note':36} {'bare':>6} {'in a call':>10}")
-for label, noted, base in rows:
-    bare = median[noted + "/0"] - median[base + "/0"]
-    in_call = median[noted + "/32"] - median[base + "/32"]
-    print(f"  {label:36} {bare:6.2f} {in_call:10.2f}")
-PY
-  rm -f "$out"
-done
+source "$(dirname "$0")/inline_cost.sh"
+inline_cost_run "${1:-build}" where_note note \
+  "barrier: note_call + note_return|barrier_noted|barrier_baseline" \
+  "Sendrecv: note_call + note_return|sendrecv_noted|sendrecv_baseline" \
+  "Irecv: note_call + note_return|irecv_call_noted|irecv_baseline" \
+  "Irecv: note_post|irecv_request_noted|irecv_call_noted" \
+  "Irecv: both|irecv_request_noted|irecv_baseline" \
+  "Isend: note_call + note_return|isend_call_noted|isend_baseline" \
+  "Isend: note_post|isend_request_noted|isend_call_noted" \
+  "Isend: both|isend_request_noted|isend_baseline"

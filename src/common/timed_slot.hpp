@@ -32,6 +32,23 @@ inline uint64_t message_size(uint64_t sent, uint64_t received, uint64_t expected
   return sent != 0 ? sent : received != 0 ? received : expected;
 }
 
+// The histograms a routine's slot keeps, from what it is (`kinds`: STRATA_TIMED_SIZE_HISTOGRAM
+// for a call with a peer, STRATA_TIMED_COMM_HISTOGRAM for a collective): a collective keeps the
+// message-size histogram too. The profile lends its slots so, and the core compiles its usual
+// summed path for them. Two instructions where `kinds` is not a constant.
+constexpr uint32_t slot_histograms_of(uint32_t kinds) {
+  kinds &= STRATA_TIMED_SIZE_HISTOGRAM | STRATA_TIMED_COMM_HISTOGRAM;
+  static_assert(STRATA_TIMED_COMM_HISTOGRAM >> 1 == STRATA_TIMED_SIZE_HISTOGRAM);
+  return kinds | (kinds >> 1);
+}
+
+// What the profile reads of a summed call: its bytes and the bytes received, and a collective's
+// communicator (for the sums per communicator and the communicator-size histogram).
+constexpr uint32_t summed_call_fields(bool with_communicator) {
+  return STRATA_FIELD_BYTES | STRATA_FIELD_RECEIVED |
+         (with_communicator ? uint32_t{STRATA_FIELD_COMM} : 0u);
+}
+
 template <typename Adds>
 __attribute__((always_inline)) inline void
 add_timed_call(strata_timed_slot& slot, const timed_call& call, uint32_t histograms) {

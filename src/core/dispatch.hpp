@@ -256,20 +256,16 @@ struct summed_traits {
 };
 inline constexpr summed_traits any_traits{~0u, ~0u};
 
-// What the profile asks of a summed call (strata_module_function_fields_v1, slot_histograms):
-// the bytes and the bytes received, a collective's communicator too; a message-size histogram
-// for calls with a peer, both histograms for collectives. Another module's asks take the
-// general path, which reads them from the entry.
+// What the profile asks of a summed call (common/timed_slot.hpp: summed_call_fields,
+// slot_histograms_of). Another module's asks take the general path, which reads them from the
+// entry.
 template <typename Decoder> constexpr summed_traits usual_summed_traits() {
   // With what they need, as loading.cpp gives a summed call's fields.
-  const uint32_t fields =
-      fields_with_prerequisites(STRATA_FIELD_BYTES | STRATA_FIELD_RECEIVED |
-                                    (Decoder::is_collective ? uint32_t{STRATA_FIELD_COMM} : 0u),
-                                Decoder::bytes_prerequisites);
+  const uint32_t fields = fields_with_prerequisites(summed_call_fields(Decoder::is_collective),
+                                                    Decoder::bytes_prerequisites);
   const uint32_t histograms =
-      Decoder::is_collective ? uint32_t{STRATA_TIMED_SIZE_HISTOGRAM | STRATA_TIMED_COMM_HISTOGRAM}
-      : Decoder::has_peer    ? uint32_t{STRATA_TIMED_SIZE_HISTOGRAM}
-                             : 0u;
+      slot_histograms_of((Decoder::is_collective ? uint32_t{STRATA_TIMED_COMM_HISTOGRAM} : 0u) |
+                         (Decoder::has_peer ? uint32_t{STRATA_TIMED_SIZE_HISTOGRAM} : 0u));
   return {fields, histograms};
 }
 

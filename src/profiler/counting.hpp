@@ -118,11 +118,9 @@ __attribute__((noinline)) void count_call_site(const call_counting& c, const str
                        non_negative(ev.bytes_sent) + non_negative(ev.bytes_received), 0);
 }
 
-// The histograms a routine's slot keeps, from its traits: a collective keeps the size
-// histogram too. Two instructions on the call path.
+// The histograms a routine's slot keeps, from its traits (common/timed_slot.hpp).
 inline uint32_t slot_histograms(uint8_t traits) {
-  const uint32_t kept = traits & (routine_trait::with_peer | routine_trait::collective);
-  return kept | (kept >> 1);
+  return slot_histograms_of(traits);
 }
 
 // The communicator's size where the slot reads it (a collective's): the event has it only where

@@ -366,12 +366,12 @@ extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_fields_v1(void*) {
 extern "C" STRATA_MODULE_EXPORT uint32_t strata_module_function_fields_v1(void* state,
                                                                           int function) {
   const auto* s = static_cast<const strata::profiler::module_state*>(state);
-  const uint32_t fields = STRATA_FIELD_BYTES | STRATA_FIELD_RECEIVED;
+  const uint32_t fields = strata::summed_call_fields(false);
   if (s == nullptr || function < 0 || static_cast<size_t>(function) >= s->traits.size() ||
       s->counting.model != nullptr ||
       (s->traits[static_cast<size_t>(function)] & strata::profiler::routine_trait::collective) != 0)
     // A persistent collective's request, for its starts.
-    return fields | STRATA_FIELD_COMM |
+    return strata::summed_call_fields(true) |
            (s->request_roles[static_cast<size_t>(function)] ==
                     strata::profiler::request_role::makes_collective
                 ? STRATA_FIELD_REQUESTS

@@ -20,10 +20,12 @@ typedef struct strata_where {
    * copies the record between two reads of it and keeps the copy when both are equal: even, the
    * last call, returned; odd, the call in progress. */
   uint64_t seq;
-  int32_t function;                 /* function id (strata_host::function_id); seq 0: no call yet */
-  int32_t thread;                   /* the thread's OS id (gettid), set once it is listed */
-  const void* call_site;            /* the application's return address */
-  uint64_t args[STRATA_WHERE_ARGS]; /* as passed: pointers, handles and integers widened */
+  int32_t function;      /* function id (strata_host::function_id); seq 0: no call yet */
+  int32_t thread;        /* the thread's OS id (gettid), set once it is listed */
+  const void* call_site; /* the application's return address */
+  /* As passed: pointers and 8-byte handles whole; an int or a 4-byte handle (MPICH's) in the
+   * low half, the high half left as it was (read the low half alone). */
+  uint64_t args[STRATA_WHERE_ARGS];
   /* A call that took the long way (a Fortran binding's, or one whose communicators the core
    * renamed) may note a return address inside libstrata as its call site: its own site is this
    * one when marked_seq is the seq of that call, in progress (odd) or returned (one more). Kept

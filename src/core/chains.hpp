@@ -73,8 +73,8 @@ struct chain_entry {
   // jumps to invoke_sole_exit after one test, polls included.
   bool sole_exit_every_call = false;
   // The entry's summed calls are the usual ones (count_timed: the TSC, the profile's fields and
-  // histograms), found so by the first that took the general path: the assembly entry point
-  // then jumps straight to the copy compiled for them (strata_usual_X), which tests nothing.
+  // histograms), found so by the first that took the general path, which also puts the
+  // application's first entry in strata_usual_entries (below).
   mutable bool summed_usual = false;
   // sole_exit_every_call, and the module lent the core its slot for this function (module.h,
   // strata_module_timed_counts_v1): each call summed into it here, no event, no callback
@@ -164,6 +164,12 @@ __attribute__((always_inline)) inline void add_to_layer_word(thread_state& ts, i
 }
 
 extern const chain* chains[gen::function_count] STRATA_HIDDEN;
+
+// Per function, the application's first entry once its summed calls were found usual
+// (chain_entry::summed_usual), else null: the assembly entry point tests it first and jumps
+// straight to the copy compiled for them (strata_usual_X), which reads the entry from here and
+// tests nothing. Set once, never cleared (the chains and the slots live until the process ends).
+extern "C" STRATA_HIDDEN const chain_entry* strata_usual_entries[gen::function_count];
 
 // The table of requests of a thread before its first call (where.cpp), when it has no timed
 // call yet, and should no table of its own be had: never read, so that noting a request tests

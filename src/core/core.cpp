@@ -14,6 +14,7 @@ namespace strata::core {
 
 extern "C" {
 alignas(4) unsigned char strata_call_marks[mark_count];
+const chain_entry* strata_usual_entries[gen::function_count];
 }
 __thread thread_state tls __attribute__((tls_model("initial-exec"))) = {
     -1, thread_unlisted, nullptr, 1, 0, nullptr, -1, nullptr, {}, &discarded_posts};

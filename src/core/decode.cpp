@@ -180,6 +180,7 @@ slot* insert(MPI_Comm comm, uint64_t key) {
       real_comm.group_free(&group);
     }
     set_pair_world(info);
+    info.comm_bin = static_cast<uint8_t>(strata_comm_bin(static_cast<uint64_t>(info.size)));
     info.id = next_id.fetch_add(1);
     table[i].info = info;
     if (keyval == -1)
@@ -221,6 +222,7 @@ slot* insert_window(MPI_Win win, uint64_t key, size_t i) {
     info.world_ranks = world_ranks_of(group, info.size);
     real_comm.group_free(&group);
     set_pair_world(info);
+    info.comm_bin = static_cast<uint8_t>(strata_comm_bin(static_cast<uint64_t>(info.size)));
     info.id = next_id.fetch_add(1);
     window_table[i].info = info;
     if (window_keyval == -1)

@@ -16,6 +16,8 @@ struct comm_info {
   int size = 0;
   int rank = 0;
   bool inter = false;
+  // strata_comm_bin(size), for the summed collectives' communicator-size histogram.
+  uint8_t comm_bin = 0;
   const int* world_ranks = nullptr; // peer rank -> world rank; nullptr = identity (world)
   // Its topology's neighbours of this rank, received from << 32 | sent to; -1 until the first
   // neighbourhood collective on it asks (neighbor_degree): other calls never pay for them.
@@ -95,8 +97,9 @@ const comm_info* find_comm_without_mpi(MPI_Comm comm);
 
 inline const comm_info* lookup_comm(MPI_Comm comm) {
   const last_comm_lookup& last = last_comm;
-  if (last.handle == handle_bits(comm) &&
-      last.slot_key->load(std::memory_order_acquire) == last.key)
+  if (__builtin_expect(last.handle == handle_bits(comm) &&
+                           last.slot_key->load(std::memory_order_acquire) == last.key,
+                       1))
     return last.info;
   return lookup_comm_in_table(comm);
 }

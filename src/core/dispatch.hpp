@@ -269,19 +269,32 @@ template <typename Decoder> constexpr summed_traits usual_summed_traits() {
   return {fields, histograms};
 }
 
+// The group a communicator's sums ran on, written beside them (strata_comm_sum).
+__attribute__((noinline, cold)) inline void write_comm_group(strata_comm_sum& sum,
+                                                             const decode::comm_info& group) {
+  sum.world_ranks = group.world_ranks;
+  sum.size = group.size;
+  sum.flags = group.inter ? uint32_t{STRATA_EVENT_INTERCOMM} : 0u;
+}
+
 // A timed call summed into the slot its module lent (chain_entry::timed_slot): the event is
 // decoded as for the module's callback, but it stays in this frame, so what no sum reads of it
 // is never written; no callback, and the sum's traits come with the entry. `Clock`:
 // clock.hpp's readings, chosen once by count_timed; `Traits`, its fields and histograms where
-// they are known (usual_summed_traits).
-template <int F, typename Decoder, typename Clock, summed_traits Traits = any_traits, typename R,
-          typename... P, typename... A>
-__attribute__((always_inline)) inline R
-count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...), A... args) {
+// they are known (usual_summed_traits). The entry and the real function come from `entry_of`
+// and `real_of`, asked where they are needed: strata_usual_X reads them from their tables
+// there, so neither is kept across a call (the communicator's look-up, MPI's), which took two
+// saved registers more.
+template <int F, typename Decoder, typename Clock, summed_traits Traits = any_traits,
+          typename EntryOf, typename RealOf, typename... A>
+__attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, const void* call_site,
+                                                            RealOf real_of, A... args)
+    -> decltype(real_of()(args...)) {
+  using R = decltype(real_of()(args...));
   const thread_state& ts = tls;
   constexpr bool fixed = Traits != any_traits;
-  const uint32_t fields = fixed ? Traits.fields : entry.timed_fields;
-  const uint32_t histograms = fixed ? Traits.histograms : entry.timed_histograms;
+  const uint32_t fields = fixed ? Traits.fields : entry_of().timed_fields;
+  const uint32_t histograms = fixed ? Traits.histograms : entry_of().timed_histograms;
   strata_event ev;
   decode::scratch scratch;
   start_event<true, true, true, false>(ev, F, ts, fields);
@@ -300,28 +313,59 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   // rank read straight from its group (the event's peer and communicator are not decoded), and
   // the message counted before the call, as it is whatever the call returns (peer_sums.hpp).
   if constexpr (Decoder::sends_to_peer) {
-    if (entry.timed_pairs != nullptr) {
+    const chain_entry& sender = entry_of();
+    if (sender.timed_pairs != nullptr) {
       const decode::rank_in_group peer = Decoder::peer_of(args...);
-      add_to_peer(entry, peer.group, peer.rank,
+      add_to_peer(sender, peer.group, peer.rank,
                   non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent));
     }
   }
   note_call<F>(call_site, args...);
   const uint64_t enter = Clock::raw();
-  R r = call_real(real, args...);
+  R r = call_real(real_of(), args...);
   const uint64_t exit = Clock::raw();
   note_return();
   set_result(ev, r);
   Decoder::template exit<true>(ev, scratch, fields, args...);
-  add_timed_call<plain_adds>(*entry.timed_slot,
-                             {Clock::duration_ns(enter, exit), non_negative(ev.count),
-                              non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
-                              non_negative(ev.bytes_expected), static_cast<uint64_t>(ev.comm_size)},
-                             histograms);
+  const chain_entry& entry = entry_of();
+  // The usual collective reads its communicator's figures after the call from the record the
+  // enter decoder looked up (one pointer kept across the call, where the event's four fields
+  // took four registers or stack slots), its size's bin computed with the record: the record
+  // stays as it was through the call (no look-up on this thread while MPI runs, and the summed
+  // calls are never made from several threads at once).
+  constexpr bool group_after = fixed && Decoder::is_collective && Decoder::sets_comm;
+  if constexpr (group_after) {
+    const decode::comm_info& group = decode::group_or_none(scratch.comm);
+    strata_timed_slot& slot = *entry.timed_slot;
+    add_timed_call<plain_adds>(slot,
+                               {Clock::duration_ns(enter, exit), non_negative(ev.count),
+                                non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
+                                non_negative(ev.bytes_expected), 0},
+                               histograms & ~uint32_t{STRATA_TIMED_COMM_HISTOGRAM});
+    if constexpr ((Traits.histograms & STRATA_TIMED_COMM_HISTOGRAM) != 0)
+      ++slot.comm_hist[group.comm_bin];
+    if (entry.timed_comms != nullptr) {
+      const uint32_t last = entry.timed_comm_count - 1;
+      strata_comm_sum& sum = entry.timed_comms[group.id < last ? group.id : last];
+      // The group beside the sums on their first call only: a communicator's id is its own
+      // (never given to another), and the module keeps the group when it clears the sums.
+      if (__builtin_expect(sum.calls == 0, 0))
+        write_comm_group(sum, group);
+      ++sum.calls;
+      sum.bytes += non_negative(ev.bytes_sent);
+    }
+  } else {
+    add_timed_call<plain_adds>(*entry.timed_slot,
+                               {Clock::duration_ns(enter, exit), non_negative(ev.count),
+                                non_negative(ev.bytes_sent), non_negative(ev.bytes_received),
+                                non_negative(ev.bytes_expected),
+                                static_cast<uint64_t>(ev.comm_size)},
+                               histograms);
+  }
   // A collective's communicator, the sums per communicator where they were lent (the test is
   // compiled into the collectives alone). A comm_id beyond the array goes to its last element,
   // which the module reads as not attributed.
-  if constexpr (Decoder::is_collective && Decoder::sets_comm) {
+  if constexpr (Decoder::is_collective && Decoder::sets_comm && !group_after) {
     if (entry.timed_comms != nullptr) {
       const uint32_t last = entry.timed_comm_count - 1;
       strata_comm_sum& sum = entry.timed_comms[ev.comm_id < last ? ev.comm_id : last];
@@ -351,12 +395,26 @@ count_timed_body(const chain_entry& entry, const void* call_site, R (*real)(P...
   return r;
 }
 
+// The entry's summed calls found usual: marked, and where the entry is the application's first
+// (not below a wrapper module) with nothing else on the entry point's way to it (a counter, a
+// lean poll), handed to the assembly entry point (strata_usual_entries). Once per entry.
+__attribute__((noinline, cold)) inline void mark_summed_usual(int function,
+                                                              const chain_entry& entry) {
+  __atomic_store_n(&entry.summed_usual, true, __ATOMIC_RELAXED);
+  const chain* c = chains[function];
+  if (c != nullptr && c->first_below[0] == &entry && c->direct_counter == nullptr &&
+      c->untimed_poll_counter == nullptr)
+    __atomic_store_n(&strata_usual_entries[function], &entry, __ATOMIC_RELAXED);
+}
+
 // The sum with the clock the core uses, tested once (a test at each reading took two more
 // instructions, and scaling the entry's reading apart three more).
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R count_timed(const chain_entry& entry, const void* call_site,
                                                     R (*real)(P...), A... args) {
   constexpr summed_traits usual = usual_summed_traits<Decoder>();
+  const auto entry_of = [&entry]() -> const chain_entry& { return entry; };
+  const auto real_of = [real] { return real; };
   if (__builtin_expect(tsc_in_use() && entry.timed_fields == usual.fields &&
                            entry.timed_histograms == usual.histograms,
                        1)) {
@@ -364,12 +422,12 @@ __attribute__((always_inline)) inline R count_timed(const chain_entry& entry, co
     // when the stack loads): the assembly entry point takes strata_usual_X from now on. Stored
     // once, not on every call of the paths that still come here (the entry is every thread's).
     if (!__atomic_load_n(&entry.summed_usual, __ATOMIC_RELAXED))
-      __atomic_store_n(&entry.summed_usual, true, __ATOMIC_RELAXED);
-    return count_timed_body<F, Decoder, tsc_readings, usual>(entry, call_site, real, args...);
+      mark_summed_usual(F, entry);
+    return count_timed_body<F, Decoder, tsc_readings, usual>(entry_of, call_site, real_of, args...);
   }
   if (tsc_in_use())
-    return count_timed_body<F, Decoder, tsc_readings>(entry, call_site, real, args...);
-  return count_timed_body<F, Decoder, monotonic_readings>(entry, call_site, real, args...);
+    return count_timed_body<F, Decoder, tsc_readings>(entry_of, call_site, real_of, args...);
+  return count_timed_body<F, Decoder, monotonic_readings>(entry_of, call_site, real_of, args...);
 }
 
 // A summed call notes its return address as its call site: these functions are entered by
@@ -389,11 +447,14 @@ __attribute__((always_inline)) inline auto count_timed_in_place(A... args) {
 }
 
 // The generated strata_usual_X: the same where the entry is known to be usual
-// (chain_entry::summed_usual, which the assembly entry point tests), with no test of its own.
+// (strata_usual_entries, which the assembly entry point tests), with no test of its own.
 template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto count_usual_in_place(A... args) {
   return count_timed_body<F, Decoder, tsc_readings, usual_summed_traits<Decoder>()>(
-      *tls.timed_entry, __builtin_return_address(0), Decoder::real_function(), args...);
+      []() -> const chain_entry& {
+        return *__atomic_load_n(&strata_usual_entries[F], __ATOMIC_RELAXED);
+      },
+      __builtin_return_address(0), [] { return Decoder::real_function(); }, args...);
 }
 
 // The usual timed call (chain_entry::sole_exit): one module, its exit callback, the real

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -85,14 +86,22 @@ template <typename T>
 inline constexpr bool where_keeps =
     !std::is_same_v<T, void*> && !std::is_same_v<T, const void*> && !std::is_same_v<T, MPI_Status*>;
 
-// An argument as strata_where keeps it: pointers and handles as their bits, integers widened.
-template <typename T> __attribute__((always_inline)) inline uint64_t raw_argument(T value) {
-  if constexpr (std::is_pointer_v<T>)
-    return reinterpret_cast<uint64_t>(value);
-  else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>)
-    return static_cast<uint64_t>(static_cast<int64_t>(value));
-  else
-    return 0;
+// An argument as strata_where keeps it: pointers and 8-byte integers as their bits; a 4-byte
+// integer (an int, MPICH's handles) in the low half alone, the high half left as it was
+// (strata/where.h): one store of the register, where widening it first took a move more.
+template <typename T>
+__attribute__((always_inline)) inline void keep_argument(uint64_t& kept, T value) {
+  constexpr bool integer = std::is_integral_v<T> || std::is_enum_v<T>;
+  if constexpr (std::is_pointer_v<T>) {
+    kept = reinterpret_cast<uint64_t>(value);
+  } else if constexpr (integer && sizeof(T) == 4) {
+    static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the low half first");
+    std::memcpy(&kept, &value, sizeof value);
+  } else if constexpr (integer) {
+    kept = static_cast<uint64_t>(static_cast<int64_t>(value));
+  } else {
+    kept = 0;
+  }
 }
 
 // The timed call's entry into strata_where: function, call site and arguments, then the
@@ -104,9 +113,8 @@ note_call(const void* call_site, std::index_sequence<I...> /*unused*/, A... args
   strata_where& where = tls.where;
   where.function = F;
   where.call_site = call_site;
-  ((I < STRATA_WHERE_ARGS && where_keeps<A>
-        ? void(where.args[I % STRATA_WHERE_ARGS] = raw_argument(args))
-        : void()),
+  ((I < STRATA_WHERE_ARGS && where_keeps<A> ? keep_argument(where.args[I % STRATA_WHERE_ARGS], args)
+                                            : void()),
    ...);
   asm volatile("" ::: "memory");
   ++where.seq;

@@ -37,15 +37,33 @@ def lean_poll(n, index):
             f"  jmp strata_wrapped_{n}\n")
 
 
+def usual_entry(n, index):
+    """The entry point's first test: the function's entry found usual (core::usual_entries, set
+    once by the first call summed the general way: the application's first entry, a timed call
+    summed by the core with the usual clock, fields and histograms), then the application's call
+    with MPI not running and no call mark: strata_usual_X, which reads the entry from the same
+    table. One load and a test before the thread's state, where finding the entry through the
+    chain took five loads and tests; anything else falls through to label 8, the general tests."""
+    return (f"  movq strata_usual_entries+{8 * index}(%rip), %rax\n"
+            "  testq %rax, %rax\n  jz 8f\n"
+            f"  movq {THREAD_STATE}, %r10\n"
+            "  movl $0xffffffff, %r11d\n"
+            "  cmpq %r11, %fs:(%r10)\n"
+            f"  jne strata_wrapped_{n}\n"
+            "  cmpl $0, strata_call_marks(%rip)\n"
+            f"  je strata_usual_{n}\n"
+            f"  jmp strata_wrapped_{n}\n")
+
+
 def write_asm_entry(c, fn, index, poll=False):
     """The entry point, in assembly. GCC copies stack arguments into registers and back on every
     tail call that passes them on (26 instructions in MPI_Sendrecv's entry, 53 more in
     wrapped_MPI_Sendrecv's frame), and a C++ entry point with wrapped_X tests the thread's state
     twice: here nothing moves and each test is made once. No chain: MPI. A chain that only
-    counts: counted_X. The application's call (layer -1, MPI not running, no call mark) whose
+    counts: counted_X. First of all the entry found usual (usual_entry): strata_usual_X. The
+    application's call (layer -1, MPI not running, no call mark) whose
     first entry is the usual timed call (sole_exit_every_call): the entry
-    (thread_state::timed_entry), then strata_usual_X when the entry's summed calls were found
-    usual (summed_usual, first, as it implies the others), strata_summed_X when the entry has a
+    (thread_state::timed_entry), then strata_summed_X when the entry has a
     slot lent to the core
     (chain_entry::timed_slot), which reads no call site, else the call site and strata_timed_X.
     A wrapper module first, for a function whose arguments are all in registers:
@@ -56,7 +74,8 @@ def write_asm_entry(c, fn, index, poll=False):
     (lean_poll). The offsets are asserted in the generated file (write_asm_entry_layout)."""
     n = fn.name
     body = (f".pushsection .text\n.p2align 4\n.globl {n}\n.type {n}, @function\n{n}:\n.cfi_startproc\n"
-            f"  movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
+            + usual_entry(n, index) +
+            f"8: movq _ZN6strata4core6chainsE+{8 * index}(%rip), %rax\n"
             "  testq %rax, %rax\n  jnz 1f\n"
             f"  jmp *_ZN6strata3gen4realE+{8 * index}(%rip)\n" +
             ("1: movq 32(%rax), %r11\n  testq %r11, %r11\n  jz 6f\n" + lean_poll(n, index) +
@@ -72,8 +91,6 @@ def write_asm_entry(c, fn, index, poll=False):
             "  testq %rax, %rax\n"
             f"  jz strata_wrapped_{n}\n"
             "  movq %rax, %fs:40(%r10)\n"
-            "  cmpb $0, 79(%rax)\n"
-            f"  jne strata_usual_{n}\n"
             "  cmpb $0, 78(%rax)\n"
             f"  je {'3f' if len(fn.params) <= REGISTER_ARGUMENTS else 'strata_wrapped_' + n}\n"
             "  cmpq $0, 80(%rax)\n"
@@ -189,7 +206,6 @@ def write_asm_entry_layout(c):
             "offsetof(core::chain_entry, layer) == 32);\n"
             "static_assert(core::mark_world_replaced == 2);\n"
             "static_assert(offsetof(core::chain_entry, sole_exit_every_call) == 78 && "
-            "offsetof(core::chain_entry, summed_usual) == 79 && "
             "offsetof(core::chain_entry, timed_slot) == 80);\n"
             "static_assert(offsetof(core::thread_state, layer) == 0 && "
             "offsetof(core::thread_state, in_real) == 4 && "

@@ -176,7 +176,7 @@ struct hang_watch {
   std::vector<const routines::info*> routines;
   int world_size = 1;
   int rank = 0;
-  uint64_t world_bits = 0; // MPI_COMM_WORLD's handle as the record keeps it
+  uint64_t world_bits = 0; // MPI_COMM_WORLD's handle's bits, as communicator_at reads one
   // Per function id: what a request it makes is and which requests a wait names.
   std::vector<post_kind> post_kinds;
   std::vector<uint16_t> collectives; // per function id: a nonblocking collective's op, else 0
@@ -211,11 +211,13 @@ int32_t to_world(int64_t rank, const hang::communicator& comm) {
   return comm.member(static_cast<uint32_t>(rank));
 }
 
-// A communicator as members in world ranks, from its handle as strata_where keeps arguments.
+// A communicator as members in world ranks, from its handle as strata_where keeps arguments
+// (an integer handle in the low half, the high half left as it was).
 hang::communicator communicator_at(const hang_watch& h, const uint64_t& raw,
                                    std::vector<int>& table) {
   hang::communicator c;
-  const uint64_t bits = raw;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &raw, sizeof(MPI_Comm)); // NOLINT(bugprone-sizeof-expression)
   int32_t size = 0;
   const int* ranks = nullptr;
   table.clear();
@@ -634,9 +636,6 @@ void start_hang_watch(module_state& s) {
   h->rank = s.rank;
   MPI_Comm world = MPI_COMM_WORLD;
   std::memcpy(&h->world_bits, &world, sizeof(world)); // NOLINT(bugprone-sizeof-expression)
-  if constexpr (sizeof(MPI_Comm) < sizeof(uint64_t))  // an integer handle, widened as its sign says
-    h->world_bits = static_cast<uint64_t>(
-        static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(h->world_bits))));
   h->spool = s.spool;
   h->key = s.key;
   if (s.rank == 0)

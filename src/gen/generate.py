@@ -379,7 +379,8 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                 c.write("#endif\n" if asm_only else "")
             if asm_entry:
                 # strata_usual_X: the summed call of an entry found usual (chain_entry::
-                # summed_usual), where only the assembly entry point goes.
+                # summed_usual), where only the assembly entry point and the jumps that take its
+                # ways (enter_sole_exit, strata_summed_X) go.
                 c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
                         f"{f.ret} strata_usual_{n}({params}) {{\n"
                         f"  return core::count_usual_in_place<fid_{n}, decoder_{n}>({args});\n}}\n"

@@ -440,10 +440,40 @@ __attribute__((noinline)) R count_timed_call(const chain_entry& entry, R (*real)
 }
 // The generated strata_summed_X (Decoder::summed_in_place), as sole_exit_in_place is
 // strata_timed_X: entered with the entry in thread_state::timed_entry.
+// Where the assembly entry point has strata_usual_X (Decoder::usual_in_place), the usual call of
+// the entry it serves (strata_usual_entries) jumps there with the same arguments (only its first
+// call comes here: the entry point then takes it) rather than have a copy of its body here too:
+// each copy of a summed call's body, its decoders inlined, is about a tenth of the entry points'
+// compile time. A usual entry that strata_usual_X does not serve (below a wrapper module, behind
+// a counter) takes the general copy.
+template <typename Decoder>
+concept has_usual_in_place = requires {
+  Decoder::usual_in_place;
+};
 template <int F, typename Decoder, typename... A>
 __attribute__((always_inline)) inline auto count_timed_in_place(A... args) {
-  return count_timed<F, Decoder>(*tls.timed_entry, __builtin_return_address(0),
-                                 Decoder::real_function(), args...);
+  const chain_entry& entry = *tls.timed_entry;
+  if constexpr (has_usual_in_place<Decoder>) {
+    constexpr summed_traits usual = usual_summed_traits<Decoder>();
+    if (__builtin_expect(tsc_in_use() && entry.timed_fields == usual.fields &&
+                             entry.timed_histograms == usual.histograms,
+                         1)) {
+      if (!__atomic_load_n(&entry.summed_usual, __ATOMIC_RELAXED))
+        mark_summed_usual(F, entry);
+      if (__atomic_load_n(&strata_usual_entries[F], __ATOMIC_RELAXED) == &entry)
+        return Decoder::usual_in_place(args...);
+    }
+    const auto entry_of = [&entry]() -> const chain_entry& { return entry; };
+    const auto real_of = [] { return Decoder::real_function(); };
+    if (tsc_in_use())
+      return count_timed_body<F, Decoder, tsc_readings>(entry_of, __builtin_return_address(0),
+                                                        real_of, args...);
+    return count_timed_body<F, Decoder, monotonic_readings>(entry_of, __builtin_return_address(0),
+                                                            real_of, args...);
+  } else {
+    return count_timed<F, Decoder>(entry, __builtin_return_address(0), Decoder::real_function(),
+                                   args...);
+  }
 }
 
 // The generated strata_usual_X: the same where the entry is known to be usual
@@ -501,7 +531,17 @@ __attribute__((always_inline)) inline auto sole_exit_in_place(A... args) {
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry, R (*real)(P...),
                                                         A... args) {
-  if constexpr (sizeof...(A) + 2 > register_arguments) {
+  if constexpr (has_usual_in_place<Decoder>) {
+    // The functions the assembly entry point jumps to, as it does (write_asm_entry): no copies
+    // of their bodies inlined here.
+    tls.timed_entry = &entry;
+    if (entry.timed_slot != nullptr) {
+      if (__atomic_load_n(&strata_usual_entries[F], __ATOMIC_RELAXED) == &entry)
+        return Decoder::usual_in_place(args...);
+      return Decoder::summed_in_place(args...);
+    }
+    return Decoder::timed_in_place(args...);
+  } else if constexpr (sizeof...(A) + 2 > register_arguments) {
     tls.timed_entry = &entry;
     if (entry.timed_slot != nullptr)
       return Decoder::summed_in_place(args...);
@@ -653,16 +693,16 @@ __attribute__((noinline, cold)) auto first_call_of_thread(A... args)
     return Decoder::real_function()(args...);
   const void* site = ts.where.marked_site;
   const uint64_t seq = ts.where.seq;
-  if (application) {
+  if (application)
     ts.where.marked_seq = seq + 1;
-    auto r = dispatch<F, Decoder>(c, site, Decoder::real_function(), args...);
-    if (ts.where.seq == seq)
-      ts.where.marked_seq = 0; // not timed: the next timed call has its own site
-    return r;
-  }
-  ts.in_real = 0;
+  else
+    ts.in_real = 0;
+  // One copy of the call path for both (it is most of this function's code).
   auto r = dispatch<F, Decoder>(c, site, Decoder::real_function(), args...);
-  ts.in_real = thread_unlisted;
+  if (!application)
+    ts.in_real = thread_unlisted;
+  else if (ts.where.seq == seq)
+    ts.where.marked_seq = 0; // not timed: the next timed call has its own site
   return r;
 }
 

@@ -250,10 +250,23 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                 c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_timed_' + n)};\n")
                 c.write(f"extern \"C\" STRATA_HIDDEN {f.proto('strata_summed_' + n)};\n")
                 c.write("#endif\n" if asm_only else "")
+            if asm_entry:
+                c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
+                        f"extern \"C\" STRATA_HIDDEN __attribute__((noinline)) "
+                        f"{f.proto('strata_usual_' + n)};\n#endif\n")
             c.write(f"namespace {{\nstruct decoder_{n} {{\n")
             if timed_in_place(f):
                 c.write(f"  static constexpr auto timed_in_place = strata_timed_{n};\n")
                 c.write(f"  static constexpr auto summed_in_place = strata_summed_{n};\n")
+            if asm_entry:
+                # The summed calls' own functions, which the other paths of the call jump to
+                # rather than have copies of them inlined (dispatch.hpp, enter_sole_exit).
+                c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
+                        f"  static constexpr auto usual_in_place = strata_usual_{n};\n")
+                if not timed_in_place(f):
+                    c.write(f"  static constexpr auto timed_in_place = strata_timed_{n};\n")
+                    c.write(f"  static constexpr auto summed_in_place = strata_summed_{n};\n")
+                c.write("#endif\n")
             # The real function, for the event path that reads it again (invoke_sole_exit_in_place).
             c.write(f"  static auto real_function() {{ return real.{n}; }}\n")
             # Arguments by reference: the status substitution rewrites an argument before the call.
@@ -365,11 +378,10 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
                         f"  return core::count_timed_in_place<fid_{n}, decoder_{n}>({args});\n}}\n")
                 c.write("#endif\n" if asm_only else "")
             if asm_entry:
-                # strata_usual_X: the summed call of an entry found usual (chain_entry::
-                # summed_usual), where only the assembly entry point goes.
+                # strata_usual_X: the summed call of the entry found usual that
+                # strata_usual_entries holds, where only the assembly entry point and the jumps
+                # that take its ways (enter_sole_exit, strata_summed_X) go, for that entry.
                 c.write("#if defined(__OPTIMIZE__) && defined(__x86_64__)\n"
-                        f"extern \"C\" STRATA_HIDDEN __attribute__((noinline)) "
-                        f"{f.proto('strata_usual_' + n)};\n"
                         f"{f.ret} strata_usual_{n}({params}) {{\n"
                         f"  return core::count_usual_in_place<fid_{n}, decoder_{n}>({args});\n}}\n"
                         "#endif\n")

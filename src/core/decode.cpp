@@ -130,9 +130,12 @@ int* world_ranks_of(MPI_Group group, int ranks) {
   return world;
 }
 
-// The sums per peer's view of a group (comm_info::pair_world): its world ranks where each is a
-// rank of the world. The application's world (no table of world ranks) gets one, 0 to size - 1.
-void set_pair_world(comm_info& info) {
+// What the summed calls read of a group, from its size and world ranks, once when it is first
+// seen: its communicator-size bin, and the sums per peer's view of it (comm_info::pair_world):
+// its world ranks where each is a rank of the world. The application's world (no table of world
+// ranks) gets one, 0 to size - 1.
+void set_summed_view(comm_info& info) {
+  info.comm_bin = static_cast<uint8_t>(strata_comm_bin(static_cast<uint64_t>(info.size)));
   learn_world_group();
   if (info.size <= 0 || (info.world_ranks == nullptr && info.size > world_group_size))
     return;
@@ -179,8 +182,7 @@ slot* insert(MPI_Comm comm, uint64_t key) {
       info.size = peers;
       real_comm.group_free(&group);
     }
-    set_pair_world(info);
-    info.comm_bin = static_cast<uint8_t>(strata_comm_bin(static_cast<uint64_t>(info.size)));
+    set_summed_view(info);
     info.id = next_id.fetch_add(1);
     table[i].info = info;
     if (keyval == -1)
@@ -221,8 +223,7 @@ slot* insert_window(MPI_Win win, uint64_t key, size_t i) {
     real_comm.group_rank(group, &info.rank);
     info.world_ranks = world_ranks_of(group, info.size);
     real_comm.group_free(&group);
-    set_pair_world(info);
-    info.comm_bin = static_cast<uint8_t>(strata_comm_bin(static_cast<uint64_t>(info.size)));
+    set_summed_view(info);
     info.id = next_id.fetch_add(1);
     window_table[i].info = info;
     if (window_keyval == -1)

@@ -269,6 +269,16 @@ template <typename Decoder> constexpr summed_traits usual_summed_traits() {
   return {fields, histograms};
 }
 
+// Where a communicator's sums are in the array the module lent (chain_entry::timed_comms), by
+// its id: an id beyond the array goes to its last element, which the module reads as not
+// attributed. The index, not the element: the element's address picked by a conditional move
+// took two instructions more.
+__attribute__((always_inline)) inline uint32_t comm_sums_index(const chain_entry& entry,
+                                                               uint32_t id) {
+  const uint32_t last = entry.timed_comm_count - 1;
+  return id < last ? id : last;
+}
+
 // The group a communicator's sums ran on, written beside them (strata_comm_sum).
 __attribute__((noinline, cold)) inline void write_comm_group(strata_comm_sum& sum,
                                                              const decode::comm_info& group) {
@@ -345,8 +355,7 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
     if constexpr ((Traits.histograms & STRATA_TIMED_COMM_HISTOGRAM) != 0)
       ++slot.comm_hist[group.comm_bin];
     if (entry.timed_comms != nullptr) {
-      const uint32_t last = entry.timed_comm_count - 1;
-      strata_comm_sum& sum = entry.timed_comms[group.id < last ? group.id : last];
+      strata_comm_sum& sum = entry.timed_comms[comm_sums_index(entry, group.id)];
       // The group beside the sums on their first call only: a communicator's id is its own
       // (never given to another), and the module keeps the group when it clears the sums.
       if (__builtin_expect(sum.calls == 0, 0))
@@ -363,12 +372,10 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
                                histograms);
   }
   // A collective's communicator, the sums per communicator where they were lent (the test is
-  // compiled into the collectives alone). A comm_id beyond the array goes to its last element,
-  // which the module reads as not attributed.
+  // compiled into the collectives alone).
   if constexpr (Decoder::is_collective && Decoder::sets_comm && !group_after) {
     if (entry.timed_comms != nullptr) {
-      const uint32_t last = entry.timed_comm_count - 1;
-      strata_comm_sum& sum = entry.timed_comms[ev.comm_id < last ? ev.comm_id : last];
+      strata_comm_sum& sum = entry.timed_comms[comm_sums_index(entry, ev.comm_id)];
       ++sum.calls;
       sum.bytes += non_negative(ev.bytes_sent);
       sum.world_ranks = ev.comm_world_ranks;
@@ -531,20 +538,17 @@ __attribute__((always_inline)) inline auto sole_exit_in_place(A... args) {
 template <int F, typename Decoder, typename R, typename... P, typename... A>
 __attribute__((always_inline)) inline R enter_sole_exit(const chain_entry& entry, R (*real)(P...),
                                                         A... args) {
-  if constexpr (has_usual_in_place<Decoder>) {
+  if constexpr (has_usual_in_place<Decoder> || sizeof...(A) + 2 > register_arguments) {
     // The functions the assembly entry point jumps to, as it does (write_asm_entry): no copies
     // of their bodies inlined here.
     tls.timed_entry = &entry;
     if (entry.timed_slot != nullptr) {
-      if (__atomic_load_n(&strata_usual_entries[F], __ATOMIC_RELAXED) == &entry)
-        return Decoder::usual_in_place(args...);
+      if constexpr (has_usual_in_place<Decoder>) {
+        if (__atomic_load_n(&strata_usual_entries[F], __ATOMIC_RELAXED) == &entry)
+          return Decoder::usual_in_place(args...);
+      }
       return Decoder::summed_in_place(args...);
     }
-    return Decoder::timed_in_place(args...);
-  } else if constexpr (sizeof...(A) + 2 > register_arguments) {
-    tls.timed_entry = &entry;
-    if (entry.timed_slot != nullptr)
-      return Decoder::summed_in_place(args...);
     return Decoder::timed_in_place(args...);
   } else {
     if (entry.timed_slot != nullptr)

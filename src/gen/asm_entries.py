@@ -38,7 +38,7 @@ def lean_poll(n, index):
 
 
 def usual_entry(n, index):
-    """The entry point's first test: the function's entry found usual (core::usual_entries, set
+    """The entry point's first test: the function's entry found usual (strata_usual_entries, set
     once by the first call summed the general way: the application's first entry, a timed call
     summed by the core with the usual clock, fields and histograms), then the application's call
     with MPI not running and no call mark: strata_usual_X, which reads the entry from the same

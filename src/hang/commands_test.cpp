@@ -197,8 +197,7 @@ TEST_F(HangCommand, ALookAtARunningJobAsksItsTreeElseReadsTheFiles) {
   ASSERT_TRUE(ask);
   state_batch batch = read_rank_states(ask->spool, ask->key, {0, 1});
   batch.tool_ranks = 1;
-  ASSERT_TRUE(write_tree_answer(tree_answer_path(dir_, key, ask->id), encode_batch(batch)));
-  ask_answered(*ask);
+  ASSERT_TRUE(answer_tree_ask(*ask, encode_batch(batch)));
   const job_look look = look_at_job(watch, job, realtime_ns(), second);
   ASSERT_EQ(look.result, job_look::step::judged);
   EXPECT_TRUE(look.through_tree);

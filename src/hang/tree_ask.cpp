@@ -147,12 +147,17 @@ std::optional<tree_ask> next_tree_ask(const std::string& spool, int64_t rank0_pi
   return found;
 }
 
-bool ask_still_waits(const tree_ask& ask) {
-  return ::access(ask.path.c_str(), F_OK) == 0;
-}
-
-void ask_answered(const tree_ask& ask) {
+bool answer_tree_ask(const tree_ask& ask, const std::string& batch_bytes) {
+  const std::string answer = tree_answer_path(ask.spool, ask.key, ask.id);
+  bool stays = common::write_atomically(answer, batch_bytes, 0644).empty();
+  // Looked at after the answer is written: a requester that gives up removes its ask before any
+  // answer, so either it finds this answer to remove or this finds its ask gone.
+  if (stays && ::access(ask.path.c_str(), F_OK) != 0) {
+    ::unlink(answer.c_str());
+    stays = false;
+  }
   ::unlink(ask.path.c_str());
+  return stays;
 }
 
 state_batch read_rank_states(const std::string& spool, const std::string& key,
@@ -174,10 +179,6 @@ state_batch read_rank_states(const std::string& spool, const std::string& key,
       batch.states.push_back(std::move(*read.state));
   }
   return batch;
-}
-
-bool write_tree_answer(const std::string& path, const std::string& batch_bytes) {
-  return common::write_atomically(path, batch_bytes, 0644).empty();
 }
 
 std::optional<tree_request> ask_tree(const std::string& spool, const std::string& key,

@@ -47,24 +47,20 @@ bool write_tree_door(const std::string& spool, int64_t rank0_pid, int tool_ranks
 // The door and the asks left (the root's end; `strata recover` for a job that is gone).
 void remove_tree_door(const std::string& spool, int64_t rank0_pid);
 
-// An ask waiting in the root's directory in `spool`, its file left until ask_answered; nullopt
+// An ask waiting in the root's directory in `spool`, its file left until answer_tree_ask; nullopt
 // when there is none. A malformed ask, one of another job (its key not ending with -PID) or naming
 // a spool that is not a directory is removed, not served.
 std::optional<tree_ask> next_tree_ask(const std::string& spool, int64_t rank0_pid);
 
-// Whether the requester still waits for the answer (it removes its ask when it stops waiting).
-bool ask_still_waits(const tree_ask& ask);
-
-// The ask served: its file removed.
-void ask_answered(const tree_ask& ask);
+// Serves the ask with `batch_bytes`, written whole, and removes the ask: true when the answer
+// stays for its requester. A requester that stopped waiting (it removes its ask, then any answer)
+// gets none, even when it gave up while the answer was being written.
+bool answer_tree_ask(const tree_ask& ask, const std::string& batch_bytes);
 
 // The states of `ranks` from their files SPOOL/KEY.rankR.hang; a rank whose file cannot be read
 // (on another node without a shared spool, missing, damaged) is unread, with why.
 state_batch read_rank_states(const std::string& spool, const std::string& key,
                              const std::vector<int32_t>& ranks);
-
-// The root's answer, written whole: true when written.
-bool write_tree_answer(const std::string& path, const std::string& batch_bytes);
 
 // ---- the requester's side
 // -------------------------------------------------------------------------

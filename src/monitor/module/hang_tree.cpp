@@ -156,11 +156,7 @@ void hang_node::finish(const send_fn& send) {
     // and how long the whole ask took there, for the one who asked.
     merged.root_bytes = pending_->bytes_in;
     merged.merge_ns = mono_ns() - pending_->started_ns;
-    // Not for a requester that stopped waiting (its answer would stay in the spool).
-    if (hang::ask_still_waits(ask_))
-      (void)hang::write_tree_answer(hang::tree_answer_path(ask_.spool, ask_.key, ask_.id),
-                                    hang::encode_batch(merged));
-    hang::ask_answered(ask_);
+    (void)hang::answer_tree_ask(ask_, hang::encode_batch(merged));
   } else {
     send(pending_->parent,
          overlay::packet{overlay::packet_kind::hang_states, pending_->id,

@@ -155,8 +155,8 @@ def join_units(units, entries, directory):
     """The units whose sources include CLI11 made one (joint_entry); the others unchanged."""
     joined, rest = [], []
     for unit in units:
-        path, entry, _, covered = unit
-        sources = [s for s in (batch_sources(entry) if UNITY.search(path) else [os.path.realpath(path)])]
+        path, entry = unit[0], unit[1]
+        sources = batch_sources(entry) if UNITY.search(path) else [os.path.realpath(path)]
         if entry and any(includes_joint_header(s) for s in sources):
             joined.append((unit, sources))
         else:

@@ -13,6 +13,12 @@ whose sources are all among FILE... is checked as one translation unit, its head
 matched once for all of them (.clang-tidy's HeaderFilterRegex takes in the included sources,
 which are under src/), and its key is the batch's preprocessed text. Every other file is checked
 alone, with its batch's compile command (BUILD_DIR/tidy/compile_commands.json).
+
+The files that build commands include CLI11, which takes clang-tidy about 12 s a translation unit
+to match: each in a target of its own, they are checked together as one more unit
+(BUILD_DIR/tidy/joint_cli.cpp, including them and the other sources of their batches, under
+their commands' -I and -D flags together), CLI11 matched once; if they do not compile together
+(two definitions of one name), each is checked as before.
 """
 import concurrent.futures
 import hashlib
@@ -96,9 +102,74 @@ def database(build):
         chosen[tuple(sources)] = batch
     directory = os.path.join(build, "tidy")
     os.makedirs(directory, exist_ok=True)
+    return entries, {batch: list(sources) for sources, batch in chosen.items()}, directory
+
+
+def write_database(entries, directory):
     with open(os.path.join(directory, "compile_commands.json"), "w") as f:
         json.dump(list(entries.values()), f, indent=0)
-    return entries, {batch: list(sources) for sources, batch in chosen.items()}, directory
+
+
+JOINT_HEADER = re.compile(r'^#include <CLI/CLI\.hpp>', re.M)
+
+
+def includes_joint_header(path):
+    with open(path) as f:
+        return bool(JOINT_HEADER.search(f.read()))
+
+
+def joint_entry(members, directory):
+    """One translation unit including the members' sources, under the first member's command
+    with the others' -I, -isystem and -D flags added; None when two -D give one macro two
+    values. members: (entry, sources)."""
+    words = shlex.split(members[0][0]["command"])
+    flags, defined = [], {}
+    for entry, _ in members:
+        own = shlex.split(entry["command"])
+        i = 0
+        while i < len(own):
+            flag = [own[i], own[i + 1]] if own[i] == "-isystem" else [own[i]]
+            i += len(flag)
+            if not flag[0].startswith(("-I", "-isystem", "-D")):
+                continue
+            if flag[0].startswith("-D"):
+                name, _, value = flag[0][2:].partition("=")
+                if defined.setdefault(name, value) != value:
+                    return None
+            if flag not in flags:
+                flags.append(flag)
+    path = os.path.join(directory, "joint_cli.cpp")
+    with open(path, "w") as f:
+        f.writelines(f'#include "{source}"\n' for _, sources in members for source in sources)
+    first_file = members[0][0]["file"]
+    command = [w for w in words if not w.startswith(("-I", "-D")) and w != first_file]
+    command = [w for i, w in enumerate(command)
+               if w != "-isystem" and (i == 0 or command[i - 1] != "-isystem")]
+    at = command.index("-o") if "-o" in command else len(command)
+    command[at:at] = [w for flag in flags for w in flag]
+    command += ["-c", path] if "-c" not in command else [path]
+    return path, dict(members[0][0], file=path, command=shlex.join(command))
+
+
+def join_units(units, entries, directory):
+    """The units whose sources include CLI11 made one (joint_entry); the others unchanged."""
+    joined, rest = [], []
+    for unit in units:
+        path, entry = unit[0], unit[1]
+        sources = batch_sources(entry) if UNITY.search(path) else [os.path.realpath(path)]
+        if entry and any(includes_joint_header(s) for s in sources):
+            joined.append((unit, sources))
+        else:
+            rest.append(unit)
+    if len(joined) < 2:
+        return units, None
+    made = joint_entry([(unit[1], sources) for unit, sources in joined], directory)
+    if made is None:
+        return units, None
+    path, entry = made
+    entries[path] = entry
+    covered = [p for unit, _ in joined for p in unit[3]]
+    return rest + [(path, entry, BATCH_ARGS, covered)], [unit for unit, _ in joined]
 
 
 def main():
@@ -113,6 +184,8 @@ def main():
         if len(sources) > 1 and all(s in wanted for s in sources):
             units.append((batch, entries[batch], BATCH_ARGS, [wanted.pop(s) for s in sources]))
     units += [(p, entries.get(real), [], [p]) for real, p in wanted.items()]
+    units, apart = join_units(units, entries, tidy_db)
+    write_database(entries, tidy_db)
     tidy_version = subprocess.run([TIDY, "--version"], capture_output=True, check=True).stdout
     with open(".clang-tidy", "rb") as f:
         config = f.read()
@@ -123,6 +196,15 @@ def main():
         results = list(pool.map(
             lambda u: check(u[0], u[1], root, tidy_version, config, cache, tidy_db, u[2]) + (len(u[3]),),
             units))
+    if apart is not None:
+        joint = next(i for i, u in enumerate(units) if u[0].endswith("joint_cli.cpp"))
+        if "clang-diagnostic-error" in results[joint][1]:  # not one translation unit: apart
+            del units[joint], results[joint]
+            units += apart
+            with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+                results += list(pool.map(
+                    lambda u: check(u[0], u[1], root, tidy_version, config, cache, tidy_db, u[2]) + (len(u[3]),),
+                    apart))
     failed = [(p, text) for p, text, _, _ in results if text]
     cached = sum(n for _, _, hit, n in results if hit)
     batched = sum(1 for u in units if len(u[3]) > 1)

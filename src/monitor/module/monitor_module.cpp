@@ -87,7 +87,16 @@ void fail(monitor_state& s, const std::string& message) {
     // end before it had (the job's stderr came back empty on a loaded machine).
     sleep_us(500000);
   } else {
-    sleep_us(60000000);
+    // They wait inside MPI's progress: MPICH aborts a communicator other than MPI_COMM_WORLD
+    // by a message to each member, which ends the member when its progress reads it, and
+    // rank 0 spins until every one is read (asleep for the whole bound, they kept it spinning
+    // for a minute).
+    const uint64_t deadline = mono_ns() + 60000000000ULL;
+    while (mono_ns() < deadline) {
+      int arrived = 0;
+      PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, s.world, &arrived, MPI_STATUS_IGNORE);
+      sleep_us(10000);
+    }
   }
   PMPI_Abort(s.world, 1);
   std::_Exit(1);

@@ -138,7 +138,8 @@ def joint_entry(members, directory):
                     return None
             if flag not in flags:
                 flags.append(flag)
-    path = os.path.join(directory, "joint_cli.cpp")
+    # Absolute: its commands run in the build's directory (the preprocessing for the cache key too).
+    path = os.path.abspath(os.path.join(directory, "joint_cli.cpp"))
     with open(path, "w") as f:
         f.writelines(f'#include "{source}"\n' for _, sources in members for source in sources)
     first_file = members[0][0]["file"]

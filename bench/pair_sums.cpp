@@ -18,10 +18,9 @@
 
 // What libstrata defines: the communicator cache's last look-up and its empty group.
 namespace strata::decode {
-__thread last_comm_lookup last_comm
-    __attribute__((tls_model("initial-exec"))) = {no_handle, 0, nullptr, nullptr};
-__thread last_comm_lookup last_window
-    __attribute__((tls_model("initial-exec"))) = {no_handle, 0, nullptr, nullptr};
+const comm_slot unused_slot{~uint64_t{0}, {}};
+__thread const comm_slot* last_comm __attribute__((tls_model("initial-exec"))) = &unused_slot;
+__thread const comm_slot* last_window __attribute__((tls_model("initial-exec"))) = &unused_slot;
 const comm_info no_group{};
 const comm_info* lookup_comm_in_table(MPI_Comm) {
   return nullptr;
@@ -37,18 +36,16 @@ constexpr int world_size = 64;
 // A communicator of the world's size whose ranks are the world's (the usual case), found by the
 // last look-up as a program's calls find it.
 struct world_communicator {
-  std::atomic<uint64_t> key{0};
-  decode::comm_info info;
+  decode::comm_slot slot;
   std::array<int, world_size> ranks{};
   explicit world_communicator(MPI_Comm comm) {
     for (int r = 0; r < world_size; ++r)
       ranks[static_cast<size_t>(r)] = r;
-    info.size = world_size;
-    info.pair_world = ranks.data();
-    info.pair_ranks = world_size;
-    const uint64_t bits = decode::handle_bits(comm);
-    key.store(bits);
-    decode::last_comm = {bits, bits, &key, &info};
+    slot.info.size = world_size;
+    slot.info.pair_world = ranks.data();
+    slot.info.pair_ranks = world_size;
+    slot.key.store(decode::handle_bits(comm));
+    decode::last_comm = &slot;
   }
 };
 

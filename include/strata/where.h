@@ -1,8 +1,9 @@
 /* Where a thread of the application is with respect to MPI, kept by libstrata on the
  * application's timed calls (the usual path of the profile) for the hang diagnosis: the call's
- * function, its call site and its arguments as they were passed, stored raw (a few stores per
- * call; turning them into ranks and source lines is left to whoever reads them). Read by another
- * thread of the same process (the profile's describer), never by the thread itself. */
+ * function, its call site and the arguments the diagnosis reads as they were passed, stored raw
+ * (a few stores per call; turning them into ranks and source lines is left to whoever reads
+ * them). Read by another thread of the same process (the profile's describer), never by the
+ * thread itself. */
 #ifndef STRATA_WHERE_H
 #define STRATA_WHERE_H
 
@@ -23,8 +24,11 @@ typedef struct strata_where {
   int32_t function;      /* function id (strata_host::function_id); seq 0: no call yet */
   int32_t thread;        /* the thread's OS id (gettid), set once it is listed */
   const void* call_site; /* the application's return address */
-  /* As passed: pointers and 8-byte handles whole; an int or a 4-byte handle (MPICH's) in the
-   * low half, the high half left as it was (read the low half alone). */
+  /* By position, as passed, those of the roles the diagnosis reads (the routine table's
+   * argument positions: peer, tag, communicator, root, count and type, a Sendrecv's source and
+   * receive tag, a completion's requests and their count); the others are left as they were.
+   * Pointers and 8-byte handles whole; an int or a 4-byte handle (MPICH's) in the low half, the
+   * high half left as it was (read the low half alone). */
   uint64_t args[STRATA_WHERE_ARGS];
   /* A call that took the long way (a Fortran binding's, or one whose communicators the core
    * renamed) may note a return address inside libstrata as its call site: its own site is this

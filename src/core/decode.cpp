@@ -47,10 +47,9 @@ constexpr size_t table_size = 1u << 14;
 constexpr uint64_t empty_key = 0;
 constexpr uint64_t tombstone = ~uint64_t{0};
 
-struct slot {
-  std::atomic<uint64_t> key{empty_key};
-  comm_info info;
-};
+using slot = comm_slot;
+// No handle's bits are a tombstone: where a thread's last look-up starts.
+const comm_slot tombstoned_slot{tombstone, {}};
 
 slot table[table_size];
 std::mutex insert_lock;
@@ -404,8 +403,7 @@ void forget_world_ranks() {
     s.info.pair_ranks = 0;
 }
 
-__thread last_comm_lookup last_comm
-    __attribute__((tls_model("initial-exec"))) = {no_handle, 0, nullptr, nullptr};
+__thread const comm_slot* last_comm __attribute__((tls_model("initial-exec"))) = &tombstoned_slot;
 
 const comm_info* find_comm_without_mpi(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL)
@@ -447,12 +445,11 @@ const comm_info* lookup_comm_in_table(MPI_Comm comm) {
     found = insert(comm, key);
   if (found == nullptr)
     return nullptr;
-  last_comm = {handle_bits(comm), key, &found->key, &found->info};
+  last_comm = found;
   return &found->info;
 }
 
-__thread last_comm_lookup last_window
-    __attribute__((tls_model("initial-exec"))) = {no_handle, 0, nullptr, nullptr};
+__thread const comm_slot* last_window __attribute__((tls_model("initial-exec"))) = &tombstoned_slot;
 
 const comm_info* lookup_window_in_table(MPI_Win win) {
   if (win == MPI_WIN_NULL)
@@ -477,7 +474,7 @@ const comm_info* lookup_window_in_table(MPI_Win win) {
     found = insert_window(win, key, home);
   if (found == nullptr)
     return nullptr;
-  last_window = {handle_bits(win), key, &found->key, &found->info};
+  last_window = found;
   return &found->info;
 }
 

@@ -77,30 +77,34 @@ template <typename H> inline uint64_t handle_bits(H h) {
   return bits;
 }
 
-// The communicator this thread looked up last, checked against its table slot's key (which
-// the attribute delete callback tombstones when MPI frees it): a program's calls mostly name
-// one communicator after another, and a hit costs a few instructions instead of a probe. A
-// thread starts with no_handle, which no handle's bits equal (a pointer under Open MPI, an int
-// under MPICH), so that a hit needs no test that slot_key was set.
-inline constexpr uint64_t no_handle = ~uint64_t{0};
-struct last_comm_lookup {
-  uint64_t handle;
-  uint64_t key; // the table's key for it
-  const std::atomic<uint64_t>* slot_key;
-  const comm_info* info;
+// A slot of the core's tables of communicators and of windows (decode.cpp): the handle's bits
+// as its key, published last (release), so that a reader that sees the key sees the whole
+// entry; the attribute delete callback tombstones the key when MPI frees the handle (MPI reuses
+// handle values). Two values are never a key of a handle's own bits (decode.cpp: empty and
+// tombstone; a handle with those bits is keyed apart, so it is only ever found the long way).
+struct comm_slot {
+  std::atomic<uint64_t> key{0}; // 0: empty
+  comm_info info;
 };
-extern __thread last_comm_lookup last_comm __attribute__((tls_model("initial-exec")));
+
+// The slot of the communicator this thread looked up last, its key checked against the
+// handle: a program's calls mostly name one communicator after another, and a hit costs one
+// load and a compare (the handle's own bits are the key) instead of a probe. A thread starts
+// at a slot whose key is a tombstone, which no handle's bits equal.
+extern __thread const comm_slot* last_comm __attribute__((tls_model("initial-exec")));
+
+// Whether the slot holds `handle` now.
+template <typename H> inline bool holds(const comm_slot& slot, H handle) {
+  return slot.key.load(std::memory_order_acquire) == handle_bits(handle);
+}
 
 const comm_info* lookup_comm_in_table(MPI_Comm comm);
 // The cache's entry, or nullptr when it has none; never calls MPI (any thread may ask).
 const comm_info* find_comm_without_mpi(MPI_Comm comm);
 
 inline const comm_info* lookup_comm(MPI_Comm comm) {
-  const last_comm_lookup& last = last_comm;
-  if (__builtin_expect(last.handle == handle_bits(comm) &&
-                           last.slot_key->load(std::memory_order_acquire) == last.key,
-                       1))
-    return last.info;
+  if (const comm_slot& last = *last_comm; __builtin_expect(holds(last, comm), 1))
+    return &last.info;
   return lookup_comm_in_table(comm);
 }
 
@@ -108,13 +112,12 @@ inline const comm_info* lookup_comm(MPI_Comm comm) {
 // which the core learns the first time a call names the window (its group's size, this
 // process's rank and the rank -> world rank table, in a comm_info; MPI_Win_free forgets it,
 // as MPI reuses handles). The last window this thread named is kept as the last communicator is.
-extern __thread last_comm_lookup last_window __attribute__((tls_model("initial-exec")));
+extern __thread const comm_slot* last_window __attribute__((tls_model("initial-exec")));
 const comm_info* lookup_window_in_table(MPI_Win win);
 
 inline const comm_info* lookup_window(MPI_Win win) {
-  const last_comm_lookup& last = last_window;
-  if (last.handle == handle_bits(win) && last.slot_key->load(std::memory_order_acquire) == last.key)
-    return last.info;
+  if (const comm_slot& last = *last_window; holds(last, win))
+    return &last.info;
   return lookup_window_in_table(win);
 }
 
@@ -137,19 +140,13 @@ struct started_requests {
   int count;
 };
 inline const comm_info& peer_comm_group(MPI_Comm comm) {
-  const last_comm_lookup& last = last_comm;
-  if (__builtin_expect(last.handle == handle_bits(comm) &&
-                           last.slot_key->load(std::memory_order_acquire) == last.key,
-                       1))
-    return *last.info;
+  if (const comm_slot& last = *last_comm; __builtin_expect(holds(last, comm), 1))
+    return last.info;
   return group_or_none(lookup_comm_in_table(comm));
 }
 inline const comm_info& peer_window_group(MPI_Win win) {
-  const last_comm_lookup& last = last_window;
-  if (__builtin_expect(last.handle == handle_bits(win) &&
-                           last.slot_key->load(std::memory_order_acquire) == last.key,
-                       1))
-    return *last.info;
+  if (const comm_slot& last = *last_window; __builtin_expect(holds(last, win), 1))
+    return last.info;
   return group_or_none(lookup_window_in_table(win));
 }
 
@@ -258,10 +255,13 @@ inline int neighbor_degree(MPI_Comm comm, bool out) {
   return static_cast<int>(out ? degrees & 0xffffffff : degrees >> 32);
 }
 
+// The communicator's record into `s.comm`, never null once this ran (no_group when none was
+// found: the summed collective reads it after the call with no test), and into the event.
 inline void set_comm_info(strata_event& ev, scratch& s, MPI_Comm comm) {
   const comm_info* c = lookup_comm(comm);
   s.comm = c;
   if (__builtin_expect(c == nullptr, 0)) { // no communicator: what start_event would have set
+    s.comm = &no_group;
     ev.comm_id = 0;
     ev.comm_size = 0;
     ev.comm_world_ranks = nullptr;
@@ -286,7 +286,9 @@ inline void set_peer(strata_event& ev, const scratch& s, int rank) {
 }
 inline void set_root(strata_event& ev, const scratch& s, int root) {
   ev.root = world_rank(s.comm, root);
-  ev.is_root = (s.comm != nullptr && !s.comm->inter && root == s.comm->rank) || root == MPI_ROOT;
+  // A communicator not found (no_group, of no ranks) has no root.
+  ev.is_root = (s.comm != nullptr && s.comm->size > 0 && !s.comm->inter && root == s.comm->rank) ||
+               root == MPI_ROOT;
 }
 template <typename R> inline void set_request(strata_event& ev, R* request) {
   if (request != nullptr)

@@ -330,7 +330,7 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
                   non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent));
     }
   }
-  note_call<F>(call_site, args...);
+  note_call<F, Decoder::where_kept>(call_site, args...);
   const uint64_t enter = Clock::raw();
   R r = call_real(real_of(), args...);
   const uint64_t exit = Clock::raw();
@@ -345,7 +345,10 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
   // calls are never made from several threads at once).
   constexpr bool group_after = fixed && Decoder::is_collective && Decoder::sets_comm;
   if constexpr (group_after) {
-    const decode::comm_info& group = decode::group_or_none(scratch.comm);
+    // Set by the enter decoder, never null (set_comm_info): the usual fields read the
+    // communicator.
+    static_assert((Traits.fields & STRATA_FIELD_COMM) != 0);
+    const decode::comm_info& group = *scratch.comm;
     strata_timed_slot& slot = *entry.timed_slot;
     add_timed_call<plain_adds>(slot,
                                {Clock::duration_ns(enter, exit), non_negative(ev.count),
@@ -504,7 +507,7 @@ __attribute__((always_inline)) inline R sole_exit_call(const chain_entry& entry,
   strata_event ev;
   decode::scratch scratch;
   begin_event<F, Decoder, true>(ev, scratch, ts, fields, args...);
-  note_call<F>(ts.call_site, args...);
+  note_call<F, Decoder::where_kept>(ts.call_site, args...);
   R r = call_real(real, args...);
   note_return();
   end_event<Decoder, true>(ev, scratch, fields, r, args...);
@@ -594,7 +597,7 @@ __attribute__((noinline)) R invoke_events(const chain* c, int pos, R (*real)(P..
   }
   // Noted for the hang state as the sole module's call is (sole_exit_call): a stack of several
   // event modules (the profile beside the monitor or the trace) keeps it too.
-  note_call<F>(ts.call_site, args...);
+  note_call<F, Decoder::where_kept>(ts.call_site, args...);
   R r = invoke<F, Decoder>(c, end, real, args...);
   note_return();
   end_event<Decoder, true>(ev, scratch, fields, r, args...);

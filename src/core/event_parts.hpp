@@ -79,13 +79,6 @@ __attribute__((always_inline)) inline void start_event(strata_event& ev, int fun
     ev.bytes_received = -1;
 }
 
-// Whether strata_where keeps an argument of type T: the diagnosis reads ranks, tags, counts,
-// datatypes, communicators and requests, never a message's buffer or a status (three stores
-// fewer on a Sendrecv).
-template <typename T>
-inline constexpr bool where_keeps =
-    !std::is_same_v<T, void*> && !std::is_same_v<T, const void*> && !std::is_same_v<T, MPI_Status*>;
-
 // An argument as strata_where keeps it: pointers and 8-byte integers as their bits; a 4-byte
 // integer (an int, MPICH's handles) in the low half alone, the high half left as it was
 // (strata/where.h): one store of the register, where widening it first took a move more.
@@ -104,25 +97,29 @@ __attribute__((always_inline)) inline void keep_argument(uint64_t& kept, T value
   }
 }
 
-// The timed call's entry into strata_where: function, call site and arguments, then the
-// counter made odd. Plain stores ordered for the compiler; x86-64 keeps stores in order for the
-// reader on another CPU. Leaving makes the counter even again.
-template <int F, typename... A, size_t... I>
+// The timed call's entry into strata_where: function, call site and the arguments the hang
+// diagnosis reads (`Kept`, a bit per position: the decoder's where_kept, the positions of the
+// roles routines::info::at names; never a buffer or a status, nor a Sendrecv's receive count
+// and type), then the counter made odd.
+// Plain stores ordered for the compiler; x86-64 keeps stores in order for the reader on
+// another CPU. Leaving makes the counter even again.
+template <int F, uint32_t Kept, typename... A, size_t... I>
 __attribute__((always_inline)) inline void
 note_call(const void* call_site, std::index_sequence<I...> /*unused*/, A... args) {
   strata_where& where = tls.where;
   where.function = F;
   where.call_site = call_site;
-  ((I < STRATA_WHERE_ARGS && where_keeps<A> ? keep_argument(where.args[I % STRATA_WHERE_ARGS], args)
-                                            : void()),
+  ((I < STRATA_WHERE_ARGS && ((Kept >> I) & 1) != 0
+        ? keep_argument(where.args[I % STRATA_WHERE_ARGS], args)
+        : void()),
    ...);
   asm volatile("" ::: "memory");
   ++where.seq;
   asm volatile("" ::: "memory");
 }
-template <int F, typename... A>
+template <int F, uint32_t Kept, typename... A>
 __attribute__((always_inline)) inline void note_call(const void* call_site, A... args) {
-  note_call<F>(call_site, std::index_sequence_for<A...>{}, args...);
+  note_call<F, Kept>(call_site, std::index_sequence_for<A...>{}, args...);
 }
 __attribute__((always_inline)) inline void note_return() {
   asm volatile("" ::: "memory");

@@ -24,7 +24,7 @@ from decoders import decoder, exit_decoder, received_enter_lines, write_decoder_
 from fortran_entries import fortran_symbols, write_fortran_entries  # noqa: E402
 from mpi_header import Function, Header  # noqa: E402
 from routines import describe  # noqa: E402
-from tables import matches, parse_roles, read_sections, stem  # noqa: E402
+from tables import argument_positions, matches, parse_roles, read_sections, stem  # noqa: E402
 
 # Functions the core writes by hand: a variadic one, and the one that must see every level.
 HAND_WRITTEN = {"MPI_Pcontrol"}
@@ -306,6 +306,11 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             # An untimed poll substitutes the status before the call and decodes the rest only
             # when the poll completed something.
             c.write(f"  static constexpr bool is_poll = {'true' if 'flag' in spec else 'false'};\n")
+            # The arguments the thread's note for the hang diagnosis keeps (note_call): those
+            # of the roles it reads (routines::info::at), one bit each by position.
+            at = argument_positions([(p[0], p[2]) for p in f.params], spec)
+            kept = sum(1 << i for i in set(at.values()) if 0 <= i < 32)
+            c.write(f"  static constexpr uint32_t where_kept = {kept:#x};\n")
             # Calls that name a peer: the only ones whose sums per peer the core may keep.
             has_peer = "peer" in spec or "target" in spec
             c.write(f"  static constexpr bool has_peer = {'true' if has_peer else 'false'};\n")

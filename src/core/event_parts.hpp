@@ -1,7 +1,7 @@
 // The parts every event and every note of the thread's place are built from: an event's fields
 // set before decoding (start_event), the timed call's note in strata_where (note_call), and the
-// event around the real call (begin_event, end_event). The call path that uses them is
-// dispatch.hpp.
+// event around the real call (begin_event, end_event), and the real call (call_real). The call
+// paths that use them are dispatch.hpp and summed_call.hpp.
 #pragma once
 
 #include "core/chains.hpp"
@@ -145,6 +145,20 @@ __attribute__((always_inline)) inline void end_event(strata_event& ev, decode::s
   ev.t_exit_ns = now_ns();
   set_result(ev, r);
   Decoder::template exit<where_noted>(ev, scratch, fields, args...);
+}
+
+// The real function, with MPI's own calls to the exported entry points passing straight through.
+// in_real is raised and lowered together with the layer, as one 8-byte word: the entry points
+// read the two as one word, and a load that a narrower store before it only partly wrote cannot
+// be forwarded from the store buffer (it waits for the store to reach the cache: several ns a
+// call on AMD EPYC when the program calls MPI again at once).
+template <typename R, typename... P, typename... A>
+__attribute__((always_inline)) inline R call_real(R (*real)(P...), A... args) {
+  thread_state& ts = tls;
+  add_to_layer_word(ts, in_real_one);
+  R r = real(args...);
+  add_to_layer_word(ts, -in_real_one);
+  return r;
 }
 
 } // namespace strata::core

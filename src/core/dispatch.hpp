@@ -8,12 +8,10 @@
 // below itself (thread_state::layer), and MPI calling its own exported functions passes through.
 #pragma once
 
-#include "common/timed_slot.hpp"
 #include "core/chains.hpp"
 #include "core/clock.hpp"
 #include "core/decode.hpp"
 #include "core/event_parts.hpp"
-#include "core/peer_sums.hpp"
 #include "core/summed_call.hpp"
 #include "python_sites/capture.hpp"
 #include "strata_functions.hpp"

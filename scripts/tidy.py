@@ -191,21 +191,23 @@ def main():
     with open(".clang-tidy", "rb") as f:
         config = f.read()
     jobs = os.cpu_count() or 1
+
+    def check_all(some):
+        """(path, findings, cached, files covered) of each unit, as many at once as cores."""
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            return list(pool.map(
+                lambda u: check(u[0], u[1], root, tidy_version, config, cache, tidy_db, u[2]) + (len(u[3]),),
+                some))
+
     # The largest first, so that no batch starts last and leaves a core idle.
     units.sort(key=lambda u: -len(u[3]))
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        results = list(pool.map(
-            lambda u: check(u[0], u[1], root, tidy_version, config, cache, tidy_db, u[2]) + (len(u[3]),),
-            units))
+    results = check_all(units)
     if apart is not None:
         joint = next(i for i, u in enumerate(units) if u[0].endswith("joint_cli.cpp"))
         if "clang-diagnostic-error" in results[joint][1]:  # not one translation unit: apart
             del units[joint], results[joint]
             units += apart
-            with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-                results += list(pool.map(
-                    lambda u: check(u[0], u[1], root, tidy_version, config, cache, tidy_db, u[2]) + (len(u[3]),),
-                    apart))
+            results += check_all(apart)
     failed = [(p, text) for p, text, _, _ in results if text]
     cached = sum(n for _, _, hit, n in results if hit)
     batched = sum(1 for u in units if len(u[3]) > 1)

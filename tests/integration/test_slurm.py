@@ -38,6 +38,15 @@ def why_no_slurm():
     return None
 
 
+def submit(args, env, cwd):
+    """sbatch ARGS: the job's id."""
+    proc = subprocess.run(["sbatch", "--parsable", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+    if proc.returncode != 0:
+        raise AssertionError(f"sbatch failed: {proc.stderr}")
+    return proc.stdout.strip().split(";")[0]
+
+
 @unittest.skipIf(why_no_slurm() is not None, why_no_slurm() or "")
 class SlurmJobs(unittest.TestCase):
     @classmethod
@@ -68,13 +77,15 @@ class SlurmJobs(unittest.TestCase):
             os.chmod(d, 0o1777)
         cls.write_collection(cls, "sqlite:" + os.path.join(cls.dir, "site.db"))
         # The job that runs into its time limit (a minute, Slurm's smallest, checked by slurmctld
-        # every 30 s) runs beside the other tests: 4 ranks of `uneven` that would take 3 minutes.
-        # What a time limit does is Slurm's and the plugin's, not the MPI's: under Open MPI only.
+        # every 30 s) runs beside the other tests, on half of each node's CPUs: 4 ranks that
+        # would sleep outside MPI for 20 minutes after a barrier (asleep, not waiting in MPI,
+        # which would spin a core for the minute and a half). What a time limit does is Slurm's
+        # and the plugin's, not the MPI's: under Open MPI only.
         cls.limit_job = None
         if FLAVOR != "openmpi":
             return
         cls.limit_job = cls.sbatch(cls, "-N", "2", "-n", "4", "--ntasks-per-node=2", "-t", "1", "--strata=profile",
-                                   script=f"srun {SRUN_MPI} {program('uneven_c')} 60000\n",
+                                   script=f"srun {SRUN_MPI} {program('hang_c')} compute 600\n",
                                    env=cls.env(cls, STRATA_SPOOL=cls.limit_spool), wait=False)
 
     @classmethod
@@ -99,16 +110,33 @@ class SlurmJobs(unittest.TestCase):
         with open(path, "w") as f:
             f.write("#!/bin/sh\n" + script)
         out = path + ".out"
-        args = ["sbatch", "--parsable", "-o", out, *options] + (["--wait"] if wait else []) + [path]
-        proc = subprocess.run(args, env=env or self.env(), cwd=self.dir, capture_output=True,
-                              text=True, timeout=150)
-        if proc.returncode != 0:
-            raise AssertionError(f"sbatch failed: {proc.stderr}")
-        job = proc.stdout.strip().split(";")[0]
+        job = submit(["-o", out, *options, path], env or self.env(), self.dir)
         if not wait:
             return job
+        self.wait_for_batch_job(job, env=env)
         with open(out) as f:
             return job, f.read()
+
+    def wait_for_batch_job(self, job, env=None, limit_s=150):
+        """What `sbatch --wait` does, polled every 0.2 s rather than after 2, 8 and 32 s: until
+        every component or element of the job has finished; fails unless each exited 0."""
+        finished = ("COMPLETED", "COMPLETING", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+                    "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY")
+        deadline = time.monotonic() + limit_s
+        while True:
+            q = subprocess.run(["scontrol", "-o", "show", "job", job], env=env or self.env(),
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(q.returncode, 0, q.stderr)
+            states = [dict(re.findall(r"(\w+)=(\S+)", line)) for line in q.stdout.splitlines()]
+            if states and all(s.get("JobState") in finished for s in states):
+                break
+            if time.monotonic() > deadline:
+                self.fail(f"job {job} not finished after {limit_s} s: {q.stdout}")
+            time.sleep(0.2)
+        for s in states:
+            if s["JobState"] not in ("COMPLETED", "COMPLETING") or s.get("ExitCode") != "0:0":
+                raise AssertionError(f"job {s.get('JobId')}: {s['JobState']}, "
+                                     f"exit {s.get('ExitCode')}")
 
     def write_collection(self, db):
         """The sandbox's epilog collects the epilog spool into `db`."""
@@ -272,11 +300,10 @@ class SlurmJobs(unittest.TestCase):
         path = os.path.join(self.dir, "array.sh")
         with open(path, "w") as f:
             f.write(f"#!/bin/sh\nsrun {SRUN_MPI} {program('ring_c')} 3\n")
-        proc = subprocess.run(["sbatch", "--parsable", "--wait", "--array=0-1", "-N", "1", "-n", "2",
-                               "-o", os.path.join(self.dir, "array-%a.out"), "--strata=profile", path],
-                              env=self.env(), cwd=self.dir, capture_output=True, text=True, timeout=150)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        array = proc.stdout.strip().split(";")[0]
+        array = submit(["--array=0-1", "-N", "1", "-n", "2", "-o",
+                        os.path.join(self.dir, "array-%a.out"), "--strata=profile", path],
+                       self.env(), self.dir)
+        self.wait_for_batch_job(array)
         ids = sorted((r["job"]["slurm"]["job_id"], r["job"]["id"]) for r in self.records())
         self.assertEqual([i for i, _ in ids], [f"{array}_0", f"{array}_1"])
         self.assertEqual([j for _, j in ids], [f"slurm:{array}_0.0", f"slurm:{array}_1.0"])
@@ -290,7 +317,7 @@ class SlurmJobs(unittest.TestCase):
                          env=self.env(STRATA_DISABLE="1"))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("ranks=4 iterations=3", proc.stdout)
-        job, out = self.sbatch("-N", "1", "-n", "4", "--strata=off",
+        job, out = self.sbatch("-N", "2", "-n", "4", "--ntasks-per-node=2", "--strata=off",
                                script=f"{MPIRUN} -np 4 {program('ring_c')} 3\n")
         self.assertIn("ranks=4 iterations=3", out)
         self.assertEqual(self.records(), [])

@@ -10,14 +10,15 @@ bash scripts/setup.sh
 bash scripts/build.sh
 source scripts/mpi-env.sh
 
-# clang-format and clang-tidy, and the sanitizer tree's build, in the background at the lowest
-# priority while the suite runs: most of an MPI test's time is waiting (ranks starting,
-# yielding, a server coming up), and they take the CPU the suite leaves idle (about 450 of the
-# suite's 1,100 core-seconds on 2 cores). Their output: build/lint.log, build/sanitize-build.log.
+# clang-format and clang-tidy, and the sanitizer tree's build, in the background at low priority
+# while the suite runs: most of an MPI test's time is waiting (ranks starting, yielding, a server
+# coming up), and they take the CPU the suite leaves idle. The sanitizer tree before the lint
+# (nice 10 against 19): the sanitized unit tests and the fuzzers wait for it, nothing waits for
+# the lint. Their output: build/lint.log, build/sanitize-build.log.
 echo "== format and lint, the sanitizer tree's build: in the background"
 nice -n 19 bash scripts/lint.sh >build/lint.log 2>&1 &
 lint=$!
-nice -n 19 bash scripts/sanitize-build.sh strata_unit_tests strata_fuzzers >build/sanitize-build.log 2>&1 &
+nice -n 10 bash scripts/sanitize-build.sh strata_unit_tests strata_fuzzers >build/sanitize-build.log 2>&1 &
 sanitize_build=$!
 
 # As many tests at a time as there are cores: most of an MPI test's time is waiting, so the
@@ -27,21 +28,27 @@ echo "== all tests"
 failed=()
 (cd build && ctest --output-on-failure -j"$(nproc)") || failed+=("the suite")
 
-echo "== format and lint (build/lint.log)"
-if wait "$lint"; then tail -1 build/lint.log; else tail -60 build/lint.log; failed+=("format or lint"); fi
-
-echo "== unit tests under ASan + UBSan"
+echo "== unit tests under ASan + UBSan (build-sanitize/unit.log) beside the fuzz smoke run"
 if wait "$sanitize_build"; then
-  (cd build-sanitize && ctest -L unit --output-on-failure -j"$(nproc)") ||
-    failed+=("the unit tests under ASan + UBSan")
+  # Side by side: each fuzzer runs for a fixed time, the unit tests take the CPU it leaves.
+  (cd build-sanitize && ctest -L unit --output-on-failure -j"$(nproc)" >unit.log 2>&1) &
+  sanitized_unit=$!
   # 5 s a target: each runs its seed corpus and then mutates for the rest (fuzz.sh). Longer
   # runs are for a fuzzing session of their own (bash scripts/fuzz.sh SECONDS).
-  echo "== fuzz smoke run"
   bash scripts/fuzz.sh 5 || failed+=("the fuzz smoke run")
+  if wait "$sanitized_unit"; then
+    grep -E "tests passed|Total Test time" build-sanitize/unit.log
+  else
+    grep -vE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed" build-sanitize/unit.log | tail -200
+    failed+=("the unit tests under ASan + UBSan")
+  fi
 else
   tail -60 build/sanitize-build.log
   failed+=("the sanitizer tree's build")
 fi
+
+echo "== format and lint (build/lint.log)"
+if wait "$lint"; then tail -1 build/lint.log; else tail -60 build/lint.log; failed+=("format or lint"); fi
 
 if ((${#failed[@]})); then
   printf 'test: FAILED: %s\n' "${failed[@]}"

@@ -7,19 +7,29 @@ cd "$(dirname "$0")/.."
 # ccache across checkouts for the sanitizer build too, as scripts/build.sh sets it.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 bash scripts/setup.sh
-bash scripts/build.sh
-source scripts/mpi-env.sh
 
-# clang-format and clang-tidy, and the sanitizer tree's build, in the background at low priority
-# while the suite runs: most of an MPI test's time is waiting (ranks starting, yielding, a server
-# coming up), and they take the CPU the suite leaves idle. The sanitizer tree before the lint
-# (nice 10 against 19): the sanitized unit tests and the fuzzers wait for it, nothing waits for
-# the lint. Their output: build/lint.log, build/sanitize-build.log.
-echo "== format and lint, the sanitizer tree's build: in the background"
-nice -n 19 bash scripts/lint.sh >build/lint.log 2>&1 &
-lint=$!
+# The sanitizer tree's build and clang-format and clang-tidy run in the background at low
+# priority: the tree from the start (it needs nothing of the main build; the CPU the build's
+# serial steps leave idle is its), the lint once the main build has made compile_commands.json
+# and the generated headers. Beside the suite they take the CPU it leaves idle: most of an MPI
+# test's time is waiting (ranks starting, yielding, a server coming up). The sanitizer tree
+# before the lint (nice 10 against 19): the sanitized unit tests and the fuzzers wait for it,
+# nothing waits for the lint. Their output: build/sanitize-build.log, build/lint.log.
+echo "== the sanitizer tree's build: in the background"
+mkdir -p build
 nice -n 10 bash scripts/sanitize-build.sh strata_unit_tests strata_fuzzers >build/sanitize-build.log 2>&1 &
 sanitize_build=$!
+if ! bash scripts/build.sh; then
+  # Not left behind: the sanitizer tree's build, its compilers and make, all started here.
+  end_tree() { local child; for child in $(pgrep -P "$1"); do end_tree "$child"; done; kill "$1" 2>/dev/null || true; }
+  end_tree "$sanitize_build"
+  echo "test: FAILED: the build"
+  exit 1
+fi
+source scripts/mpi-env.sh
+echo "== format and lint: in the background"
+nice -n 19 bash scripts/lint.sh >build/lint.log 2>&1 &
+lint=$!
 
 # As many tests at a time as there are cores: most of an MPI test's time is waiting, so the
 # suite takes about half as long; the suites that start daemons (Slurm, PostgreSQL, the web

@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
 # All tests: installs what is missing, builds, runs every test (unit and MPI integration) with
-# ctest while formatting, clang-tidy and the sanitizer tree's build run beside it, then the unit
-# tests under ASan+UBSan and a smoke run of the fuzzers.
+# ctest while the sanitizer tree's build and its unit tests (ASan + UBSan), formatting and
+# clang-tidy run beside it, then a smoke run of the fuzzers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # ccache across checkouts for the sanitizer build too, as scripts/build.sh sets it.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 bash scripts/setup.sh
 
-# The sanitizer tree's build and clang-format and clang-tidy run in the background at low
-# priority: the tree from the start (it needs nothing of the main build; the CPU the build's
-# serial steps leave idle is its), the lint once the main build has made compile_commands.json
-# and the generated headers. Beside the suite they take the CPU it leaves idle: most of an MPI
-# test's time is waiting (ranks starting, yielding, a server coming up). The sanitizer tree
-# before the lint (nice 10 against 19): the sanitized unit tests and the fuzzers wait for it,
-# nothing waits for the lint. Their output: build/sanitize-build.log, build/lint.log.
-echo "== the sanitizer tree's build: in the background"
+# In the background at low priority (nice 10), from the start: the sanitizer tree's build (it
+# needs nothing of the main build) and then the unit tests under ASan and UBSan; once the main
+# build has made compile_commands.json and the generated headers, clang-format and clang-tidy.
+# They take the CPU the build's serial steps and the suite leave idle: most of an MPI test's
+# time is waiting (ranks starting, yielding, a server coming up). Their output:
+# build/sanitize-build.log, build-sanitize/unit.log, build/lint.log; which of the two sanitized
+# parts failed, if one did: build/sanitized.failed.
+sanitized() {
+  bash scripts/sanitize-build.sh strata_unit_tests strata_fuzzers >build/sanitize-build.log 2>&1 ||
+    { echo build >build/sanitized.failed && return; }
+  (cd build-sanitize && ctest -L unit --output-on-failure -j"$(nproc)" >unit.log 2>&1) ||
+    echo unit >build/sanitized.failed
+}
+export -f sanitized
+echo "== the sanitizer tree's build and its unit tests: in the background"
 mkdir -p build
-nice -n 10 bash scripts/sanitize-build.sh strata_unit_tests strata_fuzzers >build/sanitize-build.log 2>&1 &
+rm -f build/sanitized.failed
+nice -n 10 bash -c sanitized &
 sanitize_build=$!
 if ! bash scripts/build.sh; then
   # Not left behind: the sanitizer tree's build, its compilers and make, all started here.
@@ -28,7 +36,7 @@ if ! bash scripts/build.sh; then
 fi
 source scripts/mpi-env.sh
 echo "== format and lint: in the background"
-nice -n 19 bash scripts/lint.sh >build/lint.log 2>&1 &
+nice -n 10 bash scripts/lint.sh >build/lint.log 2>&1 &
 lint=$!
 
 # As many tests at a time as there are cores: most of an MPI test's time is waiting, so the
@@ -38,23 +46,23 @@ echo "== all tests"
 failed=()
 (cd build && ctest --output-on-failure -j"$(nproc)") || failed+=("the suite")
 
-echo "== unit tests under ASan + UBSan (build-sanitize/unit.log) beside the fuzz smoke run"
-if wait "$sanitize_build"; then
-  # Side by side: each fuzzer runs for a fixed time, the unit tests take the CPU it leaves.
-  (cd build-sanitize && ctest -L unit --output-on-failure -j"$(nproc)" >unit.log 2>&1) &
-  sanitized_unit=$!
-  # 5 s a target: each runs its seed corpus and then mutates for the rest (fuzz.sh). Longer
-  # runs are for a fuzzing session of their own (bash scripts/fuzz.sh SECONDS).
-  bash scripts/fuzz.sh 5 || failed+=("the fuzz smoke run")
-  if wait "$sanitized_unit"; then
-    grep -E "tests passed|Total Test time" build-sanitize/unit.log
-  else
+echo "== unit tests under ASan + UBSan (build-sanitize/unit.log)"
+wait "$sanitize_build" || true
+sanitized_failed=$(cat build/sanitized.failed 2>/dev/null || true)
+case $sanitized_failed in
+  build) tail -60 build/sanitize-build.log && failed+=("the sanitizer tree's build") ;;
+  unit)
     grep -vE "^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed" build-sanitize/unit.log | tail -200
     failed+=("the unit tests under ASan + UBSan")
-  fi
-else
-  tail -60 build/sanitize-build.log
-  failed+=("the sanitizer tree's build")
+    ;;
+  *) grep -E "tests passed|Total Test time" build-sanitize/unit.log || true ;;
+esac
+
+if [[ $sanitized_failed != build ]]; then
+  # 5 s a target: each runs its seed corpus and then mutates for the rest (fuzz.sh). Longer
+  # runs are for a fuzzing session of their own (bash scripts/fuzz.sh SECONDS).
+  echo "== fuzz smoke run"
+  bash scripts/fuzz.sh 5 || failed+=("the fuzz smoke run")
 fi
 
 echo "== format and lint (build/lint.log)"

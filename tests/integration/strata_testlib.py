@@ -53,6 +53,13 @@ def base_env(**extra):
     return env
 
 
+# Open MPI's mpirun, ending a job (as the hang watch's --on-hang abort and end_launcher end it),
+# waits odls_base_sigkill_timeout (1 s) before the signal that ends the ranks, which spin in MPI
+# meanwhile (MPICH's mpiexec ends them at once): suites that end a job in nearly every test do not
+# wait for it. Not for tests of what a rank does on SIGTERM.
+ENDS_WITHOUT_GRACE = {"OMPI_MCA_odls_base_sigkill_timeout": "0"}
+
+
 def program(name):
     return os.path.join(PROGRAMS, name)
 

@@ -12,9 +12,9 @@ import subprocess
 import time
 import unittest
 
-from strata_testlib import (FLAVOR, PROGRAMS, SOURCES, STRATA, StrataTestCase, base_env,
-                            end_launcher, line_of, program, run, run_until_ranks_are_gone,
-                            strata_run)
+from strata_testlib import (ENDS_WITHOUT_GRACE, FLAVOR, PROGRAMS, SOURCES, STRATA, StrataTestCase,
+                            base_env, end_launcher, line_of, program, run,
+                            run_until_ranks_are_gone, strata_run)
 
 ABORTED = 3  # strata run's status after ending a hung job
 
@@ -24,7 +24,7 @@ class HangTestCase(StrataTestCase):
     def setUp(self):
         super().setUp()
         self.spool = os.path.join(self.out, "spool")
-        self.env = base_env(STRATA_SPOOL=self.spool, HOME=self.out)
+        self.env = base_env(STRATA_SPOOL=self.spool, HOME=self.out, **ENDS_WITHOUT_GRACE)
 
     def watched(self, args, ranks=2, after="1", timeout=90):
         """The program under the profile, watched; ended by the watch, never by the timeout."""

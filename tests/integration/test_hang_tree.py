@@ -12,8 +12,8 @@ import subprocess
 import time
 import unittest
 
-from strata_testlib import (STRATA, StrataTestCase, base_env, end_launcher, line_of, program, run,
-                            run_until_ranks_are_gone)
+from strata_testlib import (ENDS_WITHOUT_GRACE, STRATA, StrataTestCase, base_env, end_launcher,
+                            line_of, program, run, run_until_ranks_are_gone)
 
 
 def comparable(d):
@@ -36,7 +36,7 @@ class ThroughTheTree(StrataTestCase):
     def setUp(self):
         super().setUp()
         self.spool = os.path.join(self.out, "spool")
-        self.env = base_env(STRATA_SPOOL=self.spool, HOME=self.out,
+        self.env = base_env(STRATA_SPOOL=self.spool, HOME=self.out, **ENDS_WITHOUT_GRACE,
                             STRATA_MONITOR_OUT=os.path.join(self.out, "rounds.jsonl"))
 
     def hung_job(self, tools, ranks):

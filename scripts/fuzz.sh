@@ -5,7 +5,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 out=build-sanitize
 # The targets are CMake targets (fuzz/CMakeLists.txt) over the libraries that hold the parsers,
-# built with coverage, ASan and UBSan in every library, in the tree the sanitized unit tests use.
+# built with ASan and UBSan, and with coverage where a target links, in the tree the sanitized
+# unit tests use.
 bash scripts/sanitize-build.sh strata_fuzzers
 bin=$out/fuzz
 

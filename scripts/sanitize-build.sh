@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Configures build-sanitize (clang-14, Debug, ASan and UBSan in every library, and libFuzzer's
-# coverage so that the fuzz targets link to the same libraries) and builds the targets given:
-# scripts/test.sh's unit tests under the sanitizers and scripts/fuzz.sh's targets share this one
-# tree instead of building every library twice. -O0: at -O1 each file costs about 2.5 x the
-# CPU time to compile, and the coverage adds next to none at -O0.
+# Configures build-sanitize (clang-14, Debug, ASan and UBSan in every library, libFuzzer's
+# coverage in the libraries the fuzz targets link: fuzz/CMakeLists.txt) and builds the targets
+# given: scripts/test.sh's unit tests under the sanitizers and scripts/fuzz.sh's targets share
+# this one tree instead of building every library twice. -O0: at -O1 each file costs about 2.5 x
+# the CPU time to compile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}

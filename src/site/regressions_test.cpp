@@ -1,4 +1,6 @@
 #include "site/regressions.hpp"
+
+#include "common/address_sanitizer.hpp"
 #include "site/store_test_fixture.hpp"
 #include "site/test_noise.hpp"
 
@@ -79,9 +81,11 @@ TEST(Regressions, FlagNamesTheMetricAndTheRoutinesThatMovedMost) {
 // (docs/site-models.md, "Regressions": short runs on this shared machine vary by 30 % and more),
 // with 5 and 20 earlier runs. The tables are printed;
 // the goals (false alarms under 5 %, detection of +20 % over 95 %) are asserted where the
-// noise allows them.
+// noise allows them, over 2,000 jobs a row. Under ASan, where the same scoring takes 30 times as
+// long, 400 jobs a row check its memory and arithmetic, not the rates (over 400, a row whose
+// false alarms are 3.4 % of 2,000 read 4.8 %).
 TEST(Regressions, FalseAlarmAndDetectionRates) {
-  constexpr int jobs = 2000;
+  constexpr int jobs = common::built_with_address_sanitizer ? 400 : 2000;
   const double noises[] = {0.01, 0.02, 0.05, 0.10, 0.30};
   const int histories[] = {5, 20};
   std::printf("%d jobs each: noise, history runs: false alarms %%, +20 %% job detected %%, "
@@ -100,6 +104,8 @@ TEST(Regressions, FalseAlarmAndDetectionRates) {
       const double fa = 100.0 * false_alarms / jobs, det = 100.0 * detected / jobs,
                    rdet = 100.0 * routine_detected / jobs;
       std::printf("noise %4.0f %%, %2d runs: %5.1f %5.1f %5.1f\n", noise * 100, n, fa, det, rdet);
+      if (common::built_with_address_sanitizer)
+        continue;
       EXPECT_LT(fa, 5.0) << "noise " << noise << ", " << n << " runs";
       if ((noise <= 0.05 && n >= 20) || noise <= 0.02) {
         EXPECT_GT(det, 95.0) << "noise " << noise << ", " << n << " runs";

@@ -3,6 +3,7 @@
 // borders: six partners, ten messages each, bytes that differ by pair. The simulations of a
 // 100,000-rank record (communication_test.cpp, collectives_test.cpp) build each rank's list so.
 
+#include "common/address_sanitizer.hpp"
 #include "profiler/communication.hpp"
 
 #include <cstdint>
@@ -14,17 +15,8 @@ namespace strata::profiler::testdata {
 // stencil's 2,500-rank planes and collectives_test.cpp's 32-rank groups. The record's lists are
 // capped (listed_pairs_limit, listed_communicators_limit), not sized by the world, so the 1 MiB
 // bound is the same; the optimized tree keeps checking it at 100,000.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr uint32_t large_world_ranks = 20'000;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr uint32_t large_world_ranks = 20'000;
-#else
-inline constexpr uint32_t large_world_ranks = 100'000;
-#endif
-#else
-inline constexpr uint32_t large_world_ranks = 100'000;
-#endif
+inline constexpr uint32_t large_world_ranks =
+    common::built_with_address_sanitizer ? 20'000 : 100'000;
 
 inline pair_list stencil_pairs(uint32_t r, uint32_t ranks) {
   const uint32_t nx = 50, ny = 50;

@@ -240,7 +240,7 @@ class ResultsAndCounts(StrataTestCase):
                     self.assertGreaterEqual(counts["MPI_Send"][3], 200 * 2_000_000)
 
     def test_thread_multiple(self):
-        iterations = 2000
+        iterations = 500
         proc = strata_run(f"{probe(self.out, 'mt')},empty", [program("threads_c"), str(iterations)])
         self.assertRan(proc)
         self.assertIn(f"threads: sum={2 * sum(range(iterations)) + iterations}", proc.stdout)

@@ -89,7 +89,7 @@ class PatchedTools(StrataTestCase):
         self.assertIn("pmpi_comm_size_ kept (Fortran binding", patched.stdout)
 
     def test_threads_keep_their_own_layer(self):
-        iterations = 2000
+        iterations = 500
         proc = strata_run("count_a,empty,count_b", [program("threads_c"), str(iterations)], env=self.env)
         self.assertRan(proc)
         for tool in ("count_a", "count_b"):

@@ -227,7 +227,7 @@ class Figures(ProfileTestCase):
         self.assertGreaterEqual(recv["max_s"], 0.13)
 
     def test_thread_multiple(self):
-        iterations = 3000
+        iterations = 500
         proc = self.profile_run([program("threads_c"), str(iterations)])
         self.assertRan(proc)
         rec = self.only_record()
@@ -240,7 +240,7 @@ class Figures(ProfileTestCase):
     def test_thread_multiple_killed_loses_nothing_counted(self):
         # The two threads of each rank count into arrays of their own in the rank file; the
         # ranks die by SIGKILL, and strata recover adds the arrays up.
-        iterations = 2000
+        iterations = 500
         proc = self.profile_run([program("threads_c"), str(iterations), "kill"])
         self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertEqual(self.records(), [], "no record without MPI_Finalize")

@@ -1,7 +1,10 @@
 /* MPI_THREAD_MULTIPLE: on 2 ranks, 2 threads per rank each exchange ITER messages with the
  * same thread on the other rank (tag = thread id), at the same time.
  * Usage: threads [ITER] [kill]   (kill: every rank kills itself with SIGKILL after the
- * exchanges and a barrier, without MPI_Finalize) */
+ * exchanges and a barrier, without MPI_Finalize)
+ * Four spinning threads on a 2-core machine: Open MPI sometimes takes a scheduler time slice
+ * per exchange (3,000 took 9 s, natively, where they usually take 0.3 s), so the tests run a
+ * few hundred, which still interleave the two threads' calls throughout. */
 #include <mpi.h>
 #include <pthread.h>
 #include <signal.h>

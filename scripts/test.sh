@@ -51,10 +51,10 @@ failed=()
 # last of those (a long test alone would leave a core idle).
 while [[ ! -e build/sanitized.built ]] && kill -0 "$sanitize_build" 2>/dev/null; do sleep 1; done
 if [[ -e build/sanitized.built ]]; then
-  # 5 s a target: each runs its seed corpus and then mutates for the rest (fuzz.sh). Longer
+  # 3 s a target: each runs its seed corpus and then mutates for the rest (fuzz.sh). Longer
   # runs are for a fuzzing session of their own (bash scripts/fuzz.sh SECONDS).
   echo "== fuzz smoke run"
-  bash scripts/fuzz.sh 5 || failed+=("the fuzz smoke run")
+  bash scripts/fuzz.sh 3 || failed+=("the fuzz smoke run")
 fi
 
 echo "== unit tests under ASan + UBSan (build-sanitize/unit.log)"

@@ -6,8 +6,11 @@ parameters comes from roles.txt. Outputs (into --out):
   strata_functions.hpp  function ids and names
   strata_entries.cpp    function names, the real-function table and its resolvers
   strata_entries_K.cpp  for K below --shards: the MPI_X / PMPI_X / ZMPI_X entry points and
-                        decoders of one run of functions (compiled apart: one translation unit
-                        of them all took minutes and gigabytes)
+                        decoders of one run of the frequent functions (routines.txt, [frequent]
+                        and [cheap]; compiled apart: one translation unit of them all took
+                        minutes and gigabytes)
+  strata_entries_seldom_K.cpp  for K below --seldom-shards: the same for every other function
+                        (compiled at -O1: src/gen/CMakeLists.txt)
   strata_real_functions.hpp  the real-function table's type, for all of them
   strata/zmpi.h         ZMPI_X prototypes for wrapper modules ("call the next layer")
   empty_module.cpp      the `empty` wrapper module: every function forwards to the next layer
@@ -56,16 +59,18 @@ def bytes_needs(f, roles):
 
 class EntryShards(io.StringIO):
     """strata_entries.cpp and its shards: what is written before the first start_function() goes
-    to strata_entries.cpp; the functions' entry points, in order, are cut into `shards` runs of
-    about equal size, each written to strata_entries_K.cpp after the same preamble."""
+    to strata_entries.cpp; the functions' entry points, in order, go to the frequent or the
+    seldom files, each kind cut into its number of runs of about equal size, each written after
+    the same preamble."""
 
-    def __init__(self, out, flavor, shards):
+    def __init__(self, out, flavor, shards, seldom_shards):
         super().__init__()
-        self.out, self.flavor, self.shards = out, flavor, shards
-        self.starts = []  # (offset, function name)
+        self.out, self.flavor = out, flavor
+        self.shards = {"": shards, "seldom_": seldom_shards}
+        self.starts = []  # (offset, function name, "" or "seldom_")
 
-    def start_function(self, name):
-        self.starts.append((self.tell(), name))
+    def start_function(self, name, seldom):
+        self.starts.append((self.tell(), name, "seldom_" if seldom else ""))
 
     def __exit__(self, *exc):
         if exc[0] is None:
@@ -85,20 +90,23 @@ class EntryShards(io.StringIO):
 
     def write_files(self):
         text = self.getvalue()
-        bounds = [start for start, _ in self.starts] + [len(text)]
-        write_file(os.path.join(self.out, "strata_entries.cpp"), text[:bounds[0]])
-        # Runs of whole functions, cut where the text passes each K/shards of the whole.
-        cuts = [0]
-        for k in range(1, self.shards):
-            target = bounds[0] + (len(text) - bounds[0]) * k // self.shards
-            cuts.append(max(cuts[-1], next(i for i, b in enumerate(bounds) if b >= target)))
-        cuts.append(len(self.starts))
-        for k in range(self.shards):
-            first, last = cuts[k], cuts[k + 1]
-            names = ((self.starts[first][1], self.starts[last - 1][1]) if last > first
-                     else ("no function", "none"))
-            write_file(os.path.join(self.out, f"strata_entries_{k}.cpp"),
-                       self.preamble(*names) + text[bounds[first]:bounds[last]])
+        ends = [start for start, _, _ in self.starts[1:]] + [len(text)]
+        write_file(os.path.join(self.out, "strata_entries.cpp"),
+                   text[:self.starts[0][0]] if self.starts else text)
+        for kind, shards in self.shards.items():
+            # (name, text) of this kind's functions, cut into runs where their text passes each
+            # K/shards of the whole.
+            functions = [(name, text[start:end]) for (start, name, k), end in zip(self.starts, ends)
+                         if k == kind]
+            total = sum(len(body) for _, body in functions)
+            runs, done = [[] for _ in range(shards)], 0
+            for name, body in functions:
+                runs[min(shards - 1, done * shards // max(total, 1))].append((name, body))
+                done += len(body)
+            for k, run in enumerate(runs):
+                names = (run[0][0], run[-1][0]) if run else ("no function", "none")
+                write_file(os.path.join(self.out, f"strata_entries_{kind}{k}.cpp"),
+                           self.preamble(*names) + "".join(body for _, body in run))
 
 
 def write_file(path, text):
@@ -106,7 +114,8 @@ def write_file(path, text):
         f.write(text)
 
 
-def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset(), shards=1):
+def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset(), shards=1,
+             seldom_shards=1):
     functions = [Function(header, n, e) for n, e in sorted(header.functions.items())]
     functions = [f for f in functions if f.name not in HAND_WRITTEN and not f.variadic]
     known = {f.name for f in functions} | HAND_WRITTEN
@@ -156,7 +165,7 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             h.write(f"  {f.proto('(*' + f.name + ')')};\n")
         h.write("};\nextern STRATA_HIDDEN real_functions real;\n} // namespace strata::gen\n")
 
-    with EntryShards(out, flavor, shards) as c:
+    with EntryShards(out, flavor, shards, seldom_shards) as c:
         c.write(f"// Generated by src/gen/generate.py from {flavor}'s mpi.h. Do not edit.\n")
         c.write("#include \"core/dispatch.hpp\"\n#include \"core/completions.hpp\"\n"
                 "#include \"core/decode.hpp\"\n#include \"strata_real_functions.hpp\"\n\n")
@@ -225,7 +234,8 @@ def generate(header, roles, tables_of, flavor, out, fortran_exported=frozenset()
             c.write("    return true;\n  default:\n    return false;\n  }\n}\n")
         c.write("} // namespace strata::gen\n")
         for index, f in enumerate(functions):
-            c.start_function(f.name)
+            c.start_function(f.name, seldom=not (matches(tables_of["frequent"], stem(f.name)) or
+                                                 matches(tables_of["cheap"], stem(f.name))))
             n = f.name
             args = ", ".join(f.names())
             params = ", ".join(p[1] for p in f.params)
@@ -510,12 +520,16 @@ def main():
     ap.add_argument("--fortran-libs", nargs="*", default=[],
                     help="the MPI's Fortran libraries, for the Fortran entry points")
     ap.add_argument("--shards", type=int, default=1,
-                    help="how many files the entry points are written to (strata_entries_K.cpp)")
+                    help="how many files the frequent functions' entry points are written to "
+                         "(strata_entries_K.cpp)")
+    ap.add_argument("--seldom-shards", type=int, default=1,
+                    help="how many files the other functions' entry points are written to "
+                         "(strata_entries_seldom_K.cpp)")
     a = ap.parse_args()
-    if a.shards < 1:
-        ap.error("--shards must be at least 1")
+    if a.shards < 1 or a.seldom_shards < 1:
+        ap.error("--shards and --seldom-shards must be at least 1")
     generate(Header(a.xml), parse_roles(a.roles), read_sections(a.routines), a.flavor, a.out,
-             fortran_symbols(a.fortran_libs), a.shards)
+             fortran_symbols(a.fortran_libs), a.shards, a.seldom_shards)
 
 
 if __name__ == "__main__":

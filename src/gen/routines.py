@@ -6,6 +6,7 @@ routine is comes from routines.txt (groups, collective kinds, local and cheap ro
 conversions) and roles.txt (argument roles, polls, completions). No MPI is needed to read it.
 """
 import argparse
+import fnmatch
 import os
 import re
 import sys
@@ -13,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mpi_header import Function, Header  # noqa: E402
 from tables import (POSITION_ROLES, argument_positions, first_match, matches,  # noqa: E402
-                    parse_roles, read_sections)
+                    parse_roles, read_sections, stem)
 
 ONE_SIDED_OPS = ["none", "put", "get", "accumulate"]
 COLLECTIVES = ["none", "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv", "allgather",
@@ -163,6 +164,14 @@ def main():
         for name, params in header_routines(xml).items():
             prototypes.setdefault(name, []).append(params)
     prototypes.setdefault("MPI_Pcontrol", [])
+    # [frequent] names routines one by one: a name that matches none (a typo) would leave that
+    # routine's entry point compiled at -O1 unnoticed.
+    stems = {stem(n) for n in prototypes}
+    for _, patterns in sections["frequent"]:
+        unknown = [p for p in patterns if not any(fnmatch.fnmatchcase(s, p) for s in stems)]
+        if unknown:
+            raise SystemExit(f"routines.txt: [frequent] names {unknown}, which no MPI header "
+                             "declares")
     rows = [describe(n, sections, roles, prototypes[n]) for n in sorted(prototypes)]
     b = lambda v: "true" if v else "false"  # noqa: E731
     with open(a.out, "w") as out:

@@ -48,7 +48,7 @@ def read_sections(path):
         if not patterns:
             raise SystemExit(f"{path}:{lineno}: '{value}' lists no patterns")
         current.append((value, patterns))
-    for needed in ("groups", "group", "collective", "one_sided", "local", "cheap",
+    for needed in ("groups", "group", "collective", "one_sided", "local", "cheap", "frequent",
                    "handle_conversion", "collective_setup"):
         if needed not in sections:
             raise SystemExit(f"{path}: no [{needed}] section")

@@ -17,8 +17,12 @@ alone, with its batch's compile command (BUILD_DIR/tidy/compile_commands.json).
 The files that build commands include CLI11, which takes clang-tidy about 12 s a translation unit
 to match: each in a target of its own, they are checked together as one more unit
 (BUILD_DIR/tidy/joint_cli.cpp, including them and the other sources of their batches, under
-their commands' -I and -D flags together), CLI11 matched once; if they do not compile together
-(two definitions of one name), each is checked as before.
+their commands' -I and -D flags together), CLI11 matched once. So are the other files that would
+be checked alone, one unit per folder (BUILD_DIR/tidy/joint_<folder>.cpp: the core's files,
+built file by file, and the one-file targets), their headers matched once. A joint unit with any
+finding (or that does not compile: two definitions of one name) is checked again file by file,
+and those results stand: a joint unit can find what its files apart do not (the core's weak
+declarations tested beside their definitions).
 """
 import concurrent.futures
 import hashlib
@@ -113,15 +117,26 @@ def write_database(entries, directory):
 JOINT_HEADER = re.compile(r'^#include <CLI/CLI\.hpp>', re.M)
 
 
+# A source that defines what include/strata/annotate.h declares weak (libstrata's annotation
+# entry points): after another source included the header, clang finds each definition following
+# a weak declaration, and the header's tests of them always true. Checked alone.
+WEAK_DEFINITION = re.compile(r"\bstrata_annotate_\w+\([^;{)]*\)\s*\{")
+
+
+def defines_weak_declared(path):
+    with open(path) as f:
+        return bool(WEAK_DEFINITION.search(f.read()))
+
+
 def includes_joint_header(path):
     with open(path) as f:
         return bool(JOINT_HEADER.search(f.read()))
 
 
-def joint_entry(members, directory):
-    """One translation unit including the members' sources, under the first member's command
-    with the others' -I, -isystem and -D flags added; None when two -D give one macro two
-    values. members: (entry, sources)."""
+def joint_entry(members, directory, unit_name):
+    """One translation unit, BUILD_DIR/tidy/UNIT_NAME, including the members' sources, under the
+    first member's command with the others' -I, -isystem and -D flags added; None when two -D
+    give one macro two values. members: (entry, sources)."""
     words = shlex.split(members[0][0]["command"])
     flags, defined = [], {}
     for entry, _ in members:
@@ -139,7 +154,7 @@ def joint_entry(members, directory):
             if flag not in flags:
                 flags.append(flag)
     # Absolute: its commands run in the build's directory (the preprocessing for the cache key too).
-    path = os.path.abspath(os.path.join(directory, "joint_cli.cpp"))
+    path = os.path.abspath(os.path.join(directory, unit_name))
     with open(path, "w") as f:
         f.writelines(f'#include "{source}"\n' for _, sources in members for source in sources)
     first_file = members[0][0]["file"]
@@ -153,24 +168,35 @@ def joint_entry(members, directory):
 
 
 def join_units(units, entries, directory):
-    """The units whose sources include CLI11 made one (joint_entry); the others unchanged."""
-    joined, rest = [], []
+    """The units whose sources include CLI11 made one (joint_entry), and the files checked alone
+    one per folder; the others unchanged. Returns the units and {joint unit: its members}."""
+    cli, alone, rest = [], {}, []
     for unit in units:
         path, entry = unit[0], unit[1]
         sources = batch_sources(entry) if UNITY.search(path) else [os.path.realpath(path)]
         if entry and any(includes_joint_header(s) for s in sources):
-            joined.append((unit, sources))
+            cli.append((unit, sources))
+        elif entry and len(sources) == 1 and not defines_weak_declared(sources[0]):
+            alone.setdefault(os.path.dirname(sources[0]), []).append((unit, sources))
         else:
             rest.append(unit)
-    if len(joined) < 2:
-        return units, None
-    made = joint_entry([(unit[1], sources) for unit, sources in joined], directory)
-    if made is None:
-        return units, None
-    path, entry = made
-    entries[path] = entry
-    covered = [p for unit, _ in joined for p in unit[3]]
-    return rest + [(path, entry, BATCH_ARGS, covered)], [unit for unit, _ in joined]
+    groups = [("joint_cli.cpp", cli)]
+    root = os.path.realpath(".")
+    for folder, members in sorted(alone.items()):
+        name = os.path.relpath(folder, root).replace(os.sep, "_")
+        groups.append((f"joint_{name}.cpp", members))
+    apart = {}
+    for name, members in groups:
+        made = joint_entry([(unit[1], sources) for unit, sources in members], directory, name) \
+            if len(members) > 1 else None
+        if made is None:
+            rest += [unit for unit, _ in members]
+            continue
+        path, entry = made
+        entries[path] = entry
+        apart[path] = [unit for unit, _ in members]
+        rest.append((path, entry, BATCH_ARGS, [p for unit, _ in members for p in unit[3]]))
+    return rest, apart
 
 
 def main():
@@ -202,12 +228,13 @@ def main():
     # The largest first, so that no batch starts last and leaves a core idle.
     units.sort(key=lambda u: -len(u[3]))
     results = check_all(units)
-    if apart is not None:
-        joint = next(i for i, u in enumerate(units) if u[0].endswith("joint_cli.cpp"))
-        if "clang-diagnostic-error" in results[joint][1]:  # not one translation unit: apart
-            del units[joint], results[joint]
-            units += apart
-            results += check_all(apart)
+    # A joint unit with findings: its files apart decide.
+    again = [i for i, (u, r) in enumerate(zip(units, results)) if u[0] in apart and r[1]]
+    members = [m for i in again for m in apart[units[i][0]]]
+    for i in reversed(again):
+        del units[i], results[i]
+    units += members
+    results += check_all(members)
     failed = [(p, text) for p, text, _, _ in results if text]
     cached = sum(n for _, _, hit, n in results if hit)
     batched = sum(1 for u in units if len(u[3]) > 1)

@@ -28,11 +28,16 @@ double median_of(std::vector<double> v) {
 // Student's t quantile 1 - alpha with `dof` degrees of freedom. The few (alpha, dof) pairs a
 // scorer meets are computed once each: Boost.Math inverts the incomplete beta function for
 // every quantile, which took most of the time of scoring a job.
+// In double, not promoted to long double (Boost.Math's default): its long double tables are
+// set up when the program starts, and under valgrind, which computes long double in double
+// precision, that setup overflowed and threw, ending every `strata` command before main.
 double t_quantile(double alpha, double dof) {
+  using in_double = boost::math::policies::policy<boost::math::policies::promote_double<false>>;
   thread_local std::map<std::pair<double, double>, double> known;
   const auto [it, added] = known.try_emplace({alpha, dof}, 0.0);
   if (added)
-    it->second = boost::math::quantile(boost::math::students_t(dof), 1 - alpha);
+    it->second = boost::math::quantile(boost::math::students_t_distribution<double, in_double>(dof),
+                                       1 - alpha);
   return it->second;
 }
 

@@ -123,14 +123,9 @@ JOINT_HEADER = re.compile(r'^#include <CLI/CLI\.hpp>', re.M)
 WEAK_DEFINITION = re.compile(r"\bstrata_annotate_\w+\([^;{)]*\)\s*\{")
 
 
-def defines_weak_declared(path):
+def source_matches(path, pattern):
     with open(path) as f:
-        return bool(WEAK_DEFINITION.search(f.read()))
-
-
-def includes_joint_header(path):
-    with open(path) as f:
-        return bool(JOINT_HEADER.search(f.read()))
+        return bool(pattern.search(f.read()))
 
 
 def joint_entry(members, directory, unit_name):
@@ -174,9 +169,9 @@ def join_units(units, entries, directory):
     for unit in units:
         path, entry = unit[0], unit[1]
         sources = batch_sources(entry) if UNITY.search(path) else [os.path.realpath(path)]
-        if entry and any(includes_joint_header(s) for s in sources):
+        if entry and any(source_matches(s, JOINT_HEADER) for s in sources):
             cli.append((unit, sources))
-        elif entry and len(sources) == 1 and not defines_weak_declared(sources[0]):
+        elif entry and len(sources) == 1 and not source_matches(sources[0], WEAK_DEFINITION):
             alone.setdefault(os.path.dirname(sources[0]), []).append((unit, sources))
         else:
             rest.append(unit)

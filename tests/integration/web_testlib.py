@@ -56,6 +56,17 @@ def uid_of(name):
     return pwd.getpwnam(name).pw_uid
 
 
+def closed_to_others(path):
+    """The first directory above path that other users may not enter, or None."""
+    folder = os.path.dirname(os.path.realpath(path))
+    while True:
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+        if folder == os.path.dirname(folder):
+            return None
+        folder = os.path.dirname(folder)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -138,6 +149,12 @@ class ServedStore:
 
     @classmethod
     def serve(cls, users=(USER_A, USER_B, ADMIN)):
+        blocked = closed_to_others(STRATA)
+        if blocked:
+            raise AssertionError(
+                f"the web tests run {STRATA} as other users, who may not enter {blocked} "
+                f"(mode {os.stat(blocked).st_mode & 0o777:o}): check out Strata where every user "
+                "may enter (`mktemp -d` makes a directory only its owner may)")
         cls.tokens = {name: cls.token_of(name) for name in users}
         cls.port = free_port()
         cls.base = f"http://127.0.0.1:{cls.port}"

@@ -21,6 +21,8 @@
 #              (OVERHEAD=0 skips it: the model takes a minute or two to build)
 #   floor      the least a timing profiler does (bench/timed_floor.c: two TSC reads around the
 #              call and four adds, nothing else): what the CPU charges any tool for the clock
+#   omit-M     the profile of a libstrata built with parts of its summed call left out
+#              (PARTS="M ...", below): what each part costs a call, against "profile"
 #   mpiP-k0    mpiP with MPIP="-k 0" (no call sites), when mpiP is given for the flavor
 #              (MPIP_LIB: built against Open MPI; MPIP_LIB_MPICH: built against MPICH)
 #   mpiP       mpiP with its defaults (call sites one level up)
@@ -43,6 +45,11 @@
 # BASE=<other build dir> adds "before": the profile of that build's libstrata.so, interleaved
 # with the others (a change's before and after in the same run),
 # MODEL_DIR=<dir> with model.<flavor>.json (from `strata bench`) to reuse instead of building one,
+# PARTS="1 2 4 8 15" builds (in PARTS_DIR, default BUILD_DIR/timed-call-parts; a few minutes each)
+# a libstrata per mask with -DSTRATA_TIMED_CALL_OMIT=M, which leaves out of the summed call
+# (src/core/summed_call.hpp, summed_part) 1 the hang diagnosis's note, 2 the arguments' figures
+# (bytes, communicator, status), 4 the communication matrix, 8 the slot's sums (15: all four, the
+# bare timed call), and times each as omit-M beside the others,
 # RAW=<file> to keep the raw lines, STAT=median for the median of the rounds instead of the best
 # (ROUNDS of 5 or more: a change's few ns stand out of the load's noise only so). On a shared machine the ns move with the load: compare
 # configurations within one run (ROUNDS of them, best of each) and take callgrind's counts.
@@ -59,6 +66,8 @@ MPIP_LIB=${MPIP_LIB:-}
 MPIP_LIB_MPICH=${MPIP_LIB_MPICH:-}
 OVERHEAD=${OVERHEAD:-1}
 BASE=${BASE:+$(cd "$BASE" && pwd)}
+PARTS=${PARTS:-}
+PARTS_DIR=${PARTS_DIR:-$BUILD/timed-call-parts}
 STRATA=$BUILD/bin/strata
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -74,12 +83,14 @@ export STRATA_SPOOL=$tmp/spool STRATA_TRACE_DIR=$tmp/trace
 configs() { # FLAVOR -> the configurations that apply
   local c="native profile events nocomm callsites trace"
   [[ -n $BASE ]] && c+=" before"
+  local m
+  for m in $PARTS; do c+=" omit-$m"; done
   [[ -f $BUILD/bench/$1/timed_floor.so ]] && c+=" floor"
   [[ $OVERHEAD == 1 && -f $tmp/model.$1.json ]] && c+=" overhead"
   [[ -n $(mpip_for "$1") ]] && c+=" mpiP-k0 mpiP"
   if [[ -n ${CONFIGS:-} ]]; then # only these (and native, which the others are read against)
     local kept="" x
-    for x in $c; do [[ $x == native || $x == before || " $CONFIGS " == *" $x "* ]] && kept+=" $x"; done
+    for x in $c; do [[ $x == native || $x == before || $x == omit-* || " $CONFIGS " == *" $x "* ]] && kept+=" $x"; done
     c=$kept
   fi
   echo "$c"
@@ -101,6 +112,7 @@ env_for() { # FLAVOR CONFIG -> VAR=VALUE words
     trace) echo "LD_PRELOAD=$lib STRATA_TOOLS=trace STRATA_TRACE_LIMIT=4G STRATA_TRACE_CHEAP_CALLS=record" ;;
     overhead) echo "LD_PRELOAD=$lib STRATA_TOOLS=overhead STRATA_PROFILE_POLL_SAMPLE=1 STRATA_MODEL=$tmp/model.$1.json" ;;
     floor) echo "LD_PRELOAD=$BUILD/bench/$1/timed_floor.so" ;;
+    omit-*) echo "LD_PRELOAD=$PARTS_DIR/$2/lib/strata/$1/libstrata.so STRATA_TOOLS=profile STRATA_PROFILE_POLL_SAMPLE=1" ;;
     mpiP-k0) echo "LD_PRELOAD=$(mpip_for "$1") MPIP=-k~0~-f~$tmp" ;;
     mpiP) echo "LD_PRELOAD=$(mpip_for "$1") MPIP=-f~$tmp" ;;
   esac
@@ -143,6 +155,25 @@ callgrind_ir() { # FLAVOR CONFIG CALL N [--native] -> total Ir
     >"$out.log" 2>&1 || { echo "callgrind failed: $flavor $config $call" >&2; tail -5 "$out.log" >&2; return 1; }
   awk '/^totals:/ {print $2}' "$out-01"
 }
+
+# The libraries with parts left out: from the checkout BUILD_DIR was configured from, each mask's
+# core in a build tree of its own, which loads BUILD_DIR's modules (the parts are the core's).
+source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt")
+for m in $PARTS; do
+  [[ $m =~ ^[0-9]+$ && $m -ge 1 && $m -le 15 ]] || { echo "PARTS: $m is not a mask from 1 to 15" >&2; exit 2; }
+  tree=$PARTS_DIR/omit-$m
+  echo "== building omit-$m in $tree" >&2
+  cmake -S "$source_dir" -B "$tree" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS="-DSTRATA_TIMED_CALL_OMIT=$m" >"$tmp/cmake-$m.log" 2>&1 ||
+    { tail -20 "$tmp/cmake-$m.log" >&2; exit 1; }
+  for flavor in $FLAVORS; do
+    cmake --build "$tree" -j"$(nproc)" --target "strata_core_$flavor" >"$tmp/build-$m.log" 2>&1 ||
+      { tail -20 "$tmp/build-$m.log" >&2; exit 1; }
+    modules=$tree/lib/strata/$flavor/modules
+    [[ -L $modules || ! -d $modules ]] || rmdir "$modules"
+    ln -sfn "$BUILD/lib/strata/$flavor/modules" "$modules"
+  done
+done
 
 calls=${CALLS:-barrier sendrecv iprobe test_inter start}
 calls=${calls// /,}

@@ -17,7 +17,24 @@
 #include <type_traits>
 #include <utility>
 
+// A build for bench/run_timed_call.sh (PARTS) may leave parts of the summed call out, to measure
+// what each costs a call (-DSTRATA_TIMED_CALL_OMIT=<mask of summed_part>). Such a library's
+// records are wrong by design; every other build keeps them all.
+#ifndef STRATA_TIMED_CALL_OMIT
+#define STRATA_TIMED_CALL_OMIT 0
+#endif
+
 namespace strata::core {
+
+enum summed_part : unsigned {
+  part_hang_note = 1, // note_call, note_return: the hang diagnosis's note of the call
+  part_arguments = 2, // the decoders: bytes, the communicator, the status
+  part_matrix = 4,    // add_to_peer: the communication matrix
+  part_sums = 8,      // the slot's sums, histograms, communicators' sums, the latest exit
+};
+constexpr bool keeps(summed_part part) {
+  return (STRATA_TIMED_CALL_OMIT & part) == 0;
+}
 
 // A summed call's fields and histograms (chain_entry::timed_fields, timed_histograms) as
 // constants, where they are those below: the decoder's and the sum's tests then fold away.
@@ -91,11 +108,12 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
     ev.comm_id = 0; // read only for the sums per communicator, which ask for it
     ev.comm_world_ranks = nullptr;
   }
-  Decoder::enter(ev, scratch, fields, args...);
+  if constexpr (keeps(part_arguments))
+    Decoder::enter(ev, scratch, fields, args...);
   // A send's destination, a one-sided operation's target, where these sums were lent: its world
   // rank read straight from its group (the event's peer and communicator are not decoded), and
   // the message counted before the call, as it is whatever the call returns (peer_sums.hpp).
-  if constexpr (Decoder::sends_to_peer) {
+  if constexpr (Decoder::sends_to_peer && keeps(part_matrix)) {
     const chain_entry& sender = entry_of();
     if (sender.timed_pairs != nullptr) {
       const decode::rank_in_group peer = Decoder::peer_of(args...);
@@ -103,21 +121,28 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
                   non_negative(Decoder::peer_bytes_expected ? ev.bytes_expected : ev.bytes_sent));
     }
   }
-  note_call<F, Decoder::where_kept>(call_site, args...);
+  if constexpr (keeps(part_hang_note))
+    note_call<F, Decoder::where_kept>(call_site, args...);
   const uint64_t enter = Clock::raw();
   R r = call_real(real_of(), args...);
   const uint64_t exit = Clock::raw();
-  note_return();
+  if constexpr (keeps(part_hang_note))
+    note_return();
   set_result(ev, r);
-  Decoder::template exit<true>(ev, scratch, fields, args...);
+  if constexpr (keeps(part_arguments))
+    Decoder::template exit<true>(ev, scratch, fields, args...);
   const chain_entry& entry = entry_of();
   // The usual collective reads its communicator's figures after the call from the record the
   // enter decoder looked up (one pointer kept across the call, where the event's four fields
   // took four registers or stack slots), its size's bin computed with the record: the record
   // stays as it was through the call (no look-up on this thread while MPI runs, and the summed
   // calls are never made from several threads at once).
-  constexpr bool group_after = fixed && Decoder::is_collective && Decoder::sets_comm;
-  if constexpr (group_after) {
+  constexpr bool group_after =
+      fixed && Decoder::is_collective && Decoder::sets_comm && keeps(part_arguments);
+  if constexpr (!keeps(part_sums)) {
+    static_cast<void>(histograms);
+    return r;
+  } else if constexpr (group_after) {
     // Set by the enter decoder, never null (set_comm_info): the usual fields read the
     // communicator.
     static_assert((Traits.fields & STRATA_FIELD_COMM) != 0);

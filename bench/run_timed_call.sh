@@ -161,6 +161,8 @@ callgrind_ir() { # FLAVOR CONFIG CALL N [--native] -> total Ir
 source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt")
 for m in $PARTS; do
   [[ $m =~ ^[0-9]+$ && $m -ge 1 && $m -le 15 ]] || { echo "PARTS: $m is not a mask from 1 to 15" >&2; exit 2; }
+done
+for m in $PARTS; do
   tree=$PARTS_DIR/omit-$m
   echo "== building omit-$m in $tree" >&2
   cmake -S "$source_dir" -B "$tree" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -29,7 +29,7 @@ namespace strata::core {
 enum summed_part : unsigned {
   part_hang_note = 1, // note_call, note_return: the hang diagnosis's note of the call
   part_arguments = 2, // the decoders: bytes, the communicator, the status
-  part_matrix = 4,    // add_to_peer: the communication matrix
+  part_matrix = 4,    // add_to_peer, add_started: the communication matrix
   part_sums = 8,      // the slot's sums, histograms, communicators' sums, the latest exit
 };
 constexpr bool keeps(summed_part part) {
@@ -141,7 +141,6 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
       fixed && Decoder::is_collective && Decoder::sets_comm && keeps(part_arguments);
   if constexpr (!keeps(part_sums)) {
     static_cast<void>(histograms);
-    return r;
   } else if constexpr (group_after) {
     // Set by the enter decoder, never null (set_comm_info): the usual fields read the
     // communicator.
@@ -174,7 +173,7 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
   }
   // A collective's communicator, the sums per communicator where they were lent (the test is
   // compiled into the collectives alone).
-  if constexpr (Decoder::is_collective && Decoder::sets_comm && !group_after) {
+  if constexpr (Decoder::is_collective && Decoder::sets_comm && !group_after && keeps(part_sums)) {
     if (entry.timed_comms != nullptr) {
       strata_comm_sum& sum = entry.timed_comms[comm_sums_index(entry, ev.comm_id)];
       ++sum.calls;
@@ -186,7 +185,7 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
   }
   // A start's messages, which only the module that saw its requests made can name (its table,
   // else its callback): the test is compiled into MPI_Start and MPI_Startall alone.
-  if constexpr (Decoder::starts_requests) {
+  if constexpr (Decoder::starts_requests && keeps(part_matrix)) {
     if (entry.timed_started != nullptr) {
       if (r == MPI_SUCCESS)
         add_started(entry.timed_started, Decoder::started(args...));
@@ -196,7 +195,7 @@ __attribute__((always_inline)) inline auto count_timed_body(EntryOf entry_of, co
   }
   // The latest exit moves on once a millisecond, not on every call (as the profile's threads
   // do: counting.hpp): the wall time of a rank that died may be short by that much.
-  if (__builtin_expect(exit > entry.latest_exit_due, 0)) {
+  if (keeps(part_sums) && __builtin_expect(exit > entry.latest_exit_due, 0)) {
     *entry.latest_exit = Clock::time_ns(exit);
     entry.latest_exit_due = exit + Clock::raw_per_ms();
   }
